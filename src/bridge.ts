@@ -1,0 +1,112 @@
+/**
+ * Wires one bridge from its configuration: ledger store, loyalty client, service, worker and HTTP
+ * app. `main.ts` runs it as a process; tests and the benchmark run it in-process.
+ */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { adapters as allAdapters } from '../adapters/index.js';
+import type { PosAdapter } from '../adapters/types.js';
+import type { Config } from './config.js';
+import { HistoryVerifier } from './core/history-verifier.js';
+import { TransactionService } from './core/transactions.js';
+import { Worker } from './core/worker.js';
+import { createApp } from './http/app.js';
+import type { LedgerStore } from './ledger/store.js';
+import { openStore } from './ledger/open-store.js';
+import type { Logger } from './logger.js';
+import { LoyaltyClient } from './loyalty/client.js';
+import { createMetrics } from './metrics.js';
+
+export interface Bridge {
+  url: string;
+  server: http.Server;
+  store: LedgerStore;
+  service: TransactionService;
+  worker: Worker;
+  adminToken: string;
+  /** Graceful: stop taking requests, finish or record in-flight work, close the ledger. */
+  close(): Promise<void>;
+}
+
+export interface BridgeOverrides {
+  /** The upstream's address and token when they come from elsewhere (sandbox simulator). */
+  loyaltyBaseUrl?: string;
+  loyaltyAppToken?: string;
+  loyaltyApiKey?: string;
+  adminToken?: string;
+  store?: LedgerStore;
+  adapters?: ReadonlyMap<string, PosAdapter>;
+  clock?: () => Date;
+  /** Default true; tests that drive reconciliation by hand turn the background worker off. */
+  startWorker?: boolean;
+  /** Default true; several apps in one process (tests) skip process-wide default metrics. */
+  defaultMetrics?: boolean;
+}
+
+export const VERSION: string = (() => {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return '0.0.0';
+  }
+})();
+
+export async function startBridge(config: Config, logger: Logger, overrides: BridgeOverrides = {}): Promise<Bridge> {
+  const baseUrl = overrides.loyaltyBaseUrl ?? config.loyalty.baseUrl;
+  const appToken = overrides.loyaltyAppToken ?? config.loyalty.appToken;
+  if (!baseUrl || !appToken) throw new Error('the loyalty service address and app token are required (LOYALTY_BASE_URL, LOYALTY_APP_TOKEN)');
+  const adminToken = overrides.adminToken ?? config.adminToken ?? randomBytes(24).toString('base64url');
+
+  const store = overrides.store ?? openStore(config.ledgerUrl);
+  await store.init();
+  const client = new LoyaltyClient({ baseUrl, appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs });
+  const verifier = new HistoryVerifier(client, store, { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs });
+  const metrics = createMetrics(async () => (await store.listOpen(Number.MAX_SAFE_INTEGER)).length, overrides.defaultMetrics ?? true);
+  const service = new TransactionService(
+    store,
+    client,
+    verifier,
+    { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs },
+    logger,
+    metrics,
+    overrides.clock,
+  );
+  const recovered = await service.recoverInterrupted();
+  if (recovered) logger.warn({ recovered }, 'records were mid-call when the bridge last stopped: now in doubt, to be verified');
+  const worker = new Worker(store, service, config.worker, logger);
+
+  const app = createApp({
+    adapters: overrides.adapters ?? allAdapters,
+    service,
+    worker,
+    store,
+    logger,
+    metrics,
+    adminToken,
+    adapterContext: { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion },
+    bodyLimitBytes: config.bodyLimitBytes,
+    upstreamConfigured: true,
+    version: VERSION,
+  });
+  const server = http.createServer(app);
+  // Header limits: Node's default 16 KiB header cap applies; slow clients are cut off.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, '0.0.0.0', resolve));
+  const { port } = server.address() as AddressInfo;
+  if (overrides.startWorker ?? true) worker.start();
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await worker.stop();
+      await stopped;
+      await store.close();
+    })());
+
+  return { url: `http://127.0.0.1:${port}`, server, store, service, worker, adminToken, close };
+}

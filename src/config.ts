@@ -1,0 +1,121 @@
+/**
+ * Configuration, parsed once at boot: `config/default.json`, then `config/<NODE_ENV>.json` if present,
+ * then environment variables (env wins). Keys are the environment variable names themselves, so
+ * every error names the variable to fix. Nothing else in the bridge reads `process.env`.
+ */
+import { readFileSync, existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { isIsoCurrency } from './currencies.js';
+
+const positiveInt = z.coerce.number().int().positive();
+const optionalSecret = z.string().trim().min(1).optional();
+const optionalUrl = z.url({ protocol: /^https?$/ }).optional();
+
+const RawConfig = z.object({
+  NODE_ENV: z.string().optional(),
+  PORT: z.coerce.number().int().min(0).max(65535),
+  LOYALTY_BASE_URL: optionalUrl,
+  LOYALTY_APP_TOKEN: optionalSecret,
+  LOYALTY_API_KEY: optionalSecret,
+  LOYALTY_TIMEOUT_MS: positiveInt,
+  LOYALTY_RETRY_BASE_MS: z.coerce.number().int().min(0),
+  LEDGER_URL: z.string().regex(/^(file:.+|postgres(ql)?:\/\/.+)$/, 'must be file:<path> or postgres://…'),
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  DEFAULT_CURRENCY: z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD'),
+  DEFAULT_PHONE_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter region such as US'),
+  ANSWER_BUDGET_MS: positiveInt.max(1900, 'must leave room to answer a POS within 2 s'),
+  BODY_LIMIT_BYTES: positiveInt,
+  WORKER_INTERVAL_MS: positiveInt,
+  WORKER_CONCURRENCY: positiveInt,
+  IN_DOUBT_VERIFY_AFTER_MS: z.coerce.number().int().min(0),
+  IN_DOUBT_GRACE_MS: z.coerce.number().int().min(0),
+  HISTORY_CLOCK_SKEW_MS: z.coerce.number().int().min(0),
+  SANDBOX_SIMULATOR_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+});
+type RawConfig = z.infer<typeof RawConfig>;
+
+export interface Config {
+  nodeEnv: string;
+  /** No LOYALTY_BASE_URL: the built-in simulator is the upstream. Never in production. */
+  sandbox: boolean;
+  port: number;
+  loyalty: {
+    baseUrl?: string;
+    appToken?: string;
+    apiKey?: string;
+    timeoutMs: number;
+    retryBaseMs: number;
+  };
+  ledgerUrl: string;
+  adminToken?: string;
+  logLevel: RawConfig['LOG_LEVEL'];
+  defaultCurrency: string;
+  defaultPhoneRegion: string;
+  answerBudgetMs: number;
+  bodyLimitBytes: number;
+  worker: { intervalMs: number; concurrency: number };
+  inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number };
+  sandboxSimulatorPort?: number;
+}
+
+export class ConfigError extends Error {}
+
+const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const defaultConfigDir = existsSync(join(projectRoot, 'config')) ? join(projectRoot, 'config') : join(projectRoot, '..', 'config');
+
+function readJson(path: string): Record<string, unknown> {
+  if (!existsSync(path)) return {};
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`config file ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** Empty environment strings mean "unset", as a shell `FOO= npm start` intends. */
+function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = defaultConfigDir): Config {
+  const nodeEnv = env.NODE_ENV || 'development';
+  const merged = { ...readJson(join(configDir, 'default.json')), ...readJson(join(configDir, `${nodeEnv}.json`)), ...definedEnv(env) };
+  const parsed = RawConfig.safeParse(merged);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    const variable = first.path.join('.') || '(config)';
+    throw new ConfigError(`invalid configuration: ${variable} ${first.message}${first.code === 'invalid_type' && merged[variable as keyof typeof merged] === undefined ? ' (it is required)' : ''}`);
+  }
+  const raw = parsed.data;
+  const sandbox = !raw.LOYALTY_BASE_URL;
+  if (nodeEnv === 'production') {
+    const missing = (['LOYALTY_BASE_URL', 'LOYALTY_APP_TOKEN', 'ADMIN_TOKEN'] as const).filter((k) => !raw[k]);
+    if (missing.length) throw new ConfigError(`NODE_ENV=production needs ${missing.join(', ')}: sandbox never starts in production`);
+  }
+  if (!sandbox && !raw.LOYALTY_APP_TOKEN) throw new ConfigError('invalid configuration: LOYALTY_APP_TOKEN is required when LOYALTY_BASE_URL is set');
+  return {
+    nodeEnv,
+    sandbox,
+    port: raw.PORT,
+    loyalty: {
+      baseUrl: raw.LOYALTY_BASE_URL?.replace(/\/+$/, ''),
+      appToken: raw.LOYALTY_APP_TOKEN,
+      apiKey: raw.LOYALTY_API_KEY,
+      timeoutMs: raw.LOYALTY_TIMEOUT_MS,
+      retryBaseMs: raw.LOYALTY_RETRY_BASE_MS,
+    },
+    ledgerUrl: raw.LEDGER_URL,
+    adminToken: raw.ADMIN_TOKEN,
+    logLevel: raw.LOG_LEVEL,
+    defaultCurrency: raw.DEFAULT_CURRENCY,
+    defaultPhoneRegion: raw.DEFAULT_PHONE_REGION,
+    answerBudgetMs: raw.ANSWER_BUDGET_MS,
+    bodyLimitBytes: raw.BODY_LIMIT_BYTES,
+    worker: { intervalMs: raw.WORKER_INTERVAL_MS, concurrency: raw.WORKER_CONCURRENCY },
+    inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS },
+    sandboxSimulatorPort: raw.SANDBOX_SIMULATOR_PORT,
+  };
+}

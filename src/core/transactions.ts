@@ -1,0 +1,509 @@
+/**
+ * The bridge's core: turns checkout and refund intents into ledger records and upstream calls.
+ *
+ * The invariants it keeps (bridge-contract, "Rules the loyalty service imposes"):
+ * - the intent is in the ledger before the loyalty service is called;
+ * - one transactionId gets at most one `accrue` unless the previous one is proven not to have
+ *   happened (a refusal, a 429/5xx, a refused connection, or the operations history after the
+ *   grace period), and at most one `reverse`;
+ * - before every call a durable `inFlight` marker is written; a record found with it after a
+ *   restart was mid-call and becomes `in_doubt`, never resent blindly;
+ * - every per-card result is inspected.
+ *
+ * A POS gets its answer within `answerBudgetMs`: delivery starts at once and the answer waits for it
+ * that long; whatever is not finished by then continues in the background and the answer is 202.
+ */
+import { randomUUID } from 'node:crypto';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { KeyedMutex } from '../keyed-mutex.js';
+import type { Logger } from '../logger.js';
+import { deriveStatus, hasContact, isOpen, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type UpstreamOperation } from '../ledger/record.js';
+import type { LedgerStore } from '../ledger/store.js';
+import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
+import type { AccrueRequest } from '../loyalty/contract.js';
+import { deriveTransactionId } from '../transaction-id.js';
+import type { CheckoutIntent, RefundIntent } from '../../adapters/types.js';
+import type { HistoryVerifier } from './history-verifier.js';
+import type { Metrics } from '../metrics.js';
+
+export interface ServiceOptions {
+  answerBudgetMs: number;
+  /** Unit of the pause between delivery rounds (the same unit as the 429 schedule). */
+  retryBaseMs: number;
+  inDoubtVerifyAfterMs: number;
+}
+
+export interface Answer {
+  record: LedgerRecord;
+  /** The order or refund was already recorded: its recorded outcome, no new upstream call. */
+  repeat: boolean;
+  refundId?: string;
+  httpStatus: number;
+}
+
+/** What one pass over one record did, for the reconcile report. */
+export interface StepReport {
+  transactionId: string;
+  before: LedgerStatus;
+  after: LedgerStatus;
+  action: 'accrue' | 'reverse' | 'verify' | 'none';
+  note: string;
+}
+
+export interface ResolveInput {
+  outcome: 'accrued' | 'not_accrued' | 'reversed' | 'not_reversed';
+  operationId?: number;
+  note?: string;
+}
+
+/** Pause before the worker's next round after a round ended without an answer: 30 units, growing to 1 hour. */
+const ROUND_PAUSES = [30, 60, 120, 300, 600, 1800, 3600];
+const MAX_REFUND_IDS_REMEMBERED = 100;
+
+type Action = { kind: 'accrue' | 'reverse' } | { kind: 'verify' } | { kind: 'none'; note: string };
+
+export class TransactionService {
+  readonly #locks = new KeyedMutex();
+  /** Deliveries running in this process, so the worker never starts a second one for a record. */
+  readonly #running = new Map<string, Promise<StepReport>>();
+  readonly instanceId = randomUUID();
+
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly client: LoyaltyClient,
+    private readonly verifier: HistoryVerifier,
+    private readonly options: ServiceOptions,
+    private readonly logger: Logger,
+    private readonly metrics: Metrics,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  // ---------------------------------------------------------------- POS-facing
+
+  async checkout(pos: string, intent: CheckoutIntent): Promise<Answer> {
+    const transactionId = deriveTransactionId(pos, intent.orderId, intent.scope);
+    const now = this.#now();
+    const skipped = !hasContact(intent.customer);
+    const draft = this.#newRecord(transactionId, pos, intent.orderId, now);
+    draft.accrual.check = intent.check;
+    draft.accrual.customer = intent.customer;
+    draft.accrual.state = skipped ? 'skipped' : 'pending';
+    draft.status = deriveStatus(draft);
+    draft.history.push({ at: now, event: skipped ? 'recorded without phone, email or card serial: nothing to accrue' : 'checkout recorded', to: draft.status });
+    const { record, created } = await this.store.insert(draft);
+    this.metrics.checkouts.inc({ pos, result: created ? record.status : 'repeat' });
+    if (!created) return this.#answer(record, true);
+    this.logger.info({ transactionId, pos, status: record.status }, 'checkout recorded');
+    if (skipped) return this.#answer(record, false);
+    return this.#answer(await this.#deliverWithinBudget(transactionId), false);
+  }
+
+  async refund(pos: string, intent: RefundIntent): Promise<Answer> {
+    if (intent.amountCents !== undefined || intent.items !== undefined) {
+      throw new ValidationError([{ field: 'amount', message: 'partial refunds are not supported by this bridge yet; send a full refund' }]);
+    }
+    const transactionId = deriveTransactionId(pos, intent.orderId, intent.scope);
+    return this.#requestReversal(transactionId, pos, intent.orderId, intent.refundId);
+  }
+
+  async #requestReversal(transactionId: string, pos: string, orderId: string, refundId: string | undefined): Promise<Answer> {
+    const now = this.#now();
+    const outcome = await this.#locks.run(transactionId, async () => {
+      const existing = await this.store.get(transactionId);
+      if (!existing) {
+        // Never seen here (accrued before the ledger existed, or lost): reverse by the derived id.
+        const draft = this.#newRecord(transactionId, pos, orderId, now);
+        draft.accrual.state = 'none';
+        draft.reversal = { ...draft.reversal, state: 'pending', requestedAt: now, refundIds: refundId ? [refundId] : [] };
+        draft.status = deriveStatus(draft);
+        draft.history.push({ at: now, event: `refund${refundId ? ` ${refundId}` : ''} for an order this ledger never saw: reversing by its derived id`, to: draft.status });
+        const { record, created } = await this.store.insert(draft);
+        return { record, repeat: !created, deliver: created };
+      }
+      if (existing.reversal.state !== 'none' || (refundId && existing.reversal.refundIds.includes(refundId))) {
+        return { record: existing, repeat: true, deliver: false };
+      }
+      const next = await this.#write(existing, (r) => {
+        if (refundId) r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);
+        r.reversal.requestedAt = now;
+        switch (r.accrual.state) {
+          case 'skipped':
+            return 'refund of a checkout that was skipped: nothing to reverse';
+          case 'failed':
+            r.reversal.state = 'not_needed';
+            return 'refund of an accrual the loyalty service refused: nothing to reverse';
+          case 'accrued':
+          case 'partially_accrued':
+            r.reversal.state = 'pending';
+            r.rounds = 0;
+            r.nextAttemptAt = undefined;
+            return `refund${refundId ? ` ${refundId}` : ''} recorded`;
+          case 'pending':
+          case 'in_doubt':
+          case 'none':
+            r.reversal.state = 'pending';
+            return `refund${refundId ? ` ${refundId}` : ''} recorded: waits until the accrual is settled`;
+        }
+      });
+      return { record: next, repeat: false, deliver: next.reversal.state === 'pending' };
+    });
+    this.metrics.refunds.inc({ pos, result: outcome.repeat ? 'repeat' : outcome.record.status });
+    const record = outcome.deliver ? await this.#deliverWithinBudget(transactionId) : outcome.record;
+    return this.#answer(record, outcome.repeat, refundId);
+  }
+
+  // ---------------------------------------------------------------- worker and reconciler
+
+  /**
+   * Runs one pass over a record unless one is already running here: the next due step (accrue,
+   * reverse, or verify an in-doubt accrual), continuing while steps settle. `force` ignores the
+   * pause between rounds (an operator's reconcile runs due and not-yet-due work at once).
+   */
+  advance(transactionId: string, force = false): Promise<StepReport> {
+    const running = this.#running.get(transactionId);
+    if (running) return running;
+    const pass = this.#advance(transactionId, force).finally(() => this.#running.delete(transactionId));
+    this.#running.set(transactionId, pass);
+    return pass;
+  }
+
+  isRunning(transactionId: string): boolean {
+    return this.#running.has(transactionId);
+  }
+
+  /** Waits for every delivery running in this process (graceful shutdown). */
+  async drain(): Promise<void> {
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running.values()]);
+  }
+
+  /**
+   * After a restart, records still marked in flight were mid-call when the process stopped: the
+   * call may have gone out, so they become in doubt (verified before anything is resent).
+   */
+  async recoverInterrupted(): Promise<number> {
+    let recovered = 0;
+    for (const record of await this.store.listOpen(Number.MAX_SAFE_INTEGER)) {
+      if (!record.inFlight || this.#running.has(record.transactionId)) continue;
+      await this.#locks.run(record.transactionId, async () => {
+        const current = await this.store.get(record.transactionId);
+        if (!current?.inFlight) return;
+        const { operation, startedAt } = current.inFlight;
+        await this.#write(current, (r) => {
+          r.inFlight = undefined;
+          if (operation === 'accrue') Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: startedAt });
+          else Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: startedAt });
+          r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+          return `found mid-${operation} after a restart: it may have reached the loyalty service`;
+        });
+        recovered++;
+      });
+    }
+    return recovered;
+  }
+
+  // ---------------------------------------------------------------- operator actions
+
+  async retry(transactionId: string): Promise<Answer> {
+    await this.#locks.run(transactionId, async () => {
+      const record = await this.#require(transactionId);
+      if (record.inFlight || this.#running.has(transactionId)) throw new ConflictError('a delivery is running for this record');
+      if (record.accrual.state === 'in_doubt' || record.reversal.state === 'in_doubt') {
+        throw new ConflictError('the last call may have reached the loyalty service: settle it with /resolve (or reconcile) first; a retry could double it');
+      }
+      await this.#write(record, (r) => {
+        if (r.reversal.state === 'failed') {
+          if (r.reversal.results.some((x) => x.isSuccess)) throw new ConflictError('the reversal succeeded on some cards: reversing again would reverse those twice');
+          Object.assign(r.reversal, { state: 'pending', errors: [], unknownUpstream: undefined });
+        } else if (r.accrual.state === 'failed' && r.reversal.state === 'none') {
+          if (r.accrual.results.some((x) => x.isSuccess)) throw new ConflictError('the accrual succeeded on some cards: accruing again would double those');
+          Object.assign(r.accrual, { state: 'pending', errors: [] });
+        } else if (r.accrual.state !== 'pending' && r.reversal.state !== 'pending') {
+          throw new ConflictError(`nothing to retry in status ${r.status}`);
+        }
+        r.rounds = 0;
+        r.nextAttemptAt = undefined;
+        return 'operator asked for a retry';
+      });
+    });
+    return this.#answer(await this.#deliverWithinBudget(transactionId), false);
+  }
+
+  async reverse(transactionId: string, reason?: string): Promise<Answer> {
+    const record = await this.#require(transactionId);
+    return this.#requestReversal(transactionId, record.pos, record.orderId, `operator:${this.#now()}${reason ? `:${reason.slice(0, 40)}` : ''}`);
+  }
+
+  async resolve(transactionId: string, input: ResolveInput): Promise<Answer> {
+    await this.#locks.run(transactionId, async () => {
+      const record = await this.#require(transactionId);
+      if (record.inFlight || this.#running.has(transactionId)) throw new ConflictError('a delivery is running for this record');
+      if (input.operationId !== undefined) {
+        const claimedBy = await this.store.findOperationClaim(input.operationId);
+        if (claimedBy && claimedBy !== transactionId) throw new ConflictError(`operation ${input.operationId} is already claimed by ${claimedBy}`);
+      }
+      const note = input.note ? `: ${input.note.slice(0, 200)}` : '';
+      await this.#write(record, (r) => {
+        if (input.outcome === 'accrued' || input.outcome === 'not_accrued') {
+          if (r.accrual.state !== 'in_doubt') throw new ConflictError(`the accrual is ${r.accrual.state}, not in doubt`);
+          if (input.outcome === 'accrued') {
+            Object.assign(r.accrual, { state: 'accrued', settledBy: 'operator', inDoubtSince: undefined });
+            if (input.operationId !== undefined) r.accrual.operationIds = [...r.accrual.operationIds, input.operationId];
+          } else {
+            Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined });
+            r.rounds = 0;
+          }
+        } else {
+          if (r.reversal.state !== 'in_doubt') throw new ConflictError(`the reversal is ${r.reversal.state}, not in doubt`);
+          Object.assign(r.reversal, { state: input.outcome === 'reversed' ? 'reversed' : 'pending', inDoubtSince: undefined });
+          r.rounds = 0;
+        }
+        r.nextAttemptAt = undefined;
+        return `operator resolved: ${input.outcome}${note}`;
+      });
+    });
+    return this.#answer(await this.#deliverWithinBudget(transactionId), false);
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  async #deliverWithinBudget(transactionId: string): Promise<LedgerRecord> {
+    const pass = this.advance(transactionId).catch((error: unknown) => {
+      this.logger.error({ transactionId, err: error }, 'delivery failed; the worker will pick it up');
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([pass, new Promise((resolve) => (timer = setTimeout(resolve, this.options.answerBudgetMs)))]);
+    clearTimeout(timer);
+    return this.#require(transactionId);
+  }
+
+  async #advance(transactionId: string, force: boolean): Promise<StepReport> {
+    const first = await this.#require(transactionId);
+    const before = first.status;
+    let lastAction: StepReport['action'] = 'none';
+    let note = '';
+    // Each step settles one thing; a settled accrual can make a waiting reversal due at once.
+    for (let step = 0; step < 4; step++) {
+      const { record, action } = await this.#claim(transactionId, force);
+      if (action.kind === 'none') {
+        if (!note) note = action.note;
+        break;
+      }
+      lastAction = action.kind;
+      if (action.kind === 'verify') {
+        const verdict = await this.verifier.verifyAccrual(record, this.clock());
+        note = await this.#applyVerdict(transactionId, verdict);
+        if (verdict.kind !== 'did_not_happen') break;
+        continue;
+      }
+      const report = action.kind === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
+      note = await this.#applyCall(transactionId, action.kind, report);
+      if (report.outcome.kind === 'retryable' || report.outcome.kind === 'unknown') break;
+      force = false;
+    }
+    const after = (await this.#require(transactionId)).status;
+    return { transactionId, before, after, action: lastAction, note };
+  }
+
+  /** Decides the next step and, for a call, durably marks the record in flight before it is made. */
+  #claim(transactionId: string, force: boolean): Promise<{ record: LedgerRecord; action: Action }> {
+    return this.#locks.run(transactionId, async () => {
+      const record = await this.#require(transactionId);
+      const now = this.clock().getTime();
+      const due = force || !record.nextAttemptAt || Date.parse(record.nextAttemptAt) <= now;
+      if (record.inFlight) return { record, action: { kind: 'none', note: `a ${record.inFlight.operation} call is in flight` } };
+      const { accrual, reversal } = record;
+      let call: UpstreamOperation | undefined;
+      if (accrual.state === 'pending') {
+        if (!due) return { record, action: { kind: 'none', note: `next accrue round at ${record.nextAttemptAt}` } };
+        call = 'accrue';
+      } else if (accrual.state === 'in_doubt') {
+        if (!this.verifier.enabled) return { record, action: { kind: 'none', note: 'accrual outcome unknown; LOYALTY_API_KEY is not set, so an operator must /resolve it' } };
+        if (!due) return { record, action: { kind: 'none', note: `accrual outcome unknown; history check at ${record.nextAttemptAt}` } };
+        return { record, action: { kind: 'verify' } };
+      } else if (reversal.state === 'in_doubt') {
+        return { record, action: { kind: 'none', note: 'reverse outcome unknown; the operations history cannot prove a reversal, so an operator must /resolve it' } };
+      } else if (reversal.state === 'pending') {
+        if (accrual.state === 'failed' || accrual.state === 'skipped') {
+          const next = await this.#write(record, (r) => {
+            r.reversal.state = 'not_needed';
+            return 'the accrual was refused: the refund has nothing to reverse';
+          });
+          return { record: next, action: { kind: 'none', note: 'nothing to reverse' } };
+        }
+        if (!due) return { record, action: { kind: 'none', note: `next reverse round at ${record.nextAttemptAt}` } };
+        call = 'reverse';
+      }
+      if (!call) return { record, action: { kind: 'none', note: 'settled' } };
+      const operation = call;
+      const marked = await this.#write(record, (r) => {
+        r.inFlight = { operation, startedAt: this.#now(), owner: this.instanceId };
+        return undefined;
+      });
+      return { record: marked, action: { kind: operation } };
+    });
+  }
+
+  async #applyCall(transactionId: string, operation: UpstreamOperation, report: CallReport): Promise<string> {
+    const { outcome } = report;
+    this.metrics.upstreamCalls.inc({ operation, outcome: outcome.kind });
+    this.logger.info({ transactionId, operation, outcome: outcome.kind, requests: report.attempts.length }, 'loyalty service call finished');
+    return this.#locks.run(transactionId, async () => {
+      const record = await this.#require(transactionId);
+      let note = '';
+      await this.#write(record, (r) => {
+        const startedAt = r.inFlight?.startedAt ?? this.#now();
+        r.inFlight = undefined;
+        r.attempts = [...r.attempts, ...report.attempts];
+        const side = operation === 'accrue' ? r.accrual : r.reversal;
+        switch (outcome.kind) {
+          case 'succeeded':
+            side.results = outcome.results;
+            side.errors = [];
+            if (operation === 'accrue') {
+              r.accrual.state = 'accrued';
+              r.accrual.settledBy = 'upstream';
+              r.accrual.operationIds = operationIdsOf(outcome.results);
+            } else r.reversal.state = 'reversed';
+            this.#settled(r);
+            note = `${operation} succeeded for ${outcome.results.length} card(s)`;
+            break;
+          case 'results_failed': {
+            side.results = outcome.results;
+            side.errors = outcome.errors;
+            const anySuccess = outcome.results.some((x) => x.isSuccess);
+            if (operation === 'accrue') {
+              r.accrual.state = anySuccess ? 'partially_accrued' : 'failed';
+              r.accrual.settledBy = 'upstream';
+              r.accrual.operationIds = operationIdsOf(outcome.results);
+            } else r.reversal.state = 'failed';
+            this.#settled(r);
+            note = `${operation} answered with failed results: ${outcome.errors.join('; ')}`;
+            break;
+          }
+          case 'refused':
+            side.errors = outcome.errors;
+            if (operation === 'accrue') r.accrual.state = 'failed';
+            else {
+              r.reversal.state = 'failed';
+              r.reversal.unknownUpstream = outcome.errors.some((e) => /not\s*found|unknown|does not exist/i.test(e));
+            }
+            this.#settled(r);
+            note = `${operation} refused (HTTP ${outcome.status}): ${outcome.errors.join('; ')}`;
+            break;
+          case 'retryable':
+            r.rounds += 1;
+            r.nextAttemptAt = this.#later(this.options.retryBaseMs * ROUND_PAUSES[Math.min(r.rounds - 1, ROUND_PAUSES.length - 1)]!);
+            note = `${operation} not carried out (${outcome.reason}); next round at ${r.nextAttemptAt}`;
+            break;
+          case 'unknown':
+            if (operation === 'accrue') Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: startedAt });
+            else Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: startedAt });
+            r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+            note = `${operation} outcome unknown (${outcome.reason}); it will not be resent until verified`;
+            break;
+        }
+        return note;
+      });
+      return note;
+    });
+  }
+
+  async #applyVerdict(transactionId: string, verdict: Awaited<ReturnType<HistoryVerifier['verifyAccrual']>>): Promise<string> {
+    return this.#locks.run(transactionId, async () => {
+      const record = await this.#require(transactionId);
+      if (record.accrual.state !== 'in_doubt') return 'already settled';
+      let note = '';
+      await this.#write(record, (r) => {
+        switch (verdict.kind) {
+          case 'happened':
+            Object.assign(r.accrual, { state: 'accrued', settledBy: 'history', inDoubtSince: undefined });
+            r.accrual.operationIds = [...r.accrual.operationIds, verdict.operationId];
+            this.#settled(r);
+            note = `operations history shows operation ${verdict.operationId} on card ${verdict.cardId}: accrued`;
+            break;
+          case 'did_not_happen':
+            Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined });
+            r.rounds = 0;
+            r.nextAttemptAt = undefined;
+            note = `operations history of ${verdict.examinedCards} card(s) shows no matching operation after the grace period: safe to accrue again`;
+            break;
+          case 'too_early':
+          case 'cannot_verify':
+            r.nextAttemptAt = this.#later(Math.max(this.options.inDoubtVerifyAfterMs, this.options.retryBaseMs));
+            note = verdict.reason;
+            break;
+        }
+        return note;
+      });
+      return note;
+    });
+  }
+
+  #settled(r: LedgerRecord): void {
+    r.rounds = 0;
+    r.nextAttemptAt = undefined;
+  }
+
+  /** Applies `change` to a copy, bumps the version, re-derives the status and writes it (compare-and-set). */
+  async #write(record: LedgerRecord, change: (draft: LedgerRecord) => string | undefined): Promise<LedgerRecord> {
+    const draft = structuredClone(record);
+    const event = change(draft);
+    const now = this.#now();
+    draft.version = record.version + 1;
+    draft.updatedAt = now;
+    draft.status = deriveStatus(draft);
+    if (event || draft.status !== record.status) {
+      draft.history.push({ at: now, event: event ?? 'status changed', ...(draft.status !== record.status ? { from: record.status, to: draft.status } : {}) });
+    }
+    const written = await this.store.update(draft);
+    if (draft.status !== record.status) this.logger.info({ transactionId: draft.transactionId, from: record.status, to: draft.status }, 'ledger status changed');
+    return written;
+  }
+
+  #answer(record: LedgerRecord, repeat: boolean, refundId?: string): Answer {
+    const unknownOrder = record.reversal.state === 'failed' && record.reversal.unknownUpstream && record.accrual.state === 'none';
+    const httpStatus = unknownOrder ? 404 : FINAL_STATUSES.has(record.status) && !isOpen(record) ? 200 : 202;
+    return { record, repeat, refundId, httpStatus };
+  }
+
+  async #require(transactionId: string): Promise<LedgerRecord> {
+    const record = await this.store.get(transactionId);
+    if (!record) throw new NotFoundError(`no ledger record ${transactionId}`);
+    return record;
+  }
+
+  #newRecord(transactionId: string, pos: string, orderId: string, now: string): LedgerRecord {
+    return {
+      transactionId,
+      version: 1,
+      pos,
+      orderId,
+      status: 'pending',
+      createdAt: now,
+      updatedAt: now,
+      accrual: { state: 'pending', results: [], errors: [], operationIds: [] },
+      reversal: { state: 'none', refundIds: [], results: [], errors: [] },
+      rounds: 0,
+      attempts: [],
+      history: [],
+    };
+  }
+
+  #now(): string {
+    return this.clock().toISOString();
+  }
+
+  #later(ms: number): string {
+    return new Date(this.clock().getTime() + ms).toISOString();
+  }
+}
+
+function accrueRequest(record: LedgerRecord): AccrueRequest {
+  const { check, customer } = record.accrual;
+  if (!check) throw new Error(`record ${record.transactionId} has no check to accrue`);
+  return { transactionId: record.transactionId, check, ...customer };
+}
+
+function operationIdsOf(results: { isSuccess: boolean; operationId?: number | null }[]): number[] {
+  return results.filter((r) => r.isSuccess && typeof r.operationId === 'number').map((r) => r.operationId as number);
+}

@@ -1,0 +1,83 @@
+/**
+ * The background worker: delivers open ledger records on their schedule (the next accrue or reverse
+ * round, in-doubt verification), a few at a time. An operator's reconcile is the same pass with
+ * `force`, run now, reporting what it examined, fixed and left open, and why.
+ */
+import type { Logger } from '../logger.js';
+import type { LedgerStore } from '../ledger/store.js';
+import { FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
+import type { StepReport, TransactionService } from './transactions.js';
+
+export interface ReconcileReport {
+  startedAt: string;
+  finishedAt: string;
+  examined: number;
+  fixed: { transactionId: string; from: LedgerStatus; to: LedgerStatus; why: string }[];
+  open: { transactionId: string; status: LedgerStatus; why: string }[];
+}
+
+const BATCH = 500;
+
+export class Worker {
+  #timer?: NodeJS.Timeout;
+  #tick?: Promise<unknown>;
+  #stopped = true;
+
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly service: TransactionService,
+    private readonly options: { intervalMs: number; concurrency: number },
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.#stopped = false;
+    this.#schedule();
+  }
+
+  /** Stops scheduling and waits for the pass and deliveries under way. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#tick;
+    await this.service.drain();
+  }
+
+  /** One pass over every open record. `force` also runs work whose pause has not ended. */
+  async reconcile(force = true): Promise<ReconcileReport> {
+    const startedAt = new Date().toISOString();
+    const records = await this.store.listOpen(BATCH);
+    const reports: StepReport[] = [];
+    const queue = [...records];
+    const lanes = Array.from({ length: Math.min(this.options.concurrency, queue.length) }, async () => {
+      for (let record = queue.shift(); record; record = queue.shift()) {
+        try {
+          reports.push(await this.service.advance(record.transactionId, force));
+        } catch (error) {
+          reports.push({ transactionId: record.transactionId, before: record.status, after: record.status, action: 'none', note: `error: ${(error as Error).message}` });
+        }
+      }
+    });
+    await Promise.all(lanes);
+    const report: ReconcileReport = { startedAt, finishedAt: new Date().toISOString(), examined: records.length, fixed: [], open: [] };
+    for (const r of reports) {
+      if (r.after !== r.before && FINAL_STATUSES.has(r.after)) report.fixed.push({ transactionId: r.transactionId, from: r.before, to: r.after, why: r.note });
+      else if (!FINAL_STATUSES.has(r.after)) report.open.push({ transactionId: r.transactionId, status: r.after, why: r.note });
+      else report.fixed.push({ transactionId: r.transactionId, from: r.before, to: r.after, why: r.note });
+    }
+    return report;
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#tick = this.reconcile(false)
+        .then((report) => {
+          if (report.fixed.length) this.logger.info({ examined: report.examined, settled: report.fixed.length, open: report.open.length }, 'worker pass');
+        })
+        .catch((error: unknown) => this.logger.error({ err: error }, 'worker pass failed'))
+        .finally(() => this.#schedule());
+    }, this.options.intervalMs);
+    this.#timer.unref();
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * The bridge's one error family. Code throws these; `src/http/error-handler.ts` is the only place
+ * that turns them into HTTP answers, and it hides the message of anything that is not one of them.
+ */
+export interface FieldIssue {
+  /** Dotted path of the offending field, e.g. `items.0.quantity`; empty for the body itself. */
+  field: string;
+  message: string;
+}
+
+export class BridgeError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string,
+    readonly details?: Record<string, unknown>,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** 400: the payload is not valid; `issues` names each field and why. */
+export class ValidationError extends BridgeError {
+  constructor(readonly issues: FieldIssue[], message = describeIssues(issues)) {
+    super(message, 400, 'invalid_payload', { issues });
+  }
+
+  static field(field: string, message: string): ValidationError {
+    return new ValidationError([{ field, message }]);
+  }
+}
+
+/** 401: a webhook signature or an admin bearer token is missing or wrong (indistinguishably). */
+export class UnauthorizedError extends BridgeError {
+  constructor(message = 'missing or invalid credentials') {
+    super(message, 401, 'unauthorized');
+  }
+}
+
+/** 404: unknown route, unknown `{pos}`, unknown record, or an order the loyalty service does not know. */
+export class NotFoundError extends BridgeError {
+  constructor(message: string, code = 'not_found') {
+    super(message, 404, code);
+  }
+}
+
+/** 409: the request conflicts with what the ledger holds (e.g. an operator action on the wrong state). */
+export class ConflictError extends BridgeError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(message, 409, 'conflict', details);
+  }
+}
+
+export class PayloadTooLargeError extends BridgeError {
+  constructor(limitBytes: number) {
+    super(`request body is larger than ${limitBytes} bytes`, 413, 'payload_too_large', { limitBytes });
+  }
+}
+
+export class UnsupportedMediaTypeError extends BridgeError {
+  constructor(contentType: string | undefined) {
+    super(
+      `content-type must be application/json, got ${contentType ? JSON.stringify(contentType) : 'none'}`,
+      415,
+      'unsupported_media_type',
+    );
+  }
+}
+
+/** A store-level compare-and-set lost a race: another writer changed the record first. */
+export class VersionConflictError extends BridgeError {
+  constructor(transactionId: string, expected: number, actual: number | undefined) {
+    super(`ledger record ${transactionId} changed concurrently (expected version ${expected}, found ${actual ?? 'none'})`, 409, 'version_conflict');
+  }
+}
+
+/** 503: the bridge cannot take the request now (ledger unreachable, shutting down). */
+export class UnavailableError extends BridgeError {
+  constructor(message: string) {
+    super(message, 503, 'unavailable');
+  }
+}
+
+export function describeIssues(issues: FieldIssue[]): string {
+  return issues.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join('; ');
+}

@@ -1,0 +1,89 @@
+/** Operator endpoints under `/v1/admin`, behind `Authorization: Bearer $ADMIN_TOKEN`. */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { Router, type RequestHandler } from 'express';
+import { z } from 'zod';
+import type { TransactionService } from '../../core/transactions.js';
+import type { Worker } from '../../core/worker.js';
+import { NotFoundError, UnauthorizedError } from '../../errors.js';
+import { LEDGER_STATUSES } from '../../ledger/record.js';
+import type { LedgerStore } from '../../ledger/store.js';
+import { parseWith } from '../../validation.js';
+import { posAnswer, recordDetail, recordSummary } from '../views.js';
+
+/**
+ * Compares digests, so the comparison takes the same time whatever the token's length or content;
+ * a missing header and a wrong token get the same answer.
+ */
+export function bearerAuth(expectedToken: string): RequestHandler {
+  const expected = createHash('sha256').update(expectedToken).digest();
+  return (req, _res, next) => {
+    const header = req.headers.authorization ?? '';
+    const given = header.startsWith('Bearer ') ? header.slice(7) : '';
+    const ok = timingSafeEqual(createHash('sha256').update(given).digest(), expected) && given.length > 0;
+    next(ok ? undefined : new UnauthorizedError());
+  };
+}
+
+const ListQuery = z.strictObject({
+  status: z.enum(LEDGER_STATUSES).optional(),
+  pos: z.string().max(32).optional(),
+  from: z.iso.datetime({ offset: true }).optional(),
+  to: z.iso.datetime({ offset: true }).optional(),
+  page: z.coerce.number().int().min(1).default(1),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+
+const ResolveBody = z.strictObject({
+  outcome: z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed']),
+  operationId: z.number().int().positive().optional(),
+  note: z.string().max(500).optional(),
+});
+
+const ReverseBody = z.strictObject({ reason: z.string().max(200).optional() });
+
+export function adminRoutes(deps: { adminToken: string; store: LedgerStore; service: TransactionService; worker: Worker }): Router {
+  const router = Router();
+  router.use('/v1/admin', bearerAuth(deps.adminToken), express.json({ limit: '16kb' }));
+
+  router.get('/v1/admin/transactions', async (req, res) => {
+    const q = parseWith(ListQuery, req.query);
+    const { items, total } = await deps.store.list({
+      status: q.status,
+      pos: q.pos,
+      from: q.from ? new Date(q.from) : undefined,
+      to: q.to ? new Date(q.to) : undefined,
+      offset: (q.page - 1) * q.limit,
+      limit: q.limit,
+    });
+    res.json({ items: items.map(recordSummary), total, page: q.page, limit: q.limit });
+  });
+
+  router.get('/v1/admin/transactions/:transactionId', async (req, res) => {
+    const record = await deps.store.get(req.params.transactionId as string);
+    if (!record) throw new NotFoundError(`no ledger record ${req.params.transactionId}`);
+    res.json(recordDetail(record));
+  });
+
+  router.post('/v1/admin/reconcile', async (_req, res) => {
+    res.json(await deps.worker.reconcile(true));
+  });
+
+  router.post('/v1/admin/transactions/:transactionId/retry', async (req, res) => {
+    const answer = await deps.service.retry(req.params.transactionId as string);
+    res.status(answer.httpStatus).json(posAnswer(answer));
+  });
+
+  router.post('/v1/admin/transactions/:transactionId/reverse', async (req, res) => {
+    const body = parseWith(ReverseBody, req.body ?? {});
+    const answer = await deps.service.reverse(req.params.transactionId as string, body.reason);
+    res.status(answer.httpStatus).json(posAnswer(answer));
+  });
+
+  router.post('/v1/admin/transactions/:transactionId/resolve', async (req, res) => {
+    const body = parseWith(ResolveBody, req.body);
+    const answer = await deps.service.resolve(req.params.transactionId as string, body);
+    res.status(answer.httpStatus).json(posAnswer(answer));
+  });
+
+  return router;
+}

@@ -1,0 +1,29 @@
+/** Operations endpoints: liveness, readiness, metrics, the OpenAPI document. */
+import { Router } from 'express';
+import type { LedgerStore } from '../../ledger/store.js';
+import type { Metrics } from '../../metrics.js';
+import { openApiDocument } from '../openapi.js';
+
+export function opsRoutes(deps: { store: LedgerStore; metrics: Metrics; upstreamConfigured: boolean; version: string }): Router {
+  const router = Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  router.get('/readyz', async (_req, res) => {
+    const checks = { ledger: 'ok', upstream: deps.upstreamConfigured ? 'ok' : 'not configured' };
+    try {
+      await deps.store.ping();
+    } catch (error) {
+      checks.ledger = `unreachable: ${(error as Error).message}`;
+    }
+    const ready = checks.ledger === 'ok' && checks.upstream === 'ok';
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks });
+  });
+  router.get('/metrics', async (_req, res) => {
+    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
+  router.get('/openapi.json', (_req, res) => {
+    res.json(openApiDocument(deps.version));
+  });
+  return router;
+}

@@ -1,0 +1,43 @@
+/** How ledger records are shown to a POS and to operators. */
+import type { LedgerRecord } from '../ledger/record.js';
+import type { Answer } from '../core/transactions.js';
+
+/** The POS's answer: at least `transactionId` and `status`, plus the upstream results when there are any. */
+export function posAnswer(answer: Answer) {
+  const { record } = answer;
+  const reversalSide = record.reversal.state !== 'none' && record.reversal.state !== 'not_needed';
+  const side = reversalSide ? record.reversal : record.accrual;
+  return {
+    transactionId: record.transactionId,
+    status: record.status,
+    pos: record.pos,
+    orderId: record.orderId,
+    repeat: answer.repeat,
+    ...(answer.refundId ? { refundId: answer.refundId } : {}),
+    ...(side.results.length ? { results: side.results } : {}),
+    ...(side.errors.length ? { errors: side.errors } : {}),
+  };
+}
+
+/** One row of the admin list: the Check sent and the results, without the attempt log. */
+export function recordSummary(record: LedgerRecord) {
+  return {
+    transactionId: record.transactionId,
+    status: record.status,
+    pos: record.pos,
+    orderId: record.orderId,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+    check: record.accrual.check,
+    results: record.accrual.results,
+    errors: [...record.accrual.errors, ...record.reversal.errors],
+    accrual: { state: record.accrual.state, settledBy: record.accrual.settledBy, operationIds: record.accrual.operationIds, inDoubtSince: record.accrual.inDoubtSince },
+    reversal: { state: record.reversal.state, refundIds: record.reversal.refundIds, results: record.reversal.results, inDoubtSince: record.reversal.inDoubtSince },
+    nextAttemptAt: record.nextAttemptAt,
+  };
+}
+
+/** One record in full: customer, every attempt and the history of status changes. */
+export function recordDetail(record: LedgerRecord) {
+  return { ...recordSummary(record), version: record.version, customer: record.accrual.customer, inFlight: record.inFlight, rounds: record.rounds, attempts: record.attempts, history: record.history };
+}

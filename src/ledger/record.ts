@@ -1,0 +1,148 @@
+/**
+ * A ledger record: one POS order ↔ one upstream `transactionId`. The record keeps the intent (the
+ * Check and customer to send), every attempt with what was sent and what came back, and two
+ * sub-states, one for the accrual and one for the reversal. The public `status` (bridge-contract
+ * "Ledger statuses") is derived from them in exactly one place, `deriveStatus`.
+ */
+import type { AccrualResult, Check } from '../loyalty/contract.js';
+
+export const LEDGER_STATUSES = [
+  'skipped',
+  'pending',
+  'in_doubt',
+  'accrued',
+  'partially_accrued',
+  'failed',
+  'reversal_pending',
+  'reversed',
+  'reverse_failed',
+] as const;
+export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
+
+/** Statuses whose answer is final now (HTTP 200); the others are still being delivered (HTTP 202). */
+export const FINAL_STATUSES: ReadonlySet<LedgerStatus> = new Set(['skipped', 'accrued', 'partially_accrued', 'failed', 'reversed', 'reverse_failed']);
+
+/**
+ * `none`: the record was created by a refund of an order the ledger never saw.
+ * `in_doubt`: an accrue may or may not have happened upstream (timeout or connection lost after
+ * sending); it is never resent until the operations history or an operator settles it.
+ */
+export type AccrualState = 'none' | 'skipped' | 'pending' | 'in_doubt' | 'accrued' | 'partially_accrued' | 'failed';
+
+/** `not_needed`: a refund arrived for an accrual the loyalty service refused: nothing to reverse. */
+export type ReversalState = 'none' | 'pending' | 'in_doubt' | 'reversed' | 'failed' | 'not_needed';
+
+export type UpstreamOperation = 'accrue' | 'reverse';
+
+export interface Customer {
+  phone?: string;
+  email?: string;
+  serialNumber?: string;
+  firstName?: string;
+  lastName?: string;
+}
+
+/** One HTTP request to the loyalty service: what was sent, what came back, when. */
+export interface Attempt {
+  operation: UpstreamOperation;
+  startedAt: string;
+  finishedAt: string;
+  request: unknown;
+  /** Absent when no answer came (network error, timeout). Non-JSON bodies are kept as truncated text. */
+  response?: { status: number; body: unknown };
+  error?: string;
+}
+
+export interface HistoryEvent {
+  at: string;
+  event: string;
+  from?: LedgerStatus;
+  to?: LedgerStatus;
+  detail?: string;
+}
+
+export interface LedgerRecord {
+  transactionId: string;
+  /** Incremented by every write; stores use it for compare-and-set. */
+  version: number;
+  pos: string;
+  orderId: string;
+  status: LedgerStatus;
+  createdAt: string;
+  updatedAt: string;
+  accrual: {
+    state: AccrualState;
+    check?: Check;
+    customer?: Customer;
+    results: AccrualResult[];
+    /** Refusal reasons (upstream `errors`) or per-result `errorMessage`s. */
+    errors: string[];
+    /** Upstream operation ids this accrual produced or was matched to; no other record may claim them. */
+    operationIds: number[];
+    settledBy?: 'upstream' | 'history' | 'operator';
+    /** When the call whose outcome is unknown began: the operations history is searched from here. */
+    inDoubtSince?: string;
+  };
+  reversal: {
+    state: ReversalState;
+    refundIds: string[];
+    requestedAt?: string;
+    results: AccrualResult[];
+    errors: string[];
+    inDoubtSince?: string;
+    /** The loyalty service answered that it does not know this transaction. */
+    unknownUpstream?: boolean;
+  };
+  /**
+   * Written durably before a call to the loyalty service and cleared after its outcome is recorded.
+   * A record found with it set after a restart was mid-call: the call may have gone out (in doubt).
+   */
+  inFlight?: { operation: UpstreamOperation; startedAt: string; owner: string };
+  /** Rounds of delivery tried for the current operation, and when the worker may try the next. */
+  rounds: number;
+  nextAttemptAt?: string;
+  attempts: Attempt[];
+  history: HistoryEvent[];
+}
+
+export function deriveStatus(record: Pick<LedgerRecord, 'accrual' | 'reversal'>): LedgerStatus {
+  switch (record.reversal.state) {
+    case 'reversed':
+      return 'reversed';
+    case 'failed':
+      return 'reverse_failed';
+    case 'in_doubt':
+      return 'in_doubt';
+    case 'pending':
+      return 'reversal_pending';
+    case 'none':
+    case 'not_needed':
+      break;
+  }
+  switch (record.accrual.state) {
+    case 'none':
+      return 'pending';
+    case 'skipped':
+    case 'pending':
+    case 'in_doubt':
+    case 'accrued':
+    case 'partially_accrued':
+    case 'failed':
+      return record.accrual.state;
+  }
+}
+
+/** Work remains for the worker, the reconciler or an operator. */
+export function isOpen(record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFlight'>): boolean {
+  return (
+    record.inFlight !== undefined ||
+    record.accrual.state === 'pending' ||
+    record.accrual.state === 'in_doubt' ||
+    record.reversal.state === 'pending' ||
+    record.reversal.state === 'in_doubt'
+  );
+}
+
+export function hasContact(customer: Customer | undefined): boolean {
+  return Boolean(customer && (customer.phone || customer.email || customer.serialNumber));
+}

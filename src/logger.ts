@@ -1,0 +1,32 @@
+/**
+ * pino, JSON lines. The bridge logs ids and statuses, never bodies; redaction is the second line of
+ * defence for anything that slips into a log object: credentials and customer contact details.
+ */
+import { pino, type Logger, type DestinationStream } from 'pino';
+
+export type { Logger };
+
+const SENSITIVE_KEYS = ['phone', 'email', 'phoneNumber', 'phone_number', 'email_address', 'emailAddress', 'firstName', 'lastName', 'appToken', 'apiKey', 'adminToken', 'token', 'password', 'secret'];
+
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-app-token"]',
+  'req.headers["x-api-key"]',
+  'req.headers.cookie',
+  'req.headers["x-shopify-hmac-sha256"]',
+  'req.headers["x-square-hmacsha256-signature"]',
+  'req.headers["x-clover-auth"]',
+  'req.headers["toast-signature"]',
+  'req.headers["x-loyverse-signature"]',
+  'res.headers["set-cookie"]',
+  'headers["x-app-token"]',
+  'headers["x-api-key"]',
+  'headers.authorization',
+  ...SENSITIVE_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`]),
+];
+
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'loyalty-bridge' } }, destination);
+}
+
+export const silentLogger: Logger = pino({ level: 'silent' });

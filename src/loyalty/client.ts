@@ -1,0 +1,251 @@
+/**
+ * The loyalty service client. It speaks the point-of-sale group (`X-App-Token`) and, for verifying
+ * in-doubt accruals only, the history endpoints (`X-API-Key`). Every call ends in one classified
+ * outcome; nothing here decides ledger state.
+ *
+ * Retry policy, exactly the upstream's Errors rule 3: 429 (an HTML page from the front proxy, no
+ * Retry-After) is retried after 1, 2, 4, 8 units with jitter: at most 4 retries, 5 requests in a
+ * round. 5xx: at most 3 requests. Other 4xx: never retried. A timeout or a connection lost after
+ * the request was sent is never retried: no operation is idempotent, so the outcome is unknown and
+ * must be verified before anything is sent again.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
+import axiosRetry from 'axios-retry';
+import { z } from 'zod';
+import type { Attempt, UpstreamOperation } from '../ledger/record.js';
+import {
+  AccrualResult,
+  Card,
+  MAX_ITEMS_PER_PAGE,
+  Operation,
+  PosErrorBody,
+  PosResponse,
+  envelopeList,
+  type AccrueRequest,
+  type ReverseRequest,
+} from './contract.js';
+
+export type CallOutcome =
+  /** HTTP 200 and every per-card result has `isSuccess: true`. */
+  | { kind: 'succeeded'; results: AccrualResult[] }
+  /** HTTP 200 with no results or at least one `isSuccess: false`; each `errorMessage` is kept. */
+  | { kind: 'results_failed'; results: AccrualResult[]; errors: string[] }
+  /** 400 / 403 / other 4xx: the loyalty service refused; sending the same again cannot help. */
+  | { kind: 'refused'; status: number; errors: string[] }
+  /** Provably not carried out (429, 5xx, connection refused) and the round's retries are spent. */
+  | { kind: 'retryable'; reason: string }
+  /** Sent, but no usable answer: it may or may not have happened upstream. */
+  | { kind: 'unknown'; reason: string };
+
+export interface CallReport {
+  outcome: CallOutcome;
+  attempts: Attempt[];
+}
+
+export interface LoyaltyClientOptions {
+  baseUrl: string;
+  appToken: string;
+  apiKey?: string;
+  timeoutMs: number;
+  retryBaseMs: number;
+  random?: () => number;
+}
+
+/** Socket errors raised before a byte was sent: the upstream cannot have acted. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const MAX_429_RETRIES = 4;
+const MAX_5XX_REQUESTS = 3;
+/** Non-JSON bodies (proxy HTML pages) are kept in the ledger only this long. */
+const MAX_TEXT_BODY = 500;
+
+/** A class, not a plain object: axios deep-copies plain objects in request config, which would detach the log. */
+class AttemptLog {
+  readonly attempts: Attempt[] = [];
+  startedAt?: number;
+  constructor(readonly operation: UpstreamOperation) {}
+}
+type TrackedConfig = InternalAxiosRequestConfig & { attemptLog?: AttemptLog };
+declare module 'axios' {
+  interface AxiosRequestConfig {
+    attemptLog?: AttemptLog;
+  }
+}
+
+export class LoyaltyClient {
+  readonly #http: AxiosInstance;
+  readonly #apiKey?: string;
+
+  constructor(readonly options: LoyaltyClientOptions) {
+    this.#apiKey = options.apiKey;
+    this.#http = axios.create({
+      baseURL: options.baseUrl,
+      timeout: options.timeoutMs,
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      // Statuses are classified here, not thrown; only network failures reject.
+      validateStatus: () => true,
+      // Bodies are parsed by `parseBody` so an HTML 429 page stays text.
+      transformResponse: (data: unknown) => data,
+      httpAgent: new http.Agent({ keepAlive: true, maxSockets: 64 }),
+      httpsAgent: new https.Agent({ keepAlive: true, maxSockets: 64 }),
+    });
+    this.#http.interceptors.request.use((config: TrackedConfig) => {
+      if (config.attemptLog) config.attemptLog.startedAt = Date.now();
+      return config;
+    });
+    // Registered before axios-retry's interceptor so every single request is logged, retries included.
+    this.#http.interceptors.response.use(
+      (response) => {
+        logAttempt(response.config as TrackedConfig, response, undefined);
+        if (shouldRetryStatus(response)) throw new RetryableStatus(response);
+        return response;
+      },
+      (error: AxiosError) => {
+        if (error.config && !(error instanceof RetryableStatus)) logAttempt(error.config as TrackedConfig, undefined, error);
+        throw error;
+      },
+    );
+    const random = options.random ?? Math.random;
+    axiosRetry(this.#http, {
+      retries: MAX_429_RETRIES,
+      shouldResetTimeout: true,
+      retryCondition: (error) => {
+        if (!(error instanceof RetryableStatus)) return false;
+        const done = error.config?.['axios-retry']?.retryCount ?? 0;
+        return error.response!.status === 429 || done + 1 < MAX_5XX_REQUESTS;
+      },
+      // 1, 2, 4, 8 units, each stretched by up to 20% of jitter so stores do not retry in step.
+      retryDelay: (retryCount) => options.retryBaseMs * 2 ** (retryCount - 1) * (1 + 0.2 * random()),
+    });
+  }
+
+  get canVerify(): boolean {
+    return this.#apiKey !== undefined;
+  }
+
+  accrue(body: AccrueRequest): Promise<CallReport> {
+    return this.#posCall('accrue', body);
+  }
+
+  reverse(body: ReverseRequest): Promise<CallReport> {
+    return this.#posCall('reverse', body);
+  }
+
+  /** Cards of a customer found by phone or email (history verification; needs the API key). */
+  async findCards(query: { phone?: string; email?: string }): Promise<Card[]> {
+    const params: Record<string, string> = {};
+    if (query.phone) params.customerPhone = query.phone;
+    else if (query.email) params.customerEmail = query.email;
+    else return [];
+    return this.#listAll('/api/v2/cards', params, Card);
+  }
+
+  /** Every operation of a card between two UTC dates (inclusive), all pages. */
+  listOperations(cardId: string, startDate: string, endDate: string): Promise<Operation[]> {
+    return this.#listAll('/api/v2/operations', { cardId, startDate, endDate }, Operation);
+  }
+
+  async #listAll<T extends z.ZodType>(path: string, params: Record<string, string>, item: T): Promise<z.infer<T>[]> {
+    if (!this.#apiKey) throw new Error('LOYALTY_API_KEY is not set: the history cannot be read');
+    const schema = envelopeList(item);
+    const all: z.infer<T>[] = [];
+    // meta has no totalPages: the last page is ceil(totalItems / itemsPerPage) (upstream Limits).
+    for (let page = 1; ; page++) {
+      const response = await this.#http.get(path, {
+        params: { ...params, page, itemsPerPage: MAX_ITEMS_PER_PAGE },
+        headers: { 'X-API-Key': this.#apiKey },
+      });
+      if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
+      const parsed = schema.safeParse(parseBody(response));
+      if (!parsed.success) throw new Error(`GET ${path} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
+      all.push(...(parsed.data.data as z.infer<T>[]));
+      const { totalItems, itemsPerPage } = parsed.data.meta;
+      if (page >= Math.ceil(totalItems / itemsPerPage) || parsed.data.data.length === 0) return all;
+    }
+  }
+
+  async #posCall(operation: UpstreamOperation, body: AccrueRequest | ReverseRequest): Promise<CallReport> {
+    const attemptLog = new AttemptLog(operation);
+    let outcome: CallOutcome;
+    try {
+      const response = await this.#http.post(`/api/v2/marketplace/${operation}`, body, {
+        headers: { 'X-App-Token': this.options.appToken },
+        attemptLog,
+      } as AxiosRequestConfig);
+      outcome = classifyResponse(response);
+    } catch (error) {
+      outcome = classifyError(error);
+    }
+    return { outcome, attempts: attemptLog.attempts };
+  }
+}
+
+class RetryableStatus extends AxiosError {
+  constructor(response: AxiosResponse) {
+    super(`loyalty service answered ${response.status}`, 'ERR_BAD_RESPONSE', response.config, response.request, response);
+  }
+}
+
+function shouldRetryStatus(response: AxiosResponse): boolean {
+  return response.status === 429 || response.status >= 500;
+}
+
+function classifyResponse(response: AxiosResponse): CallOutcome {
+  const body = parseBody(response);
+  if (response.status === 200) {
+    const parsed = PosResponse.safeParse(body);
+    // A 200 we cannot read may still have been carried out: unknown, never "failed".
+    if (!parsed.success) return { kind: 'unknown', reason: 'HTTP 200 with a body that is not an accrue/reverse answer' };
+    const { results } = parsed.data;
+    const failures = results.filter((r) => !r.isSuccess);
+    if (results.length > 0 && failures.length === 0) return { kind: 'succeeded', results };
+    const errors = results.length === 0 ? ['no card results in the answer'] : failures.map((r) => `${r.serialNumber ?? 'card'}: ${r.errorMessage ?? 'failed without a message'}`);
+    return { kind: 'results_failed', results, errors };
+  }
+  if (response.status >= 400 && response.status < 500) {
+    const parsed = PosErrorBody.safeParse(body);
+    return { kind: 'refused', status: response.status, errors: parsed.success ? parsed.data.errors : [`HTTP ${response.status}`] };
+  }
+  return { kind: 'unknown', reason: `unexpected HTTP ${response.status}` };
+}
+
+function classifyError(error: unknown): CallOutcome {
+  if (error instanceof RetryableStatus) return { kind: 'retryable', reason: `HTTP ${error.response!.status}, retries of this round spent` };
+  const code = (error as AxiosError).code ?? '';
+  const message = (error as Error).message ?? String(error);
+  if (NOT_SENT_CODES.has(code)) return { kind: 'retryable', reason: `${code}: not sent` };
+  return { kind: 'unknown', reason: code ? `${code}: ${message}` : message };
+}
+
+function parseBody(response: AxiosResponse): unknown {
+  const data = response.data;
+  if (typeof data !== 'string') return data;
+  try {
+    return JSON.parse(data);
+  } catch {
+    return data.length > MAX_TEXT_BODY ? `${data.slice(0, MAX_TEXT_BODY)}…` : data;
+  }
+}
+
+function logAttempt(config: TrackedConfig, response: AxiosResponse | undefined, error: AxiosError | undefined): void {
+  const log = config.attemptLog;
+  if (!log) return;
+  const finishedAt = Date.now();
+  log.attempts.push({
+    operation: log.operation,
+    startedAt: new Date(log.startedAt ?? finishedAt).toISOString(),
+    finishedAt: new Date(finishedAt).toISOString(),
+    request: typeof config.data === 'string' ? safeJson(config.data) : config.data,
+    ...(response ? { response: { status: response.status, body: parseBody(response) } } : {}),
+    ...(error ? { error: error.code ? `${error.code}: ${error.message}` : error.message } : {}),
+  });
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The bridge as a process. With no LOYALTY_BASE_URL it runs in sandbox: the built-in simulator is
+ * the upstream, and startup says so loudly. SIGTERM/SIGINT stop it gracefully.
+ */
+import { loadConfig, ConfigError } from './config.js';
+import { createLogger } from './logger.js';
+import { startBridge } from './bridge.js';
+import { createSimulator } from './simulator/index.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`loyalty-bridge: ${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.logLevel);
+  let closeSimulator: (() => Promise<void>) | undefined;
+  let sandbox: { url: string; appToken: string; apiKey: string } | undefined;
+  if (config.sandbox) {
+    const simulator = createSimulator();
+    const listening = await simulator.listen(config.sandboxSimulatorPort ?? 0);
+    closeSimulator = listening.close;
+    sandbox = { url: listening.url, appToken: simulator.appToken, apiKey: simulator.apiKey };
+  }
+  const bridge = await startBridge(config, logger, sandbox ? { loyaltyBaseUrl: sandbox.url, loyaltyAppToken: sandbox.appToken, loyaltyApiKey: config.loyalty.apiKey ?? sandbox.apiKey } : {});
+
+  if (sandbox) {
+    // Printed, not logged: the sandbox's generated admin token is shown exactly once, to the operator at the terminal.
+    const line = '='.repeat(78);
+    process.stdout.write(
+      [
+        line,
+        ' SANDBOX MODE: LOYALTY_BASE_URL is not set. The upstream is the built-in simulator;',
+        ' no real loyalty card is touched. Set LOYALTY_BASE_URL and LOYALTY_APP_TOKEN for real.',
+        ` bridge:     ${bridge.url.replace('127.0.0.1', 'localhost')}`,
+        ` simulator:  ${sandbox.url}   (books: ${sandbox.url}/__sim/books)`,
+        ` ledger:     ${config.ledgerUrl}`,
+        config.adminToken ? ' admin token: ADMIN_TOKEN' : ` admin token (generated for this run): ${bridge.adminToken}`,
+        line,
+        '',
+      ].join('\n'),
+    );
+  }
+  logger.info({ port: bridge.server.address(), sandbox: config.sandbox, ledger: bridge.store.kind }, 'loyalty-bridge listening');
+
+  const shutdown = (signal: string) => {
+    logger.info({ signal }, 'shutting down: no new requests; finishing in-flight work');
+    const force = setTimeout(() => {
+      logger.error('shutdown took too long; in-flight records will be recovered as in doubt at the next start');
+      process.exit(1);
+    }, 15_000);
+    force.unref();
+    void bridge
+      .close()
+      .then(() => closeSimulator?.())
+      .then(() => {
+        logger.info('stopped');
+        process.exit(0);
+      });
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`loyalty-bridge failed to start: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,31 @@
+/** Prometheus metrics, one registry per app instance (tests build several apps in one process). */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface Metrics {
+  registry: Registry;
+  checkouts: Counter<'pos' | 'result'>;
+  refunds: Counter<'pos' | 'result'>;
+  upstreamCalls: Counter<'operation' | 'outcome'>;
+  httpDuration: Histogram<'route' | 'code'>;
+  openRecords: Gauge;
+}
+
+export function createMetrics(openRecords: () => Promise<number>, withDefaults = true): Metrics {
+  const registry = new Registry();
+  if (withDefaults) collectDefaultMetrics({ register: registry, prefix: 'bridge_' });
+  return {
+    registry,
+    checkouts: new Counter({ name: 'bridge_checkouts_total', help: 'Checkouts received, by POS and resulting status (repeat = already recorded).', labelNames: ['pos', 'result'], registers: [registry] }),
+    refunds: new Counter({ name: 'bridge_refunds_total', help: 'Refunds received, by POS and resulting status.', labelNames: ['pos', 'result'], registers: [registry] }),
+    upstreamCalls: new Counter({ name: 'bridge_upstream_calls_total', help: 'Rounds of calls to the loyalty service, by operation and classified outcome.', labelNames: ['operation', 'outcome'], registers: [registry] }),
+    httpDuration: new Histogram({ name: 'bridge_http_request_duration_seconds', help: 'Time to answer HTTP requests.', labelNames: ['route', 'code'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [registry] }),
+    openRecords: new Gauge({
+      name: 'bridge_ledger_open_records',
+      help: 'Ledger records with work left (pending, in doubt, reversal pending).',
+      registers: [registry],
+      async collect() {
+        this.set(await openRecords());
+      },
+    }),
+  };
+}

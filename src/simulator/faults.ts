@@ -1,0 +1,86 @@
+/**
+ * Scripted misbehaviour of the fake loyalty service. Each kind reproduces one way the real upstream
+ * can leave a point-of-sale write ambiguous or refused (loyalty-service-api.md, Errors: 429 from the
+ * front proxy, 5xx, and rule 3 "after a network timeout on a write, verify ... because no operation
+ * is idempotent").
+ */
+export const FAULT_KINDS = [
+  'rate_limit',
+  'server_error',
+  'slow_after_commit',
+  'drop_before_commit',
+  'drop_after_commit',
+  'result_failure',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export type FaultTarget = 'accrue' | 'reverse' | 'any';
+
+export interface FaultSpec {
+  kind: FaultKind;
+  /** How many matching requests this fault hits before it is used up. */
+  times?: number;
+  on?: FaultTarget;
+  /** slow_after_commit only; default 5000. */
+  delayMs?: number;
+  /** server_error only; default 503. */
+  status?: number;
+  /** result_failure: the failed result's errorMessage; server_error: the body's message. */
+  message?: string;
+}
+
+export interface Fault {
+  kind: FaultKind;
+  on: FaultTarget;
+  delayMs?: number;
+  status?: number;
+  message?: string;
+}
+
+interface Entry {
+  fault: Fault;
+  remaining: number;
+}
+
+export class FaultQueue {
+  #entries: Entry[] = [];
+
+  inject(spec: FaultSpec): void {
+    const { kind, times = 1, on = 'any', delayMs, status, message } = spec;
+    if (!FAULT_KINDS.includes(kind)) throw new RangeError(`unknown fault kind ${String(kind)}`);
+    if (!Number.isInteger(times) || times < 1) throw new RangeError('times must be an integer >= 1');
+    if (status !== undefined && (!Number.isInteger(status) || status < 500 || status > 599)) {
+      throw new RangeError('status must be a 5xx integer');
+    }
+    if (delayMs !== undefined && (!Number.isFinite(delayMs) || delayMs < 0)) throw new RangeError('delayMs must be >= 0');
+    const fault: Fault = { kind, on };
+    if (delayMs !== undefined) fault.delayMs = delayMs;
+    if (status !== undefined) fault.status = status;
+    if (message !== undefined) fault.message = message;
+    this.#entries.push({ fault, remaining: times });
+  }
+
+  /**
+   * The oldest fault aimed at this operation, consuming one of its uses. Called only after the body
+   * and X-App-Token passed, so refused requests never eat a fault meant for a real write.
+   */
+  take(operation: 'accrue' | 'reverse'): Fault | undefined {
+    const index = this.#entries.findIndex((e) => e.fault.on === 'any' || e.fault.on === operation);
+    if (index < 0) return undefined;
+    const entry = this.#entries[index]!;
+    entry.remaining -= 1;
+    if (entry.remaining === 0) this.#entries.splice(index, 1);
+    return entry.fault;
+  }
+
+  clear(): void {
+    this.#entries = [];
+  }
+
+  /** Remaining fault applications (a fault injected with times: 3 counts 3). */
+  pending(): number {
+    let total = 0;
+    for (const entry of this.#entries) total += entry.remaining;
+    return total;
+  }
+}

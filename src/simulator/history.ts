@@ -1,0 +1,114 @@
+/**
+ * The two history reads a bridge needs to verify an ambiguous write (contract, Errors rule 3:
+ * "verify via GET /api/v2/operations or the card balance"): operations and cards, behind X-API-Key,
+ * in the standard envelope with paging meta.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import { MAX_ITEMS_PER_PAGE } from '../loyalty/contract.js';
+import type { SimContext } from './context.js';
+import { isoWithOffset } from './state.js';
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+class QueryError extends Error {}
+
+function single(req: Request, name: string): string | undefined {
+  const value: unknown = (req.query as Record<string, unknown>)[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new QueryError(`${name}: expected a single value.`);
+  return value;
+}
+
+function integer(req: Request, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  const raw = single(req, name);
+  if (raw === undefined) return undefined;
+  const value = /^-?\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new QueryError(`${name}: expected an integer between ${min} and ${max === Number.MAX_SAFE_INTEGER ? 'infinity' : max}.`);
+  }
+  return value;
+}
+
+function uuid(req: Request, name: string): string | undefined {
+  const raw = single(req, name);
+  if (raw !== undefined && !UUID.test(raw)) throw new QueryError(`${name}: expected a UUID.`);
+  return raw;
+}
+
+/** Contract, Statistics/Operations: dates are Y-m-d; the simulator reads them as UTC calendar days, bounds inclusive. */
+function date(req: Request, name: string): string | undefined {
+  const raw = single(req, name);
+  if (raw === undefined) return undefined;
+  const parsed = new Date(`${raw}T00:00:00Z`);
+  if (!DATE.test(raw) || Number.isNaN(parsed.getTime()) || parsed.toISOString().slice(0, 10) !== raw) {
+    throw new QueryError(`${name}: expected a date in Y-m-d format.`);
+  }
+  return raw;
+}
+
+export function historyRouter(ctx: SimContext): express.Router {
+  const router = express.Router();
+
+  /** Contract, Authentication 1 and 4-5: missing or wrong key (an app token included) is 401 {message}. */
+  const requireApiKey: RequestHandler = (req, res, next) => {
+    const key = req.get('x-api-key');
+    if (key === ctx.apiKey) return next();
+    res.status(401).json({ message: key === undefined || key === '' ? 'X-API-Key header is required.' : 'Invalid API key.' });
+  };
+
+  function list(
+    res: Response,
+    req: Request,
+    query: () => { total: number; page(offset: number, limit: number): unknown[] },
+  ): void {
+    let page: number;
+    let itemsPerPage: number;
+    let result: ReturnType<typeof query>;
+    try {
+      page = integer(req, 'page', 1) ?? 1;
+      itemsPerPage = integer(req, 'itemsPerPage', 1, MAX_ITEMS_PER_PAGE) ?? 30;
+      result = query();
+    } catch (err) {
+      if (err instanceof QueryError) return void res.status(400).json({ message: err.message });
+      throw err;
+    }
+    res.json({
+      responseId: randomUUID(),
+      createdAt: isoWithOffset(ctx.now()),
+      code: 200,
+      data: result.page((page - 1) * itemsPerPage, itemsPerPage),
+      meta: { totalItems: result.total, itemsPerPage, currentPage: page },
+    });
+  }
+
+  router.get('/operations', requireApiKey, (req, res) => {
+    list(res, req, () =>
+      ctx.ledger.listOperations(
+        {
+          cardId: single(req, 'cardId'),
+          customerId: uuid(req, 'customerId'),
+          templateId: integer(req, 'templateId', 1),
+          startDate: date(req, 'startDate'),
+          endDate: date(req, 'endDate'),
+        },
+      ),
+    );
+  });
+
+  router.get('/cards', requireApiKey, (req, res) => {
+    list(res, req, () =>
+      ctx.ledger.listCards(
+        {
+          templateId: integer(req, 'templateId', 1),
+          customerId: uuid(req, 'customerId'),
+          customerEmail: single(req, 'customerEmail'),
+          customerPhone: single(req, 'customerPhone'),
+        },
+      ),
+    );
+  });
+
+  return router;
+}
