@@ -63,8 +63,14 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
-const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const defaultConfigDir = existsSync(join(projectRoot, 'config')) ? join(projectRoot, 'config') : join(projectRoot, '..', 'config');
+/** The project root holds package.json: `src/` when run from sources, `dist/src/` when built. */
+function findProjectRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) return from;
+  }
+}
+const defaultConfigDir = join(findProjectRoot(dirname(fileURLToPath(import.meta.url))), 'config');
 
 function readJson(path: string): Record<string, unknown> {
   if (!existsSync(path)) return {};

@@ -6,7 +6,8 @@
 import { z } from 'zod';
 import { normalizeCustomer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import { assertCurrency, nonNegativeCents, parseDecimal, type Decimal } from '../../src/money.js';
+import { isIsoCurrency } from '../../src/currencies.js';
+import { nonNegativeCents, parseDecimal, type Decimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';
 import { issueFrom, parseWith } from '../../src/validation.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, RefundIntent } from '../types.js';
@@ -47,7 +48,7 @@ const nullableText = z.string().max(256).nullish();
 export const GenericCheckout = z.strictObject({
   orderId: id,
   storeId: id.optional(),
-  currency: z.string({ error: 'must be an ISO 4217 code' }),
+  currency: z.string({ error: 'must be an ISO 4217 code' }).refine(isIsoCurrency, 'must be an ISO 4217 code such as USD'),
   total: amount,
   tax: amount.optional(),
   discount: amount.optional(),
@@ -98,7 +99,6 @@ export const genericAdapter: PosAdapter = {
 
   parseCheckout(body: unknown, context: AdapterContext): CheckoutIntent {
     const order = parseWith(GenericCheckout, body);
-    const currency = assertCurrency(order.currency, 'currency');
     const selections = order.items.map((item, i) =>
       toSelection({ id: item.id, groupId: item.groupId, name: item.name, quantity: item.quantity, unitPrice: item.unitPrice, totalCents: item.total }, `items.${i}`),
     );
@@ -108,7 +108,7 @@ export const genericAdapter: PosAdapter = {
       customer: normalizeCustomer(order.customer, context.defaultPhoneRegion),
       check: {
         amount: order.total,
-        currency,
+        currency: order.currency,
         selections,
         externalTransactionId: order.orderId,
         ...(order.openedAt ? { checkOpenedAt: order.openedAt } : {}),

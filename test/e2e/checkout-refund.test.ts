@@ -1,0 +1,127 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
+
+let h: Harness;
+beforeEach(async () => {
+  h = await startHarness();
+});
+afterEach(async () => {
+  await h.close();
+});
+
+const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+
+describe('checkout → accrue', () => {
+  it('accrues the exact Check once and answers 200 accrued with the results', async () => {
+    const res = await post('/v1/checkouts/generic', checkout());
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ transactionId: 'generic:A-1001', status: 'accrued', repeat: false });
+    expect(res.body.results).toHaveLength(1);
+    expect(res.body.results[0]).toMatchObject({ isSuccess: true, checkAmount: 5997 });
+
+    const books = h.sim.books();
+    expect(books.transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 0, amount: 5997 });
+    const record = await h.bridge.store.get('generic:A-1001');
+    expect(record!.accrual.check).toEqual({
+      amount: 5997,
+      currency: 'USD',
+      externalTransactionId: 'A-1001',
+      checkOpenedAt: '2026-11-21T10:00:00Z',
+      checkClosedAt: '2026-11-21T10:20:00Z',
+      taxAmount: 480,
+      tipAmount: 500,
+      selections: [{ id: 'sku-1', groupId: 'coffee', displayName: 'Latte', quantity: 3, price: 1999, totalPrice: 5997 }],
+    });
+    expect(record!.attempts).toHaveLength(1);
+    expect(record!.attempts[0]).toMatchObject({ operation: 'accrue', response: { status: 200 } });
+  });
+
+  it('a repeated delivery answers the recorded outcome and calls nothing', async () => {
+    await post('/v1/checkouts/generic', checkout());
+    const again = await post('/v1/checkouts/generic', checkout());
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ status: 'accrued', repeat: true });
+    expect(h.sim.books().accrueRequests).toBe(1);
+  });
+
+  it('twenty concurrent deliveries of one order cause one accrue', async () => {
+    const answers = await Promise.all(Array.from({ length: 20 }, () => post('/v1/checkouts/generic', checkout())));
+    for (const a of answers) expect([200, 202]).toContain(a.status);
+    expect(answers.filter((a) => a.body.repeat === false)).toHaveLength(1);
+    await eventually(() => h.bridge.store.get('generic:A-1001'), (r) => r?.status === 'accrued');
+    expect(h.sim.books().accrueRequests).toBe(1);
+    expect(h.sim.books().doubleAccruals).toEqual([]);
+  });
+
+  it('a checkout without phone, email or card serial is recorded as skipped and calls nothing', async () => {
+    const res = await post('/v1/checkouts/generic', checkout({ customer: { firstName: 'Ann' } }));
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('skipped');
+    expect(h.sim.books().accrueRequests).toBe(0);
+    const refund = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
+    expect(refund.status).toBe(200);
+    expect(refund.body.status).toBe('skipped');
+    expect(h.sim.books().reverseRequests).toBe(0);
+  });
+});
+
+describe('refund → reverse', () => {
+  it('reverses once however often the refund is delivered', async () => {
+    await post('/v1/checkouts/generic', checkout());
+    const answers = await Promise.all(Array.from({ length: 10 }, () => post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' })));
+    for (const a of answers) expect(a.body.transactionId).toBe('generic:A-1001');
+    await eventually(() => h.bridge.store.get('generic:A-1001'), (r) => r?.status === 'reversed');
+    const again = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-2' });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ status: 'reversed', repeat: true });
+    const books = h.sim.books();
+    expect(books.reverseRequests).toBe(1);
+    expect(books.transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.doubleReversals).toEqual([]);
+  });
+
+  it('a refund while the accrual is pending waits (reversal_pending) and is carried out once the accrual settles', async () => {
+    h.sim.faults.inject({ kind: 'rate_limit', times: 5, on: 'accrue' });
+    const first = await post('/v1/checkouts/generic', checkout());
+    expect(first.status).toBe(202);
+    expect(first.body.status).toBe('pending');
+    const refund = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
+    expect(refund.status).toBe(202);
+    expect(refund.body.status).toBe('reversal_pending');
+    const settled = await eventually(() => h.bridge.store.get('generic:A-1001'), (r) => r?.status === 'reversed');
+    expect(settled!.status).toBe('reversed');
+    expect(h.sim.books().transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });
+  });
+
+  it('a refund of an order the ledger never saw reverses by the derived id', async () => {
+    // Accrued directly upstream (e.g. before the bridge's ledger existed).
+    await request(h.simServer.url)
+      .post('/api/v2/marketplace/accrue')
+      .set('X-App-Token', h.sim.appToken)
+      .send({ transactionId: 'generic:OLD-1', phone: '+15550002222', check: { amount: 1000, currency: 'USD', selections: [] } });
+    const res = await post('/v1/refunds/generic', { orderId: 'OLD-1' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ transactionId: 'generic:OLD-1', status: 'reversed' });
+    expect(h.sim.books().transactions['generic:OLD-1']).toMatchObject({ accruals: 1, reversals: 1 });
+  });
+
+  it('a refund of an order neither the ledger nor the loyalty service knows answers 404', async () => {
+    const res = await post('/v1/refunds/generic', { orderId: 'NEVER-1', refundId: 'R-9' });
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ transactionId: 'generic:NEVER-1', status: 'reverse_failed' });
+    // Delivered late, the checkout of a refunded order must not accrue.
+    const late = await post('/v1/checkouts/generic', checkout({ orderId: 'NEVER-1' }));
+    expect(late.body.repeat).toBe(true);
+    expect(h.sim.books().accrueRequests).toBe(0);
+  });
+});
+
+describe('admin', () => {
+  it('lists what happened', async () => {
+    await post('/v1/checkouts/generic', checkout());
+    const list = await request(h.bridge.url).get('/v1/admin/transactions?status=accrued').set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    expect(list.status).toBe(200);
+    expect(list.body).toMatchObject({ total: 1, page: 1, limit: 50 });
+  });
+});

@@ -1,0 +1,110 @@
+/**
+ * Starts the simulator and a bridge over real HTTP on ephemeral ports, with a fresh JSON-file
+ * ledger in a temporary folder and fast retry units, so end-to-end tests run in milliseconds.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type Config } from '../../src/config.js';
+import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
+import { silentLogger, type Logger } from '../../src/logger.js';
+import { createSimulator, type Simulator, type ListeningSimulator } from '../../src/simulator/index.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface Harness {
+  sim: Simulator;
+  simServer: ListeningSimulator;
+  bridge: Bridge;
+  config: Config;
+  dir: string;
+  /** Stops the bridge (keeping the ledger folder) and starts a new one on the same ledger. */
+  restart(overrides?: Partial<BridgeOverrides>): Promise<Bridge>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  env?: Record<string, string>;
+  /** Give the bridge the simulator's API key so it can verify in-doubt accruals (default true). */
+  withApiKey?: boolean;
+  overrides?: Partial<BridgeOverrides>;
+  logger?: Logger;
+}
+
+export function testConfig(env: Record<string, string> = {}, dir = mkdtempSync(join(tmpdir(), 'bridge-test-'))): Config {
+  return loadConfig({
+    NODE_ENV: 'test',
+    PORT: '0',
+    LEDGER_URL: `file:${join(dir, 'ledger.json')}`,
+    LOYALTY_TIMEOUT_MS: '400',
+    LOYALTY_RETRY_BASE_MS: '5',
+    LOG_LEVEL: 'silent',
+    ANSWER_BUDGET_MS: '1500',
+    WORKER_INTERVAL_MS: '50',
+    IN_DOUBT_VERIFY_AFTER_MS: '0',
+    IN_DOUBT_GRACE_MS: '300',
+    ...env,
+  });
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'bridge-e2e-'));
+  const config = testConfig(options.env, dir);
+  const sim = createSimulator();
+  const simServer = await sim.listen();
+  const logger = options.logger ?? silentLogger;
+  const overrides = (extra: Partial<BridgeOverrides> = {}): BridgeOverrides => ({
+    loyaltyBaseUrl: simServer.url,
+    loyaltyAppToken: sim.appToken,
+    ...(options.withApiKey === false ? {} : { loyaltyApiKey: sim.apiKey }),
+    adminToken: ADMIN_TOKEN,
+    defaultMetrics: false,
+    ...options.overrides,
+    ...extra,
+  });
+  const harness: Harness = {
+    sim,
+    simServer,
+    config,
+    dir,
+    bridge: await startBridge(config, logger, overrides()),
+    async restart(extra) {
+      await harness.bridge.close();
+      harness.bridge = await startBridge(config, logger, overrides(extra));
+      return harness.bridge;
+    },
+    async close() {
+      await harness.bridge.close();
+      await simServer.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return harness;
+}
+
+/** Polls until `check` passes or the time is up; answers the last value checked. */
+export async function eventually<T>(read: () => Promise<T> | T, check: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (check(value) || Date.now() > deadline) return value;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export function checkout(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    orderId: 'A-1001',
+    currency: 'USD',
+    total: '59.97',
+    tax: '4.80',
+    discount: '0',
+    tip: '5.00',
+    serviceCharge: '0',
+    openedAt: '2026-11-21T10:00:00Z',
+    closedAt: '2026-11-21T10:20:00Z',
+    customer: { phone: '+15550001111', email: 'a@b.test', firstName: 'Ann', lastName: 'Lee' },
+    items: [{ id: 'sku-1', groupId: 'coffee', name: 'Latte', quantity: 3, unitPrice: '19.99', total: '59.97' }],
+    ...overrides,
+  };
+}
