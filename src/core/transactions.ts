@@ -14,16 +14,17 @@
  * that long; whatever is not finished by then continues in the background and the answer is 202.
  */
 import { randomUUID } from 'node:crypto';
-import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { Logger } from '../logger.js';
-import { deriveStatus, hasContact, isOpen, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type UpstreamOperation } from '../ledger/record.js';
+import { awaitsRemainder, deriveStatus, hasContact, isOpen, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type UpstreamOperation } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
 import { deriveTransactionId } from '../transaction-id.js';
 import type { CheckoutIntent, RefundIntent } from '../../adapters/types.js';
 import type { HistoryVerifier } from './history-verifier.js';
+import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.js';
 import type { Metrics } from '../metrics.js';
 
 export interface ServiceOptions {
@@ -38,6 +39,8 @@ export interface Answer {
   /** The order or refund was already recorded: its recorded outcome, no new upstream call. */
   repeat: boolean;
   refundId?: string;
+  /** After a partial refund: the record that accrues what remains. */
+  remainder?: { transactionId: string; status: LedgerStatus };
   httpStatus: number;
 }
 
@@ -60,7 +63,7 @@ export interface ResolveInput {
 const ROUND_PAUSES = [30, 60, 120, 300, 600, 1800, 3600];
 const MAX_REFUND_IDS_REMEMBERED = 100;
 
-type Action = { kind: 'accrue' | 'reverse' } | { kind: 'verify' } | { kind: 'none'; note: string };
+type Action = { kind: 'accrue' | 'reverse' } | { kind: 'verify' } | { kind: 'remainder' } | { kind: 'none'; note: string };
 
 export class TransactionService {
   readonly #locks = new KeyedMutex();
@@ -91,19 +94,70 @@ export class TransactionService {
     draft.status = deriveStatus(draft);
     draft.history.push({ at: now, event: skipped ? 'recorded without phone, email or card serial: nothing to accrue' : 'checkout recorded', to: draft.status });
     const { record, created } = await this.store.insert(draft);
-    this.metrics.checkouts.inc({ pos, result: created ? record.status : 'repeat' });
-    if (!created) return this.#answer(record, true);
-    this.logger.info({ transactionId, pos, status: record.status }, 'checkout recorded');
-    if (skipped) return this.#answer(record, false);
-    return this.#answer(await this.#deliverWithinBudget(transactionId), false);
+    if (created) this.logger.info({ transactionId, pos, status: record.status }, 'checkout recorded');
+    const answer = !created ? await this.#answer(record, true) : await this.#answer(skipped ? record : await this.#deliverWithinBudget(transactionId), false);
+    this.metrics.checkouts.inc({ pos, result: answer.repeat ? 'repeat' : answer.record.status });
+    return answer;
   }
 
   async refund(pos: string, intent: RefundIntent): Promise<Answer> {
-    if (intent.amountCents !== undefined || intent.items !== undefined) {
-      throw new ValidationError([{ field: 'amount', message: 'partial refunds are not supported by this bridge yet; send a full refund' }]);
+    const rootId = deriveTransactionId(pos, intent.orderId, intent.scope);
+    const { refundId } = intent;
+    const partial = intent.amountCents !== undefined || intent.items !== undefined;
+    // Earlier partial refunds moved what remains of the order to remainder records: act on the last.
+    const chain = await this.#chainOf(rootId);
+    const seen = refundId ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
+    if (seen) return this.#answer(seen, true, refundId);
+    const current = chain.at(-1);
+    if (!partial) return this.#requestReversal(current?.transactionId ?? rootId, pos, intent.orderId, refundId);
+    if (!current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
+    return this.#requestPartialReversal(current.transactionId, refundId!, intent);
+  }
+
+  async #requestPartialReversal(transactionId: string, refundId: string, intent: RefundIntent): Promise<Answer> {
+    const now = this.#now();
+    const outcome = await this.#locks.run(transactionId, async () => {
+      const record = await this.#require(transactionId);
+      if (record.remainderTransactionId || record.reversal.partial) {
+        throw new ConflictError('an earlier partial refund of this order is still being carried out; deliver this refund again shortly', { transactionId });
+      }
+      if (record.reversal.state !== 'none' && record.reversal.state !== 'not_needed') {
+        throw new RefundExceedsRemainderError(`this order is already ${record.status}: nothing remains to refund`, 0);
+      }
+      const next = await this.#write(record, (r) => {
+        r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);
+        r.reversal.requestedAt = now;
+        if (r.accrual.state === 'skipped') return `partial refund ${refundId} of a skipped checkout: nothing to do`;
+        if (r.accrual.state === 'failed' || r.accrual.state === 'none') {
+          r.reversal.state = 'not_needed';
+          return `partial refund ${refundId} of an accrual the loyalty service refused: nothing to reverse`;
+        }
+        const remainder = remainderAfterRefund(r.accrual.check!, intent);
+        r.reversal.state = 'pending';
+        r.rounds = 0;
+        r.nextAttemptAt = undefined;
+        if (!remainder.check) return `partial refund ${refundId} covers all that remains: reversing in full`;
+        const remainderTransactionId = `${rootOf(r.transactionId)}~r${depthOf(r.transactionId) + 1}`;
+        r.reversal.partial = { refundId, refundedCents: remainder.refundedCents, remainderTransactionId, remainderCheck: remainder.check };
+        return `partial refund ${refundId} of ${remainder.refundedCents} cents: reverse this accrual, then accrue the remaining ${remainder.check.amount} cents as ${remainderTransactionId}`;
+      });
+      return { record: next, deliver: next.reversal.state === 'pending' };
+    });
+    const record = outcome.deliver ? await this.#deliverWithinBudget(transactionId) : outcome.record;
+    this.metrics.refunds.inc({ pos: record.pos, result: record.status });
+    return this.#answer(record, false, refundId);
+  }
+
+  /** The order's original record followed by the remainders of its partial refunds, in order. */
+  async #chainOf(rootId: string): Promise<LedgerRecord[]> {
+    const chain: LedgerRecord[] = [];
+    for (let id: string | undefined = rootId; id && chain.length < 1000; ) {
+      const record = await this.store.get(id);
+      if (!record) break;
+      chain.push(record);
+      id = record.remainderTransactionId;
     }
-    const transactionId = deriveTransactionId(pos, intent.orderId, intent.scope);
-    return this.#requestReversal(transactionId, pos, intent.orderId, intent.refundId);
+    return chain;
   }
 
   async #requestReversal(transactionId: string, pos: string, orderId: string, refundId: string | undefined): Promise<Answer> {
@@ -147,8 +201,8 @@ export class TransactionService {
       });
       return { record: next, repeat: false, deliver: next.reversal.state === 'pending' };
     });
-    this.metrics.refunds.inc({ pos, result: outcome.repeat ? 'repeat' : outcome.record.status });
     const record = outcome.deliver ? await this.#deliverWithinBudget(transactionId) : outcome.record;
+    this.metrics.refunds.inc({ pos, result: outcome.repeat ? 'repeat' : record.status });
     return this.#answer(record, outcome.repeat, refundId);
   }
 
@@ -288,6 +342,11 @@ export class TransactionService {
         if (!note) note = action.note;
         break;
       }
+      if (action.kind === 'remainder') {
+        note = await this.#createRemainder(record);
+        lastAction = 'accrue';
+        break;
+      }
       lastAction = action.kind;
       if (action.kind === 'verify') {
         const verdict = await this.verifier.verifyAccrual(record, this.clock());
@@ -311,6 +370,7 @@ export class TransactionService {
       const now = this.clock().getTime();
       const due = force || !record.nextAttemptAt || Date.parse(record.nextAttemptAt) <= now;
       if (record.inFlight) return { record, action: { kind: 'none', note: `a ${record.inFlight.operation} call is in flight` } };
+      if (awaitsRemainder(record)) return { record, action: { kind: 'remainder' } };
       const { accrual, reversal } = record;
       let call: UpstreamOperation | undefined;
       if (accrual.state === 'pending') {
@@ -439,6 +499,32 @@ export class TransactionService {
     });
   }
 
+  /**
+   * Second step of a partial refund, after the whole accrual was reversed: the remainder's record is
+   * inserted (at most once: insert is keyed by its derived id), then linked from the parent, then
+   * delivered. A crash between the steps resumes here, because the parent stays open until linked.
+   */
+  async #createRemainder(parent: LedgerRecord): Promise<string> {
+    const plan = parent.reversal.partial!;
+    const now = this.#now();
+    const draft = this.#newRecord(plan.remainderTransactionId, parent.pos, parent.orderId, now);
+    draft.accrual.check = plan.remainderCheck;
+    draft.accrual.customer = parent.accrual.customer;
+    draft.parentTransactionId = parent.transactionId;
+    draft.history.push({ at: now, event: `remainder of ${parent.transactionId} after partial refund ${plan.refundId}`, to: 'pending' });
+    await this.store.insert(draft);
+    await this.#locks.run(parent.transactionId, async () => {
+      const current = await this.#require(parent.transactionId);
+      if (current.remainderTransactionId) return;
+      await this.#write(current, (r) => {
+        r.remainderTransactionId = plan.remainderTransactionId;
+        return `what remains is accrued as ${plan.remainderTransactionId}`;
+      });
+    });
+    const child = await this.advance(plan.remainderTransactionId);
+    return `remainder ${plan.remainderTransactionId}: ${child.after}`;
+  }
+
   #settled(r: LedgerRecord): void {
     r.rounds = 0;
     r.nextAttemptAt = undefined;
@@ -460,10 +546,13 @@ export class TransactionService {
     return written;
   }
 
-  #answer(record: LedgerRecord, repeat: boolean, refundId?: string): Answer {
+  async #answer(record: LedgerRecord, repeat: boolean, refundId?: string): Promise<Answer> {
+    const child = record.remainderTransactionId ? await this.store.get(record.remainderTransactionId) : undefined;
+    const remainder = child ? { transactionId: child.transactionId, status: child.status } : undefined;
     const unknownOrder = record.reversal.state === 'failed' && record.reversal.unknownUpstream && record.accrual.state === 'none';
-    const httpStatus = unknownOrder ? 404 : FINAL_STATUSES.has(record.status) && !isOpen(record) ? 200 : 202;
-    return { record, repeat, refundId, httpStatus };
+    const settled = FINAL_STATUSES.has(record.status) && !isOpen(record) && (!child || (FINAL_STATUSES.has(child.status) && !isOpen(child)));
+    const httpStatus = unknownOrder ? 404 : settled ? 200 : 202;
+    return { record, repeat, refundId, remainder, httpStatus };
   }
 
   async #require(transactionId: string): Promise<LedgerRecord> {
@@ -506,4 +595,13 @@ function accrueRequest(record: LedgerRecord): AccrueRequest {
 
 function operationIdsOf(results: { isSuccess: boolean; operationId?: number | null }[]): number[] {
   return results.filter((r) => r.isSuccess && typeof r.operationId === 'number').map((r) => r.operationId as number);
+}
+
+/** `generic:A-1~r2` → `generic:A-1`: remainder ids hang off the order's original id. */
+function rootOf(transactionId: string): string {
+  return transactionId.replace(/~r\d+$/, '');
+}
+
+function depthOf(transactionId: string): number {
+  return Number(/~r(\d+)$/.exec(transactionId)?.[1] ?? 0);
 }

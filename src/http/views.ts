@@ -14,6 +14,7 @@ export function posAnswer(answer: Answer) {
     orderId: record.orderId,
     repeat: answer.repeat,
     ...(answer.refundId ? { refundId: answer.refundId } : {}),
+    ...(answer.remainder ? { remainder: answer.remainder } : {}),
     ...(side.results.length ? { results: side.results } : {}),
     ...(side.errors.length ? { errors: side.errors } : {}),
   };
@@ -34,6 +35,9 @@ export function recordSummary(record: LedgerRecord) {
     accrual: { state: record.accrual.state, settledBy: record.accrual.settledBy, operationIds: record.accrual.operationIds, inDoubtSince: record.accrual.inDoubtSince },
     reversal: { state: record.reversal.state, refundIds: record.reversal.refundIds, results: record.reversal.results, inDoubtSince: record.reversal.inDoubtSince },
     nextAttemptAt: record.nextAttemptAt,
+    parentTransactionId: record.parentTransactionId,
+    remainderTransactionId: record.remainderTransactionId,
+    partialRefund: record.reversal.partial,
   };
 }
 

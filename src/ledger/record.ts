@@ -34,6 +34,13 @@ export type ReversalState = 'none' | 'pending' | 'in_doubt' | 'reversed' | 'fail
 
 export type UpstreamOperation = 'accrue' | 'reverse';
 
+export interface PartialRefundPlan {
+  refundId: string;
+  refundedCents: number;
+  remainderTransactionId: string;
+  remainderCheck: Check;
+}
+
 export interface Customer {
   phone?: string;
   email?: string;
@@ -92,7 +99,16 @@ export interface LedgerRecord {
     inDoubtSince?: string;
     /** The loyalty service answered that it does not know this transaction. */
     unknownUpstream?: boolean;
+    /**
+     * A partial refund: `reverse` is all-or-nothing upstream, so this record is reversed whole and
+     * what remains is accrued again as a new record under `remainderTransactionId`.
+     */
+    partial?: PartialRefundPlan;
   };
+  /** Set on a record created to re-accrue what a partial refund left. */
+  parentTransactionId?: string;
+  /** Set once the remainder's record exists; later refunds of the order act on it. */
+  remainderTransactionId?: string;
   /**
    * Written durably before a call to the loyalty service and cleared after its outcome is recorded.
    * A record found with it set after a restart was mid-call: the call may have gone out (in doubt).
@@ -133,9 +149,10 @@ export function deriveStatus(record: Pick<LedgerRecord, 'accrual' | 'reversal'>)
 }
 
 /** Work remains for the worker, the reconciler or an operator. */
-export function isOpen(record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFlight'>): boolean {
+export function isOpen(record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFlight' | 'remainderTransactionId'>): boolean {
   return (
     record.inFlight !== undefined ||
+    awaitsRemainder(record) ||
     record.accrual.state === 'pending' ||
     record.accrual.state === 'in_doubt' ||
     record.reversal.state === 'pending' ||
@@ -145,4 +162,9 @@ export function isOpen(record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFl
 
 export function hasContact(customer: Customer | undefined): boolean {
   return Boolean(customer && (customer.phone || customer.email || customer.serialNumber));
+}
+
+/** Reversed for a partial refund, but the remainder's record is not created yet (a crash can stop between the two). */
+export function awaitsRemainder(record: Pick<LedgerRecord, 'reversal' | 'remainderTransactionId'>): boolean {
+  return record.reversal.state === 'reversed' && record.reversal.partial !== undefined && record.remainderTransactionId === undefined;
 }

@@ -1,0 +1,89 @@
+/** The generic payload → the neutral Check, exactly (bridge-contract "The generic payload", "Translation rules"). */
+import { describe, expect, it } from '@jest/globals';
+import { genericAdapter } from '../../adapters/generic/index.js';
+import { ValidationError } from '../../src/errors.js';
+import { deriveTransactionId } from '../../src/transaction-id.js';
+import { checkout } from '../support/harness.js';
+
+const context = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
+const parse = (overrides: Record<string, unknown>) => genericAdapter.parseCheckout(checkout(overrides), context);
+
+describe('generic checkout', () => {
+  it('translates the contract example exactly', () => {
+    const intent = parse({});
+    expect(intent.orderId).toBe('A-1001');
+    expect(intent.customer).toEqual({ phone: '+15550001111', email: 'a@b.test', firstName: 'Ann', lastName: 'Lee' });
+    expect(intent.check).toMatchObject({ amount: 5997, currency: 'USD', taxAmount: 480, tipAmount: 500 });
+    expect(intent.check).not.toHaveProperty('discountAmount');
+    expect(intent.check).not.toHaveProperty('serviceAmount');
+  });
+
+  it('reads JSON numbers through their decimal text, never float arithmetic', () => {
+    expect(parse({ total: 19.99, items: [] }).check.amount).toBe(1999);
+    expect(parse({ total: 0.29, items: [] }).check.amount).toBe(29);
+    expect(parse({ total: '130.64999999999998', items: [] }).check.amount).toBe(13065);
+  });
+
+  it('carries discount and service charge as non-negative cents', () => {
+    expect(parse({ discount: '2.50', serviceCharge: 3 }).check).toMatchObject({ discountAmount: 250, serviceAmount: 300 });
+  });
+
+  it('zero-decimal currencies are still cents: ¥500 is 50000', () => {
+    expect(parse({ currency: 'JPY', total: '500', tax: '0', tip: '0', items: [{ id: 'r', quantity: 1, total: 500 }] }).check).toMatchObject({ amount: 50000, currency: 'JPY', selections: [{ totalPrice: 50000, quantity: 1 }] });
+  });
+
+  it('a fractional quantity becomes quantity 1 at the exact line total', () => {
+    const { selections } = parse({ items: [{ id: 'apples', name: 'Apples', quantity: '1.70000', unitPrice: '2.99' }] }).check;
+    // 1.7 × 2.99 = 5.083 → 508 cents, rounded once, half away from zero.
+    expect(selections).toEqual([{ id: 'apples', displayName: 'Apples', quantity: 1, price: 508, totalPrice: 508 }]);
+  });
+
+  it('a whole quantity keeps the unit price; a missing line total is unit price × quantity', () => {
+    expect(parse({ items: [{ id: 'a', quantity: '3.000', unitPrice: '1.10' }] }).check.selections).toEqual([{ id: 'a', quantity: 3, price: 110, totalPrice: 330 }]);
+  });
+
+  it('national phone numbers become E.164 in DEFAULT_PHONE_REGION; blanks count as absent', () => {
+    expect(parse({ customer: { phone: '(555) 000-1111', email: ' ' } }).customer).toEqual({ phone: '+15550001111' });
+    expect(genericAdapter.parseCheckout(checkout({ customer: { phone: '030 1234567' } }), { ...context, defaultPhoneRegion: 'DE' }).customer.phone).toBe('+49301234567');
+  });
+
+  it('throws ValidationError naming each bad field', () => {
+    try {
+      parse({ total: '-1', currency: 'US', items: [{ quantity: 0, total: 'x' }] });
+      throw new Error('expected a ValidationError');
+    } catch (error) {
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).issues.map((i) => i.field).sort()).toEqual(['currency', 'items.0.quantity', 'items.0.total', 'total']);
+    }
+  });
+});
+
+describe('generic refund', () => {
+  it('a full refund needs only the order id', () => {
+    expect(genericAdapter.parseRefund({ orderId: 'A-1001' }, context)).toEqual({ orderId: 'A-1001' });
+  });
+
+  it('a partial refund carries its cents and lines', () => {
+    expect(genericAdapter.parseRefund({ orderId: 'A-1001', refundId: 'R-1', amount: '19.99', items: [{ id: 'sku-1', quantity: 1, total: 19.99 }] }, context)).toEqual({
+      orderId: 'A-1001',
+      refundId: 'R-1',
+      amountCents: 1999,
+      items: [{ id: 'sku-1', quantity: 1, totalCents: 1999 }],
+    });
+  });
+});
+
+describe('transaction ids', () => {
+  it('are derived from the POS ids only, readable when plain', () => {
+    expect(deriveTransactionId('generic', 'A-1001')).toBe('generic:A-1001');
+    expect(deriveTransactionId('generic', 'A-1001', 'store-7')).toBe('generic:store-7:A-1001');
+    expect(deriveTransactionId('generic', 'A-1001')).toBe(deriveTransactionId('generic', 'A-1001'));
+  });
+
+  it('hash ids with other characters, keeping the POS visible and never colliding with plain ids', () => {
+    const id = deriveTransactionId('generic', 'order #1/ü');
+    expect(id).toMatch(/^generic:~[0-9a-f]{32}$/);
+    expect(deriveTransactionId('generic', 'order #2/ü')).not.toBe(id);
+    expect(deriveTransactionId('square', 'order #1/ü')).not.toBe(id.replace('generic', 'square'));
+  });
+});

@@ -1,0 +1,43 @@
+import { describe, expect, it } from '@jest/globals';
+import { loadConfig } from '../src/config.js';
+
+const load = (env: Record<string, string>) => () => loadConfig(env);
+
+describe('configuration', () => {
+  it('defaults to sandbox with the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      sandbox: true,
+      port: 8080,
+      ledgerUrl: 'file:./data/ledger.json',
+      logLevel: 'info',
+      defaultCurrency: 'USD',
+      defaultPhoneRegion: 'US',
+      loyalty: { timeoutMs: 10000, retryBaseMs: 1000 },
+    });
+  });
+
+  it('environment variables win over config files', () => {
+    const config = loadConfig({ PORT: '9000', LOYALTY_BASE_URL: 'https://loyalty.example.test/', LOYALTY_APP_TOKEN: 't', LOYALTY_TIMEOUT_MS: '2500' });
+    expect(config).toMatchObject({ sandbox: false, port: 9000, loyalty: { baseUrl: 'https://loyalty.example.test', appToken: 't', timeoutMs: 2500 } });
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, /PORT/],
+    [{ LOYALTY_TIMEOUT_MS: '-1' }, /LOYALTY_TIMEOUT_MS/],
+    [{ LOYALTY_BASE_URL: 'not a url' }, /LOYALTY_BASE_URL/],
+    [{ LEDGER_URL: 'mysql://x' }, /LEDGER_URL/],
+    [{ DEFAULT_CURRENCY: 'EURO' }, /DEFAULT_CURRENCY/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    [{ ADMIN_TOKEN: 'short' }, /ADMIN_TOKEN/],
+    [{ LOYALTY_BASE_URL: 'https://loyalty.example.test' }, /LOYALTY_APP_TOKEN/],
+  ])('fails fast naming the variable: %o', (env, name) => {
+    expect(load(env)).toThrow(name);
+  });
+
+  it('production refuses to start without the upstream and admin token, and never in sandbox', () => {
+    expect(load({ NODE_ENV: 'production' })).toThrow(/LOYALTY_BASE_URL, LOYALTY_APP_TOKEN, ADMIN_TOKEN/);
+    expect(load({ NODE_ENV: 'production', LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't' })).toThrow(/ADMIN_TOKEN/);
+    expect(loadConfig({ NODE_ENV: 'production', LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't', ADMIN_TOKEN: 'a'.repeat(32) }).sandbox).toBe(false);
+  });
+});

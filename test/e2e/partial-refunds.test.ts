@@ -1,0 +1,102 @@
+/**
+ * Partial refunds: the upstream's reverse is all-or-nothing, so the accrual is reversed whole and
+ * the remainder accrued under a new linked transactionId; later refunds act on what remains.
+ */
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { checkout, eventually, startHarness, type Harness } from '../support/harness.js';
+
+let h: Harness;
+beforeEach(async () => {
+  h = await startHarness();
+});
+afterEach(async () => {
+  await h.close();
+});
+
+const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const order = () =>
+  checkout({
+    total: '50.00',
+    items: [
+      { id: 'latte', quantity: 2, unitPrice: '10.00', total: '20.00' },
+      { id: 'cake', quantity: 3, unitPrice: '10.00', total: '30.00' },
+    ],
+  });
+
+describe('partial refunds', () => {
+  it('by items: reverses the accrual and accrues the remainder under a linked id', async () => {
+    await post('/v1/checkouts/generic', order());
+    const res = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', items: [{ id: 'cake', quantity: 1, total: '10.00' }] });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ transactionId: 'generic:A-1001', status: 'reversed', refundId: 'R-1', remainder: { transactionId: 'generic:A-1001~r1', status: 'accrued' } });
+    const remainder = await h.bridge.store.get('generic:A-1001~r1');
+    expect(remainder!.parentTransactionId).toBe('generic:A-1001');
+    expect(remainder!.accrual.check).toMatchObject({
+      amount: 4000,
+      selections: [
+        { id: 'latte', quantity: 2, price: 1000, totalPrice: 2000 },
+        { id: 'cake', quantity: 2, price: 1000, totalPrice: 2000 },
+      ],
+    });
+    const books = h.sim.books();
+    expect(books.transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(books.transactions['generic:A-1001~r1']).toMatchObject({ accruals: 1, reversals: 0, amount: 4000 });
+  });
+
+  it('partial, partial, full: each acts on what remains, the full one reverses the last remainder', async () => {
+    await post('/v1/checkouts/generic', order());
+    expect((await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '5.00' })).body.remainder).toEqual({ transactionId: 'generic:A-1001~r1', status: 'accrued' });
+    const second = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-2', amount: 15 });
+    expect(second.body).toMatchObject({ transactionId: 'generic:A-1001~r1', status: 'reversed', remainder: { transactionId: 'generic:A-1001~r2', status: 'accrued' } });
+    expect((await h.bridge.store.get('generic:A-1001~r2'))!.accrual.check!.amount).toBe(3000);
+    const full = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-3' });
+    expect(full.body).toMatchObject({ transactionId: 'generic:A-1001~r2', status: 'reversed' });
+    const books = h.sim.books();
+    for (const id of ['generic:A-1001', 'generic:A-1001~r1', 'generic:A-1001~r2']) expect(books.transactions[id]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.doubleAccruals).toEqual([]);
+    expect(books.doubleReversals).toEqual([]);
+  });
+
+  it('a partial refund delivered twice changes nothing the second time', async () => {
+    await post('/v1/checkouts/generic', order());
+    const refund = { orderId: 'A-1001', refundId: 'R-1', amount: '5.00' };
+    await post('/v1/refunds/generic', refund);
+    const again = await post('/v1/refunds/generic', refund);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ repeat: true, transactionId: 'generic:A-1001', remainder: { transactionId: 'generic:A-1001~r1' } });
+    expect(h.sim.books().reverseRequests).toBe(1);
+    expect(h.sim.books().accrueRequests).toBe(2);
+  });
+
+  it('refunding more than remains is refused with 409 and changes nothing', async () => {
+    await post('/v1/checkouts/generic', order());
+    await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '45.00' });
+    const before = await h.bridge.store.get('generic:A-1001~r1');
+    const res = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-2', amount: '5.01' });
+    expect(res.status).toBe(409);
+    expect(res.body.error).toMatchObject({ code: 'refund_exceeds_remainder', remainingCents: 500 });
+    const items = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-3', items: [{ id: 'tea', quantity: 1, total: '1.00' }] });
+    expect(items.status).toBe(409);
+    expect(await h.bridge.store.get('generic:A-1001~r1')).toEqual(before);
+  });
+
+  it('a partial refund of an order the ledger never saw is refused', async () => {
+    const res = await post('/v1/refunds/generic', { orderId: 'NOPE', refundId: 'R-1', amount: '1.00' });
+    expect(res.status).toBe(404);
+    expect(await h.bridge.store.count()).toBe(0);
+    expect(h.sim.books().reverseRequests).toBe(0);
+  });
+
+  it('a partial refund before the accrual settled waits, then reverses and re-accrues once', async () => {
+    h.sim.faults.inject({ kind: 'rate_limit', times: 5, on: 'accrue' });
+    expect((await post('/v1/checkouts/generic', order())).status).toBe(202);
+    const res = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '10.00' });
+    // Either it waits (202 reversal_pending) or the worker's next round settled everything within the answer budget.
+    expect([res.status, res.body.status]).toEqual(res.status === 202 ? [202, 'reversal_pending'] : [200, 'reversed']);
+    await eventually(() => h.bridge.store.get('generic:A-1001~r1'), (r) => r?.status === 'accrued');
+    const books = h.sim.books();
+    expect(books.transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(books.transactions['generic:A-1001~r1']).toMatchObject({ accruals: 1, amount: 4000 });
+  });
+});
