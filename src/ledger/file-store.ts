@@ -14,12 +14,17 @@
  * Memory holds only a compact index (status, pos, time, open flag, claimed operation ids), rebuilt
  * by reading the record files at start-up; records are read from disk when asked for.
  *
+ * One process at a time: insert-once and compare-and-set are enforced by this process's index, so
+ * a lock file (`ledger.json.lock`, holding the owner's pid) keeps a second process out; a lock left
+ * by a process that no longer runs (killed) is taken over. Several instances need PostgreSQL.
+ *
  * Durability: a record survives the process being killed at any instant (rename is atomic and the
  * page cache outlives the process). It does not fsync, so an operating-system crash can lose the
  * last writes: deployments that need that use the PostgreSQL store.
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { ProcessLock } from './process-lock.js';
 import { dirname, basename, extname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
@@ -30,7 +35,7 @@ import type { LedgerStore, ListQuery } from './store.js';
 
 interface Manifest {
   format: 'loyalty-bridge/ledger';
-  formatVersion: 1;
+  formatVersion: typeof FORMAT_VERSION;
   createdAt: string;
 }
 
@@ -44,22 +49,24 @@ interface IndexEntry {
 }
 
 const READ_CONCURRENCY = 64;
+const FORMAT_VERSION = 1;
 
 export class FileLedgerStore implements LedgerStore {
   readonly kind = 'file';
   readonly manifestPath: string;
   readonly recordsDir: string;
-  /** Insertion order is creation order, so newest-first listing walks it backwards. */
   readonly #index = new Map<string, IndexEntry>();
   readonly #open = new Set<string>();
   readonly #claims = new Map<number, string>();
   readonly #locks = new KeyedMutex();
+  readonly #lock: ProcessLock;
   #ready = false;
 
   constructor(path: string) {
     this.manifestPath = resolve(path);
     const ext = extname(this.manifestPath);
     this.recordsDir = join(dirname(this.manifestPath), `${basename(this.manifestPath, ext)}.records`);
+    this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
   }
 
   static fromUrl(url: string): FileLedgerStore {
@@ -67,21 +74,33 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   async init(): Promise<void> {
-    await mkdir(this.recordsDir, { recursive: true });
+    await mkdir(dirname(this.manifestPath), { recursive: true });
     const manifest = new Low<Manifest | null>(new JSONFile(this.manifestPath), null);
-    await manifest.read();
-    if (!manifest.data) {
-      manifest.data = { format: 'loyalty-bridge/ledger', formatVersion: 1, createdAt: new Date().toISOString() };
-      await manifest.write();
-    } else if (manifest.data.format !== 'loyalty-bridge/ledger') {
+    try {
+      await manifest.read();
+    } catch (error) {
+      throw new Error(`${this.manifestPath} is not a loyalty-bridge ledger manifest: ${(error as Error).message}`);
+    }
+    const found = manifest.data as Partial<Manifest> | null;
+    if (found && (typeof found !== 'object' || found.format !== 'loyalty-bridge/ledger')) {
       throw new Error(`${this.manifestPath} is not a loyalty-bridge ledger manifest`);
     }
+    if (found && found.formatVersion !== FORMAT_VERSION) {
+      throw new Error(`${this.manifestPath} has ledger format version ${String(found.formatVersion)}; this build reads version ${FORMAT_VERSION}`);
+    }
+    await this.#lock.acquire();
+    if (!found) {
+      manifest.data = { format: 'loyalty-bridge/ledger', formatVersion: FORMAT_VERSION, createdAt: new Date().toISOString() };
+      await manifest.write();
+    }
+    await mkdir(this.recordsDir, { recursive: true });
     await this.#rebuildIndex();
     this.#ready = true;
   }
 
   async close(): Promise<void> {
     this.#ready = false;
+    await this.#lock.release();
   }
 
   async ping(): Promise<void> {
@@ -117,19 +136,14 @@ export class FileLedgerStore implements LedgerStore {
   async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
     const fromMs = query.from?.getTime() ?? -Infinity;
     const toMs = query.to?.getTime() ?? Infinity;
-    const entries = [...this.#index.values()];
-    const pageIds: string[] = [];
-    let total = 0;
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const e = entries[i]!;
-      if (query.status && e.status !== query.status) continue;
-      if (query.pos && e.pos !== query.pos) continue;
-      if (e.createdAtMs < fromMs || e.createdAtMs > toMs) continue;
-      if (total >= query.offset && pageIds.length < query.limit) pageIds.push(e.transactionId);
-      total++;
-    }
-    const items = await Promise.all(pageIds.map((id) => this.#read(id)));
-    return { items: items.filter((r): r is LedgerRecord => r !== undefined), total };
+    const matching = [...this.#index.values()].filter(
+      (e) => (!query.status || e.status === query.status) && (!query.pos || e.pos === query.pos) && e.createdAtMs >= fromMs && e.createdAtMs <= toMs,
+    );
+    // Newest first by createdAt (ties by id), the same before and after a restart.
+    matching.sort((a, b) => b.createdAtMs - a.createdAtMs || (a.transactionId < b.transactionId ? 1 : -1));
+    const page = matching.slice(query.offset, query.offset + query.limit);
+    const items = await Promise.all(page.map((e) => this.#read(e.transactionId)));
+    return { items: items.filter((r): r is LedgerRecord => r !== undefined), total: matching.length };
   }
 
   async listOpen(limit: number): Promise<LedgerRecord[]> {

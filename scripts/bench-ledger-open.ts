@@ -1,0 +1,42 @@
+/**
+ * Child of the benchmark: opens an existing file ledger in a fresh process and reports how long
+ * `init()` took and the process's resident memory once it is open (after a full GC).
+ *   node --expose-gc dist/scripts/bench-ledger-open.js <manifest path>
+ * Prints one line: `LEDGER_OPEN=<json>`.
+ */
+import { performance } from 'node:perf_hooks';
+import { FileLedgerStore } from '../src/ledger/file-store.js';
+
+const gc = (globalThis as { gc?: () => void }).gc;
+const settle = async () => {
+  // Two passes with a turn of the event loop between them so weak/finalizable garbage goes too.
+  gc?.();
+  await new Promise((r) => setImmediate(r));
+  gc?.();
+};
+const mb = (bytes: number) => bytes / (1024 * 1024);
+
+const path = process.argv[2];
+if (!path) throw new Error('usage: bench-ledger-open.js <manifest path>');
+
+await settle();
+const before = process.memoryUsage();
+const store = new FileLedgerStore(path);
+const t0 = performance.now();
+await store.init();
+const initMs = performance.now() - t0;
+const count = await store.count();
+await settle();
+const after = process.memoryUsage();
+await store.close();
+process.stdout.write(
+  `LEDGER_OPEN=${JSON.stringify({
+    count,
+    initMs,
+    gcExposed: gc !== undefined,
+    baselineRssMb: mb(before.rss),
+    rssMb: mb(after.rss),
+    heapUsedMb: mb(after.heapUsed),
+    baselineHeapUsedMb: mb(before.heapUsed),
+  })}\n`,
+);

@@ -1,0 +1,332 @@
+/**
+ * Helpers for scripts/bench.ts: statistics, a plain-text table, a keep-alive HTTP load generator,
+ * child processes that are always cleaned up, and /proc CPU readings. No dependency beyond Node.
+ */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { performance } from 'node:perf_hooks';
+
+// ------------------------------------------------------------------ statistics
+
+export interface Summary {
+  count: number;
+  mean: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export function summarize(values: number[]): Summary {
+  const sorted = Float64Array.from(values).sort();
+  let sum = 0;
+  for (const v of sorted) sum += v;
+  return { count: sorted.length, mean: sum / (sorted.length || 1), p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? Number.NaN };
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+// ------------------------------------------------------------------ output
+
+export function fmt(value: number | undefined, digits = 2): string {
+  if (value === undefined || !Number.isFinite(value)) return '-';
+  return value.toFixed(digits);
+}
+
+/** A plain-text table: first row is the header; numbers are right-aligned, text left-aligned. */
+export function table(rows: string[][], indent = '  '): string {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  const numeric = (s: string) => /^[-+]?[\d.,]+(\s?[a-zA-Z%×µ/]+)?$|^-$/.test(s);
+  const line = (row: string[]) =>
+    indent +
+    row
+      .map((cell, i) => (i > 0 && numeric(cell) ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  const out = [line(rows[0]!), indent + widths.map((w) => '-'.repeat(w)).join('  ')];
+  for (const row of rows.slice(1)) out.push(line(row));
+  return out.join('\n');
+}
+
+export function progress(message: string): void {
+  process.stderr.write(`[bench] ${message}\n`);
+}
+
+// ------------------------------------------------------------------ HTTP load
+
+export interface PhaseSpec {
+  name: string;
+  baseUrl: string;
+  path: string;
+  headers: Record<string, string>;
+  /** One request body per request, built before the clock starts. */
+  bodies: string[];
+  concurrency: number;
+  agent: http.Agent;
+  /** True when the answer is the expected success (counted, never thrown). */
+  accept: (status: number, body: string) => boolean;
+}
+
+export interface PhaseResult {
+  name: string;
+  requests: number;
+  seconds: number;
+  throughput: number;
+  latency: Summary;
+  /** Answers that were not the expected success (wrong status or body), and transport errors. */
+  unexpected: number;
+  errors: number;
+  firstProblem?: string;
+}
+
+export function keepAliveAgent(concurrency: number): http.Agent {
+  return new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency });
+}
+
+function post(url: URL, path: string, headers: Record<string, string>, body: string, agent: http.Agent): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Fixed concurrency: `concurrency` loops, each sending its next request as soon as the last answered. */
+export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
+  const url = new URL(spec.baseUrl);
+  const latencies = new Array<number>(spec.bodies.length);
+  let next = 0;
+  let unexpected = 0;
+  let errors = 0;
+  let firstProblem: string | undefined;
+  const loop = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= spec.bodies.length) return;
+      const t0 = performance.now();
+      try {
+        const res = await post(url, spec.path, spec.headers, spec.bodies[i]!, spec.agent);
+        latencies[i] = performance.now() - t0;
+        if (!spec.accept(res.status, res.body)) {
+          unexpected++;
+          firstProblem ??= `HTTP ${res.status} ${res.body.slice(0, 200)}`;
+        }
+      } catch (error) {
+        latencies[i] = performance.now() - t0;
+        errors++;
+        firstProblem ??= (error as Error).message;
+      }
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: Math.max(1, spec.concurrency) }, loop));
+  const seconds = (performance.now() - start) / 1000;
+  return { name: spec.name, requests: spec.bodies.length, seconds, throughput: spec.bodies.length / seconds, latency: summarize(latencies), unexpected, errors, firstProblem };
+}
+
+export async function getJson(url: string, timeoutMs = 2000): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { timeout: timeoutMs, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          /* not JSON */
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// ------------------------------------------------------------------ processes and clean-up
+
+const children = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+
+export function trackTempDir(dir: string): string {
+  tempDirs.add(dir);
+  return dir;
+}
+
+export function forgetTempDir(dir: string): void {
+  tempDirs.delete(dir);
+}
+
+export interface Child {
+  process: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+  /** SIGTERM, then SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export function startChild(command: string, args: string[], options: SpawnOptions = {}): Child {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], ...options });
+  children.add(child);
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (err = (err + d).slice(-20_000)));
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => {
+      children.delete(child);
+      resolve(code);
+    });
+    child.once('error', (error) => {
+      err += `\n${error.message}`;
+      children.delete(child);
+      resolve(null);
+    });
+  });
+  return {
+    process: child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    async stop(graceMs = 5000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Resolves with the first stdout line matching `pattern`, or rejects when the child exits first or time is up. */
+export function waitForLine(child: Child, pattern: RegExp, timeoutMs = 15_000): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const match = child.stdout().match(pattern);
+      if (match) {
+        done();
+        resolve(match);
+      }
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`timed out waiting for ${pattern} from child; stderr: ${child.stderr().slice(-2000)}`));
+    }, timeoutMs);
+    const onExit = (code: number | null) => {
+      done();
+      reject(new Error(`child exited (${code}) before printing ${pattern}; stderr: ${child.stderr().slice(-2000)}`));
+    };
+    const done = () => {
+      clearTimeout(timer);
+      child.process.stdout?.off('data', check);
+      child.process.off('exit', onExit);
+    };
+    child.process.stdout?.on('data', check);
+    child.process.once('exit', onExit);
+    check();
+  });
+}
+
+/** Polls `url` until it answers 200. */
+export async function waitForHttp(url: string, child: Child, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.process.exitCode !== null) throw new Error(`child exited (${child.process.exitCode}) before ${url} answered; stderr: ${child.stderr().slice(-2000)}`);
+    try {
+      if ((await getJson(url, 1000)).status === 200) return;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within ${timeoutMs} ms; stderr: ${child.stderr().slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Synchronous last resort: kill every child, remove every temporary folder. */
+export function cleanupSync(): void {
+  for (const child of children) {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+  children.clear();
+  for (const dir of tempDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      /* best effort */
+    }
+  }
+  tempDirs.clear();
+}
+
+export function installCleanup(): void {
+  process.once('exit', cleanupSync);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      progress(`${signal}: stopping children and removing temporary folders`);
+      cleanupSync();
+      process.exit(130);
+    });
+  }
+}
+
+// ------------------------------------------------------------------ CPU readings
+
+const CLOCK_TICKS = 100;
+
+/** User + system CPU milliseconds of a process from /proc (Linux); undefined elsewhere. */
+export function cpuMsOf(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // After "pid (comm) ", field 3 is state; utime and stime are fields 14 and 15 (indexes 11, 12 here).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+export function selfCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}

@@ -1,0 +1,147 @@
+/**
+ * Diagnostic part of the benchmark: what one checkout does to the ledger and where its time goes.
+ * A bridge runs in this process (startBridge, file ledger wrapped in a counting store, no worker)
+ * against the benchmark's simulator; checkouts go one at a time, next to direct accrue calls one at
+ * a time, so the difference is the bridge's own work per checkout without queueing.
+ */
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { startBridge } from '../src/bridge.js';
+import { loadConfig } from '../src/config.js';
+import { FileLedgerStore } from '../src/ledger/file-store.js';
+import type { LedgerRecord } from '../src/ledger/record.js';
+import type { LedgerStore, ListQuery } from '../src/ledger/store.js';
+import { silentLogger } from '../src/logger.js';
+import { fmt, forgetTempDir, keepAliveAgent, runPhase, table, trackTempDir, type PhaseSpec } from './bench-lib.js';
+import { accrueBodyFor, checkoutPayload } from './bench-records.js';
+
+type Op = 'get' | 'insert' | 'update' | 'list' | 'listOpen' | 'findOperationClaim' | 'count' | 'ping';
+
+/** A LedgerStore that counts calls and the time spent in each. */
+class CountingStore implements LedgerStore {
+  readonly kind: string;
+  calls = new Map<Op, { n: number; ms: number }>();
+  constructor(readonly inner: LedgerStore) {
+    this.kind = inner.kind;
+  }
+  reset(): void {
+    this.calls.clear();
+  }
+  async #count<T>(op: Op, fn: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } finally {
+      const c = this.calls.get(op) ?? { n: 0, ms: 0 };
+      c.n++;
+      c.ms += performance.now() - t0;
+      this.calls.set(op, c);
+    }
+  }
+  init(): Promise<void> {
+    return this.inner.init();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+  ping(): Promise<void> {
+    return this.#count('ping', () => this.inner.ping());
+  }
+  get(id: string): Promise<LedgerRecord | undefined> {
+    return this.#count('get', () => this.inner.get(id));
+  }
+  insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
+    return this.#count('insert', () => this.inner.insert(record));
+  }
+  update(next: LedgerRecord): Promise<LedgerRecord> {
+    return this.#count('update', () => this.inner.update(next));
+  }
+  list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
+    return this.#count('list', () => this.inner.list(query));
+  }
+  listOpen(limit: number): Promise<LedgerRecord[]> {
+    return this.#count('listOpen', () => this.inner.listOpen(limit));
+  }
+  findOperationClaim(operationId: number): Promise<string | undefined> {
+    return this.#count('findOperationClaim', () => this.inner.findOperationClaim(operationId));
+  }
+  count(): Promise<number> {
+    return this.#count('count', () => this.inner.count());
+  }
+}
+
+export interface SerialOptions {
+  simUrl: string;
+  appToken: string;
+  apiKey: string;
+  requests: number;
+  runId: string;
+}
+
+export async function serialDiagnostic(o: SerialOptions): Promise<string> {
+  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-serial-')));
+  const ledgerPath = join(dir, 'ledger.json');
+  const config = loadConfig({
+    PORT: '0',
+    LEDGER_URL: `file:${ledgerPath}`,
+    LOG_LEVEL: 'silent',
+    LOYALTY_BASE_URL: o.simUrl,
+    LOYALTY_APP_TOKEN: o.appToken,
+    LOYALTY_API_KEY: o.apiKey,
+    ADMIN_TOKEN: 'bench-admin-token-0123456789',
+  });
+  const store = new CountingStore(new FileLedgerStore(ledgerPath));
+  const bridge = await startBridge(config, silentLogger, { store, defaultMetrics: false, startWorker: false });
+  const agents = { direct: keepAliveAgent(1), bridge: keepAliveAgent(1) };
+  try {
+    const spec = (kind: 'direct' | 'bridge', tag: string, count: number): PhaseSpec => ({
+      name: kind,
+      baseUrl: kind === 'direct' ? o.simUrl : bridge.url,
+      path: kind === 'direct' ? '/api/v2/marketplace/accrue' : '/v1/checkouts/generic',
+      headers: kind === 'direct' ? { accept: 'application/json', 'x-app-token': o.appToken } : { accept: 'application/json' },
+      bodies: Array.from({ length: count }, (_, i) => {
+        const payload = checkoutPayload(`S${kind[0]}-${o.runId}-${tag}-${i}`, i);
+        return JSON.stringify(kind === 'bridge' ? payload : accrueBodyFor(payload));
+      }),
+      concurrency: 1,
+      agent: agents[kind],
+      accept: (status, body) => status === 200 && (kind === 'direct' || (JSON.parse(body) as { status?: string }).status === 'accrued'),
+    });
+    const warm = Math.min(50, o.requests);
+    await runPhase(spec('direct', 'warm', warm));
+    await runPhase(spec('bridge', 'warm', warm));
+    const direct = await runPhase(spec('direct', 'm', o.requests));
+    store.reset();
+    const viaBridge = await runPhase(spec('bridge', 'm', o.requests));
+    const calls = [...store.calls.entries()];
+
+    const n = o.requests;
+    const storeMs = calls.reduce((sum, [, c]) => sum + c.ms, 0) / n;
+    const rows = calls.map(([op, c]) => [op, fmt(c.n / n, 2), fmt((c.ms * 1000) / c.n, 0), fmt((c.ms * 1000) / n, 0)]);
+    rows.push(['(all)', fmt(calls.reduce((s, [, c]) => s + c.n, 0) / n, 2), '', fmt(storeMs * 1000, 0)]);
+    const rest = viaBridge.latency.mean - direct.latency.mean - storeMs;
+    const lines = [
+      `C. Where one checkout's time goes (diagnostic: bridge in the benchmark process with a counting file store, no worker; ${n} checkouts one at a time)`,
+      '',
+      table([['ledger call', 'calls/checkout', 'mean µs/call', 'µs/checkout'], ...rows]),
+      '',
+      table([
+        ['one at a time', 'p50 ms', 'mean ms', 'p99 ms', 'not-200-ok'],
+        ['direct accrue', fmt(direct.latency.p50), fmt(direct.latency.mean), fmt(direct.latency.p99), String(direct.unexpected + direct.errors)],
+        ['bridge checkout', fmt(viaBridge.latency.p50), fmt(viaBridge.latency.mean), fmt(viaBridge.latency.p99), String(viaBridge.unexpected + viaBridge.errors)],
+      ]),
+      '',
+      `   bridge mean − direct mean = ${fmt(viaBridge.latency.mean - direct.latency.mean)} ms, of which ledger calls ${fmt(storeMs)} ms and the rest (HTTP in/out, parsing, validation, axios, logging) ${fmt(rest)} ms`,
+    ];
+    if (viaBridge.firstProblem) lines.push(`   first unexpected bridge answer: ${viaBridge.firstProblem}`);
+    return lines.join('\n');
+  } finally {
+    for (const agent of Object.values(agents)) agent.destroy();
+    await bridge.close();
+    await rm(dir, { recursive: true, force: true });
+    forgetTempDir(dir);
+  }
+}

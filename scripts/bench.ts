@@ -1,0 +1,469 @@
+/**
+ * The benchmark: `npm run bench` (builds, then `node --expose-gc dist/scripts/bench.js`).
+ *
+ * A. Checkout throughput and latency through the bridge (its own process, `dist/src/main.js`, file
+ *    ledger) next to direct accrue calls to the same simulator (its own process), same load
+ *    generator, same concurrency, keep-alive. Phases alternate direct, bridge, direct, bridge, ...;
+ *    the summary takes the median of the rounds for each figure.
+ * C. (diagnostic) What one checkout does to the ledger: an in-process bridge with a counting store,
+ *    one request at a time.
+ * B. The file ledger at 1k / 10k / 100k records: per-write cost, start-up time, resident memory.
+ *
+ * Figures only: targets are printed beside them, nothing fails. Knobs (flag wins over env):
+ *   --requests=N       BENCH_REQUESTS       requests per measured phase (3000)
+ *   --concurrency=N    BENCH_CONCURRENCY    requests in flight (16)
+ *   --warmup=N         BENCH_WARMUP         warm-up requests per target (300)
+ *   --rounds=N         BENCH_ROUNDS         direct+bridge rounds (3)
+ *   --serial=N         BENCH_SERIAL         checkouts in the diagnostic (200; 0 skips it)
+ *   --ledger-sizes=L   BENCH_LEDGER_SIZES   comma list (1000,10000,100000)
+ *   --ledger-writes=N  BENCH_LEDGER_WRITES  measured inserts and updates per size (1000)
+ *   --only=http|ledger BENCH_ONLY           run one part
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, statSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { FileLedgerStore } from '../src/ledger/file-store.js';
+import type { LedgerRecord } from '../src/ledger/record.js';
+import {
+  cleanupSync,
+  cpuMsOf,
+  fmt,
+  forgetTempDir,
+  installCleanup,
+  keepAliveAgent,
+  median,
+  progress,
+  runPhase,
+  selfCpuMs,
+  startChild,
+  summarize,
+  table,
+  trackTempDir,
+  waitForHttp,
+  waitForLine,
+  freePort,
+  type Child,
+  type PhaseResult,
+  type PhaseSpec,
+} from './bench-lib.js';
+import { accrueBodyFor, accruedRecord, checkoutPayload } from './bench-records.js';
+import { serialDiagnostic } from './bench-serial.js';
+
+const started = performance.now();
+const here = dirname(fileURLToPath(import.meta.url)); // dist/scripts
+const distDir = resolve(here, '..');
+const projectRoot = resolve(distDir, '..');
+const gc = (globalThis as { gc?: () => void }).gc;
+
+const APP_TOKEN = 'sim-app-token';
+const API_KEY = 'sim-api-key';
+const ADMIN_TOKEN = 'bench-admin-token-0123456789';
+
+// ------------------------------------------------------------------ options
+
+function option(flag: string, env: string, fallback: string): string {
+  const prefix = `--${flag}=`;
+  const arg = process.argv.slice(2).find((a) => a.startsWith(prefix));
+  return arg?.slice(prefix.length) ?? (process.env[env] || fallback);
+}
+function intOption(flag: string, env: string, fallback: number, min = 1): number {
+  const raw = option(flag, env, String(fallback));
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new Error(`--${flag} / ${env} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+const opts = {
+  requests: intOption('requests', 'BENCH_REQUESTS', 3000),
+  concurrency: intOption('concurrency', 'BENCH_CONCURRENCY', 16),
+  warmup: intOption('warmup', 'BENCH_WARMUP', 300, 0),
+  rounds: intOption('rounds', 'BENCH_ROUNDS', 3),
+  serial: intOption('serial', 'BENCH_SERIAL', 200, 0),
+  ledgerSizes: option('ledger-sizes', 'BENCH_LEDGER_SIZES', '1000,10000,100000')
+    .split(',')
+    .map((s) => Number(s.trim()))
+    .filter((n) => {
+      if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_LEDGER_SIZES: ${n} is not a positive integer`);
+      return true;
+    }),
+  ledgerWrites: intOption('ledger-writes', 'BENCH_LEDGER_WRITES', 1000),
+  only: option('only', 'BENCH_ONLY', ''),
+};
+if (opts.only && opts.only !== 'http' && opts.only !== 'ledger') throw new Error('--only must be http or ledger');
+
+const out = (line = '') => process.stdout.write(`${line}\n`);
+const verdict = (met: boolean) => (met ? 'met' : 'not met');
+const runId = Date.now().toString(36);
+
+// ------------------------------------------------------------------ header
+
+function header(): void {
+  const cpus = os.cpus();
+  out('loyalty-bridge benchmark');
+  out(`date:     ${new Date().toISOString()}`);
+  out(`machine:  ${cpus.length} cpus (${cpus[0]?.model.trim() ?? 'unknown'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM, ${os.platform()} ${os.release()} ${os.arch()}`);
+  out(`node:     ${process.version}   load average at start: ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
+  out(
+    `options:  requests=${opts.requests} concurrency=${opts.concurrency} warmup=${opts.warmup} rounds=${opts.rounds} serial=${opts.serial} ` +
+      `ledger-sizes=${opts.ledgerSizes.join(',')} ledger-writes=${opts.ledgerWrites}${opts.only ? ` only=${opts.only}` : ''}`,
+  );
+  out();
+}
+
+// ------------------------------------------------------------------ A. HTTP
+
+interface Processes {
+  sim: Child;
+  simUrl: string;
+  bridge: Child;
+  bridgeUrl: string;
+}
+
+async function startProcesses(): Promise<Processes> {
+  progress('starting the simulator and the bridge (child processes)');
+  const sim = startChild(process.execPath, [join(here, 'bench-sim.js'), '0'], { cwd: projectRoot });
+  const simUrl = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
+  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-bridge-')));
+  const port = await freePort();
+  const bridge = startChild(process.execPath, [join(distDir, 'src', 'main.js')], {
+    cwd: projectRoot,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      LOYALTY_BASE_URL: simUrl,
+      LOYALTY_APP_TOKEN: APP_TOKEN,
+      LOYALTY_API_KEY: API_KEY,
+      ADMIN_TOKEN,
+      LEDGER_URL: `file:${join(dir, 'ledger.json')}`,
+      LOG_LEVEL: 'silent',
+    },
+  });
+  const bridgeUrl = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${bridgeUrl}/readyz`, bridge);
+  progress(`simulator ${simUrl} (pid ${sim.process.pid}), bridge ${bridgeUrl} (pid ${bridge.process.pid}, ledger ${dir})`);
+  return { sim, simUrl, bridge, bridgeUrl };
+}
+
+interface MeasuredPhase extends PhaseResult {
+  kind: 'direct' | 'bridge';
+  round: number;
+  cpu: { client?: number; sim?: number; bridge?: number };
+}
+
+function bodiesFor(kind: 'direct' | 'bridge', tag: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => {
+    const orderId = `${kind === 'direct' ? 'D' : 'B'}-${runId}-${tag}-${i}`;
+    const payload = checkoutPayload(orderId, i);
+    return JSON.stringify(kind === 'bridge' ? payload : accrueBodyFor(payload));
+  });
+}
+
+function accepts(kind: 'direct' | 'bridge') {
+  return (status: number, body: string): boolean => {
+    if (status !== 200) return false;
+    try {
+      const parsed = JSON.parse(body) as { status?: string; results?: { isSuccess?: boolean }[] };
+      return kind === 'bridge' ? parsed.status === 'accrued' : parsed.results?.[0]?.isSuccess === true;
+    } catch {
+      return false;
+    }
+  };
+}
+
+async function httpPart(p: Processes): Promise<void> {
+  const agents = { direct: keepAliveAgent(opts.concurrency), bridge: keepAliveAgent(opts.concurrency) };
+  const spec = (kind: 'direct' | 'bridge', tag: string, count: number): PhaseSpec => ({
+    name: kind,
+    baseUrl: kind === 'direct' ? p.simUrl : p.bridgeUrl,
+    path: kind === 'direct' ? '/api/v2/marketplace/accrue' : '/v1/checkouts/generic',
+    headers: kind === 'direct' ? { accept: 'application/json', 'x-app-token': APP_TOKEN } : { accept: 'application/json' },
+    bodies: bodiesFor(kind, tag, count),
+    concurrency: opts.concurrency,
+    agent: agents[kind],
+    accept: accepts(kind),
+  });
+
+  if (opts.warmup > 0) {
+    for (const kind of ['direct', 'bridge'] as const) {
+      progress(`warm-up: ${opts.warmup} ${kind} requests`);
+      const w = await runPhase(spec(kind, 'warm', opts.warmup));
+      if (w.unexpected || w.errors) progress(`warm-up ${kind}: ${w.unexpected} unexpected answers, ${w.errors} errors; first: ${w.firstProblem}`);
+    }
+  }
+
+  const phases: MeasuredPhase[] = [];
+  for (let round = 1; round <= opts.rounds; round++) {
+    for (const kind of ['direct', 'bridge'] as const) {
+      const s = spec(kind, `r${round}`, opts.requests);
+      gc?.();
+      await new Promise((r) => setTimeout(r, 200)); // let the previous phase's stragglers (worker tick, GC) settle
+      progress(`round ${round}/${opts.rounds}: ${opts.requests} ${kind} requests at concurrency ${opts.concurrency}`);
+      const cpu0 = { client: selfCpuMs(), sim: cpuMsOf(p.sim.process.pid), bridge: cpuMsOf(p.bridge.process.pid) };
+      const result = await runPhase(s);
+      const cpu1 = { client: selfCpuMs(), sim: cpuMsOf(p.sim.process.pid), bridge: cpuMsOf(p.bridge.process.pid) };
+      const per = (a?: number, b?: number) => (a === undefined || b === undefined ? undefined : (b - a) / result.requests);
+      phases.push({ ...result, kind, round, cpu: { client: per(cpu0.client, cpu1.client), sim: per(cpu0.sim, cpu1.sim), bridge: per(cpu0.bridge, cpu1.bridge) } });
+      if (result.unexpected || result.errors) progress(`${kind} round ${round}: ${result.unexpected} unexpected answers, ${result.errors} errors; first: ${result.firstProblem}`);
+    }
+  }
+  for (const agent of Object.values(agents)) agent.destroy();
+
+  out(`A. Checkout throughput and latency (${opts.requests} requests per phase, concurrency ${opts.concurrency}, keep-alive, warm-up ${opts.warmup} per target)`);
+  out('   direct = POST /api/v2/marketplace/accrue to the simulator; bridge = POST /v1/checkouts/generic to the bridge (file ledger),');
+  out('   which makes that same accrue call. Simulator, bridge and load generator are three processes on this machine.');
+  out();
+  out(
+    table([
+      ['phase', 'round', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'mean ms', 'not-200-ok', 'cpu ms/req: client', 'simulator', 'bridge'],
+      ...phases.map((ph) => [
+        ph.kind,
+        String(ph.round),
+        fmt(ph.throughput, 0),
+        fmt(ph.latency.p50),
+        fmt(ph.latency.p99),
+        fmt(ph.latency.max),
+        fmt(ph.latency.mean),
+        String(ph.unexpected + ph.errors),
+        fmt(ph.cpu.client),
+        fmt(ph.cpu.sim),
+        fmt(ph.cpu.bridge),
+      ]),
+    ]),
+  );
+  const problems = phases.filter((ph) => ph.firstProblem);
+  for (const ph of problems) out(`  ${ph.kind} round ${ph.round}: first unexpected answer: ${ph.firstProblem}`);
+  out();
+
+  const of = (kind: 'direct' | 'bridge') => {
+    const ps = phases.filter((ph) => ph.kind === kind);
+    return {
+      throughput: median(ps.map((ph) => ph.throughput)),
+      p50: median(ps.map((ph) => ph.latency.p50)),
+      p99: median(ps.map((ph) => ph.latency.p99)),
+      cpuBridge: median(ps.map((ph) => ph.cpu.bridge ?? Number.NaN)),
+    };
+  };
+  const direct = of('direct');
+  const bridge = of('bridge');
+  const ratio = bridge.throughput / direct.throughput;
+  const addedP50 = bridge.p50 - direct.p50;
+  const addedP99 = bridge.p99 - direct.p99;
+  const pairedRatios = phases
+    .filter((ph) => ph.kind === 'bridge')
+    .map((b) => b.throughput / phases.find((d) => d.kind === 'direct' && d.round === b.round)!.throughput);
+  out(`   Summary: median of the ${opts.rounds} round(s) for each figure`);
+  out(
+    table([
+      ['', 'req/s', 'p50 ms', 'p99 ms'],
+      ['direct (simulator)', fmt(direct.throughput, 0), fmt(direct.p50), fmt(direct.p99)],
+      ['bridge', fmt(bridge.throughput, 0), fmt(bridge.p50), fmt(bridge.p99)],
+    ]),
+  );
+  out();
+  out(
+    table([
+      ['figure', 'value', 'target', 'status'],
+      ['throughput ratio bridge/direct', fmt(ratio, 3), '≥ 0.5', verdict(ratio >= 0.5)],
+      ['latency added by the bridge, p50', `${fmt(addedP50)} ms`, '≤ 1 ms', verdict(addedP50 <= 1)],
+      ['latency added by the bridge, p99', `${fmt(addedP99)} ms`, '≤ 5 ms', verdict(addedP99 <= 5)],
+    ]),
+  );
+  out(`   per-round ratios bridge/direct: ${pairedRatios.map((r) => fmt(r, 3)).join(', ')}; bridge CPU per checkout (median): ${fmt(bridge.cpuBridge)} ms`);
+  out();
+}
+
+// ------------------------------------------------------------------ B. ledger
+
+interface LedgerRow {
+  size: number;
+  populateSeconds: number;
+  recordBytes: number;
+  insert: ReturnType<typeof summarize>;
+  update: ReturnType<typeof summarize>;
+  get: ReturnType<typeof summarize>;
+  open?: { count: number; initMs: number; rssMb: number; baselineRssMb: number; heapUsedMb: number; gcExposed: boolean };
+}
+
+const POPULATE_CONCURRENCY = 32;
+const WRITE_WARMUP = 200;
+
+function recordPath(store: FileLedgerStore, transactionId: string): string {
+  const hash = createHash('sha256').update(transactionId).digest('hex');
+  return join(store.recordsDir, hash.slice(0, 2), `${hash}.json`);
+}
+
+/** Deterministic pseudo-random sequence, so every size updates records spread over the whole ledger. */
+function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+}
+
+async function ledgerSize(size: number): Promise<LedgerRow> {
+  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), `bench-ledger-${size}-`)));
+  const orderId = (n: number) => `L-${n}`;
+  try {
+    const store = new FileLedgerStore(join(dir, 'ledger.json'));
+    await store.init();
+
+    progress(`ledger ${size}: populating (${POPULATE_CONCURRENCY} inserts in flight)`);
+    const t0 = performance.now();
+    let next = 0;
+    let done = 0;
+    let lastReport = performance.now();
+    await Promise.all(
+      Array.from({ length: POPULATE_CONCURRENCY }, async () => {
+        for (;;) {
+          const n = next++;
+          if (n >= size) return;
+          await store.insert(accruedRecord(orderId(n), n));
+          done++;
+          if (performance.now() - lastReport > 5000) {
+            lastReport = performance.now();
+            progress(`ledger ${size}: ${done}/${size} records (${fmt((done / (performance.now() - t0)) * 1000, 0)}/s)`);
+          }
+        }
+      }),
+    );
+    const populateSeconds = (performance.now() - t0) / 1000;
+    const recordBytes = statSync(recordPath(store, accruedRecord(orderId(0), 0).transactionId)).size;
+    progress(`ledger ${size}: populated in ${fmt(populateSeconds, 1)} s; measuring writes`);
+
+    // Writes, one at a time (each awaited), as a single checkout would see them.
+    const versions = new Map<number, number>();
+    const random = lcg(size);
+    let fresh = size;
+    const time = async (fn: () => Promise<unknown>) => {
+      const s = performance.now();
+      await fn();
+      return (performance.now() - s) * 1000; // µs
+    };
+    const insertOnce = () => {
+      const n = fresh++;
+      const record = accruedRecord(orderId(n), n);
+      return time(() => store.insert(record));
+    };
+    const updateOnce = () => {
+      const n = Math.floor(random() * size);
+      const version = (versions.get(n) ?? 1) + 1;
+      versions.set(n, version);
+      const record: LedgerRecord = accruedRecord(orderId(n), n, version);
+      record.updatedAt = new Date().toISOString();
+      record.history.push({ at: record.updatedAt, event: 'benchmark update' });
+      return time(() => store.update(record));
+    };
+    const getOnce = () => {
+      const n = Math.floor(random() * size);
+      const id = accruedRecord(orderId(n), n).transactionId;
+      return time(() => store.get(id));
+    };
+    for (let i = 0; i < WRITE_WARMUP; i++) {
+      await insertOnce();
+      await updateOnce();
+      await getOnce();
+    }
+    gc?.();
+    const inserts: number[] = [];
+    const updates: number[] = [];
+    const gets: number[] = [];
+    for (let i = 0; i < opts.ledgerWrites; i++) inserts.push(await insertOnce());
+    for (let i = 0; i < opts.ledgerWrites; i++) updates.push(await updateOnce());
+    for (let i = 0; i < opts.ledgerWrites; i++) gets.push(await getOnce());
+    await store.close();
+
+    progress(`ledger ${size}: opening it in a fresh process (start-up time, RSS)`);
+    const child = startChild(process.execPath, ['--expose-gc', join(here, 'bench-ledger-open.js'), store.manifestPath], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const line = await waitForLine(child, /LEDGER_OPEN=(\{.*\})/, 600_000);
+    await child.exited;
+    const open = JSON.parse(line[1]!) as LedgerRow['open'];
+    return { size, populateSeconds, recordBytes, insert: summarize(inserts), update: summarize(updates), get: summarize(gets), open };
+  } finally {
+    progress(`ledger ${size}: removing ${dir}`);
+    await rm(dir, { recursive: true, force: true });
+    forgetTempDir(dir);
+  }
+}
+
+async function ledgerPart(): Promise<void> {
+  const rows: LedgerRow[] = [];
+  for (const size of opts.ledgerSizes) rows.push(await ledgerSize(size));
+
+  out(`B. File ledger (FileLedgerStore directly; fresh temp folder per size; ${opts.ledgerWrites} sequential inserts, updates and gets per size after ${WRITE_WARMUP} warm-up each)`);
+  out('   record = an accrued generic checkout as the service stores it (2 selections, customer, 1 attempt with request and answer, 2 history events).');
+  out('   start-up and RSS: a fresh `node --expose-gc` process that only opens the store (init()), then gc() twice; page cache warm.');
+  out();
+  out(
+    table([
+      ['records', 'populate s', 'rec/s', 'bytes/rec', 'insert mean µs', 'insert p99 µs', 'update mean µs', 'update p99 µs', 'get mean µs', 'init() ms', 'RSS MB', '(empty proc RSS MB)', 'heap MB'],
+      ...rows.map((r) => [
+        String(r.size),
+        fmt(r.populateSeconds, 1),
+        fmt(r.size / r.populateSeconds, 0),
+        String(r.recordBytes),
+        fmt(r.insert.mean, 0),
+        fmt(r.insert.p99, 0),
+        fmt(r.update.mean, 0),
+        fmt(r.update.p99, 0),
+        fmt(r.get.mean, 0),
+        fmt(r.open?.initMs, 0),
+        fmt(r.open?.rssMb, 1),
+        fmt(r.open?.baselineRssMb, 1),
+        fmt(r.open?.heapUsedMb, 1),
+      ]),
+    ]),
+  );
+  if (rows.some((r) => r.open && !r.open.gcExposed)) out('   note: gc() was not exposed in the child; RSS includes uncollected garbage');
+  out();
+
+  const small = rows.reduce((a, b) => (b.size < a.size ? b : a));
+  const large = rows.reduce((a, b) => (b.size > a.size ? b : a));
+  const label = (n: number) => (n % 1000 === 0 ? `${n / 1000}k` : String(n));
+  const targetRows: string[][] = [['figure', 'value', 'target', 'status']];
+  if (large.size > small.size) {
+    const writeMean = (r: LedgerRow) => (r.insert.mean + r.update.mean) / 2;
+    const ratio = writeMean(large) / writeMean(small);
+    targetRows.push([`per-write cost ${label(large.size)}/${label(small.size)} (mean of insert and update means)`, `${fmt(ratio, 2)}×`, '≤ 2×', verdict(ratio <= 2)]);
+    targetRows.push([`  insert mean ${label(large.size)}/${label(small.size)}`, `${fmt(large.insert.mean / small.insert.mean, 2)}×`, '', '']);
+    targetRows.push([`  update mean ${label(large.size)}/${label(small.size)}`, `${fmt(large.update.mean / small.update.mean, 2)}×`, '', '']);
+    targetRows.push([`  insert p99 ${label(large.size)}/${label(small.size)}`, `${fmt(large.insert.p99 / small.insert.p99, 2)}×`, '', '']);
+    targetRows.push([`  update p99 ${label(large.size)}/${label(small.size)}`, `${fmt(large.update.p99 / small.update.p99, 2)}×`, '', '']);
+  }
+  if (large.open) {
+    const target = large.size === 100_000 ? '≤ 256 MB' : '≤ 256 MB (at 100k)';
+    targetRows.push([`RSS with ${label(large.size)} records open`, `${fmt(large.open.rssMb, 1)} MB`, target, large.size === 100_000 ? verdict(large.open.rssMb <= 256) : 'n/a (not 100k)']);
+    targetRows.push([`start-up (init) with ${label(large.size)} records`, `${fmt(large.open.initMs / 1000, 2)} s`, '', '']);
+  }
+  if (targetRows.length > 1) out(table(targetRows));
+  out();
+}
+
+// ------------------------------------------------------------------ run
+
+async function main(): Promise<void> {
+  installCleanup();
+  header();
+  if (opts.only !== 'ledger') {
+    const p = await startProcesses();
+    try {
+      await httpPart(p);
+      if (opts.serial > 0) {
+        progress(`diagnostic: ${opts.serial} checkouts one at a time through an in-process bridge with a counting ledger store`);
+        out(await serialDiagnostic({ simUrl: p.simUrl, appToken: APP_TOKEN, apiKey: API_KEY, requests: opts.serial, runId }));
+        out();
+      }
+    } finally {
+      await Promise.all([p.bridge.stop(), p.sim.stop()]);
+    }
+  }
+  if (opts.only !== 'http') await ledgerPart();
+  out(`total wall time: ${fmt((performance.now() - started) / 1000, 1)} s`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
+  cleanupSync();
+  process.exitCode = 1;
+});

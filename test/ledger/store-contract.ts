@@ -1,0 +1,548 @@
+/**
+ * The LedgerStore contract, shared by every store (JSON files now, PostgreSQL next). It speaks only
+ * through the `LedgerStore` interface (src/ledger/store.ts): nothing here may know how a store keeps
+ * its data.
+ *
+ * Usage, from a `*.test.ts` file:
+ *
+ *   ledgerStoreContract('FileLedgerStore', async () => { ... return { store, reopen, cleanup }; });
+ *
+ * `makeStore` is called before every test and must return an initialised (`init()` done), empty store.
+ * `reopen()` closes the store it handed out last (the first one, or the previous reopen's) and answers
+ * a new, initialised store on the same location. `cleanup()` closes the current store and removes the
+ * location.
+ */
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { VersionConflictError } from '../../src/errors.js';
+import { deriveStatus, isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
+import type { LedgerStore } from '../../src/ledger/store.js';
+
+export interface StoreUnderTest {
+  store: LedgerStore;
+  reopen(): Promise<LedgerStore>;
+  cleanup(): Promise<void>;
+}
+
+/** All test records are created at T0 + n minutes, so times never tie unless a test says so. */
+const T0 = Date.parse('2026-03-01T09:00:00.000Z');
+export const minutes = (n: number): string => new Date(T0 + n * 60_000).toISOString();
+
+export interface RecordOptions {
+  pos?: string;
+  orderId?: string;
+  /** Minutes after T0. */
+  at?: number;
+  accrual?: AccrualState;
+  reversal?: ReversalState;
+  operationIds?: number[];
+  inFlight?: boolean;
+}
+
+/** A valid, fully populated LedgerRecord at version 1; `status` is derived as the bridge derives it. */
+export function makeRecord(transactionId: string, options: RecordOptions = {}): LedgerRecord {
+  const pos = options.pos ?? 'generic';
+  const createdAt = minutes(options.at ?? 0);
+  const accrualState = options.accrual ?? 'pending';
+  const reversalState = options.reversal ?? 'none';
+  const operationIds = options.operationIds ?? [];
+  const record: LedgerRecord = {
+    transactionId,
+    version: 1,
+    pos,
+    orderId: options.orderId ?? transactionId.split(':').pop()!,
+    status: 'pending',
+    createdAt,
+    updatedAt: createdAt,
+    accrual: {
+      state: accrualState,
+      check: {
+        amount: 5997,
+        currency: 'USD',
+        externalTransactionId: transactionId,
+        taxAmount: 480,
+        selections: [{ id: 'sku-1', groupId: 'coffee', displayName: 'Latte ☕', quantity: 3, price: 1999, totalPrice: 5997 }],
+      },
+      customer: { phone: '+15550001111', email: 'ann@example.test', firstName: 'Ann' },
+      results: operationIds.map((operationId) => ({
+        isSuccess: true,
+        errorMessage: null,
+        serialNumber: '11-100001-2',
+        checkAmount: 5997,
+        accruedValue: 59,
+        operationId,
+        createdAt: '2026-03-01T09:00:01+00:00',
+        reversedAt: null,
+      })),
+      errors: [],
+      operationIds,
+    },
+    reversal: { state: reversalState, refundIds: [], results: [], errors: [] },
+    rounds: 0,
+    attempts: [
+      {
+        operation: 'accrue',
+        startedAt: createdAt,
+        finishedAt: createdAt,
+        request: { transactionId, check: { amount: 5997, currency: 'USD', selections: [] }, phone: '+15550001111' },
+        response: { status: 429, body: '<html>429 Too Many Requests</html>' },
+      },
+    ],
+    history: [{ at: createdAt, event: 'received', to: 'pending', detail: 'test record' }],
+  };
+  if (accrualState === 'in_doubt') record.accrual.inDoubtSince = createdAt;
+  if (options.inFlight) record.inFlight = { operation: 'accrue', startedAt: createdAt, owner: 'test-worker' };
+  record.status = deriveStatus(record);
+  return record;
+}
+
+/** The next version of `record` after `change` (applied to a deep copy), with status re-derived. */
+export function nextVersion(record: LedgerRecord, change: (r: LedgerRecord) => void = () => {}): LedgerRecord {
+  const next = structuredClone(record);
+  change(next);
+  next.version = record.version + 1;
+  next.updatedAt = minutes(1000 + next.version);
+  next.status = deriveStatus(next);
+  return next;
+}
+
+/** Settles the accrual: leaves the open set. */
+export const settle = (record: LedgerRecord): LedgerRecord =>
+  nextVersion(record, (r) => {
+    r.accrual.state = 'accrued';
+    delete r.accrual.inDoubtSince;
+    delete r.inFlight;
+  });
+
+const ids = (records: LedgerRecord[]): string[] => records.map((r) => r.transactionId);
+
+export function ledgerStoreContract(name: string, makeStore: () => Promise<StoreUnderTest>): void {
+  describe(`LedgerStore contract: ${name}`, () => {
+    let subject: StoreUnderTest;
+    let store: LedgerStore;
+
+    beforeEach(async () => {
+      subject = await makeStore();
+      store = subject.store;
+    });
+    afterEach(async () => {
+      await subject.cleanup();
+    });
+
+    /** Reopens on the same location; later calls in the test use the new store. */
+    async function reopen(): Promise<LedgerStore> {
+      store = await subject.reopen();
+      return store;
+    }
+
+    describe('basics', () => {
+      it('names its kind, answers ping, starts empty', async () => {
+        expect(typeof store.kind).toBe('string');
+        expect(store.kind.length).toBeGreaterThan(0);
+        await expect(store.ping()).resolves.toBeUndefined();
+        expect(await store.count()).toBe(0);
+        expect(await store.list({ offset: 0, limit: 10 })).toEqual({ items: [], total: 0 });
+        expect(await store.listOpen(10)).toEqual([]);
+        expect(await store.findOperationClaim(1)).toBeUndefined();
+      });
+
+      it('get of a missing transactionId is undefined', async () => {
+        expect(await store.get('generic:nope')).toBeUndefined();
+        await store.insert(makeRecord('generic:A'));
+        expect(await store.get('generic:nope')).toBeUndefined();
+        expect(await store.get('generic:a')).toBeUndefined(); // ids are case-sensitive
+      });
+
+      it('ping rejects once the store is closed', async () => {
+        await store.close();
+        await expect(store.ping()).rejects.toThrow();
+      });
+    });
+
+    describe('insert', () => {
+      it('stores the record whole and answers it with created: true', async () => {
+        const record = makeRecord('square:ORD-1', { pos: 'square', operationIds: [7], accrual: 'in_doubt', inFlight: true });
+        const out = await store.insert(record);
+        expect(out.created).toBe(true);
+        expect(out.record).toEqual(record);
+        expect(await store.get(record.transactionId)).toEqual(record);
+        expect(await store.count()).toBe(1);
+      });
+
+      it('creates a transactionId once: a second insert answers the stored record unchanged, created: false', async () => {
+        const first = makeRecord('generic:A-1', { orderId: 'first' });
+        await store.insert(first);
+        const second = makeRecord('generic:A-1', { orderId: 'second', pos: 'generic', at: 5, accrual: 'skipped', operationIds: [99] });
+        const out = await store.insert(second);
+        expect(out.created).toBe(false);
+        expect(out.record).toEqual(first);
+        expect(await store.get('generic:A-1')).toEqual(first);
+        expect(await store.count()).toBe(1);
+        expect(await store.findOperationClaim(99)).toBeUndefined();
+      });
+
+      it('a repeated insert after an update answers the current version, not the first', async () => {
+        const first = makeRecord('generic:A-2');
+        await store.insert(first);
+        const updated = await store.update(settle(first));
+        const out = await store.insert(makeRecord('generic:A-2'));
+        expect(out).toEqual({ created: false, record: updated });
+      });
+
+      it('50 concurrent inserts of one transactionId create it exactly once', async () => {
+        const attempts = Array.from({ length: 50 }, (_, i) => makeRecord('generic:RACE', { orderId: `writer-${i}` }));
+        const outs = await Promise.all(attempts.map((r) => store.insert(r)));
+        const created = outs.filter((o) => o.created);
+        expect(created).toHaveLength(1);
+        const winner = created[0]!.record;
+        for (const out of outs) expect(out.record).toEqual(winner);
+        expect(await store.get('generic:RACE')).toEqual(winner);
+        expect(await store.count()).toBe(1);
+      });
+
+      it('50 concurrent inserts of different transactionIds all create', async () => {
+        const outs = await Promise.all(Array.from({ length: 50 }, (_, i) => store.insert(makeRecord(`generic:M-${i}`, { at: i }))));
+        expect(outs.every((o) => o.created)).toBe(true);
+        expect(await store.count()).toBe(50);
+        const page = await store.list({ offset: 0, limit: 100 });
+        expect(page.total).toBe(50);
+        expect(new Set(ids(page.items)).size).toBe(50);
+      });
+
+      it('refuses a new record whose version is not 1', async () => {
+        const record = { ...makeRecord('generic:V'), version: 2 };
+        await expect(store.insert(record)).rejects.toThrow();
+        expect(await store.get('generic:V')).toBeUndefined();
+        expect(await store.count()).toBe(0);
+      });
+    });
+
+    describe('update (compare-and-set on version)', () => {
+      it('replaces the record when its version is the stored version + 1', async () => {
+        const v1 = makeRecord('generic:U-1');
+        await store.insert(v1);
+        const v2 = nextVersion(v1, (r) => {
+          r.accrual.state = 'accrued';
+          r.accrual.results = [{ isSuccess: true, serialNumber: '11-100001-2', operationId: 5 }];
+          r.accrual.operationIds = [5];
+          r.attempts.push({ operation: 'accrue', startedAt: minutes(2), finishedAt: minutes(2), request: {}, error: 'ECONNRESET: socket hang up' });
+        });
+        expect(await store.update(v2)).toEqual(v2);
+        expect(await store.get('generic:U-1')).toEqual(v2);
+        const v3 = nextVersion(v2, (r) => {
+          r.reversal.state = 'reversed';
+          r.reversal.refundIds = ['R-1'];
+        });
+        expect(await store.update(v3)).toEqual(v3);
+        expect(await store.get('generic:U-1')).toEqual(v3);
+        expect(await store.count()).toBe(1);
+      });
+
+      it('refuses a stale version with VersionConflictError and keeps the stored record', async () => {
+        const v1 = makeRecord('generic:U-2');
+        await store.insert(v1);
+        const v2 = await store.update(settle(v1));
+        // Another writer still holding v1 tries to write its own v2.
+        const stale = nextVersion(v1, (r) => (r.accrual.state = 'failed'));
+        await expect(store.update(stale)).rejects.toBeInstanceOf(VersionConflictError);
+        // Same version as stored (no increment) and a version that skips one are refused too.
+        await expect(store.update({ ...v2, orderId: 'same-version' })).rejects.toBeInstanceOf(VersionConflictError);
+        await expect(store.update({ ...nextVersion(v2), version: 4 })).rejects.toBeInstanceOf(VersionConflictError);
+        expect(await store.get('generic:U-2')).toEqual(v2);
+      });
+
+      it('refuses an unknown transactionId with VersionConflictError and creates nothing', async () => {
+        const ghost = nextVersion(makeRecord('generic:GHOST'));
+        await expect(store.update(ghost)).rejects.toBeInstanceOf(VersionConflictError);
+        expect(await store.get('generic:GHOST')).toBeUndefined();
+        expect(await store.count()).toBe(0);
+        // Even "version 1" on an unknown id is not an upsert.
+        await expect(store.update(makeRecord('generic:GHOST'))).rejects.toBeInstanceOf(VersionConflictError);
+        expect(await store.get('generic:GHOST')).toBeUndefined();
+      });
+
+      it('of 20 concurrent writers of the same next version exactly one wins', async () => {
+        const v1 = makeRecord('generic:U-3');
+        await store.insert(v1);
+        const writers = Array.from({ length: 20 }, (_, i) => nextVersion(v1, (r) => (r.orderId = `writer-${i}`)));
+        const outcomes = await Promise.allSettled(writers.map((w) => store.update(w)));
+        const won = outcomes.filter((o) => o.status === 'fulfilled');
+        const lost = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+        expect(won).toHaveLength(1);
+        expect(lost).toHaveLength(19);
+        for (const l of lost) expect(l.reason).toBeInstanceOf(VersionConflictError);
+        const stored = await store.get('generic:U-3');
+        expect(stored).toEqual((won[0] as PromiseFulfilledResult<LedgerRecord>).value);
+        expect(stored!.version).toBe(2);
+      });
+
+      it('does not change count', async () => {
+        const v1 = makeRecord('generic:U-4');
+        await store.insert(v1);
+        await store.update(settle(v1));
+        expect(await store.count()).toBe(1);
+      });
+    });
+
+    describe('list', () => {
+      // Inserted in creation order: a..f, with distinct creation minutes.
+      const fixtures = (): LedgerRecord[] => [
+        makeRecord('generic:a', { at: 0, accrual: 'accrued' }),
+        makeRecord('square:b', { pos: 'square', at: 10, accrual: 'pending' }),
+        makeRecord('generic:c', { at: 20, accrual: 'failed' }),
+        makeRecord('square:d', { pos: 'square', at: 30, accrual: 'accrued' }),
+        makeRecord('shopify:e', { pos: 'shopify', at: 40, accrual: 'accrued', reversal: 'reversed' }),
+        makeRecord('generic:f', { at: 50, accrual: 'accrued' }),
+      ];
+      beforeEach(async () => {
+        for (const r of fixtures()) await store.insert(r);
+      });
+
+      it('lists everything newest first with the total', async () => {
+        const all = await store.list({ offset: 0, limit: 100 });
+        expect(all.total).toBe(6);
+        expect(ids(all.items)).toEqual(['generic:f', 'shopify:e', 'square:d', 'generic:c', 'square:b', 'generic:a']);
+        expect(all.items[0]).toEqual(fixtures()[5]);
+      });
+
+      it('pages with offset and limit; total counts every match', async () => {
+        expect(ids((await store.list({ offset: 0, limit: 2 })).items)).toEqual(['generic:f', 'shopify:e']);
+        expect(await store.list({ offset: 2, limit: 2 })).toMatchObject({ total: 6 });
+        expect(ids((await store.list({ offset: 2, limit: 2 })).items)).toEqual(['square:d', 'generic:c']);
+        expect(ids((await store.list({ offset: 4, limit: 2 })).items)).toEqual(['square:b', 'generic:a']);
+        expect(ids((await store.list({ offset: 5, limit: 10 })).items)).toEqual(['generic:a']);
+        expect(await store.list({ offset: 6, limit: 10 })).toEqual({ items: [], total: 6 });
+        expect(await store.list({ offset: 100, limit: 10 })).toEqual({ items: [], total: 6 });
+      });
+
+      it('filters by status', async () => {
+        const accrued = await store.list({ status: 'accrued', offset: 0, limit: 100 });
+        expect(accrued.total).toBe(3);
+        expect(ids(accrued.items)).toEqual(['generic:f', 'square:d', 'generic:a']);
+        expect(ids((await store.list({ status: 'reversed', offset: 0, limit: 100 })).items)).toEqual(['shopify:e']);
+        expect(await store.list({ status: 'in_doubt', offset: 0, limit: 100 })).toEqual({ items: [], total: 0 });
+        const page = await store.list({ status: 'accrued', offset: 1, limit: 1 });
+        expect(page.total).toBe(3);
+        expect(ids(page.items)).toEqual(['square:d']);
+      });
+
+      it('filters by pos', async () => {
+        const square = await store.list({ pos: 'square', offset: 0, limit: 100 });
+        expect(square.total).toBe(2);
+        expect(ids(square.items)).toEqual(['square:d', 'square:b']);
+        expect(await store.list({ pos: 'clover', offset: 0, limit: 100 })).toEqual({ items: [], total: 0 });
+      });
+
+      it('filters by from/to on createdAt, bounds inclusive', async () => {
+        const window = await store.list({ from: new Date(minutes(10)), to: new Date(minutes(40)), offset: 0, limit: 100 });
+        expect(window.total).toBe(4);
+        expect(ids(window.items)).toEqual(['shopify:e', 'square:d', 'generic:c', 'square:b']);
+        expect(ids((await store.list({ from: new Date(minutes(45)), offset: 0, limit: 100 })).items)).toEqual(['generic:f']);
+        expect(ids((await store.list({ to: new Date(minutes(5)), offset: 0, limit: 100 })).items)).toEqual(['generic:a']);
+        expect((await store.list({ from: new Date(minutes(41)), to: new Date(minutes(49)), offset: 0, limit: 100 })).total).toBe(0);
+      });
+
+      it('combines filters', async () => {
+        const out = await store.list({ pos: 'generic', status: 'accrued', from: new Date(minutes(1)), offset: 0, limit: 100 });
+        expect(out.total).toBe(1);
+        expect(ids(out.items)).toEqual(['generic:f']);
+      });
+
+      it('follows updates: a new status is listed under it, createdAt and the order do not move', async () => {
+        const b = (await store.get('square:b'))!;
+        await store.update(settle(b));
+        expect(ids((await store.list({ status: 'pending', offset: 0, limit: 100 })).items)).toEqual([]);
+        expect(ids((await store.list({ status: 'accrued', offset: 0, limit: 100 })).items)).toEqual(['generic:f', 'square:d', 'square:b', 'generic:a']);
+        expect(ids((await store.list({ offset: 0, limit: 100 })).items)).toEqual(['generic:f', 'shopify:e', 'square:d', 'generic:c', 'square:b', 'generic:a']);
+        const listed = (await store.list({ pos: 'square', status: 'accrued', offset: 0, limit: 1, from: new Date(minutes(5)), to: new Date(minutes(15)) })).items[0];
+        expect(listed).toEqual(await store.get('square:b'));
+      });
+
+      it('orders by createdAt, not by the order records were inserted', async () => {
+        await store.insert(makeRecord('generic:late-but-old', { at: 25 }));
+        await store.insert(makeRecord('generic:late-and-oldest', { at: -10 }));
+        const live = ids((await store.list({ offset: 0, limit: 100 })).items);
+        const afterRestart = ids((await (await reopen()).list({ offset: 0, limit: 100 })).items);
+        // Same order whether or not the process restarted in between...
+        expect(live).toEqual(afterRestart);
+        // ...and that order is newest createdAt first.
+        expect(afterRestart).toEqual([
+          'generic:f',
+          'shopify:e',
+          'square:d',
+          'generic:late-but-old',
+          'generic:c',
+          'square:b',
+          'generic:a',
+          'generic:late-and-oldest',
+        ]);
+      });
+    });
+
+    describe('listOpen', () => {
+      it('returns only records with work left (isOpen), oldest first', async () => {
+        const records = [
+          makeRecord('generic:accrued', { at: 0, accrual: 'accrued' }),
+          makeRecord('generic:pending', { at: 1, accrual: 'pending' }),
+          makeRecord('generic:skipped', { at: 2, accrual: 'skipped' }),
+          makeRecord('generic:in-doubt', { at: 3, accrual: 'in_doubt' }),
+          makeRecord('generic:failed', { at: 4, accrual: 'failed' }),
+          makeRecord('generic:reversal-pending', { at: 5, accrual: 'accrued', reversal: 'pending' }),
+          makeRecord('generic:reversed', { at: 6, accrual: 'accrued', reversal: 'reversed' }),
+          makeRecord('generic:reversal-in-doubt', { at: 7, accrual: 'accrued', reversal: 'in_doubt' }),
+          makeRecord('generic:in-flight', { at: 8, accrual: 'accrued', inFlight: true }),
+          makeRecord('generic:not-needed', { at: 9, accrual: 'failed', reversal: 'not_needed' }),
+          makeRecord('generic:reverse-failed', { at: 10, accrual: 'accrued', reversal: 'failed' }),
+          makeRecord('generic:partial', { at: 11, accrual: 'partially_accrued' }),
+        ];
+        // Insert newest first so "oldest first" cannot come from insertion order.
+        for (const r of [...records].reverse()) await store.insert(r);
+        const expected = records.filter(isOpen);
+        expect(ids(expected)).toEqual(['generic:pending', 'generic:in-doubt', 'generic:reversal-pending', 'generic:reversal-in-doubt', 'generic:in-flight']);
+        const open = await store.listOpen(100);
+        expect(ids(open)).toEqual(ids(expected));
+        expect(open).toEqual(expected);
+      });
+
+      it('respects the limit, keeping the oldest', async () => {
+        for (let i = 0; i < 5; i++) await store.insert(makeRecord(`generic:o-${i}`, { at: i }));
+        expect(ids(await store.listOpen(2))).toEqual(['generic:o-0', 'generic:o-1']);
+        expect(ids(await store.listOpen(5))).toEqual(['generic:o-0', 'generic:o-1', 'generic:o-2', 'generic:o-3', 'generic:o-4']);
+        expect(await store.listOpen(100)).toHaveLength(5);
+      });
+
+      it('a record leaves the open set when settled and re-enters when work appears again', async () => {
+        const a = makeRecord('generic:a', { at: 0 });
+        const b = makeRecord('generic:b', { at: 1 });
+        await store.insert(a);
+        await store.insert(b);
+        const aAccrued = await store.update(settle(a));
+        expect(ids(await store.listOpen(10))).toEqual(['generic:b']);
+        // A refund arrives for a: a reversal is pending, so a is open again (and still the oldest).
+        const aRefund = await store.update(nextVersion(aAccrued, (r) => (r.reversal.state = 'pending')));
+        expect(aRefund.status).toBe('reversal_pending');
+        expect(ids(await store.listOpen(10))).toEqual(['generic:a', 'generic:b']);
+        // Marking a call in flight keeps it open; clearing the flag with the work done closes it.
+        const inFlight = await store.update(nextVersion(aRefund, (r) => (r.inFlight = { operation: 'reverse', startedAt: minutes(3), owner: 'w' })));
+        expect(ids(await store.listOpen(10))).toEqual(['generic:a', 'generic:b']);
+        await store.update(
+          nextVersion(inFlight, (r) => {
+            delete r.inFlight;
+            r.reversal.state = 'reversed';
+          }),
+        );
+        await store.update(settle(b));
+        expect(await store.listOpen(10)).toEqual([]);
+      });
+
+      it('answers the current version of each open record', async () => {
+        const a = makeRecord('generic:a', { accrual: 'pending' });
+        await store.insert(a);
+        const a2 = await store.update(nextVersion(a, (r) => (r.rounds = 3)));
+        expect(await store.listOpen(10)).toEqual([a2]);
+      });
+    });
+
+    describe('findOperationClaim', () => {
+      it('maps each accrual.operationId to its record', async () => {
+        await store.insert(makeRecord('generic:a', { operationIds: [101, 102], accrual: 'accrued' }));
+        await store.insert(makeRecord('generic:b', { operationIds: [200], accrual: 'accrued' }));
+        expect(await store.findOperationClaim(101)).toBe('generic:a');
+        expect(await store.findOperationClaim(102)).toBe('generic:a');
+        expect(await store.findOperationClaim(200)).toBe('generic:b');
+        expect(await store.findOperationClaim(103)).toBeUndefined();
+      });
+
+      it('follows updates: new ids are claimed, dropped ids are released', async () => {
+        const a = makeRecord('generic:a', { accrual: 'in_doubt' });
+        await store.insert(a);
+        expect(await store.findOperationClaim(300)).toBeUndefined();
+        // The history verifier matches the in-doubt accrual to operation 300.
+        const a2 = await store.update(
+          nextVersion(a, (r) => {
+            r.accrual.state = 'accrued';
+            r.accrual.operationIds = [300, 301];
+            r.accrual.settledBy = 'history';
+          }),
+        );
+        expect(await store.findOperationClaim(300)).toBe('generic:a');
+        expect(await store.findOperationClaim(301)).toBe('generic:a');
+        const a3 = await store.update(nextVersion(a2, (r) => (r.accrual.operationIds = [301, 302])));
+        expect(await store.findOperationClaim(300)).toBeUndefined();
+        expect(await store.findOperationClaim(301)).toBe('generic:a');
+        expect(await store.findOperationClaim(302)).toBe('generic:a');
+        await store.update(nextVersion(a3, (r) => (r.accrual.operationIds = [])));
+        for (const id of [300, 301, 302]) expect(await store.findOperationClaim(id)).toBeUndefined();
+      });
+
+      it('a refused update claims nothing', async () => {
+        const a = makeRecord('generic:a');
+        await store.insert(a);
+        await store.update(settle(a));
+        await expect(store.update(nextVersion(a, (r) => (r.accrual.operationIds = [400])))).rejects.toBeInstanceOf(VersionConflictError);
+        expect(await store.findOperationClaim(400)).toBeUndefined();
+      });
+    });
+
+    describe('durability across reopen', () => {
+      it('keeps every record, the listing, the open set, the claims and the versions', async () => {
+        const records = [
+          makeRecord('generic:a', { at: 0, accrual: 'accrued', operationIds: [1] }),
+          makeRecord('square:b', { pos: 'square', at: 1, accrual: 'in_doubt' }),
+          makeRecord('generic:c', { at: 2, accrual: 'pending' }),
+          makeRecord('generic:d', { at: 3, accrual: 'accrued', operationIds: [4, 5] }),
+        ];
+        for (const r of records) await store.insert(r);
+        const b2 = await store.update(
+          nextVersion(records[1]!, (r) => {
+            r.accrual.state = 'accrued';
+            r.accrual.operationIds = [2];
+          }),
+        );
+        const d2 = await store.update(nextVersion(records[3]!, (r) => (r.accrual.operationIds = [5, 6])));
+        const current = [records[0]!, b2, records[2]!, d2];
+
+        const before = {
+          count: await store.count(),
+          list: await store.list({ offset: 0, limit: 100 }),
+          open: await store.listOpen(100),
+          square: await store.list({ pos: 'square', status: 'accrued', offset: 0, limit: 100 }),
+        };
+        expect(ids(before.list.items)).toEqual(['generic:d', 'generic:c', 'square:b', 'generic:a']);
+        expect(ids(before.open)).toEqual(['generic:c']);
+
+        const reopened = await reopen();
+        await expect(reopened.ping()).resolves.toBeUndefined();
+        expect(await reopened.count()).toBe(before.count);
+        for (const r of current) expect(await reopened.get(r.transactionId)).toEqual(r);
+        expect(await reopened.list({ offset: 0, limit: 100 })).toEqual(before.list);
+        expect(await reopened.list({ pos: 'square', status: 'accrued', offset: 0, limit: 100 })).toEqual(before.square);
+        expect(await reopened.listOpen(100)).toEqual(before.open);
+        expect(await reopened.findOperationClaim(1)).toBe('generic:a');
+        expect(await reopened.findOperationClaim(2)).toBe('square:b');
+        expect(await reopened.findOperationClaim(4)).toBeUndefined();
+        expect(await reopened.findOperationClaim(5)).toBe('generic:d');
+        expect(await reopened.findOperationClaim(6)).toBe('generic:d');
+
+        // Still insert-once and compare-and-set after the restart.
+        expect(await reopened.insert(makeRecord('generic:a', { orderId: 'again' }))).toEqual({ created: false, record: records[0] });
+        await expect(reopened.update(nextVersion(records[2]!))).resolves.toMatchObject({ version: 2 });
+        await expect(reopened.update(nextVersion(records[1]!))).rejects.toBeInstanceOf(VersionConflictError);
+        const c3 = await reopened.update(settle((await reopened.get('generic:c'))!));
+        expect(c3.version).toBe(3);
+        expect(await reopened.listOpen(100)).toEqual([]);
+        expect(await reopened.count()).toBe(4);
+      });
+
+      it('an empty store reopens empty, and what is written after a reopen survives the next', async () => {
+        let s = await reopen();
+        expect(await s.count()).toBe(0);
+        const a = makeRecord('generic:a', { operationIds: [9], accrual: 'accrued' });
+        await s.insert(a);
+        s = await reopen();
+        expect(await s.get('generic:a')).toEqual(a);
+        expect(await s.findOperationClaim(9)).toBe('generic:a');
+        expect(ids(await s.listOpen(10))).toEqual([]);
+      });
+    });
+  });
+}
