@@ -1,10 +1,24 @@
 /**
- * What an adapter is: pure functions from one POS's own payloads to the bridge's neutral intents.
- * Adapters describe and translate; they never call the loyalty service or touch the ledger, and
- * they throw ValidationError (naming the field) for anything they cannot translate exactly.
+ * What an adapter is: pure functions from one POS's own payloads to the bridge's neutral intents,
+ * plus a description of how that POS signs and shapes its webhooks. Adapters describe and
+ * translate; the core verifies signatures, calls the POS's API, writes the ledger and calls the
+ * loyalty service. Adapters throw ValidationError (naming the field) for anything they cannot
+ * translate exactly: a wrong guess must fail loudly, never become a wrong amount.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Customer } from '../src/ledger/record.js';
 import type { Check } from '../src/loyalty/contract.js';
+
+/** One POS's settings, from configuration (`<POS>_…` variables). */
+export interface PosSettings {
+  /** Webhook signing secret / signature key / auth code. Unset outside sandbox: webhooks are refused. */
+  webhookSecret?: string;
+  /** Square signs the notification URL it was configured with, followed by the body. */
+  notificationUrl?: string;
+  /** Access token for the POS's own API (fetching id-only webhook objects and customers). */
+  accessToken?: string;
+  apiBaseUrl: string;
+}
 
 export interface AdapterContext {
   defaultCurrency: string;
@@ -17,6 +31,8 @@ export interface CheckoutIntent {
   scope?: string;
   check: Check;
   customer: Customer;
+  /** The POS's own customer id, when the payload names a customer but carries no contact details. */
+  customerRef?: string;
 }
 
 export interface RefundLine {
@@ -35,8 +51,46 @@ export interface RefundIntent {
   items?: RefundLine[];
 }
 
+/** Reads the POS's own API with its access token (GET, JSON). */
+export interface PosApi {
+  get(path: string, query?: Record<string, string>): Promise<unknown>;
+}
+
+export type SignatureScheme =
+  /** HMAC of `message(raw body, headers)` keyed with the secret, in the header, in one of `encodings`. */
+  | {
+      kind: 'hmac';
+      header: string;
+      algorithm: 'sha256' | 'sha1';
+      encodings: ('base64' | 'hex')[];
+      /** The exact bytes the POS signs; undefined when a header they need is missing (→ 401). */
+      message(raw: Buffer, headers: IncomingHttpHeaders, settings: PosSettings): Buffer | undefined;
+    }
+  /** A static code in the header, compared to the configured secret. */
+  | { kind: 'static'; header: string };
+
+/** What one authentic webhook delivery asks for. Batched deliveries (Clover, Loyverse) give several. */
+export type WebhookAction =
+  | { kind: 'checkout'; key: string; payload: unknown }
+  | { kind: 'refund'; key: string; payload: unknown }
+  /** Id-only events: fetch the object from the POS's API, then decide what it is. */
+  | { kind: 'fetch'; key: string; fetch(api: PosApi): Promise<unknown>; decide(fetched: unknown): WebhookAction }
+  | { kind: 'ignored'; key: string; reason: string };
+
+export interface WebhookSpec {
+  signature: SignatureScheme;
+  /**
+   * Pure: the delivery's actions, each with its dedupe key (the POS's event id, or the POS's own
+   * identity of the change where it has no event id). Unknown event types are `ignored`.
+   */
+  classify(body: unknown, headers: IncomingHttpHeaders): WebhookAction[];
+}
+
 export interface PosAdapter {
   readonly name: string;
   parseCheckout(body: unknown, context: AdapterContext): CheckoutIntent;
   parseRefund(body: unknown, context: AdapterContext): RefundIntent;
+  /** Contact details of `customerRef` from the POS's API (used only when its access token is set). */
+  fetchCustomer?(customerRef: string, api: PosApi, context: AdapterContext): Promise<Customer>;
+  webhook?: WebhookSpec;
 }

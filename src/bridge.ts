@@ -7,9 +7,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { adapters as allAdapters } from '../adapters/index.js';
-import type { PosAdapter } from '../adapters/types.js';
+import type { PosAdapter, PosSettings } from '../adapters/types.js';
 import type { Config } from './config.js';
 import { HistoryVerifier } from './core/history-verifier.js';
+import { Ingest } from './core/ingest.js';
 import { TransactionService } from './core/transactions.js';
 import { Worker } from './core/worker.js';
 import { createApp } from './http/app.js';
@@ -38,6 +39,8 @@ export interface BridgeOverrides {
   adminToken?: string;
   store?: LedgerStore;
   adapters?: ReadonlyMap<string, PosAdapter>;
+  /** Per-POS settings that replace the configured ones (tests point POS APIs at local fakes). */
+  posSettings?: Record<string, PosSettings>;
   clock?: () => Date;
   /** Default true; tests that drive reconciliation by hand turn the background worker off. */
   startWorker?: boolean;
@@ -77,15 +80,16 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   if (recovered) logger.warn({ recovered }, 'records were mid-call when the bridge last stopped: now in doubt, to be verified');
   const worker = new Worker(store, service, config.worker, logger);
 
+  const adapterContext = { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion };
+  const ingest = new Ingest(overrides.adapters ?? allAdapters, service, store, { ...config.pos, ...overrides.posSettings }, adapterContext, config.posApiTimeoutMs, logger);
   const app = createApp({
-    adapters: overrides.adapters ?? allAdapters,
+    ingest,
     service,
     worker,
     store,
     logger,
     metrics,
     adminToken,
-    adapterContext: { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion },
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamConfigured: true,
     version: VERSION,

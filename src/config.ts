@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isIsoCurrency } from './currencies.js';
+import type { PosSettings } from '../adapters/types.js';
 
 const positiveInt = z.coerce.number().int().positive();
 const optionalSecret = z.string().trim().min(1).optional();
@@ -34,6 +35,19 @@ const RawConfig = z.object({
   IN_DOUBT_GRACE_MS: z.coerce.number().int().min(0),
   HISTORY_CLOCK_SKEW_MS: z.coerce.number().int().min(0),
   SANDBOX_SIMULATOR_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  POS_API_TIMEOUT_MS: positiveInt,
+  SQUARE_SIGNATURE_KEY: optionalSecret,
+  SQUARE_NOTIFICATION_URL: optionalUrl,
+  SQUARE_ACCESS_TOKEN: optionalSecret,
+  SQUARE_API_BASE_URL: z.url({ protocol: /^https?$/ }),
+  SHOPIFY_WEBHOOK_SECRET: optionalSecret,
+  CLOVER_AUTH_CODE: optionalSecret,
+  CLOVER_ACCESS_TOKEN: optionalSecret,
+  CLOVER_API_BASE_URL: z.url({ protocol: /^https?$/ }),
+  TOAST_SIGNING_SECRET: optionalSecret,
+  LOYVERSE_WEBHOOK_SECRET: optionalSecret,
+  LOYVERSE_ACCESS_TOKEN: optionalSecret,
+  LOYVERSE_API_BASE_URL: z.url({ protocol: /^https?$/ }),
 });
 type RawConfig = z.infer<typeof RawConfig>;
 
@@ -59,6 +73,9 @@ export interface Config {
   worker: { intervalMs: number; concurrency: number };
   inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number };
   sandboxSimulatorPort?: number;
+  posApiTimeoutMs: number;
+  /** Per POS: webhook secret, notification URL, API token and base URL (see adapters/types.ts PosSettings). */
+  pos: Record<string, PosSettings>;
 }
 
 export class ConfigError extends Error {}
@@ -123,5 +140,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     worker: { intervalMs: raw.WORKER_INTERVAL_MS, concurrency: raw.WORKER_CONCURRENCY },
     inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS },
     sandboxSimulatorPort: raw.SANDBOX_SIMULATOR_PORT,
+    posApiTimeoutMs: raw.POS_API_TIMEOUT_MS,
+    pos: posSettings(raw, sandbox, raw.PORT),
+  };
+}
+
+/**
+ * Outside sandbox an unset secret means that POS's webhooks are refused. In sandbox every POS gets
+ * the secret `sandbox-webhook-secret`, so webhooks are still verified, with a key anyone can sign with.
+ */
+export const SANDBOX_WEBHOOK_SECRET = 'sandbox-webhook-secret';
+
+function posSettings(raw: RawConfig, sandbox: boolean, port: number): Record<string, PosSettings> {
+  const secret = (value: string | undefined) => value ?? (sandbox ? SANDBOX_WEBHOOK_SECRET : undefined);
+  const trim = (url: string) => url.replace(/\/+$/, '');
+  return {
+    generic: { apiBaseUrl: '' },
+    square: {
+      webhookSecret: secret(raw.SQUARE_SIGNATURE_KEY),
+      notificationUrl: raw.SQUARE_NOTIFICATION_URL ?? (sandbox ? `http://localhost:${port}/v1/webhooks/square` : undefined),
+      accessToken: raw.SQUARE_ACCESS_TOKEN,
+      apiBaseUrl: trim(raw.SQUARE_API_BASE_URL),
+    },
+    shopify: { webhookSecret: secret(raw.SHOPIFY_WEBHOOK_SECRET), apiBaseUrl: '' },
+    clover: { webhookSecret: secret(raw.CLOVER_AUTH_CODE), accessToken: raw.CLOVER_ACCESS_TOKEN, apiBaseUrl: trim(raw.CLOVER_API_BASE_URL) },
+    toast: { webhookSecret: secret(raw.TOAST_SIGNING_SECRET), apiBaseUrl: '' },
+    loyverse: { webhookSecret: secret(raw.LOYVERSE_WEBHOOK_SECRET), accessToken: raw.LOYVERSE_ACCESS_TOKEN, apiBaseUrl: trim(raw.LOYVERSE_API_BASE_URL) },
   };
 }

@@ -258,9 +258,10 @@ export class TransactionService {
   // ---------------------------------------------------------------- operator actions
 
   async retry(transactionId: string): Promise<Answer> {
+    await this.#passFinished(transactionId);
     await this.#locks.run(transactionId, async () => {
       const record = await this.#require(transactionId);
-      if (record.inFlight || this.#running.has(transactionId)) throw new ConflictError('a delivery is running for this record');
+      if (record.inFlight) throw new ConflictError(`a ${record.inFlight.operation} call is in flight for this record; try again when it has finished`);
       if (record.accrual.state === 'in_doubt' || record.reversal.state === 'in_doubt') {
         throw new ConflictError('the last call may have reached the loyalty service: settle it with /resolve (or reconcile) first; a retry could double it');
       }
@@ -288,9 +289,10 @@ export class TransactionService {
   }
 
   async resolve(transactionId: string, input: ResolveInput): Promise<Answer> {
+    await this.#passFinished(transactionId);
     await this.#locks.run(transactionId, async () => {
       const record = await this.#require(transactionId);
-      if (record.inFlight || this.#running.has(transactionId)) throw new ConflictError('a delivery is running for this record');
+      if (record.inFlight) throw new ConflictError(`a ${record.inFlight.operation} call is in flight for this record; try again when it has finished`);
       if (input.operationId !== undefined) {
         const claimedBy = await this.store.findOperationClaim(input.operationId);
         if (claimedBy && claimedBy !== transactionId) throw new ConflictError(`operation ${input.operationId} is already claimed by ${claimedBy}`);
@@ -319,6 +321,11 @@ export class TransactionService {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** Operator actions wait for a worker pass over the same record (they are short unless a call is in flight). */
+  async #passFinished(transactionId: string): Promise<void> {
+    await this.#running.get(transactionId)?.catch(() => undefined);
+  }
 
   async #deliverWithinBudget(transactionId: string): Promise<LedgerRecord> {
     const pass = this.advance(transactionId).catch((error: unknown) => {

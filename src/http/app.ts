@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { pinoHttp } from 'pino-http';
-import type { AdapterContext, PosAdapter } from '../../adapters/types.js';
+import type { Ingest } from '../core/ingest.js';
 import type { TransactionService } from '../core/transactions.js';
 import type { Worker } from '../core/worker.js';
 import type { LedgerStore } from '../ledger/store.js';
@@ -14,14 +14,13 @@ import { opsRoutes } from './routes/ops.js';
 import { posRoutes } from './routes/pos.js';
 
 export interface AppDeps {
-  adapters: ReadonlyMap<string, PosAdapter>;
+  ingest: Ingest;
   service: TransactionService;
   worker: Worker;
   store: LedgerStore;
   logger: Logger;
   metrics: Metrics;
   adminToken: string;
-  adapterContext: AdapterContext;
   bodyLimitBytes: number;
   upstreamConfigured: boolean;
   version: string;
@@ -57,7 +56,7 @@ export function createApp(deps: AppDeps): express.Express {
     next();
   });
   app.use(opsRoutes(deps));
-  app.use(posRoutes({ adapters: deps.adapters, service: deps.service, context: deps.adapterContext, bodyLimitBytes: deps.bodyLimitBytes }));
+  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes }));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

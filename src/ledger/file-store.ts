@@ -10,6 +10,9 @@
  *   ./data/ledger.json                     manifest (format version, creation time)
  *   ./data/ledger.records/<ab>/<sha256>.json  one record; `<ab>` = first two hex digits, so no
  *                                          directory holds more than ~1/256 of the ledger
+ *   ./data/ledger.webhooks/<ab>/<sha256>   an empty marker per processed webhook event (created
+ *                                          exclusively: the first writer wins)
+ *   ./data/ledger.dead-letters/<id>.json   one lowdb document per dead letter
  *
  * Memory holds only a compact index (status, pos, time, open flag, claimed operation ids), rebuilt
  * by reading the record files at start-up; records are read from disk when asked for.
@@ -23,7 +26,8 @@
  * last writes: deployments that need that use the PostgreSQL store.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { ProcessLock } from './process-lock.js';
 import { dirname, basename, extname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
@@ -31,7 +35,7 @@ import { JSONFile } from 'lowdb/node';
 import { VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import { isOpen, type LedgerRecord, type LedgerStatus } from './record.js';
-import type { LedgerStore, ListQuery } from './store.js';
+import type { DeadLetter, LedgerStore, ListQuery } from './store.js';
 
 interface Manifest {
   format: 'loyalty-bridge/ledger';
@@ -55,6 +59,9 @@ export class FileLedgerStore implements LedgerStore {
   readonly kind = 'file';
   readonly manifestPath: string;
   readonly recordsDir: string;
+  readonly webhooksDir: string;
+  readonly deadLettersDir: string;
+  readonly #deadLetters = new Map<string, { receivedAtMs: number; pos: string; open: boolean }>();
   readonly #index = new Map<string, IndexEntry>();
   readonly #open = new Set<string>();
   readonly #claims = new Map<number, string>();
@@ -65,7 +72,10 @@ export class FileLedgerStore implements LedgerStore {
   constructor(path: string) {
     this.manifestPath = resolve(path);
     const ext = extname(this.manifestPath);
-    this.recordsDir = join(dirname(this.manifestPath), `${basename(this.manifestPath, ext)}.records`);
+    const stem = join(dirname(this.manifestPath), basename(this.manifestPath, ext));
+    this.recordsDir = `${stem}.records`;
+    this.webhooksDir = `${stem}.webhooks`;
+    this.deadLettersDir = `${stem}.dead-letters`;
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
   }
 
@@ -94,7 +104,10 @@ export class FileLedgerStore implements LedgerStore {
       await manifest.write();
     }
     await mkdir(this.recordsDir, { recursive: true });
+    await mkdir(this.webhooksDir, { recursive: true });
+    await mkdir(this.deadLettersDir, { recursive: true });
     await this.#rebuildIndex();
+    await this.#loadDeadLetters();
     this.#ready = true;
   }
 
@@ -162,6 +175,58 @@ export class FileLedgerStore implements LedgerStore {
 
   async count(): Promise<number> {
     return this.#index.size;
+  }
+
+  async rememberWebhookEvent(pos: string, key: string): Promise<boolean> {
+    const path = this.#webhookPath(pos, key);
+    await mkdir(dirname(path), { recursive: true });
+    try {
+      await writeFile(path, '', { flag: 'wx' });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    }
+  }
+
+  async hasWebhookEvent(pos: string, key: string): Promise<boolean> {
+    return existsSync(this.#webhookPath(pos, key));
+  }
+
+  async saveDeadLetter(letter: DeadLetter): Promise<void> {
+    await this.#locks.run(`dead-letter:${letter.id}`, async () => {
+      const db = new Low<DeadLetter>(new JSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
+      await db.write();
+      this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
+    });
+  }
+
+  async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
+    if (!this.#deadLetters.has(id)) return undefined;
+    const db = new Low<DeadLetter | null>(new JSONFile(join(this.deadLettersDir, `${id}.json`)), null);
+    await db.read();
+    return db.data ?? undefined;
+  }
+
+  async listDeadLetters(query: { pos?: string; open?: boolean; offset: number; limit: number }): Promise<{ items: DeadLetter[]; total: number }> {
+    const matching = [...this.#deadLetters.entries()]
+      .filter(([, e]) => (!query.pos || e.pos === query.pos) && (query.open === undefined || e.open === query.open))
+      .sort(([a, x], [b, y]) => y.receivedAtMs - x.receivedAtMs || (a < b ? 1 : -1));
+    const items = await Promise.all(matching.slice(query.offset, query.offset + query.limit).map(([id]) => this.getDeadLetter(id)));
+    return { items: items.filter((l): l is DeadLetter => l !== undefined), total: matching.length };
+  }
+
+  #webhookPath(pos: string, key: string): string {
+    const hash = createHash('sha256').update(`${pos}\u0000${key}`).digest('hex');
+    return join(this.webhooksDir, hash.slice(0, 2), hash);
+  }
+
+  async #loadDeadLetters(): Promise<void> {
+    this.#deadLetters.clear();
+    for (const file of (await readdir(this.deadLettersDir)).filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
+      const letter = JSON.parse(await readFile(join(this.deadLettersDir, file), 'utf8')) as DeadLetter;
+      this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
+    }
   }
 
   #pathOf(transactionId: string): string {

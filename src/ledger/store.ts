@@ -4,6 +4,7 @@
  * concurrent writers: `insert` creates a transactionId at most once, and `update` is a
  * compare-and-set on `version`. Every store passes `test/ledger/store-contract.ts`.
  */
+import type { FieldIssue } from '../errors.js';
 import type { LedgerRecord, LedgerStatus } from './record.js';
 
 export interface ListQuery {
@@ -14,6 +15,27 @@ export interface ListQuery {
   to?: Date;
   offset: number;
   limit: number;
+}
+
+/**
+ * An authentic webhook delivery the bridge could not translate, kept whole so it can be fixed and
+ * replayed. The id is derived from the POS and the body, so a POS redelivering it finds the same letter.
+ */
+export interface DeadLetter {
+  id: string;
+  pos: string;
+  receivedAt: string;
+  lastReceivedAt: string;
+  deliveries: number;
+  reason: string;
+  issues?: FieldIssue[];
+  /** The headers that matter to processing (event type, ids, content type). */
+  headers: Record<string, string>;
+  body: string;
+  bodyEncoding: 'utf8' | 'base64';
+  replays: { at: string; outcome: string }[];
+  /** Set when a replay went through. */
+  resolvedAt?: string;
 }
 
 export interface LedgerStore {
@@ -38,4 +60,12 @@ export interface LedgerStore {
   /** The transactionId that has claimed this upstream operation id, if any. */
   findOperationClaim(operationId: number): Promise<string | undefined>;
   count(): Promise<number>;
+  /** Records that a webhook event (by the POS's dedupe key) was processed; false when it already was. */
+  rememberWebhookEvent(pos: string, key: string): Promise<boolean>;
+  hasWebhookEvent(pos: string, key: string): Promise<boolean>;
+  /** Inserts or replaces a dead letter by id. */
+  saveDeadLetter(letter: DeadLetter): Promise<void>;
+  getDeadLetter(id: string): Promise<DeadLetter | undefined>;
+  /** Newest first; `open` = not resolved by a replay. */
+  listDeadLetters(query: { pos?: string; open?: boolean; offset: number; limit: number }): Promise<{ items: DeadLetter[]; total: number }>;
 }

@@ -66,7 +66,7 @@ describe('FileLedgerStore on disk', () => {
     const records = ['generic:A-1', 'square:ORDER/2', 'shopify:3 with spaces', '../../escape'].map((id, i) => makeRecord(id, { at: i }));
     for (const r of records) await store.insert(r);
     expect(await readdir(dir)).toEqual(expect.arrayContaining(['ledger.json', 'ledger.records']));
-    expect((await readdir(dir)).sort()).toEqual(['ledger.json', 'ledger.json.lock', 'ledger.records']);
+    expect((await readdir(dir)).sort()).toEqual(['ledger.dead-letters', 'ledger.json', 'ledger.json.lock', 'ledger.records', 'ledger.webhooks']);
     expect(await readFile(`${path}.lock`, 'utf8')).toBe(String(process.pid));
 
     const shards = await readdir(store.recordsDir);

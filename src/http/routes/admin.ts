@@ -2,6 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
+import type { Ingest } from '../../core/ingest.js';
 import type { TransactionService } from '../../core/transactions.js';
 import type { Worker } from '../../core/worker.js';
 import { NotFoundError, UnauthorizedError } from '../../errors.js';
@@ -41,7 +42,14 @@ const ResolveBody = z.strictObject({
 
 const ReverseBody = z.strictObject({ reason: z.string().max(200).optional() });
 
-export function adminRoutes(deps: { adminToken: string; store: LedgerStore; service: TransactionService; worker: Worker }): Router {
+const DeadLetterQuery = z.strictObject({
+  pos: z.string().max(32).optional(),
+  open: z.enum(['true', 'false']).optional(),
+  page: z.coerce.number().int().min(1).default(1),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+
+export function adminRoutes(deps: { adminToken: string; store: LedgerStore; service: TransactionService; worker: Worker; ingest: Ingest }): Router {
   const router = Router();
   router.use('/v1/admin', bearerAuth(deps.adminToken), express.json({ limit: '16kb' }));
 
@@ -83,6 +91,23 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; serv
     const body = parseWith(ResolveBody, req.body);
     const answer = await deps.service.resolve(req.params.transactionId as string, body);
     res.status(answer.httpStatus).json(posAnswer(answer));
+  });
+
+  router.get('/v1/admin/dead-letters', async (req, res) => {
+    const q = parseWith(DeadLetterQuery, req.query);
+    const { items, total } = await deps.store.listDeadLetters({ pos: q.pos, open: q.open === undefined ? undefined : q.open === 'true', offset: (q.page - 1) * q.limit, limit: q.limit });
+    res.json({ items, total, page: q.page, limit: q.limit });
+  });
+
+  router.get('/v1/admin/dead-letters/:id', async (req, res) => {
+    const letter = await deps.store.getDeadLetter(req.params.id as string);
+    if (!letter) throw new NotFoundError(`no dead letter ${req.params.id}`);
+    res.json(letter);
+  });
+
+  router.post('/v1/admin/dead-letters/:id/replay', async (req, res) => {
+    const { letter, outcome, error } = await deps.ingest.replayDeadLetter(req.params.id as string);
+    res.status(error ? 422 : 200).json({ deadLetter: letter, ...(outcome ? { results: outcome.results } : {}), ...(error ? { error } : {}) });
   });
 
   return router;

@@ -1,37 +1,32 @@
-/** POS-facing endpoints: `/v1/checkouts/{pos}` and `/v1/refunds/{pos}`. */
+/** POS-facing endpoints: `/v1/checkouts/{pos}`, `/v1/refunds/{pos}`, `/v1/webhooks/{pos}`. */
 import { Router, type RequestHandler } from 'express';
-import type { AdapterContext, PosAdapter } from '../../../adapters/types.js';
-import type { TransactionService } from '../../core/transactions.js';
-import { NotFoundError } from '../../errors.js';
+import type { Ingest } from '../../core/ingest.js';
 import { parseJsonBody, rawBody, requireJson } from '../body.js';
 import { posAnswer } from '../views.js';
 
-export function posRoutes(deps: { adapters: ReadonlyMap<string, PosAdapter>; service: TransactionService; context: AdapterContext; bodyLimitBytes: number }): Router {
+export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number }): Router {
   const router = Router();
-  const adapterOf = (pos: string | undefined): PosAdapter => {
-    const adapter = pos ? deps.adapters.get(pos) : undefined;
-    if (!adapter) throw new NotFoundError(`unknown POS ${JSON.stringify(pos)}; known: ${[...deps.adapters.keys()].join(', ')}`, 'unknown_pos');
-    return adapter;
-  };
   // Unknown POS first (404 without reading the body), then content type (415), then size (413).
   const knownPos: RequestHandler = (req, _res, next) => {
-    adapterOf(req.params.pos as string);
+    deps.ingest.adapter(req.params.pos as string);
     next();
   };
   const body = [knownPos, requireJson(), rawBody(deps.bodyLimitBytes)];
 
   router.post('/v1/checkouts/:pos', ...body, async (req, res) => {
-    const adapter = adapterOf(req.params.pos as string);
-    const intent = adapter.parseCheckout(parseJsonBody(req.rawBody), deps.context);
-    const answer = await deps.service.checkout(adapter.name, intent);
+    const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody));
     res.status(answer.httpStatus).json(posAnswer(answer));
   });
 
   router.post('/v1/refunds/:pos', ...body, async (req, res) => {
-    const adapter = adapterOf(req.params.pos as string);
-    const intent = adapter.parseRefund(parseJsonBody(req.rawBody), deps.context);
-    const answer = await deps.service.refund(adapter.name, intent);
+    const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody));
     res.status(answer.httpStatus).json(posAnswer(answer));
+  });
+
+  // The signature is computed over these exact bytes, so nothing may parse or re-encode them first.
+  router.post('/v1/webhooks/:pos', ...body, async (req, res) => {
+    const outcome = await deps.ingest.webhook(req.params.pos as string, req.rawBody ?? Buffer.alloc(0), req.headers, req.rawHeaders);
+    res.status(outcome.httpStatus).json({ pos: outcome.pos, results: outcome.results });
   });
 
   return router;

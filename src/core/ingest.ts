@@ -1,0 +1,173 @@
+/**
+ * From a POS's own payload to the transaction service: translate with the POS's adapter, fill in
+ * the customer from the POS's API where the payload only names one, and for webhooks verify the
+ * signature, deduplicate on the POS's event identity, fetch id-only objects, and keep what cannot
+ * be translated as a dead letter. Used by `/v1/checkouts|refunds|webhooks/{pos}` and by replays.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosSettings, WebhookAction } from '../../adapters/types.js';
+import { BridgeError, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
+import { parseJsonBody } from '../http/body.js';
+import { hasContact, FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
+import type { DeadLetter, LedgerStore } from '../ledger/store.js';
+import type { Logger } from '../logger.js';
+import { posApi, PosApiNotConfiguredError } from '../pos-api.js';
+import { verifySignature } from '../webhooks/signature.js';
+import type { Answer, TransactionService } from './transactions.js';
+
+/** An authentic delivery that could not be translated: kept whole, answered with a clear 4xx. */
+export class DeadLetteredError extends BridgeError {
+  constructor(reason: string, status: number, deadLetterId: string, issues?: FieldIssue[]) {
+    super(reason, status, 'dead_lettered', { deadLetterId, ...(issues ? { issues } : {}) });
+  }
+}
+
+export interface WebhookResult {
+  key: string;
+  action: 'checkout' | 'refund' | 'ignored';
+  duplicate?: boolean;
+  reason?: string;
+  transactionId?: string;
+  status?: LedgerStatus;
+}
+
+export interface WebhookOutcome {
+  pos: string;
+  results: WebhookResult[];
+  httpStatus: number;
+}
+
+/** A fetched object may itself be id-only or need another fetch; this bounds the chain. */
+const MAX_FETCH_DEPTH = 3;
+const DROPPED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
+
+export class Ingest {
+  readonly #apis = new Map<string, PosApi | undefined>();
+
+  constructor(
+    private readonly adapters: ReadonlyMap<string, PosAdapter>,
+    private readonly service: TransactionService,
+    private readonly store: LedgerStore,
+    private readonly settings: Record<string, PosSettings>,
+    private readonly context: AdapterContext,
+    private readonly posApiTimeoutMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  adapter(pos: string | undefined): PosAdapter {
+    const adapter = pos ? this.adapters.get(pos) : undefined;
+    if (!adapter) throw new NotFoundError(`unknown POS ${JSON.stringify(pos)}; known: ${[...this.adapters.keys()].join(', ')}`, 'unknown_pos');
+    return adapter;
+  }
+
+  async checkout(adapter: PosAdapter, payload: unknown): Promise<Answer> {
+    const intent = await this.#withCustomer(adapter, adapter.parseCheckout(payload, this.context));
+    return this.service.checkout(adapter.name, intent);
+  }
+
+  async refund(adapter: PosAdapter, payload: unknown): Promise<Answer> {
+    return this.service.refund(adapter.name, adapter.parseRefund(payload, this.context));
+  }
+
+  /** `verified`: the signature was checked when the delivery first arrived (dead-letter replay). */
+  async webhook(pos: string, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[], verified = false): Promise<WebhookOutcome> {
+    const adapter = this.adapter(pos);
+    if (!adapter.webhook) throw new NotFoundError(`${pos} has no webhooks; post its payloads to /v1/checkouts/${pos} and /v1/refunds/${pos}`, 'unknown_pos');
+    const settings = this.#settings(pos);
+    if (!verified) verifySignature(adapter.webhook.signature, settings, raw, headers, rawHeaders);
+    const results: WebhookResult[] = [];
+    try {
+      const actions = adapter.webhook.classify(parseJsonBody(raw), headers);
+      for (const action of actions) results.push(await this.#act(adapter, action));
+    } catch (error) {
+      if (error instanceof ValidationError || error instanceof PosApiNotConfiguredError) {
+        const letter = await this.#deadLetter(pos, raw, headers, error);
+        this.logger.warn({ pos, deadLetterId: letter.id, deliveries: letter.deliveries }, 'webhook kept as a dead letter');
+        throw new DeadLetteredError(`could not translate this ${pos} delivery: ${error.message}`, error.status, letter.id, error instanceof ValidationError ? error.issues : undefined);
+      }
+      throw error;
+    }
+    const pending = results.some((r) => r.status && !FINAL_STATUSES.has(r.status));
+    return { pos, results, httpStatus: pending ? 202 : 200 };
+  }
+
+  async replayDeadLetter(id: string): Promise<{ letter: DeadLetter; outcome?: WebhookOutcome; error?: string }> {
+    const letter = await this.store.getDeadLetter(id);
+    if (!letter) throw new NotFoundError(`no dead letter ${id}`);
+    const raw = Buffer.from(letter.body, letter.bodyEncoding);
+    const at = new Date().toISOString();
+    try {
+      const outcome = await this.webhook(letter.pos, raw, letter.headers, [], true);
+      const resolved = { ...(await this.store.getDeadLetter(id))!, resolvedAt: at };
+      resolved.replays = [...resolved.replays, { at, outcome: `processed: ${outcome.results.map((r) => r.status ?? r.reason ?? r.action).join(', ')}` }];
+      await this.store.saveDeadLetter(resolved);
+      return { letter: resolved, outcome };
+    } catch (error) {
+      if (!(error instanceof BridgeError)) throw error;
+      const failed = (await this.store.getDeadLetter(id))!;
+      failed.replays = [...failed.replays, { at, outcome: `failed: ${error.message}` }];
+      await this.store.saveDeadLetter(failed);
+      return { letter: failed, error: error.message };
+    }
+  }
+
+  async #act(adapter: PosAdapter, action: WebhookAction, depth = 0): Promise<WebhookResult> {
+    if (action.kind === 'ignored') return { key: action.key, action: 'ignored', reason: action.reason };
+    if (await this.store.hasWebhookEvent(adapter.name, action.key)) return { key: action.key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true };
+    let result: WebhookResult;
+    if (action.kind === 'fetch') {
+      if (depth >= MAX_FETCH_DEPTH) throw ValidationError.field('', 'the POS API kept answering with references instead of objects');
+      const api = this.#api(adapter.name);
+      if (!api) throw new PosApiNotConfiguredError(adapter.name);
+      const next = action.decide(await action.fetch(api));
+      result = await this.#act(adapter, { ...next, key: action.key } as WebhookAction, depth + 1);
+      return result;
+    }
+    const answer = action.kind === 'checkout' ? await this.checkout(adapter, action.payload) : await this.refund(adapter, action.payload);
+    await this.store.rememberWebhookEvent(adapter.name, action.key);
+    return { key: action.key, action: action.kind, transactionId: answer.record.transactionId, status: answer.record.status, ...(answer.repeat ? { duplicate: true } : {}) };
+  }
+
+  async #withCustomer(adapter: PosAdapter, intent: CheckoutIntent): Promise<CheckoutIntent> {
+    if (hasContact(intent.customer) || !intent.customerRef || !adapter.fetchCustomer) return intent;
+    const api = this.#api(adapter.name);
+    // Without the POS's API token the customer cannot be found: the checkout is recorded as skipped.
+    if (!api) return intent;
+    const customer = await adapter.fetchCustomer(intent.customerRef, api, this.context);
+    return { ...intent, customer: { ...customer, ...intent.customer } };
+  }
+
+  #settings(pos: string): PosSettings {
+    return this.settings[pos] ?? { apiBaseUrl: '' };
+  }
+
+  #api(pos: string): PosApi | undefined {
+    if (!this.#apis.has(pos)) this.#apis.set(pos, posApi(pos, this.#settings(pos), this.posApiTimeoutMs));
+    return this.#apis.get(pos);
+  }
+
+  async #deadLetter(pos: string, raw: Buffer, headers: IncomingHttpHeaders, error: BridgeError): Promise<DeadLetter> {
+    const id = createHash('sha256').update(`${pos}\u0000`).update(raw).digest('hex').slice(0, 24);
+    const now = new Date().toISOString();
+    const existing = await this.store.getDeadLetter(id);
+    const text = raw.toString('utf8');
+    const letter: DeadLetter = existing
+      ? { ...existing, lastReceivedAt: now, deliveries: existing.deliveries + 1, reason: error.message }
+      : {
+          id,
+          pos,
+          receivedAt: now,
+          lastReceivedAt: now,
+          deliveries: 1,
+          reason: error.message,
+          ...(error instanceof ValidationError ? { issues: error.issues } : {}),
+          headers: Object.fromEntries(Object.entries(headers).filter(([k, v]) => !DROPPED_HEADERS.has(k) && typeof v === 'string') as [string, string][]),
+          body: Buffer.from(text, 'utf8').equals(raw) ? text : raw.toString('base64'),
+          bodyEncoding: Buffer.from(text, 'utf8').equals(raw) ? 'utf8' : 'base64',
+          replays: [],
+        };
+    await this.store.saveDeadLetter(letter);
+    return letter;
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The core verifies; adapters only describe (header, algorithm, signed bytes). Computed over the
+ * raw bytes, compared in constant time; a missing, empty or repeated signature header is refused
+ * before anything else is looked at.
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { PosSettings, SignatureScheme } from '../../adapters/types.js';
+import { UnauthorizedError } from '../errors.js';
+
+/** Node folds repeated headers into one value, so repeats are counted on the raw header list. */
+export function singleHeader(rawHeaders: string[], name: string): string | undefined {
+  const lower = name.toLowerCase();
+  const values: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === lower) values.push(rawHeaders[i + 1]!);
+  if (values.length !== 1) return undefined;
+  const value = values[0]!.trim();
+  return value === '' ? undefined : value;
+}
+
+/** Equal-length digests make the comparison constant-time whatever the inputs' lengths. */
+function safeEqual(a: string, b: string): boolean {
+  const da = createHash('sha256').update(a).digest();
+  const db = createHash('sha256').update(b).digest();
+  return timingSafeEqual(da, db) && a.length === b.length;
+}
+
+export function verifySignature(scheme: SignatureScheme, settings: PosSettings, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[]): void {
+  const given = singleHeader(rawHeaders, scheme.header);
+  if (!given) throw new UnauthorizedError(`webhook signature header ${scheme.header} is missing, empty or repeated`);
+  if (!settings.webhookSecret) throw new UnauthorizedError('webhooks of this POS are not configured (no signing secret)');
+  if (scheme.kind === 'static') {
+    if (!safeEqual(given, settings.webhookSecret)) throw new UnauthorizedError('webhook signature does not match');
+    return;
+  }
+  const message = scheme.message(raw, headers, settings);
+  if (!message) throw new UnauthorizedError('webhook is missing a header its signature covers');
+  const mac = createHmac(scheme.algorithm, settings.webhookSecret).update(message).digest();
+  const ok = scheme.encodings.map((encoding) => safeEqual(given, mac.toString(encoding))).some(Boolean);
+  if (!ok) throw new UnauthorizedError('webhook signature does not match');
+}
+
+/** The test signer: signs a body the way the POS would, for tests and local tools. */
+export function signLikePos(scheme: SignatureScheme, settings: PosSettings, raw: Buffer, headers: IncomingHttpHeaders = {}, encoding?: 'base64' | 'hex'): string {
+  if (scheme.kind === 'static') return settings.webhookSecret ?? '';
+  const message = scheme.message(raw, headers, settings);
+  if (!message) throw new Error('the headers the signature covers are missing');
+  return createHmac(scheme.algorithm, settings.webhookSecret ?? '').update(message).digest(encoding ?? scheme.encodings[0]!);
+}
