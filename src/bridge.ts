@@ -13,6 +13,7 @@ import { HistoryVerifier } from './core/history-verifier.js';
 import { Ingest } from './core/ingest.js';
 import { TransactionService } from './core/transactions.js';
 import { Worker } from './core/worker.js';
+import { armFailpoints } from './failpoints.js';
 import { createApp } from './http/app.js';
 import type { LedgerStore } from './ledger/store.js';
 import { openStore } from './ledger/open-store.js';
@@ -62,6 +63,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   if (!baseUrl || !appToken) throw new Error('the loyalty service address and app token are required (LOYALTY_BASE_URL, LOYALTY_APP_TOKEN)');
   const adminToken = overrides.adminToken ?? config.adminToken ?? randomBytes(24).toString('base64url');
 
+  armFailpoints(config.failpoints);
   const store = overrides.store ?? openStore(config.ledgerUrl);
   await store.init();
   const client = new LoyaltyClient({ baseUrl, appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs });
@@ -71,7 +73,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     store,
     client,
     verifier,
-    { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs },
+    { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, partialRefundPolicy: config.partialRefundPolicy },
     logger,
     metrics,
     overrides.clock,

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isIsoCurrency } from './currencies.js';
+import { FAILPOINTS } from './failpoints.js';
 import type { PosSettings } from '../adapters/types.js';
 
 const positiveInt = z.coerce.number().int().positive();
@@ -36,6 +37,12 @@ const RawConfig = z.object({
   HISTORY_CLOCK_SKEW_MS: z.coerce.number().int().min(0),
   SANDBOX_SIMULATOR_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   POS_API_TIMEOUT_MS: positiveInt,
+  PARTIAL_REFUND_POLICY: z.enum(['reaccrue', 'full_only']),
+  BRIDGE_FAILPOINTS: z
+    .string()
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .refine((names) => names.every((n) => (FAILPOINTS as readonly string[]).includes(n)), `must name failpoints among ${FAILPOINTS.join(', ')}`)
+    .optional(),
   SQUARE_SIGNATURE_KEY: optionalSecret,
   SQUARE_NOTIFICATION_URL: optionalUrl,
   SQUARE_ACCESS_TOKEN: optionalSecret,
@@ -74,6 +81,9 @@ export interface Config {
   inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number };
   sandboxSimulatorPort?: number;
   posApiTimeoutMs: number;
+  /** `reaccrue`: a partial refund reverses and accrues the remainder; `full_only`: only a full refund reverses. */
+  partialRefundPolicy: 'reaccrue' | 'full_only';
+  failpoints: string[];
   /** Per POS: webhook secret, notification URL, API token and base URL (see adapters/types.ts PosSettings). */
   pos: Record<string, PosSettings>;
 }
@@ -118,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     const missing = (['LOYALTY_BASE_URL', 'LOYALTY_APP_TOKEN', 'ADMIN_TOKEN'] as const).filter((k) => !raw[k]);
     if (missing.length) throw new ConfigError(`NODE_ENV=production needs ${missing.join(', ')}: sandbox never starts in production`);
   }
+  if (nodeEnv === 'production' && raw.BRIDGE_FAILPOINTS?.length) throw new ConfigError('BRIDGE_FAILPOINTS is for crash tests and is refused in production');
   if (!sandbox && !raw.LOYALTY_APP_TOKEN) throw new ConfigError('invalid configuration: LOYALTY_APP_TOKEN is required when LOYALTY_BASE_URL is set');
   return {
     nodeEnv,
@@ -141,6 +152,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS },
     sandboxSimulatorPort: raw.SANDBOX_SIMULATOR_PORT,
     posApiTimeoutMs: raw.POS_API_TIMEOUT_MS,
+    partialRefundPolicy: raw.PARTIAL_REFUND_POLICY,
+    failpoints: raw.BRIDGE_FAILPOINTS ?? [],
     pos: posSettings(raw, sandbox, raw.PORT),
   };
 }

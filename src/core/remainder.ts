@@ -24,12 +24,14 @@ export interface Remainder {
   check?: Check;
 }
 
-export function remainderAfterRefund(check: Check, refund: { amountCents?: number; items?: RefundLine[] }): Remainder {
+/** `alreadyRefundedCents`: earlier partial refunds recorded without a remainder (PARTIAL_REFUND_POLICY=full_only). */
+export function remainderAfterRefund(check: Check, refund: { amountCents?: number; items?: RefundLine[] }, alreadyRefundedCents = 0): Remainder {
   const refundedCents = refund.amountCents ?? (refund.items ?? []).reduce((sum, line) => sum + line.totalCents, 0);
-  if (refundedCents > check.amount) {
-    throw new RefundExceedsRemainderError(`the refund of ${refundedCents} cents is more than the ${check.amount} cents that remain of this order`, check.amount);
+  const remaining = check.amount - alreadyRefundedCents;
+  if (refundedCents > remaining) {
+    throw new RefundExceedsRemainderError(`the refund of ${refundedCents} cents is more than the ${remaining} cents that remain of this order`, remaining);
   }
-  const amount = check.amount - refundedCents;
+  const amount = remaining - refundedCents;
   if (amount === 0) return { refundedCents };
   const selections = refund.items ? takeLines(check.selections, refund.items) : [{ quantity: 1, totalPrice: amount, price: amount, displayName: 'remainder after partial refund' }];
   return {

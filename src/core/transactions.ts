@@ -15,6 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors.js';
+import { failpoint } from '../failpoints.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { Logger } from '../logger.js';
 import { awaitsRemainder, deriveStatus, hasContact, isOpen, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type UpstreamOperation } from '../ledger/record.js';
@@ -32,6 +33,8 @@ export interface ServiceOptions {
   /** Unit of the pause between delivery rounds (the same unit as the 429 schedule). */
   retryBaseMs: number;
   inDoubtVerifyAfterMs: number;
+  /** `full_only`: partial refunds are recorded and reverse nothing until together they cover the order. */
+  partialRefundPolicy: 'reaccrue' | 'full_only';
 }
 
 export interface Answer {
@@ -93,7 +96,9 @@ export class TransactionService {
     draft.accrual.state = skipped ? 'skipped' : 'pending';
     draft.status = deriveStatus(draft);
     draft.history.push({ at: now, event: skipped ? 'recorded without phone, email or card serial: nothing to accrue' : 'checkout recorded', to: draft.status });
+    failpoint('checkout:before-ledger-write');
     const { record, created } = await this.store.insert(draft);
+    if (created) failpoint('checkout:after-ledger-write');
     if (created) this.logger.info({ transactionId, pos, status: record.status }, 'checkout recorded');
     const answer = !created ? await this.#answer(record, true) : await this.#answer(skipped ? record : await this.#deliverWithinBudget(transactionId), false);
     this.metrics.checkouts.inc({ pos, result: answer.repeat ? 'repeat' : answer.record.status });
@@ -132,7 +137,13 @@ export class TransactionService {
           r.reversal.state = 'not_needed';
           return `partial refund ${refundId} of an accrual the loyalty service refused: nothing to reverse`;
         }
-        const remainder = remainderAfterRefund(r.accrual.check!, intent);
+        const remainder = remainderAfterRefund(r.accrual.check!, intent, r.reversal.partialRefundedCents ?? 0);
+        if (this.options.partialRefundPolicy === 'full_only') {
+          r.reversal.partialRefundedCents = (r.reversal.partialRefundedCents ?? 0) + remainder.refundedCents;
+          if (remainder.check) return `partial refund ${refundId} of ${remainder.refundedCents} cents recorded; PARTIAL_REFUND_POLICY=full_only reverses only when refunds cover the order (${r.reversal.partialRefundedCents} of ${r.accrual.check!.amount} cents so far)`;
+          r.reversal.state = 'pending';
+          return `partial refund ${refundId} completes refunds of the whole order: reversing in full`;
+        }
         r.reversal.state = 'pending';
         r.rounds = 0;
         r.nextAttemptAt = undefined;
@@ -201,6 +212,7 @@ export class TransactionService {
       });
       return { record: next, repeat: false, deliver: next.reversal.state === 'pending' };
     });
+    if (!outcome.repeat) failpoint('refund:after-ledger-write');
     const record = outcome.deliver ? await this.#deliverWithinBudget(transactionId) : outcome.record;
     this.metrics.refunds.inc({ pos, result: outcome.repeat ? 'repeat' : record.status });
     return this.#answer(record, outcome.repeat, refundId);
@@ -361,7 +373,9 @@ export class TransactionService {
         if (verdict.kind !== 'did_not_happen') break;
         continue;
       }
+      failpoint('call:before-send');
       const report = action.kind === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
+      failpoint('call:after-answer');
       note = await this.#applyCall(transactionId, action.kind, report);
       if (report.outcome.kind === 'retryable' || report.outcome.kind === 'unknown') break;
       force = false;
@@ -512,6 +526,7 @@ export class TransactionService {
    * delivered. A crash between the steps resumes here, because the parent stays open until linked.
    */
   async #createRemainder(parent: LedgerRecord): Promise<string> {
+    failpoint('partial:before-remainder');
     const plan = parent.reversal.partial!;
     const now = this.#now();
     const draft = this.#newRecord(plan.remainderTransactionId, parent.pos, parent.orderId, now);
@@ -520,6 +535,7 @@ export class TransactionService {
     draft.parentTransactionId = parent.transactionId;
     draft.history.push({ at: now, event: `remainder of ${parent.transactionId} after partial refund ${plan.refundId}`, to: 'pending' });
     await this.store.insert(draft);
+    failpoint('partial:before-link');
     await this.#locks.run(parent.transactionId, async () => {
       const current = await this.#require(parent.transactionId);
       if (current.remainderTransactionId) return;

@@ -104,6 +104,8 @@ export interface LedgerRecord {
      * what remains is accrued again as a new record under `remainderTransactionId`.
      */
     partial?: PartialRefundPlan;
+    /** PARTIAL_REFUND_POLICY=full_only: cents refunded so far by partial refunds that reversed nothing. */
+    partialRefundedCents?: number;
   };
   /** Set on a record created to re-accrue what a partial refund left. */
   parentTransactionId?: string;

@@ -100,3 +100,25 @@ describe('partial refunds', () => {
     expect(books.transactions['generic:A-1001~r1']).toMatchObject({ accruals: 1, amount: 4000 });
   });
 });
+
+describe('PARTIAL_REFUND_POLICY=full_only', () => {
+  let f: Harness;
+  afterEach(async () => {
+    await f?.close();
+  });
+
+  it('records partial refunds without calling, and reverses once they cover the order', async () => {
+    f = await startHarness({ env: { PARTIAL_REFUND_POLICY: 'full_only' } });
+    const send = (path: string, body: unknown) => request(f.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+    await send('/v1/checkouts/generic', order());
+    const first = await send('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '20.00' });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ transactionId: 'generic:A-1001', status: 'accrued' });
+    expect(f.sim.books().reverseRequests).toBe(0);
+    expect((await send('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-2', amount: '30.01' })).status).toBe(409);
+    const last = await send('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-3', amount: '30.00' });
+    expect(last.body).toMatchObject({ status: 'reversed' });
+    expect(f.sim.books().transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(f.sim.books().accrueRequests).toBe(1);
+  });
+});
