@@ -1,0 +1,48 @@
+/** Posts a webhook signed the way the POS signs it (through the core's test signer), byte for byte. */
+import http from 'node:http';
+import type { PosAdapter, PosSettings } from '../../adapters/types.js';
+import { signLikePos } from '../../src/webhooks/signature.js';
+
+export interface RawAnswer {
+  status: number;
+  body: any;
+}
+
+/** Sends exactly these bytes and headers (supertest would re-encode JSON and fold repeated headers); JSON content type unless one is given. */
+export function postRaw(url: string, body: Buffer | string, headers: [string, string][]): Promise<RawAnswer> {
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const req = http.request({ hostname: target.hostname, port: target.port, path: target.pathname + target.search, method: 'POST' }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          /* not JSON */
+        }
+        resolve({ status: res.statusCode!, body: parsed });
+      });
+    });
+    req.on('error', reject);
+    const defaults: [string, string][] = headers.some(([name]) => name.toLowerCase() === 'content-type') ? [] : [['content-type', 'application/json']];
+    for (const [name, value] of [...defaults, ['content-length', String(bytes.length)], ...headers] as [string, string][]) {
+      // setHeader would replace a repeated name; raw headers keep every occurrence.
+      const current = req.getHeader(name);
+      req.setHeader(name, current === undefined ? value : ([] as string[]).concat(current as string, value));
+    }
+    req.end(bytes);
+  });
+}
+
+/** The signature header the POS would send for `body` (with `extraHeaders` when the scheme covers them). */
+export function signature(adapter: PosAdapter, settings: PosSettings, body: Buffer | string, extraHeaders: Record<string, string> = {}, encoding?: 'base64' | 'hex'): [string, string] {
+  const spec = adapter.webhook;
+  if (!spec) throw new Error(`${adapter.name} has no webhook spec`);
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  const lowered = Object.fromEntries(Object.entries(extraHeaders).map(([k, v]) => [k.toLowerCase(), v]));
+  return [spec.signature.header, signLikePos(spec.signature, settings, bytes, lowered, encoding)];
+}
