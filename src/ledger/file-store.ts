@@ -26,12 +26,12 @@
  * last writes: deployments that need that use the PostgreSQL store.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { ProcessLock } from './process-lock.js';
 import { dirname, basename, extname, join, resolve } from 'node:path';
-import { Low } from 'lowdb';
-import { JSONFile } from 'lowdb/node';
+import { Low, LowSync } from 'lowdb';
+import { DataFileSync, JSONFile } from 'lowdb/node';
 import { VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import { isOpen, type LedgerRecord, type LedgerStatus } from './record.js';
@@ -53,6 +53,9 @@ interface IndexEntry {
 }
 
 const READ_CONCURRENCY = 64;
+/** Most recently used records kept in memory (~2 KB each). */
+const CACHE_RECORDS = 5000;
+const RECORD_FORMAT = { parse: (text: string) => JSON.parse(text), stringify: (data: unknown) => JSON.stringify(data) };
 const FORMAT_VERSION = 1;
 
 export class FileLedgerStore implements LedgerStore {
@@ -66,6 +69,8 @@ export class FileLedgerStore implements LedgerStore {
   readonly #open = new Set<string>();
   readonly #claims = new Map<number, string>();
   readonly #locks = new KeyedMutex();
+  readonly #cache = new Map<string, LedgerRecord>();
+  readonly #shards = new Set<string>();
   readonly #lock: ProcessLock;
   #ready = false;
 
@@ -234,18 +239,46 @@ export class FileLedgerStore implements LedgerStore {
     return join(this.recordsDir, hash.slice(0, 2), `${hash}.json`);
   }
 
+  /**
+   * Records this process wrote or read last are served from memory: a checkout reads its record
+   * several times between its writes, and only this process writes this ledger (see the lock).
+   * Callers must treat returned records as immutable (the service copies before changing one).
+   */
   async #read(transactionId: string): Promise<LedgerRecord | undefined> {
-    const db = new Low<LedgerRecord | null>(new JSONFile(this.#pathOf(transactionId)), null);
-    await db.read();
+    const cached = this.#cache.get(transactionId);
+    if (cached) {
+      this.#cache.delete(transactionId);
+      this.#cache.set(transactionId, cached);
+      return cached;
+    }
+    const db = new LowSync<LedgerRecord | null>(new DataFileSync<LedgerRecord | null>(this.#pathOf(transactionId), RECORD_FORMAT), null);
+    db.read();
+    if (db.data) this.#keep(db.data);
     return db.data ?? undefined;
   }
 
+  /**
+   * Synchronous on purpose: a record is a few kilobytes, and one small blocking write (temporary
+   * file, then rename, by lowdb's writer) costs less than the thread-pool round trips of the async
+   * one, several per write. Compact JSON keeps the files small.
+   */
   async #write(record: LedgerRecord): Promise<void> {
     const path = this.#pathOf(record.transactionId);
-    if (!this.#index.has(record.transactionId)) await mkdir(dirname(path), { recursive: true });
-    const db = new Low<LedgerRecord>(new JSONFile(path), record);
-    await db.write();
+    const shard = dirname(path);
+    if (!this.#shards.has(shard)) {
+      mkdirSync(shard, { recursive: true });
+      this.#shards.add(shard);
+    }
+    const db = new LowSync<LedgerRecord>(new DataFileSync<LedgerRecord>(path, RECORD_FORMAT), record);
+    db.write();
+    this.#keep(record);
     this.#remember(entryOf(record), isOpen(record));
+  }
+
+  #keep(record: LedgerRecord): void {
+    this.#cache.delete(record.transactionId);
+    this.#cache.set(record.transactionId, record);
+    if (this.#cache.size > CACHE_RECORDS) this.#cache.delete(this.#cache.keys().next().value!);
   }
 
   #remember(entry: IndexEntry, open: boolean): void {
@@ -273,6 +306,7 @@ export class FileLedgerStore implements LedgerStore {
     this.#index.clear();
     this.#open.clear();
     this.#claims.clear();
+    this.#cache.clear();
     for (const { entry, open } of scanned) this.#remember(entry, open);
   }
 }
