@@ -65,6 +65,8 @@ export interface ResolveInput {
 /** Pause before the worker's next round after a round ended without an answer: 30 units, growing to 1 hour. */
 const ROUND_PAUSES = [30, 60, 120, 300, 600, 1800, 3600];
 const MAX_REFUND_IDS_REMEMBERED = 100;
+/** The refund reached a record whose remainder now holds what is left of the order: walk the chain again. */
+const MOVED = Symbol('moved to the remainder');
 
 type Action = { kind: 'accrue' | 'reverse' } | { kind: 'verify' } | { kind: 'remainder' } | { kind: 'none'; note: string };
 
@@ -109,29 +111,47 @@ export class TransactionService {
     const rootId = deriveTransactionId(pos, intent.orderId, intent.scope);
     const { refundId } = intent;
     const partial = intent.amountCents !== undefined || intent.items !== undefined;
-    // Earlier partial refunds moved what remains of the order to remainder records: act on the last.
-    const chain = await this.#chainOf(rootId);
-    const seen = refundId ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
-    if (seen) return this.#answer(seen, true, refundId);
-    const current = chain.at(-1);
-    if (!partial) return this.#requestReversal(current?.transactionId ?? rootId, pos, intent.orderId, refundId);
-    if (!current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
-    return this.#requestPartialReversal(current.transactionId, refundId!, intent);
+    // Earlier partial refunds moved what remains of the order to remainder records: act on the
+    // last. If a remainder appears while this refund is applied, walk the chain again.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const chain = await this.#chainOf(rootId);
+      const seen = refundId ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
+      if (seen) return this.#answer(seen, true, refundId);
+      const current = chain.at(-1);
+      if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
+      const answer = partial
+        ? await this.#requestPartialReversal(current!.transactionId, refundId!, intent)
+        : await this.#requestReversal(current?.transactionId ?? rootId, pos, intent.orderId, refundId);
+      if (answer !== MOVED) return answer;
+    }
+    throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
   }
 
-  async #requestPartialReversal(transactionId: string, refundId: string, intent: RefundIntent): Promise<Answer> {
+  async #requestPartialReversal(transactionId: string, refundId: string, intent: RefundIntent): Promise<Answer | typeof MOVED> {
     const now = this.#now();
     const outcome = await this.#locks.run(transactionId, async () => {
       const record = await this.#require(transactionId);
-      if (record.remainderTransactionId || record.reversal.partial) {
-        throw new ConflictError('an earlier partial refund of this order is still being carried out; deliver this refund again shortly', { transactionId });
-      }
-      if (record.reversal.state !== 'none' && record.reversal.state !== 'not_needed') {
+      if (await this.#linkedRemainder(record)) return MOVED;
+      const plan = record.reversal.partial;
+      if (!plan && record.reversal.state !== 'none' && record.reversal.state !== 'not_needed') {
         throw new RefundExceedsRemainderError(`this order is already ${record.status}: nothing remains to refund`, 0);
+      }
+      if (plan && record.reversal.state === 'failed') {
+        throw new ConflictError('the reversal for an earlier refund of this order was refused; an operator must look at it first', { transactionId });
       }
       const next = await this.#write(record, (r) => {
         r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);
         r.reversal.requestedAt = now;
+        if (plan) {
+          // An earlier partial refund is still being carried out: this one is taken off the remainder it will accrue.
+          const remainder = remainderAfterRefund(plan.remainderCheck, intent);
+          if (!remainder.check) {
+            r.reversal.partial = undefined;
+            return `partial refund ${refundId} covers what the earlier refund left: nothing remains to accrue`;
+          }
+          r.reversal.partial = { ...plan, refundedCents: plan.refundedCents + remainder.refundedCents, remainderCheck: remainder.check };
+          return `partial refund ${refundId} of ${remainder.refundedCents} cents joins the refund in progress: ${plan.remainderTransactionId} will accrue ${remainder.check.amount} cents`;
+        }
         if (r.accrual.state === 'skipped') return `partial refund ${refundId} of a skipped checkout: nothing to do`;
         if (r.accrual.state === 'failed' || r.accrual.state === 'none') {
           r.reversal.state = 'not_needed';
@@ -152,8 +172,10 @@ export class TransactionService {
         r.reversal.partial = { refundId, refundedCents: remainder.refundedCents, remainderTransactionId, remainderCheck: remainder.check };
         return `partial refund ${refundId} of ${remainder.refundedCents} cents: reverse this accrual, then accrue the remaining ${remainder.check.amount} cents as ${remainderTransactionId}`;
       });
-      return { record: next, deliver: next.reversal.state === 'pending' };
+      return { record: next, deliver: isOpen(next) };
     });
+    if (outcome === MOVED) return MOVED;
+    failpoint('refund:after-ledger-write');
     const record = outcome.deliver ? await this.#deliverWithinBudget(transactionId) : outcome.record;
     this.metrics.refunds.inc({ pos: record.pos, result: record.status });
     return this.#answer(record, false, refundId);
@@ -171,7 +193,23 @@ export class TransactionService {
     return chain;
   }
 
-  async #requestReversal(transactionId: string, pos: string, orderId: string, refundId: string | undefined): Promise<Answer> {
+  /**
+   * True when what remains of this record's order lives in a remainder record now: already linked,
+   * or created but not linked yet (a crash between the two steps), in which case it is linked here.
+   * Called under the record's lock, so the partial-refund plan cannot change after the remainder exists.
+   */
+  async #linkedRemainder(record: LedgerRecord): Promise<boolean> {
+    if (record.remainderTransactionId) return true;
+    const plan = record.reversal.partial;
+    if (!plan || !(await this.store.get(plan.remainderTransactionId))) return false;
+    await this.#write(record, (r) => {
+      r.remainderTransactionId = plan.remainderTransactionId;
+      return `what remains is accrued as ${plan.remainderTransactionId}`;
+    });
+    return true;
+  }
+
+  async #requestReversal(transactionId: string, pos: string, orderId: string, refundId: string | undefined): Promise<Answer | typeof MOVED> {
     const now = this.#now();
     const outcome = await this.#locks.run(transactionId, async () => {
       const existing = await this.store.get(transactionId);
@@ -185,9 +223,18 @@ export class TransactionService {
         const { record, created } = await this.store.insert(draft);
         return { record, repeat: !created, deliver: created };
       }
-      if (existing.reversal.state !== 'none' || (refundId && existing.reversal.refundIds.includes(refundId))) {
-        return { record: existing, repeat: true, deliver: false };
+      if (await this.#linkedRemainder(existing)) return MOVED;
+      if (refundId && existing.reversal.refundIds.includes(refundId)) return { record: existing, repeat: true, deliver: false };
+      if (existing.reversal.partial) {
+        // A full refund while a partial one is carried out: the reversal goes ahead, and nothing remains to accrue.
+        const next = await this.#write(existing, (r) => {
+          if (refundId) r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);
+          r.reversal.partial = undefined;
+          return `full refund${refundId ? ` ${refundId}` : ''} supersedes the partial refund in progress: nothing remains to accrue`;
+        });
+        return { record: next, repeat: false, deliver: isOpen(next) };
       }
+      if (existing.reversal.state !== 'none') return { record: existing, repeat: true, deliver: false };
       const next = await this.#write(existing, (r) => {
         if (refundId) r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);
         r.reversal.requestedAt = now;
@@ -212,6 +259,7 @@ export class TransactionService {
       });
       return { record: next, repeat: false, deliver: next.reversal.state === 'pending' };
     });
+    if (outcome === MOVED) return MOVED;
     if (!outcome.repeat) failpoint('refund:after-ledger-write');
     const record = outcome.deliver ? await this.#deliverWithinBudget(transactionId) : outcome.record;
     this.metrics.refunds.inc({ pos, result: outcome.repeat ? 'repeat' : record.status });
@@ -296,8 +344,15 @@ export class TransactionService {
   }
 
   async reverse(transactionId: string, reason?: string): Promise<Answer> {
-    const record = await this.#require(transactionId);
-    return this.#requestReversal(transactionId, record.pos, record.orderId, `operator:${this.#now()}${reason ? `:${reason.slice(0, 40)}` : ''}`);
+    const refundId = `operator:${this.#now()}${reason ? `:${reason.slice(0, 40)}` : ''}`;
+    // What remains of the order may have moved to remainder records: the operator reverses the last.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const current = (await this.#chainOf(transactionId)).at(-1);
+      if (!current) throw new NotFoundError(`no ledger record ${transactionId}`);
+      const answer = await this.#requestReversal(current.transactionId, current.pos, current.orderId, refundId);
+      if (answer !== MOVED) return answer;
+    }
+    throw new ConflictError('the record kept changing; try again');
   }
 
   async resolve(transactionId: string, input: ResolveInput): Promise<Answer> {
@@ -526,26 +581,27 @@ export class TransactionService {
    * delivered. A crash between the steps resumes here, because the parent stays open until linked.
    */
   async #createRemainder(parent: LedgerRecord): Promise<string> {
-    failpoint('partial:before-remainder');
-    const plan = parent.reversal.partial!;
-    const now = this.#now();
-    const draft = this.#newRecord(plan.remainderTransactionId, parent.pos, parent.orderId, now);
-    draft.accrual.check = plan.remainderCheck;
-    draft.accrual.customer = parent.accrual.customer;
-    draft.parentTransactionId = parent.transactionId;
-    draft.history.push({ at: now, event: `remainder of ${parent.transactionId} after partial refund ${plan.refundId}`, to: 'pending' });
-    await this.store.insert(draft);
-    failpoint('partial:before-link');
-    await this.#locks.run(parent.transactionId, async () => {
+    // Under the parent's lock, so a refund arriving now either joins the plan before the remainder
+    // exists or finds the remainder linked afterwards, never a plan that changed after the insert.
+    const childId = await this.#locks.run(parent.transactionId, async () => {
       const current = await this.#require(parent.transactionId);
-      if (current.remainderTransactionId) return;
-      await this.#write(current, (r) => {
-        r.remainderTransactionId = plan.remainderTransactionId;
-        return `what remains is accrued as ${plan.remainderTransactionId}`;
-      });
+      const plan = current.reversal.partial;
+      if (current.remainderTransactionId || !plan) return current.remainderTransactionId;
+      failpoint('partial:before-remainder');
+      const now = this.#now();
+      const draft = this.#newRecord(plan.remainderTransactionId, current.pos, current.orderId, now);
+      draft.accrual.check = plan.remainderCheck;
+      draft.accrual.customer = current.accrual.customer;
+      draft.parentTransactionId = current.transactionId;
+      draft.history.push({ at: now, event: `remainder of ${current.transactionId} after partial refund ${plan.refundId}`, to: 'pending' });
+      await this.store.insert(draft);
+      failpoint('partial:before-link');
+      await this.#linkedRemainder(current);
+      return plan.remainderTransactionId;
     });
-    const child = await this.advance(plan.remainderTransactionId);
-    return `remainder ${plan.remainderTransactionId}: ${child.after}`;
+    if (!childId) return 'a full refund superseded the partial one: nothing remains to accrue';
+    const child = await this.advance(childId);
+    return `remainder ${childId}: ${child.after}`;
   }
 
   #settled(r: LedgerRecord): void {

@@ -88,6 +88,36 @@ describe('partial refunds', () => {
     expect(h.sim.books().reverseRequests).toBe(0);
   });
 
+  it('a full refund while a partial one is still reversing cancels the remainder: nothing is accrued again', async () => {
+    await post('/v1/checkouts/generic', order());
+    h.sim.faults.inject({ kind: 'rate_limit', times: 5, on: 'reverse' });
+    const partial = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '10.00' });
+    expect(partial.body.status).toBe('reversal_pending');
+    const full = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-2' });
+    expect(full.body.transactionId).toBe('generic:A-1001');
+    const settled = await eventually(() => h.bridge.store.get('generic:A-1001'), (r) => r?.status === 'reversed' && !r.reversal.partial);
+    expect(settled!.remainderTransactionId).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await h.bridge.store.get('generic:A-1001~r1')).toBeUndefined();
+    expect(h.sim.books().transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(h.sim.books().accrueRequests).toBe(1);
+  });
+
+  it('a second partial refund while the first is still reversing joins it: one remainder for what both left', async () => {
+    await post('/v1/checkouts/generic', order());
+    h.sim.faults.inject({ kind: 'rate_limit', times: 5, on: 'reverse' });
+    await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '10.00' });
+    const second = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-2', amount: '15.00' });
+    expect(second.status).toBe(202);
+    expect(await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-3', amount: '25.01' })).toMatchObject({ status: 409 });
+    const remainder = await eventually(() => h.bridge.store.get('generic:A-1001~r1'), (r) => r?.status === 'accrued');
+    expect(remainder!.accrual.check!.amount).toBe(2500);
+    expect((await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-2', amount: '15.00' })).body.repeat).toBe(true);
+    const books = h.sim.books();
+    expect(books.transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(books.transactions['generic:A-1001~r1']).toMatchObject({ accruals: 1, reversals: 0, amount: 2500 });
+  });
+
   it('a partial refund before the accrual settled waits, then reverses and re-accrues once', async () => {
     h.sim.faults.inject({ kind: 'rate_limit', times: 5, on: 'accrue' });
     expect((await post('/v1/checkouts/generic', order())).status).toBe(202);
