@@ -1,0 +1,19 @@
+/**
+ * The Clover adapter: Clover orders and refunds (REST API v3 shapes) and Clover webhook
+ * notifications → the bridge's intents. The translation rules are in translate.ts, the API reads in
+ * api.ts, the webhook in webhook.ts, the shapes in schema.ts.
+ */
+import type { PosAdapter } from '../types.js';
+import { fetchCloverCustomer } from './api.js';
+import { parseCloverCheckout, parseCloverRefund } from './translate.js';
+import { cloverWebhook } from './webhook.js';
+
+export const cloverAdapter: PosAdapter = {
+  name: 'clover',
+  parseCheckout: parseCloverCheckout,
+  parseRefund: parseCloverRefund,
+  fetchCustomer: fetchCloverCustomer,
+  webhook: cloverWebhook,
+};
+
+export { cloverVerificationCode, CLOVER_AUTH_HEADER } from './webhook.js';

@@ -1,0 +1,231 @@
+/**
+ * A Shopify order → the neutral checkout intent.
+ *
+ * HOW `Check.amount` IS DERIVED (bridge-contract: after discounts, tax, tip and shipping excluded):
+ *
+ *   amount = subtotal_price − (taxes_included ? the tax inside the line items : 0)
+ *
+ * `subtotal_price` is Shopify's "price of the order after discounts but before shipping, duties,
+ * taxes and tips"; in a taxes-included shop the prices, and so the subtotal, contain the tax, which
+ * is taken out using the line items' own `tax_lines`. Every input is cross-checked so that a payload
+ * the bridge reads differently from Shopify fails loudly (ValidationError → 400 / dead letter)
+ * instead of accruing a wrong amount:
+ *
+ * 1. The line items after their discounts, Σ (price × quantity − Σ discount_allocations), must equal
+ *    `subtotal_price` to the cent. (Order-level discounts are allocated to the lines by Shopify, so
+ *    each selection's `totalPrice` is the line's share and the selections add up to the amount.)
+ * 2. With `taxes_included`, the line items' and shipping lines' tax lines must add up to
+ *    `total_tax`, or the tax inside the lines is not known exactly.
+ * 3. With a tip (`total_tip_received` > 0), `total_price` must equal subtotal + shipping + tax (when
+ *    added on top) + duties + fees + tip, which proves the tip is outside the subtotal. Whether a
+ *    tip can appear as a line item inside the subtotal is unconfirmed; if it does, this fails.
+ *
+ * Shipping is never in `subtotal_price`, so it is excluded without being read (except for check 3).
+ * Money is the shop's currency (`currency`, the plain fields and `*_set.shop_money`); the buyer's
+ * presentment currency is not used for the accrual.
+ *
+ * Selections: one per line item with quantity > 0; `id` = the variant id (the catalogue item, which
+ * per-product accrual rules need), or `line:<line item id>` for custom lines without a variant;
+ * `groupId` = product id (the product family of its variants); `price` = unit price, left out in
+ * taxes-included shops where it contains tax; `totalPrice` = the line after its discount
+ * allocations, tax excluded. Shopify quantities are integers; anything else is refused.
+ */
+import { z } from 'zod';
+import { normalizeCustomer, toE164 } from '../../src/customer.js';
+import { ValidationError } from '../../src/errors.js';
+import type { Customer as BridgeCustomer } from '../../src/ledger/record.js';
+import type { Check, Selection } from '../../src/loyalty/contract.js';
+import { assertCurrency, decimalToCents, mulDecimal, parseDecimal } from '../../src/money.js';
+import { toSelection } from '../../src/selection.js';
+import { parseWith } from '../../src/validation.js';
+import type { AdapterContext, CheckoutIntent } from '../types.js';
+import { at, requiredShopCents, shopCents, show, sum } from './money.js';
+import { Order, unwrap, type LineItem, type ShippingLine } from './schema.js';
+
+/**
+ * The selection id of a line, shared with refunds (their lines embed the same `line_item` with its
+ * `variant_id`), so a refunded line is taken off the selection it was accrued under.
+ */
+export function selectionId(variantId: string | null | undefined, lineItemId: string): string {
+  return variantId ?? `line:${lineItemId}`;
+}
+
+interface ReadLine {
+  /** price × quantity − discount allocations: what the line adds to `subtotal_price`. */
+  afterDiscounts: number;
+  discount: number;
+  tax: number;
+  selection?: Selection;
+}
+
+function readLine(line: LineItem, index: number, prefix: string, currency: string, taxesIncluded: boolean): ReadLine {
+  const field = at(prefix, `line_items.${index}`);
+  const quantity = line.quantity;
+  if (!Number.isSafeInteger(quantity) || quantity < 0) {
+    throw ValidationError.field(`${field}.quantity`, `must be a whole number of units (Shopify quantities are integers), got ${quantity}`);
+  }
+  requiredShopCents(line.price, line.price_set, `${field}.price`, { currency });
+  const unitPrice = parseDecimal(line.price, `${field}.price`);
+  const beforeDiscounts = decimalToCents(mulDecimal(unitPrice, { units: BigInt(quantity), scale: 0 }), `${field}.price`);
+  const discount = sum(
+    (line.discount_allocations ?? []).map((a, j) => requiredShopCents(a.amount, a.amount_set, `${field}.discount_allocations.${j}.amount`, { currency })),
+  );
+  const tax = sum((line.tax_lines ?? []).map((t, j) => requiredShopCents(t.price, t.price_set, `${field}.tax_lines.${j}.price`, { currency })));
+  const afterDiscounts = beforeDiscounts - discount;
+  if (afterDiscounts < 0) {
+    throw ValidationError.field(`${field}.discount_allocations`, `add up to ${show(discount)}, more than the line's ${show(beforeDiscounts)}`);
+  }
+  const totalCents = afterDiscounts - (taxesIncluded ? tax : 0);
+  if (totalCents < 0) throw ValidationError.field(`${field}.tax_lines`, `add up to ${show(tax)}, more than the line's ${show(afterDiscounts)} that includes them`);
+  // A line with quantity 0 sold nothing (voided/removed); it adds nothing to the subtotal either.
+  if (quantity === 0) return { afterDiscounts, discount, tax };
+  const selection = toSelection(
+    {
+      id: selectionId(line.variant_id, line.id),
+      groupId: line.product_id ?? undefined,
+      name: line.name ?? line.title ?? undefined,
+      quantity,
+      // In a taxes-included shop the unit price contains tax; the contract wants prices tax-excluded.
+      unitPrice: taxesIncluded ? undefined : unitPrice,
+      totalCents,
+    },
+    field,
+  );
+  return { afterDiscounts, discount, tax, selection };
+}
+
+function shippingTax(lines: ShippingLine[], prefix: string, currency: string): number {
+  return sum(lines.flatMap((line, i) => (line.tax_lines ?? []).map((t, j) => requiredShopCents(t.price, t.price_set, at(prefix, `shipping_lines.${i}.tax_lines.${j}.price`), { currency }))));
+}
+
+/** Shipping charged: each line after its own discounts (`discounted_price`, or price − allocations in older shapes). */
+function shippingCharged(lines: ShippingLine[], prefix: string, currency: string): number {
+  return sum(
+    lines.map((line, i) => {
+      const field = at(prefix, `shipping_lines.${i}`);
+      const discounted = shopCents(line.discounted_price, line.discounted_price_set, `${field}.discounted_price`, { currency });
+      if (discounted !== undefined) return discounted;
+      const price = requiredShopCents(line.price, line.price_set, `${field}.price`, { currency });
+      const discount = sum((line.discount_allocations ?? []).map((a, j) => requiredShopCents(a.amount, a.amount_set, `${field}.discount_allocations.${j}.amount`, { currency })));
+      return price - discount;
+    }),
+  );
+}
+
+const isoTimestamp = z.iso.datetime({ offset: true });
+
+/** Timestamps are informative (not money): an unreadable one is left out rather than failing the checkout. */
+function timestamp(value: string | null | undefined): string | undefined {
+  return value && isoTimestamp.safeParse(value).success ? value : undefined;
+}
+
+function email(value: string, field: string, region: string): string {
+  try {
+    return normalizeCustomer({ email: value }, region).email!;
+  } catch (error) {
+    if (error instanceof ValidationError) throw ValidationError.field(field, error.issues.map((i) => i.message).join('; '));
+    throw error;
+  }
+}
+
+function firstPresent(candidates: [string | null | undefined, string][]): [string, string] | undefined {
+  for (const [value, field] of candidates) if (value?.trim()) return [value.trim(), field];
+  return undefined;
+}
+
+/**
+ * The buyer: the contact given with this order (`phone`, `email`, `contact_email`) first, then the
+ * Shopify customer's (`customer.phone`, `customer.email`); names from the customer. Address phones
+ * are not used: a billing or shipping phone may be someone else's.
+ */
+function readCustomer(order: Order, prefix: string, region: string): BridgeCustomer {
+  const customer: BridgeCustomer = {};
+  const phone = firstPresent([
+    [order.phone, at(prefix, 'phone')],
+    [order.customer?.phone, at(prefix, 'customer.phone')],
+  ]);
+  const mail = firstPresent([
+    [order.email, at(prefix, 'email')],
+    [order.contact_email, at(prefix, 'contact_email')],
+    [order.customer?.email, at(prefix, 'customer.email')],
+  ]);
+  if (phone) customer.phone = toE164(phone[0], region, phone[1]);
+  if (mail) customer.email = email(mail[0], mail[1], region);
+  if (order.customer?.first_name?.trim()) customer.firstName = order.customer.first_name.trim();
+  if (order.customer?.last_name?.trim()) customer.lastName = order.customer.last_name.trim();
+  return customer;
+}
+
+function nonZero(key: 'taxAmount' | 'discountAmount' | 'tipAmount', cents: number): Partial<Check> {
+  return cents ? { [key]: cents } : {};
+}
+
+export function translateOrder(body: unknown, context: AdapterContext): CheckoutIntent {
+  const { value, prefix } = unwrap(body, 'order');
+  const order = parseWith(Order, value, prefix);
+  if (order.cancelled_at) throw ValidationError.field(at(prefix, 'cancelled_at'), 'the order was cancelled: there is nothing to accrue');
+
+  const currency = assertCurrency(order.currency ?? order.subtotal_price_set?.shop_money.currency_code ?? context.defaultCurrency, at(prefix, 'currency'));
+  const money = { currency };
+  const totalTax = shopCents(order.total_tax, order.total_tax_set, at(prefix, 'total_tax'), money) ?? 0;
+  if (totalTax > 0 && typeof order.taxes_included !== 'boolean') {
+    throw ValidationError.field(at(prefix, 'taxes_included'), 'is required when total_tax is not zero: without it the tax cannot be told apart from the prices');
+  }
+  const taxesIncluded = order.taxes_included === true;
+  const shippingLines = order.shipping_lines ?? [];
+
+  const lines = order.line_items.map((line, i) => readLine(line, i, prefix, currency, taxesIncluded));
+  const subtotal = requiredShopCents(order.subtotal_price, order.subtotal_price_set, at(prefix, 'subtotal_price'), money);
+  const linesAfterDiscounts = sum(lines.map((l) => l.afterDiscounts));
+  if (linesAfterDiscounts !== subtotal) {
+    throw ValidationError.field(
+      at(prefix, 'subtotal_price'),
+      `is ${show(subtotal)}, but the line items after their discount allocations add up to ${show(linesAfterDiscounts)}: the bridge cannot tell which is the amount sold`,
+    );
+  }
+
+  const lineTax = sum(lines.map((l) => l.tax));
+  if (taxesIncluded) {
+    const shipping = shippingTax(shippingLines, prefix, currency);
+    if (lineTax + shipping !== totalTax) {
+      throw ValidationError.field(
+        at(prefix, 'total_tax'),
+        `is ${show(totalTax)}, but the tax lines of the line items (${show(lineTax)}) and shipping lines (${show(shipping)}) add up to ${show(lineTax + shipping)}: with taxes included in prices the tax inside each line must be known exactly to take it out`,
+      );
+    }
+  }
+  const amount = subtotal - (taxesIncluded ? lineTax : 0);
+
+  const tip = shopCents(order.total_tip_received, undefined, at(prefix, 'total_tip_received'), money) ?? 0;
+  if (tip > 0) {
+    const totalPrice = requiredShopCents(order.total_price, order.total_price_set, at(prefix, 'total_price'), money);
+    const duties = shopCents(undefined, order.original_total_duties_set, at(prefix, 'original_total_duties'), money) ?? 0;
+    const fees = shopCents(undefined, order.original_total_additional_fees_set, at(prefix, 'original_total_additional_fees'), money) ?? 0;
+    const expected = subtotal + shippingCharged(shippingLines, prefix, currency) + (taxesIncluded ? 0 : totalTax) + duties + fees + tip;
+    if (totalPrice !== expected) {
+      throw ValidationError.field(
+        at(prefix, 'total_tip_received'),
+        `is ${show(tip)}, but total_price ${show(totalPrice)} is not subtotal + shipping + tax + duties + fees + tip (${show(expected)}): the tip may be inside subtotal_price, so the amount without it is not known`,
+      );
+    }
+  }
+
+  const openedAt = timestamp(order.created_at);
+  const closedAt = timestamp(order.processed_at);
+  return {
+    orderId: order.id,
+    customer: readCustomer(order, prefix, context.defaultPhoneRegion),
+    check: {
+      amount,
+      currency,
+      selections: lines.flatMap((l) => (l.selection ? [l.selection] : [])),
+      externalTransactionId: order.id,
+      ...(openedAt ? { checkOpenedAt: openedAt } : {}),
+      ...(closedAt ? { checkClosedAt: closedAt } : {}),
+      ...nonZero('taxAmount', totalTax),
+      ...nonZero('discountAmount', sum(lines.map((l) => l.discount))),
+      ...nonZero('tipAmount', tip),
+      ...(tip > 0 ? { totalTipReceived: String(order.total_tip_received) } : {}),
+    },
+  };
+}
