@@ -37,6 +37,8 @@ process.stdout.write(
     baselineRssMb: mb(before.rss),
     rssMb: mb(after.rss),
     heapUsedMb: mb(after.heapUsed),
+    heapTotalMb: mb(after.heapTotal),
+    externalMb: mb(after.external),
     baselineHeapUsedMb: mb(before.heapUsed),
   })}\n`,
 );

@@ -91,7 +91,11 @@ export interface PhaseResult {
   unexpected: number;
   errors: number;
   firstProblem?: string;
+  /** Bodies of the first few unexpected answers, for a closer look. */
+  problemBodies: string[];
 }
+
+const PROBLEM_BODIES_KEPT = 5;
 
 export function keepAliveAgent(concurrency: number): http.Agent {
   return new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency });
@@ -121,6 +125,7 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
   let unexpected = 0;
   let errors = 0;
   let firstProblem: string | undefined;
+  const problemBodies: string[] = [];
   const loop = async () => {
     for (;;) {
       const i = next++;
@@ -132,6 +137,7 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
         if (!spec.accept(res.status, res.body)) {
           unexpected++;
           firstProblem ??= `HTTP ${res.status} ${res.body.slice(0, 200)}`;
+          if (problemBodies.length < PROBLEM_BODIES_KEPT) problemBodies.push(res.body);
         }
       } catch (error) {
         latencies[i] = performance.now() - t0;
@@ -143,12 +149,12 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
   const start = performance.now();
   await Promise.all(Array.from({ length: Math.max(1, spec.concurrency) }, loop));
   const seconds = (performance.now() - start) / 1000;
-  return { name: spec.name, requests: spec.bodies.length, seconds, throughput: spec.bodies.length / seconds, latency: summarize(latencies), unexpected, errors, firstProblem };
+  return { name: spec.name, requests: spec.bodies.length, seconds, throughput: spec.bodies.length / seconds, latency: summarize(latencies), unexpected, errors, firstProblem, problemBodies };
 }
 
-export async function getJson(url: string, timeoutMs = 2000): Promise<{ status: number; body: unknown }> {
+export async function getJson(url: string, timeoutMs = 2000, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { timeout: timeoutMs, agent: false }, (res) => {
+    const req = http.get(url, { timeout: timeoutMs, agent: false, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

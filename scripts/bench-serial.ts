@@ -12,65 +12,36 @@ import { performance } from 'node:perf_hooks';
 import { startBridge } from '../src/bridge.js';
 import { loadConfig } from '../src/config.js';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
-import type { LedgerRecord } from '../src/ledger/record.js';
-import type { LedgerStore, ListQuery } from '../src/ledger/store.js';
+import type { LedgerStore } from '../src/ledger/store.js';
 import { silentLogger } from '../src/logger.js';
 import { fmt, forgetTempDir, keepAliveAgent, runPhase, table, trackTempDir, type PhaseSpec } from './bench-lib.js';
 import { accrueBodyFor, checkoutPayload } from './bench-records.js';
 
-type Op = 'get' | 'insert' | 'update' | 'list' | 'listOpen' | 'findOperationClaim' | 'count' | 'ping';
-
-/** A LedgerStore that counts calls and the time spent in each. */
-class CountingStore implements LedgerStore {
-  readonly kind: string;
-  calls = new Map<Op, { n: number; ms: number }>();
-  constructor(readonly inner: LedgerStore) {
-    this.kind = inner.kind;
-  }
-  reset(): void {
-    this.calls.clear();
-  }
-  async #count<T>(op: Op, fn: () => Promise<T>): Promise<T> {
-    const t0 = performance.now();
-    try {
-      return await fn();
-    } finally {
-      const c = this.calls.get(op) ?? { n: 0, ms: 0 };
-      c.n++;
-      c.ms += performance.now() - t0;
-      this.calls.set(op, c);
-    }
-  }
-  init(): Promise<void> {
-    return this.inner.init();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-  ping(): Promise<void> {
-    return this.#count('ping', () => this.inner.ping());
-  }
-  get(id: string): Promise<LedgerRecord | undefined> {
-    return this.#count('get', () => this.inner.get(id));
-  }
-  insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
-    return this.#count('insert', () => this.inner.insert(record));
-  }
-  update(next: LedgerRecord): Promise<LedgerRecord> {
-    return this.#count('update', () => this.inner.update(next));
-  }
-  list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
-    return this.#count('list', () => this.inner.list(query));
-  }
-  listOpen(limit: number): Promise<LedgerRecord[]> {
-    return this.#count('listOpen', () => this.inner.listOpen(limit));
-  }
-  findOperationClaim(operationId: number): Promise<string | undefined> {
-    return this.#count('findOperationClaim', () => this.inner.findOperationClaim(operationId));
-  }
-  count(): Promise<number> {
-    return this.#count('count', () => this.inner.count());
-  }
+/**
+ * Wraps a LedgerStore so every method call is counted and timed by name. A Proxy rather than a
+ * class, so the wrapper keeps up with the interface as it grows.
+ */
+function countingStore(inner: LedgerStore) {
+  const calls = new Map<string, { n: number; ms: number }>();
+  const skip = new Set(['init', 'close']);
+  const store = new Proxy(inner, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function' || typeof prop !== 'string' || skip.has(prop)) return typeof value === 'function' ? value.bind(target) : value;
+      return async (...args: unknown[]) => {
+        const t0 = performance.now();
+        try {
+          return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        } finally {
+          const c = calls.get(prop) ?? { n: 0, ms: 0 };
+          c.n++;
+          c.ms += performance.now() - t0;
+          calls.set(prop, c);
+        }
+      };
+    },
+  });
+  return { store, calls, reset: () => calls.clear() };
 }
 
 export interface SerialOptions {
@@ -93,8 +64,8 @@ export async function serialDiagnostic(o: SerialOptions): Promise<string> {
     LOYALTY_API_KEY: o.apiKey,
     ADMIN_TOKEN: 'bench-admin-token-0123456789',
   });
-  const store = new CountingStore(new FileLedgerStore(ledgerPath));
-  const bridge = await startBridge(config, silentLogger, { store, defaultMetrics: false, startWorker: false });
+  const counting = countingStore(new FileLedgerStore(ledgerPath));
+  const bridge = await startBridge(config, silentLogger, { store: counting.store, defaultMetrics: false, startWorker: false });
   const agents = { direct: keepAliveAgent(1), bridge: keepAliveAgent(1) };
   try {
     const spec = (kind: 'direct' | 'bridge', tag: string, count: number): PhaseSpec => ({
@@ -114,9 +85,9 @@ export async function serialDiagnostic(o: SerialOptions): Promise<string> {
     await runPhase(spec('direct', 'warm', warm));
     await runPhase(spec('bridge', 'warm', warm));
     const direct = await runPhase(spec('direct', 'm', o.requests));
-    store.reset();
+    counting.reset();
     const viaBridge = await runPhase(spec('bridge', 'm', o.requests));
-    const calls = [...store.calls.entries()];
+    const calls = [...counting.calls.entries()];
 
     const n = o.requests;
     const storeMs = calls.reduce((sum, [, c]) => sum + c.ms, 0) / n;

@@ -1,0 +1,290 @@
+/**
+ * The chaos campaign: a bridge process against the simulator with random upstream faults (429,
+ * 5xx, timeouts after commit, resets before and after commit, per-result failures), random
+ * duplicate and concurrent deliveries, random full and partial refunds, and SIGKILL restarts.
+ * Afterwards it reconciles, plays the operator for what only an operator may settle (an in-doubt
+ * reverse: the operator checks the card), and compares three views: what the POS asked for, what
+ * the ledger says, and what the simulator booked.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSimulator, type FaultSpec } from '../src/simulator/index.js';
+import { spawnBridge, type BridgeProcess } from './bridge-process.js';
+
+export interface ChaosOptions {
+  orders: number;
+  /** SIGKILL restarts during the run (at least 2 by default). */
+  kills: number;
+  concurrency: number;
+  /** Chance that a fault is queued before each POS request. */
+  faultRate: number;
+  seed: number;
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  orders: number;
+  refunds: { full: number; partial: number };
+  deliveries: number;
+  faultsInjected: number;
+  kills: number;
+  operatorResolutions: number;
+  /** How many transactions the simulator booked 0, 1, 2… accruals for. */
+  accrualsPerTransaction: Record<string, number>;
+  doubleAccruals: string[];
+  doubleReversals: string[];
+  lost: { orderId: string; why: string }[];
+  open: { transactionId: string; status: string; why: string }[];
+  refusedByService: number;
+  cards: { card: string; expected: number; actual: number }[];
+  cardsMismatched: number;
+  durationMs: number;
+}
+
+interface PlannedOrder {
+  orderId: string;
+  phone: string;
+  cents: number;
+  items: { id: string; quantity: number; cents: number }[];
+  refunds: ({ kind: 'full'; refundId: string } | { kind: 'partial'; refundId: string; cents: number })[];
+}
+
+const ADMIN_TOKEN = 'chaos-admin-token-0123456789';
+const FAULTS: FaultSpec[] = [
+  { kind: 'rate_limit', times: 2 },
+  { kind: 'rate_limit', times: 5 },
+  { kind: 'server_error', times: 1 },
+  { kind: 'server_error', times: 3 },
+  { kind: 'slow_after_commit', delayMs: 700 },
+  { kind: 'drop_before_commit' },
+  { kind: 'drop_after_commit' },
+  { kind: 'result_failure', on: 'accrue' },
+];
+
+/** A small deterministic generator, so a campaign is reproducible from its seed. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 4294967296;
+  };
+}
+
+const cents = (n: number) => `${Math.floor(n / 100)}.${String(n % 100).padStart(2, '0')}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function plan(options: ChaosOptions, random: () => number): PlannedOrder[] {
+  const phones = Array.from({ length: Math.max(5, Math.ceil(options.orders / 20)) }, (_, i) => `+1555${String(2000000 + i).padStart(7, '0')}`);
+  return Array.from({ length: options.orders }, (_, i) => {
+    const a = 100 + Math.floor(random() * 9900);
+    const b = 100 + Math.floor(random() * 9900);
+    const order: PlannedOrder = { orderId: `C-${i + 1}`, phone: phones[Math.floor(random() * phones.length)]!, cents: a + b, items: [{ id: 'coffee', quantity: 1, cents: a }, { id: 'cake', quantity: 1, cents: b }], refunds: [] };
+    const r = random();
+    if (r < 0.15) order.refunds.push({ kind: 'full', refundId: `${order.orderId}-R1` });
+    else if (r < 0.3) {
+      let left = order.cents;
+      const first = 1 + Math.floor(random() * (left - 1));
+      order.refunds.push({ kind: 'partial', refundId: `${order.orderId}-R1`, cents: first });
+      left -= first;
+      const next = random();
+      if (next < 0.3 && left > 1) order.refunds.push({ kind: 'partial', refundId: `${order.orderId}-R2`, cents: 1 + Math.floor(random() * (left - 1)) });
+      else if (next < 0.5) order.refunds.push({ kind: 'full', refundId: `${order.orderId}-R2` });
+    }
+    return order;
+  });
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const began = Date.now();
+  const log = options.log ?? (() => undefined);
+  const random = rng(options.seed);
+  const orders = plan(options, random);
+  const sim = createSimulator();
+  const simServer = await sim.listen();
+  const dir = mkdtempSync(join(tmpdir(), 'bridge-chaos-'));
+  const env = {
+    LOYALTY_BASE_URL: simServer.url,
+    LOYALTY_APP_TOKEN: sim.appToken,
+    LOYALTY_API_KEY: sim.apiKey,
+    LEDGER_URL: `file:${join(dir, 'ledger.json')}`,
+    ADMIN_TOKEN,
+    LOYALTY_TIMEOUT_MS: '300',
+    LOYALTY_RETRY_BASE_MS: '2',
+    IN_DOUBT_GRACE_MS: '1000',
+    ANSWER_BUDGET_MS: '1000',
+  };
+  let bridge: BridgeProcess = await spawnBridge(env);
+  let restarting: Promise<void> | undefined;
+  const counters = { deliveries: 0, faults: 0, kills: 0, operator: 0 };
+
+  const maybeFault = () => {
+    if (random() >= options.faultRate) return;
+    const fault = FAULTS[Math.floor(random() * FAULTS.length)]!;
+    sim.faults.inject({ on: fault.on ?? (random() < 0.7 ? 'accrue' : 'reverse'), ...fault });
+    counters.faults++;
+  };
+
+  /** Delivers like a POS: until it gets an answer that is not a 5xx, through restarts. */
+  const deliver = async (path: string, body: unknown): Promise<{ status: number; body: any }> => {
+    for (let attempt = 0; ; attempt++) {
+      await restarting;
+      maybeFault();
+      counters.deliveries++;
+      try {
+        const res = await fetch(`${bridge.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const answer = { status: res.status, body: await res.json() };
+        // 409 "still being carried out": an earlier partial refund of the order is in progress.
+        if (res.status < 500 && !(res.status === 409 && answer.body?.error?.code === 'conflict')) return answer;
+      } catch {
+        /* no answer: the bridge was killed or the connection dropped; deliver again */
+      }
+      await sleep(Math.min(20 * 2 ** Math.min(attempt, 5), 500));
+    }
+  };
+
+  /** Sometimes the same delivery arrives twice or three times at once. */
+  const deliverWithRepeats = async (path: string, body: unknown) => {
+    const copies = random() < 0.2 ? 2 + Math.floor(random() * 2) : 1;
+    const answers = await Promise.all(Array.from({ length: copies }, () => deliver(path, body)));
+    return answers[0]!;
+  };
+
+  const runOrder = async (order: PlannedOrder) => {
+    await deliverWithRepeats('/v1/checkouts/generic', {
+      orderId: order.orderId,
+      currency: 'USD',
+      total: cents(order.cents),
+      customer: { phone: order.phone },
+      items: order.items.map((i) => ({ id: i.id, quantity: i.quantity, total: cents(i.cents) })),
+    });
+    for (const refund of order.refunds) {
+      await deliverWithRepeats('/v1/refunds/generic', refund.kind === 'full' ? { orderId: order.orderId, refundId: refund.refundId } : { orderId: order.orderId, refundId: refund.refundId, amount: cents(refund.cents) });
+    }
+  };
+
+  const killAt = new Set(Array.from({ length: options.kills }, (_, k) => Math.floor(((k + 1) * orders.length) / (options.kills + 1))));
+  let next = 0;
+  const lanes = Array.from({ length: options.concurrency }, async () => {
+    for (let i = next++; i < orders.length; i = next++) {
+      if (killAt.has(i)) {
+        killAt.delete(i);
+        restarting = (async () => {
+          log(`SIGKILL the bridge at order ${i}`);
+          await bridge.kill('SIGKILL');
+          counters.kills++;
+          bridge = await spawnBridge(env, bridge.port);
+        })();
+      }
+      await runOrder(orders[i]!);
+    }
+  });
+  await Promise.all(lanes);
+  await restarting;
+  log(`workload done: ${orders.length} orders, ${counters.deliveries} deliveries, ${counters.faults} faults, ${counters.kills} kills`);
+
+  // Settle: no more faults; reconcile until nothing is open, playing the operator for in-doubt reverses.
+  sim.faults.clear();
+  const admin = async (path: string, method = 'GET', body?: unknown) => {
+    const res = await fetch(`${bridge.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+    return res.json() as Promise<any>;
+  };
+  let report: any;
+  for (let round = 0; round < 120; round++) {
+    report = await admin('/v1/admin/reconcile', 'POST');
+    for (const open of report.open as { transactionId: string; why: string }[]) {
+      if (!/reverse outcome unknown/.test(open.why)) continue;
+      const booked = sim.books().transactions[open.transactionId]?.reversals ?? 0;
+      await admin(`/v1/admin/transactions/${encodeURIComponent(open.transactionId)}/resolve`, 'POST', { outcome: booked > 0 ? 'reversed' : 'not_reversed', note: 'chaos operator checked the card' });
+      counters.operator++;
+    }
+    if (report.open.length === 0) break;
+    await sleep(250);
+  }
+
+  const records = new Map<string, any>();
+  for (let page = 1; ; page++) {
+    const list = await admin(`/v1/admin/transactions?limit=500&page=${page}`);
+    for (const item of list.items) records.set(item.transactionId, item);
+    if (page * 500 >= list.total) break;
+  }
+  const books = sim.books();
+  const lost: ChaosReport['lost'] = [];
+  const expectedByPhone = new Map<string, number>();
+  let refusedByService = 0;
+  for (const order of orders) {
+    const root = `generic:${order.orderId}`;
+    if (!records.has(root)) {
+      lost.push({ orderId: order.orderId, why: 'no ledger record' });
+      continue;
+    }
+    let live = records.get(root);
+    while (live?.remainderTransactionId) live = records.get(live.remainderTransactionId);
+    const fullyRefunded = order.refunds.some((r) => r.kind === 'full');
+    const remaining = fullyRefunded ? 0 : order.cents - order.refunds.reduce((sum, r) => sum + (r.kind === 'partial' ? r.cents : 0), 0);
+    let points = 0;
+    if (live.status === 'failed') refusedByService++;
+    else if (remaining > 0 && live.status === 'accrued') points = Math.floor(remaining / 100);
+    else if (remaining > 0) lost.push({ orderId: order.orderId, why: `${remaining} cents remain but ${live.transactionId} is ${live.status}` });
+    if (live.status === 'accrued' && (books.transactions[live.transactionId]?.accruals ?? 0) !== 1) lost.push({ orderId: order.orderId, why: `${live.transactionId} is accrued in the ledger but booked ${books.transactions[live.transactionId]?.accruals ?? 0} times` });
+    if (live.status === 'accrued' && live.check.amount !== remaining) lost.push({ orderId: order.orderId, why: `${live.transactionId} accrued ${live.check.amount} cents, ${remaining} remain` });
+    expectedByPhone.set(order.phone, (expectedByPhone.get(order.phone) ?? 0) + points);
+  }
+
+  const cards: ChaosReport['cards'] = [];
+  for (const [phone, expected] of expectedByPhone) {
+    const res = await fetch(`${simServer.url}/api/v2/cards?customerPhone=${encodeURIComponent(phone)}`, { headers: { 'X-API-Key': sim.apiKey } });
+    const found = ((await res.json()) as { data: { id: string }[] }).data;
+    const actual = found.reduce((sum, card) => sum + (books.cardBalances[card.id] ?? 0), 0);
+    cards.push({ card: found.map((c) => c.id).join(',') || phone, expected, actual });
+  }
+  const histogram: Record<string, number> = {};
+  for (const id of records.keys()) {
+    const n = String(books.transactions[id]?.accruals ?? 0);
+    histogram[n] = (histogram[n] ?? 0) + 1;
+  }
+  const open = (report?.open ?? []).map((o: any) => ({ transactionId: o.transactionId, status: o.status, why: o.why }));
+
+  await bridge.kill('SIGTERM');
+  await simServer.close();
+  rmSync(dir, { recursive: true, force: true });
+  return {
+    orders: orders.length,
+    refunds: { full: orders.flatMap((o) => o.refunds).filter((r) => r.kind === 'full').length, partial: orders.flatMap((o) => o.refunds).filter((r) => r.kind === 'partial').length },
+    deliveries: counters.deliveries,
+    faultsInjected: counters.faults,
+    kills: counters.kills,
+    operatorResolutions: counters.operator,
+    accrualsPerTransaction: histogram,
+    doubleAccruals: books.doubleAccruals,
+    doubleReversals: books.doubleReversals,
+    lost,
+    open,
+    refusedByService,
+    cards,
+    cardsMismatched: cards.filter((c) => c.expected !== c.actual).length,
+    durationMs: Date.now() - began,
+  };
+}
+
+export function formatChaosReport(r: ChaosReport, options: ChaosOptions): string {
+  const lines = [
+    `chaos campaign: ${r.orders} orders, seed ${options.seed}, ${options.concurrency} concurrent, fault rate ${options.faultRate}, ${(r.durationMs / 1000).toFixed(1)} s`,
+    `  refunds sent                 ${r.refunds.full} full, ${r.refunds.partial} partial`,
+    `  POS deliveries (with repeats) ${r.deliveries}`,
+    `  upstream faults injected     ${r.faultsInjected}`,
+    `  SIGKILL restarts             ${r.kills}`,
+    `  operator resolutions         ${r.operatorResolutions} (in-doubt reverses, checked against the card)`,
+    `  accruals booked per transaction: ${Object.entries(r.accrualsPerTransaction).map(([n, count]) => `${count} × ${n}`).join(', ')}`,
+    `  double accruals              ${r.doubleAccruals.length}${r.doubleAccruals.length ? `  ${r.doubleAccruals.slice(0, 10).join(', ')}` : ''}`,
+    `  double reversals             ${r.doubleReversals.length}${r.doubleReversals.length ? `  ${r.doubleReversals.slice(0, 10).join(', ')}` : ''}`,
+    `  records lost                 ${r.lost.length}${r.lost.length ? `\n${r.lost.slice(0, 10).map((l) => `    ${l.orderId}: ${l.why}`).join('\n')}` : ''}`,
+    `  records left open            ${r.open.length}${r.open.length ? `\n${r.open.slice(0, 10).map((o) => `    ${o.transactionId} ${o.status}: ${o.why}`).join('\n')}` : ''}`,
+    `  refused by the service       ${r.refusedByService} (per-result failures: expected 0 points)`,
+    `  card balances                ${r.cards.length - r.cardsMismatched} of ${r.cards.length} cards equal the balance the orders and refunds should give`,
+    ...r.cards.map((c) => `    ${c.card.padEnd(16)} expected ${String(c.expected).padStart(6)}  actual ${String(c.actual).padStart(6)}${c.expected === c.actual ? '' : '  MISMATCH'}`),
+  ];
+  return lines.join('\n');
+}

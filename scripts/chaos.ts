@@ -1,0 +1,27 @@
+/**
+ * `npm run chaos [-- --orders 1000 --kills 2 --concurrency 8 --fault-rate 0.3 --seed 42]`
+ * Runs the chaos campaign (scripts/chaos-lib.ts) and prints its figures. Exit code 1 when any
+ * double, loss, open record or balance mismatch remains: zero is the only acceptable figure.
+ */
+import { formatChaosReport, runChaos, type ChaosOptions } from './chaos-lib.js';
+
+function flag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  if (!Number.isFinite(value)) throw new Error(`--${name} must be a number`);
+  return value;
+}
+
+const options: ChaosOptions = {
+  orders: flag('orders', 1000),
+  kills: flag('kills', 2),
+  concurrency: flag('concurrency', 8),
+  faultRate: flag('fault-rate', 0.3),
+  seed: flag('seed', 42),
+  log: (line) => process.stderr.write(`${line}\n`),
+};
+
+const report = await runChaos(options);
+process.stdout.write(`${formatChaosReport(report, options)}\n`);
+const clean = report.doubleAccruals.length + report.doubleReversals.length + report.lost.length + report.open.length + report.cardsMismatched === 0;
+process.exit(clean ? 0 : 1);
