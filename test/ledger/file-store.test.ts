@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
@@ -52,47 +51,27 @@ describe('FileLedgerStore on disk', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const sha = (id: string) => createHash('sha256').update(id).digest('hex');
-
-  it('lays out a lowdb JSON manifest and one record file per transaction under <name>.records/<2 hex>/', async () => {
+  it('lays out a lowdb JSON manifest and an append-only journal of header-tab-body lines', async () => {
     store = await openAt(path);
     expect(store.manifestPath).toBe(path);
-    expect(store.recordsDir).toBe(join(dir, 'ledger.records'));
-
+    expect(store.journalDir).toBe(join(dir, 'ledger.journal'));
     const manifest = JSON.parse(await readFile(path, 'utf8'));
-    expect(manifest).toEqual({ format: 'loyalty-bridge/ledger', formatVersion: 1, createdAt: expect.any(String) });
-    expect(new Date(manifest.createdAt).toISOString()).toBe(manifest.createdAt);
+    expect(manifest).toEqual({ format: 'loyalty-bridge/ledger', formatVersion: 2, createdAt: expect.any(String), segments: [1] });
 
     const records = ['generic:A-1', 'square:ORDER/2', 'shopify:3 with spaces', '../../escape'].map((id, i) => makeRecord(id, { at: i }));
     for (const r of records) await store.insert(r);
-    expect(await readdir(dir)).toEqual(expect.arrayContaining(['ledger.json', 'ledger.records']));
-    expect((await readdir(dir)).sort()).toEqual(['ledger.dead-letters', 'ledger.json', 'ledger.json.lock', 'ledger.records', 'ledger.webhooks']);
+    await store.update(settle(records[0]!));
+    expect((await readdir(dir)).sort()).toEqual(['ledger.dead-letters', 'ledger.journal', 'ledger.json', 'ledger.json.lock']);
     expect(await readFile(`${path}.lock`, 'utf8')).toBe(String(process.pid));
+    expect(await readdir(store.journalDir)).toEqual(['000001.jsonl']);
 
-    const shards = await readdir(store.recordsDir);
-    for (const shard of shards) {
-      expect(shard).toMatch(/^[0-9a-f]{2}$/);
-      expect((await stat(join(store.recordsDir, shard))).isDirectory()).toBe(true);
-    }
-    let files = 0;
-    for (const r of records) {
-      const hash = sha(r.transactionId);
-      const file = join(store.recordsDir, hash.slice(0, 2), `${hash}.json`);
-      expect(JSON.parse(await readFile(file, 'utf8'))).toEqual(r);
-      files++;
-    }
-    const all = (await Promise.all(shards.map((s) => readdir(join(store!.recordsDir, s))))).flat();
-    expect(all).toHaveLength(files);
-    for (const f of all) expect(f).toMatch(/^[0-9a-f]{64}\.json$/);
-
-    // The manifest is written once; records do not touch it.
-    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual(manifest);
-
-    // An update rewrites the record's own file in place, no stray files.
-    const updated = await store.update(settle(records[0]!));
-    const hash = sha(records[0]!.transactionId);
-    expect(JSON.parse(await readFile(join(store.recordsDir, hash.slice(0, 2), `${hash}.json`), 'utf8'))).toEqual(updated);
-    expect((await readdir(join(store.recordsDir, hash.slice(0, 2)))).filter((f) => f.startsWith('.'))).toEqual([]);
+    const lines = (await readFile(join(store.journalDir, '000001.jsonl'), 'utf8')).split('\n').filter(Boolean);
+    expect(lines).toHaveLength(5);
+    const [header, body] = lines[4]!.split('\t');
+    expect(JSON.parse(header!)).toMatchObject({ k: 'r', id: 'generic:A-1', v: 2 });
+    expect(JSON.parse(body!)).toEqual(await store.get('generic:A-1'));
+    // Five versions written, four live: the superseded first version of generic:A-1 is garbage.
+    expect(store.journalStats().liveBytes).toBeLessThan(store.journalStats().bytes);
   });
 
   it('keeps the manifest of an existing ledger across restarts', async () => {
@@ -111,43 +90,71 @@ describe('FileLedgerStore on disk', () => {
     expect(() => openStore('mysql://x')).toThrow(/not supported/);
   });
 
-  it('ignores torn temporary files left by a crash at start-up', async () => {
+  it('cuts off a line torn by a crash at start-up and keeps working on top of it', async () => {
     store = await openAt(path);
     const kept = makeRecord('generic:kept', { accrual: 'pending', operationIds: [11] });
     await store.insert(kept);
     await store.close();
-
-    // A crash mid-write of an update to `kept` leaves lowdb/steno's `.<file>.tmp` half written...
-    const keptHash = sha('generic:kept');
-    const keptShard = join(dir, 'ledger.records', keptHash.slice(0, 2));
-    await writeFile(join(keptShard, `.${keptHash}.json.tmp`), '{"transactionId":"generic:kept","version":2,"status":"acc');
-    // ...and a crash mid-insert of a new record leaves only its temporary file, maybe in a new shard.
-    const lostHash = sha('generic:never-renamed');
-    const lostShard = join(dir, 'ledger.records', lostHash.slice(0, 2));
-    await mkdir(lostShard, { recursive: true });
-    await writeFile(join(lostShard, `.${lostHash}.json.tmp`), '{"transactionId":"generic:never-ren');
-    // A complete but never-renamed temporary file is not a record either.
-    const otherHash = sha('generic:complete-tmp');
-    await mkdir(join(dir, 'ledger.records', otherHash.slice(0, 2)), { recursive: true });
-    await writeFile(join(dir, 'ledger.records', otherHash.slice(0, 2), `.${otherHash}.json.tmp`), JSON.stringify(makeRecord('generic:complete-tmp')));
+    const segment = join(dir, 'ledger.journal', '000001.jsonl');
+    const intact = (await readFile(segment)).length;
+    // A crash in the middle of writing the next version leaves a line without its newline.
+    await writeFile(segment, '{"k":"r","id":"generic:kept","v":2,"s":"accr', { flag: 'a' });
 
     store = await openAt(path);
+    expect((await readFile(segment)).length).toBe(intact);
     expect(await store.count()).toBe(1);
     expect(await store.get('generic:kept')).toEqual(kept);
-    expect(await store.get('generic:never-renamed')).toBeUndefined();
-    expect(await store.get('generic:complete-tmp')).toBeUndefined();
     expect((await store.listOpen(10)).map((r) => r.transactionId)).toEqual(['generic:kept']);
     expect(await store.findOperationClaim(11)).toBe('generic:kept');
-
-    // The store keeps working on top of the debris: the update and the insert go through.
     const updated = await store.update(settle(kept));
-    expect(await store.get('generic:kept')).toEqual(updated);
-    const fresh = makeRecord('generic:never-renamed');
-    expect(await store.insert(fresh)).toEqual({ created: true, record: fresh });
     await store.close();
     store = await openAt(path);
-    expect(await store.count()).toBe(2);
     expect(await store.get('generic:kept')).toEqual(updated);
+  });
+
+  it('compacts superseded versions at start-up, keeping every record', async () => {
+    store = await openAt(path);
+    const ids = Array.from({ length: 300 }, (_, i) => `generic:C-${i}`);
+    for (const id of ids) {
+      let record = makeRecord(id, { accrual: 'pending' });
+      await store.insert(record);
+      for (let v = 0; v < 6; v++) record = await store.update({ ...record, version: record.version + 1, history: [...record.history, { at: new Date().toISOString(), event: 'x'.repeat(200) }] });
+    }
+    const before = store.journalStats();
+    expect(before.bytes).toBeGreaterThan(1024 * 1024);
+    const snapshot = await Promise.all(ids.map((id) => store!.get(id)));
+    await store.close();
+
+    store = await openAt(path);
+    const after = store.journalStats();
+    expect(after.bytes).toBeLessThan(before.bytes / 2);
+    expect(after.liveBytes).toBe(after.bytes);
+    expect(await Promise.all(ids.map((id) => store!.get(id)))).toEqual(snapshot);
+    expect(await readdir(join(dir, 'ledger.journal'))).toEqual(['000002.jsonl']);
+    await store.close();
+    store = await openAt(path);
+    expect(await Promise.all(ids.map((id) => store!.get(id)))).toEqual(snapshot);
+  });
+
+  it('remembers processed webhook events across restarts', async () => {
+    store = await openAt(path);
+    expect(await store.rememberWebhookEvent('square', 'evt-1')).toBe(true);
+    expect(await store.rememberWebhookEvent('square', 'evt-1')).toBe(false);
+    expect(await store.hasWebhookEvent('shopify', 'evt-1')).toBe(false);
+    await store.close();
+    store = await openAt(path);
+    expect(await store.hasWebhookEvent('square', 'evt-1')).toBe(true);
+    expect(await store.rememberWebhookEvent('square', 'evt-1')).toBe(false);
+  });
+
+  it('removes a segment file the manifest does not list (left by a crash while compacting)', async () => {
+    store = await openAt(path);
+    await store.insert(makeRecord('generic:one'));
+    await store.close();
+    await writeFile(join(dir, 'ledger.journal', '000007.jsonl'), '{"k":"r","id":"generic:ghost","v":1,"s":"pending","p":"generic","c":0,"o":1}\t{}\n');
+    store = await openAt(path);
+    expect(await store.get('generic:ghost')).toBeUndefined();
+    expect(await readdir(join(dir, 'ledger.journal'))).toEqual(['000001.jsonl']);
   });
 
   describe('refuses to start on a manifest it does not own', () => {
@@ -155,7 +162,8 @@ describe('FileLedgerStore on disk', () => {
       ['another format', JSON.stringify({ format: 'someone-else/db', formatVersion: 1 })],
       ['a plain lowdb database', JSON.stringify({ posts: [], users: [] })],
       ['a JSON array', '[]'],
-      ['a newer format version of the ledger', JSON.stringify({ format: 'loyalty-bridge/ledger', formatVersion: 2, createdAt: '2026-01-01T00:00:00.000Z' })],
+      ['a newer format version of the ledger', JSON.stringify({ format: 'loyalty-bridge/ledger', formatVersion: 3, createdAt: '2026-01-01T00:00:00.000Z', segments: [1] })],
+      ['the per-record-file format of earlier builds', JSON.stringify({ format: 'loyalty-bridge/ledger', formatVersion: 1, createdAt: '2026-01-01T00:00:00.000Z' })],
       ['text that is not JSON', 'this is not json\n'],
     ];
     for (const [what, content] of cases) {
@@ -193,6 +201,6 @@ describe('FileLedgerStore on disk', () => {
     const nested = join(dir, 'a', 'b', 'ledger.json');
     store = await openAt(nested);
     expect(existsSync(nested)).toBe(true);
-    expect(existsSync(join(dir, 'a', 'b', 'ledger.records'))).toBe(true);
+    expect(existsSync(join(dir, 'a', 'b', 'ledger.journal', '000001.jsonl'))).toBe(true);
   });
 });
