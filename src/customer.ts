@@ -17,10 +17,21 @@ export interface RawCustomer {
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
+/** Regular customers come back every day: their parsed numbers are remembered (bounded). */
+const e164Cache = new Map<string, string | null>();
+const E164_CACHE_SIZE = 10_000;
+
 export function toE164(phone: string, region: string, field: string): string {
-  const parsed = parsePhoneNumberFromString(phone.trim(), region as CountryCode);
-  if (!parsed || !parsed.isPossible()) throw ValidationError.field(field, 'is not a phone number that can be written in E.164');
-  return parsed.number;
+  const key = `${region}\u0000${phone.trim()}`;
+  let number = e164Cache.get(key);
+  if (number === undefined) {
+    const parsed = parsePhoneNumberFromString(phone.trim(), region as CountryCode);
+    number = parsed && parsed.isPossible() ? parsed.number : null;
+    if (e164Cache.size >= E164_CACHE_SIZE) e164Cache.delete(e164Cache.keys().next().value!);
+    e164Cache.set(key, number);
+  }
+  if (number === null) throw ValidationError.field(field, 'is not a phone number that can be written in E.164');
+  return number;
 }
 
 /** Blank values count as absent: POS payloads often carry `""` for unknown contact details. */

@@ -611,7 +611,7 @@ export class TransactionService {
 
   /** Applies `change` to a copy, bumps the version, re-derives the status and writes it (compare-and-set). */
   async #write(record: LedgerRecord, change: (draft: LedgerRecord) => string | undefined): Promise<LedgerRecord> {
-    const draft = structuredClone(record);
+    const draft = copyForChange(record);
     const event = change(draft);
     const now = this.#now();
     draft.version = record.version + 1;
@@ -683,4 +683,13 @@ function rootOf(transactionId: string): string {
 
 function depthOf(transactionId: string): number {
   return Number(/~r(\d+)$/.exec(transactionId)?.[1] ?? 0);
+}
+
+/**
+ * A copy that `#write`'s change functions may mutate: they assign top-level fields, mutate the
+ * `accrual` and `reversal` objects, and reassign (never mutate) the arrays and objects inside them.
+ * Cheaper than a deep clone of the attempt log on every write; stored records stay untouched.
+ */
+function copyForChange(record: LedgerRecord): LedgerRecord {
+  return { ...record, accrual: { ...record.accrual }, reversal: { ...record.reversal }, history: [...record.history] };
 }

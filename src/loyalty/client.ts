@@ -82,11 +82,13 @@ export class LoyaltyClient {
     this.#http = axios.create({
       baseURL: options.baseUrl,
       timeout: options.timeoutMs,
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-App-Token': options.appToken },
       // Statuses are classified here, not thrown; only network failures reject.
       validateStatus: () => true,
       // Bodies are parsed by `parseBody` so an HTML 429 page stays text.
       transformResponse: (data: unknown) => data,
+      // The point-of-sale endpoints answer; they never redirect a POST, so no redirect-following layer.
+      maxRedirects: 0,
       httpAgent: new http.Agent({ keepAlive: true, maxSockets: 64 }),
       httpsAgent: new https.Agent({ keepAlive: true, maxSockets: 64 }),
     });
@@ -154,7 +156,7 @@ export class LoyaltyClient {
     for (let page = 1; ; page++) {
       const response = await this.#http.get(path, {
         params: { ...params, page, itemsPerPage: MAX_ITEMS_PER_PAGE },
-        headers: { 'X-API-Key': this.#apiKey },
+        headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined },
       });
       if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
       const parsed = schema.safeParse(parseBody(response));
@@ -169,10 +171,7 @@ export class LoyaltyClient {
     const attemptLog = new AttemptLog(operation);
     let outcome: CallOutcome;
     try {
-      const response = await this.#http.post(`/api/v2/marketplace/${operation}`, body, {
-        headers: { 'X-App-Token': this.options.appToken },
-        attemptLog,
-      } as AxiosRequestConfig);
+      const response = await this.#http.post(`/api/v2/marketplace/${operation}`, body, { attemptLog } as AxiosRequestConfig);
       outcome = classifyResponse(response);
     } catch (error) {
       outcome = classifyError(error);
