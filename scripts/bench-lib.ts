@@ -152,6 +152,46 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
   return { name: spec.name, requests: spec.bodies.length, seconds, throughput: spec.bodies.length / seconds, latency: summarize(latencies), unexpected, errors, firstProblem, problemBodies };
 }
 
+/**
+ * Open loop at a fixed offered rate: request i leaves at start + i / rate whether or not earlier
+ * ones have answered, and its latency counts from that scheduled instant, so a stall shows up as
+ * latency instead of silently lowering the rate (no coordinated omission).
+ */
+export async function runRatePhase(spec: Omit<PhaseSpec, 'concurrency'> & { rate: number }): Promise<PhaseResult> {
+  const url = new URL(spec.baseUrl);
+  const latencies = new Array<number>(spec.bodies.length);
+  let unexpected = 0;
+  let errors = 0;
+  let firstProblem: string | undefined;
+  const interval = 1000 / spec.rate;
+  const start = performance.now();
+  const inFlight: Promise<void>[] = [];
+  for (let i = 0; i < spec.bodies.length; i++) {
+    const due = start + i * interval;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    inFlight.push(
+      post(url, spec.path, spec.headers, spec.bodies[i]!, spec.agent).then(
+        (res) => {
+          latencies[i] = performance.now() - due;
+          if (!spec.accept(res.status, res.body)) {
+            unexpected++;
+            firstProblem ??= `HTTP ${res.status} ${res.body.slice(0, 200)}`;
+          }
+        },
+        (error: Error) => {
+          latencies[i] = performance.now() - due;
+          errors++;
+          firstProblem ??= error.message;
+        },
+      ),
+    );
+  }
+  await Promise.all(inFlight);
+  const seconds = (performance.now() - start) / 1000;
+  return { name: spec.name, requests: spec.bodies.length, seconds, throughput: spec.bodies.length / seconds, latency: summarize(latencies), unexpected, errors, firstProblem, problemBodies: [] };
+}
+
 export async function getJson(url: string, timeoutMs = 2000, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const req = http.get(url, { timeout: timeoutMs, agent: false, headers }, (res) => {
