@@ -74,7 +74,7 @@ export type WebhookAction =
   | { kind: 'checkout'; key: string; payload: unknown }
   | { kind: 'refund'; key: string; payload: unknown }
   /** Id-only events: fetch the object from the POS's API, then decide what it is. */
-  | { kind: 'fetch'; key: string; fetch(api: PosApi): Promise<unknown>; decide(fetched: unknown): WebhookAction }
+  | { kind: 'fetch'; key: string; fetch(api: PosApi): Promise<unknown>; decide(fetched: unknown): WebhookAction | WebhookAction[] }
   | { kind: 'ignored'; key: string; reason: string };
 
 export interface WebhookSpec {
@@ -84,6 +84,12 @@ export interface WebhookSpec {
    * identity of the change where it has no event id). Unknown event types are `ignored`.
    */
   classify(body: unknown, headers: IncomingHttpHeaders): WebhookAction[];
+  /**
+   * A set-up handshake the POS sends before any secret exists (Clover's URL verification), so it
+   * cannot be signed: returns what the operator must see when `raw` is exactly that handshake.
+   * Matched only when the signature header is absent; it is acknowledged and nothing is recorded.
+   */
+  unsignedHandshake?(body: unknown): string | undefined;
 }
 
 export interface PosAdapter {

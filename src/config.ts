@@ -129,6 +129,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     if (missing.length) throw new ConfigError(`NODE_ENV=production needs ${missing.join(', ')}: sandbox never starts in production`);
   }
   if (nodeEnv === 'production' && raw.BRIDGE_FAILPOINTS?.length) throw new ConfigError('BRIDGE_FAILPOINTS is for crash tests and is refused in production');
+  // Square signs the notification URL followed by the body: without the URL no signature can match.
+  if (!sandbox && raw.SQUARE_SIGNATURE_KEY && !raw.SQUARE_NOTIFICATION_URL) throw new ConfigError('invalid configuration: SQUARE_NOTIFICATION_URL is required with SQUARE_SIGNATURE_KEY (Square signs that URL followed by the body)');
   if (!sandbox && !raw.LOYALTY_APP_TOKEN) throw new ConfigError('invalid configuration: LOYALTY_APP_TOKEN is required when LOYALTY_BASE_URL is set');
   return {
     nodeEnv,

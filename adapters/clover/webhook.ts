@@ -16,8 +16,8 @@
  *
  * URL VERIFICATION. When a webhook URL is set up, Clover POSTs `{ "verificationCode": "<uuid>" }`
  * to it before any auth code exists (the code is shown only after verification), so that POST has
- * no `X-Clover-Auth`. It is acknowledged here as `ignored` (never accrues or reverses anything);
- * letting it through the signature check needs the core hook described in `cloverVerificationCode`.
+ * no `X-Clover-Auth`. The core lets exactly that body through unsigned (`unsignedHandshake`), logs
+ * the code for the operator and records nothing; signed, it is acknowledged as `ignored`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
@@ -142,4 +142,5 @@ export function classifyCloverWebhook(body: unknown, _headers: IncomingHttpHeade
 export const cloverWebhook: WebhookSpec = {
   signature: { kind: 'static', header: CLOVER_AUTH_HEADER },
   classify: classifyCloverWebhook,
+  unsignedHandshake: cloverVerificationCode,
 };

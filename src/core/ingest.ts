@@ -13,7 +13,7 @@ import { hasContact, FINAL_STATUSES, type LedgerStatus } from '../ledger/record.
 import type { DeadLetter, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { posApi, PosApiNotConfiguredError } from '../pos-api.js';
-import { verifySignature } from '../webhooks/signature.js';
+import { singleHeader, verifySignature } from '../webhooks/signature.js';
 import type { Answer, TransactionService } from './transactions.js';
 
 /** An authentic delivery that could not be translated: kept whole, answered with a clear 4xx. */
@@ -36,6 +36,17 @@ export interface WebhookOutcome {
   pos: string;
   results: WebhookResult[];
   httpStatus: number;
+}
+
+/**
+ * Authentic deliveries the bridge cannot carry out as they are, kept for an operator: payloads it
+ * cannot translate, a missing POS API token, and refunds it must refuse (more than remains, an
+ * order it never saw, a refund whose earlier reversal was refused). A POS stops redelivering after
+ * a while (Toast after 10 minutes, Shopify after 4 hours), so answering 4xx alone would lose them.
+ */
+function isUntranslatable(error: unknown): error is BridgeError {
+  if (error instanceof ValidationError || error instanceof PosApiNotConfiguredError) return true;
+  return error instanceof BridgeError && (error.status === 404 || error.status === 409) && error.code !== 'unknown_pos';
 }
 
 /** A fetched object may itself be id-only or need another fetch; this bounds the chain. */
@@ -75,21 +86,46 @@ export class Ingest {
     const adapter = this.adapter(pos);
     if (!adapter.webhook) throw new NotFoundError(`${pos} has no webhooks; post its payloads to /v1/checkouts/${pos} and /v1/refunds/${pos}`, 'unknown_pos');
     const settings = this.#settings(pos);
+    const handshake = this.#handshake(adapter, raw, rawHeaders);
+    if (handshake !== undefined) {
+      this.logger.warn({ pos, verificationCode: handshake }, `${pos} webhook set-up handshake received: enter this code in ${pos}'s dashboard`);
+      return { pos, results: [{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }], httpStatus: 200 };
+    }
     if (!verified) verifySignature(adapter.webhook.signature, settings, raw, headers, rawHeaders);
     const results: WebhookResult[] = [];
+    let failure: BridgeError | undefined;
     try {
-      const actions = adapter.webhook.classify(parseJsonBody(raw), headers);
-      for (const action of actions) results.push(await this.#act(adapter, action));
-    } catch (error) {
-      if (error instanceof ValidationError || error instanceof PosApiNotConfiguredError) {
-        const letter = await this.#deadLetter(pos, raw, headers, error);
-        this.logger.warn({ pos, deadLetterId: letter.id, deliveries: letter.deliveries }, 'webhook kept as a dead letter');
-        throw new DeadLetteredError(`could not translate this ${pos} delivery: ${error.message}`, error.status, letter.id, error instanceof ValidationError ? error.issues : undefined);
+      // Each action is tried even when another fails: a bad one must not hold back the rest of a
+      // batch (Clover, Loyverse). Those done are remembered, so a redelivery or replay skips them.
+      for (const action of adapter.webhook.classify(parseJsonBody(raw), headers)) {
+        try {
+          results.push(...(await this.#act(adapter, action)));
+        } catch (error) {
+          if (!isUntranslatable(error)) throw error;
+          failure ??= error;
+        }
       }
-      throw error;
+    } catch (error) {
+      if (!isUntranslatable(error)) throw error;
+      failure = error;
+    }
+    if (failure) {
+      const letter = await this.#deadLetter(pos, raw, headers, failure);
+      this.logger.warn({ pos, deadLetterId: letter.id, deliveries: letter.deliveries, reason: failure.code }, 'webhook kept as a dead letter');
+      throw new DeadLetteredError(`could not carry out this ${pos} delivery: ${failure.message}`, failure.status, letter.id, failure instanceof ValidationError ? failure.issues : undefined);
     }
     const pending = results.some((r) => r.status && !FINAL_STATUSES.has(r.status));
     return { pos, results, httpStatus: pending ? 202 : 200 };
+  }
+
+  #handshake(adapter: PosAdapter, raw: Buffer, rawHeaders: string[]): string | undefined {
+    const spec = adapter.webhook!;
+    if (!spec.unsignedHandshake || singleHeader(rawHeaders, spec.signature.header) !== undefined || raw.length > 1024) return undefined;
+    try {
+      return spec.unsignedHandshake(JSON.parse(raw.toString('utf8')));
+    } catch {
+      return undefined;
+    }
   }
 
   async replayDeadLetter(id: string): Promise<{ letter: DeadLetter; outcome?: WebhookOutcome; error?: string }> {
@@ -112,21 +148,25 @@ export class Ingest {
     }
   }
 
-  async #act(adapter: PosAdapter, action: WebhookAction, depth = 0): Promise<WebhookResult> {
-    if (action.kind === 'ignored') return { key: action.key, action: 'ignored', reason: action.reason };
-    if (await this.store.hasWebhookEvent(adapter.name, action.key)) return { key: action.key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true };
-    let result: WebhookResult;
+  async #act(adapter: PosAdapter, action: WebhookAction, depth = 0): Promise<WebhookResult[]> {
+    if (action.kind === 'ignored') return [{ key: action.key, action: 'ignored', reason: action.reason }];
+    if (await this.store.hasWebhookEvent(adapter.name, action.key)) return [{ key: action.key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true }];
     if (action.kind === 'fetch') {
       if (depth >= MAX_FETCH_DEPTH) throw ValidationError.field('', 'the POS API kept answering with references instead of objects');
       const api = this.#api(adapter.name);
       if (!api) throw new PosApiNotConfiguredError(adapter.name);
-      const next = action.decide(await action.fetch(api));
-      result = await this.#act(adapter, { ...next, key: action.key } as WebhookAction, depth + 1);
-      return result;
+      const decided = action.decide(await action.fetch(api));
+      const next = Array.isArray(decided) ? decided : [decided];
+      // Several actions from one fetch (e.g. two refunds seen at once) keep their own keys when they
+      // have them, so each is remembered on its own; a lone one takes the notification's key.
+      const results: WebhookResult[] = [];
+      for (const n of next) results.push(...(await this.#act(adapter, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}` } as WebhookAction, depth + 1)));
+      if (next.length > 1 && !results.some((r) => r.status === undefined && r.action !== 'ignored')) await this.store.rememberWebhookEvent(adapter.name, action.key);
+      return results;
     }
     const answer = action.kind === 'checkout' ? await this.checkout(adapter, action.payload) : await this.refund(adapter, action.payload);
     await this.store.rememberWebhookEvent(adapter.name, action.key);
-    return { key: action.key, action: action.kind, transactionId: answer.record.transactionId, status: answer.record.status, ...(answer.repeat ? { duplicate: true } : {}) };
+    return [{ key: action.key, action: action.kind, transactionId: answer.record.transactionId, status: answer.record.status, ...(answer.repeat ? { duplicate: true } : {}) }];
   }
 
   async #withCustomer(adapter: PosAdapter, intent: CheckoutIntent): Promise<CheckoutIntent> {

@@ -120,7 +120,9 @@ describe('webhook fixtures', () => {
   const classify = (body: unknown) => cloverAdapter.webhook!.classify(body, {});
   const fetchAndDecide = async (action: WebhookAction) => {
     if (action.kind !== 'fetch') throw new Error(`expected a fetch, got ${action.kind}`);
-    return action.decide(await action.fetch(api));
+    const decided = action.decide(await action.fetch(api));
+    if (Array.isArray(decided)) throw new Error(`expected one action, got ${decided.length}`);
+    return decided;
   };
 
   it('webhook_notification_docs_sample.json: one fetch per order notification, keyed by (merchant, objectId, type, ts)', async () => {

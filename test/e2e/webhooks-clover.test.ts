@@ -173,10 +173,13 @@ describe('Clover webhooks', () => {
 
   it("Clover's URL verification POST accrues nothing and is no dead letter", async () => {
     const body = JSON.stringify({ verificationCode: 'ce7643c1-83ea-4218-abe6-da876c9c7a0a' });
-    // Sent before the auth code exists, so without X-Clover-Auth: the core refuses it (401) until it
-    // has a hook for unsigned verification POSTs (see adapters/clover/webhook.ts); then it is a 200.
+    // Sent before the auth code exists, so without X-Clover-Auth: let through as a handshake only.
     const unsigned = await deliver(body, []);
-    expect([200, 401]).toContain(unsigned.status);
+    expect(unsigned.status).toBe(200);
+    expect(unsigned.body.results).toEqual([{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }]);
+    // Anything else unsigned, even with the code in it, is refused.
+    expect((await deliver(JSON.stringify({ verificationCode: 'x', merchants: {} }), [])).status).toBe(401);
+    expect((await deliver(JSON.stringify({ appId: 'A', merchants: { [M]: [{ objectId: 'O:ABCDEFGHJKMNP', type: 'UPDATE', ts: 1 }] } }), [])).status).toBe(401);
     const signed = await deliver(body);
     expect(signed.status).toBe(200);
     expect(signed.body.results).toEqual([{ key: 'verification:ce7643c1-83ea-4218-abe6-da876c9c7a0a', action: 'ignored', reason: expect.stringContaining('ce7643c1-83ea-4218-abe6-da876c9c7a0a') }]);
