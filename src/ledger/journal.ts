@@ -29,7 +29,7 @@ export interface ScannedLine<H> {
 
 const TAB = 0x09;
 const NEWLINE = 0x0a;
-const SCAN_CHUNK = 8 * 1024 * 1024;
+const SCAN_CHUNK = 1024 * 1024;
 
 function segmentName(n: number): string {
   return `${String(n).padStart(6, '0')}.jsonl`;
