@@ -5,7 +5,7 @@
  * fails loudly (ValidationError → 400 / dead letter) instead of accruing a wrong amount.
  *
  * The Square facts relied on (Square API reference, and the fixtures in
- * shared/fixtures/pos/square, whose numbers add up exactly this way):
+ * test/fixtures/square, whose numbers add up exactly this way):
  * - `Order.total_money` is what the buyer pays: line items after discounts, with their taxes,
  *   plus service charges, plus tips (`total_tip_money`), plus any cash rounding adjustment.
  *   CreateOrderResponse: 1648 + 4528 = 6176 with 510 of tax, so Check.amount = 6176 − 510 = 5666.

@@ -15,7 +15,7 @@ import { verifySignature } from '../../src/webhooks/signature.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { signature } from '../support/webhooks.js';
 
-const FIXTURES = new URL('../../../shared/fixtures/pos/clover/', import.meta.url);
+const FIXTURES = new URL('../fixtures/clover/', import.meta.url);
 const fixture = (name: string): any => JSON.parse(readFileSync(fileURLToPath(new URL(name, FIXTURES)), 'utf8'));
 
 const context = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };

@@ -18,7 +18,7 @@ const context = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const STORE = '5b1d4c1e-2f3a-4b5c-8d9e-0f1a2b3c4d5e';
 const FIXTURE_STORE = 'c3930770-950c-4f48-aa43-174e021f59ba';
 
-const fixtureText = readFileSync(new URL('../../adapters/loyverse/fixtures/receipts_update_webhook_pipedream_test_event.json', import.meta.url), 'utf8');
+const fixtureText = readFileSync(new URL('../fixtures/loyverse/receipts_update_webhook_pipedream_test_event.json', import.meta.url), 'utf8');
 const fixture = () => JSON.parse(fixtureText) as { receipts: Record<string, unknown>[] } & Record<string, unknown>;
 
 type Json = Record<string, unknown>;

@@ -1,6 +1,6 @@
 /**
  * Shopify orders, refunds and webhooks → the neutral intents, exactly: every fixture in
- * adapters/shopify/fixtures (copies of /work/shared/fixtures/pos/shopify, origins in its
+ * test/fixtures/shopify (copies of the shared POS fixtures, origins in test/fixtures/SOURCES.md)
  * SOURCES.md) and shapes built from Shopify's documented REST objects.
  */
 import { createHmac } from 'node:crypto';
@@ -15,7 +15,7 @@ import { verifySignature } from '../../src/webhooks/signature.js';
 import { signature } from '../support/webhooks.js';
 
 const context: AdapterContext = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
-const fixtureText = (name: string) => readFileSync(new URL(`../../adapters/shopify/fixtures/${name}`, import.meta.url), 'utf8');
+const fixtureText = (name: string) => readFileSync(new URL(`../fixtures/shopify/${name}`, import.meta.url), 'utf8');
 const fixture = (name: string) => JSON.parse(fixtureText(name)) as Record<string, any>;
 
 const checkout = (body: unknown, ctx: AdapterContext = context) => shopifyAdapter.parseCheckout(body, ctx);

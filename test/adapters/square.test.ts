@@ -1,5 +1,5 @@
 /**
- * Square → the neutral intents, exactly: every Square fixture in ../shared/fixtures/pos/square
+ * Square → the neutral intents, exactly: every Square fixture in test/fixtures/square
  * (Square's own API examples), then orders built from Square's documented shapes for what the
  * fixtures do not show (JPY, weighed goods, tips, service charges, returns, signatures).
  */
@@ -13,7 +13,7 @@ import { verifySignature } from '../../src/webhooks/signature.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { signature } from '../support/webhooks.js';
 
-const FIXTURES = new URL('../../../shared/fixtures/pos/square/', import.meta.url);
+const FIXTURES = new URL('../fixtures/square/', import.meta.url);
 const fixture = (name: string): any => JSON.parse(readFileSync(new URL(name, FIXTURES), 'utf8'));
 const context = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const checkout = (body: unknown) => squareAdapter.parseCheckout(body, context);

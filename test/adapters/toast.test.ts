@@ -14,7 +14,7 @@ import { deriveTransactionId } from '../../src/transaction-id.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { signature } from '../support/webhooks.js';
 
-const fixture = (): any => JSON.parse(readFileSync(new URL('../../adapters/toast/fixtures/order_get_example_docs.json', import.meta.url), 'utf8'));
+const fixture = (): any => JSON.parse(readFileSync(new URL('../fixtures/toast/order_get_example_docs.json', import.meta.url), 'utf8'));
 const FIXTURE_GUID = '017fdd94-4a30-4657-9475-b1a684758531';
 const context: AdapterContext = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const checkout = (body: unknown, ctx: AdapterContext = context) => toastAdapter.parseCheckout(body, ctx);

@@ -15,7 +15,7 @@ import { postRaw, signature } from '../support/webhooks.js';
 
 const STORE = '5b1d4c1e-2f3a-4b5c-8d9e-0f1a2b3c4d5e';
 const TX = `loyverse:${STORE}:1-1001`;
-const fixtureText = readFileSync(new URL('../../adapters/loyverse/fixtures/receipts_update_webhook_pipedream_test_event.json', import.meta.url), 'utf8');
+const fixtureText = readFileSync(new URL('../fixtures/loyverse/receipts_update_webhook_pipedream_test_event.json', import.meta.url), 'utf8');
 
 type Json = Record<string, unknown>;
 

@@ -13,7 +13,7 @@ import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
 const settings: PosSettings = { webhookSecret: 'shpss_e2e_secret_0123456789', apiBaseUrl: '' };
-const fixtureText = (name: string) => readFileSync(new URL(`../../adapters/shopify/fixtures/${name}`, import.meta.url), 'utf8');
+const fixtureText = (name: string) => readFileSync(new URL(`../fixtures/shopify/${name}`, import.meta.url), 'utf8');
 
 const cad = (amount: string) => ({ shop_money: { amount, currency_code: 'CAD' }, presentment_money: { amount, currency_code: 'CAD' } });
 

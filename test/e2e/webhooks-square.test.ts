@@ -13,7 +13,7 @@ import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
-const FIXTURES = new URL('../../../shared/fixtures/pos/square/', import.meta.url);
+const FIXTURES = new URL('../fixtures/square/', import.meta.url);
 const fixture = (name: string): any => JSON.parse(readFileSync(new URL(name, FIXTURES), 'utf8'));
 const usd = (amount: number) => ({ amount, currency: 'USD' });
 

@@ -14,7 +14,7 @@ import { postRaw, signature } from '../support/webhooks.js';
 const SECRET = 'toast-e2e-signing-secret';
 const settings: PosSettings = { webhookSecret: SECRET, apiBaseUrl: '' };
 const TIMESTAMP = '1763720461123';
-const fixture = (): any => JSON.parse(readFileSync(new URL('../../adapters/toast/fixtures/order_get_example_docs.json', import.meta.url), 'utf8'));
+const fixture = (): any => JSON.parse(readFileSync(new URL('../fixtures/toast/order_get_example_docs.json', import.meta.url), 'utf8'));
 
 let h: Harness;
 const start = (adapter: PosAdapter = toastAdapter) => ({ adapters: new Map([['toast', adapter]]), posSettings: { toast: settings } });
