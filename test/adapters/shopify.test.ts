@@ -1,7 +1,7 @@
 /**
  * Shopify orders, refunds and webhooks → the neutral intents, exactly: every fixture in
  * test/fixtures/shopify (copies of the shared POS fixtures, origins in test/fixtures/SOURCES.md)
- * SOURCES.md) and shapes built from Shopify's documented REST objects.
+ * and shapes built from Shopify's documented REST objects.
  */
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
