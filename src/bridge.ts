@@ -68,19 +68,19 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   await store.init();
   const client = new LoyaltyClient({ baseUrl, appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs });
   const verifier = new HistoryVerifier(client, store, { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs });
-  const metrics = createMetrics(async () => (await store.listOpen(Number.MAX_SAFE_INTEGER)).length, overrides.defaultMetrics ?? true);
+  const metrics = createMetrics(() => store.countOpen(), overrides.defaultMetrics ?? true);
   const service = new TransactionService(
     store,
     client,
     verifier,
-    { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, partialRefundPolicy: config.partialRefundPolicy },
+    { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, partialRefundPolicy: config.partialRefundPolicy, inFlightLeaseMs: config.inFlightLeaseMs },
     logger,
     metrics,
     overrides.clock,
   );
   const recovered = await service.recoverInterrupted();
   if (recovered) logger.warn({ recovered }, 'records were mid-call when the bridge last stopped: now in doubt, to be verified');
-  const worker = new Worker(store, service, config.worker, logger);
+  const worker = new Worker(store, service, { ...config.worker, leaseMs: config.inFlightLeaseMs }, logger);
 
   const adapterContext = { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion };
   const ingest = new Ingest(overrides.adapters ?? allAdapters, service, store, { ...config.pos, ...overrides.posSettings }, adapterContext, config.posApiTimeoutMs, logger);

@@ -38,6 +38,7 @@ const RawConfig = z.object({
   SANDBOX_SIMULATOR_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   POS_API_TIMEOUT_MS: positiveInt,
   PARTIAL_REFUND_POLICY: z.enum(['reaccrue', 'full_only']),
+  IN_FLIGHT_LEASE_MS: positiveInt,
   BRIDGE_FAILPOINTS: z
     .string()
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
@@ -83,6 +84,8 @@ export interface Config {
   posApiTimeoutMs: number;
   /** `reaccrue`: a partial refund reverses and accrues the remainder; `full_only`: only a full refund reverses. */
   partialRefundPolicy: 'reaccrue' | 'full_only';
+  /** Several instances on PostgreSQL: how long a worker holds open records, and after how long another instance's in-flight call is taken over as in doubt. */
+  inFlightLeaseMs: number;
   failpoints: string[];
   /** Per POS: webhook secret, notification URL, API token and base URL (see adapters/types.ts PosSettings). */
   pos: Record<string, PosSettings>;
@@ -129,6 +132,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     if (missing.length) throw new ConfigError(`NODE_ENV=production needs ${missing.join(', ')}: sandbox never starts in production`);
   }
   if (nodeEnv === 'production' && raw.BRIDGE_FAILPOINTS?.length) throw new ConfigError('BRIDGE_FAILPOINTS is for crash tests and is refused in production');
+  // A round is at most 5 requests (429s) each up to the timeout, plus 1+2+4+8 back-off units with 20% jitter.
+  const longestRound = 5 * raw.LOYALTY_TIMEOUT_MS + 18 * raw.LOYALTY_RETRY_BASE_MS;
+  if (raw.IN_FLIGHT_LEASE_MS <= longestRound) throw new ConfigError(`invalid configuration: IN_FLIGHT_LEASE_MS must exceed the longest round of calls (${longestRound} ms with this LOYALTY_TIMEOUT_MS and LOYALTY_RETRY_BASE_MS)`);
   // Square signs the notification URL followed by the body: without the URL no signature can match.
   if (!sandbox && raw.SQUARE_SIGNATURE_KEY && !raw.SQUARE_NOTIFICATION_URL) throw new ConfigError('invalid configuration: SQUARE_NOTIFICATION_URL is required with SQUARE_SIGNATURE_KEY (Square signs that URL followed by the body)');
   if (!sandbox && !raw.LOYALTY_APP_TOKEN) throw new ConfigError('invalid configuration: LOYALTY_APP_TOKEN is required when LOYALTY_BASE_URL is set');
@@ -155,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     sandboxSimulatorPort: raw.SANDBOX_SIMULATOR_PORT,
     posApiTimeoutMs: raw.POS_API_TIMEOUT_MS,
     partialRefundPolicy: raw.PARTIAL_REFUND_POLICY,
+    inFlightLeaseMs: raw.IN_FLIGHT_LEASE_MS,
     failpoints: raw.BRIDGE_FAILPOINTS ?? [],
     pos: posSettings(raw, sandbox, raw.PORT),
   };

@@ -14,7 +14,7 @@
  * that long; whatever is not finished by then continues in the background and the answer is 202.
  */
 import { randomUUID } from 'node:crypto';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { Logger } from '../logger.js';
@@ -35,6 +35,8 @@ export interface ServiceOptions {
   inDoubtVerifyAfterMs: number;
   /** `full_only`: partial refunds are recorded and reverse nothing until together they cover the order. */
   partialRefundPolicy: 'reaccrue' | 'full_only';
+  /** After this long, a call marked in flight by another instance of a shared ledger is taken over as in doubt. */
+  inFlightLeaseMs: number;
 }
 
 export interface Answer {
@@ -119,9 +121,16 @@ export class TransactionService {
       if (seen) return this.#answer(seen, true, refundId);
       const current = chain.at(-1);
       if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
-      const answer = partial
-        ? await this.#requestPartialReversal(current!.transactionId, refundId!, intent)
-        : await this.#requestReversal(current?.transactionId ?? rootId, pos, intent.orderId, refundId);
+      let answer: Answer | typeof MOVED;
+      try {
+        answer = partial
+          ? await this.#requestPartialReversal(current!.transactionId, refundId!, intent)
+          : await this.#requestReversal(current?.transactionId ?? rootId, pos, intent.orderId, refundId);
+      } catch (error) {
+        // Another instance wrote the record between our read and write: read again and re-decide.
+        if (error instanceof VersionConflictError) continue;
+        throw error;
+      }
       if (answer !== MOVED) return answer;
     }
     throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
@@ -276,7 +285,16 @@ export class TransactionService {
   advance(transactionId: string, force = false): Promise<StepReport> {
     const running = this.#running.get(transactionId);
     if (running) return running;
-    const pass = this.#advance(transactionId, force).finally(() => this.#running.delete(transactionId));
+    const pass = this.#advance(transactionId, force)
+      .catch(async (error: unknown) => {
+        // Another instance wrote the record between this pass's read and write. Nothing was sent on
+        // a stale basis (calls are claimed by compare-and-set); the record is where that instance left it.
+        if (!(error instanceof VersionConflictError)) throw error;
+        this.logger.warn({ transactionId }, 'another bridge instance changed the record during this pass');
+        const status = (await this.#require(transactionId)).status;
+        return { transactionId, before: status, after: status, action: 'none' as const, note: 'another bridge instance changed it during this pass' };
+      })
+      .finally(() => this.#running.delete(transactionId));
     this.#running.set(transactionId, pass);
     return pass;
   }
@@ -297,22 +315,42 @@ export class TransactionService {
   async recoverInterrupted(): Promise<number> {
     let recovered = 0;
     for (const record of await this.store.listOpen(Number.MAX_SAFE_INTEGER)) {
-      if (!record.inFlight || this.#running.has(record.transactionId)) continue;
+      if (!this.#abandoned(record)) continue;
       await this.#locks.run(record.transactionId, async () => {
         const current = await this.store.get(record.transactionId);
-        if (!current?.inFlight) return;
-        const { operation, startedAt } = current.inFlight;
-        await this.#write(current, (r) => {
-          r.inFlight = undefined;
-          if (operation === 'accrue') Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: startedAt });
-          else Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: startedAt });
-          r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
-          return `found mid-${operation} after a restart: it may have reached the loyalty service`;
-        });
-        recovered++;
+        if (current && this.#abandoned(current) && (await this.#takeOver(current))) recovered++;
       });
     }
     return recovered;
+  }
+
+  /**
+   * A call marked in flight by a bridge that can no longer finish it: with a single-process ledger,
+   * any other owner (that process is gone: the ledger's lock says so); with a shared ledger, an
+   * owner whose lease ran out (it died, or is far past any round's length).
+   */
+  #abandoned(record: LedgerRecord): boolean {
+    const flight = record.inFlight;
+    if (!flight || flight.owner === this.instanceId) return false;
+    if (!this.store.sharedByInstances) return true;
+    return this.clock().getTime() - Date.parse(flight.startedAt) > this.options.inFlightLeaseMs;
+  }
+
+  /** The call may have reached the loyalty service: in doubt, verified before anything is resent. */
+  async #takeOver(record: LedgerRecord): Promise<LedgerRecord | undefined> {
+    const { operation, startedAt, owner } = record.inFlight!;
+    try {
+      return await this.#write(record, (r) => {
+        r.inFlight = undefined;
+        if (operation === 'accrue') Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: startedAt });
+        else Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: startedAt });
+        r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+        return `found mid-${operation} left by bridge ${owner.slice(0, 8)} (restarted or gone): it may have reached the loyalty service`;
+      });
+    } catch (error) {
+      if (error instanceof VersionConflictError) return undefined; // another instance took it over first
+      throw error;
+    }
   }
 
   // ---------------------------------------------------------------- operator actions
@@ -442,7 +480,8 @@ export class TransactionService {
   /** Decides the next step and, for a call, durably marks the record in flight before it is made. */
   #claim(transactionId: string, force: boolean): Promise<{ record: LedgerRecord; action: Action }> {
     return this.#locks.run(transactionId, async () => {
-      const record = await this.#require(transactionId);
+      let record = await this.#require(transactionId);
+      if (this.#abandoned(record)) record = (await this.#takeOver(record)) ?? (await this.#require(transactionId));
       const now = this.clock().getTime();
       const due = force || !record.nextAttemptAt || Date.parse(record.nextAttemptAt) <= now;
       if (record.inFlight) return { record, action: { kind: 'none', note: `a ${record.inFlight.operation} call is in flight` } };
@@ -471,11 +510,17 @@ export class TransactionService {
       }
       if (!call) return { record, action: { kind: 'none', note: 'settled' } };
       const operation = call;
-      const marked = await this.#write(record, (r) => {
-        r.inFlight = { operation, startedAt: this.#now(), owner: this.instanceId };
-        return undefined;
-      });
-      return { record: marked, action: { kind: operation } };
+      try {
+        const marked = await this.#write(record, (r) => {
+          r.inFlight = { operation, startedAt: this.#now(), owner: this.instanceId };
+          return undefined;
+        });
+        return { record: marked, action: { kind: operation } };
+      } catch (error) {
+        // Another instance changed the record first (and may be calling): this one stays out.
+        if (error instanceof VersionConflictError) return { record, action: { kind: 'none', note: 'another bridge instance is working on it' } };
+        throw error;
+      }
     });
   }
 

@@ -26,7 +26,7 @@ export class Worker {
   constructor(
     private readonly store: LedgerStore,
     private readonly service: TransactionService,
-    private readonly options: { intervalMs: number; concurrency: number },
+    private readonly options: { intervalMs: number; concurrency: number; leaseMs: number },
     private readonly logger: Logger,
   ) {}
 
@@ -46,7 +46,7 @@ export class Worker {
   /** One pass over every open record. `force` also runs work whose pause has not ended. */
   async reconcile(force = true): Promise<ReconcileReport> {
     const startedAt = new Date().toISOString();
-    const records = await this.store.listOpen(BATCH);
+    const records = await this.store.listOpen(BATCH, { owner: this.service.instanceId, leaseMs: this.options.leaseMs });
     const reports: StepReport[] = [];
     const queue = [...records];
     const lanes = Array.from({ length: Math.min(this.options.concurrency, queue.length) }, async () => {

@@ -188,12 +188,17 @@ export class FileLedgerStore implements LedgerStore {
     return { items, total: matching.length };
   }
 
+  /** One process owns this ledger, so claims (for shared stores) have nothing to arbitrate. */
   async listOpen(limit: number): Promise<LedgerRecord[]> {
     return [...this.#open]
       .map((id) => this.#index.get(id)!)
       .sort((a, b) => a.createdAtMs - b.createdAtMs)
       .slice(0, limit)
       .map((e) => this.#read(e.transactionId)!);
+  }
+
+  async countOpen(): Promise<number> {
+    return this.#open.size;
   }
 
   async findOperationClaim(operationId: number): Promise<string | undefined> {

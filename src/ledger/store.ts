@@ -38,9 +38,20 @@ export interface DeadLetter {
   resolvedAt?: string;
 }
 
+/** A worker taking open records for a while, so that other instances leave them alone. */
+export interface OpenClaim {
+  owner: string;
+  leaseMs: number;
+}
+
 export interface LedgerStore {
   /** A short name for logs and readiness (`file`, `postgres`). */
   readonly kind: string;
+  /**
+   * True when other bridge instances may use the same ledger (PostgreSQL). A single-process store
+   * knows that a record still marked in flight at start-up was left by a process that is gone.
+   */
+  readonly sharedByInstances?: boolean;
   init(): Promise<void>;
   close(): Promise<void>;
   /** Throws when the store cannot be reached (readiness). */
@@ -55,11 +66,16 @@ export interface LedgerStore {
   update(next: LedgerRecord): Promise<LedgerRecord>;
   /** Newest first. */
   list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }>;
-  /** Records with work left (see `isOpen`), oldest first, at most `limit`. */
-  listOpen(limit: number): Promise<LedgerRecord[]>;
+  /**
+   * Records with work left (see `isOpen`), oldest first, at most `limit`. With `claim`, a shared
+   * store hands each instance records no other live instance holds, and holds them for the lease.
+   */
+  listOpen(limit: number, claim?: OpenClaim): Promise<LedgerRecord[]>;
   /** The transactionId that has claimed this upstream operation id, if any. */
   findOperationClaim(operationId: number): Promise<string | undefined>;
   count(): Promise<number>;
+  /** How many records have work left (a metric; cheaper than listing them). */
+  countOpen(): Promise<number>;
   /** Records that a webhook event (by the POS's dedupe key) was processed; false when it already was. */
   rememberWebhookEvent(pos: string, key: string): Promise<boolean>;
   hasWebhookEvent(pos: string, key: string): Promise<boolean>;

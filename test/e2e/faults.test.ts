@@ -210,7 +210,7 @@ describe('restart', () => {
     const settled = await settle('accrued');
     expect(settled.inFlight).toBeUndefined();
     expect(settled.accrual.settledBy).toBe('history');
-    expect(settled.history.map((e) => e.event).join('\n')).toMatch(/after a restart/);
+    expect(settled.history.map((e) => e.event).join('\n')).toMatch(/found mid-accrue left by bridge crashed- \(restarted or gone\)/);
     expect(settled.history.some((e) => e.to === 'in_doubt')).toBe(true);
     expect(h.sim.books().accrueRequests).toBe(2);
     expectCleanBooks(1);

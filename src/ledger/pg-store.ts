@@ -1,0 +1,231 @@
+/**
+ * The PostgreSQL ledger, for several bridge instances on one database (`LEDGER_URL=postgres://…`).
+ * Exactly-once across instances rests on the database, not on any process: the primary key makes
+ * a transactionId insert once, `ledger_update` is a compare-and-set on `version` (an instance that
+ * lost the race gets VersionConflictError and makes no call), operation claims are a primary key,
+ * and workers take open records with `FOR UPDATE SKIP LOCKED` under a lease, so instances share the
+ * background work instead of all looking at the same records.
+ *
+ * `?schema=name` in the URL puts the tables in that schema (tests give each file its own).
+ */
+import pg from 'pg';
+import { ConflictError, VersionConflictError } from '../errors.js';
+import { MIGRATIONS } from './pg-migrations.js';
+import { isOpen, type LedgerRecord } from './record.js';
+import type { DeadLetter, LedgerStore, ListQuery, OpenClaim } from './store.js';
+
+const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export interface PgConnection {
+  connectionString: string;
+  schema?: string;
+}
+
+/** Splits our own `schema` parameter off a postgres:// URL; pg keeps the rest. */
+export function parsePgUrl(url: string): PgConnection {
+  const parsed = new URL(url);
+  const schema = parsed.searchParams.get('schema') ?? undefined;
+  parsed.searchParams.delete('schema');
+  if (schema !== undefined && !SCHEMA_NAME.test(schema)) throw new Error(`LEDGER_URL schema ${JSON.stringify(schema)} must be a plain lower-case identifier`);
+  return { connectionString: parsed.toString(), schema };
+}
+
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+export async function migrate(pool: pg.Pool, schema?: string): Promise<number[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    if (schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await client.query('CREATE TABLE IF NOT EXISTS ledger_schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    const done = new Set((await client.query<{ version: number }>('SELECT version FROM ledger_schema_migrations')).rows.map((r) => r.version));
+    const applied: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      await client.query(m.sql);
+      await client.query('INSERT INTO ledger_schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      applied.push(m.version);
+    }
+    const newest = Math.max(0, ...done);
+    if (newest > MIGRATIONS.at(-1)!.version) throw new Error(`the database's ledger schema is at version ${newest}; this build knows up to ${MIGRATIONS.at(-1)!.version}`);
+    await client.query('COMMIT');
+    return applied;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+export class PostgresLedgerStore implements LedgerStore {
+  readonly kind = 'postgres';
+  readonly sharedByInstances = true;
+  readonly pool: pg.Pool;
+  readonly #schema?: string;
+
+  constructor(url: string, options: { poolSize?: number } = {}) {
+    const { connectionString, schema } = parsePgUrl(url);
+    this.#schema = schema;
+    this.pool = new pg.Pool({
+      connectionString,
+      max: options.poolSize ?? 10,
+      ...(schema ? { options: `-c search_path=${schema}` } : {}),
+    });
+    // An idle client that loses its connection must not crash the process; the next query reconnects.
+    this.pool.on('error', () => undefined);
+  }
+
+  async init(): Promise<void> {
+    await migrate(this.pool, this.#schema);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
+  async get(transactionId: string): Promise<LedgerRecord | undefined> {
+    const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE transaction_id = $1', [transactionId]);
+    return rows[0]?.record;
+  }
+
+  async insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
+    if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
+    const ops = record.accrual.operationIds;
+    const client = ops.length ? await this.pool.connect() : undefined;
+    const db = client ?? this.pool;
+    try {
+      if (client) await client.query('BEGIN');
+      const { rowCount } = await db.query(
+        `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record)
+         VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (transaction_id) DO NOTHING`,
+        [record.transactionId, record.pos, record.orderId, record.status, isOpen(record), record.createdAt, record.updatedAt, record],
+      );
+      if (rowCount && client) {
+        for (const op of ops) {
+          const claimed = await client.query('INSERT INTO ledger_operation_claims (operation_id, transaction_id) VALUES ($1, $2) ON CONFLICT (operation_id) DO NOTHING', [op, record.transactionId]);
+          if (!claimed.rowCount) throw new ConflictError(`operation ${op} is already claimed by another record`);
+        }
+      }
+      if (client) await client.query('COMMIT');
+      if (rowCount) return { record, created: true };
+    } catch (error) {
+      if (client) await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client?.release();
+    }
+    return { record: (await this.get(record.transactionId))!, created: false };
+  }
+
+  async update(next: LedgerRecord): Promise<LedgerRecord> {
+    try {
+      const { rows } = await this.pool.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7) AS ok', [
+        next.transactionId,
+        next.version - 1,
+        next.status,
+        isOpen(next),
+        next.updatedAt,
+        next,
+        next.accrual.operationIds,
+      ]);
+      if (rows[0]?.ok) return next;
+    } catch (error) {
+      if ((error as { code?: string }).code === 'LB001') throw new ConflictError((error as Error).message);
+      throw error;
+    }
+    const current = await this.pool.query<{ version: number }>('SELECT version FROM ledger_records WHERE transaction_id = $1', [next.transactionId]);
+    throw new VersionConflictError(next.transactionId, next.version - 1, current.rows[0]?.version);
+  }
+
+  async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.status) where.push(`status = $${params.push(query.status)}`);
+    if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
+    if (query.from) where.push(`created_at >= $${params.push(query.from)}`);
+    if (query.to) where.push(`created_at <= $${params.push(query.to)}`);
+    const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const total = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_records ${filter}`, params)).rows[0]!.n);
+    const { rows } = await this.pool.query<{ record: LedgerRecord }>(
+      `SELECT record FROM ledger_records ${filter} ORDER BY created_at DESC, transaction_id DESC LIMIT $${params.push(query.limit)} OFFSET $${params.push(query.offset)}`,
+      params,
+    );
+    return { items: rows.map((r) => r.record), total };
+  }
+
+  async listOpen(limit: number, claim?: OpenClaim): Promise<LedgerRecord[]> {
+    if (!claim) {
+      const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE open ORDER BY created_at LIMIT $1', [limit]);
+      return rows.map((r) => r.record);
+    }
+    // Each instance's worker takes a disjoint batch: rows another instance holds a live lease on,
+    // or is claiming right now (locked), are skipped.
+    const { rows } = await this.pool.query<{ record: LedgerRecord }>(
+      `UPDATE ledger_records r SET lease_owner = $1, lease_until = now() + make_interval(secs => $2::double precision / 1000)
+        WHERE r.transaction_id IN (
+          SELECT transaction_id FROM ledger_records
+           WHERE open AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
+           ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+       RETURNING r.record`,
+      [claim.owner, claim.leaseMs, limit],
+    );
+    return rows.map((r) => r.record).sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
+  }
+
+  async countOpen(): Promise<number> {
+    return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records WHERE open')).rows[0]!.n);
+  }
+
+  async findOperationClaim(operationId: number): Promise<string | undefined> {
+    const { rows } = await this.pool.query<{ transaction_id: string }>('SELECT transaction_id FROM ledger_operation_claims WHERE operation_id = $1', [operationId]);
+    return rows[0]?.transaction_id;
+  }
+
+  async count(): Promise<number> {
+    return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records')).rows[0]!.n);
+  }
+
+  async rememberWebhookEvent(pos: string, key: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query('INSERT INTO ledger_webhook_events (pos, key) VALUES ($1, $2) ON CONFLICT DO NOTHING', [pos, key]);
+    return rowCount === 1;
+  }
+
+  async hasWebhookEvent(pos: string, key: string): Promise<boolean> {
+    return (await this.pool.query('SELECT 1 FROM ledger_webhook_events WHERE pos = $1 AND key = $2', [pos, key])).rowCount === 1;
+  }
+
+  async saveDeadLetter(letter: DeadLetter): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ledger_dead_letters (id, pos, received_at, resolved, letter) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (id) DO UPDATE SET resolved = EXCLUDED.resolved, letter = EXCLUDED.letter`,
+      [letter.id, letter.pos, letter.receivedAt, Boolean(letter.resolvedAt), letter],
+    );
+  }
+
+  async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
+    return (await this.pool.query<{ letter: DeadLetter }>('SELECT letter FROM ledger_dead_letters WHERE id = $1', [id])).rows[0]?.letter;
+  }
+
+  async listDeadLetters(query: { pos?: string; open?: boolean; offset: number; limit: number }): Promise<{ items: DeadLetter[]; total: number }> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
+    if (query.open !== undefined) where.push(`resolved = $${params.push(!query.open)}`);
+    const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const total = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_dead_letters ${filter}`, params)).rows[0]!.n);
+    const { rows } = await this.pool.query<{ letter: DeadLetter }>(
+      `SELECT letter FROM ledger_dead_letters ${filter} ORDER BY received_at DESC, id DESC LIMIT $${params.push(query.limit)} OFFSET $${params.push(query.offset)}`,
+      params,
+    );
+    return { items: rows.map((r) => r.letter), total };
+  }
+}
