@@ -36,7 +36,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.on('finish', () => end({ route: req.route?.path ?? 'unmatched', code: String(res.statusCode) }));
     next();
   });
-  app.use(opsRoutes(deps));
+  app.use(opsRoutes({ ...deps, instanceId: deps.service.instanceId }));
   app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes }));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());

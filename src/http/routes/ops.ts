@@ -4,10 +4,12 @@ import type { LedgerStore } from '../../ledger/store.js';
 import type { Metrics } from '../../metrics.js';
 import { openApiDocument } from '../openapi.js';
 
-export function opsRoutes(deps: { store: LedgerStore; metrics: Metrics; upstreamConfigured: boolean; version: string }): Router {
+export function opsRoutes(deps: { store: LedgerStore; metrics: Metrics; upstreamConfigured: boolean; version: string; instanceId: string }): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    // The instance id appears in ledger records a call is in flight for: it tells operators (and the
+    // multi-instance tests) which instance holds a call.
+    res.json({ status: 'ok', instance: deps.instanceId, version: deps.version });
   });
   router.get('/readyz', async (_req, res) => {
     const checks = { ledger: 'ok', upstream: deps.upstreamConfigured ? 'ok' : 'not configured' };
