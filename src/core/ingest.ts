@@ -203,8 +203,8 @@ export class Ingest {
           reason: error.message,
           ...(error instanceof ValidationError ? { issues: error.issues } : {}),
           headers: Object.fromEntries(Object.entries(headers).filter(([k, v]) => !DROPPED_HEADERS.has(k) && typeof v === 'string') as [string, string][]),
-          body: Buffer.from(text, 'utf8').equals(raw) ? text : raw.toString('base64'),
-          bodyEncoding: Buffer.from(text, 'utf8').equals(raw) ? 'utf8' : 'base64',
+          // Kept as text when that is byte-exact and storable everywhere (PostgreSQL's jsonb refuses NUL).
+          ...(Buffer.from(text, 'utf8').equals(raw) && !text.includes('\u0000') ? { body: text, bodyEncoding: 'utf8' as const } : { body: raw.toString('base64'), bodyEncoding: 'base64' as const }),
           replays: [],
         };
     await this.store.saveDeadLetter(letter);

@@ -16,6 +16,8 @@ import type { DeadLetter, LedgerStore, ListQuery, OpenClaim } from './store.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+/** Records per transaction in `importRecords`. */
+const IMPORT_BATCH = 500;
 
 export interface PgConnection {
   connectionString: string;
@@ -29,6 +31,15 @@ export function parsePgUrl(url: string): PgConnection {
   parsed.searchParams.delete('schema');
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) throw new Error(`LEDGER_URL schema ${JSON.stringify(schema)} must be a plain lower-case identifier`);
   return { connectionString: parsed.toString(), schema };
+}
+
+/**
+ * JSON text for a jsonb parameter. PostgreSQL's jsonb cannot hold the NUL character, which a POS
+ * payload or an upstream error body may contain: it becomes U+FFFD, in text kept for people to
+ * read (dead-letter bodies that must replay byte for byte are kept in base64 when they contain one).
+ */
+export function jsonb(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\uFFFD') : v));
 }
 
 export function redactUrl(url: string): string {
@@ -107,7 +118,7 @@ export class PostgresLedgerStore implements LedgerStore {
       const { rowCount } = await db.query(
         `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record)
          VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (transaction_id) DO NOTHING`,
-        [record.transactionId, record.pos, record.orderId, record.status, isOpen(record), record.createdAt, record.updatedAt, record],
+        [record.transactionId, record.pos, record.orderId.replaceAll('\u0000', '\uFFFD'), record.status, isOpen(record), record.createdAt, record.updatedAt, jsonb(record)],
       );
       if (rowCount && client) {
         for (const op of ops) {
@@ -134,7 +145,7 @@ export class PostgresLedgerStore implements LedgerStore {
         next.status,
         isOpen(next),
         next.updatedAt,
-        next,
+        jsonb(next),
         next.accrual.operationIds,
       ]);
       if (rows[0]?.ok) return next;
@@ -160,6 +171,110 @@ export class PostgresLedgerStore implements LedgerStore {
       params,
     );
     return { items: rows.map((r) => r.record), total };
+  }
+
+  /**
+   * Bulk import (`npm run ledger:copy`): stores records as they are, with their own versions, which
+   * insert/update would refuse. A record is written when absent or when the stored version is older,
+   * and skipped otherwise, so a re-run resumes. Each batch of IMPORT_BATCH is one transaction with
+   * its operation claims; a claim another transaction holds fails that batch with ConflictError.
+   */
+  async importRecords(records: LedgerRecord[]): Promise<{ imported: number; skipped: number }> {
+    let imported = 0;
+    for (let i = 0; i < records.length; i += IMPORT_BATCH) {
+      // One statement may not touch a row twice: within a batch only the newest version of an id goes.
+      const newest = new Map<string, LedgerRecord>();
+      for (const r of records.slice(i, i + IMPORT_BATCH)) {
+        if (!Number.isInteger(r.version) || r.version < 1) throw new Error(`record ${r.transactionId} has version ${String(r.version)}; versions start at 1`);
+        const seen = newest.get(r.transactionId);
+        if (!seen || seen.version < r.version) newest.set(r.transactionId, r);
+      }
+      const client = await this.pool.connect();
+      try {
+        await client.query('BEGIN');
+        // Records already stored at their version or a newer one are not sent again (a re-run after
+        // an interruption then reads versions only); the ON CONFLICT condition stays the guard.
+        const stored = await client.query<{ transaction_id: string; version: number }>(
+          'SELECT transaction_id, version FROM ledger_records WHERE transaction_id = ANY ($1::text[])',
+          [[...newest.keys()]],
+        );
+        for (const row of stored.rows) if (row.version >= newest.get(row.transaction_id)!.version) newest.delete(row.transaction_id);
+        const batch = [...newest.values()];
+        if (batch.length === 0) {
+          await client.query('COMMIT');
+          continue;
+        }
+        const { rows } = await client.query<{ transaction_id: string }>(
+          `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record)
+           SELECT * FROM ROWS FROM (unnest($1::text[]), unnest($2::integer[]), unnest($3::text[]), unnest($4::text[]), unnest($5::text[]),
+                                    unnest($6::boolean[]), unnest($7::timestamptz[]), unnest($8::timestamptz[]), jsonb_array_elements($9::jsonb))
+           ON CONFLICT (transaction_id) DO UPDATE
+              SET version = EXCLUDED.version, pos = EXCLUDED.pos, order_id = EXCLUDED.order_id, status = EXCLUDED.status, open = EXCLUDED.open,
+                  created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, record = EXCLUDED.record
+            WHERE ledger_records.version < EXCLUDED.version
+           RETURNING transaction_id`,
+          [
+            batch.map((r) => r.transactionId),
+            batch.map((r) => r.version),
+            batch.map((r) => r.pos),
+            batch.map((r) => r.orderId.replaceAll('\u0000', '\uFFFD')),
+            batch.map((r) => r.status),
+            batch.map((r) => isOpen(r)),
+            batch.map((r) => r.createdAt),
+            batch.map((r) => r.updatedAt),
+            // The bodies go as one JSON array: a jsonb[] parameter would be an array literal, every quote
+            // escaped by pg and parsed twice by the server, 2-3 times slower for records of a few kB.
+            jsonb(batch),
+          ],
+        );
+        const written = rows.map((r) => r.transaction_id);
+        if (written.length) {
+          const writtenIds = new Set(written);
+          const claimIds: string[] = [];
+          const claimOps: number[] = [];
+          for (const r of batch) {
+            if (!writtenIds.has(r.transactionId)) continue;
+            for (const op of r.accrual.operationIds) {
+              claimIds.push(r.transactionId);
+              claimOps.push(op);
+            }
+          }
+          // A replaced record gives up the claims its new version no longer lists, as ledger_update does.
+          await client.query(
+            `DELETE FROM ledger_operation_claims c
+              WHERE c.transaction_id = ANY ($1::text[])
+                AND NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::bigint[]) AS k (transaction_id, operation_id)
+                                 WHERE k.transaction_id = c.transaction_id AND k.operation_id = c.operation_id)`,
+            [written, claimIds, claimOps],
+          );
+          if (claimOps.length) {
+            await client.query(
+              `INSERT INTO ledger_operation_claims (operation_id, transaction_id)
+               SELECT * FROM unnest($1::bigint[], $2::text[]) ON CONFLICT (operation_id) DO NOTHING`,
+              [claimOps, claimIds],
+            );
+            const taken = await client.query<{ operation_id: string; wanted: string; holder: string }>(
+              `SELECT k.operation_id, k.transaction_id AS wanted, c.transaction_id AS holder
+                 FROM unnest($1::bigint[], $2::text[]) AS k (operation_id, transaction_id)
+                 JOIN ledger_operation_claims c ON c.operation_id = k.operation_id
+                WHERE c.transaction_id <> k.transaction_id
+                LIMIT 1`,
+              [claimOps, claimIds],
+            );
+            const clash = taken.rows[0];
+            if (clash) throw new ConflictError(`operation ${clash.operation_id} is claimed by ${clash.holder}; ${clash.wanted} claims it too`);
+          }
+        }
+        await client.query('COMMIT');
+        imported += written.length;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    }
+    return { imported, skipped: records.length - imported };
   }
 
   async listOpen(limit: number, claim?: OpenClaim): Promise<LedgerRecord[]> {
@@ -207,7 +322,7 @@ export class PostgresLedgerStore implements LedgerStore {
     await this.pool.query(
       `INSERT INTO ledger_dead_letters (id, pos, received_at, resolved, letter) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (id) DO UPDATE SET resolved = EXCLUDED.resolved, letter = EXCLUDED.letter`,
-      [letter.id, letter.pos, letter.receivedAt, Boolean(letter.resolvedAt), letter],
+      [letter.id, letter.pos, letter.receivedAt, Boolean(letter.resolvedAt), jsonb(letter)],
     );
   }
 

@@ -80,6 +80,14 @@ describeIf('PostgreSQL', () => {
       expect(updates.filter((u) => u.status === 'fulfilled')).toHaveLength(1);
     });
 
+    it('stores text with a NUL character (which jsonb cannot hold) as U+FFFD instead of failing', async () => {
+      const s = stores[0]!;
+      const record = makeRecord('generic:NUL-1', { accrual: 'pending' });
+      const withNul = { ...record, accrual: { ...record.accrual, customer: { firstName: 'A\u0000B' } } };
+      expect((await s.insert(withNul)).created).toBe(true);
+      expect((await s.get('generic:NUL-1'))!.accrual.customer).toEqual({ firstName: 'A\uFFFDB' });
+    });
+
     it('refuses an operation id another record already claimed, and writes nothing of that update', async () => {
       const s = stores[0]!;
       const first = makeRecord('generic:OP-1', { operationIds: [4242] });

@@ -1,0 +1,173 @@
+/**
+ * What the operator commands (`npm run migrate`, `npm run ledger:copy`) share: an error that carries
+ * its exit code, telling whether a module is the process's entry point, keeping passwords out of
+ * what is printed, and a progress bar without a dependency.
+ */
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { redactUrl } from '../src/ledger/pg-store.js';
+
+/** An error to print as one line and exit with `exitCode` (2: the command line is wrong). */
+export class CommandError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = 'CommandError';
+  }
+}
+
+/** True when the module at `moduleUrl` (its `import.meta.url`) is the script node was started with. */
+export function isEntryPoint(moduleUrl: string): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return moduleUrl === pathToFileURL(realpathSync(entry)).href;
+  } catch {
+    return false;
+  }
+}
+
+/** One line for an error, including what an AggregateError (several addresses refused) holds. */
+export function describeError(error: unknown): string {
+  if (error instanceof AggregateError && !error.message) return error.errors.map(describeError).join('; ');
+  const text = error instanceof Error ? error.message || error.name : String(error);
+  return text.replace(/\s*\n\s*/g, ' ');
+}
+
+/**
+ * `--name value` and `--name=value` options; anything else is a usage error. Answers the values by name
+ * (flags without a value answer 'true').
+ */
+export function parseOptions(argv: readonly string[], valued: readonly string[], flags: readonly string[] = []): Map<string, string> {
+  const found = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const m = /^--([a-z-]+)(?:=(.*))?$/s.exec(arg);
+    const name = m?.[1];
+    if (!m || !name || (!valued.includes(name) && !flags.includes(name))) throw new CommandError(`unknown argument ${JSON.stringify(hidePasswords(arg))}`, 2);
+    if (flags.includes(name)) {
+      found.set(name, 'true');
+      continue;
+    }
+    const value = m[2] ?? argv[++i];
+    if (value === undefined || (m[2] === undefined && value.startsWith('--'))) throw new CommandError(`--${name} needs a value`, 2);
+    if (found.has(name)) throw new CommandError(`--${name} is given twice`, 2);
+    found.set(name, value);
+  }
+  return found;
+}
+
+/**
+ * Masks the credentials of every URL in `text` (`scheme://user:password@` → `scheme://***@`), and
+ * the password of each of `urls` wherever else it appears (an error may quote it on its own).
+ */
+export function hidePasswords(text: string, ...urls: string[]): string {
+  let out = text;
+  for (const url of urls) {
+    out = out.split(url).join(redactUrl(url));
+    let password = '';
+    try {
+      password = new URL(url).password;
+    } catch {
+      password = /^[a-z+.-]+:\/\/[^:@/]*:([^@]*)@/i.exec(url)?.[1] ?? '';
+    }
+    const decoded = safeDecode(password);
+    // A password of one or two characters would mask half of every message; such a one is not worth hiding.
+    for (const p of new Set([password, decoded])) if (p.length >= 3) out = out.split(p).join('***');
+  }
+  return out.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1***@');
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/*
+ * The progress bar: on a terminal it redraws one line (`\r[#####.....] 12,345 / 100,000 records  3,210/s`)
+ * at most ~10 times a second; when the stream is not a terminal (a log file, a CI job) it writes
+ * plain lines, a few seconds apart, and the last one when finished.
+ */
+export interface ProgressStream {
+  write(chunk: string): unknown;
+  isTTY?: boolean;
+}
+
+export interface ProgressOptions {
+  stream?: ProgressStream;
+  /** What is counted, after the numbers. */
+  unit?: string;
+  /** Least time between two redraws on a terminal. */
+  intervalMs?: number;
+  /** Least time between two plain lines elsewhere. */
+  plainIntervalMs?: number;
+  width?: number;
+  now?: () => number;
+}
+
+const number = new Intl.NumberFormat('en-US');
+
+export function formatProgress(done: number, total: number, perSecond: number, unit = 'records', width = 30): string {
+  const share = total > 0 ? Math.min(1, done / total) : 1;
+  const filled = Math.round(share * width);
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${number.format(done)} / ${number.format(total)} ${unit}  ${number.format(Math.round(perSecond))}/s`;
+}
+
+export class ProgressBar {
+  readonly #stream: ProgressStream;
+  readonly #tty: boolean;
+  readonly #unit: string;
+  readonly #interval: number;
+  readonly #width: number;
+  readonly #now: () => number;
+  readonly #started: number;
+  #last = -Infinity;
+  #done = 0;
+  #drawn = false;
+
+  constructor(
+    readonly total: number,
+    options: ProgressOptions = {},
+  ) {
+    this.#stream = options.stream ?? process.stderr;
+    this.#tty = this.#stream.isTTY === true;
+    this.#unit = options.unit ?? 'records';
+    this.#interval = this.#tty ? (options.intervalMs ?? 100) : (options.plainIntervalMs ?? 2000);
+    this.#width = options.width ?? 30;
+    this.#now = options.now ?? (() => performance.now());
+    this.#started = this.#now();
+  }
+
+  /** Records that `done` items are finished; draws when the last drawing is old enough. */
+  update(done: number): void {
+    this.#done = done;
+    const now = this.#now();
+    if (now - this.#last < this.#interval) return;
+    this.#last = now;
+    this.#draw(now);
+  }
+
+  /** Draws the final state and ends the line. */
+  finish(): void {
+    this.#draw(this.#now());
+    if (this.#tty) this.#stream.write('\n');
+  }
+
+  /** Ends a terminal's bar line so that other output starts on a line of its own. */
+  interrupt(): void {
+    if (this.#tty && this.#drawn) this.#stream.write('\n');
+    this.#drawn = false;
+  }
+
+  #draw(now: number): void {
+    const seconds = (now - this.#started) / 1000;
+    const line = formatProgress(this.#done, this.total, seconds > 0 ? this.#done / seconds : 0, this.#unit, this.#width);
+    this.#stream.write(this.#tty ? `\r${line}` : `${line}\n`);
+    this.#drawn = true;
+  }
+}
