@@ -3,7 +3,7 @@
  * child processes that are always cleaned up, and /proc CPU readings. No dependency beyond Node.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -77,6 +77,11 @@ export interface PhaseSpec {
   bodies: string[];
   concurrency: number;
   agent: http.Agent;
+  /**
+   * Several servers behind the same path (bridge instances on one shared ledger): request i goes to
+   * `targets[i % targets.length]`, round-robin. When set, `baseUrl` and `agent` are not used.
+   */
+  targets?: { baseUrl: string; agent: http.Agent }[];
   /** True when the answer is the expected success (counted, never thrown). */
   accept: (status: number, body: string) => boolean;
 }
@@ -117,9 +122,15 @@ function post(url: URL, path: string, headers: Record<string, string>, body: str
   });
 }
 
+/** Where request i goes: the one target, or round-robin over `targets`. */
+function router(spec: Pick<PhaseSpec, 'baseUrl' | 'agent' | 'targets'>): (i: number) => { url: URL; agent: http.Agent } {
+  const targets = (spec.targets?.length ? spec.targets : [{ baseUrl: spec.baseUrl, agent: spec.agent }]).map((t) => ({ url: new URL(t.baseUrl), agent: t.agent }));
+  return (i) => targets[i % targets.length]!;
+}
+
 /** Fixed concurrency: `concurrency` loops, each sending its next request as soon as the last answered. */
 export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
-  const url = new URL(spec.baseUrl);
+  const target = router(spec);
   const latencies = new Array<number>(spec.bodies.length);
   let next = 0;
   let unexpected = 0;
@@ -130,9 +141,10 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
     for (;;) {
       const i = next++;
       if (i >= spec.bodies.length) return;
+      const { url, agent } = target(i);
       const t0 = performance.now();
       try {
-        const res = await post(url, spec.path, spec.headers, spec.bodies[i]!, spec.agent);
+        const res = await post(url, spec.path, spec.headers, spec.bodies[i]!, agent);
         latencies[i] = performance.now() - t0;
         if (!spec.accept(res.status, res.body)) {
           unexpected++;
@@ -158,7 +170,7 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
  * latency instead of silently lowering the rate (no coordinated omission).
  */
 export async function runRatePhase(spec: Omit<PhaseSpec, 'concurrency'> & { rate: number }): Promise<PhaseResult> {
-  const url = new URL(spec.baseUrl);
+  const target = router(spec);
   const latencies = new Array<number>(spec.bodies.length);
   let unexpected = 0;
   let errors = 0;
@@ -170,8 +182,9 @@ export async function runRatePhase(spec: Omit<PhaseSpec, 'concurrency'> & { rate
     const due = start + i * interval;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const { url, agent } = target(i);
     inFlight.push(
-      post(url, spec.path, spec.headers, spec.bodies[i]!, spec.agent).then(
+      post(url, spec.path, spec.headers, spec.bodies[i]!, agent).then(
         (res) => {
           latencies[i] = performance.now() - due;
           if (!spec.accept(res.status, res.body)) {
@@ -228,6 +241,20 @@ export function freePort(): Promise<number> {
 
 const children = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
+const syncCleanups = new Map<string, () => void>();
+
+/**
+ * A synchronous last-resort clean-up step (for example dropping a database schema through a
+ * `spawnSync`ed helper), run by cleanupSync after the children are killed and before temporary
+ * folders go. Keyed, so the normal path can `forgetSyncCleanup` once it has cleaned up itself.
+ */
+export function onSyncCleanup(key: string, fn: () => void): void {
+  syncCleanups.set(key, fn);
+}
+
+export function forgetSyncCleanup(key: string): void {
+  syncCleanups.delete(key);
+}
 
 export function trackTempDir(dir: string): string {
   tempDirs.add(dir);
@@ -334,6 +361,15 @@ export function cleanupSync(): void {
     }
   }
   children.clear();
+  const steps = [...syncCleanups.values()];
+  syncCleanups.clear();
+  for (const step of steps) {
+    try {
+      step();
+    } catch (error) {
+      progress(`clean-up step failed: ${(error as Error).message}`);
+    }
+  }
   for (const dir of tempDirs) {
     try {
       rmSync(dir, { recursive: true, force: true });
@@ -370,6 +406,39 @@ export function cpuMsOf(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU milliseconds used so far by every process whose name is `postgres` (the PostgreSQL server:
+ * postmaster, backends, background processes), from /proc: utime + stime, plus cutime + cstime so
+ * backends that exited and were reaped by the postmaster still count. Approximate: it covers every
+ * client's sessions on this server, not only ours, and a backend that exits between two readings
+ * counts its whole life. Undefined when /proc shows no such process (server elsewhere, not Linux).
+ */
+export function processCpuMsByName(name: string): { ms: number; processes: number } | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  let ticks = 0;
+  let processes = 0;
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (comm !== name) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime, stime, cutime, cstime: fields 14 to 17 (indexes 11 to 14 here).
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      processes++;
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return processes ? { ms: (ticks * 1000) / CLOCK_TICKS, processes } : undefined;
 }
 
 export function selfCpuMs(): number {

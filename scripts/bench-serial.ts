@@ -50,21 +50,26 @@ export interface SerialOptions {
   apiKey: string;
   requests: number;
   runId: string;
+  /** Another ledger than a fresh file ledger (part D: a PostgreSQL store); `ledgerUrl` is what the config names. */
+  store?: () => LedgerStore;
+  ledgerUrl?: string;
+  /** First line of the output, when not part C's. */
+  title?: string;
 }
 
 export async function serialDiagnostic(o: SerialOptions): Promise<string> {
-  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-serial-')));
-  const ledgerPath = join(dir, 'ledger.json');
+  const dir = o.store ? undefined : trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-serial-')));
+  const ledgerPath = dir ? join(dir, 'ledger.json') : undefined;
   const config = loadConfig({
     PORT: '0',
-    LEDGER_URL: `file:${ledgerPath}`,
+    LEDGER_URL: ledgerPath ? `file:${ledgerPath}` : o.ledgerUrl!,
     LOG_LEVEL: 'silent',
     LOYALTY_BASE_URL: o.simUrl,
     LOYALTY_APP_TOKEN: o.appToken,
     LOYALTY_API_KEY: o.apiKey,
     ADMIN_TOKEN: 'bench-admin-token-0123456789',
   });
-  const counting = countingStore(new FileLedgerStore(ledgerPath));
+  const counting = countingStore(o.store ? o.store() : new FileLedgerStore(ledgerPath!));
   const bridge = await startBridge(config, silentLogger, { store: counting.store, defaultMetrics: false, startWorker: false });
   const agents = { direct: keepAliveAgent(1), bridge: keepAliveAgent(1) };
   try {
@@ -95,7 +100,7 @@ export async function serialDiagnostic(o: SerialOptions): Promise<string> {
     rows.push(['(all)', fmt(calls.reduce((s, [, c]) => s + c.n, 0) / n, 2), '', fmt(storeMs * 1000, 0)]);
     const rest = viaBridge.latency.mean - direct.latency.mean - storeMs;
     const lines = [
-      `C. Where one checkout's time goes (diagnostic: bridge in the benchmark process with a counting file store, no worker; ${n} checkouts one at a time)`,
+      o.title ?? `C. Where one checkout's time goes (diagnostic: bridge in the benchmark process with a counting file store, no worker; ${n} checkouts one at a time)`,
       '',
       table([['ledger call', 'calls/checkout', 'mean µs/call', 'µs/checkout'], ...rows]),
       '',
@@ -112,7 +117,9 @@ export async function serialDiagnostic(o: SerialOptions): Promise<string> {
   } finally {
     for (const agent of Object.values(agents)) agent.destroy();
     await bridge.close();
-    await rm(dir, { recursive: true, force: true });
-    forgetTempDir(dir);
+    if (dir) {
+      await rm(dir, { recursive: true, force: true });
+      forgetTempDir(dir);
+    }
   }
 }

@@ -7,6 +7,10 @@
  *    the summary takes the median of the rounds for each figure.
  * C. (diagnostic) What one checkout does to the ledger: an in-process bridge with a counting store,
  *    one request at a time.
+ * D. The PostgreSQL ledger store (scripts/bench-pg.ts): checkouts through one bridge, then three
+ *    bridges on one schema (requests round-robin), on a fresh schema of BENCH_DATABASE_URL that is
+ *    dropped afterwards, next to a file-ledger bridge; the ledger and the simulator's books are
+ *    checked after every phase. No reachable database: one line says it is skipped.
  * B. The file ledger at 1k / 10k / 100k records: per-write cost, start-up time, resident memory.
  *
  * Figures only: targets are printed beside them, nothing fails. Knobs (flag wins over env):
@@ -18,7 +22,8 @@
  *   --ledger-sizes=L   BENCH_LEDGER_SIZES   comma list (1000,10000,100000)
  *   --ledger-writes=N  BENCH_LEDGER_WRITES  measured inserts and updates per size (1000)
  *   --rate=N           BENCH_RATE           offered load of the latency phase, requests/s (200)
- *   --only=http|ledger BENCH_ONLY           run one part
+ *   --database-url=U   BENCH_DATABASE_URL   PostgreSQL for part D (postgres://postgres@127.0.0.1:5432/test)
+ *   --only=http|ledger|pg  BENCH_ONLY       run one part (http = A and C, ledger = B, pg = D)
  */
 import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -53,6 +58,7 @@ import {
   type PhaseSpec,
 } from './bench-lib.js';
 import { accrueBodyFor, accruedRecord, checkoutPayload } from './bench-records.js';
+import { pgPart, type PartASummary } from './bench-pg.js';
 import { serialDiagnostic } from './bench-serial.js';
 
 const started = performance.now();
@@ -95,8 +101,10 @@ const opts = {
   ledgerWrites: intOption('ledger-writes', 'BENCH_LEDGER_WRITES', 1000),
   only: option('only', 'BENCH_ONLY', ''),
   rate: intOption('rate', 'BENCH_RATE', 200),
+  databaseUrl: option('database-url', 'BENCH_DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/test'),
 };
-if (opts.only && opts.only !== 'http' && opts.only !== 'ledger') throw new Error('--only must be http or ledger');
+if (opts.only && !['http', 'ledger', 'pg'].includes(opts.only)) throw new Error('--only must be http, ledger or pg');
+const runs = (part: 'http' | 'ledger' | 'pg') => !opts.only || opts.only === part;
 
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const verdict = (met: boolean) => (met ? 'met' : 'not met');
@@ -112,7 +120,7 @@ function header(): void {
   out(`node:     ${process.version}   load average at start: ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
   out(
     `options:  requests=${opts.requests} concurrency=${opts.concurrency} warmup=${opts.warmup} rounds=${opts.rounds} serial=${opts.serial} ` +
-      `ledger-sizes=${opts.ledgerSizes.join(',')} ledger-writes=${opts.ledgerWrites}${opts.only ? ` only=${opts.only}` : ''}`,
+      `ledger-sizes=${opts.ledgerSizes.join(',')} ledger-writes=${opts.ledgerWrites} rate=${opts.rate}${runs('pg') ? ` database=${opts.databaseUrl.replace(/:[^:@/]*@/, ':***@')}` : ''}${opts.only ? ` only=${opts.only}` : ''}`,
   );
   out();
 }
@@ -177,7 +185,7 @@ function accepts(kind: 'direct' | 'bridge') {
   };
 }
 
-async function httpPart(p: Processes): Promise<void> {
+async function httpPart(p: Processes): Promise<PartASummary> {
   const agents = { direct: keepAliveAgent(opts.concurrency), bridge: keepAliveAgent(opts.concurrency) };
   const spec = (kind: 'direct' | 'bridge', tag: string, count: number): PhaseSpec => ({
     name: kind,
@@ -301,6 +309,7 @@ async function httpPart(p: Processes): Promise<void> {
   );
   out(`   per-round ratios bridge/direct: ${pairedRatios.map((r) => fmt(r, 3)).join(', ')}; bridge CPU per checkout (median): ${fmt(bridge.cpuBridge)} ms`);
   out();
+  return { ...bridge, rate: { p50: ratePhases.bridge.latency.p50, p99: ratePhases.bridge.latency.p99 } };
 }
 
 /** For the first few checkouts the bridge did not answer 200 accrued: the ledger's own account (admin API). */
@@ -526,10 +535,11 @@ async function ledgerPart(): Promise<void> {
 async function main(): Promise<void> {
   installCleanup();
   header();
-  if (opts.only !== 'ledger') {
+  let partA: PartASummary | undefined;
+  if (runs('http')) {
     const p = await startProcesses();
     try {
-      await httpPart(p);
+      partA = await httpPart(p);
       if (opts.serial > 0) {
         progress(`diagnostic: ${opts.serial} checkouts one at a time through an in-process bridge with a counting ledger store`);
         out(await serialDiagnostic({ simUrl: p.simUrl, appToken: APP_TOKEN, apiKey: API_KEY, requests: opts.serial, runId }));
@@ -539,7 +549,38 @@ async function main(): Promise<void> {
       await Promise.all([p.bridge.stop(), p.sim.stop()]);
     }
   }
-  if (opts.only !== 'http') await ledgerPart();
+  if (runs('pg')) {
+    try {
+      await pgPart({
+        databaseUrl: opts.databaseUrl,
+        requests: opts.requests,
+        concurrency: opts.concurrency,
+        warmup: opts.warmup,
+        rounds: opts.rounds,
+        rate: opts.rate,
+        serial: opts.serial,
+        runId,
+        here,
+        distDir,
+        projectRoot,
+        appToken: APP_TOKEN,
+        apiKey: API_KEY,
+        adminToken: ADMIN_TOKEN,
+        bridgeBodies: (tag, count) => bodiesFor('bridge', tag, count),
+        accept: accepts('bridge'),
+        partA,
+        gc,
+        out,
+      });
+    } catch (error) {
+      // A database problem must not cost the other parts; the bench still says so, and exits non-zero.
+      out(`D. PostgreSQL store: stopped by an error: ${(error as Error).message.split('\n')[0]}`);
+      out();
+      process.stderr.write(`part D failed: ${(error as Error).stack ?? String(error)}\n`);
+      process.exitCode = 1;
+    }
+  }
+  if (runs('ledger')) await ledgerPart();
   out(`total wall time: ${fmt((performance.now() - started) / 1000, 1)} s`);
 }
 

@@ -80,7 +80,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   );
   const recovered = await service.recoverInterrupted();
   if (recovered) logger.warn({ recovered }, 'records were mid-call when the bridge last stopped: now in doubt, to be verified');
-  const worker = new Worker(store, service, { ...config.worker, leaseMs: config.inFlightLeaseMs }, logger);
+  const worker = new Worker(store, service, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs }, logger);
 
   const adapterContext = { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion };
   const ingest = new Ingest(overrides.adapters ?? allAdapters, service, store, { ...config.pos, ...overrides.posSettings }, adapterContext, config.posApiTimeoutMs, logger);

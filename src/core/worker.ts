@@ -26,7 +26,7 @@ export class Worker {
   constructor(
     private readonly store: LedgerStore,
     private readonly service: TransactionService,
-    private readonly options: { intervalMs: number; concurrency: number; leaseMs: number },
+    private readonly options: { intervalMs: number; concurrency: number; leaseMs: number; idleMs: number },
     private readonly logger: Logger,
   ) {}
 
@@ -46,7 +46,9 @@ export class Worker {
   /** One pass over every open record. `force` also runs work whose pause has not ended. */
   async reconcile(force = true): Promise<ReconcileReport> {
     const startedAt = new Date().toISOString();
-    const records = await this.store.listOpen(BATCH, { owner: this.service.instanceId, leaseMs: this.options.leaseMs });
+    // A scheduled pass leaves records another instance wrote within the answer budget: that instance is
+    // most likely delivering them inline. An operator's reconcile (force) takes everything now.
+    const records = await this.store.listOpen(BATCH, { owner: this.service.instanceId, leaseMs: this.options.leaseMs, idleMs: force ? 0 : this.options.idleMs });
     const reports: StepReport[] = [];
     const queue = [...records];
     const lanes = Array.from({ length: Math.min(this.options.concurrency, queue.length) }, async () => {

@@ -289,9 +289,10 @@ export class PostgresLedgerStore implements LedgerStore {
         WHERE r.transaction_id IN (
           SELECT transaction_id FROM ledger_records
            WHERE open AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
+             AND updated_at < now() - make_interval(secs => $4::double precision / 1000)
            ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
        RETURNING r.record`,
-      [claim.owner, claim.leaseMs, limit],
+      [claim.owner, claim.leaseMs, limit, claim.idleMs ?? 0],
     );
     return rows.map((r) => r.record).sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
   }

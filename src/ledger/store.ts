@@ -42,6 +42,8 @@ export interface DeadLetter {
 export interface OpenClaim {
   owner: string;
   leaseMs: number;
+  /** Leave records written less than this long ago: the instance that wrote them is delivering them. */
+  idleMs?: number;
 }
 
 export interface LedgerStore {
