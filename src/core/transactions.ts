@@ -56,6 +56,8 @@ export interface StepReport {
   after: LedgerStatus;
   action: 'accrue' | 'reverse' | 'verify' | 'none';
   note: string;
+  /** The record as the pass left it. */
+  record?: LedgerRecord;
 }
 
 export interface ResolveInput {
@@ -437,19 +439,23 @@ export class TransactionService {
       this.logger.error({ transactionId, err: error }, 'delivery failed; the worker will pick it up');
     });
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([pass, new Promise((resolve) => (timer = setTimeout(resolve, this.options.answerBudgetMs)))]);
+    const finished = await Promise.race([pass, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), this.options.answerBudgetMs)))]);
     clearTimeout(timer);
-    return this.#require(transactionId);
+    // A pass that ended in time hands back the record it last wrote; otherwise read where things stand.
+    return (finished && finished.record) || this.#require(transactionId);
   }
 
   async #advance(transactionId: string, force: boolean): Promise<StepReport> {
-    const first = await this.#require(transactionId);
-    const before = first.status;
+    let before: LedgerStatus | undefined;
+    /** The record as this pass last read or wrote it; undefined once another path may have changed it. */
+    let latest: LedgerRecord | undefined;
     let lastAction: StepReport['action'] = 'none';
     let note = '';
     // Each step settles one thing; a settled accrual can make a waiting reversal due at once.
     for (let step = 0; step < 4; step++) {
       const { record, action } = await this.#claim(transactionId, force);
+      before ??= record.status;
+      latest = record;
       if (action.kind === 'none') {
         if (!note) note = action.note;
         break;
@@ -457,24 +463,27 @@ export class TransactionService {
       if (action.kind === 'remainder') {
         note = await this.#createRemainder(record);
         lastAction = 'accrue';
+        latest = undefined;
         break;
       }
       lastAction = action.kind;
       if (action.kind === 'verify') {
         const verdict = await this.verifier.verifyAccrual(record, this.clock());
-        note = await this.#applyVerdict(transactionId, verdict);
+        ({ note, record: latest } = await this.#applyVerdict(transactionId, verdict));
         if (verdict.kind !== 'did_not_happen') break;
         continue;
       }
       failpoint('call:before-send');
       const report = action.kind === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
       failpoint('call:after-answer');
-      note = await this.#applyCall(transactionId, action.kind, report);
+      ({ note, record: latest } = await this.#applyCall(transactionId, action.kind, report));
       if (report.outcome.kind === 'retryable' || report.outcome.kind === 'unknown') break;
+      // Nothing left to do (the usual end of a checkout or a refund): no need to look again.
+      if (latest && !isOpen(latest)) break;
       force = false;
     }
-    const after = (await this.#require(transactionId)).status;
-    return { transactionId, before, after, action: lastAction, note };
+    const after = latest ?? (await this.#require(transactionId));
+    return { transactionId, before: before ?? after.status, after: after.status, action: lastAction, note, record: after };
   }
 
   /** Decides the next step and, for a call, durably marks the record in flight before it is made. */
@@ -524,14 +533,15 @@ export class TransactionService {
     });
   }
 
-  async #applyCall(transactionId: string, operation: UpstreamOperation, report: CallReport): Promise<string> {
+  async #applyCall(transactionId: string, operation: UpstreamOperation, report: CallReport): Promise<{ note: string; record: LedgerRecord }> {
     const { outcome } = report;
     this.metrics.upstreamCalls.inc({ operation, outcome: outcome.kind });
     this.logger.info({ transactionId, operation, outcome: outcome.kind, requests: report.attempts.length }, 'loyalty service call finished');
     return this.#locks.run(transactionId, async () => {
+      // Read again: a refund may have been recorded while the call was out.
       const record = await this.#require(transactionId);
       let note = '';
-      await this.#write(record, (r) => {
+      const written = await this.#write(record, (r) => {
         const startedAt = r.inFlight?.startedAt ?? this.#now();
         r.inFlight = undefined;
         r.attempts = [...r.attempts, ...report.attempts];
@@ -585,16 +595,16 @@ export class TransactionService {
         }
         return note;
       });
-      return note;
+      return { note, record: written };
     });
   }
 
-  async #applyVerdict(transactionId: string, verdict: Awaited<ReturnType<HistoryVerifier['verifyAccrual']>>): Promise<string> {
+  async #applyVerdict(transactionId: string, verdict: Awaited<ReturnType<HistoryVerifier['verifyAccrual']>>): Promise<{ note: string; record: LedgerRecord }> {
     return this.#locks.run(transactionId, async () => {
       const record = await this.#require(transactionId);
-      if (record.accrual.state !== 'in_doubt') return 'already settled';
+      if (record.accrual.state !== 'in_doubt') return { note: 'already settled', record };
       let note = '';
-      await this.#write(record, (r) => {
+      const written = await this.#write(record, (r) => {
         switch (verdict.kind) {
           case 'happened':
             Object.assign(r.accrual, { state: 'accrued', settledBy: 'history', inDoubtSince: undefined });
@@ -616,7 +626,7 @@ export class TransactionService {
         }
         return note;
       });
-      return note;
+      return { note, record: written };
     });
   }
 
