@@ -445,3 +445,17 @@ export function selfCpuMs(): number {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
 }
+
+/** The transactionIds named by the first few answers that were not the expected success. */
+export function problemTransactionIds(bodies: string[], max = 3): string[] {
+  return bodies
+    .map((body) => {
+      try {
+        return (JSON.parse(body) as { transactionId?: string }).transactionId;
+      } catch {
+        return undefined;
+      }
+    })
+    .filter((id): id is string => typeof id === 'string')
+    .slice(0, max);
+}

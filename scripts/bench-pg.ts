@@ -23,6 +23,7 @@ import { loadConfig } from '../src/config.js';
 import { PostgresLedgerStore } from '../src/ledger/pg-store.js';
 import { silentLogger } from '../src/logger.js';
 import {
+  problemTransactionIds,
   cpuMsOf,
   fmt,
   forgetSyncCleanup,
@@ -462,16 +463,7 @@ export async function pgPart(o: PgPartOptions): Promise<void> {
     // The first few checkouts not answered 200 accrued, as the ledger has them now: did another
     // instance's worker (lease_owner set by its claim) take the record while it was being delivered?
     const explain = async (bodies: string[]): Promise<string[]> => {
-      const ids = bodies
-        .map((b) => {
-          try {
-            return (JSON.parse(b) as { transactionId?: string }).transactionId;
-          } catch {
-            return undefined;
-          }
-        })
-        .filter((id): id is string => typeof id === 'string')
-        .slice(0, 3);
+      const ids = problemTransactionIds(bodies);
       const lines: string[] = [];
       for (const id of ids) {
         const { rows } = await admin.query<{ status: string; version: number; leased: boolean; history: { event?: string }[] }>(

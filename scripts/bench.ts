@@ -44,6 +44,7 @@ import {
   progress,
   runPhase,
   runRatePhase,
+  problemTransactionIds,
   selfCpuMs,
   startChild,
   summarize,
@@ -314,18 +315,7 @@ async function httpPart(p: Processes): Promise<PartASummary> {
 
 /** For the first few checkouts the bridge did not answer 200 accrued: the ledger's own account (admin API). */
 async function explainBridgeProblems(p: Processes, phases: MeasuredPhase[]): Promise<string[]> {
-  const ids = phases
-    .filter((ph) => ph.kind === 'bridge')
-    .flatMap((ph) => ph.problemBodies)
-    .map((body) => {
-      try {
-        return (JSON.parse(body) as { transactionId?: string }).transactionId;
-      } catch {
-        return undefined;
-      }
-    })
-    .filter((id): id is string => typeof id === 'string')
-    .slice(0, 3);
+  const ids = problemTransactionIds(phases.filter((ph) => ph.kind === 'bridge').flatMap((ph) => ph.problemBodies));
   const lines: string[] = [];
   for (const id of ids) {
     try {
