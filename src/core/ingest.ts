@@ -157,11 +157,10 @@ export class Ingest {
       if (!api) throw new PosApiNotConfiguredError(adapter.name);
       const decided = action.decide(await action.fetch(api));
       const next = Array.isArray(decided) ? decided : [decided];
-      // Several actions from one fetch (e.g. two refunds seen at once) keep their own keys when they
-      // have them, so each is remembered on its own; a lone one takes the notification's key.
+      // Several actions from one fetch (e.g. two refunds seen at once) are each remembered under their
+      // own key; a redelivered notification fetches again and skips those already done.
       const results: WebhookResult[] = [];
       for (const n of next) results.push(...(await this.#act(adapter, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}` } as WebhookAction, depth + 1)));
-      if (next.length > 1 && !results.some((r) => r.status === undefined && r.action !== 'ignored')) await this.store.rememberWebhookEvent(adapter.name, action.key);
       return results;
     }
     const answer = action.kind === 'checkout' ? await this.checkout(adapter, action.payload) : await this.refund(adapter, action.payload);

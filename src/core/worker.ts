@@ -63,9 +63,8 @@ export class Worker {
     await Promise.all(lanes);
     const report: ReconcileReport = { startedAt, finishedAt: new Date().toISOString(), examined: records.length, fixed: [], open: [] };
     for (const r of reports) {
-      if (r.after !== r.before && FINAL_STATUSES.has(r.after)) report.fixed.push({ transactionId: r.transactionId, from: r.before, to: r.after, why: r.note });
-      else if (!FINAL_STATUSES.has(r.after)) report.open.push({ transactionId: r.transactionId, status: r.after, why: r.note });
-      else report.fixed.push({ transactionId: r.transactionId, from: r.before, to: r.after, why: r.note });
+      if (FINAL_STATUSES.has(r.after)) report.fixed.push({ transactionId: r.transactionId, from: r.before, to: r.after, why: r.note });
+      else report.open.push({ transactionId: r.transactionId, status: r.after, why: r.note });
     }
     return report;
   }
