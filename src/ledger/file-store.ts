@@ -339,14 +339,23 @@ export class FileLedgerStore implements LedgerStore {
 
   #afterAppend(): void {
     if (this.#journal.sizeOf(this.#journal.active) < SEGMENT_BYTES || this.#compacting) return;
+    // A failure here (a full disk) loses nothing: appends go on to the listed active segment, and
+    // rolling and compacting are tried again at the next append past the size and at start-up.
     this.#compacting = this.#roll()
       .then(() => this.#compactSealed())
+      .catch(() => undefined)
       .finally(() => (this.#compacting = undefined));
   }
 
+  /**
+   * The manifest lists the new segment before anything is appended to it: a crash in between leaves
+   * a listed segment with no lines (created at open), never acknowledged lines in a file the
+   * manifest does not list, which open would delete.
+   */
   async #roll(): Promise<void> {
+    this.#manifest!.data!.segments = [...this.#journal.segments, this.#journal.active + 1];
+    await this.#manifest!.write();
     this.#journal.roll();
-    await this.#saveSegments();
   }
 
   async #saveSegments(): Promise<void> {

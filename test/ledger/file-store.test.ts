@@ -147,6 +147,21 @@ describe('FileLedgerStore on disk', () => {
     expect(await store.rememberWebhookEvent('square', 'evt-1')).toBe(false);
   });
 
+  it('opens a segment the manifest lists but a crash kept from being created', async () => {
+    store = await openAt(path);
+    await store.insert(makeRecord('generic:one'));
+    await store.close();
+    const manifest = JSON.parse(await readFile(path, 'utf8'));
+    await writeFile(path, JSON.stringify({ ...manifest, segments: [1, 2] }));
+    store = await openAt(path);
+    expect(await store.get('generic:one')).toBeDefined();
+    await store.insert(makeRecord('generic:two'));
+    await store.close();
+    store = await openAt(path);
+    expect(await store.count()).toBe(2);
+    expect((await readdir(join(dir, 'ledger.journal'))).sort()).toEqual(['000001.jsonl', '000002.jsonl']);
+  });
+
   it('removes a segment file the manifest does not list (left by a crash while compacting)', async () => {
     store = await openAt(path);
     await store.insert(makeRecord('generic:one'));
