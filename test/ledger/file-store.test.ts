@@ -212,6 +212,13 @@ describe('FileLedgerStore on disk', () => {
     expect(await readFile(`${path}.lock`, 'utf8')).toBe(String(process.pid));
   });
 
+  it("takes over a lock naming this process's own pid that this process does not hold (PID 1 in a container, restarted)", async () => {
+    await writeFile(`${path}.lock`, String(process.pid));
+    store = await openAt(path);
+    expect(await readFile(`${path}.lock`, 'utf8')).toBe(String(process.pid));
+    await expect(new FileLedgerStore(path).init()).rejects.toThrow(/in use by process/);
+  });
+
   it('creates missing parent folders for a new ledger', async () => {
     const nested = join(dir, 'a', 'b', 'ledger.json');
     store = await openAt(nested);
