@@ -76,6 +76,8 @@ type Action = { kind: 'accrue' | 'reverse' } | { kind: 'verify' } | { kind: 'rem
 
 export class TransactionService {
   readonly #locks = new KeyedMutex();
+  /** Upstream calls out from this process right now, by transactionId. */
+  readonly #calling = new Set<string>();
   /** Deliveries running in this process, so the worker never starts a second one for a record. */
   readonly #running = new Map<string, Promise<StepReport>>();
   readonly instanceId = randomUUID();
@@ -333,7 +335,9 @@ export class TransactionService {
    */
   #abandoned(record: LedgerRecord): boolean {
     const flight = record.inFlight;
-    if (!flight || flight.owner === this.instanceId) return false;
+    if (!flight) return false;
+    // Our own marker with no call of ours out: the pass that set it failed to record the outcome.
+    if (flight.owner === this.instanceId) return !this.#calling.has(record.transactionId);
     if (!this.store.sharedByInstances) return true;
     return this.clock().getTime() - Date.parse(flight.startedAt) > this.options.inFlightLeaseMs;
   }
@@ -474,9 +478,15 @@ export class TransactionService {
         continue;
       }
       failpoint('call:before-send');
-      const report = action.kind === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
+      this.#calling.add(transactionId);
+      let report: CallReport;
+      try {
+        report = action.kind === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
+      } finally {
+        this.#calling.delete(transactionId);
+      }
       failpoint('call:after-answer');
-      ({ note, record: latest } = await this.#applyCall(transactionId, action.kind, report));
+      ({ note, record: latest } = await this.#applyCall(transactionId, action.kind, report, record.inFlight!.startedAt));
       if (report.outcome.kind === 'retryable' || report.outcome.kind === 'unknown') break;
       // Nothing left to do (the usual end of a checkout or a refund): no need to look again.
       if (latest && !isOpen(latest)) break;
@@ -533,70 +543,97 @@ export class TransactionService {
     });
   }
 
-  async #applyCall(transactionId: string, operation: UpstreamOperation, report: CallReport): Promise<{ note: string; record: LedgerRecord }> {
+  /**
+   * Records a call's outcome. It depends only on the outcome, so a write that loses a race (a refund
+   * recorded by another instance while the call was out) is read again and applied again. It
+   * applies while the record still shows this attempt: our in-flight marker, or the in-doubt state
+   * another instance took it over into (the outcome settles that doubt). Otherwise the record has
+   * moved on, and only the attempts and a note are added.
+   */
+  async #applyCall(transactionId: string, operation: UpstreamOperation, report: CallReport, startedAt: string): Promise<{ note: string; record: LedgerRecord }> {
     const { outcome } = report;
     this.metrics.upstreamCalls.inc({ operation, outcome: outcome.kind });
     this.logger.info({ transactionId, operation, outcome: outcome.kind, requests: report.attempts.length }, 'loyalty service call finished');
-    return this.#locks.run(transactionId, async () => {
-      // Read again: a refund may have been recorded while the call was out.
-      const record = await this.#require(transactionId);
-      let note = '';
-      const written = await this.#write(record, (r) => {
-        const startedAt = r.inFlight?.startedAt ?? this.#now();
-        r.inFlight = undefined;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#locks.run(transactionId, () => this.#recordOutcome(transactionId, operation, report, startedAt));
+      } catch (error) {
+        if (!(error instanceof VersionConflictError) || attempt >= 5) throw error;
+      }
+    }
+  }
+
+  async #recordOutcome(transactionId: string, operation: UpstreamOperation, report: CallReport, startedAt: string): Promise<{ note: string; record: LedgerRecord }> {
+    const { outcome } = report;
+    // Read again: a refund may have been recorded while the call was out.
+    const record = await this.#require(transactionId);
+    const side = operation === 'accrue' ? record.accrual : record.reversal;
+    const ours = record.inFlight ? record.inFlight.owner === this.instanceId && record.inFlight.startedAt === startedAt : side.state === 'in_doubt' && side.inDoubtSince === startedAt;
+    if (!ours) {
+      const late = await this.#write(record, (r) => {
         r.attempts = [...r.attempts, ...report.attempts];
-        const side = operation === 'accrue' ? r.accrual : r.reversal;
-        switch (outcome.kind) {
-          case 'succeeded':
-            side.results = outcome.results;
-            side.errors = [];
-            if (operation === 'accrue') {
-              r.accrual.state = 'accrued';
-              r.accrual.settledBy = 'upstream';
-              r.accrual.operationIds = operationIdsOf(outcome.results);
-            } else r.reversal.state = 'reversed';
-            this.#settled(r);
-            note = `${operation} succeeded for ${outcome.results.length} card(s)`;
-            break;
-          case 'results_failed': {
-            side.results = outcome.results;
-            side.errors = outcome.errors;
-            const anySuccess = outcome.results.some((x) => x.isSuccess);
-            if (operation === 'accrue') {
-              r.accrual.state = anySuccess ? 'partially_accrued' : 'failed';
-              r.accrual.settledBy = 'upstream';
-              r.accrual.operationIds = operationIdsOf(outcome.results);
-            } else r.reversal.state = 'failed';
-            this.#settled(r);
-            note = `${operation} answered with failed results: ${outcome.errors.join('; ')}`;
-            break;
-          }
-          case 'refused':
-            side.errors = outcome.errors;
-            if (operation === 'accrue') r.accrual.state = 'failed';
-            else {
-              r.reversal.state = 'failed';
-              r.reversal.unknownUpstream = outcome.errors.some((e) => /not\s*found|unknown|does not exist/i.test(e));
-            }
-            this.#settled(r);
-            note = `${operation} refused (HTTP ${outcome.status}): ${outcome.errors.join('; ')}`;
-            break;
-          case 'retryable':
-            r.rounds += 1;
-            r.nextAttemptAt = this.#later(this.options.retryBaseMs * ROUND_PAUSES[Math.min(r.rounds - 1, ROUND_PAUSES.length - 1)]!);
-            note = `${operation} not carried out (${outcome.reason}); next round at ${r.nextAttemptAt}`;
-            break;
-          case 'unknown':
-            if (operation === 'accrue') Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: startedAt });
-            else Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: startedAt });
-            r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
-            note = `${operation} outcome unknown (${outcome.reason}); it will not be resent until verified`;
-            break;
-        }
-        return note;
+        return `${operation} answered (${outcome.kind}) after another bridge instance had taken the record over; left as that instance recorded it`;
       });
-      return { note, record: written };
+      return { note: 'outcome arrived after a takeover', record: late };
+    }
+    let note = '';
+    const written = await this.#write(record, (r) => {
+      r.inFlight = undefined;
+      r.attempts = [...r.attempts, ...report.attempts];
+      const side = operation === 'accrue' ? r.accrual : r.reversal;
+      switch (outcome.kind) {
+        case 'succeeded':
+          side.results = outcome.results;
+          side.errors = [];
+          if (operation === 'accrue') {
+            r.accrual.state = 'accrued';
+            r.accrual.settledBy = 'upstream';
+            r.accrual.operationIds = operationIdsOf(outcome.results);
+          } else r.reversal.state = 'reversed';
+          this.#settled(r);
+          note = `${operation} succeeded for ${outcome.results.length} card(s)`;
+          break;
+        case 'results_failed': {
+          side.results = outcome.results;
+          side.errors = outcome.errors;
+          const anySuccess = outcome.results.some((x) => x.isSuccess);
+          if (operation === 'accrue') {
+            r.accrual.state = anySuccess ? 'partially_accrued' : 'failed';
+            r.accrual.settledBy = 'upstream';
+            r.accrual.operationIds = operationIdsOf(outcome.results);
+          } else r.reversal.state = 'failed';
+          this.#settled(r);
+          note = `${operation} answered with failed results: ${outcome.errors.join('; ')}`;
+          break;
+        }
+        case 'refused':
+          side.errors = outcome.errors;
+          if (operation === 'accrue') r.accrual.state = 'failed';
+          else {
+            r.reversal.state = 'failed';
+            r.reversal.unknownUpstream = outcome.errors.some((e) => /not\s*found|unknown|does not exist/i.test(e));
+          }
+          this.#settled(r);
+          note = `${operation} refused (HTTP ${outcome.status}): ${outcome.errors.join('; ')}`;
+          break;
+        case 'retryable':
+          // Provably not carried out: pending again (it may have been taken over into in_doubt meanwhile).
+          if (operation === 'accrue') Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined });
+          else Object.assign(r.reversal, { state: 'pending', inDoubtSince: undefined });
+          r.rounds += 1;
+          r.nextAttemptAt = this.#later(this.options.retryBaseMs * ROUND_PAUSES[Math.min(r.rounds - 1, ROUND_PAUSES.length - 1)]!);
+          note = `${operation} not carried out (${outcome.reason}); next round at ${r.nextAttemptAt}`;
+          break;
+        case 'unknown':
+          if (operation === 'accrue') Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: startedAt });
+          else Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: startedAt });
+          r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+          note = `${operation} outcome unknown (${outcome.reason}); it will not be resent until verified`;
+          break;
+      }
+      return note;
     });
+    return { note, record: written };
   }
 
   async #applyVerdict(transactionId: string, verdict: Awaited<ReturnType<HistoryVerifier['verifyAccrual']>>): Promise<{ note: string; record: LedgerRecord }> {

@@ -94,6 +94,9 @@ export class LoyaltyClient {
     });
     this.#http.interceptors.request.use((config: TrackedConfig) => {
       if (config.attemptLog) config.attemptLog.startedAt = Date.now();
+      // A hard deadline for each request (retries included, each gets its own): axios's `timeout`
+      // only fires on an idle socket, and a round must end well inside the in-flight lease.
+      config.signal = AbortSignal.timeout(options.timeoutMs);
       return config;
     });
     // Registered before axios-retry's interceptor so every single request is logged, retries included.
@@ -174,7 +177,7 @@ export class LoyaltyClient {
       const response = await this.#http.post(`/api/v2/marketplace/${operation}`, body, { attemptLog } as AxiosRequestConfig);
       outcome = classifyResponse(response);
     } catch (error) {
-      outcome = classifyError(error);
+      outcome = classifyError(error, this.options.timeoutMs);
     }
     return { outcome, attempts: attemptLog.attempts };
   }
@@ -209,9 +212,11 @@ function classifyResponse(response: AxiosResponse): CallOutcome {
   return { kind: 'unknown', reason: `unexpected HTTP ${response.status}` };
 }
 
-function classifyError(error: unknown): CallOutcome {
+function classifyError(error: unknown, timeoutMs: number): CallOutcome {
   if (error instanceof RetryableStatus) return { kind: 'retryable', reason: `HTTP ${error.response!.status}, retries of this round spent` };
   const code = (error as AxiosError).code ?? '';
+  // Only the request's own deadline cancels it (nothing else here aborts a request).
+  if (code === 'ERR_CANCELED') return { kind: 'unknown', reason: `timeout: no answer within ${timeoutMs} ms` };
   const message = (error as Error).message ?? String(error);
   if (NOT_SENT_CODES.has(code)) return { kind: 'retryable', reason: `${code}: not sent` };
   return { kind: 'unknown', reason: code ? `${code}: ${message}` : message };

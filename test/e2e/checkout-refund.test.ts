@@ -94,6 +94,21 @@ describe('refund → reverse', () => {
     expect(h.sim.books().transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });
   });
 
+  it('a refund recorded while the accrue is still out keeps the accrue\'s outcome, then reverses once', async () => {
+    h.sim.faults.inject({ kind: 'slow_after_commit', on: 'accrue', delayMs: 250 });
+    // supertest sends when a request is awaited or then'd: start it now.
+    const accruing = post('/v1/checkouts/generic', checkout()).then((r) => r);
+    const marked = await eventually(() => h.bridge.store.get('generic:A-1001'), (r) => r?.inFlight !== undefined);
+    expect(marked?.inFlight?.operation).toBe('accrue');
+    const refund = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
+    expect(refund.body.transactionId).toBe('generic:A-1001');
+    await accruing;
+    const settled = await eventually(() => h.bridge.store.get('generic:A-1001'), (r) => r?.status === 'reversed');
+    expect(settled!.accrual).toMatchObject({ state: 'accrued', settledBy: 'upstream' });
+    expect(h.sim.books().transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(h.sim.books().accrueRequests).toBe(1);
+  });
+
   it('a refund of an order the ledger never saw reverses by the derived id', async () => {
     // Accrued directly upstream (e.g. before the bridge's ledger existed).
     await request(h.simServer.url)
