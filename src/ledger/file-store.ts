@@ -27,7 +27,7 @@ import { basename, dirname, extname, join, resolve } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
-import { VersionConflictError } from '../errors.js';
+import { ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import { Journal, type Location } from './journal.js';
 import { ProcessLock } from './process-lock.js';
@@ -160,6 +160,7 @@ export class FileLedgerStore implements LedgerStore {
     return this.#locks.run(record.transactionId, async () => {
       if (this.#index.has(record.transactionId)) return { record: this.#read(record.transactionId)!, created: false };
       if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
+      this.#checkClaims(record);
       this.#write(record);
       return { record, created: true };
     });
@@ -171,6 +172,7 @@ export class FileLedgerStore implements LedgerStore {
       if (!current || current.version !== next.version - 1) {
         throw new VersionConflictError(next.transactionId, next.version - 1, current?.version);
       }
+      this.#checkClaims(next);
       this.#write(next);
       return next;
     });
@@ -288,6 +290,14 @@ export class FileLedgerStore implements LedgerStore {
     this.#keep(record);
     this.#remember(header as Extract<LineHeader, { k: 'r' }>, location);
     this.#afterAppend();
+  }
+
+  /** An upstream operation proves one accrual: an id another record holds is refused, as in PostgreSQL. */
+  #checkClaims(record: LedgerRecord): void {
+    for (const id of record.accrual.operationIds) {
+      const holder = this.#claims.get(id);
+      if (holder !== undefined && holder !== record.transactionId) throw new ConflictError(`operation ${id} is claimed by ${holder}`);
+    }
   }
 
   #keep(record: LedgerRecord): void {

@@ -13,7 +13,7 @@
  * location.
  */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { VersionConflictError } from '../../src/errors.js';
+import { ConflictError, VersionConflictError } from '../../src/errors.js';
 import { deriveStatus, isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
 
@@ -450,6 +450,17 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect(await store.findOperationClaim(102)).toBe('generic:a');
         expect(await store.findOperationClaim(200)).toBe('generic:b');
         expect(await store.findOperationClaim(103)).toBeUndefined();
+      });
+
+      it('refuses an id another record holds, with ConflictError, and writes nothing of that update', async () => {
+        await store.insert(makeRecord('generic:holder', { operationIds: [777], accrual: 'accrued' }));
+        const other = makeRecord('generic:other', { accrual: 'in_doubt' });
+        await store.insert(other);
+        await expect(store.update(nextVersion(other, (r) => ((r.accrual.state = 'accrued'), (r.accrual.operationIds = [777]))))).rejects.toBeInstanceOf(ConflictError);
+        expect(await store.get('generic:other')).toEqual(other);
+        expect(await store.findOperationClaim(777)).toBe('generic:holder');
+        await expect(store.insert(makeRecord('generic:third', { operationIds: [777] }))).rejects.toBeInstanceOf(ConflictError);
+        expect(await store.get('generic:third')).toBeUndefined();
       });
 
       it('follows updates: new ids are claimed, dropped ids are released', async () => {
