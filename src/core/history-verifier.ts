@@ -40,11 +40,17 @@ export class HistoryVerifier {
     const since = Date.parse(inDoubtSince) - this.options.clockSkewMs;
     let cardIds: string[];
     try {
-      cardIds = customer.serialNumber
-        ? [customer.serialNumber]
-        : (await this.client.findCards({ phone: customer.phone, email: customer.email })).map((c) => c.id);
+      // The accrue carried every identifier the bridge had, and the upstream does not say which one it
+      // found the card by (a phone it does not know, an email it does): every card any of them names
+      // is searched. Missing one would turn "happened" into "did not happen" and accrue twice.
+      const byPhone = customer.phone ? await this.client.findCards({ phone: customer.phone }) : [];
+      const byEmail = customer.email ? await this.client.findCards({ email: customer.email }) : [];
+      cardIds = [...new Set([...(customer.serialNumber ? [customer.serialNumber] : []), ...byPhone.map((c) => c.id), ...byEmail.map((c) => c.id)])];
+      // The history filters by date in a time zone it does not state: a day of margin on each side.
+      const startDate = utcDate(new Date(since - DAY_MS));
+      const endDate = utcDate(new Date(now.getTime() + DAY_MS));
       for (const cardId of cardIds) {
-        const operations = await this.client.listOperations(cardId, utcDate(new Date(since)), utcDate(new Date(now.getTime() + 86_400_000)));
+        const operations = await this.client.listOperations(cardId, startDate, endDate);
         for (const op of operations) {
           if (op.cardId !== cardId || op.purchaseSum == null) continue;
           if (Date.parse(op.createdAt) < since) continue;
@@ -64,6 +70,8 @@ export class HistoryVerifier {
     return { kind: 'did_not_happen', examinedCards: cardIds.length };
   }
 }
+
+const DAY_MS = 86_400_000;
 
 function utcDate(date: Date): string {
   return date.toISOString().slice(0, 10);

@@ -120,6 +120,18 @@ describe('connection dropped', () => {
     expectCleanBooks(1);
   });
 
+  it('after committing to a card found by email (the phone unknown upstream): the history of that card proves it', async () => {
+    await start();
+    h.sim.addCustomer({ email: 'known@shop.test' });
+    h.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+    await post('/v1/checkouts/generic', checkout({ customer: { phone: '+15557770000', email: 'known@shop.test' } }));
+    const r = await settle('accrued');
+    expect(r.accrual.settledBy).toBe('history');
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(h.sim.books().accrueRequests).toBe(1);
+    expectCleanBooks(1);
+  });
+
   it('without LOYALTY_API_KEY the record waits for an operator; /resolve settles it', async () => {
     await start({ withApiKey: false });
     h.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
