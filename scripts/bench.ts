@@ -24,6 +24,8 @@
  *   --rate=N           BENCH_RATE           offered load of the latency phase, requests/s (200)
  *   --database-url=U   BENCH_DATABASE_URL   PostgreSQL for part D (postgres://postgres@127.0.0.1:5432/test)
  *   --only=http|ledger|pg  BENCH_ONLY       run one part (http = A and C, ledger = B, pg = D)
+ *   BENCH_BRIDGE_NODE_ARGS  extra node flags for the part A bridge process, e.g.
+ *                           "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
  */
 import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -141,7 +143,8 @@ async function startProcesses(): Promise<Processes> {
   const simUrl = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
   const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-bridge-')));
   const port = await freePort();
-  const bridge = startChild(process.execPath, [join(distDir, 'src', 'main.js')], {
+  const nodeArgs = (process.env.BENCH_BRIDGE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const bridge = startChild(process.execPath, [...nodeArgs, join(distDir, 'src', 'main.js')], {
     cwd: projectRoot,
     env: {
       ...process.env,
