@@ -6,7 +6,7 @@
 export const FAILPOINTS = [
   /** Checkout validated, nothing written yet. */
   'checkout:before-ledger-write',
-  /** Checkout recorded, no call made yet. */
+  /** Checkout recorded (already marked in flight), no call made yet. */
   'checkout:after-ledger-write',
   /** Refund recorded on the ledger, no call made yet. */
   'refund:after-ledger-write',

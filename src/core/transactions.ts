@@ -73,6 +73,8 @@ const MAX_REFUND_IDS_REMEMBERED = 100;
 const MOVED = Symbol('moved to the remainder');
 
 type Action = { kind: 'accrue' | 'reverse' } | { kind: 'verify' } | { kind: 'remainder' } | { kind: 'none'; note: string };
+/** A record this instance has already marked in flight for `action`: the pass makes the call at once. */
+type Claimed = { record: LedgerRecord; action: { kind: 'accrue' | 'reverse' } };
 
 export class TransactionService {
   readonly #locks = new KeyedMutex();
@@ -104,11 +106,25 @@ export class TransactionService {
     draft.accrual.state = skipped ? 'skipped' : 'pending';
     draft.status = deriveStatus(draft);
     draft.history.push({ at: now, event: skipped ? 'recorded without phone, email or card serial: nothing to accrue' : 'checkout recorded', to: draft.status });
+    // A new order is recorded already marked in flight, so one ledger write serves as both the
+    // intent and the marker that must precede the call (a crash right after it leaves the record
+    // in doubt, verified before anything is sent, exactly as a crash after a separate marker would).
+    // Only when no call for this id is out from here: then the insert can only find the order.
     failpoint('checkout:before-ledger-write');
-    const { record, created } = await this.store.insert(draft);
+    const claiming = !skipped && !this.#calling.has(transactionId);
+    if (claiming) {
+      draft.inFlight = { operation: 'accrue', startedAt: now, owner: this.instanceId };
+      this.#calling.add(transactionId);
+    }
+    const { record, created } = await this.store.insert(draft).catch((error: unknown) => {
+      if (claiming) this.#calling.delete(transactionId);
+      throw error;
+    });
+    if (claiming && !created) this.#calling.delete(transactionId);
     if (created) failpoint('checkout:after-ledger-write');
     if (created) this.logger.info({ transactionId, pos, status: record.status }, 'checkout recorded');
-    const answer = !created ? await this.#answer(record, true) : await this.#answer(skipped ? record : await this.#deliverWithinBudget(transactionId), false);
+    const claimed = claiming && created ? { record, action: { kind: 'accrue' } as const } : undefined;
+    const answer = !created ? await this.#answer(record, true) : await this.#answer(skipped ? record : await this.#deliverWithinBudget(transactionId, claimed), false);
     this.metrics.checkouts.inc({ pos, result: answer.repeat ? 'repeat' : answer.record.status });
     return answer;
   }
@@ -286,10 +302,12 @@ export class TransactionService {
    * reverse, or verify an in-doubt accrual), continuing while steps settle. `force` ignores the
    * pause between rounds (an operator's reconcile runs due and not-yet-due work at once).
    */
-  advance(transactionId: string, force = false): Promise<StepReport> {
+  advance(transactionId: string, force = false, claimed?: Claimed): Promise<StepReport> {
     const running = this.#running.get(transactionId);
-    if (running) return running;
-    const pass = this.#advance(transactionId, force)
+    if (running && !claimed) return running;
+    // A pass holding a claim (the checkout that recorded the order marked in flight) must make its
+    // call; a pass already running here (the worker's) will have found the marker and left it alone.
+    const pass = (running ? running.catch(() => undefined).then(() => this.#advance(transactionId, force, claimed)) : this.#advance(transactionId, force, claimed))
       .catch(async (error: unknown) => {
         // Another instance wrote the record between this pass's read and write. Nothing was sent on
         // a stale basis (calls are claimed by compare-and-set); the record is where that instance left it.
@@ -298,7 +316,9 @@ export class TransactionService {
         const status = (await this.#require(transactionId)).status;
         return { transactionId, before: status, after: status, action: 'none' as const, note: 'another bridge instance changed it during this pass' };
       })
-      .finally(() => this.#running.delete(transactionId));
+      .finally(() => {
+        if (this.#running.get(transactionId) === pass) this.#running.delete(transactionId);
+      });
     this.#running.set(transactionId, pass);
     return pass;
   }
@@ -438,8 +458,8 @@ export class TransactionService {
     await this.#running.get(transactionId)?.catch(() => undefined);
   }
 
-  async #deliverWithinBudget(transactionId: string): Promise<LedgerRecord> {
-    const pass = this.advance(transactionId).catch((error: unknown) => {
+  async #deliverWithinBudget(transactionId: string, claimed?: Claimed): Promise<LedgerRecord> {
+    const pass = this.advance(transactionId, false, claimed).catch((error: unknown) => {
       this.logger.error({ transactionId, err: error }, 'delivery failed; the worker will pick it up');
     });
     let timer: NodeJS.Timeout | undefined;
@@ -449,7 +469,7 @@ export class TransactionService {
     return (finished && finished.record) || this.#require(transactionId);
   }
 
-  async #advance(transactionId: string, force: boolean): Promise<StepReport> {
+  async #advance(transactionId: string, force: boolean, claimed?: Claimed): Promise<StepReport> {
     let before: LedgerStatus | undefined;
     /** The record as this pass last read or wrote it; undefined once another path may have changed it. */
     let latest: LedgerRecord | undefined;
@@ -457,7 +477,7 @@ export class TransactionService {
     let note = '';
     // Each step settles one thing; a settled accrual can make a waiting reversal due at once.
     for (let step = 0; step < 4; step++) {
-      const { record, action } = await this.#claim(transactionId, force);
+      const { record, action } = step === 0 && claimed ? claimed : await this.#claim(transactionId, force);
       before ??= record.status;
       latest = record;
       if (action.kind === 'none') {

@@ -83,7 +83,7 @@ function expectBooks(expected: Record<string, { accruals: number; reversals: num
 describe('SIGKILL during a checkout', () => {
   it.each<[Failpoint, string]>([
     ['checkout:before-ledger-write', 'nothing was recorded: the redelivery records and accrues it'],
-    ['checkout:after-ledger-write', 'recorded, never sent: the worker sends it after the restart'],
+    ['checkout:after-ledger-write', 'recorded and marked in flight in one write, never sent: in doubt, the history shows nothing, then accrued'],
     ['call:before-send', 'marked in flight, never sent: in doubt, the history shows nothing, then accrued'],
     ['call:after-answer', 'committed upstream, outcome unrecorded: in doubt, matched in the history, never resent'],
   ])('at %s: %s', async (failpoint) => {
