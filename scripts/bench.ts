@@ -135,6 +135,8 @@ interface Processes {
   simUrl: string;
   bridge: Child;
   bridgeUrl: string;
+  floor: Child;
+  floorUrl: string;
 }
 
 async function startProcesses(): Promise<Processes> {
@@ -159,25 +161,31 @@ async function startProcesses(): Promise<Processes> {
   });
   const bridgeUrl = `http://127.0.0.1:${port}`;
   await waitForHttp(`${bridgeUrl}/readyz`, bridge);
-  progress(`simulator ${simUrl} (pid ${sim.process.pid}), bridge ${bridgeUrl} (pid ${bridge.process.pid}, ledger ${dir})`);
-  return { sim, simUrl, bridge, bridgeUrl };
+  const floor = startChild(process.execPath, [join(here, 'bench-floor.js'), simUrl], { cwd: projectRoot });
+  const floorUrl = (await waitForLine(floor, /FLOOR_URL=(\S+)/))[1]!;
+  progress(`simulator ${simUrl} (pid ${sim.process.pid}), bridge ${bridgeUrl} (pid ${bridge.process.pid}, ledger ${dir}), stack floor ${floorUrl}`);
+  return { sim, simUrl, bridge, bridgeUrl, floor, floorUrl };
 }
 
+/** direct = the simulator itself; bridge = the bridge; floor = an express + axios hop doing nothing else. */
+type Kind = 'direct' | 'bridge' | 'floor';
+const KINDS: readonly Kind[] = ['direct', 'bridge', 'floor'];
+
 interface MeasuredPhase extends PhaseResult {
-  kind: 'direct' | 'bridge';
+  kind: Kind;
   round: number;
   cpu: { client?: number; sim?: number; bridge?: number };
 }
 
-function bodiesFor(kind: 'direct' | 'bridge', tag: string, count: number): string[] {
+function bodiesFor(kind: Kind, tag: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => {
-    const orderId = `${kind === 'direct' ? 'D' : 'B'}-${runId}-${tag}-${i}`;
+    const orderId = `${kind[0]!.toUpperCase()}-${runId}-${tag}-${i}`;
     const payload = checkoutPayload(orderId, i);
     return JSON.stringify(kind === 'bridge' ? payload : accrueBodyFor(payload));
   });
 }
 
-function accepts(kind: 'direct' | 'bridge') {
+function accepts(kind: Kind) {
   return (status: number, body: string): boolean => {
     if (status !== 200) return false;
     try {
@@ -190,11 +198,11 @@ function accepts(kind: 'direct' | 'bridge') {
 }
 
 async function httpPart(p: Processes): Promise<PartASummary> {
-  const agents = { direct: keepAliveAgent(opts.concurrency), bridge: keepAliveAgent(opts.concurrency) };
-  const spec = (kind: 'direct' | 'bridge', tag: string, count: number): PhaseSpec => ({
+  const agents = { direct: keepAliveAgent(opts.concurrency), bridge: keepAliveAgent(opts.concurrency), floor: keepAliveAgent(opts.concurrency) };
+  const target = { direct: { baseUrl: p.simUrl, path: '/api/v2/marketplace/accrue' }, bridge: { baseUrl: p.bridgeUrl, path: '/v1/checkouts/generic' }, floor: { baseUrl: p.floorUrl, path: '/accrue' } };
+  const spec = (kind: Kind, tag: string, count: number): PhaseSpec => ({
     name: kind,
-    baseUrl: kind === 'direct' ? p.simUrl : p.bridgeUrl,
-    path: kind === 'direct' ? '/api/v2/marketplace/accrue' : '/v1/checkouts/generic',
+    ...target[kind],
     headers: kind === 'direct' ? { accept: 'application/json', 'x-app-token': APP_TOKEN } : { accept: 'application/json' },
     bodies: bodiesFor(kind, tag, count),
     concurrency: opts.concurrency,
@@ -203,7 +211,7 @@ async function httpPart(p: Processes): Promise<PartASummary> {
   });
 
   if (opts.warmup > 0) {
-    for (const kind of ['direct', 'bridge'] as const) {
+    for (const kind of KINDS) {
       progress(`warm-up: ${opts.warmup} ${kind} requests`);
       const w = await runPhase(spec(kind, 'warm', opts.warmup));
       if (w.unexpected || w.errors) progress(`warm-up ${kind}: ${w.unexpected} unexpected answers, ${w.errors} errors; first: ${w.firstProblem}`);
@@ -212,14 +220,16 @@ async function httpPart(p: Processes): Promise<PartASummary> {
 
   const phases: MeasuredPhase[] = [];
   for (let round = 1; round <= opts.rounds; round++) {
-    for (const kind of ['direct', 'bridge'] as const) {
+    for (const kind of KINDS) {
       const s = spec(kind, `r${round}`, opts.requests);
       gc?.();
       await new Promise((r) => setTimeout(r, 200)); // let the previous phase's stragglers (worker tick, GC) settle
       progress(`round ${round}/${opts.rounds}: ${opts.requests} ${kind} requests at concurrency ${opts.concurrency}`);
-      const cpu0 = { client: selfCpuMs(), sim: cpuMsOf(p.sim.process.pid), bridge: cpuMsOf(p.bridge.process.pid) };
+      // The "bridge" CPU column is the hop's: the bridge process, or the floor process in floor phases.
+      const hopPid = (kind === 'floor' ? p.floor : p.bridge).process.pid;
+      const cpu0 = { client: selfCpuMs(), sim: cpuMsOf(p.sim.process.pid), bridge: cpuMsOf(hopPid) };
       const result = await runPhase(s);
-      const cpu1 = { client: selfCpuMs(), sim: cpuMsOf(p.sim.process.pid), bridge: cpuMsOf(p.bridge.process.pid) };
+      const cpu1 = { client: selfCpuMs(), sim: cpuMsOf(p.sim.process.pid), bridge: cpuMsOf(hopPid) };
       const per = (a?: number, b?: number) => (a === undefined || b === undefined ? undefined : (b - a) / result.requests);
       phases.push({ ...result, kind, round, cpu: { client: per(cpu0.client, cpu1.client), sim: per(cpu0.sim, cpu1.sim), bridge: per(cpu0.bridge, cpu1.bridge) } });
       if (result.unexpected || result.errors) progress(`${kind} round ${round}: ${result.unexpected} unexpected answers, ${result.errors} errors; first: ${result.firstProblem}`);
@@ -240,7 +250,9 @@ async function httpPart(p: Processes): Promise<PartASummary> {
 
   out(`A. Checkout throughput and latency (${opts.requests} requests per phase, concurrency ${opts.concurrency}, keep-alive, warm-up ${opts.warmup} per target)`);
   out('   direct = POST /api/v2/marketplace/accrue to the simulator; bridge = POST /v1/checkouts/generic to the bridge (file ledger),');
-  out('   which makes that same accrue call. Simulator, bridge and load generator are three processes on this machine.');
+  out('   which makes that same accrue call; floor = the same accrue body through an express + axios hop that does nothing else');
+  out('   (scripts/bench-floor.ts: the ceiling of any bridge on this stack). Simulator, bridge, floor and load generator are separate');
+  out('   processes on this machine; the last CPU column is the bridge process (the floor process in floor phases).');
   out();
   out(
     table([
@@ -265,7 +277,7 @@ async function httpPart(p: Processes): Promise<PartASummary> {
   for (const line of await explainBridgeProblems(p, phases)) out(line);
   out();
 
-  const of = (kind: 'direct' | 'bridge') => {
+  const of = (kind: Kind) => {
     const ps = phases.filter((ph) => ph.kind === kind);
     return {
       throughput: median(ps.map((ph) => ph.throughput)),
@@ -276,7 +288,9 @@ async function httpPart(p: Processes): Promise<PartASummary> {
   };
   const direct = of('direct');
   const bridge = of('bridge');
+  const floor = of('floor');
   const ratio = bridge.throughput / direct.throughput;
+  const floorRatio = floor.throughput / direct.throughput;
   const addedP50 = ratePhases.bridge.latency.p50 - ratePhases.direct.latency.p50;
   const addedP99 = ratePhases.bridge.latency.p99 - ratePhases.direct.latency.p99;
   const pairedRatios = phases
@@ -288,6 +302,7 @@ async function httpPart(p: Processes): Promise<PartASummary> {
       ['', 'req/s', 'p50 ms', 'p99 ms'],
       ['direct (simulator)', fmt(direct.throughput, 0), fmt(direct.p50), fmt(direct.p99)],
       ['bridge', fmt(bridge.throughput, 0), fmt(bridge.p50), fmt(bridge.p99)],
+      ['floor (express + axios only)', fmt(floor.throughput, 0), fmt(floor.p50), fmt(floor.p99)],
     ]),
   );
   out();
@@ -309,9 +324,11 @@ async function httpPart(p: Processes): Promise<PartASummary> {
       [`latency added by the bridge, p50 at ${opts.rate}/s`, `${fmt(addedP50)} ms`, '≤ 1 ms', verdict(addedP50 <= 1)],
       [`latency added by the bridge, p99 at ${opts.rate}/s`, `${fmt(addedP99)} ms`, '≤ 5 ms', verdict(addedP99 <= 5)],
       ['latency added at saturation, p50 / p99 (queueing)', `${fmt(bridge.p50 - direct.p50)} / ${fmt(bridge.p99 - direct.p99)} ms`, '', ''],
+      ['ceiling of the stack: floor/direct', fmt(floorRatio, 3), '', ''],
+      ['bridge/floor', fmt(bridge.throughput / floor.throughput, 3), '', ''],
     ]),
   );
-  out(`   per-round ratios bridge/direct: ${pairedRatios.map((r) => fmt(r, 3)).join(', ')}; bridge CPU per checkout (median): ${fmt(bridge.cpuBridge)} ms`);
+  out(`   per-round ratios bridge/direct: ${pairedRatios.map((r) => fmt(r, 3)).join(', ')}; CPU per request (median): bridge ${fmt(bridge.cpuBridge)} ms, floor ${fmt(floor.cpuBridge)} ms`);
   out();
   return { ...bridge, rate: { p50: ratePhases.bridge.latency.p50, p99: ratePhases.bridge.latency.p99 } };
 }
@@ -539,7 +556,7 @@ async function main(): Promise<void> {
         out();
       }
     } finally {
-      await Promise.all([p.bridge.stop(), p.sim.stop()]);
+      await Promise.all([p.bridge.stop(), p.floor.stop(), p.sim.stop()]);
     }
   }
   if (runs('pg')) {
