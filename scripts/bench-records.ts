@@ -50,7 +50,7 @@ const BASE_MS = Date.parse('2026-01-01T00:00:00Z');
 
 /**
  * The record of the n-th checkout once accrued: as TransactionService leaves it after insert,
- * in-flight mark and the recorded answer (3 writes), except `version`, which the caller chooses
+ * the recorded answer (2 writes: the insert carries the in-flight mark), except `version`, which the caller chooses
  * (the store only accepts version 1 on insert).
  */
 export function accruedRecord(orderId: string, n: number, version = 1): LedgerRecord {

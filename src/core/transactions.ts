@@ -439,8 +439,16 @@ export class TransactionService {
             Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined });
             r.rounds = 0;
           }
+        } else if (input.outcome === 'reversed' && r.reversal.state === 'failed') {
+          // A reverse that failed on some cards cannot be retried (it would reverse the others
+          // twice): the operator finishes those cards in the loyalty service and attests it here.
+          // A partial refund's plan then goes ahead and accrues what remains.
+          Object.assign(r.reversal, { state: 'reversed', errors: [], unknownUpstream: undefined });
+          r.rounds = 0;
         } else {
-          if (r.reversal.state !== 'in_doubt') throw new ConflictError(`the reversal is ${r.reversal.state}, not in doubt`);
+          if (r.reversal.state !== 'in_doubt') {
+            throw new ConflictError(`the reversal is ${r.reversal.state}: not_reversed needs one in doubt, reversed one in doubt or failed`);
+          }
           Object.assign(r.reversal, { state: input.outcome === 'reversed' ? 'reversed' : 'pending', inDoubtSince: undefined });
           r.rounds = 0;
         }

@@ -38,10 +38,10 @@ export function openApiDocument(version: string) {
       '/v1/admin/transactions/{transactionId}/resolve': {
         post: {
           ...admin,
-          summary: 'Settle an in-doubt call by hand',
+          summary: 'Settle an in-doubt call by hand, or attest a failed reverse finished by hand (outcome reversed)',
           parameters: [txParam],
           requestBody: json({ type: 'object', required: ['outcome'], properties: { outcome: { type: 'string', enum: ['accrued', 'not_accrued', 'reversed', 'not_reversed'] }, operationId: { type: 'integer' }, note: { type: 'string' } } }),
-          responses: { ...answers, '409': { description: 'Not in doubt' } },
+          responses: { ...answers, '409': { description: 'Not in doubt (nor a failed reverse, for outcome reversed)' } },
         },
       },
       '/v1/admin/reconcile': { post: { ...admin, summary: 'One reconciliation pass now; report of examined, fixed and open', responses: { '200': { description: 'The report' } } } },

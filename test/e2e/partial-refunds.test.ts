@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { checkout, eventually, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness;
 beforeEach(async () => {
@@ -128,6 +128,45 @@ describe('partial refunds', () => {
     const books = h.sim.books();
     expect(books.transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });
     expect(books.transactions['generic:A-1001~r1']).toMatchObject({ accruals: 1, amount: 4000 });
+  });
+});
+
+describe('a partial refund whose reverse failed on one of two cards', () => {
+  let two: Harness;
+  beforeEach(async () => {
+    // Two card templates: every customer holds two cards, so one reverse answers two results.
+    two = await startHarness({ simulator: { templateIds: [1, 2] } });
+  });
+  afterEach(async () => {
+    await two.close();
+  });
+  const send = (path: string, body: unknown) => request(two.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+  const operator = (path: string, body: unknown) => request(two.bridge.url).post(path).set('authorization', `Bearer ${ADMIN_TOKEN}`).send(body as object);
+
+  it('cannot be retried; once the operator finished the failed card, resolve reversed accrues the remainder once', async () => {
+    expect((await send('/v1/checkouts/generic', order())).body).toMatchObject({ status: 'accrued' });
+    two.sim.faults.inject({ kind: 'result_failure', on: 'reverse', message: 'Card is blocked' });
+    const refund = await send('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', items: [{ id: 'cake', quantity: 1, total: '10.00' }] });
+    expect(refund.body).toMatchObject({ transactionId: 'generic:A-1001', status: 'reverse_failed' });
+    expect(await two.bridge.store.get('generic:A-1001~r1')).toBeUndefined();
+
+    // The second card was reversed: a retry would reverse it twice.
+    expect((await operator('/v1/admin/transactions/generic:A-1001/retry', {})).status).toBe(409);
+    expect((await operator('/v1/admin/transactions/generic:A-1001/resolve', { outcome: 'not_reversed' })).status).toBe(409);
+
+    const resolved = await operator('/v1/admin/transactions/generic:A-1001/resolve', { outcome: 'reversed', note: 'reversed the blocked card by hand' });
+    expect(resolved.status).toBe(200);
+    expect(resolved.body).toMatchObject({ status: 'reversed', remainder: { transactionId: 'generic:A-1001~r1', status: 'accrued' } });
+    const record = await two.bridge.store.get('generic:A-1001');
+    expect(record!.history.at(-2)!.event).toContain('operator resolved: reversed: reversed the blocked card by hand');
+
+    const books = two.sim.books();
+    expect(books.transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(books.transactions['generic:A-1001~r1']).toMatchObject({ accruals: 1, reversals: 0, amount: 4000 });
+    expect(books.doubleAccruals).toEqual([]);
+    expect(books.doubleReversals).toEqual([]);
+    // Settled: a second resolve finds nothing to settle.
+    expect((await operator('/v1/admin/transactions/generic:A-1001/resolve', { outcome: 'reversed' })).status).toBe(409);
   });
 });
 

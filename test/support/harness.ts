@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
 import { silentLogger, type Logger } from '../../src/logger.js';
-import { createSimulator, type Simulator, type ListeningSimulator } from '../../src/simulator/index.js';
+import { createSimulator, type Simulator, type ListeningSimulator, type SimulatorOptions } from '../../src/simulator/index.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -29,6 +29,8 @@ export interface HarnessOptions {
   withApiKey?: boolean;
   overrides?: Partial<BridgeOverrides>;
   logger?: Logger;
+  /** E.g. `templateIds: [1, 2]` gives every customer two cards, so one call has two results. */
+  simulator?: SimulatorOptions;
 }
 
 export function testConfig(env: Record<string, string> = {}, dir = mkdtempSync(join(tmpdir(), 'bridge-test-'))): Config {
@@ -50,7 +52,7 @@ export function testConfig(env: Record<string, string> = {}, dir = mkdtempSync(j
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'bridge-e2e-'));
   const config = testConfig(options.env, dir);
-  const sim = createSimulator();
+  const sim = createSimulator(options.simulator);
   const simServer = await sim.listen();
   const logger = options.logger ?? silentLogger;
   const overrides = (extra: Partial<BridgeOverrides> = {}): BridgeOverrides => ({
