@@ -374,6 +374,7 @@ export class FileLedgerStore implements LedgerStore {
     }
   }
 
+  /** Keeps what `scan` found damaged: the segments to leave alone, and the report (counts only). */
   #noteDamage(): void {
     const damage = this.#journal.damage;
     this.#damaged.clear();

@@ -80,7 +80,7 @@ export class Journal {
     return this.#sizes.get(segment) ?? 0;
   }
 
-  /** Opens the listed segments (creating the first), removes files no manifest lists, cuts torn tails. */
+  /** Opens the listed segments (creating the first), removes segment files no manifest lists (not the copies of damaged ones). */
   open(segments: number[]): void {
     mkdirSync(this.dir, { recursive: true });
     this.#segments = segments.length ? [...segments] : [1];
