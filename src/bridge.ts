@@ -15,6 +15,7 @@ import { TransactionService } from './core/transactions.js';
 import { Worker } from './core/worker.js';
 import { armFailpoints } from './failpoints.js';
 import { createApp } from './http/app.js';
+import { FileLedgerStore } from './ledger/file-store.js';
 import type { LedgerStore } from './ledger/store.js';
 import { openStore } from './ledger/open-store.js';
 import type { Logger } from './logger.js';
@@ -80,6 +81,12 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   );
   const recovered = await service.recoverInterrupted();
   if (recovered) logger.warn({ recovered }, 'records were mid-call when the bridge last stopped: now in doubt, to be verified');
+  if (store instanceof FileLedgerStore && store.recovery) {
+    // The damage is compacted away only once records are in doubt: a crash before that finds it again.
+    const inDoubt = await service.recoverAfterJournalDamage();
+    logger.warn({ ...store.recovery, inDoubt }, 'the ledger journal was damaged (an OS crash or power loss?): unreadable lines skipped, a copy kept; records that may have lost a call in flight are now in doubt');
+    await store.compactDamaged();
+  }
   const worker = new Worker(store, service, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs }, logger);
 
   const adapterContext = { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion };

@@ -18,7 +18,7 @@ import { ConflictError, NotFoundError, VersionConflictError } from '../errors.js
 import { failpoint } from '../failpoints.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { Logger } from '../logger.js';
-import { awaitsRemainder, deriveStatus, hasContact, isOpen, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type UpstreamOperation } from '../ledger/record.js';
+import { awaitsRemainder, deriveStatus, hasContact, isOpen, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type PartialRefundPlan, type UpstreamOperation } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
@@ -346,6 +346,57 @@ export class TransactionService {
       });
     }
     return recovered;
+  }
+
+  /**
+   * After the ledger skipped damaged journal lines at start-up (an OS crash or power loss: the file
+   * ledger does not fsync), any record may have lost its latest lines, the in-flight marker of a
+   * call that went out among them. Resending what such a record shows as `pending` could double it,
+   * so every side that could have been called is put in doubt, as a surviving marker would have
+   * put it: an accrual is verified in the operations history before anything is resent, a reversal
+   * waits for an operator. Run after `recoverInterrupted`. Answers how many records it changed.
+   */
+  async recoverAfterJournalDamage(): Promise<number> {
+    let changed = 0;
+    for (const { transactionId } of await this.store.listOpen(Number.MAX_SAFE_INTEGER)) {
+      await this.#locks.run(transactionId, async () => {
+        const current = await this.store.get(transactionId);
+        if (current && (await this.#doubtAfterDamage(current))) changed++;
+      });
+    }
+    return changed;
+  }
+
+  /**
+   * A lost call began after the surviving version was written, so the history is searched from its
+   * `updatedAt`. A reversal that follows a refused or skipped accrual is never called (`#claim`
+   * marks it not needed), so it stays pending. A partial refund whose remainder is not there may
+   * have lost the lines that created and accrued it: the remainder is created in doubt here.
+   */
+  async #doubtAfterDamage(record: LedgerRecord): Promise<boolean> {
+    if (record.inFlight) return false;
+    const since = record.updatedAt;
+    const plan = record.reversal.partial;
+    if (awaitsRemainder(record) && plan && !(await this.store.get(plan.remainderTransactionId))) {
+      const now = this.#now();
+      const draft = this.#remainderDraft(record, plan, now);
+      Object.assign(draft.accrual, { state: 'in_doubt', inDoubtSince: since });
+      draft.status = deriveStatus(draft);
+      draft.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+      draft.history.push({ at: now, event: `remainder of ${record.transactionId} after partial refund ${plan.refundId}, created after journal damage was found at start-up: it may have been created and accrued already`, to: draft.status });
+      return (await this.store.insert(draft)).created;
+    }
+    const accrual = record.accrual.state === 'pending';
+    const reversal = record.reversal.state === 'pending' && record.accrual.state !== 'failed' && record.accrual.state !== 'skipped';
+    if (!accrual && !reversal) return false;
+    const sides = [accrual && 'accrue', reversal && 'reverse'].filter(Boolean).join(' or ');
+    await this.#write(record, (r) => {
+      if (accrual) Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: since });
+      if (reversal) Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: since });
+      r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+      return `journal damage found at start-up: lines written after this version may be lost, among them an in-flight ${sides} that may have reached the loyalty service`;
+    });
+    return true;
   }
 
   /**
@@ -709,10 +760,7 @@ export class TransactionService {
       if (current.remainderTransactionId || !plan) return current.remainderTransactionId;
       failpoint('partial:before-remainder');
       const now = this.#now();
-      const draft = this.#newRecord(plan.remainderTransactionId, current.pos, current.orderId, now);
-      draft.accrual.check = plan.remainderCheck;
-      draft.accrual.customer = current.accrual.customer;
-      draft.parentTransactionId = current.transactionId;
+      const draft = this.#remainderDraft(current, plan, now);
       draft.history.push({ at: now, event: `remainder of ${current.transactionId} after partial refund ${plan.refundId}`, to: 'pending' });
       await this.store.insert(draft);
       failpoint('partial:before-link');
@@ -722,6 +770,15 @@ export class TransactionService {
     if (!childId) return 'a full refund superseded the partial one: nothing remains to accrue';
     const child = await this.advance(childId);
     return `remainder ${childId}: ${child.after}`;
+  }
+
+  /** The record that accrues what a partial refund of `parent` leaves. */
+  #remainderDraft(parent: LedgerRecord, plan: PartialRefundPlan, now: string): LedgerRecord {
+    const draft = this.#newRecord(plan.remainderTransactionId, parent.pos, parent.orderId, now);
+    draft.accrual.check = plan.remainderCheck;
+    draft.accrual.customer = parent.accrual.customer;
+    draft.parentTransactionId = parent.transactionId;
+    return draft;
   }
 
   #settled(r: LedgerRecord): void {

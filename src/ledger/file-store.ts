@@ -17,6 +17,10 @@
  * Superseded versions are garbage: a segment whose live share falls under half is compacted by
  * copying its live lines to the end and deleting it, at start-up and whenever a segment fills.
  *
+ * Damaged journal lines (an OS crash or power loss: the journal does not fsync) are skipped at
+ * start-up and reported in `recovery`; the damaged segments are left as found (and copied) until the
+ * service has acted on the report and calls `compactDamaged`, so a crash in between finds them again.
+ *
  * One process at a time: insert-once and compare-and-set are enforced by this process's index, so
  * a lock file keeps a second process out; a lock left by a process that no longer runs (killed) is
  * taken over. Several instances need the PostgreSQL store.
@@ -31,7 +35,7 @@ import { ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import { Journal, type Location } from './journal.js';
 import { ProcessLock } from './process-lock.js';
-import { isOpen, type LedgerRecord, type LedgerStatus } from './record.js';
+import { isOpen, LEDGER_STATUSES, type LedgerRecord, type LedgerStatus } from './record.js';
 import type { DeadLetter, LedgerStore, ListQuery } from './store.js';
 
 const FORMAT_VERSION = 2;
@@ -47,6 +51,18 @@ interface Manifest {
 type LineHeader =
   | { k: 'r'; id: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; ops?: number[] }
   | { k: 'w'; key: string; t: number };
+
+/** What start-up found unreadable in the journal; no record contents (they hold customer contacts). */
+export interface JournalRecovery {
+  /** Unreadable lines skipped (a zero-filled block counts once). */
+  corruptLines: number;
+  /** Bytes those lines hold. */
+  bytes: number;
+  /** The segments they are in. */
+  segments: number[];
+  /** Copies of those segments as found, for forensics. */
+  copies: string[];
+}
 
 interface IndexEntry {
   transactionId: string;
@@ -86,6 +102,9 @@ export class FileLedgerStore implements LedgerStore {
   readonly #liveBytes = new Map<number, number>();
   readonly #deadLetters = new Map<string, { receivedAtMs: number; pos: string; open: boolean }>();
   readonly #locks = new KeyedMutex();
+  /** Damaged segments not compacted away yet: never compacted before `compactDamaged`. */
+  readonly #damaged = new Set<number>();
+  #recovery?: JournalRecovery;
   #manifest?: Low<Manifest | null>;
   #compacting?: Promise<void>;
   #ready = false;
@@ -127,6 +146,9 @@ export class FileLedgerStore implements LedgerStore {
       this.#manifest = manifest;
       this.#journal.open(manifest.data!.segments);
       this.#rebuildIndex();
+      this.#noteDamage();
+      // Appends never go after damage: a damaged active segment is sealed as found.
+      if (this.#damaged.has(this.#journal.active)) await this.#roll();
       await mkdir(this.deadLettersDir, { recursive: true });
       await this.#loadDeadLetters();
       const active = this.#journal.active;
@@ -249,6 +271,24 @@ export class FileLedgerStore implements LedgerStore {
     return { items: items.filter((l): l is DeadLetter => l !== undefined), total: matching.length };
   }
 
+  /** What start-up found unreadable in the journal, if anything (see `JournalRecovery`). */
+  get recovery(): JournalRecovery | undefined {
+    return this.#recovery;
+  }
+
+  /**
+   * Copies the readable lines of the damaged segments forward and deletes the segments (their
+   * copies stay). Called once the service has acted on `recovery`: until then every start-up finds
+   * the same damage again, so a crash before the service has made records in doubt cannot hide it.
+   */
+  async compactDamaged(): Promise<void> {
+    if (this.#damaged.size === 0) return;
+    await this.#compacting;
+    this.#compacting = this.#compactSealed(this.#damaged).finally(() => (this.#compacting = undefined));
+    await this.#compacting;
+    this.#damaged.clear();
+  }
+
   /** Bytes the journal holds, and how many of them are live (for the benchmark and operators). */
   journalStats(): { segments: number; bytes: number; liveBytes: number } {
     const bytes = this.#journal.segments.reduce((sum, s) => sum + this.#journal.sizeOf(s), 0);
@@ -325,13 +365,24 @@ export class FileLedgerStore implements LedgerStore {
     this.#webhookEvents.clear();
     this.#liveBytes.clear();
     const oldest = Date.now() - WEBHOOK_EVENT_RETENTION_MS;
-    for (const { header, location } of this.#journal.scan<LineHeader>()) {
+    for (const { header, location } of this.#journal.scan(isLineHeader)) {
       if (header.k === 'r') this.#remember(header, location);
       else if (header.t >= oldest && !this.#webhookEvents.has(header.key)) {
         this.#webhookEvents.set(header.key, { at: header.t, location });
         this.#addLive(location);
       }
     }
+  }
+
+  /** Keeps what `scan` found damaged: the segments to leave alone, and the report (counts only). */
+  #noteDamage(): void {
+    const damage = this.#journal.damage;
+    this.#damaged.clear();
+    for (const d of damage) this.#damaged.add(d.segment);
+    const regions = damage.flatMap((d) => d.regions);
+    this.#recovery = damage.length
+      ? { corruptLines: regions.length, bytes: regions.reduce((sum, r) => sum + r.length, 0), segments: damage.map((d) => d.segment), copies: damage.map((d) => d.copy) }
+      : undefined;
   }
 
   #addLive(location: Location): void {
@@ -377,11 +428,13 @@ export class FileLedgerStore implements LedgerStore {
    * Copies the live lines of mostly-dead sealed segments to the end of the journal, byte for byte,
    * then drops those segments from the manifest and deletes them. A crash part-way leaves copies
    * of lines that are also in the old segment: identical versions, the later one wins at start-up.
+   * Damaged segments are compacted only when `force` names them (see `compactDamaged`).
    */
-  async #compactSealed(): Promise<void> {
+  async #compactSealed(force: ReadonlySet<number> = new Set()): Promise<void> {
     const oldest = Date.now() - WEBHOOK_EVENT_RETENTION_MS;
     for (const segment of this.#journal.segments.slice(0, -1)) {
-      if (this.#liveShare(segment) >= COMPACT_BELOW_LIVE_SHARE) continue;
+      const due = force.has(segment) || (!this.#damaged.has(segment) && this.#liveShare(segment) < COMPACT_BELOW_LIVE_SHARE);
+      if (!due) continue;
       const live = [
         ...[...this.#index.values()].filter((e) => e.location.segment === segment).map((e) => ({ kind: 'r' as const, id: e.transactionId, location: e.location })),
         ...[...this.#webhookEvents.entries()].filter(([, e]) => e.location.segment === segment).map(([key, e]) => ({ kind: 'w' as const, id: key, location: e.location, at: e.at })),
@@ -424,6 +477,26 @@ export class FileLedgerStore implements LedgerStore {
       this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
     }
   }
+}
+
+/**
+ * A parsed header is a line's only when its fields have their types: after damage, a fragment of
+ * JSON can parse, and indexing it would point a record at bytes that are not its body.
+ */
+function isLineHeader(h: unknown): h is LineHeader {
+  if (typeof h !== 'object' || h === null) return false;
+  const x = h as Record<string, unknown>;
+  if (x.k === 'w') return typeof x.key === 'string' && typeof x.t === 'number';
+  return (
+    x.k === 'r' &&
+    typeof x.id === 'string' &&
+    Number.isInteger(x.v) &&
+    LEDGER_STATUSES.includes(x.s as LedgerStatus) &&
+    typeof x.p === 'string' &&
+    typeof x.c === 'number' &&
+    (x.o === 0 || x.o === 1) &&
+    (x.ops === undefined || (Array.isArray(x.ops) && x.ops.every((id) => typeof id === 'number')))
+  );
 }
 
 /** Webhook dedupe keys are kept as short hashes: they are only ever compared. */

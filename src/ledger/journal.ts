@@ -9,11 +9,13 @@
  * ends the header. Headers are small (what an index needs) and are all that start-up parses.
  *
  * A line is written in one call and the page cache outlives a killed process, so a SIGKILL leaves
- * either the whole line or, at worst, a torn tail without its newline, which `open` cuts off (that
- * write was never acknowledged). There is no fsync: an operating-system crash can lose the last
- * writes (deployments that need that use PostgreSQL).
+ * either the whole line or, at worst, a torn tail without its newline, which `scan` cuts off (that
+ * write was never acknowledged). There is no fsync: an operating-system crash or power loss can lose
+ * the last writes and leave zero-filled or garbled blocks anywhere in a segment. `scan` skips such
+ * stretches, reads on after them, reports them in `damage`, and copies the damaged segment beside
+ * itself; it never changes a damaged segment (the store compacts it away once it has been acted on).
  */
-import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface Location {
@@ -27,9 +29,27 @@ export interface ScannedLine<H> {
   location: Location;
 }
 
+/** Bytes of a segment that hold no readable line. */
+export interface Region {
+  offset: number;
+  length: number;
+}
+
+export interface SegmentDamage {
+  segment: number;
+  /** One region per unreadable line (a zero-filled block without a newline is one line). */
+  regions: Region[];
+  /** The segment's file as `scan` found it, kept for forensics. */
+  copy: string;
+}
+
+const NUL = 0x00;
 const TAB = 0x09;
 const NEWLINE = 0x0a;
+const OPEN_BRACE = 0x7b;
 const SCAN_CHUNK = 1024 * 1024;
+/** How far before a damaged stretch's last tab a line's header may begin (headers are a few hundred bytes). */
+const MAX_HEADER_BYTES = 16 * 1024;
 
 function segmentName(n: number): string {
   return `${String(n).padStart(6, '0')}.jsonl`;
@@ -39,6 +59,7 @@ export class Journal {
   readonly #fds = new Map<number, number>();
   readonly #sizes = new Map<number, number>();
   #segments: number[] = [];
+  #damage: SegmentDamage[] = [];
 
   constructor(readonly dir: string) {}
 
@@ -50,11 +71,16 @@ export class Journal {
     return this.#segments.at(-1)!;
   }
 
+  /** What the last `scan` found unreadable, by segment. */
+  get damage(): readonly SegmentDamage[] {
+    return this.#damage;
+  }
+
   sizeOf(segment: number): number {
     return this.#sizes.get(segment) ?? 0;
   }
 
-  /** Opens the listed segments (creating the first), removes files no manifest lists, cuts torn tails. */
+  /** Opens the listed segments (creating the first), removes segment files no manifest lists (not the copies of damaged ones). */
   open(segments: number[]): void {
     mkdirSync(this.dir, { recursive: true });
     this.#segments = segments.length ? [...segments] : [1];
@@ -128,33 +154,132 @@ export class Journal {
     if (!this.#segments.includes(segment)) unlinkSync(join(this.dir, segmentName(segment)));
   }
 
-  /** Every complete line's header, in append order. A torn last line of a segment is cut off. */
-  *scan<H>(): Generator<ScannedLine<H>> {
+  /**
+   * Every readable line's header, in append order; `accept` says whether a parsed header is one.
+   * A line is readable when it holds no NUL byte (JSON text never does; zero-filled blocks are what
+   * a crashed operating system leaves) and its header parses and is accepted. An unreadable line is
+   * skipped and recorded in `damage`, and reading goes on: a readable line that ends the stretch is
+   * recovered (a zero-filled block without a newline runs into the line after it).
+   *
+   * A torn tail of the last segment (a write cut short by a kill: never acknowledged) is cut off, as
+   * long as the segment is otherwise intact. Any other tail (zeros, a sealed segment's, a damaged
+   * segment's) is damage. A damaged segment is copied beside itself before anything can change it.
+   */
+  *scan<H>(accept: (header: unknown) => header is H): Generator<ScannedLine<H>> {
+    this.#damage = [];
     for (const segment of this.#segments) {
-      const fd = this.#fds.get(segment)!;
-      const size = this.#sizes.get(segment)!;
-      let carry = Buffer.alloc(0);
-      let carryOffset = 0;
-      for (let position = 0; position < size; ) {
-        const chunk = Buffer.allocUnsafe(Math.min(SCAN_CHUNK, size - position));
-        const n = readSync(fd, chunk, 0, chunk.length, position);
-        position += n;
-        const data = carry.length ? Buffer.concat([carry, chunk.subarray(0, n)]) : chunk.subarray(0, n);
-        let start = 0;
-        for (let end = data.indexOf(NEWLINE, start); end !== -1; end = data.indexOf(NEWLINE, start)) {
-          const tab = data.indexOf(TAB, start);
-          if (tab === -1 || tab > end) throw new Error(`journal segment ${segment} is corrupt at offset ${carryOffset + start}`);
-          yield { header: JSON.parse(data.toString('utf8', start, tab)) as H, location: { segment, offset: carryOffset + start, length: end + 1 - start } };
-          start = end + 1;
-        }
-        carry = data.subarray(start);
-        carryOffset += start;
+      const regions: Region[] = [];
+      const tail = yield* this.#scanSegment(segment, accept, regions);
+      if (tail.bytes.length > 0) {
+        if (segment === this.active && regions.length === 0 && isTornWrite(tail.bytes)) {
+          ftruncateSync(this.#fds.get(segment)!, tail.offset);
+          this.#sizes.set(segment, tail.offset);
+        } else regions.push({ offset: tail.offset, length: tail.bytes.length });
       }
-      if (carry.length > 0) {
-        // A write cut short by a crash: never acknowledged, so it is cut off.
-        ftruncateSync(fd, carryOffset);
-        this.#sizes.set(segment, carryOffset);
-      }
+      if (regions.length > 0) this.#damage.push({ segment, regions, copy: this.#preserve(segment) });
     }
   }
+
+  /** Yields a segment's readable lines, records its unreadable ones; answers what follows the last newline. */
+  *#scanSegment<H>(segment: number, accept: (header: unknown) => header is H, regions: Region[]): Generator<ScannedLine<H>, { offset: number; bytes: Buffer }> {
+    const fd = this.#fds.get(segment)!;
+    const size = this.#sizes.get(segment)!;
+    // Bytes after the last newline read so far, kept as pieces: a long stretch without a newline
+    // (a zero-filled region) is joined once, not once per chunk.
+    let pieces: Buffer[] = [];
+    let piecesOffset = 0;
+    for (let position = 0; position < size; ) {
+      const chunk = Buffer.allocUnsafe(Math.min(SCAN_CHUNK, size - position));
+      const n = readSync(fd, chunk, 0, chunk.length, position);
+      if (n === 0) break;
+      position += n;
+      const read = chunk.subarray(0, n);
+      const lastNewline = read.lastIndexOf(NEWLINE);
+      if (lastNewline === -1) {
+        pieces.push(read);
+        continue;
+      }
+      const lines = pieces.length > 0 ? Buffer.concat([...pieces, read.subarray(0, lastNewline + 1)]) : read.subarray(0, lastNewline + 1);
+      yield* linesOf(lines, segment, piecesOffset, accept, regions);
+      piecesOffset += lines.length;
+      pieces = lastNewline + 1 < read.length ? [read.subarray(lastNewline + 1)] : [];
+    }
+    return { offset: piecesOffset, bytes: Buffer.concat(pieces) };
+  }
+
+  /**
+   * Copies a damaged segment to `<segment>.corrupt-<time>` (a reflink where the file system has
+   * them). A damaged segment is never changed, so start-ups that find the same damage again reuse
+   * the copy of the same size instead of filling the disk with copies.
+   */
+  #preserve(segment: number): string {
+    const name = segmentName(segment);
+    const size = this.#sizes.get(segment)!;
+    const existing = readdirSync(this.dir).find((f) => f.startsWith(`${name}.corrupt-`) && statSync(join(this.dir, f)).size === size);
+    if (existing) return join(this.dir, existing);
+    const copy = join(this.dir, `${name}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    copyFileSync(join(this.dir, name), copy, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+    return copy;
+  }
+}
+
+/** Yields the readable lines of `block` (whole lines, starting at `base` in the segment), records the others. */
+function* linesOf<H>(block: Buffer, segment: number, base: number, accept: (header: unknown) => header is H, regions: Region[]): Generator<ScannedLine<H>> {
+  let nul = block.indexOf(NUL);
+  for (let start = 0; start < block.length; ) {
+    const end = block.indexOf(NEWLINE, start);
+    if (nul !== -1 && nul < start) nul = block.indexOf(NUL, start);
+    const header = nul === -1 || nul > end ? headerOf(block.subarray(start, end), accept) : undefined;
+    if (header !== undefined) {
+      yield { header, location: { segment, offset: base + start, length: end + 1 - start } };
+    } else {
+      const found = recoverLine(block, start, end, accept);
+      regions.push({ offset: base + start, length: (found?.start ?? end + 1) - start });
+      if (found) yield { header: found.header, location: { segment, offset: base + found.start, length: end + 1 - found.start } };
+    }
+    start = end + 1;
+  }
+}
+
+/** The header of a line without its newline, when it is a readable line's. */
+function headerOf<H>(line: Buffer, accept: (header: unknown) => header is H): H | undefined {
+  const tab = line.indexOf(TAB);
+  if (tab === -1) return undefined;
+  let header: unknown;
+  try {
+    header = JSON.parse(line.toString('utf8', 0, tab));
+  } catch {
+    return undefined;
+  }
+  return accept(header) ? header : undefined;
+}
+
+/**
+ * A whole line at the end of the unreadable stretch `block[start, end)`, e.g. the line that follows
+ * a zero-filled block. Bodies hold no raw tab, so its header ends at the stretch's last tab; it
+ * begins with `{` after any earlier tab or NUL. What is recovered from damage must prove itself:
+ * its body must parse too.
+ */
+function recoverLine<H>(block: Buffer, start: number, end: number, accept: (header: unknown) => header is H): { start: number; header: H } | undefined {
+  const stretch = block.subarray(start, end);
+  const tab = stretch.lastIndexOf(TAB);
+  if (tab <= 0) return undefined;
+  // From 1: the stretch as a whole is already known to be unreadable.
+  const from = Math.max(1, stretch.lastIndexOf(TAB, tab - 1) + 1, stretch.lastIndexOf(NUL) + 1, tab - MAX_HEADER_BYTES);
+  for (let open = stretch.lastIndexOf(OPEN_BRACE, tab); open >= from; open = stretch.lastIndexOf(OPEN_BRACE, open - 1)) {
+    const header = headerOf(stretch.subarray(open), accept);
+    if (header === undefined) continue;
+    try {
+      JSON.parse(stretch.toString('utf8', tab + 1));
+    } catch {
+      return undefined;
+    }
+    return { start: start + open, header };
+  }
+  return undefined;
+}
+
+/** The first bytes of a line, as a write cut short leaves them (never zeros: those are the OS's). */
+function isTornWrite(tail: Buffer): boolean {
+  return tail[0] === OPEN_BRACE && !tail.includes(NUL);
 }
