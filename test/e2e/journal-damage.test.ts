@@ -86,30 +86,35 @@ describe('journal damage found at start-up', () => {
     const B = 'generic:B-1';
     const C = 'generic:C-1';
     const D = 'generic:D-1';
-    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'A-1' }))).body.status).toBe('accrued');
+    // A's first round meets only 429s (pending, v2); the next round accrues it (marker v3, outcome v4).
+    h.sim.faults.inject({ kind: 'rate_limit', times: 5, on: 'accrue' });
+    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'A-1' }))).body.status).toBe('pending');
+    const pendingA = await record(A);
+    expect((await h.bridge.service.advance(A, true)).after).toBe('accrued');
     expect((await post('/v1/checkouts/generic', checkout({ orderId: 'B-1' }))).body.status).toBe('accrued');
     expect((await post('/v1/refunds/generic', { orderId: 'B-1', refundId: 'R-B' })).body.status).toBe('reversed');
     expect((await post('/v1/checkouts/generic', checkout({ orderId: 'D-1' }))).body.status).toBe('accrued');
     expect((await post('/v1/refunds/generic', { orderId: 'D-1', refundId: 'R-D', amount: '9.97' })).body.remainder).toEqual({ transactionId: `${D}~r1`, status: 'accrued' });
     expect((await post('/v1/checkouts/generic', checkout({ orderId: 'C-1' }))).body.status).toBe('accrued');
     const before = h.sim.books();
-    expect(before).toMatchObject({ accrueRequests: 5, reverseRequests: 2 });
+    // A: five 429s and one accrue; B, C: one each; D: the order and its remainder.
+    expect(before).toMatchObject({ accrueRequests: 10, reverseRequests: 2 });
     await h.bridge.close();
 
     const segment = join(journalDir(), '000001.jsonl');
     const lines = await journalLines(segment);
-    // A: its in-flight marker (v2) and outcome (v3) are lost; v1 reads `pending`.
-    await zeroFill(segment, lines, line(lines, A, 2), line(lines, A, 3));
-    // B: the reverse's marker (v5) and outcome (v6) are lost; v4 reads `reversal_pending`.
-    await zeroFill(segment, lines, line(lines, B, 5), line(lines, B, 6));
+    // A: its second round's in-flight marker (v3) and outcome (v4) are lost; v2 reads `pending`.
+    await zeroFill(segment, lines, line(lines, A, 3), line(lines, A, 4));
+    // B: the reverse's marker (v4) and outcome (v5) are lost; v3 reads `reversal_pending`.
+    await zeroFill(segment, lines, line(lines, B, 4), line(lines, B, 5));
     // D: the remainder's record, D's link to it, and the remainder's accrual are lost.
     const lastOfD = lines.filter((l) => l.id === D || l.id === `${D}~r1`).at(-1)!;
     await zeroFill(segment, lines, line(lines, `${D}~r1`, 1), lastOfD);
 
     await h.restart({ startWorker: false });
-    expect(await record(A)).toMatchObject({ status: 'in_doubt', version: 2, accrual: { state: 'in_doubt', inDoubtSince: (await record(A)).createdAt } });
+    expect(await record(A)).toMatchObject({ status: 'in_doubt', version: 3, accrual: { state: 'in_doubt', inDoubtSince: pendingA.updatedAt } });
     expect((await record(A)).history.at(-1)!.event).toMatch(/journal damage found at start-up/);
-    expect(await record(B)).toMatchObject({ status: 'in_doubt', version: 5, accrual: { state: 'accrued' }, reversal: { state: 'in_doubt' } });
+    expect(await record(B)).toMatchObject({ status: 'in_doubt', version: 4, accrual: { state: 'accrued' }, reversal: { state: 'in_doubt' } });
     expect((await record(B)).history.at(-1)!.event).toMatch(/journal damage found at start-up.*in-flight reverse/);
     expect(await record(D)).toMatchObject({ status: 'reversed', reversal: { partial: { remainderTransactionId: `${D}~r1` } } });
     expect((await record(D)).remainderTransactionId).toBeUndefined();
@@ -133,13 +138,13 @@ describe('journal damage found at start-up', () => {
     expect((await h.bridge.service.advance(B, true)).note).toMatch(/operator must \/resolve/);
 
     const after = h.sim.books();
-    expect(after).toMatchObject({ accrueRequests: 5, reverseRequests: 2, doubleAccruals: [], doubleReversals: [] });
+    expect(after).toMatchObject({ accrueRequests: 10, reverseRequests: 2, doubleAccruals: [], doubleReversals: [] });
 
     // A later start finds no damage and changes nothing.
     logLines.length = 0;
     await h.restart({ startWorker: false });
     expect(logLines.filter((l) => /journal was damaged/.test(l))).toEqual([]);
-    expect(await record(B)).toMatchObject({ status: 'in_doubt', version: 5 });
+    expect(await record(B)).toMatchObject({ status: 'in_doubt', version: 4 });
     expect(await record(A)).toMatchObject({ status: 'accrued' });
   });
 
