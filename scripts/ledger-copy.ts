@@ -105,6 +105,14 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     if (owner) throw new CommandError(`the file ledger ${file.manifestPath} is in use by process ${owner}: stop the bridge first, then run the copy again`);
     throw new CommandError(`cannot open the file ledger ${file.manifestPath}: ${message}`);
   }
+  if (file.recovery) {
+    // Damage means lost lines, perhaps in-flight markers: copied as they read, pending records would
+    // be accrued again. The bridge's start-up puts them in doubt first (recoverAfterJournalDamage).
+    await file.close();
+    throw new CommandError(
+      `the file ledger ${file.manifestPath} has a damaged journal (${file.recovery.corruptLines} unreadable line(s)): start the bridge on it once, so that records which may have lost a call in flight are put in doubt, stop it, then run the copy again`,
+    );
+  }
   const { schema } = parsePgUrl(to);
   const pg = new PostgresLedgerStore(to, { poolSize: IN_FLIGHT });
   try {

@@ -3,7 +3,7 @@
  * PostgreSQL, exactly, resumable, refusing a ledger a bridge holds) and `npm run migrate`, through
  * the functions the scripts export, so no build is needed.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -374,6 +374,29 @@ describeIf('migrate', () => {
       }
     } finally {
       await schema.drop();
+    }
+  });
+});
+
+describe('ledger:copy of a damaged journal', () => {
+  it('refuses until a bridge start-up has put the records that may have lost a call in doubt', async () => {
+    const damagedDir = await mkdtemp(join(tmpdir(), 'ledger-copy-damaged-'));
+    try {
+      const store = new FileLedgerStore(join(damagedDir, 'ledger.json'));
+      await store.init();
+      for (const id of ['generic:D-1', 'generic:D-2', 'generic:D-3']) await store.insert(makeRecord(id, { accrual: 'pending' }));
+      await store.close();
+      // Zeros over the middle of the journal, as an OS crash leaves pages that were never written.
+      const segment = join(damagedDir, 'ledger.journal', '000001.jsonl');
+      const handle = await open(segment, 'r+');
+      const { size } = await handle.stat();
+      await handle.write(Buffer.alloc(64), 0, 64, Math.floor(size / 2));
+      await handle.close();
+
+      const run = copyLedger({ from: `file:${join(damagedDir, 'ledger.json')}`, to: 'postgres://postgres@127.0.0.1:1/none', log: () => undefined, progress: false });
+      await expect(run).rejects.toThrow(/damaged journal \(1 unreadable line\(s\)\): start the bridge on it once/);
+    } finally {
+      await rm(damagedDir, { recursive: true, force: true });
     }
   });
 });
