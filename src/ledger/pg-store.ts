@@ -205,11 +205,11 @@ export class PostgresLedgerStore implements LedgerStore {
         );
         for (const row of stored.rows) if (row.version >= newest.get(row.transaction_id)!.version) newest.delete(row.transaction_id);
         const batch = [...newest.values()];
-        const due = batch.map((r) => dueColumns(r));
         if (batch.length === 0) {
           await client.query('COMMIT');
           continue;
         }
+        const due = batch.map((r) => dueColumns(r));
         const { rows } = await client.query<{ transaction_id: string }>(
           `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier)
            SELECT * FROM ROWS FROM (unnest($1::text[]), unnest($2::integer[]), unnest($3::text[]), unnest($4::text[]), unnest($5::text[]),

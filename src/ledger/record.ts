@@ -162,6 +162,13 @@ export function isOpen(record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFl
   );
 }
 
+export interface Due {
+  /** Epoch ms. */
+  atMs: number;
+  /** Only the history verifier can act then (an accrual in doubt): an operator where it cannot run. */
+  needsVerifier: boolean;
+}
+
 /**
  * When the worker should next look at an open record by itself (the scheduled pass; an operator's
  * reconcile looks at every open record). It follows the decisions of `TransactionService#claim`:
@@ -179,11 +186,6 @@ export function isOpen(record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFl
  *   only an operator's /resolve moves it (bridge-contract, "Rules the loyalty service imposes").
  * Undefined too for a settled record: nothing left to do.
  */
-export interface Due {
-  atMs: number;
-  needsVerifier: boolean;
-}
-
 export function dueOf(
   record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFlight' | 'remainderTransactionId' | 'nextAttemptAt' | 'updatedAt'>,
 ): Due | undefined {
