@@ -19,7 +19,7 @@ import { failpoint } from '../failpoints.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { Logger } from '../logger.js';
 import { awaitsRemainder, deriveStatus, hasContact, isOpen, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type PartialRefundPlan, type UpstreamOperation } from '../ledger/record.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { DueQuery, LedgerStore, OpenClaim } from '../ledger/store.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
 import { deriveTransactionId } from '../transaction-id.js';
@@ -321,6 +321,15 @@ export class TransactionService {
       });
     this.#running.set(transactionId, pass);
     return pass;
+  }
+
+  /**
+   * What the worker's scheduled pass may take: records due by this service's clock (the one that
+   * set their `nextAttemptAt`); accruals in doubt only when the history verifier can run (`#claim`
+   * leaves them to an operator otherwise).
+   */
+  dueQuery(limit: number, claim: OpenClaim): DueQuery {
+    return { nowMs: this.clock().getTime(), limit, canVerify: this.verifier.enabled, claim };
   }
 
   isRunning(transactionId: string): boolean {

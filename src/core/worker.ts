@@ -5,7 +5,7 @@
  */
 import type { Logger } from '../logger.js';
 import type { LedgerStore } from '../ledger/store.js';
-import { FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
+import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
 import type { StepReport, TransactionService } from './transactions.js';
 
 export interface ReconcileReport {
@@ -43,12 +43,34 @@ export class Worker {
     await this.service.drain();
   }
 
-  /** One pass over every open record. `force` also runs work whose pause has not ended. */
+  /**
+   * One pass. Scheduled: the records due now, earliest first, a batch at a time. `force` (an
+   * operator's reconcile): every open record, due or not, those only an operator can move included,
+   * so that the report says why each is still open; it pages through them all.
+   */
   async reconcile(force = true): Promise<ReconcileReport> {
     const startedAt = new Date().toISOString();
     // A scheduled pass leaves records another instance wrote within the answer budget: that instance is
     // most likely delivering them inline. An operator's reconcile (force) takes everything now.
-    const records = await this.store.listOpen(BATCH, { owner: this.service.instanceId, leaseMs: this.options.leaseMs, idleMs: force ? 0 : this.options.idleMs });
+    const claim = { owner: this.service.instanceId, leaseMs: this.options.leaseMs, idleMs: force ? 0 : this.options.idleMs };
+    const reports: StepReport[] = [];
+    if (force) {
+      for (let page = await this.store.listOpen(BATCH, claim); page.length > 0; page = await this.store.listOpen(BATCH, claim, page.at(-1))) {
+        reports.push(...(await this.#advanceAll(page, true)));
+      }
+    } else {
+      reports.push(...(await this.#advanceAll(await this.store.listDue(this.service.dueQuery(BATCH, claim)), false)));
+    }
+    const report: ReconcileReport = { startedAt, finishedAt: new Date().toISOString(), examined: reports.length, fixed: [], open: [] };
+    for (const r of reports) {
+      if (FINAL_STATUSES.has(r.after)) report.fixed.push({ transactionId: r.transactionId, from: r.before, to: r.after, why: r.note });
+      else report.open.push({ transactionId: r.transactionId, status: r.after, why: r.note });
+    }
+    return report;
+  }
+
+  /** Advances each record once, `concurrency` at a time; one report per record, errors included. */
+  async #advanceAll(records: LedgerRecord[], force: boolean): Promise<StepReport[]> {
     const reports: StepReport[] = [];
     const queue = [...records];
     const lanes = Array.from({ length: Math.min(this.options.concurrency, queue.length) }, async () => {
@@ -61,12 +83,7 @@ export class Worker {
       }
     });
     await Promise.all(lanes);
-    const report: ReconcileReport = { startedAt, finishedAt: new Date().toISOString(), examined: records.length, fixed: [], open: [] };
-    for (const r of reports) {
-      if (FINAL_STATUSES.has(r.after)) report.fixed.push({ transactionId: r.transactionId, from: r.before, to: r.after, why: r.note });
-      else report.open.push({ transactionId: r.transactionId, status: r.after, why: r.note });
-    }
-    return report;
+    return reports;
   }
 
   #schedule(): void {

@@ -12,8 +12,8 @@
  *   ./data/ledger.dead-letters/<id>.json    one lowdb document per dead letter (rare, kept whole)
  *   ./data/ledger.json.lock                 the owning process's pid
  *
- * Memory holds a compact index (status, pos, time, open flag, claimed operation ids, where the
- * latest version lies) and the most recently used records; start-up reads only line headers.
+ * Memory holds a compact index (status, pos, time, open flag, due time, claimed operation ids, where
+ * the latest version lies) and the most recently used records; start-up reads only line headers.
  * Superseded versions are garbage: a segment whose live share falls under half is compacted by
  * copying its live lines to the end and deleting it, at start-up and whenever a segment fills.
  *
@@ -35,8 +35,8 @@ import { ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import { Journal, type Location } from './journal.js';
 import { ProcessLock } from './process-lock.js';
-import { isOpen, LEDGER_STATUSES, type LedgerRecord, type LedgerStatus } from './record.js';
-import type { DeadLetter, LedgerStore, ListQuery } from './store.js';
+import { dueOf, isOpen, LEDGER_STATUSES, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
+import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 const FORMAT_VERSION = 2;
 
@@ -47,9 +47,14 @@ interface Manifest {
   segments: number[];
 }
 
-/** What each journal line's header holds: enough to rebuild the index without parsing bodies. */
+/**
+ * What each journal line's header holds: enough to rebuild the index without parsing bodies.
+ * `d` (open records only): the due time (`dueOf`) in epoch ms, null when only an operator can move
+ * the record; `dv: 1` when only the history verifier can. Lines written before due times existed
+ * have no `d`: start-up derives it from their bodies, for the open records among them only.
+ */
 type LineHeader =
-  | { k: 'r'; id: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; ops?: number[] }
+  | { k: 'r'; id: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[] }
   | { k: 'w'; key: string; t: number };
 
 /** What start-up found unreadable in the journal; no record contents (they hold customer contacts). */
@@ -71,6 +76,8 @@ interface IndexEntry {
   pos: string;
   createdAtMs: number;
   open: boolean;
+  /** Undefined when the worker has nothing to do on its own (settled, or an operator's to move). */
+  due?: Due;
   operationIds: number[];
   location: Location;
 }
@@ -213,12 +220,27 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   /** One process owns this ledger, so claims (for shared stores) have nothing to arbitrate. */
-  async listOpen(limit: number): Promise<LedgerRecord[]> {
+  async listOpen(limit: number, _claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]> {
+    const from = after ? { createdAtMs: Date.parse(after.createdAt), transactionId: after.transactionId } : undefined;
     return [...this.#open]
       .map((id) => this.#index.get(id)!)
-      .sort((a, b) => a.createdAtMs - b.createdAtMs)
+      .filter((e) => !from || byAge(e, from) > 0)
+      .sort(byAge)
       .slice(0, limit)
       .map((e) => this.#read(e.transactionId)!);
+  }
+
+  /** One pass over the open set, never the whole ledger: due times are in the index. */
+  async listDue(query: DueQuery): Promise<LedgerRecord[]> {
+    const due: { entry: IndexEntry; atMs: number }[] = [];
+    for (const id of this.#open) {
+      const entry = this.#index.get(id)!;
+      if (entry.due && entry.due.atMs <= query.nowMs && (query.canVerify || !entry.due.needsVerifier)) due.push({ entry, atMs: entry.due.atMs });
+    }
+    return due
+      .sort((a, b) => a.atMs - b.atMs || byAge(a.entry, b.entry))
+      .slice(0, query.limit)
+      .map(({ entry }) => this.#read(entry.transactionId)!);
   }
 
   async countOpen(): Promise<number> {
@@ -316,6 +338,7 @@ export class FileLedgerStore implements LedgerStore {
 
   #write(record: LedgerRecord): void {
     const open = isOpen(record);
+    const due = dueOf(record);
     const header: LineHeader = {
       k: 'r',
       id: record.transactionId,
@@ -324,6 +347,8 @@ export class FileLedgerStore implements LedgerStore {
       p: record.pos,
       c: this.#index.get(record.transactionId)?.createdAtMs ?? Date.parse(record.createdAt),
       o: open ? 1 : 0,
+      ...(open ? { d: due?.atMs ?? null } : {}),
+      ...(due?.needsVerifier ? { dv: 1 } : {}),
       ...(record.accrual.operationIds.length ? { ops: record.accrual.operationIds } : {}),
     };
     const location = this.#journal.append(header, JSON.stringify(record));
@@ -350,7 +375,8 @@ export class FileLedgerStore implements LedgerStore {
     const previous = this.#index.get(h.id);
     if (previous) this.#removeLive(previous.location);
     this.#addLive(location);
-    this.#index.set(h.id, { transactionId: h.id, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, operationIds: h.ops ?? [], location });
+    const due = h.o === 1 && typeof h.d === 'number' ? { atMs: h.d, needsVerifier: h.dv === 1 } : undefined;
+    this.#index.set(h.id, { transactionId: h.id, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], location });
     if (h.o === 1) this.#open.add(h.id);
     else this.#open.delete(h.id);
     for (const id of previous?.operationIds ?? []) this.#claims.delete(id);
@@ -365,13 +391,22 @@ export class FileLedgerStore implements LedgerStore {
     this.#webhookEvents.clear();
     this.#liveBytes.clear();
     const oldest = Date.now() - WEBHOOK_EVENT_RETENTION_MS;
+    /** Open records whose latest line predates due times in headers. */
+    const undated = new Set<string>();
     for (const { header, location } of this.#journal.scan(isLineHeader)) {
-      if (header.k === 'r') this.#remember(header, location);
-      else if (header.t >= oldest && !this.#webhookEvents.has(header.key)) {
+      if (header.k === 'r') {
+        this.#remember(header, location);
+        if (header.o === 1 && header.d === undefined) undated.add(header.id);
+        else undated.delete(header.id);
+      } else if (header.t >= oldest && !this.#webhookEvents.has(header.key)) {
         this.#webhookEvents.set(header.key, { at: header.t, location });
         this.#addLive(location);
       }
     }
+    // Not "due now" for all of them: a reversal in doubt is never written again by the worker, so
+    // it would stay due and take a place in every batch. Compaction copies lines as they are, so
+    // this is done at every start-up until the record is written again.
+    for (const id of undated) this.#index.get(id)!.due = dueOf(this.#read(id)!);
   }
 
   /** Keeps what `scan` found damaged: the segments to leave alone, and the report (counts only). */
@@ -495,8 +530,15 @@ function isLineHeader(h: unknown): h is LineHeader {
     typeof x.p === 'string' &&
     typeof x.c === 'number' &&
     (x.o === 0 || x.o === 1) &&
+    (x.d === undefined || x.d === null || typeof x.d === 'number') &&
+    (x.dv === undefined || x.dv === 1) &&
     (x.ops === undefined || (Array.isArray(x.ops) && x.ops.every((id) => typeof id === 'number')))
   );
+}
+
+/** Oldest first by createdAt, ties by id: `listOpen`'s order, the same before and after a restart. */
+function byAge(a: Pick<IndexEntry, 'createdAtMs' | 'transactionId'>, b: Pick<IndexEntry, 'createdAtMs' | 'transactionId'>): number {
+  return a.createdAtMs - b.createdAtMs || (a.transactionId < b.transactionId ? -1 : a.transactionId > b.transactionId ? 1 : 0);
 }
 
 /** Webhook dedupe keys are kept as short hashes: they are only ever compared. */

@@ -4,10 +4,45 @@
  * makes several instances starting at once apply each migration exactly once. Never edit a
  * migration that has shipped: add the next version.
  */
+import type pg from 'pg';
+import { dueOf, type LedgerRecord } from './record.js';
+
 export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /** Runs after `sql`, in the same transaction: data that must follow the bridge's own rules (record.ts), not a copy of them in SQL. */
+  backfill?: (client: pg.PoolClient) => Promise<void>;
+}
+
+/**
+ * A record's due time (`dueOf`) as the `due_at` and `due_needs_verifier` columns of migration 2:
+ * 'infinity' when the worker has nothing to do on its own (settled, or an operator's to move).
+ */
+export function dueColumns(record: LedgerRecord): { dueAt: string; needsVerifier: boolean } {
+  const due = dueOf(record);
+  return { dueAt: due ? new Date(due.atMs).toISOString() : 'infinity', needsVerifier: due?.needsVerifier ?? false };
+}
+
+/** Rows per round trip when migration 2 fills in the due times of open records. */
+const BACKFILL_BATCH = 1000;
+
+async function backfillDueTimes(client: pg.PoolClient): Promise<void> {
+  // A cursor reads the open rows as they were when it was declared, so the rows updated meanwhile
+  // are not read again. Closed rows keep the default: their due time is never read.
+  await client.query('DECLARE ledger_due_backfill NO SCROLL CURSOR FOR SELECT transaction_id, record FROM ledger_records WHERE open');
+  for (;;) {
+    const { rows } = await client.query<{ transaction_id: string; record: LedgerRecord }>(`FETCH ${BACKFILL_BATCH} FROM ledger_due_backfill`);
+    if (rows.length === 0) break;
+    const due = rows.map((r) => dueColumns(r.record));
+    await client.query(
+      `UPDATE ledger_records r SET due_at = k.due_at, due_needs_verifier = k.needs_verifier
+         FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS k (transaction_id, due_at, needs_verifier)
+        WHERE r.transaction_id = k.transaction_id`,
+      [rows.map((r) => r.transaction_id), due.map((d) => d.dueAt), due.map((d) => d.needsVerifier)],
+    );
+  }
+  await client.query('CLOSE ledger_due_backfill');
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -84,5 +119,58 @@ BEGIN
 END;
 $$;
 `,
+  },
+  {
+    version: 2,
+    name: 'due time of each record, for the worker to take due work first',
+    sql: `
+-- When the worker should next look at a record (record.ts dueOf), so that its claim takes what is
+-- due, earliest first, instead of the oldest open records, which may all be waiting for an
+-- operator or for a round an hour away. 'infinity': never on its own (settled, or only an operator
+-- can move it). due_needs_verifier: an accrual in doubt, which only the history verifier settles;
+-- a bridge without LOYALTY_API_KEY leaves those to an operator.
+-- The default '-infinity' (due since ever) is for rows written by an earlier build while instances
+-- are replaced one by one: such a row is looked at, never forgotten; this build's next write of it
+-- sets its real due time. Existing rows are filled in by the backfill after this script.
+ALTER TABLE ledger_records
+  ADD COLUMN due_at timestamptz NOT NULL DEFAULT '-infinity',
+  ADD COLUMN due_needs_verifier boolean NOT NULL DEFAULT false;
+-- Serves WHERE open AND due_at <= $now [AND NOT due_needs_verifier] ORDER BY due_at: a range scan
+-- in due order that stops at the first row not due yet, checking due_needs_verifier in the index.
+CREATE INDEX ledger_records_due ON ledger_records (due_at, due_needs_verifier) WHERE open;
+
+CREATE FUNCTION ledger_update(p_id text, p_expected integer, p_status text, p_open boolean, p_updated_at timestamptz, p_record jsonb, p_ops bigint[],
+                              p_due_at timestamptz, p_due_needs_verifier boolean)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  other text;
+  op bigint;
+BEGIN
+  UPDATE ledger_records
+     SET version = p_expected + 1, status = p_status, open = p_open, updated_at = p_updated_at, record = p_record,
+         due_at = p_due_at, due_needs_verifier = p_due_needs_verifier
+   WHERE transaction_id = p_id AND version = p_expected;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  DELETE FROM ledger_operation_claims WHERE transaction_id = p_id AND NOT (operation_id = ANY (p_ops));
+  FOREACH op IN ARRAY p_ops LOOP
+    INSERT INTO ledger_operation_claims (operation_id, transaction_id) VALUES (op, p_id) ON CONFLICT (operation_id) DO NOTHING;
+    SELECT transaction_id INTO other FROM ledger_operation_claims WHERE operation_id = op;
+    IF other <> p_id THEN
+      RAISE EXCEPTION 'operation % is claimed by %', op, other USING ERRCODE = 'LB001';
+    END IF;
+  END LOOP;
+  RETURN true;
+END;
+$$;
+
+-- What earlier builds call: the same write, due at once (see the default above).
+CREATE OR REPLACE FUNCTION ledger_update(p_id text, p_expected integer, p_status text, p_open boolean, p_updated_at timestamptz, p_record jsonb, p_ops bigint[])
+RETURNS boolean LANGUAGE sql AS $$
+  SELECT ledger_update(p_id, p_expected, p_status, p_open, p_updated_at, p_record, p_ops, '-infinity', false);
+$$;
+`,
+    backfill: backfillDueTimes,
   },
 ];

@@ -3,16 +3,16 @@
  * Exactly-once across instances rests on the database, not on any process: the primary key makes
  * a transactionId insert once, `ledger_update` is a compare-and-set on `version` (an instance that
  * lost the race gets VersionConflictError and makes no call), operation claims are a primary key,
- * and workers take open records with `FOR UPDATE SKIP LOCKED` under a lease, so instances share the
+ * and workers take due records with `FOR UPDATE SKIP LOCKED` under a lease, so instances share the
  * background work instead of all looking at the same records.
  *
  * `?schema=name` in the URL puts the tables in that schema (tests give each file its own).
  */
 import pg from 'pg';
 import { ConflictError, VersionConflictError } from '../errors.js';
-import { MIGRATIONS } from './pg-migrations.js';
+import { dueColumns, MIGRATIONS } from './pg-migrations.js';
 import { isOpen, type LedgerRecord } from './record.js';
-import type { DeadLetter, LedgerStore, ListQuery, OpenClaim } from './store.js';
+import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -58,6 +58,7 @@ export async function migrate(pool: pg.Pool, schema?: string): Promise<number[]>
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
       await client.query(m.sql);
+      await m.backfill?.(client);
       await client.query('INSERT INTO ledger_schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
       applied.push(m.version);
     }
@@ -115,10 +116,11 @@ export class PostgresLedgerStore implements LedgerStore {
     const db = client ?? this.pool;
     try {
       if (client) await client.query('BEGIN');
+      const due = dueColumns(record);
       const { rowCount } = await db.query(
-        `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record)
-         VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (transaction_id) DO NOTHING`,
-        [record.transactionId, record.pos, record.orderId.replaceAll('\u0000', '\uFFFD'), record.status, isOpen(record), record.createdAt, record.updatedAt, jsonb(record)],
+        `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier)
+         VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (transaction_id) DO NOTHING`,
+        [record.transactionId, record.pos, record.orderId.replaceAll('\u0000', '\uFFFD'), record.status, isOpen(record), record.createdAt, record.updatedAt, jsonb(record), due.dueAt, due.needsVerifier],
       );
       if (rowCount && client) {
         for (const op of ops) {
@@ -139,7 +141,8 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async update(next: LedgerRecord): Promise<LedgerRecord> {
     try {
-      const { rows } = await this.pool.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7) AS ok', [
+      const due = dueColumns(next);
+      const { rows } = await this.pool.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7, $8, $9) AS ok', [
         next.transactionId,
         next.version - 1,
         next.status,
@@ -147,6 +150,8 @@ export class PostgresLedgerStore implements LedgerStore {
         next.updatedAt,
         jsonb(next),
         next.accrual.operationIds,
+        due.dueAt,
+        due.needsVerifier,
       ]);
       if (rows[0]?.ok) return next;
     } catch (error) {
@@ -204,13 +209,16 @@ export class PostgresLedgerStore implements LedgerStore {
           await client.query('COMMIT');
           continue;
         }
+        const due = batch.map((r) => dueColumns(r));
         const { rows } = await client.query<{ transaction_id: string }>(
-          `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record)
+          `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier)
            SELECT * FROM ROWS FROM (unnest($1::text[]), unnest($2::integer[]), unnest($3::text[]), unnest($4::text[]), unnest($5::text[]),
-                                    unnest($6::boolean[]), unnest($7::timestamptz[]), unnest($8::timestamptz[]), jsonb_array_elements($9::jsonb))
+                                    unnest($6::boolean[]), unnest($7::timestamptz[]), unnest($8::timestamptz[]), jsonb_array_elements($9::jsonb),
+                                    unnest($10::timestamptz[]), unnest($11::boolean[]))
            ON CONFLICT (transaction_id) DO UPDATE
               SET version = EXCLUDED.version, pos = EXCLUDED.pos, order_id = EXCLUDED.order_id, status = EXCLUDED.status, open = EXCLUDED.open,
-                  created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, record = EXCLUDED.record
+                  created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, record = EXCLUDED.record,
+                  due_at = EXCLUDED.due_at, due_needs_verifier = EXCLUDED.due_needs_verifier
             WHERE ledger_records.version < EXCLUDED.version
            RETURNING transaction_id`,
           [
@@ -225,6 +233,8 @@ export class PostgresLedgerStore implements LedgerStore {
             // The bodies go as one JSON array: a jsonb[] parameter would be an array literal, every quote
             // escaped by pg and parsed twice by the server, 2-3 times slower for records of a few kB.
             jsonb(batch),
+            due.map((d) => d.dueAt),
+            due.map((d) => d.needsVerifier),
           ],
         );
         const written = rows.map((r) => r.transaction_id);
@@ -277,24 +287,42 @@ export class PostgresLedgerStore implements LedgerStore {
     return { imported, skipped: records.length - imported };
   }
 
-  async listOpen(limit: number, claim?: OpenClaim): Promise<LedgerRecord[]> {
+  async listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]> {
+    const params: unknown[] = [];
+    const where = after ? `open AND (created_at, transaction_id) > ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.transactionId)}::text)` : 'open';
+    return this.#select(where, 'created_at, transaction_id', params, limit, claim);
+  }
+
+  async listDue(query: DueQuery): Promise<LedgerRecord[]> {
+    const params: unknown[] = [new Date(query.nowMs).toISOString()];
+    const where = `open AND due_at <= $1::timestamptz${query.canVerify ? '' : ' AND NOT due_needs_verifier'}`;
+    return this.#select(where, 'due_at', params, query.limit, query.claim);
+  }
+
+  /** Rows matching `where` (over `params`) in `order`, at most `limit`; with `claim`, leased to its owner. */
+  async #select(where: string, order: string, params: unknown[], limit: number, claim: OpenClaim | undefined): Promise<LedgerRecord[]> {
     if (!claim) {
-      const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE open ORDER BY created_at LIMIT $1', [limit]);
+      const { rows } = await this.pool.query<{ record: LedgerRecord }>(`SELECT record FROM ledger_records WHERE ${where} ORDER BY ${order} LIMIT $${params.push(limit)}`, params);
       return rows.map((r) => r.record);
     }
     // Each instance's worker takes a disjoint batch: rows another instance holds a live lease on,
     // or is claiming right now (locked), are skipped.
+    const owner = `$${params.push(claim.owner)}`;
+    const leaseMs = `$${params.push(claim.leaseMs)}`;
+    const idleMs = `$${params.push(claim.idleMs ?? 0)}`;
     const { rows } = await this.pool.query<{ record: LedgerRecord }>(
-      `UPDATE ledger_records r SET lease_owner = $1, lease_until = now() + make_interval(secs => $2::double precision / 1000)
-        WHERE r.transaction_id IN (
-          SELECT transaction_id FROM ledger_records
-           WHERE open AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
-             AND updated_at < now() - make_interval(secs => $4::double precision / 1000)
-           ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING r.record`,
-      [claim.owner, claim.leaseMs, limit, claim.idleMs ?? 0],
+      `WITH claimed AS (
+         UPDATE ledger_records r SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
+          WHERE r.transaction_id IN (
+            SELECT transaction_id FROM ledger_records
+             WHERE ${where} AND (lease_until IS NULL OR lease_until < now() OR lease_owner = ${owner})
+               AND updated_at < now() - make_interval(secs => ${idleMs}::double precision / 1000)
+             ORDER BY ${order} LIMIT $${params.push(limit)} FOR UPDATE SKIP LOCKED)
+         RETURNING r.*)
+       SELECT record FROM claimed ORDER BY ${order}`,
+      params,
     );
-    return rows.map((r) => r.record).sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
+    return rows.map((r) => r.record);
   }
 
   async countOpen(): Promise<number> {

@@ -162,6 +162,44 @@ export function isOpen(record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFl
   );
 }
 
+export interface Due {
+  /** Epoch ms. */
+  atMs: number;
+  /** Only the history verifier can act then (an accrual in doubt): an operator where it cannot run. */
+  needsVerifier: boolean;
+}
+
+/**
+ * When the worker should next look at an open record by itself (the scheduled pass; an operator's
+ * reconcile looks at every open record). It follows the decisions of `TransactionService#claim`:
+ * - a call marked in flight, or a remainder still to create: now (its `updatedAt`). An in-flight
+ *   record is looked at so that a call its bridge can no longer finish is taken over, whatever
+ *   pause `nextAttemptAt` still shows (a reconcile can mark a call before its round was due);
+ * - a pending accrual or reversal: `nextAttemptAt`, the end of the pause between rounds, else now;
+ *   a reversal of an accrual that was refused or skipped has nothing to wait for: now;
+ * - an accrual in doubt: `nextAttemptAt`, when the operations history is checked. Only the history
+ *   verifier settles it, and it runs only where LOYALTY_API_KEY is set: a setting of the running
+ *   bridge that can change at a restart without the record being written again. So the answer
+ *   says `needsVerifier`, stores keep it, and the worker's query says whether it can verify;
+ *   without a verifier, an operator must /resolve these, as the reversals below;
+ * - a reversal in doubt: never (undefined). The operations history cannot prove a reversal, so
+ *   only an operator's /resolve moves it (bridge-contract, "Rules the loyalty service imposes").
+ * Undefined too for a settled record: nothing left to do.
+ */
+export function dueOf(
+  record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFlight' | 'remainderTransactionId' | 'nextAttemptAt' | 'updatedAt'>,
+): Due | undefined {
+  const now = Date.parse(record.updatedAt);
+  const afterPause = record.nextAttemptAt ? Date.parse(record.nextAttemptAt) : now;
+  const { accrual, reversal } = record;
+  if (record.inFlight || awaitsRemainder(record)) return { atMs: now, needsVerifier: false };
+  if (accrual.state === 'pending') return { atMs: afterPause, needsVerifier: false };
+  if (accrual.state === 'in_doubt') return { atMs: afterPause, needsVerifier: true };
+  if (reversal.state === 'in_doubt') return undefined;
+  if (reversal.state === 'pending') return { atMs: accrual.state === 'failed' || accrual.state === 'skipped' ? now : afterPause, needsVerifier: false };
+  return undefined;
+}
+
 export function hasContact(customer: Customer | undefined): boolean {
   return Boolean(customer && (customer.phone || customer.email || customer.serialNumber));
 }

@@ -46,6 +46,22 @@ export interface OpenClaim {
   idleMs?: number;
 }
 
+/** Where a listing of open records resumes: after this record, in `listOpen`'s order. */
+export type OpenCursor = Pick<LedgerRecord, 'createdAt' | 'transactionId'>;
+
+/** The worker's scheduled pass: what is due by `nowMs` (see `dueOf` in record.ts). */
+export interface DueQuery {
+  /** The bridge's clock, the one `nextAttemptAt` was set with. */
+  nowMs: number;
+  limit: number;
+  /**
+   * The bridge can read the operations history (LOYALTY_API_KEY is set). Without it, an accrual in
+   * doubt waits for an operator and is left out: it would fill every batch and move no further.
+   */
+  canVerify: boolean;
+  claim?: OpenClaim;
+}
+
 export interface LedgerStore {
   /** A short name for logs and readiness (`file`, `postgres`). */
   readonly kind: string;
@@ -69,10 +85,18 @@ export interface LedgerStore {
   /** Newest first. */
   list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }>;
   /**
-   * Records with work left (see `isOpen`), oldest first, at most `limit`. With `claim`, a shared
-   * store hands each instance records no other live instance holds, and holds them for the lease.
+   * Records with work left (see `isOpen`), due or not, oldest first (by createdAt, then
+   * transactionId), at most `limit`, after `after` when given (to page through them all). With
+   * `claim`, a shared store hands each instance records no other live instance holds, and holds
+   * them for the lease.
    */
-  listOpen(limit: number, claim?: OpenClaim): Promise<LedgerRecord[]>;
+  listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]>;
+  /**
+   * Open records due by `query.nowMs` (`dueOf`), earliest due first, at most `query.limit`. Records
+   * not due yet, and those only an operator can move, are left out, so that however many of them
+   * pile up they never take the place of work that can go ahead. Claims as in `listOpen`.
+   */
+  listDue(query: DueQuery): Promise<LedgerRecord[]>;
   /** The transactionId that has claimed this upstream operation id, if any. */
   findOperationClaim(operationId: number): Promise<string | undefined>;
   count(): Promise<number>;

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import { openStore } from '../../src/ledger/open-store.js';
+import { isOpen, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
-import { ledgerStoreContract, makeRecord, settle } from './store-contract.js';
+import { ledgerStoreContract, makeRecord, minutes, nextVersion, settle } from './store-contract.js';
 
 async function freshDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'ledger-file-store-'));
@@ -110,6 +111,41 @@ describe('FileLedgerStore on disk', () => {
     await store.close();
     store = await openAt(path);
     expect(await store.get('generic:kept')).toEqual(updated);
+  });
+
+  it('loads lines written before due times (no `d` in the header), deriving due times from the open records', async () => {
+    store = await openAt(path);
+    await store.close();
+    const records = [
+      makeRecord('generic:reversal-in-doubt', { at: 0, accrual: 'accrued', reversal: 'in_doubt' }),
+      makeRecord('generic:accrual-in-doubt', { at: 1, accrual: 'in_doubt', nextAttemptAt: 20 }),
+      makeRecord('generic:next-round-later', { at: 2, accrual: 'pending', nextAttemptAt: 5000 }),
+      makeRecord('generic:due', { at: 3, accrual: 'pending' }),
+      makeRecord('generic:settled', { at: 4, accrual: 'accrued' }),
+    ];
+    const earlierLine = (r: LedgerRecord) =>
+      `${JSON.stringify({ k: 'r', id: r.transactionId, v: r.version, s: r.status, p: r.pos, c: Date.parse(r.createdAt), o: isOpen(r) ? 1 : 0 })}\t${JSON.stringify(r)}\n`;
+    const segment = join(dir, 'ledger.journal', '000001.jsonl');
+    await writeFile(segment, records.map(earlierLine).join(''));
+
+    store = await openAt(path);
+    const due = async (at: number, canVerify = true) => (await store!.listDue({ nowMs: Date.parse(minutes(at)), limit: 500, canVerify })).map((r) => r.transactionId);
+    expect(await due(10)).toEqual(['generic:due']);
+    expect(await due(100)).toEqual(['generic:due', 'generic:accrual-in-doubt']);
+    expect(await due(100, false)).toEqual(['generic:due']);
+    expect(await due(5000)).toEqual(['generic:due', 'generic:accrual-in-doubt', 'generic:next-round-later']);
+    expect((await store.listOpen(10)).map((r) => r.transactionId)).toEqual(['generic:reversal-in-doubt', 'generic:accrual-in-doubt', 'generic:next-round-later', 'generic:due']);
+
+    // Written again by this build, a record's line carries its due time, which the next start-up reads.
+    await store.update(nextVersion(records[3]!, (r) => (r.nextAttemptAt = minutes(6000))));
+    await store.update(nextVersion(records[1]!));
+    const lines = (await readFile(segment, 'utf8')).split('\n').filter(Boolean);
+    expect(JSON.parse(lines.at(-2)!.split('\t')[0]!)).toMatchObject({ id: 'generic:due', o: 1, d: Date.parse(minutes(6000)) });
+    expect(JSON.parse(lines.at(-1)!.split('\t')[0]!)).toMatchObject({ id: 'generic:accrual-in-doubt', o: 1, d: Date.parse(minutes(20)), dv: 1 });
+    await store.close();
+    store = await openAt(path);
+    expect(await due(5000)).toEqual(['generic:accrual-in-doubt', 'generic:next-round-later']);
+    expect(await due(6000)).toEqual(['generic:accrual-in-doubt', 'generic:next-round-later', 'generic:due']);
   });
 
   it('compacts superseded versions at start-up, keeping every record', async () => {

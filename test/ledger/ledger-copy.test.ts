@@ -14,7 +14,7 @@ import { ConflictError } from '../../src/errors.js';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import { MIGRATIONS } from '../../src/ledger/pg-migrations.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
-import { isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
+import { dueOf, isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
 import type { DeadLetter } from '../../src/ledger/store.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { makeRecord, nextVersion } from './store-contract.js';
@@ -220,6 +220,15 @@ describeIf('ledger:copy into PostgreSQL', () => {
       expect([row.version, row.status, row.pos, row.created_at.toISOString()]).toEqual([r.version, r.status, r.pos, r.createdAt]);
     }
     expect(await pg.countOpen()).toBe([...built.records.values()].filter((r) => isOpen(r)).length);
+    // The due time the worker claims by, on every open record (a closed record's is never read).
+    const due = await pg.pool.query<{ transaction_id: string; due_ms: string; due_needs_verifier: boolean }>(
+      'SELECT transaction_id, extract(epoch FROM due_at) * 1000 AS due_ms, due_needs_verifier FROM ledger_records WHERE open',
+    );
+    expect(new Set(due.rows.map((row) => Number(row.due_ms))).size).toBeGreaterThan(2);
+    for (const row of due.rows) {
+      const expected = dueOf(built.records.get(row.transaction_id)!);
+      expect([Number(row.due_ms), row.due_needs_verifier]).toEqual([expected?.atMs ?? Infinity, expected?.needsVerifier ?? false]);
+    }
 
     for (const letter of built.letters) expect(await pg.getDeadLetter(letter.id)).toEqual(letter);
     expect((await pg.listDeadLetters({ open: true, offset: 0, limit: 10 })).items.map((l) => l.id)).toEqual(['dl-1']);
@@ -365,7 +374,7 @@ describeIf('migrate', () => {
       expect(first.join('\n')).toMatch(/applied migration 1: /);
       const second: string[] = [];
       expect(await migrateLedger({ url: schema.url, log: (l) => second.push(l) })).toEqual({ applied: [], version: MIGRATIONS.at(-1)!.version });
-      expect(second.join('\n')).toMatch(/up to date: schema version 1, nothing applied/);
+      expect(second.join('\n')).toMatch(`up to date: schema version ${MIGRATIONS.at(-1)!.version}, nothing applied`);
       const store = new PostgresLedgerStore(schema.url, { poolSize: 1 });
       try {
         expect(await store.count()).toBe(0);

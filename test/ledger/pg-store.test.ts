@@ -1,15 +1,18 @@
 /**
  * The PostgreSQL store against a real server: the shared contract suite, then what only a shared
  * store must do: migrations safe when instances start at once, disjoint worker claims under a
- * lease, and operation claims unique across records.
+ * lease, and operation claims unique across records; then migration 2 (due times) on a ledger
+ * that an earlier build created and may still be writing to.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import pg from 'pg';
 import { ConflictError } from '../../src/errors.js';
 import { MIGRATIONS } from '../../src/ledger/pg-migrations.js';
-import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
+import { jsonb, PostgresLedgerStore } from '../../src/ledger/pg-store.js';
+import { isOpen, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
-import { ledgerStoreContract, makeRecord } from './store-contract.js';
+import { ledgerStoreContract, makeRecord, minutes, nextVersion } from './store-contract.js';
 
 const { url: base, describeIf } = await describeWithDatabase();
 
@@ -71,6 +74,55 @@ describeIf('PostgreSQL', () => {
       expect((await a.listOpen(10, { owner: 'A', leaseMs: 60_000 })).length).toBeGreaterThanOrEqual(theirs.length);
     });
 
+    it('hands each worker a disjoint batch of due records, earliest due first, and none that is not due', async () => {
+      const due = await freshSchema(base!, 'due');
+      const [a, b] = [new PostgresLedgerStore(due.url, { poolSize: 2 }), new PostgresLedgerStore(due.url, { poolSize: 2 })];
+      try {
+        await a.init();
+        await b.init();
+        // Due in the reverse order of their age: the claim follows due times.
+        for (let i = 0; i < 10; i++) await a.insert(makeRecord(`generic:D-${i}`, { accrual: 'pending', at: i, nextAttemptAt: 100 - i }));
+        await a.insert(makeRecord('generic:D-later', { accrual: 'pending', at: -5, nextAttemptAt: 5000 }));
+        await a.insert(makeRecord('generic:D-operator', { accrual: 'accrued', reversal: 'in_doubt', at: -4 }));
+        await a.insert(makeRecord('generic:D-verify', { accrual: 'in_doubt', at: -3 }));
+        const query = (owner: string) => ({ nowMs: Date.parse(minutes(1000)), limit: 6, canVerify: false, claim: { owner, leaseMs: 60_000 } });
+        const [mine, theirs] = await Promise.all([a.listDue(query('A')), b.listDue(query('B'))]);
+        const ids = [...mine, ...theirs].map((r) => r.transactionId);
+        expect(new Set(ids).size).toBe(10);
+        expect(ids.every((id) => /^generic:D-\d$/.test(id))).toBe(true);
+        for (const batch of [mine, theirs]) {
+          const dueTimes = batch.map((r) => r.nextAttemptAt!);
+          expect(dueTimes).toEqual([...dueTimes].sort());
+        }
+        // B holds its batch: A's next pass gets only its own back.
+        expect((await a.listDue(query('A'))).map((r) => r.transactionId)).toEqual(mine.map((r) => r.transactionId));
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await due.drop();
+      }
+    });
+
+    it('claims through an index on due times, in due order, with or without the verifier', async () => {
+      const client = await stores[0]!.pool.connect();
+      try {
+        await client.query('BEGIN');
+        // The table is tiny here: the planner is told to prefer an index, so what is checked is that one serves.
+        await client.query('SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off');
+        for (const verifier of ['', ' AND NOT due_needs_verifier']) {
+          const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+            `EXPLAIN SELECT transaction_id FROM ledger_records WHERE open AND due_at <= $1::timestamptz${verifier} ORDER BY due_at LIMIT 500 FOR UPDATE SKIP LOCKED`,
+            [new Date().toISOString()],
+          );
+          const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+          expect(plan).toMatch(/Index Scan using ledger_records_due/);
+          expect(plan).not.toMatch(/Sort/);
+        }
+      } finally {
+        await client.query('ROLLBACK');
+        client.release();
+      }
+    });
+
     it('lets exactly one of many instances insert one transaction, and one win each compare-and-set', async () => {
       const record = makeRecord('generic:RACE-1', { accrual: 'pending' });
       const inserts = await Promise.all(stores.map((s) => s.insert(record)));
@@ -97,6 +149,79 @@ describeIf('PostgreSQL', () => {
       await expect(s.update({ ...second, version: 2, accrual: { ...second.accrual, state: 'accrued', operationIds: [4242] } })).rejects.toBeInstanceOf(ConflictError);
       expect(await s.get('generic:OP-2')).toEqual(second);
       expect(await s.findOperationClaim(4242)).toBe('generic:OP-1');
+    });
+  });
+
+  describeIf('migration 2: due times on a ledger an earlier build created', () => {
+    let schema: { url: string; drop(): Promise<void> };
+    /** A connection to the schema as version 1 left it; it stands for an instance of the earlier build. */
+    let earlier: pg.Client;
+    const now = Date.parse(minutes(2000));
+
+    /** How the earlier build inserts (no due columns) and updates (7 arguments). */
+    const insertAsBefore = (r: LedgerRecord) =>
+      earlier.query(
+        `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record)
+         VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (transaction_id) DO NOTHING`,
+        [r.transactionId, r.pos, r.orderId, r.status, isOpen(r), r.createdAt, r.updatedAt, jsonb(r)],
+      );
+    const updateAsBefore = async (r: LedgerRecord) =>
+      (
+        await earlier.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7) AS ok', [
+          r.transactionId, r.version - 1, r.status, isOpen(r), r.updatedAt, jsonb(r), r.accrual.operationIds,
+        ])
+      ).rows[0]!.ok;
+
+    beforeAll(async () => {
+      schema = await freshSchema(base!, 'from_v1');
+      const name = new URL(schema.url).searchParams.get('schema')!;
+      earlier = new pg.Client({ connectionString: base });
+      await earlier.connect();
+      await earlier.query(`CREATE SCHEMA ${name}; SET search_path TO ${name}`);
+      await earlier.query('CREATE TABLE ledger_schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+      await earlier.query(MIGRATIONS[0]!.sql);
+      await earlier.query('INSERT INTO ledger_schema_migrations (version, name) VALUES (1, $1)', [MIGRATIONS[0]!.name]);
+    });
+    afterAll(async () => {
+      await earlier.end();
+      await schema.drop();
+    });
+
+    it('fills in the due times of existing open records, and keeps working with writes of the earlier build', async () => {
+      // The oldest rows are what starved the worker: an operator's, a verifier's, an hour away.
+      const before = [
+        makeRecord('generic:reversal-in-doubt', { at: 0, accrual: 'accrued', reversal: 'in_doubt' }),
+        makeRecord('generic:accrual-in-doubt', { at: 1, accrual: 'in_doubt', nextAttemptAt: 20 }),
+        makeRecord('generic:next-round-later', { at: 2, accrual: 'pending', nextAttemptAt: 5000 }),
+        makeRecord('generic:settled', { at: 3, accrual: 'accrued' }),
+        makeRecord('generic:due', { at: 4, accrual: 'pending' }),
+      ];
+      for (const r of before) await insertAsBefore(r);
+      const v2 = await updateAsBefore(nextVersion(before[4]!, (r) => (r.rounds = 1)));
+      expect(v2).toBe(true);
+
+      const store = new PostgresLedgerStore(schema.url, { poolSize: 2 });
+      try {
+        await store.init();
+        const { rows } = await store.pool.query<{ version: number }>('SELECT version FROM ledger_schema_migrations ORDER BY version');
+        expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+        const due = async (canVerify: boolean, at = now) => (await store.listDue({ nowMs: at, limit: 500, canVerify })).map((r) => r.transactionId);
+        expect(await due(false)).toEqual(['generic:due']);
+        expect(await due(true)).toEqual(['generic:accrual-in-doubt', 'generic:due']);
+        expect(await due(true, Date.parse(minutes(19)))).toEqual([]);
+        expect((await store.listOpen(500)).map((r) => r.transactionId)).toEqual(['generic:reversal-in-doubt', 'generic:accrual-in-doubt', 'generic:next-round-later', 'generic:due']);
+
+        // Instances of the earlier build still running during the rollout: what they write is due at
+        // once (looked at, never forgotten) until this build writes it again.
+        await insertAsBefore(makeRecord('generic:inserted-by-earlier-build', { at: 900 }));
+        const operator = (await store.get('generic:reversal-in-doubt'))!;
+        expect(await updateAsBefore(nextVersion(operator, (r) => r.history.push({ at: minutes(901), event: 'note' })))).toBe(true);
+        expect(await due(false, Date.parse(minutes(-1)))).toEqual(expect.arrayContaining(['generic:inserted-by-earlier-build', 'generic:reversal-in-doubt']));
+        await store.update(nextVersion((await store.get('generic:reversal-in-doubt'))!));
+        expect(await due(false)).not.toContain('generic:reversal-in-doubt');
+      } finally {
+        await store.close();
+      }
     });
   });
 });

@@ -36,6 +36,8 @@ export interface RecordOptions {
   reversal?: ReversalState;
   operationIds?: number[];
   inFlight?: boolean;
+  /** Minutes after T0: the end of the pause before the next round. */
+  nextAttemptAt?: number;
 }
 
 /** A valid, fully populated LedgerRecord at version 1; `status` is derived as the bridge derives it. */
@@ -91,6 +93,7 @@ export function makeRecord(transactionId: string, options: RecordOptions = {}): 
   };
   if (accrualState === 'in_doubt') record.accrual.inDoubtSince = createdAt;
   if (options.inFlight) record.inFlight = { operation: 'accrue', startedAt: createdAt, owner: 'test-worker' };
+  if (options.nextAttemptAt !== undefined) record.nextAttemptAt = minutes(options.nextAttemptAt);
   record.status = deriveStatus(record);
   return record;
 }
@@ -142,6 +145,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect(await store.count()).toBe(0);
         expect(await store.list({ offset: 0, limit: 10 })).toEqual({ items: [], total: 0 });
         expect(await store.listOpen(10)).toEqual([]);
+        expect(await store.listDue({ nowMs: Date.now(), limit: 10, canVerify: true })).toEqual([]);
         expect(await store.findOperationClaim(1)).toBeUndefined();
       });
 
@@ -439,6 +443,76 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await store.insert(a);
         const a2 = await store.update(nextVersion(a, (r) => (r.rounds = 3)));
         expect(await store.listOpen(10)).toEqual([a2]);
+      });
+
+      it('pages after a given record (how a reconcile goes through them all), ties on createdAt by id', async () => {
+        for (const [id, at] of [['generic:p-1', 0], ['generic:p-3', 1], ['generic:p-2', 1], ['generic:p-4', 2], ['generic:p-5', 3]] as const) {
+          await store.insert(makeRecord(id, { at }));
+        }
+        await store.insert(makeRecord('generic:p-settled', { at: 1, accrual: 'accrued' }));
+        const first = await store.listOpen(2);
+        expect(ids(first)).toEqual(['generic:p-1', 'generic:p-2']);
+        const second = await store.listOpen(2, undefined, first.at(-1));
+        expect(ids(second)).toEqual(['generic:p-3', 'generic:p-4']);
+        expect(ids(await store.listOpen(2, undefined, second.at(-1)))).toEqual(['generic:p-5']);
+        expect(await store.listOpen(2, undefined, makeRecord('generic:p-5', { at: 3 }))).toEqual([]);
+      });
+    });
+
+    describe('listDue', () => {
+      const at = (n: number): number => Date.parse(minutes(n));
+      const due = (now: number, limit = 1000, canVerify = true) => store.listDue({ nowMs: at(now), limit, canVerify });
+
+      it('finds a due record behind 600 older ones that an operator or a distant round holds (limit 500)', async () => {
+        // What a worker used to starve on: the oldest open records, none of which it can move now.
+        for (let i = 0; i < 200; i++) {
+          await store.insert(makeRecord(`generic:reversal-in-doubt-${i}`, { at: i, accrual: 'accrued', reversal: 'in_doubt' }));
+          await store.insert(makeRecord(`generic:accrual-in-doubt-${i}`, { at: 200 + i, accrual: 'in_doubt' }));
+          await store.insert(makeRecord(`generic:next-round-later-${i}`, { at: 400 + i, accrual: 'pending', nextAttemptAt: 2000 }));
+        }
+        await store.insert(makeRecord('generic:due', { at: 700, accrual: 'pending' }));
+        expect(ids(await due(701, 500, false))).toEqual(['generic:due']);
+        // A bridge that can read the operations history verifies the in-doubt accruals, due earlier.
+        const verifying = await due(701, 500, true);
+        expect(ids(verifying)).toEqual([...Array.from({ length: 200 }, (_, i) => `generic:accrual-in-doubt-${i}`), 'generic:due']);
+        // Nothing is lost to anyone who looks at every open record.
+        expect(await store.countOpen()).toBe(601);
+        expect(await store.listOpen(1000)).toHaveLength(601);
+      });
+
+      it('leaves a record out until its time has come, by the clock it is given', async () => {
+        await store.insert(makeRecord('generic:later', { at: 0, nextAttemptAt: 30 }));
+        await store.insert(makeRecord('generic:now', { at: 10 }));
+        expect(ids(await due(5))).toEqual([]);
+        expect(ids(await due(29))).toEqual(['generic:now']);
+        expect(ids(await due(30))).toEqual(['generic:now', 'generic:later']);
+        const later = (await due(30))[1]!;
+        expect(later).toEqual(await store.get('generic:later'));
+      });
+
+      it('orders by due time, not by age; keeps the earliest under the limit; follows updates and restarts', async () => {
+        const records = [
+          makeRecord('generic:round-at-50', { at: 0, accrual: 'pending', nextAttemptAt: 50 }),
+          makeRecord('generic:verify-at-40', { at: 1, accrual: 'in_doubt', nextAttemptAt: 40 }),
+          makeRecord('generic:in-flight', { at: 5, accrual: 'pending', inFlight: true, nextAttemptAt: 100 }),
+          makeRecord('generic:new', { at: 10, accrual: 'pending' }),
+          makeRecord('generic:reverse-at-15', { at: 20, accrual: 'accrued', reversal: 'pending', nextAttemptAt: 15 }),
+          makeRecord('generic:nothing-to-reverse', { at: 30, accrual: 'failed', reversal: 'pending', nextAttemptAt: 90 }),
+          makeRecord('generic:settled', { at: 3, accrual: 'accrued' }),
+        ];
+        for (const r of records) await store.insert(r);
+        const order = ['generic:in-flight', 'generic:new', 'generic:reverse-at-15', 'generic:nothing-to-reverse', 'generic:verify-at-40', 'generic:round-at-50'];
+        expect(ids(await due(100))).toEqual(order);
+        expect(ids(await due(100, 1000, false))).toEqual(order.filter((id) => id !== 'generic:verify-at-40'));
+        expect(ids(await due(100, 3))).toEqual(order.slice(0, 3));
+
+        // A round without an answer moves the new record behind the others.
+        await store.update(nextVersion(records[3]!, (r) => (r.nextAttemptAt = minutes(60))));
+        const moved = ['generic:in-flight', 'generic:reverse-at-15', 'generic:nothing-to-reverse', 'generic:verify-at-40', 'generic:round-at-50', 'generic:new'];
+        expect(ids(await due(100))).toEqual(moved);
+        await reopen();
+        expect(ids(await due(100))).toEqual(moved);
+        expect(ids(await due(55))).toEqual(moved.slice(0, -1));
       });
     });
 
