@@ -25,8 +25,9 @@ function countingStore(inner: LedgerStore) {
   const calls = new Map<string, { n: number; ms: number }>();
   const skip = new Set(['init', 'close']);
   const store = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver) as unknown;
+    get(target, prop) {
+      // Getters run on the store itself: its private fields are not reachable through the proxy.
+      const value = Reflect.get(target, prop, target) as unknown;
       if (typeof value !== 'function' || typeof prop !== 'string' || skip.has(prop)) return typeof value === 'function' ? value.bind(target) : value;
       return async (...args: unknown[]) => {
         const t0 = performance.now();
