@@ -170,6 +170,7 @@ async function startProcesses(): Promise<Processes> {
 /** direct = the simulator itself; bridge = the bridge; floor = an express + axios hop doing nothing else. */
 type Kind = 'direct' | 'bridge' | 'floor';
 const KINDS: readonly Kind[] = ['direct', 'bridge', 'floor'];
+const KIND_LABEL: Record<Kind, string> = { direct: 'direct (simulator)', bridge: 'bridge', floor: 'floor (express + axios only)' };
 
 interface MeasuredPhase extends PhaseResult {
   kind: Kind;
@@ -240,12 +241,12 @@ async function httpPart(p: Processes): Promise<PartASummary> {
   // Each round warms its connections for a second at the same rate (not measured), so connection
   // set-up is not counted; direct and bridge alternate, and the summary takes the median of the
   // rounds, so one stall of the machine (four busy processes on two cores) does not decide the figure.
-  const rateAgents = { direct: keepAliveAgent(64), bridge: keepAliveAgent(64) };
-  const rateRounds: Record<'direct' | 'bridge', PhaseResult>[] = [];
+  const rateAgents = { direct: keepAliveAgent(64), bridge: keepAliveAgent(64), floor: keepAliveAgent(64) };
+  const rateRounds: Record<Kind, PhaseResult>[] = [];
   const rateCount = Math.max(200, opts.rate * 5);
   for (let round = 1; round <= opts.rounds; round++) {
-    const results = {} as Record<'direct' | 'bridge', PhaseResult>;
-    for (const kind of ['direct', 'bridge'] as const) {
+    const results = {} as Record<Kind, PhaseResult>;
+    for (const kind of KINDS) {
       gc?.();
       await new Promise((r) => setTimeout(r, 200));
       await runRatePhase({ ...spec(kind, `rate-warm${round}`, opts.rate), agent: rateAgents[kind], rate: opts.rate });
@@ -254,14 +255,14 @@ async function httpPart(p: Processes): Promise<PartASummary> {
     }
     rateRounds.push(results);
   }
-  const rateOf = (kind: 'direct' | 'bridge') => ({
+  const rateOf = (kind: Kind) => ({
     throughput: median(rateRounds.map((r) => r[kind].throughput)),
     p50: median(rateRounds.map((r) => r[kind].latency.p50)),
     p99: median(rateRounds.map((r) => r[kind].latency.p99)),
     max: Math.max(...rateRounds.map((r) => r[kind].latency.max)),
     failed: rateRounds.reduce((n, r) => n + r[kind].unexpected + r[kind].errors, 0),
   });
-  const ratePhases = { direct: rateOf('direct'), bridge: rateOf('bridge') };
+  const ratePhases = { direct: rateOf('direct'), bridge: rateOf('bridge'), floor: rateOf('floor') };
   for (const agent of [...Object.values(agents), ...Object.values(rateAgents)]) agent.destroy();
 
   out(`A. Checkout throughput and latency (${opts.requests} requests per phase, concurrency ${opts.concurrency}, keep-alive, warm-up ${opts.warmup} per target)`);
@@ -316,9 +317,10 @@ async function httpPart(p: Processes): Promise<PartASummary> {
   out(
     table([
       ['', 'req/s', 'p50 ms', 'p99 ms'],
-      ['direct (simulator)', fmt(direct.throughput, 0), fmt(direct.p50), fmt(direct.p99)],
-      ['bridge', fmt(bridge.throughput, 0), fmt(bridge.p50), fmt(bridge.p99)],
-      ['floor (express + axios only)', fmt(floor.throughput, 0), fmt(floor.p50), fmt(floor.p99)],
+      ...KINDS.map((kind) => {
+        const k = of(kind);
+        return [KIND_LABEL[kind], fmt(k.throughput, 0), fmt(k.p50), fmt(k.p99)];
+      }),
     ]),
   );
   out();
@@ -327,12 +329,10 @@ async function httpPart(p: Processes): Promise<PartASummary> {
   out(
     table([
       ['', 'round', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'not-200-ok'],
-      ...rateRounds.flatMap((r, i) =>
-        (['direct', 'bridge'] as const).map((kind) => [kind === 'direct' ? 'direct (simulator)' : 'bridge', String(i + 1), fmt(r[kind].throughput, 0), fmt(r[kind].latency.p50), fmt(r[kind].latency.p99), fmt(r[kind].latency.max), String(r[kind].unexpected + r[kind].errors)]),
-      ),
-      ...(['direct', 'bridge'] as const).map((kind) => {
+      ...rateRounds.flatMap((r, i) => KINDS.map((kind) => [KIND_LABEL[kind], String(i + 1), fmt(r[kind].throughput, 0), fmt(r[kind].latency.p50), fmt(r[kind].latency.p99), fmt(r[kind].latency.max), String(r[kind].unexpected + r[kind].errors)])),
+      ...KINDS.map((kind) => {
         const r = ratePhases[kind];
-        return [kind === 'direct' ? 'direct (simulator)' : 'bridge', 'median', fmt(r.throughput, 0), fmt(r.p50), fmt(r.p99), fmt(r.max), String(r.failed)];
+        return [KIND_LABEL[kind], 'median', fmt(r.throughput, 0), fmt(r.p50), fmt(r.p99), fmt(r.max), String(r.failed)];
       }),
     ]),
   );
@@ -346,6 +346,7 @@ async function httpPart(p: Processes): Promise<PartASummary> {
       ['latency added at saturation, p50 / p99 (queueing)', `${fmt(bridge.p50 - direct.p50)} / ${fmt(bridge.p99 - direct.p99)} ms`, '', ''],
       ['ceiling of the stack: floor/direct', fmt(floorRatio, 3), '', ''],
       ['bridge/floor', fmt(bridge.throughput / floor.throughput, 3), '', ''],
+      [`latency added by the floor (the stack alone), p50 / p99 at ${opts.rate}/s`, `${fmt(ratePhases.floor.p50 - ratePhases.direct.p50)} / ${fmt(ratePhases.floor.p99 - ratePhases.direct.p99)} ms`, '', ''],
     ]),
   );
   out(`   per-round ratios bridge/direct: ${pairedRatios.map((r) => fmt(r, 3)).join(', ')}; CPU per request (median): bridge ${fmt(bridge.cpuBridge)} ms, floor ${fmt(floor.cpuBridge)} ms`);

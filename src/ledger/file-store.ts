@@ -83,10 +83,11 @@ interface IndexEntry {
 }
 
 /**
- * Most recently used records kept in memory. The service reads a record back right after writing
- * it, so a few hundred cover every call in flight; more only lengthens garbage collection: each
- * cached record keeps ~4 kB of objects alive, and at 5,000 the bench saw a 50 MB old space and
- * major collections of 10-20 ms land in the tail latency (500: 32 MB). A miss costs one read.
+ * Records with work left, most recently used, kept in memory: the service reads a record back
+ * while it works on it. Settled records are not kept: they are seldom read again (a refund comes
+ * much later), and keeping them made every record outlive two scavenges into the old generation
+ * (~4 kB each), so major collections came often and their pauses showed in the tail latency
+ * (the bench saw 7-10 ms event-loop stalls after each). A miss costs one read.
  */
 const CACHE_RECORDS = 1000;
 /** A segment is sealed and a new one started past this size. */
@@ -324,7 +325,7 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   /**
-   * Records this process wrote or read last come from memory. Callers must treat returned records
+   * Records with work left that this process wrote or read last come from memory. Callers must treat returned records
    * as immutable (the service copies before changing one).
    */
   #read(transactionId: string): LedgerRecord | undefined {
@@ -372,6 +373,7 @@ export class FileLedgerStore implements LedgerStore {
 
   #keep(record: LedgerRecord): void {
     this.#cache.delete(record.transactionId);
+    if (!isOpen(record)) return;
     this.#cache.set(record.transactionId, record);
     if (this.#cache.size > CACHE_RECORDS) this.#cache.delete(this.#cache.keys().next().value!);
   }
