@@ -371,12 +371,30 @@ function parseBareRefund(raw: unknown, prefix: string, context: AdapterContext):
 }
 
 /**
- * An order carrying its refunds (what the bridge fetches for a webhook, or a client posts): the
- * latest refund is the one to act on. Full when all the order's refunds together give back all that
- * was paid (gross, tip excluded, Clover's own numbers); else partial by the latest refund's amount
- * without tax and tip.
+ * True when the order's refunds together give back all that was paid (gross, tip excluded,
+ * Clover's own numbers). Unknown (false) when the order came without its payments.
  */
-function parseOrderRefund(raw: unknown, prefix: string, context: AdapterContext): RefundIntent {
+export function refundsCoverOrder(order: CloverOrder, refunds: CloverRefund[], prefix: string): boolean {
+  if (!order.payments) return false;
+  const paid = sum(countedPayments(order, prefix).map(({ payment }) => payment.amount));
+  const refunded = sum(refunds.map((r) => r.amount - (r.tipAmount ?? 0n)));
+  return paid > 0n && refunded >= paid;
+}
+
+/** The order's refunds, oldest first by `createdTime` (ties by id); several need a time each. */
+export function refundsInOrder(refunds: CloverRefund[], field: string): CloverRefund[] {
+  latestRefund(refunds, field); // refuses several refunds without times
+  return [...refunds].sort((a, b) => Number((a.createdTime ?? 0) - (b.createdTime ?? 0)) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * An order carrying its refunds (what the bridge fetches for a webhook, or a client posts), acting
+ * on one of them: `refundId`, else the latest. Full when it is the latest and all the order's
+ * refunds together give back all that was paid; else partial by that refund's amount without tax
+ * and tip. Several refunds new at once are each applied by their own id (the webhook asks for one
+ * action per refund), so an earlier one is never lost behind the latest.
+ */
+function parseOrderRefund(raw: unknown, prefix: string, context: AdapterContext, refundId?: unknown): RefundIntent {
   const order = parseWith(CloverOrder, raw, prefix.replace(/\.$/, ''));
   const merchant = requireMerchant(merchantOf(order, prefix), prefix, 'order');
   const currency = assertCurrency(order.currency ?? context.defaultCurrency, `${prefix}currency`);
@@ -386,25 +404,24 @@ function parseOrderRefund(raw: unknown, prefix: string, context: AdapterContext)
     if (r.orderRef && r.orderRef.id !== order.id) throw ValidationError.field(`${prefix}refunds`, `hold refund ${r.id} of another order (${r.orderRef.id})`);
   }
   const latest = latestRefund(refunds, `${prefix}refunds`);
-  if (order.payments) {
-    const counted = countedPayments(order, prefix);
-    const paid = sum(counted.map(({ payment }) => payment.amount));
-    const refunded = sum(refunds.map((r) => r.amount - (r.tipAmount ?? 0n)));
-    if (paid > 0n && refunded >= paid) return { orderId: order.id, scope: merchant, refundId: latest.id };
-  }
-  const field = `${prefix}refunds[${latest.id}].`;
-  const net = refundNet(latest, field);
+  if (refundId !== undefined && typeof refundId !== 'string') throw ValidationError.field('refundId', 'must be the id of one of the order\'s refunds');
+  const chosen = refundId === undefined ? latest : refunds.find((r) => r.id === refundId);
+  if (!chosen) throw ValidationError.field('refundId', `names no refund of order ${order.id} (it has ${refunds.map((r) => r.id).join(', ')})`);
+  if (chosen === latest && refundsCoverOrder(order, refunds, prefix)) return { orderId: order.id, scope: merchant, refundId: latest.id };
+  const field = `${prefix}refunds[${chosen.id}].`;
+  const net = refundNet(chosen, field);
   if (net === 0n) throw ValidationError.field(`${field}amount`, 'gives back only tax and tip: there is no purchase amount to reverse');
-  return { orderId: order.id, scope: merchant, refundId: latest.id, amountCents: minorUnitsToCents(net, currency, `${field}amount`) };
+  return { orderId: order.id, scope: merchant, refundId: chosen.id, amountCents: minorUnitsToCents(net, currency, `${field}amount`) };
 }
 
 /**
  * Accepted: a bare Refund (`{ id, orderRef, amount, taxAmount, tipAmount, … }`), `{ "refund": … }`,
- * an order with its refunds (bare or `{ "order": … }`).
+ * an order with its refunds (bare or `{ "order": … }`, which may name the refund to act on:
+ * `{ "order": …, "refundId": … }`).
  */
 export function parseCloverRefund(body: unknown, context: AdapterContext): RefundIntent {
   if (isObject(body) && isObject(body.refund) && !('orderRef' in body)) return parseBareRefund(body.refund, 'refund.', context);
-  if (isObject(body) && isObject(body.order) && !('id' in body)) return parseOrderRefund(body.order, 'order.', context);
+  if (isObject(body) && isObject(body.order) && !('id' in body)) return parseOrderRefund(body.order, 'order.', context, body.refundId);
   if (isObject(body) && !('orderRef' in body) && ('refunds' in body || 'payments' in body || 'lineItems' in body || 'total' in body)) {
     return parseOrderRefund(body, '', context);
   }

@@ -25,7 +25,7 @@ import { parseWith } from '../../src/validation.js';
 import type { WebhookAction, WebhookSpec } from '../types.js';
 import { fetchOrder } from './api.js';
 import { CLOVER_ID, CloverOrder, CloverVerification, CloverWebhookBody, NOTIFICATION_TYPES, type NotificationType } from './schema.js';
-import { isPaid, latestRefund, refundsOf, unsettledPayment } from './translate.js';
+import { isPaid, refundsCoverOrder, refundsInOrder, refundsOf, unsettledPayment } from './translate.js';
 
 export const CLOVER_AUTH_HEADER = 'X-Clover-Auth';
 
@@ -64,7 +64,7 @@ function isNotificationType(type: string): type is NotificationType {
  * its sale was recorded by an earlier notification (or, if that was lost, the refund settles it:
  * a full refund reverses by the derived id; see the README for the partial case).
  */
-export function decideOrder(fetched: unknown, merchantId: string, orderId: string, key: string): WebhookAction {
+export function decideOrder(fetched: unknown, merchantId: string, orderId: string, key: string): WebhookAction | WebhookAction[] {
   const order = parseWith(CloverOrder, fetched, 'order');
   if (order.id !== orderId) throw ValidationError.field('order.id', `is ${order.id}, but the notification named order ${orderId}`);
   if (order.merchant && order.merchant.id !== merchantId) {
@@ -74,12 +74,21 @@ export function decideOrder(fetched: unknown, merchantId: string, orderId: strin
   const payload = { ...(fetched as Record<string, unknown>), merchant: { id: merchantId } };
   const refunds = refundsOf(order);
   if (refunds.length > 0) {
-    const latest = latestRefund(refunds, 'order.refunds');
-    const net = latest.amount - (latest.taxAmount ?? 0n) - (latest.tipAmount ?? 0n);
-    if (latest.taxAmount != null && net === 0n) {
-      return { kind: 'ignored', key, reason: `refund ${latest.id} of order ${orderId} gives back only tax and tip: no purchase amount to reverse` };
-    }
-    return { kind: 'refund', key, payload };
+    // Fully refunded: one full reversal (whatever partial refunds came before it). Otherwise every
+    // refund by its own id, oldest first: two refunds new in one fetch (a notification lost, or two
+    // refunds in a minute) are both applied; those applied before are repeats (by refund id).
+    const ordered = refundsInOrder(refunds, 'order.refunds');
+    if (refundsCoverOrder(order, refunds, 'order.')) return { kind: 'refund', key, payload };
+    const actions = ordered.map((refund): WebhookAction => {
+      // With several, the core files each under the notification's key and this one.
+      const refundKey = ordered.length === 1 ? key : refund.id;
+      const net = refund.amount - (refund.taxAmount ?? 0n) - (refund.tipAmount ?? 0n);
+      if (refund.taxAmount != null && net === 0n) {
+        return { kind: 'ignored', key: refundKey, reason: `refund ${refund.id} of order ${orderId} gives back only tax and tip: no purchase amount to reverse` };
+      }
+      return { kind: 'refund', key: refundKey, payload: { order: payload, refundId: refund.id } };
+    });
+    return actions.length === 1 ? actions[0]! : actions;
   }
   if (!isPaid(order)) {
     return { kind: 'ignored', key, reason: `order ${orderId} is ${order.state ? `"${order.state}"` : 'without state'}: it accrues once paid (state "locked")` };

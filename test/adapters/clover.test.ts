@@ -224,9 +224,42 @@ describe('webhook classification', () => {
 
   it('an order with refunds decides refund; a refund of only tax and tip is ignored', () => {
     const refunded = order({ refunds: { elements: [{ id: 'R1', orderRef: { id: ORDER }, amount: 540, taxAmount: 40, createdTime: 2 }] } });
-    expect(decideOrder(refunded, M, ORDER, 'k')).toMatchObject({ kind: 'refund', key: 'k', payload: { id: ORDER, merchant: { id: M } } });
+    expect(decideOrder(refunded, M, ORDER, 'k')).toMatchObject({ kind: 'refund', key: 'k', payload: { order: { id: ORDER, merchant: { id: M } }, refundId: 'R1' } });
     const tipOnly = order({ refunds: { elements: [{ id: 'R2', orderRef: { id: ORDER }, amount: 300, taxAmount: 0, tipAmount: 300 }] } });
     expect(decideOrder(tipOnly, M, ORDER, 'k')).toEqual({ kind: 'ignored', key: 'k', reason: `refund R2 of order ${ORDER} gives back only tax and tip: no purchase amount to reverse` });
+  });
+});
+
+describe('several refunds in one fetched order', () => {
+  const twoPartials = order({
+    refunds: { elements: [{ id: 'R-NEW', orderRef: { id: ORDER }, amount: 540, taxAmount: 40, createdTime: 2 }, { id: 'R-OLD', orderRef: { id: ORDER }, amount: 108, taxAmount: 8, createdTime: 1 }] },
+  });
+
+  it('partial: one action per refund, oldest first, each carried out by its own id', () => {
+    const actions = decideOrder(twoPartials, M, ORDER, 'k') as WebhookAction[];
+    expect(actions.map((a) => [a.kind, a.key])).toEqual([
+      ['refund', 'R-OLD'],
+      ['refund', 'R-NEW'],
+    ]);
+    const intents = actions.map((a) => cloverAdapter.parseRefund((a as { payload: unknown }).payload, context));
+    expect(intents).toEqual([
+      { orderId: ORDER, scope: M, refundId: 'R-OLD', amountCents: 100 },
+      { orderId: ORDER, scope: M, refundId: 'R-NEW', amountCents: 500 },
+    ]);
+  });
+
+  it('fully refunded: one full reversal by the latest refund', () => {
+    const refund = (id: string, createdTime: number) => ({ id, orderRef: { id: ORDER }, amount: 540, taxAmount: 40, createdTime });
+    const full = order({}, { refunds: { elements: [refund('R1', 1), refund('R2', 2)] } });
+    const action = decideOrder(full, M, ORDER, 'k') as WebhookAction;
+    expect(action).toMatchObject({ kind: 'refund', key: 'k' });
+    expect(cloverAdapter.parseRefund((action as { payload: unknown }).payload, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'R2' });
+  });
+
+  it('an order posted with refundId acts on that refund; an unknown id is refused, naming it', () => {
+    expect(cloverAdapter.parseRefund({ order: twoPartials, refundId: 'R-OLD' }, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'R-OLD', amountCents: 100 });
+    expect(issues(() => cloverAdapter.parseRefund({ order: twoPartials, refundId: 'R-NONE' }, context))).toEqual([{ field: 'refundId', message: `names no refund of order ${ORDER} (it has R-NEW, R-OLD)` }]);
+    expect(issues(() => cloverAdapter.parseRefund({ order: twoPartials, refundId: 7 }, context))).toEqual([{ field: 'refundId', message: "must be the id of one of the order's refunds" }]);
   });
 });
 

@@ -120,6 +120,31 @@ describe('Clover webhooks', () => {
     expect(h.sim.books().doubleReversals).toEqual([]);
   });
 
+  it('two partial refunds new in one fetch are both applied, oldest first; seen again, neither repeats', async () => {
+    fake.answer(ORDER_PATH, paidOrder());
+    await deliver(notification(1));
+    // $2.16 (with $0.16 tax) then $3.24 (with $0.24 tax): the first notification of them was lost.
+    const refunds = [
+      { id: 'REFUND2', orderRef: { id: O }, amount: 324, taxAmount: 24, createdTime: 1700000200000 },
+      { id: 'REFUND1', orderRef: { id: O }, amount: 216, taxAmount: 16, createdTime: 1700000100000 },
+    ];
+    fake.answer(ORDER_PATH, paidOrder({ refunds: { elements: refunds } }));
+    const res = await deliver(notification(5));
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual([
+      { key: `${M}/O:${O}/UPDATE/5/REFUND1`, action: 'refund', transactionId: TID, status: 'reversed' },
+      { key: `${M}/O:${O}/UPDATE/5/REFUND2`, action: 'refund', transactionId: `${TID}~r1`, status: 'reversed' },
+    ]);
+    const books = h.sim.books();
+    expect(books.transactions[TID]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.transactions[`${TID}~r1`]).toMatchObject({ accruals: 1, reversals: 1, amount: 800 });
+    expect(books.transactions[`${TID}~r2`]).toMatchObject({ accruals: 1, reversals: 0, amount: 500 });
+
+    const again = await deliver(notification(6));
+    expect(again.body.results.map((r: { duplicate?: boolean }) => r.duplicate)).toEqual([true, true]);
+    expect(h.sim.books()).toMatchObject({ reverseRequests: 2, doubleAccruals: [], doubleReversals: [] });
+  });
+
   it('a full refund reverses the whole accrual once', async () => {
     fake.answer(ORDER_PATH, paidOrder());
     await deliver(notification(1));
