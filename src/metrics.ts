@@ -15,7 +15,7 @@ export function createMetrics(openRecords: () => Promise<number>, withDefaults =
   if (withDefaults) collectDefaultMetrics({ register: registry, prefix: 'bridge_' });
   return {
     registry,
-    checkouts: new Counter({ name: 'bridge_checkouts_total', help: 'Checkouts received, by POS and resulting status (repeat = already recorded).', labelNames: ['pos', 'result'], registers: [registry] }),
+    checkouts: new Counter({ name: 'bridge_checkouts_total', help: 'Checkouts received, by POS and resulting status (repeat = already recorded; repeat_changed = already recorded, delivered again with another amount).', labelNames: ['pos', 'result'], registers: [registry] }),
     refunds: new Counter({ name: 'bridge_refunds_total', help: 'Refunds received, by POS and resulting status.', labelNames: ['pos', 'result'], registers: [registry] }),
     upstreamCalls: new Counter({ name: 'bridge_upstream_calls_total', help: 'Rounds of calls to the loyalty service, by operation and classified outcome.', labelNames: ['operation', 'outcome'], registers: [registry] }),
     httpDuration: new Histogram({ name: 'bridge_http_request_duration_seconds', help: 'Time to answer HTTP requests.', labelNames: ['route', 'code'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [registry] }),

@@ -124,9 +124,33 @@ export class TransactionService {
     if (created) failpoint('checkout:after-ledger-write');
     if (created) this.logger.info({ transactionId, pos, status: record.status }, 'checkout recorded');
     const claimed = claiming && created ? { record, action: { kind: 'accrue' } as const } : undefined;
+    const changed = !created && record.accrual.check?.amount !== intent.check.amount;
+    if (changed) await this.#noteChangedRepeat(transactionId, intent.check.amount, record.accrual.check?.amount);
     const answer = !created ? await this.#answer(record, true) : await this.#answer(skipped ? record : await this.#deliverWithinBudget(transactionId, claimed), false);
-    this.metrics.checkouts.inc({ pos, result: answer.repeat ? 'repeat' : answer.record.status });
+    this.metrics.checkouts.inc({ pos, result: answer.repeat ? (changed ? 'repeat_changed' : 'repeat') : answer.record.status });
     return answer;
+  }
+
+  /**
+   * An order already recorded came again with another amount (a POS reopened and changed the check,
+   * or a checkout arrived after its refund was recorded by the derived id). One transactionId is
+   * one accrual, so nothing is sent; the record says so once per amount, for the operator who
+   * decides whether a difference is owed (a refund and a new order, or by hand).
+   */
+  async #noteChangedRepeat(transactionId: string, amount: number, recorded: number | undefined): Promise<void> {
+    const was = recorded === undefined ? 'recorded without a check' : `recorded with ${recorded} cents`;
+    const event = `delivered again with a check of ${amount} cents (${was}): not accrued again`;
+    this.logger.warn({ transactionId, amountCents: amount, recordedCents: recorded }, 'an order already recorded was delivered again with a different amount; nothing sent');
+    try {
+      await this.#locks.run(transactionId, async () => {
+        const record = await this.#require(transactionId);
+        if (record.history.some((h) => h.event === event)) return;
+        await this.#write(record, () => event);
+      });
+    } catch (error) {
+      // Another instance wrote the record meanwhile: the note is informational, the answer stands.
+      if (!(error instanceof VersionConflictError)) throw error;
+    }
   }
 
   async refund(pos: string, intent: RefundIntent): Promise<Answer> {

@@ -45,6 +45,23 @@ describe('checkout → accrue', () => {
     expect(h.sim.books().accrueRequests).toBe(1);
   });
 
+  it('the same order again with another amount (a reopened check) is not accrued again, and the record says so once', async () => {
+    await post('/v1/checkouts/generic', checkout());
+    const changed = checkout({ total: '79.96', items: [{ id: 'sku-1', groupId: 'coffee', name: 'Latte', quantity: 4, unitPrice: '19.99', total: '79.96' }] });
+    for (let i = 0; i < 2; i++) {
+      const again = await post('/v1/checkouts/generic', changed);
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ status: 'accrued', repeat: true });
+    }
+    expect(h.sim.books()).toMatchObject({ accrueRequests: 1, doubleAccruals: [] });
+    const record = await h.bridge.store.get('generic:A-1001');
+    expect(record!.accrual.check!.amount).toBe(5997);
+    const notes = record!.history.filter((e) => e.event.includes('delivered again with a check of 7996 cents (recorded with 5997 cents): not accrued again'));
+    expect(notes).toHaveLength(1);
+    const metrics = await request(h.bridge.url).get('/metrics');
+    expect(metrics.text).toMatch(/bridge_checkouts_total\{pos="generic",result="repeat_changed"\} 2/);
+  });
+
   it('twenty concurrent deliveries of one order cause one accrue', async () => {
     const answers = await Promise.all(Array.from({ length: 20 }, () => post('/v1/checkouts/generic', checkout())));
     for (const a of answers) expect([200, 202]).toContain(a.status);
