@@ -99,6 +99,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     logger,
     metrics,
     adminToken,
+    posToken: config.posToken,
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamConfigured: true,
     version: VERSION,

@@ -25,6 +25,7 @@ const RawConfig = z.object({
   LOYALTY_RETRY_BASE_MS: z.coerce.number().int().min(0),
   LEDGER_URL: z.string().regex(/^(file:.+|postgres(ql)?:\/\/.+)$/, 'must be file:<path> or postgres://…'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  POS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   DEFAULT_CURRENCY: z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD'),
   DEFAULT_PHONE_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter region such as US'),
@@ -73,6 +74,8 @@ export interface Config {
   };
   ledgerUrl: string;
   adminToken?: string;
+  /** When set, `/v1/checkouts/*` and `/v1/refunds/*` need `Authorization: Bearer` it (webhooks have their signatures). */
+  posToken?: string;
   logLevel: RawConfig['LOG_LEVEL'];
   defaultCurrency: string;
   defaultPhoneRegion: string;
@@ -151,6 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     },
     ledgerUrl: raw.LEDGER_URL,
     adminToken: raw.ADMIN_TOKEN,
+    posToken: raw.POS_TOKEN,
     logLevel: raw.LOG_LEVEL,
     defaultCurrency: raw.DEFAULT_CURRENCY,
     defaultPhoneRegion: raw.DEFAULT_PHONE_REGION,

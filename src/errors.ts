@@ -32,7 +32,7 @@ export class ValidationError extends BridgeError {
   }
 }
 
-/** 401: a webhook signature or an admin bearer token is missing or wrong (indistinguishably). */
+/** 401: a webhook signature, the admin bearer token or the POS token is missing or wrong (indistinguishably). */
 export class UnauthorizedError extends BridgeError {
   constructor(message = 'missing or invalid credentials') {
     super(message, 401, 'unauthorized');

@@ -47,6 +47,9 @@ async function main(): Promise<void> {
     );
   }
   logger.info({ port: bridge.server.address(), sandbox: config.sandbox, ledger: bridge.store.kind }, 'loyalty-bridge listening');
+  if (!config.sandbox && !config.posToken) {
+    logger.warn('POS_TOKEN is not set: /v1/checkouts and /v1/refunds accept any caller that can reach them; set it, or keep them on a private network');
+  }
 
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'shutting down: no new requests; finishing in-flight work');

@@ -30,6 +30,7 @@ describe('configuration', () => {
     [{ DEFAULT_CURRENCY: 'EURO' }, /DEFAULT_CURRENCY/],
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
     [{ ADMIN_TOKEN: 'short' }, /ADMIN_TOKEN/],
+    [{ POS_TOKEN: 'short' }, /POS_TOKEN/],
     [{ LOYALTY_BASE_URL: 'https://loyalty.example.test' }, /LOYALTY_APP_TOKEN/],
   ])('fails fast naming the variable: %o', (env, name) => {
     expect(load(env)).toThrow(name);

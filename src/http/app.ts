@@ -20,6 +20,7 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   adminToken: string;
+  posToken?: string;
   bodyLimitBytes: number;
   upstreamConfigured: boolean;
   version: string;
@@ -39,7 +40,7 @@ export function createApp(deps: AppDeps): express.Express {
     next();
   });
   app.use(opsRoutes({ ...deps, instanceId: deps.service.instanceId }));
-  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes }));
+  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posToken: deps.posToken }));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

@@ -1,29 +1,15 @@
 /** Operator endpoints under `/v1/admin`, behind `Authorization: Bearer $ADMIN_TOKEN`. */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import express, { Router, type RequestHandler } from 'express';
+import express, { Router } from 'express';
 import { z } from 'zod';
 import type { Ingest } from '../../core/ingest.js';
 import type { TransactionService } from '../../core/transactions.js';
 import type { Worker } from '../../core/worker.js';
-import { NotFoundError, UnauthorizedError } from '../../errors.js';
+import { NotFoundError } from '../../errors.js';
+import { bearerAuth } from '../auth.js';
 import { LEDGER_STATUSES } from '../../ledger/record.js';
 import type { LedgerStore } from '../../ledger/store.js';
 import { parseWith } from '../../validation.js';
 import { posAnswer, recordDetail, recordSummary } from '../views.js';
-
-/**
- * Compares digests, so the comparison takes the same time whatever the token's length or content;
- * a missing header and a wrong token get the same answer.
- */
-export function bearerAuth(expectedToken: string): RequestHandler {
-  const expected = createHash('sha256').update(expectedToken).digest();
-  return (req, _res, next) => {
-    const header = req.headers.authorization ?? '';
-    const given = header.startsWith('Bearer ') ? header.slice(7) : '';
-    const ok = timingSafeEqual(createHash('sha256').update(given).digest(), expected) && given.length > 0;
-    next(ok ? undefined : new UnauthorizedError());
-  };
-}
 
 const ListQuery = z.strictObject({
   status: z.enum(LEDGER_STATUSES).optional(),
