@@ -83,8 +83,15 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   if (recovered) logger.warn({ recovered }, 'records were mid-call when the bridge last stopped: now in doubt, to be verified');
   if (store instanceof FileLedgerStore && store.recovery) {
     // The damage is compacted away only once records are in doubt: a crash before that finds it again.
-    const inDoubt = await service.recoverAfterJournalDamage();
-    logger.warn({ ...store.recovery, inDoubt }, 'the ledger journal was damaged (an OS crash or power loss?): unreadable lines skipped, a copy kept; records that may have lost a call in flight are now in doubt');
+    const damaged = store.recovery.corruptLines > 0;
+    const cause = damaged ? 'journal damage found at start-up' : 'the machine restarted since this ledger was last held without a clean stop';
+    const inDoubt = await service.recoverAfterJournalDamage(cause);
+    logger.warn(
+      { ...store.recovery, inDoubt },
+      damaged
+        ? 'the ledger journal was damaged (an OS crash or power loss?): unreadable lines skipped, a copy kept; records that may have lost a call in flight are now in doubt'
+        : 'the machine restarted while the bridge held the ledger (an OS crash or power loss?): its last writes may be lost; records that may have lost a call in flight are now in doubt',
+    );
     await store.compactDamaged();
   }
   const worker = new Worker(store, service, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs }, logger);

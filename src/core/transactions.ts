@@ -388,13 +388,15 @@ export class TransactionService {
    * so every side that could have been called is put in doubt, as a surviving marker would have
    * put it: an accrual is verified in the operations history before anything is resent, a reversal
    * waits for an operator. Run after `recoverInterrupted`. Answers how many records it changed.
+   * `cause` says why lines may be lost: damage found, or a machine that restarted (an OS crash can
+   * cut the journal's tail cleanly, leaving nothing damaged to find).
    */
-  async recoverAfterJournalDamage(): Promise<number> {
+  async recoverAfterJournalDamage(cause = 'journal damage found at start-up'): Promise<number> {
     let changed = 0;
     for (const { transactionId } of await this.store.listOpen(Number.MAX_SAFE_INTEGER)) {
       await this.#locks.run(transactionId, async () => {
         const current = await this.store.get(transactionId);
-        if (current && (await this.#doubtAfterDamage(current))) changed++;
+        if (current && (await this.#doubtAfterDamage(current, cause))) changed++;
       });
     }
     return changed;
@@ -406,7 +408,7 @@ export class TransactionService {
    * marks it not needed), so it stays pending. A partial refund whose remainder is not there may
    * have lost the lines that created and accrued it: the remainder is created in doubt here.
    */
-  async #doubtAfterDamage(record: LedgerRecord): Promise<boolean> {
+  async #doubtAfterDamage(record: LedgerRecord, cause: string): Promise<boolean> {
     if (record.inFlight) return false;
     const since = record.updatedAt;
     const plan = record.reversal.partial;
@@ -416,7 +418,7 @@ export class TransactionService {
       Object.assign(draft.accrual, { state: 'in_doubt', inDoubtSince: since });
       draft.status = deriveStatus(draft);
       draft.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
-      draft.history.push({ at: now, event: `remainder of ${record.transactionId} after partial refund ${plan.refundId}, created after journal damage was found at start-up: it may have been created and accrued already`, to: draft.status });
+      draft.history.push({ at: now, event: `remainder of ${record.transactionId} after partial refund ${plan.refundId}, created after ${cause}: it may have been created and accrued already`, to: draft.status });
       return (await this.store.insert(draft)).created;
     }
     const accrual = record.accrual.state === 'pending';
@@ -427,7 +429,7 @@ export class TransactionService {
       if (accrual) Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: since });
       if (reversal) Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: since });
       r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
-      return `journal damage found at start-up: lines written after this version may be lost, among them an in-flight ${sides} that may have reached the loyalty service`;
+      return `${cause}: lines written after this version may be lost, among them an in-flight ${sides} that may have reached the loyalty service`;
     });
     return true;
   }

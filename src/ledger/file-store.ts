@@ -10,7 +10,8 @@
  *   ./data/ledger.json                      lowdb manifest: format version and the journal's segments
  *   ./data/ledger.journal/000001.jsonl …    record versions and processed webhook events, one a line
  *   ./data/ledger.dead-letters/<id>.json    one lowdb document per dead letter (rare, kept whole)
- *   ./data/ledger.json.lock                 the owning process's pid
+ *   ./data/ledger.json.lock                 the owning process's pid and the machine's boot id
+ *   ./data/ledger.json.restarted            an unclean stop on an earlier boot, until the service has acted
  *
  * Memory holds a compact index (status, pos, time, open flag, due time, claimed operation ids, where
  * the latest version lies) and the most recently used records; start-up reads only line headers.
@@ -20,13 +21,16 @@
  * Damaged journal lines (an OS crash or power loss: the journal does not fsync) are skipped at
  * start-up and reported in `recovery`; the damaged segments are left as found (and copied) until the
  * service has acted on the report and calls `compactDamaged`, so a crash in between finds them again.
+ * A lost tail leaves no damaged bytes, so `recovery` also reports a lock left on an earlier boot of
+ * the machine (`machineRestarted`): the last writes may be lost even though every line reads.
  *
  * One process at a time: insert-once and compare-and-set are enforced by this process's index, so
  * a lock file keeps a second process out; a lock left by a process that no longer runs (killed) is
  * taken over. Several instances need the PostgreSQL store.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
@@ -67,6 +71,8 @@ export interface JournalRecovery {
   segments: number[];
   /** Copies of those segments as found, for forensics. */
   copies: string[];
+  /** The ledger was last held on an earlier boot and not released: an OS crash or power loss may have cut its tail. */
+  machineRestarted: boolean;
 }
 
 interface IndexEntry {
@@ -121,6 +127,7 @@ export class FileLedgerStore implements LedgerStore {
   #manifest?: Low<Manifest | null>;
   #compacting?: Promise<void>;
   #ready = false;
+  readonly #restartedMarker: string;
 
   constructor(path: string) {
     this.manifestPath = resolve(path);
@@ -129,6 +136,7 @@ export class FileLedgerStore implements LedgerStore {
     this.deadLettersDir = `${stem}.dead-letters`;
     this.#journal = new Journal(this.journalDir);
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
+    this.#restartedMarker = `${this.manifestPath}.restarted`;
   }
 
   static fromUrl(url: string): FileLedgerStore {
@@ -150,8 +158,12 @@ export class FileLedgerStore implements LedgerStore {
     if (found && found.formatVersion !== FORMAT_VERSION) {
       throw new Error(`${this.manifestPath} has ledger format version ${String(found.formatVersion)}; this build reads version ${FORMAT_VERSION}`);
     }
-    await this.#lock.acquire();
+    const takeover = await this.#lock.acquire();
     try {
+      // Written before anything else and removed only by `compactDamaged`: a crash before the service
+      // has acted on it finds it again (the new lock already names this boot).
+      if (takeover.machineRestarted) await writeFile(this.#restartedMarker, `${new Date().toISOString()}\n`);
+      const machineRestarted = existsSync(this.#restartedMarker);
       if (!found) {
         manifest.data = { format: 'loyalty-bridge/ledger', formatVersion: FORMAT_VERSION, createdAt: new Date().toISOString(), segments: [1] };
         await manifest.write();
@@ -159,7 +171,7 @@ export class FileLedgerStore implements LedgerStore {
       this.#manifest = manifest;
       this.#journal.open(manifest.data!.segments);
       this.#rebuildIndex();
-      this.#noteDamage();
+      this.#noteDamage(machineRestarted);
       // Appends never go after damage: a damaged active segment is sealed as found.
       if (this.#damaged.has(this.#journal.active)) await this.#roll();
       await mkdir(this.deadLettersDir, { recursive: true });
@@ -306,10 +318,13 @@ export class FileLedgerStore implements LedgerStore {
 
   /**
    * Copies the readable lines of the damaged segments forward and deletes the segments (their
-   * copies stay). Called once the service has acted on `recovery`: until then every start-up finds
-   * the same damage again, so a crash before the service has made records in doubt cannot hide it.
+   * copies stay), and forgets an earlier boot's unclean stop. Called once the service has acted on
+   * `recovery`: until then every start-up finds the same again, so a crash before the service has
+   * made records in doubt cannot hide it.
    */
   async compactDamaged(): Promise<void> {
+    await unlink(this.#restartedMarker).catch(() => undefined);
+    this.#recovery = undefined;
     if (this.#damaged.size === 0) return;
     await this.#compacting;
     this.#compacting = this.#compactSealed(this.#damaged).finally(() => (this.#compacting = undefined));
@@ -417,14 +432,15 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   /** Keeps what `scan` found damaged: the segments to leave alone, and the report (counts only). */
-  #noteDamage(): void {
+  #noteDamage(machineRestarted: boolean): void {
     const damage = this.#journal.damage;
     this.#damaged.clear();
     for (const d of damage) this.#damaged.add(d.segment);
     const regions = damage.flatMap((d) => d.regions);
-    this.#recovery = damage.length
-      ? { corruptLines: regions.length, bytes: regions.reduce((sum, r) => sum + r.length, 0), segments: damage.map((d) => d.segment), copies: damage.map((d) => d.copy) }
-      : undefined;
+    this.#recovery =
+      damage.length || machineRestarted
+        ? { corruptLines: regions.length, bytes: regions.reduce((sum, r) => sum + r.length, 0), segments: damage.map((d) => d.segment), copies: damage.map((d) => d.copy), machineRestarted }
+        : undefined;
   }
 
   #addLive(location: Location): void {

@@ -1,37 +1,67 @@
 /**
- * A lock file naming the process that owns a JSON-file ledger. A lock whose process is gone
- * (SIGKILL, power loss) is stale and taken over, so a crash never blocks a restart.
+ * A lock file naming the process that owns a JSON-file ledger, and the machine boot it runs in. A
+ * lock whose process is gone (SIGKILL, power loss) is stale and taken over, so a crash never blocks
+ * a restart.
  *
- * The lock appears with its pid already in it (written to a temporary file, then hard-linked into
- * place, which fails when a lock exists), so no one ever reads a lock that is still being written.
- * A lock naming this very pid that this process does not hold is stale too: in a container the
- * bridge is PID 1 on every start, so a killed one leaves a lock naming the pid of its successor.
+ * The lock appears with its contents already in it (written to a temporary file, then hard-linked
+ * into place, which fails when a lock exists), so no one ever reads a lock that is still being
+ * written. A lock naming this very pid that this process does not hold is stale too: in a container
+ * the bridge is PID 1 on every start, so a killed one leaves a lock naming the pid of its successor.
+ *
+ * The boot id (Linux: /proc/sys/kernel/random/boot_id, the host's, also inside containers) says
+ * whether the machine restarted since the stale lock was written: then the ledger's last writes may
+ * never have reached the disk (the journal does not fsync), which a process kill alone cannot cause.
  */
+import { readFileSync } from 'node:fs';
 import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 
 const heldHere = new Set<string>();
 
+/** This boot's id, or undefined where the system does not tell. */
+export function currentBootId(): string | undefined {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface LockTakeover {
+  /** A lock left by a process that did not stop cleanly was taken over. */
+  stale: boolean;
+  /** That lock was written on an earlier boot of this machine (both boot ids known and different). */
+  machineRestarted: boolean;
+}
+
 export class ProcessLock {
   #held = false;
 
-  constructor(readonly path: string) {}
+  constructor(
+    readonly path: string,
+    private readonly bootId: () => string | undefined = currentBootId,
+  ) {}
 
-  async acquire(): Promise<void> {
+  async acquire(): Promise<LockTakeover> {
     const candidate = `${this.path}.${process.pid}.${Date.now()}.tmp`;
-    await writeFile(candidate, String(process.pid));
+    const boot = this.bootId();
+    await writeFile(candidate, boot ? `${process.pid}\n${boot}\n` : String(process.pid));
+    let takeover: LockTakeover = { stale: false, machineRestarted: false };
     try {
       for (let attempt = 0; attempt < 2; attempt++) {
         try {
           await link(candidate, this.path);
           this.#held = true;
           heldHere.add(this.path);
-          return;
+          return takeover;
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
         }
-        const owner = Number((await readFile(this.path, 'utf8').catch(() => '')).trim());
+        // Older locks hold the pid alone.
+        const [pidLine = '', lockBoot = ''] = (await readFile(this.path, 'utf8').catch(() => '')).split('\n').map((l) => l.trim());
+        const owner = Number(pidLine);
         const live = owner === process.pid ? heldHere.has(this.path) : Number.isInteger(owner) && owner > 0 && isAlive(owner);
         if (live) throw new Error(`the ledger is in use by process ${owner} (${this.path}); a JSON-file ledger serves one process, use PostgreSQL for several`);
+        takeover = { stale: true, machineRestarted: Boolean(boot && lockBoot && lockBoot !== boot) };
         await unlink(this.path).catch(() => undefined);
       }
       throw new Error(`could not take the ledger lock ${this.path}`);

@@ -6,7 +6,7 @@
  * reversal). The simulator's books must show every operation exactly once.
  */
 import { readdirSync } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
@@ -179,5 +179,26 @@ describe('journal damage found at start-up', () => {
     await h.restart({ startWorker: false });
     expect((await record('generic:P-1')).status).toBe('pending');
     expect(logLines.filter((l) => /journal was damaged/.test(l))).toEqual([]);
+  });
+
+  it('a lock left on an earlier boot (the machine restarted: the tail may be lost with no damaged bytes) puts pending records in doubt too', async () => {
+    h.sim.faults.inject({ kind: 'server_error', on: 'accrue', status: 503, times: 100 });
+    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'P-2' }))).status).toBe(202);
+    const pending = await record('generic:P-2');
+    expect(pending.status).toBe('pending');
+    // A bridge that never stopped cleanly, on a boot of the machine before this one.
+    await h.bridge.close();
+    await writeFile(join(h.dir, 'ledger.json.lock'), '999999999\nan-earlier-boot-id\n');
+    logLines.length = 0;
+    await h.restart({ startWorker: false });
+    expect(await record('generic:P-2')).toMatchObject({ status: 'in_doubt', accrual: { state: 'in_doubt', inDoubtSince: pending.updatedAt } });
+    expect((await record('generic:P-2')).history.at(-1)!.event).toMatch(/^the machine restarted since this ledger was last held without a clean stop: lines written after this version may be lost/);
+    const warnings = logLines.filter((l) => /the machine restarted while the bridge held the ledger/.test(l));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, machineRestarted: true, corruptLines: 0, inDoubt: 1 });
+    // Acted on: the next start is an ordinary one.
+    logLines.length = 0;
+    await h.restart({ startWorker: false });
+    expect(logLines.filter((l) => /machine restarted/.test(l))).toEqual([]);
   });
 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
+import { currentBootId } from '../../src/ledger/process-lock.js';
 import { openStore } from '../../src/ledger/open-store.js';
 import { isOpen, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
@@ -63,7 +64,7 @@ describe('FileLedgerStore on disk', () => {
     for (const r of records) await store.insert(r);
     await store.update(settle(records[0]!));
     expect((await readdir(dir)).sort()).toEqual(['ledger.dead-letters', 'ledger.journal', 'ledger.json', 'ledger.json.lock']);
-    expect(await readFile(`${path}.lock`, 'utf8')).toBe(String(process.pid));
+    expect((await readFile(`${path}.lock`, 'utf8')).split('\n')[0]).toBe(String(process.pid));
     expect(await readdir(store.journalDir)).toEqual(['000001.jsonl']);
 
     const lines = (await readFile(join(store.journalDir, '000001.jsonl'), 'utf8')).split('\n').filter(Boolean);
@@ -245,14 +246,39 @@ describe('FileLedgerStore on disk', () => {
   it('takes over a lock left by a process that no longer runs', async () => {
     await writeFile(`${path}.lock`, '999999999');
     store = await openAt(path);
-    expect(await readFile(`${path}.lock`, 'utf8')).toBe(String(process.pid));
+    expect((await readFile(`${path}.lock`, 'utf8')).split('\n')[0]).toBe(String(process.pid));
   });
 
   it("takes over a lock naming this process's own pid that this process does not hold (PID 1 in a container, restarted)", async () => {
     await writeFile(`${path}.lock`, String(process.pid));
     store = await openAt(path);
-    expect(await readFile(`${path}.lock`, 'utf8')).toBe(String(process.pid));
+    expect((await readFile(`${path}.lock`, 'utf8')).split('\n')[0]).toBe(String(process.pid));
     await expect(new FileLedgerStore(path).init()).rejects.toThrow(/in use by process/);
+  });
+
+  it('a stale lock written on an earlier boot reports a machine restart, kept until the service has acted on it', async () => {
+    expect(currentBootId()).toBeDefined(); // Linux: the boot id is what tells a machine restart from a process kill
+    await writeFile(`${path}.lock`, '999999999\nan-earlier-boot-id\n');
+    store = await openAt(path);
+    expect(store.recovery).toEqual({ corruptLines: 0, bytes: 0, segments: [], copies: [], machineRestarted: true });
+    // A crash before the service acted: the next start still knows (the lock now names this boot).
+    await store.close();
+    store = await openAt(path);
+    expect(store.recovery).toMatchObject({ machineRestarted: true });
+    await store.compactDamaged();
+    expect(store.recovery).toBeUndefined();
+    await store.close();
+    store = await openAt(path);
+    expect(store.recovery).toBeUndefined();
+  });
+
+  it.each([
+    ['written on this boot', () => `999999999\n${currentBootId()}\n`],
+    ['holding only a pid (older builds)', () => '999999999'],
+  ])('a stale lock %s is a process kill: nothing to recover', async (_name, contents) => {
+    await writeFile(`${path}.lock`, contents());
+    store = await openAt(path);
+    expect(store.recovery).toBeUndefined();
   });
 
   it('creates missing parent folders for a new ledger', async () => {

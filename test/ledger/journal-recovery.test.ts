@@ -139,7 +139,7 @@ describe('a zero-filled block in the middle of a segment', () => {
     // Without newlines, the zeros and the broken lines on both sides are one unreadable line.
     const first = lineAt(lines, from);
     const last = lineAt(lines, to - 1);
-    expect(store.recovery).toEqual({ corruptLines: 1, bytes: last.offset + last.length - first.offset, segments: [1], copies: [expect.stringMatching(/000001\.jsonl\.corrupt-/)] });
+    expect(store.recovery).toEqual({ corruptLines: 1, bytes: last.offset + last.length - first.offset, segments: [1], copies: [expect.stringMatching(/000001\.jsonl\.corrupt-/)], machineRestarted: false });
     const copy = store.recovery!.copies[0]!;
     expect(await readFile(copy)).toEqual(damaged);
     // The damaged segment is sealed as found; writes go to a new one.
@@ -153,7 +153,7 @@ describe('a zero-filled block in the middle of a segment', () => {
 
     // Not compacted yet (the service has not acted on it): found again, with the same copy.
     store = await openAt();
-    expect(store.recovery).toEqual({ corruptLines: 1, bytes: last.offset + last.length - first.offset, segments: [1], copies: [copy] });
+    expect(store.recovery).toEqual({ corruptLines: 1, bytes: last.offset + last.length - first.offset, segments: [1], copies: [copy], machineRestarted: false });
     expect(await store.get(IDS[1]!)).toEqual(changed);
     expect(await store.get('generic:new')).toBeDefined();
 
