@@ -12,6 +12,8 @@ export interface ReconcileReport {
   startedAt: string;
   finishedAt: string;
   examined: number;
+  /** False when the time budget ended the pass before every open record was examined: call again. */
+  complete: boolean;
   fixed: { transactionId: string; from: LedgerStatus; to: LedgerStatus; why: string }[];
   open: { transactionId: string; status: LedgerStatus; why: string }[];
 }
@@ -46,22 +48,31 @@ export class Worker {
   /**
    * One pass. Scheduled: the records due now, earliest first, a batch at a time. `force` (an
    * operator's reconcile): every open record, due or not, those only an operator can move included,
-   * so that the report says why each is still open; it pages through them all.
+   * so that the report says why each is still open; it pages through them all, or as many as
+   * `budgetMs` allows (an operator's HTTP request must end well inside the server's timeout; the
+   * records left are examined by the next call or the worker's own passes).
    */
-  async reconcile(force = true): Promise<ReconcileReport> {
+  async reconcile(force = true, budgetMs = Number.POSITIVE_INFINITY): Promise<ReconcileReport> {
     const startedAt = new Date().toISOString();
+    const deadline = Date.now() + budgetMs;
     // A scheduled pass leaves records another instance wrote within the answer budget: that instance is
     // most likely delivering them inline. An operator's reconcile (force) takes everything now.
     const claim = { owner: this.service.instanceId, leaseMs: this.options.leaseMs, idleMs: force ? 0 : this.options.idleMs };
     const reports: StepReport[] = [];
+    let complete = true;
     if (force) {
       for (let page = await this.store.listOpen(BATCH, claim); page.length > 0; page = await this.store.listOpen(BATCH, claim, page.at(-1))) {
-        reports.push(...(await this.#advanceAll(page, true)));
+        const done = await this.#advanceAll(page, true, deadline);
+        reports.push(...done);
+        if (done.length < page.length) {
+          complete = false;
+          break;
+        }
       }
     } else {
-      reports.push(...(await this.#advanceAll(await this.store.listDue(this.service.dueQuery(BATCH, claim)), false)));
+      reports.push(...(await this.#advanceAll(await this.store.listDue(this.service.dueQuery(BATCH, claim)), false, deadline)));
     }
-    const report: ReconcileReport = { startedAt, finishedAt: new Date().toISOString(), examined: reports.length, fixed: [], open: [] };
+    const report: ReconcileReport = { startedAt, finishedAt: new Date().toISOString(), examined: reports.length, complete, fixed: [], open: [] };
     for (const r of reports) {
       if (FINAL_STATUSES.has(r.after)) report.fixed.push({ transactionId: r.transactionId, from: r.before, to: r.after, why: r.note });
       else report.open.push({ transactionId: r.transactionId, status: r.after, why: r.note });
@@ -69,12 +80,16 @@ export class Worker {
     return report;
   }
 
-  /** Advances each record once, `concurrency` at a time; one report per record, errors included. */
-  async #advanceAll(records: LedgerRecord[], force: boolean): Promise<StepReport[]> {
+  /**
+   * Advances each record once, `concurrency` at a time, starting none after `deadline`; one report
+   * per record examined, errors included.
+   */
+  async #advanceAll(records: LedgerRecord[], force: boolean, deadline: number): Promise<StepReport[]> {
     const reports: StepReport[] = [];
     const queue = [...records];
+    const next = () => (Date.now() < deadline ? queue.shift() : undefined);
     const lanes = Array.from({ length: Math.min(this.options.concurrency, queue.length) }, async () => {
-      for (let record = queue.shift(); record; record = queue.shift()) {
+      for (let record = next(); record; record = next()) {
         try {
           reports.push(await this.service.advance(record.transactionId, force));
         } catch (error) {

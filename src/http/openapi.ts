@@ -44,7 +44,14 @@ export function openApiDocument(version: string) {
           responses: { ...answers, '409': { description: 'Not in doubt (nor a failed reverse, for outcome reversed)' } },
         },
       },
-      '/v1/admin/reconcile': { post: { ...admin, summary: 'One reconciliation pass now; report of examined, fixed and open', responses: { '200': { description: 'The report' } } } },
+      '/v1/admin/reconcile': {
+        post: {
+          ...admin,
+          summary: 'One reconciliation pass now, for at most budgetMs (default and maximum 20000); report of examined, complete, fixed and open',
+          parameters: [{ name: 'budgetMs', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 20000 } }],
+          responses: { '200': { description: 'The report; complete=false: call again for the rest' }, '400': { description: 'budgetMs out of range' } },
+        },
+      },
       '/healthz': { get: { summary: 'Alive', responses: { '200': { description: 'ok' } } } },
       '/readyz': { get: { summary: 'Ledger reachable and upstream configured', responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics', responses: { '200': { description: 'text/plain exposition' } } } },

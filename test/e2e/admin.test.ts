@@ -94,8 +94,20 @@ describe('operator actions', () => {
     const report = await admin('post', '/v1/admin/reconcile');
     expect(report.status).toBe(200);
     expect(report.body.examined).toBe(2);
+    expect(report.body.complete).toBe(true);
     expect(report.body.fixed).toEqual([expect.objectContaining({ transactionId: 'generic:P-1', from: 'pending', to: 'accrued', why: expect.stringContaining('accrue succeeded') })]);
     expect(report.body.open).toEqual([expect.objectContaining({ transactionId: 'generic:D-1', status: 'in_doubt', why: expect.stringContaining('LOYALTY_API_KEY') })]);
+  });
+
+  it('reconcile stops starting records when its time budget is spent, says so, and the next call takes the rest', async () => {
+    h.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue', times: 3 });
+    for (const id of ['D-1', 'D-2', 'D-3']) await post('/v1/checkouts/generic', checkout({ orderId: id }));
+    const cut = await admin('post', '/v1/admin/reconcile?budgetMs=0');
+    expect(cut.status).toBe(200);
+    expect(cut.body).toMatchObject({ examined: 0, complete: false });
+    const whole = await admin('post', '/v1/admin/reconcile');
+    expect(whole.body).toMatchObject({ examined: 3, complete: true });
+    for (const bad of ['-1', '20001', 'soon']) expect((await admin('post', `/v1/admin/reconcile?budgetMs=${bad}`)).status).toBe(400);
   });
 
   it('retry re-sends an accrual the loyalty service refused, and refuses what could double', async () => {

@@ -11,6 +11,10 @@ import type { LedgerStore } from '../../ledger/store.js';
 import { parseWith } from '../../validation.js';
 import { posAnswer, recordDetail, recordSummary } from '../views.js';
 
+/** Well inside the server's 30 s request timeout (bridge.ts), so the report always reaches the operator. */
+const RECONCILE_BUDGET_MS = 20_000;
+const ReconcileQuery = z.strictObject({ budgetMs: z.coerce.number().int().min(0).max(RECONCILE_BUDGET_MS).default(RECONCILE_BUDGET_MS) });
+
 const ListQuery = z.strictObject({
   status: z.enum(LEDGER_STATUSES).optional(),
   pos: z.string().max(32).optional(),
@@ -58,8 +62,9 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; serv
     res.json(recordDetail(record));
   });
 
-  router.post('/v1/admin/reconcile', async (_req, res) => {
-    res.json(await deps.worker.reconcile(true));
+  router.post('/v1/admin/reconcile', async (req, res) => {
+    const { budgetMs } = parseWith(ReconcileQuery, req.query);
+    res.json(await deps.worker.reconcile(true, budgetMs));
   });
 
   router.post('/v1/admin/transactions/:transactionId/retry', async (req, res) => {
