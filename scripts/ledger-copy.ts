@@ -106,11 +106,12 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     throw new CommandError(`cannot open the file ledger ${file.manifestPath}: ${message}`);
   }
   if (file.recovery) {
-    // Damage means lost lines, perhaps in-flight markers: copied as they read, pending records would
-    // be accrued again. The bridge's start-up puts them in doubt first (recoverAfterJournalDamage).
+    // Damage (or a machine restart under the ledger) means lost lines, perhaps in-flight markers:
+    // copied as they read, pending records would be accrued again. The bridge's start-up puts them
+    // in doubt first (recoverAfterJournalDamage).
     await file.close();
     throw new CommandError(
-      `the file ledger ${file.manifestPath} has a damaged journal (${file.recovery.corruptLines} unreadable line(s)): start the bridge on it once, so that records which may have lost a call in flight are put in doubt, stop it, then run the copy again`,
+      `the file ledger ${file.manifestPath} ${file.recovery.corruptLines ? `has a damaged journal (${file.recovery.corruptLines} unreadable line(s))` : 'was left by a bridge on an earlier boot of the machine (its last writes may be lost)'}: start the bridge on it once, so that records which may have lost a call in flight are put in doubt, stop it, then run the copy again`,
     );
   }
   const { schema } = parsePgUrl(to);

@@ -423,13 +423,18 @@ export class TransactionService {
     }
     const accrual = record.accrual.state === 'pending';
     const reversal = record.reversal.state === 'pending' && record.accrual.state !== 'failed' && record.accrual.state !== 'skipped';
-    if (!accrual && !reversal) return false;
+    // A partial refund not carried out yet as this version reads: the lost lines may also have
+    // reversed, created and accrued its remainder (an operator may resolve the reversal later).
+    const remainderAtRisk = plan !== undefined && !plan.remainderInDoubtSince && !record.remainderTransactionId && !(await this.store.get(plan.remainderTransactionId));
+    if (!accrual && !reversal && !remainderAtRisk) return false;
     const sides = [accrual && 'accrue', reversal && 'reverse'].filter(Boolean).join(' or ');
     await this.#write(record, (r) => {
       if (accrual) Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: since });
       if (reversal) Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: since });
-      r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
-      return `${cause}: lines written after this version may be lost, among them an in-flight ${sides} that may have reached the loyalty service`;
+      if (accrual || reversal) r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+      if (remainderAtRisk) r.reversal.partial = { ...plan, remainderInDoubtSince: since };
+      const lost = [sides && `an in-flight ${sides}`, remainderAtRisk && `the accrual of remainder ${plan.remainderTransactionId}`].filter(Boolean).join(' and ');
+      return `${cause}: lines written after this version may be lost, among them ${lost} that may have reached the loyalty service`;
     });
     return true;
   }
@@ -796,7 +801,17 @@ export class TransactionService {
       failpoint('partial:before-remainder');
       const now = this.#now();
       const draft = this.#remainderDraft(current, plan, now);
-      draft.history.push({ at: now, event: `remainder of ${current.transactionId} after partial refund ${plan.refundId}`, to: 'pending' });
+      if (plan.remainderInDoubtSince) {
+        // Lines lost in a crash may have created and accrued it already: verified before any accrue.
+        Object.assign(draft.accrual, { state: 'in_doubt', inDoubtSince: plan.remainderInDoubtSince });
+        draft.status = deriveStatus(draft);
+        draft.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+      }
+      draft.history.push({
+        at: now,
+        event: `remainder of ${current.transactionId} after partial refund ${plan.refundId}${plan.remainderInDoubtSince ? ': in doubt, lines lost in a crash may have accrued it already' : ''}`,
+        to: draft.status,
+      });
       await this.store.insert(draft);
       failpoint('partial:before-link');
       await this.#linkedRemainder(current);

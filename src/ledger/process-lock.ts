@@ -59,9 +59,12 @@ export class ProcessLock {
         // Older locks hold the pid alone.
         const [pidLine = '', lockBoot = ''] = (await readFile(this.path, 'utf8').catch(() => '')).split('\n').map((l) => l.trim());
         const owner = Number(pidLine);
-        const live = owner === process.pid ? heldHere.has(this.path) : Number.isInteger(owner) && owner > 0 && isAlive(owner);
+        const readable = /^[1-9]\d*$/.test(pidLine);
+        const live = owner === process.pid ? heldHere.has(this.path) : readable && isAlive(owner);
         if (live) throw new Error(`the ledger is in use by process ${owner} (${this.path}); a JSON-file ledger serves one process, use PostgreSQL for several`);
-        takeover = { stale: true, machineRestarted: Boolean(boot && lockBoot && lockBoot !== boot) };
+        // A lock is linked into place whole, so one without a readable pid (empty, zero bytes) was cut
+        // by an OS crash: its boot cannot be told, and the conservative answer is that it restarted.
+        takeover = { stale: true, machineRestarted: !readable || Boolean(boot && lockBoot && lockBoot !== boot) };
         await unlink(this.path).catch(() => undefined);
       }
       throw new Error(`could not take the ledger lock ${this.path}`);

@@ -39,6 +39,11 @@ export interface PartialRefundPlan {
   refundedCents: number;
   remainderTransactionId: string;
   remainderCheck: Check;
+  /**
+   * Set when journal damage or a machine restart may have lost the lines that created and accrued
+   * the remainder: when it is created, it is created in doubt from this time, verified before any accrue.
+   */
+  remainderInDoubtSince?: string;
 }
 
 export interface Customer {

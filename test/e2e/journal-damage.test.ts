@@ -14,7 +14,7 @@ import request from 'supertest';
 import type { LedgerRecord } from '../../src/ledger/record.js';
 import { createLogger } from '../../src/logger.js';
 import { makeRecord } from '../ledger/store-contract.js';
-import { checkout, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness;
 let logLines: string[];
@@ -171,6 +171,32 @@ describe('journal damage found at start-up', () => {
     expect(await record('generic:pending')).toMatchObject({ version: 2, accrual: { inDoubtSince: makeRecord('x').updatedAt } });
 
     expect(await service.recoverAfterJournalDamage()).toBe(0);
+  });
+
+  it('a partial refund whose reverse and remainder were lost: the remainder, created after an operator resolves the reversal, is verified, not accrued again', async () => {
+    const D = 'generic:D-1';
+    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'D-1' }))).body.status).toBe('accrued');
+    expect((await post('/v1/refunds/generic', { orderId: 'D-1', refundId: 'R-D', amount: '9.97' })).body.remainder).toEqual({ transactionId: `${D}~r1`, status: 'accrued' });
+    expect(h.sim.books()).toMatchObject({ accrueRequests: 2, reverseRequests: 1 });
+    await h.bridge.close();
+    // Everything after the version that recorded the refund (v3: reversal pending, plan set) is lost:
+    // the reverse's marker and outcome, the remainder's record and accrual, the link.
+    const segment = join(journalDir(), '000001.jsonl');
+    const lines = await journalLines(segment);
+    await zeroFill(segment, lines, line(lines, D, 4), lines.at(-1)!);
+
+    await h.restart({ startWorker: false });
+    const parent = await record(D);
+    expect(parent).toMatchObject({ version: 4, reversal: { state: 'in_doubt', partial: { remainderTransactionId: `${D}~r1`, remainderInDoubtSince: expect.any(String) } } });
+    expect(parent.history.at(-1)!.event).toMatch(/in-flight reverse and the accrual of remainder generic:D-1~r1/);
+    expect(await h.bridge.store.get(`${D}~r1`)).toBeUndefined();
+
+    // The operator sees the reversal in the loyalty service and says so: the remainder is created in
+    // doubt and found in the operations history, never accrued a second time.
+    const resolved = await request(h.bridge.url).post(`/v1/admin/transactions/${encodeURIComponent(D)}/resolve`).set('authorization', `Bearer ${ADMIN_TOKEN}`).send({ outcome: 'reversed' });
+    expect(resolved.status).toBe(200);
+    expect(await record(`${D}~r1`)).toMatchObject({ status: 'accrued', accrual: { settledBy: 'history' } });
+    expect(h.sim.books()).toMatchObject({ accrueRequests: 2, reverseRequests: 1, doubleAccruals: [], doubleReversals: [] });
   });
 
   it('without damage, start-up leaves pending records pending', async () => {

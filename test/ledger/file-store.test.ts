@@ -273,6 +273,15 @@ describe('FileLedgerStore on disk', () => {
   });
 
   it.each([
+    ['empty', ''],
+    ['zero-filled', '\u0000'.repeat(48)],
+  ])('a lock left %s (cut by an OS crash: a lock is linked into place whole) counts as a machine restart', async (_name, contents) => {
+    await writeFile(`${path}.lock`, contents);
+    store = await openAt(path);
+    expect(store.recovery).toMatchObject({ machineRestarted: true, corruptLines: 0 });
+  });
+
+  it.each([
     ['written on this boot', () => `999999999\n${currentBootId()}\n`],
     ['holding only a pid (older builds)', () => '999999999'],
   ])('a stale lock %s is a process kill: nothing to recover', async (_name, contents) => {
