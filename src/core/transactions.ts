@@ -600,6 +600,9 @@ export class TransactionService {
       this.#calling.add(transactionId);
       let report: CallReport;
       try {
+        // The in-flight marker (for a new checkout, the record itself) must survive an OS crash
+        // before the call goes out: lost, the record would read pending and be called again.
+        await this.store.durable?.();
         report = action.kind === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
       } finally {
         this.#calling.delete(transactionId);

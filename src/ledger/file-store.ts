@@ -30,14 +30,14 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
 import { ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
-import { Journal, type Location } from './journal.js';
+import { Journal, syncDirectory, type Location } from './journal.js';
 import { ProcessLock } from './process-lock.js';
 import { dueOf, isOpen, LEDGER_STATUSES, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
@@ -191,12 +191,17 @@ export class FileLedgerStore implements LedgerStore {
     if (!this.#ready) return;
     this.#ready = false;
     await this.#compacting;
+    await this.#journal.settle();
     this.#journal.close();
     await this.#lock.release();
   }
 
   async ping(): Promise<void> {
     if (!this.#ready) throw new Error('file ledger is not open');
+  }
+
+  durable(): Promise<void> {
+    return this.#journal.durable();
   }
 
   async get(transactionId: string): Promise<LedgerRecord | undefined> {
@@ -473,13 +478,28 @@ export class FileLedgerStore implements LedgerStore {
    */
   async #roll(): Promise<void> {
     this.#manifest!.data!.segments = [...this.#journal.segments, this.#journal.active + 1];
-    await this.#manifest!.write();
+    await this.#writeManifest();
     this.#journal.roll();
   }
 
   async #saveSegments(): Promise<void> {
     this.#manifest!.data!.segments = [...this.#journal.segments];
+    await this.#writeManifest();
+  }
+
+  /**
+   * lowdb writes a temporary file and renames it into place, without fsync: the manifest's data and
+   * the rename are synced here, since start-up deletes segment files the manifest does not list.
+   */
+  async #writeManifest(): Promise<void> {
     await this.#manifest!.write();
+    const handle = await open(this.manifestPath, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    syncDirectory(dirname(this.manifestPath));
   }
 
   /**
@@ -521,6 +541,8 @@ export class FileLedgerStore implements LedgerStore {
         }
         await yieldToLoop();
       }
+      // The copies must be on disk before the segment they came from stops being listed.
+      await this.#journal.durable();
       this.#journal.drop(segment);
       this.#liveBytes.delete(segment);
       await this.#saveSegments();

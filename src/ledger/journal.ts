@@ -10,12 +10,15 @@
  *
  * A line is written in one call and the page cache outlives a killed process, so a SIGKILL leaves
  * either the whole line or, at worst, a torn tail without its newline, which `scan` cuts off (that
- * write was never acknowledged). There is no fsync: an operating-system crash or power loss can lose
- * the last writes and leave zero-filled or garbled blocks anywhere in a segment. `scan` skips such
+ * write was never acknowledged). A plain append is not synced: an operating-system crash or power
+ * loss can lose the last writes and leave zero-filled or garbled blocks anywhere in a segment.
+ * `durable()` puts everything appended so far on disk (fdatasync off the event loop, one at a time
+ * per segment, shared by every caller that arrives while one runs: group commit); the store calls it
+ * before each upstream call, so a call is never made on a line a crash could take back. `scan` skips such
  * stretches, reads on after them, reports them in `damage`, and copies the damaged segment beside
  * itself; it never changes a damaged segment (the store compacts it away once it has been acted on).
  */
-import { closeSync, constants, copyFileSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface Location {
@@ -51,13 +54,35 @@ const SCAN_CHUNK = 1024 * 1024;
 /** How far before a damaged stretch's last tab a line's header may begin (headers are a few hundred bytes). */
 const MAX_HEADER_BYTES = 16 * 1024;
 
+/** fsync of a directory: makes the names created or renamed in it durable (Linux; a no-op where a directory cannot be opened so). */
+export function syncDirectory(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    /* not supported here */
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 function segmentName(n: number): string {
   return `${String(n).padStart(6, '0')}.jsonl`;
+}
+
+/** Group commit of one segment: the fdatasync running, and the one that will follow it. */
+interface SegmentSync {
+  running?: Promise<void>;
+  next?: Promise<void>;
 }
 
 export class Journal {
   readonly #fds = new Map<number, number>();
   readonly #sizes = new Map<number, number>();
+  /** Segments appended to since their last fdatasync began. */
+  readonly #unsynced = new Set<number>();
+  readonly #syncs = new Map<number, SegmentSync>();
   #segments: number[] = [];
   #damage: SegmentDamage[] = [];
 
@@ -92,6 +117,37 @@ export class Journal {
       this.#fds.set(segment, fd);
       this.#sizes.set(segment, fstatSync(fd).size);
     }
+    syncDirectory(this.dir);
+  }
+
+  /** Resolves once every line appended so far is on disk. */
+  async durable(): Promise<void> {
+    await Promise.all([...this.#unsynced].map((segment) => this.#sync(segment)));
+  }
+
+  /** Waits for the syncs under way (before closing or dropping files). */
+  async settle(): Promise<void> {
+    await Promise.all([...this.#syncs.values()].flatMap((s) => [s.running, s.next]).map((p) => p?.catch(() => undefined)));
+  }
+
+  #sync(segment: number): Promise<void> {
+    const state = this.#syncs.get(segment) ?? {};
+    this.#syncs.set(segment, state);
+    // One is already waiting to start: it will cover this caller's lines too.
+    if (state.next) return state.next;
+    const next = (state.running ?? Promise.resolve()).then(() => {
+      // From here on, lines appended need a later sync; those before are covered by this one.
+      state.next = undefined;
+      this.#unsynced.delete(segment);
+      const fd = this.#fds.get(segment);
+      const running = fd === undefined ? Promise.resolve() : new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+      state.running = running;
+      return running.finally(() => {
+        if (state.running === running) state.running = undefined;
+      });
+    });
+    state.next = next;
+    return next;
   }
 
   close(): void {
@@ -111,6 +167,7 @@ export class Journal {
     let written = 0;
     while (written < line.length) written += writeSync(this.#fds.get(segment)!, line, written, line.length - written, offset + written);
     this.#sizes.set(segment, offset + line.length);
+    this.#unsynced.add(segment);
     return { segment, offset, length: line.length };
   }
 
@@ -134,6 +191,8 @@ export class Journal {
   roll(): number {
     const next = this.active + 1;
     const fd = openSync(join(this.dir, segmentName(next)), 'w+');
+    // The new file's name must survive a crash before lines in it are relied upon.
+    syncDirectory(this.dir);
     this.#fds.set(next, fd);
     this.#sizes.set(next, 0);
     this.#segments.push(next);
@@ -146,6 +205,7 @@ export class Journal {
     if (fd !== undefined) closeSync(fd);
     this.#fds.delete(segment);
     this.#sizes.delete(segment);
+    this.#unsynced.delete(segment);
     this.#segments = this.#segments.filter((s) => s !== segment);
   }
 

@@ -74,6 +74,12 @@ export interface LedgerStore {
   close(): Promise<void>;
   /** Throws when the store cannot be reached (readiness). */
   ping(): Promise<void>;
+  /**
+   * Resolves once everything written so far would survive an operating-system crash. Called before
+   * every upstream call: the line that marks a call in flight must not be taken back by a crash
+   * while the call went out. Absent where every write is durable when it returns (PostgreSQL commits).
+   */
+  durable?(): Promise<void>;
   get(transactionId: string): Promise<LedgerRecord | undefined>;
   /** Stores `record` (its `version` must be 1) unless the transactionId exists; answers the stored record either way. */
   insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }>;
