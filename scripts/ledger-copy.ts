@@ -111,7 +111,7 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     // in doubt first (recoverAfterJournalDamage).
     await file.close();
     throw new CommandError(
-      `the file ledger ${file.manifestPath} ${file.recovery.corruptLines ? `has a damaged journal (${file.recovery.corruptLines} unreadable line(s))` : 'was left by a bridge on an earlier boot of the machine (its last writes may be lost)'}: start the bridge on it once, so that records which may have lost a call in flight are put in doubt, stop it, then run the copy again`,
+      `the file ledger ${file.manifestPath} ${file.recovery.corruptLines || file.recovery.staleLines ? `has a damaged journal (${file.recovery.corruptLines} unreadable, ${file.recovery.staleLines} stale line(s))` : 'was left by a bridge on an earlier boot of the machine (its last writes may be lost)'}: start the bridge on it once, so that records which may have lost a call in flight are put in doubt, stop it, then run the copy again`,
     );
   }
   const { schema } = parsePgUrl(to);

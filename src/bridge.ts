@@ -83,7 +83,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   if (recovered) logger.warn({ recovered }, 'records were mid-call when the bridge last stopped: now in doubt, to be verified');
   if (store instanceof FileLedgerStore && store.recovery) {
     // The damage is compacted away only once records are in doubt: a crash before that finds it again.
-    const damaged = store.recovery.corruptLines > 0;
+    const damaged = store.recovery.corruptLines > 0 || store.recovery.staleLines > 0;
     const cause = damaged ? 'journal damage found at start-up' : 'the machine restarted since this ledger was last held without a clean stop';
     const inDoubt = await service.recoverAfterJournalDamage(cause);
     logger.warn(

@@ -407,7 +407,11 @@ function parseOrderRefund(raw: unknown, prefix: string, context: AdapterContext,
   if (refundId !== undefined && typeof refundId !== 'string') throw ValidationError.field('refundId', 'must be the id of one of the order\'s refunds');
   const chosen = refundId === undefined ? latest : refunds.find((r) => r.id === refundId);
   if (!chosen) throw ValidationError.field('refundId', `names no refund of order ${order.id} (it has ${refunds.map((r) => r.id).join(', ')})`);
-  if (chosen === latest && refundsCoverOrder(order, refunds, prefix)) return { orderId: order.id, scope: merchant, refundId: latest.id };
+  if (chosen === latest && refundsCoverOrder(order, refunds, prefix)) {
+    // With several refunds, the full reversal has its own id: the latest may already have been
+    // applied as a partial one (a fetch that missed an earlier refund), and must not hide the full.
+    return { orderId: order.id, scope: merchant, refundId: refunds.length === 1 ? latest.id : `${latest.id}:full` };
+  }
   const field = `${prefix}refunds[${chosen.id}].`;
   const net = refundNet(chosen, field);
   if (net === 0n) throw ValidationError.field(`${field}amount`, 'gives back only tax and tip: there is no purchase amount to reverse');

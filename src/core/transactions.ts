@@ -79,7 +79,7 @@ type Claimed = { record: LedgerRecord; action: { kind: 'accrue' | 'reverse' } };
 export class TransactionService {
   readonly #locks = new KeyedMutex();
   /** Upstream calls out from this process right now, by transactionId. */
-  readonly #calling = new Set<string>();
+  readonly #calling = new CallsOut();
   /** Deliveries running in this process, so the worker never starts a second one for a record. */
   readonly #running = new Map<string, Promise<StepReport>>();
   readonly instanceId = randomUUID();
@@ -114,13 +114,13 @@ export class TransactionService {
     const claiming = !skipped && !this.#calling.has(transactionId);
     if (claiming) {
       draft.inFlight = { operation: 'accrue', startedAt: now, owner: this.instanceId };
-      this.#calling.add(transactionId);
+      this.#calling.enter(transactionId);
     }
     const { record, created } = await this.store.insert(draft).catch((error: unknown) => {
-      if (claiming) this.#calling.delete(transactionId);
+      if (claiming) this.#calling.leave(transactionId);
       throw error;
     });
-    if (claiming && !created) this.#calling.delete(transactionId);
+    if (claiming && !created) this.#calling.leave(transactionId);
     if (created) failpoint('checkout:after-ledger-write');
     if (created) this.logger.info({ transactionId, pos, status: record.status }, 'checkout recorded');
     const claimed = claiming && created ? { record, action: { kind: 'accrue' } as const } : undefined;
@@ -597,7 +597,8 @@ export class TransactionService {
         continue;
       }
       failpoint('call:before-send');
-      this.#calling.add(transactionId);
+      // A checkout's claim already counts this call (entered before its insert); it ends here too.
+      if (!(step === 0 && claimed)) this.#calling.enter(transactionId);
       let report: CallReport;
       try {
         // The in-flight marker (for a new checkout, the record itself) must survive an OS crash
@@ -605,7 +606,7 @@ export class TransactionService {
         await this.store.durable?.();
         report = action.kind === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
       } finally {
-        this.#calling.delete(transactionId);
+        this.#calling.leave(transactionId);
       }
       failpoint('call:after-answer');
       ({ note, record: latest } = await this.#applyCall(transactionId, action.kind, report, record.inFlight!.startedAt));
@@ -893,6 +894,29 @@ export class TransactionService {
 
   #later(ms: number): string {
     return new Date(this.clock().getTime() + ms).toISOString();
+  }
+}
+
+/**
+ * Upstream calls out from this process (or about to go out: a checkout's claim), counted per
+ * transactionId: a checkout's claim and a pass's call may overlap for one id, and one ending must
+ * not make the other's marker look abandoned.
+ */
+class CallsOut {
+  readonly #count = new Map<string, number>();
+
+  has(transactionId: string): boolean {
+    return this.#count.has(transactionId);
+  }
+
+  enter(transactionId: string): void {
+    this.#count.set(transactionId, (this.#count.get(transactionId) ?? 0) + 1);
+  }
+
+  leave(transactionId: string): void {
+    const left = (this.#count.get(transactionId) ?? 1) - 1;
+    if (left > 0) this.#count.set(transactionId, left);
+    else this.#count.delete(transactionId);
   }
 }
 

@@ -73,6 +73,8 @@ export interface JournalRecovery {
   copies: string[];
   /** The ledger was last held on an earlier boot and not released: an OS crash or power loss may have cut its tail. */
   machineRestarted: boolean;
+  /** Readable lines holding an older version than one read before them (stale blocks), skipped. */
+  staleLines: number;
 }
 
 interface IndexEntry {
@@ -124,6 +126,8 @@ export class FileLedgerStore implements LedgerStore {
   /** Damaged segments not compacted away yet: never compacted before `compactDamaged`. */
   readonly #damaged = new Set<number>();
   #recovery?: JournalRecovery;
+  /** Lines older than a version read before them, skipped by the last start-up. */
+  #staleLines = 0;
   #manifest?: Low<Manifest | null>;
   #compacting?: Promise<void>;
   #ready = false;
@@ -420,8 +424,15 @@ export class FileLedgerStore implements LedgerStore {
     const oldest = Date.now() - WEBHOOK_EVENT_RETENTION_MS;
     /** Open records whose latest line predates due times in headers. */
     const undated = new Set<string>();
+    this.#staleLines = 0;
     for (const { header, location } of this.#journal.scan(isLineHeader)) {
       if (header.k === 'r') {
+        // Versions only grow, and compaction copies the latest one (an equal version, which wins):
+        // an older version after a newer one is a stale block a crashed filesystem brought back.
+        if ((this.#index.get(header.id)?.version ?? 0) > header.v) {
+          this.#staleLines++;
+          continue;
+        }
         this.#remember(header, location);
         if (header.o === 1 && header.d === undefined) undated.add(header.id);
         else undated.delete(header.id);
@@ -443,8 +454,8 @@ export class FileLedgerStore implements LedgerStore {
     for (const d of damage) this.#damaged.add(d.segment);
     const regions = damage.flatMap((d) => d.regions);
     this.#recovery =
-      damage.length || machineRestarted
-        ? { corruptLines: regions.length, bytes: regions.reduce((sum, r) => sum + r.length, 0), segments: damage.map((d) => d.segment), copies: damage.map((d) => d.copy), machineRestarted }
+      damage.length || machineRestarted || this.#staleLines
+        ? { corruptLines: regions.length, bytes: regions.reduce((sum, r) => sum + r.length, 0), segments: damage.map((d) => d.segment), copies: damage.map((d) => d.copy), machineRestarted, staleLines: this.#staleLines }
         : undefined;
   }
 

@@ -253,7 +253,7 @@ describe('several refunds in one fetched order', () => {
     const full = order({}, { refunds: { elements: [refund('R1', 1), refund('R2', 2)] } });
     const action = decideOrder(full, M, ORDER, 'k') as WebhookAction;
     expect(action).toMatchObject({ kind: 'refund', key: 'k' });
-    expect(cloverAdapter.parseRefund((action as { payload: unknown }).payload, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'R2' });
+    expect(cloverAdapter.parseRefund((action as { payload: unknown }).payload, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'R2:full' });
   });
 
   it('an order posted with refundId acts on that refund; an unknown id is refused, naming it', () => {
@@ -427,8 +427,9 @@ describe('Clover refunds', () => {
 
   it('an order with its refunds: full once they give back all that was paid (also inside payments[].refunds)', () => {
     const full = order({}, { refunds: { elements: [refund({ id: 'R1', amount: 540, createdTime: 1 }), refund({ id: 'R2', amount: 540, createdTime: 2 })] } });
-    expect(cloverAdapter.parseRefund(full, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'R2' });
-    expect(cloverAdapter.parseRefund({ order: full }, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'R2' });
+    // The full reversal's own id: R2 may have been applied as a partial refund already.
+    expect(cloverAdapter.parseRefund(full, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'R2:full' });
+    expect(cloverAdapter.parseRefund({ order: full }, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'R2:full' });
   });
 
   it.each([

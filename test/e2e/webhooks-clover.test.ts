@@ -145,6 +145,21 @@ describe('Clover webhooks', () => {
     expect(h.sim.books()).toMatchObject({ reverseRequests: 2, doubleAccruals: [], doubleReversals: [] });
   });
 
+  it('a fetch that missed an earlier refund applies the latest as partial; the fetch showing both reverses the rest', async () => {
+    fake.answer(ORDER_PATH, paidOrder());
+    await deliver(notification(1));
+    const older = { id: 'REFUND1', orderRef: { id: O }, amount: 540, taxAmount: 40, createdTime: 1700000100000 };
+    const newer = { id: 'REFUND2', orderRef: { id: O }, amount: 540, taxAmount: 40, createdTime: 1700000200000 };
+    fake.answer(ORDER_PATH, paidOrder({ refunds: { elements: [newer] } }));
+    expect((await deliver(notification(5))).body.results[0]).toMatchObject({ action: 'refund', status: 'reversed' });
+    fake.answer(ORDER_PATH, paidOrder({ refunds: { elements: [older, newer] } }));
+    expect((await deliver(notification(6))).body.results).toEqual([{ key: `${M}/O:${O}/UPDATE/6`, action: 'refund', transactionId: `${TID}~r1`, status: 'reversed' }]);
+    const books = h.sim.books();
+    expect(books.transactions[TID]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.transactions[`${TID}~r1`]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books).toMatchObject({ doubleAccruals: [], doubleReversals: [] });
+  });
+
   it('a full refund reverses the whole accrual once', async () => {
     fake.answer(ORDER_PATH, paidOrder());
     await deliver(notification(1));

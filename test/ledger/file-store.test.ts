@@ -260,7 +260,7 @@ describe('FileLedgerStore on disk', () => {
     expect(currentBootId()).toBeDefined(); // Linux: the boot id is what tells a machine restart from a process kill
     await writeFile(`${path}.lock`, '999999999\nan-earlier-boot-id\n');
     store = await openAt(path);
-    expect(store.recovery).toEqual({ corruptLines: 0, bytes: 0, segments: [], copies: [], machineRestarted: true });
+    expect(store.recovery).toEqual({ corruptLines: 0, bytes: 0, segments: [], copies: [], machineRestarted: true, staleLines: 0 });
     // A crash before the service acted: the next start still knows (the lock now names this boot).
     await store.close();
     store = await openAt(path);

@@ -139,7 +139,7 @@ describe('a zero-filled block in the middle of a segment', () => {
     // Without newlines, the zeros and the broken lines on both sides are one unreadable line.
     const first = lineAt(lines, from);
     const last = lineAt(lines, to - 1);
-    expect(store.recovery).toEqual({ corruptLines: 1, bytes: last.offset + last.length - first.offset, segments: [1], copies: [expect.stringMatching(/000001\.jsonl\.corrupt-/)], machineRestarted: false });
+    expect(store.recovery).toEqual({ corruptLines: 1, bytes: last.offset + last.length - first.offset, segments: [1], copies: [expect.stringMatching(/000001\.jsonl\.corrupt-/)], machineRestarted: false, staleLines: 0 });
     const copy = store.recovery!.copies[0]!;
     expect(await readFile(copy)).toEqual(damaged);
     // The damaged segment is sealed as found; writes go to a new one.
@@ -153,7 +153,7 @@ describe('a zero-filled block in the middle of a segment', () => {
 
     // Not compacted yet (the service has not acted on it): found again, with the same copy.
     store = await openAt();
-    expect(store.recovery).toEqual({ corruptLines: 1, bytes: last.offset + last.length - first.offset, segments: [1], copies: [copy], machineRestarted: false });
+    expect(store.recovery).toEqual({ corruptLines: 1, bytes: last.offset + last.length - first.offset, segments: [1], copies: [copy], machineRestarted: false, staleLines: 0 });
     expect(await store.get(IDS[1]!)).toEqual(changed);
     expect(await store.get('generic:new')).toBeDefined();
 
@@ -278,5 +278,19 @@ describe('torn lines', () => {
     store = await openAt();
     expect(store.recovery).toBeUndefined();
     await expectRecords(store, survivors(lines, bytes.length, Infinity));
+  });
+});
+
+describe('a stale block: whole, readable lines of an older version after a newer one', () => {
+  it('is skipped and reported: no record rolls back', async () => {
+    const { bytes, lines } = await writtenJournal();
+    const latest = survivors(lines, 0, 0);
+    // A record with several versions: its first line comes back at the end of the segment, as a
+    // block of an older file a crashed filesystem handed back would.
+    const target = lines.find((l) => l.header.k === 'r' && (latest.get(l.header.id!)?.version ?? 0) > 1 && l.header.v === 1)!;
+    await overwrite(segment1, bytes.length, bytes.subarray(target.offset, target.offset + target.length));
+    store = await openAt();
+    expect(store.recovery).toMatchObject({ corruptLines: 0, staleLines: 1, machineRestarted: false });
+    await expectRecords(store, latest);
   });
 });

@@ -403,7 +403,7 @@ describe('ledger:copy of a damaged journal', () => {
       await handle.close();
 
       const run = copyLedger({ from: `file:${join(damagedDir, 'ledger.json')}`, to: 'postgres://postgres@127.0.0.1:1/none', log: () => undefined, progress: false });
-      await expect(run).rejects.toThrow(/damaged journal \(1 unreadable line\(s\)\): start the bridge on it once/);
+      await expect(run).rejects.toThrow(/damaged journal \(1 unreadable, 0 stale line\(s\)\): start the bridge on it once/);
     } finally {
       await rm(damagedDir, { recursive: true, force: true });
     }
