@@ -27,19 +27,31 @@ export function dueColumns(record: LedgerRecord): { dueAt: string; needsVerifier
 /** Rows per round trip when migration 2 fills in the due times of open records. */
 const BACKFILL_BATCH = 1000;
 
-async function backfillDueTimes(client: pg.PoolClient): Promise<void> {
-  // A cursor reads the open rows as they were when it was declared, so the rows updated meanwhile
-  // are not read again. Closed rows keep the default: their due time is never read.
-  await client.query('DECLARE ledger_due_backfill NO SCROLL CURSOR FOR SELECT transaction_id, record FROM ledger_records WHERE open');
+function backfillDueTimes(client: pg.PoolClient): Promise<void> {
+  return fillDueTimes(client, false);
+}
+
+/**
+ * Sets `due_at` and `due_needs_verifier` from each open row's record (`dueColumns`), inside the
+ * caller's transaction: every open row (migration 2), or only those still at the '-infinity' an
+ * earlier build's writes leave (`undatedOnly`, at every start-up: an operator-bound row written by
+ * an earlier build during a rolling deploy is never written again by this one, and would otherwise
+ * sort first in every worker batch). A row another instance wrote meanwhile (its version moved on)
+ * keeps what that instance set.
+ */
+export async function fillDueTimes(client: pg.PoolClient, undatedOnly: boolean): Promise<void> {
+  // A cursor reads the rows as they were when it was declared, so the rows updated meanwhile are
+  // not read again. Closed rows keep the default: their due time is never read.
+  await client.query(`DECLARE ledger_due_backfill NO SCROLL CURSOR FOR SELECT transaction_id, version, record FROM ledger_records WHERE open${undatedOnly ? " AND due_at = '-infinity'" : ''}`);
   for (;;) {
-    const { rows } = await client.query<{ transaction_id: string; record: LedgerRecord }>(`FETCH ${BACKFILL_BATCH} FROM ledger_due_backfill`);
+    const { rows } = await client.query<{ transaction_id: string; version: number; record: LedgerRecord }>(`FETCH ${BACKFILL_BATCH} FROM ledger_due_backfill`);
     if (rows.length === 0) break;
     const due = rows.map((r) => dueColumns(r.record));
     await client.query(
       `UPDATE ledger_records r SET due_at = k.due_at, due_needs_verifier = k.needs_verifier
-         FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS k (transaction_id, due_at, needs_verifier)
-        WHERE r.transaction_id = k.transaction_id`,
-      [rows.map((r) => r.transaction_id), due.map((d) => d.dueAt), due.map((d) => d.needsVerifier)],
+         FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::boolean[]) AS k (transaction_id, version, due_at, needs_verifier)
+        WHERE r.transaction_id = k.transaction_id AND r.version = k.version`,
+      [rows.map((r) => r.transaction_id), rows.map((r) => r.version), due.map((d) => d.dueAt), due.map((d) => d.needsVerifier)],
     );
   }
   await client.query('CLOSE ledger_due_backfill');

@@ -10,7 +10,7 @@
  */
 import pg from 'pg';
 import { ConflictError, VersionConflictError } from '../errors.js';
-import { dueColumns, MIGRATIONS } from './pg-migrations.js';
+import { dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
 import { isOpen, type LedgerRecord } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
@@ -94,6 +94,17 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async init(): Promise<void> {
     await migrate(this.pool, this.#schema);
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await fillDueTimes(client, true);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
   }
 
   async close(): Promise<void> {
