@@ -14,6 +14,7 @@ import { deriveTransactionId } from '../../src/transaction-id.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { signature } from '../support/webhooks.js';
+import { validationIssues } from '../support/validation.js';
 
 const FIXTURES = new URL('../fixtures/clover/', import.meta.url);
 const fixture = (name: string): any => JSON.parse(readFileSync(fileURLToPath(new URL(name, FIXTURES)), 'utf8'));
@@ -21,17 +22,6 @@ const fixture = (name: string): any => JSON.parse(readFileSync(fileURLToPath(new
 const context = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const M = 'HFBW9FH45ZBH2';
 const ORDER = 'ORDR0000000A1';
-
-/** The ValidationError issues `fn` throws (fails when it throws nothing else). */
-function issues(fn: () => unknown): { field: string; message: string }[] {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ValidationError) return error.issues;
-    throw error;
-  }
-  throw new Error('expected a ValidationError');
-}
 
 /** A paid Clover order in the API's shape, with one cash payment covering `total`. */
 function order(overrides: Record<string, unknown> = {}, payment: Record<string, unknown> = {}): Record<string, unknown> {
@@ -58,7 +48,7 @@ describe('fixture order_expanded_lineItems_payments_sandbox.json (real sandbox o
   const linesWithDiscounts = fixture('order_line_items_with_discounts_sandbox.json');
 
   it('as fetched there (discounts of the lines not expanded) is refused: its lines add up to 30500, its total is 22900', () => {
-    expect(issues(() => checkout(expanded))).toEqual([
+    expect(validationIssues(() => checkout(expanded))).toEqual([
       {
         field: 'total',
         message:
@@ -99,7 +89,7 @@ describe('fixture order_expanded_lineItems_payments_sandbox.json (real sandbox o
 
 describe('fixture order_line_items_with_discounts_sandbox.json (a line-item list, not an order)', () => {
   it('is refused as a checkout: it has no order id', () => {
-    expect(issues(() => checkout(fixture('order_line_items_with_discounts_sandbox.json'))).map((i) => i.field)).toEqual(['id']);
+    expect(validationIssues(() => checkout(fixture('order_line_items_with_discounts_sandbox.json'))).map((i) => i.field)).toEqual(['id']);
   });
 });
 
@@ -208,14 +198,14 @@ describe('webhook classification', () => {
   });
 
   it('refuses what it cannot read, naming the field', () => {
-    expect(issues(() => classify({ merchants: { 'not-a-merchant': [] } })).map((i) => i.field)).toEqual(['merchants.not-a-merchant']);
-    expect(issues(() => classify({ appId: 'A' })).map((i) => i.field)).toEqual(['merchants']);
-    expect(issues(() => classify(one('O:../../x')))).toEqual([{ field: `merchants.${M}.0.objectId`, message: 'must be "O:" and a 13-character Clover order id' }]);
+    expect(validationIssues(() => classify({ merchants: { 'not-a-merchant': [] } })).map((i) => i.field)).toEqual(['merchants.not-a-merchant']);
+    expect(validationIssues(() => classify({ appId: 'A' })).map((i) => i.field)).toEqual(['merchants']);
+    expect(validationIssues(() => classify(one('O:../../x')))).toEqual([{ field: `merchants.${M}.0.objectId`, message: 'must be "O:" and a 13-character Clover order id' }]);
   });
 
   it('a fetched order that is not the notified one is refused', () => {
-    expect(issues(() => decideOrder(order({ id: 'OTHER00000000' }), M, ORDER, 'k'))).toEqual([{ field: 'order.id', message: `is OTHER00000000, but the notification named order ${ORDER}` }]);
-    expect(issues(() => decideOrder(order({ merchant: { id: 'MERCHANT0000B' }, href: undefined }), M, ORDER, 'k'))[0]!.field).toBe('order.merchant.id');
+    expect(validationIssues(() => decideOrder(order({ id: 'OTHER00000000' }), M, ORDER, 'k'))).toEqual([{ field: 'order.id', message: `is OTHER00000000, but the notification named order ${ORDER}` }]);
+    expect(validationIssues(() => decideOrder(order({ merchant: { id: 'MERCHANT0000B' }, href: undefined }), M, ORDER, 'k'))[0]!.field).toBe('order.merchant.id');
   });
 
   it('a paid order whose payment is still pending waits for the next update', () => {
@@ -258,8 +248,8 @@ describe('several refunds in one fetched order', () => {
 
   it('an order posted with refundId acts on that refund; an unknown id is refused, naming it', () => {
     expect(cloverAdapter.parseRefund({ order: twoPartials, refundId: 'R-OLD' }, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'R-OLD', amountCents: 100 });
-    expect(issues(() => cloverAdapter.parseRefund({ order: twoPartials, refundId: 'R-NONE' }, context))).toEqual([{ field: 'refundId', message: `names no refund of order ${ORDER} (it has R-NEW, R-OLD)` }]);
-    expect(issues(() => cloverAdapter.parseRefund({ order: twoPartials, refundId: 7 }, context))).toEqual([{ field: 'refundId', message: "must be the id of one of the order's refunds" }]);
+    expect(validationIssues(() => cloverAdapter.parseRefund({ order: twoPartials, refundId: 'R-NONE' }, context))).toEqual([{ field: 'refundId', message: `names no refund of order ${ORDER} (it has R-NEW, R-OLD)` }]);
+    expect(validationIssues(() => cloverAdapter.parseRefund({ order: twoPartials, refundId: 7 }, context))).toEqual([{ field: 'refundId', message: "must be the id of one of the order's refunds" }]);
   });
 });
 
@@ -404,7 +394,7 @@ describe('Clover checkout: documented shapes', () => {
     ['an order id that is not Clover\'s', order({ id: '../x' }), 'id', 'must be a 13-character Clover id (0-9, A-Z)'],
     ['lines not expanded', order({ lineItems: undefined }), 'lineItems', expect.stringContaining('are required')],
   ])('refuses %s, naming the field', (_name, body, field, message) => {
-    expect(issues(() => checkout(body))).toEqual([{ field, message }]);
+    expect(validationIssues(() => checkout(body))).toEqual([{ field, message }]);
   });
 });
 
@@ -441,7 +431,7 @@ describe('Clover refunds', () => {
     ['an order without refunds', order(), 'refunds', 'are empty: this order has not been refunded'],
     ['several refunds without times', order({ refunds: [refund({ id: 'A', createdTime: undefined }), refund({ id: 'B', createdTime: undefined })] }), 'refunds', expect.stringContaining('which one is new cannot be told')],
   ])('refuses a refund with %s, naming the field', (_name, body, field, message) => {
-    expect(issues(() => cloverAdapter.parseRefund(body, context))).toEqual([{ field, message }]);
+    expect(validationIssues(() => cloverAdapter.parseRefund(body, context))).toEqual([{ field, message }]);
   });
 });
 

@@ -13,6 +13,7 @@ import { UnauthorizedError, ValidationError } from '../../src/errors.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { signature } from '../support/webhooks.js';
+import { validationIssues } from '../support/validation.js';
 
 const context = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const STORE = '5b1d4c1e-2f3a-4b5c-8d9e-0f1a2b3c4d5e';
@@ -125,17 +126,7 @@ function refund(overrides: Json = {}): Json {
   };
 }
 
-function issuesOf(run: () => unknown): { field: string; message: string }[] {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as ValidationError).issues;
-  }
-  throw new Error('expected a ValidationError');
-}
-
-const fields = (run: () => unknown) => issuesOf(run).map((i) => i.field);
+const fields = (run: () => unknown) => validationIssues(run).map((i) => i.field);
 const classify = (body: unknown): WebhookAction[] => loyverseAdapter.webhook!.classify(body, {});
 const checkout = (body: unknown, ctx = context) => loyverseAdapter.parseCheckout(body, ctx);
 
@@ -175,7 +166,7 @@ describe('the real receipts.update test event (fixture)', () => {
   });
 
   it('is not a refund', () => {
-    expect(issuesOf(() => loyverseAdapter.parseRefund(fixture().receipts[0], context))).toEqual([
+    expect(validationIssues(() => loyverseAdapter.parseRefund(fixture().receipts[0], context))).toEqual([
       { field: 'receipt_type', message: 'is SALE: only REFUND receipts, and SALE receipts with cancelled_at set, are refunds' },
     ]);
   });
@@ -290,7 +281,7 @@ describe('SALE receipt → checkout', () => {
   });
 
   it('refuses totals that do not add up (e.g. a receipt discount missing from the line totals) rather than guess', () => {
-    const issues = issuesOf(() => checkout(sale({ total_discount: 1.9, total_money: 14.49 })));
+    const issues = validationIssues(() => checkout(sale({ total_discount: 1.9, total_money: 14.49 })));
     expect(issues).toHaveLength(1);
     expect(issues[0]!.field).toBe('total_money');
     expect(issues[0]!.message).toContain('= 12.35');
@@ -302,7 +293,7 @@ describe('SALE receipt → checkout', () => {
 
   it('refuses a non-zero tax whose type does not say whether the price contains it', () => {
     const untyped = sale({ line_items: [latte({ line_taxes: [{ id: 'tax-1', money_amount: 0.81 }] }), cake()] });
-    expect(issuesOf(() => checkout(untyped))).toEqual([
+    expect(validationIssues(() => checkout(untyped))).toEqual([
       { field: 'line_items.0.line_taxes.0.type', message: 'must be "INCLUDED" or "ADDED" for a non-zero tax, got null: the bridge must know whether the price contains it' },
     ]);
   });
@@ -374,7 +365,7 @@ describe('REFUND receipt → refund', () => {
   });
 
   it('refuses a refund that names no original, and a cancelled refund', () => {
-    expect(issuesOf(() => loyverseAdapter.parseRefund(refund({ refund_for: null }), context))).toEqual([
+    expect(validationIssues(() => loyverseAdapter.parseRefund(refund({ refund_for: null }), context))).toEqual([
       { field: 'refund_for', message: 'is required: a refund receipt must name the receipt it refunds' },
     ]);
     expect(fields(() => loyverseAdapter.parseRefund(refund({ cancelled_at: '2026-11-21T12:00:00.000Z' }), context))).toEqual(['cancelled_at']);

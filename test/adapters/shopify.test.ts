@@ -9,10 +9,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import type { AdapterContext, PosSettings, WebhookAction } from '../../adapters/types.js';
-import { UnauthorizedError, ValidationError, type FieldIssue } from '../../src/errors.js';
+import { UnauthorizedError } from '../../src/errors.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { signature } from '../support/webhooks.js';
+import { validationIssues } from '../support/validation.js';
 
 const context: AdapterContext = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const fixtureText = (name: string) => readFileSync(new URL(`../fixtures/shopify/${name}`, import.meta.url), 'utf8');
@@ -20,17 +21,6 @@ const fixture = (name: string) => JSON.parse(fixtureText(name)) as Record<string
 
 const checkout = (body: unknown, ctx: AdapterContext = context) => shopifyAdapter.parseCheckout(body, ctx);
 const refund = (body: unknown) => shopifyAdapter.parseRefund(body, context);
-
-/** The issues of the ValidationError `run` throws (fails the test when it throws nothing else). */
-function issuesOf(run: () => unknown): FieldIssue[] {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ValidationError) return error.issues;
-    throw error;
-  }
-  throw new Error('expected a ValidationError');
-}
 
 const set = (amount: string, currency = 'USD', presentment?: { amount: string; currency: string }) => ({
   shop_money: { amount, currency_code: currency },
@@ -125,7 +115,7 @@ function modernRefund(overrides: Record<string, unknown> = {}): Record<string, a
 
 describe('fixtures', () => {
   it('order_fixture_shopify_python_api (2016 shape) is refused: its three lines add up to 597.00 but its subtotal_price says 398.00', () => {
-    expect(issuesOf(() => checkout(fixture('order_fixture_shopify_python_api.json')))).toEqual([
+    expect(validationIssues(() => checkout(fixture('order_fixture_shopify_python_api.json')))).toEqual([
       { field: 'order.subtotal_price', message: 'is 398.00, but the line items after their discount allocations add up to 597.00: the bridge cannot tell which is the amount sold' },
     ]);
   });
@@ -155,7 +145,7 @@ describe('fixtures', () => {
   });
 
   it('refund_fixture_shopify_python_api (2016 shape) is refused: 209.00 refunded is neither the lines with tax on top nor with tax inside', () => {
-    expect(issuesOf(() => refund(fixture('refund_fixture_shopify_python_api.json')))).toEqual([
+    expect(validationIssues(() => refund(fixture('refund_fixture_shopify_python_api.json')))).toEqual([
       {
         field: 'refund.transactions',
         message:
@@ -229,8 +219,8 @@ describe('checkout: Check.amount = subtotal after discounts, tax, tip and shippi
 
   it('the API wrapper { order } gives the same intent, and its errors name order.<field>', () => {
     expect(checkout({ order: modernOrder() })).toEqual(checkout(modernOrder()));
-    expect(issuesOf(() => checkout({ order: modernOrder({ subtotal_price: '24.01', subtotal_price_set: undefined }) }))[0]!.field).toBe('order.subtotal_price');
-    expect(issuesOf(() => checkout(modernOrder({ subtotal_price: '24.01', subtotal_price_set: undefined })))[0]!.field).toBe('subtotal_price');
+    expect(validationIssues(() => checkout({ order: modernOrder({ subtotal_price: '24.01', subtotal_price_set: undefined }) }))[0]!.field).toBe('order.subtotal_price');
+    expect(validationIssues(() => checkout(modernOrder({ subtotal_price: '24.01', subtotal_price_set: undefined })))[0]!.field).toBe('subtotal_price');
   });
 
   it('shipping never counts: a dearer shipping line leaves the amount as it is', () => {
@@ -284,7 +274,7 @@ describe('checkout: Check.amount = subtotal after discounts, tax, tip and shippi
   it('fractional quantities do not exist in Shopify: one is refused, naming the line', () => {
     const order = modernOrder();
     order.line_items[0].quantity = 1.5;
-    expect(issuesOf(() => checkout(order))).toEqual([{ field: 'line_items.0.quantity', message: 'must be a whole number of units (Shopify quantities are integers), got 1.5' }]);
+    expect(validationIssues(() => checkout(order))).toEqual([{ field: 'line_items.0.quantity', message: 'must be a whole number of units (Shopify quantities are integers), got 1.5' }]);
   });
 
   it('a line with quantity 0 (removed) is left out and adds nothing', () => {
@@ -336,7 +326,7 @@ describe('checkout: Check.amount = subtotal after discounts, tax, tip and shippi
       ],
     });
     // Tax lines that do not add up to total_tax leave the tax inside the lines unknown: refused.
-    expect(issuesOf(() => checkout({ ...order, total_tax: '12.00', total_tax_set: eur('12.00') }))).toEqual([
+    expect(validationIssues(() => checkout({ ...order, total_tax: '12.00', total_tax_set: eur('12.00') }))).toEqual([
       {
         field: 'total_tax',
         message:
@@ -346,7 +336,7 @@ describe('checkout: Check.amount = subtotal after discounts, tax, tip and shippi
   });
 
   it('taxes_included missing while total_tax is not zero is refused (tax on top and tax inside give different amounts)', () => {
-    expect(issuesOf(() => checkout(modernOrder({ taxes_included: undefined })))).toEqual([
+    expect(validationIssues(() => checkout(modernOrder({ taxes_included: undefined })))).toEqual([
       { field: 'taxes_included', message: 'is required when total_tax is not zero: without it the tax cannot be told apart from the prices' },
     ]);
   });
@@ -359,7 +349,7 @@ describe('checkout: Check.amount = subtotal after discounts, tax, tip and shippi
   it('a tip that total_price does not show outside the subtotal (e.g. a tip line item) is refused, not accrued', () => {
     const order = modernOrder({ total_tip_received: '5.00', subtotal_price: '29.00', subtotal_price_set: set('29.00'), total_price: '35.92', total_price_set: set('35.92') });
     order.line_items.push({ id: 1003, variant_id: null, product_id: null, title: 'Tip', name: 'Tip', quantity: 1, price: '5.00', discount_allocations: [], tax_lines: [] });
-    expect(issuesOf(() => checkout(order))).toEqual([
+    expect(validationIssues(() => checkout(order))).toEqual([
       {
         field: 'total_tip_received',
         message: 'is 5.00, but total_price 35.92 is not subtotal + shipping + tax + duties + fees + tip (40.92): the tip may be inside subtotal_price, so the amount without it is not known',
@@ -381,10 +371,10 @@ describe('checkout: Check.amount = subtotal after discounts, tax, tip and shippi
   });
 
   it('an amount and its *_set twin that disagree, or a *_set in another shop currency, are refused', () => {
-    expect(issuesOf(() => checkout(modernOrder({ subtotal_price_set: set('24.01') })))).toEqual([
+    expect(validationIssues(() => checkout(modernOrder({ subtotal_price_set: set('24.01') })))).toEqual([
       { field: 'subtotal_price_set.shop_money.amount', message: 'says 24.01 but subtotal_price says 24.00: the two shop-currency amounts must agree' },
     ]);
-    expect(issuesOf(() => checkout(modernOrder({ subtotal_price_set: set('24.00', 'CAD') })))).toEqual([
+    expect(validationIssues(() => checkout(modernOrder({ subtotal_price_set: set('24.00', 'CAD') })))).toEqual([
       { field: 'subtotal_price_set.shop_money.currency_code', message: "is CAD, but the order's currency is USD" },
     ]);
   });
@@ -397,26 +387,26 @@ describe('checkout: Check.amount = subtotal after discounts, tax, tip and shippi
       for (const t of line.tax_lines) delete t.price_set;
     }
     expect(checkout(order, { ...context, defaultCurrency: 'GBP' }).check.currency).toBe('GBP');
-    expect(issuesOf(() => checkout(modernOrder({ currency: 'usd' })))).toEqual([{ field: 'currency', message: 'must be an ISO 4217 currency code in capitals such as "USD", got "usd"' }]);
+    expect(validationIssues(() => checkout(modernOrder({ currency: 'usd' })))).toEqual([{ field: 'currency', message: 'must be an ISO 4217 currency code in capitals such as "USD", got "usd"' }]);
   });
 
   it('order ids: a JSON number beyond 2^53 − 1 is refused (already changed by JSON parsing); the same id as text is exact', () => {
     // Shopify's "send test notification" order id; as a JS number it is already 820982911946154500.
-    expect(issuesOf(() => checkout(modernOrder({ id: 820982911946154508 })))).toEqual([
+    expect(validationIssues(() => checkout(modernOrder({ id: 820982911946154508 })))).toEqual([
       { field: 'id', message: '820982911946154500 is above 2^53 − 1: as a JSON number it cannot be read exactly' },
     ]);
     expect(checkout(modernOrder({ id: '820982911946154508' })).orderId).toBe('820982911946154508');
   });
 
   it('refuses a cancelled order, a missing subtotal and a negative price, naming the field', () => {
-    expect(issuesOf(() => checkout(modernOrder({ cancelled_at: '2026-11-21T11:00:00-05:00' })))).toEqual([
+    expect(validationIssues(() => checkout(modernOrder({ cancelled_at: '2026-11-21T11:00:00-05:00' })))).toEqual([
       { field: 'cancelled_at', message: 'the order was cancelled: there is nothing to accrue' },
     ]);
-    expect(issuesOf(() => checkout(modernOrder({ subtotal_price: null, subtotal_price_set: null })))).toEqual([{ field: 'subtotal_price', message: 'is required' }]);
+    expect(validationIssues(() => checkout(modernOrder({ subtotal_price: null, subtotal_price_set: null })))).toEqual([{ field: 'subtotal_price', message: 'is required' }]);
     const negative = modernOrder();
     negative.line_items[1].price = '-12.00';
-    expect(issuesOf(() => checkout(negative))).toEqual([{ field: 'line_items.1.price', message: 'must not be negative, got "-12.00"' }]);
-    expect(issuesOf(() => checkout({ id: 1 })).map((i) => i.field)).toEqual(['line_items']);
+    expect(validationIssues(() => checkout(negative))).toEqual([{ field: 'line_items.1.price', message: 'must not be negative, got "-12.00"' }]);
+    expect(validationIssues(() => checkout({ id: 1 })).map((i) => i.field)).toEqual(['line_items']);
   });
 });
 
@@ -440,8 +430,8 @@ describe('checkout: customer', () => {
   });
 
   it('a contact detail that is not one is refused, naming where it came from', () => {
-    expect(issuesOf(() => checkout(modernOrder({ phone: '12' })))).toEqual([{ field: 'phone', message: 'is not a phone number that can be written in E.164' }]);
-    expect(issuesOf(() => checkout(modernOrder({ email: null, contact_email: null, customer: { email: 'not-an-email' } })))).toEqual([
+    expect(validationIssues(() => checkout(modernOrder({ phone: '12' })))).toEqual([{ field: 'phone', message: 'is not a phone number that can be written in E.164' }]);
+    expect(validationIssues(() => checkout(modernOrder({ email: null, contact_email: null, customer: { email: 'not-an-email' } })))).toEqual([
       { field: 'customer.email', message: 'is not an email address' },
     ]);
   });
@@ -474,7 +464,7 @@ describe('refund: itemized, measured like Check.amount (tax excluded)', () => {
     });
     expect(refund(r).items).toEqual([{ id: '11', quantity: 1, totalCents: 1000 }]);
     r.transactions[0].amount = '7.77';
-    expect(issuesOf(() => refund(r))).toEqual([
+    expect(validationIssues(() => refund(r))).toEqual([
       {
         field: 'transactions',
         message:
@@ -508,11 +498,11 @@ describe('refund: itemized, measured like Check.amount (tax excluded)', () => {
 
   it('a refund of no items is refused by parseRefund with the reason (the webhook acknowledges the harmless ones)', () => {
     const shippingOnly = modernRefund({ refund_line_items: [], order_adjustments: [{ kind: 'shipping_refund', amount: '-5.00', tax_amount: '-0.00' }], transactions: [{ amount: '5.00', kind: 'refund', status: 'success', currency: 'USD' }] });
-    expect(issuesOf(() => refund(shippingOnly))).toEqual([
+    expect(validationIssues(() => refund(shippingOnly))).toEqual([
       { field: 'refund_line_items', message: 'the refund returns only shipping, which is not part of the accrued amount: nothing to reverse' },
     ]);
     const amountOnly = modernRefund({ refund_line_items: [], order_adjustments: [{ kind: 'refund_discrepancy', amount: '-10.00', tax_amount: '0.00' }], transactions: [{ amount: '10.00', kind: 'refund', status: 'success', currency: 'USD' }] });
-    expect(issuesOf(() => refund(amountOnly))).toEqual([
+    expect(validationIssues(() => refund(amountOnly))).toEqual([
       {
         field: 'refund_line_items',
         message: 'names no refunded items but returns 10.00 USD that is not only shipping: an amount-only refund cannot be measured without its tax; reverse this order by hand',
@@ -523,16 +513,16 @@ describe('refund: itemized, measured like Check.amount (tax excluded)', () => {
   it('refuses refund lines it cannot key or measure, naming the field', () => {
     const noLine = modernRefund();
     delete noLine.refund_line_items[0].line_item;
-    expect(issuesOf(() => refund(noLine))).toEqual([
+    expect(validationIssues(() => refund(noLine))).toEqual([
       { field: 'refund_line_items.0.line_item', message: 'is required: its variant_id names the selection the refunded units were accrued under' },
     ]);
     const tooMany = modernRefund();
     tooMany.refund_line_items[0].quantity = 4;
-    expect(issuesOf(() => refund(tooMany))).toEqual([{ field: 'refund_line_items.0.quantity', message: 'refunds 4 units of a line that sold 3' }]);
+    expect(validationIssues(() => refund(tooMany))).toEqual([{ field: 'refund_line_items.0.quantity', message: 'refunds 4 units of a line that sold 3' }]);
     const partOfDiscounted = modernRefund();
     delete partOfDiscounted.refund_line_items[0].subtotal;
     delete partOfDiscounted.refund_line_items[0].subtotal_set;
-    expect(issuesOf(() => refund(partOfDiscounted))).toEqual([
+    expect(validationIssues(() => refund(partOfDiscounted))).toEqual([
       { field: 'refund_line_items.0.subtotal', message: 'is required when part of a discounted line is refunded: how Shopify split the discount is not in the payload' },
     ]);
   });
@@ -605,9 +595,9 @@ describe('webhooks', () => {
   });
 
   it('an authentic delivery without one readable topic or event id is refused (it becomes a dead letter)', () => {
-    expect(issuesOf(() => classify(modernOrder(), {}))).toEqual([{ field: 'x-shopify-topic', message: 'is missing: without the topic the delivery cannot be understood' }]);
-    expect(issuesOf(() => classify(modernOrder(), { 'x-shopify-topic': 'orders/paid, orders/paid' }))).toEqual([{ field: 'x-shopify-topic', message: 'is not one topic: "orders/paid, orders/paid"' }]);
-    expect(issuesOf(() => classify(modernOrder(), { 'x-shopify-topic': 'orders/paid', 'x-shopify-event-id': 'e-1, e-1' }))).toEqual([
+    expect(validationIssues(() => classify(modernOrder(), {}))).toEqual([{ field: 'x-shopify-topic', message: 'is missing: without the topic the delivery cannot be understood' }]);
+    expect(validationIssues(() => classify(modernOrder(), { 'x-shopify-topic': 'orders/paid, orders/paid' }))).toEqual([{ field: 'x-shopify-topic', message: 'is not one topic: "orders/paid, orders/paid"' }]);
+    expect(validationIssues(() => classify(modernOrder(), { 'x-shopify-topic': 'orders/paid', 'x-shopify-event-id': 'e-1, e-1' }))).toEqual([
       { field: 'x-shopify-event-id', message: 'is not one event id (repeated, or not an id): "e-1, e-1"' },
     ]);
   });

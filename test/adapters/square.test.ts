@@ -8,10 +8,11 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { PosApi, PosSettings, WebhookAction } from '../../adapters/types.js';
 import { squareAdapter } from '../../adapters/square/index.js';
-import { ValidationError, UnauthorizedError } from '../../src/errors.js';
+import { UnauthorizedError } from '../../src/errors.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { signature } from '../support/webhooks.js';
+import { validationIssues } from '../support/validation.js';
 
 const FIXTURES = new URL('../fixtures/square/', import.meta.url);
 const fixture = (name: string): any => JSON.parse(readFileSync(new URL(name, FIXTURES), 'utf8'));
@@ -19,17 +20,6 @@ const context = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const checkout = (body: unknown) => squareAdapter.parseCheckout(body, context);
 const refund = (body: unknown) => squareAdapter.parseRefund(body, context);
 const classify = (body: unknown) => squareAdapter.webhook!.classify(body, {});
-
-/** The ValidationError `run` throws, for asserting its fields and messages. */
-function rejection(run: () => unknown): { field: string; message: string }[] {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as ValidationError).issues;
-  }
-  throw new Error('expected a ValidationError');
-}
 
 function completed(name: string): any {
   const body = fixture(name);
@@ -92,7 +82,7 @@ describe('Square fixtures: orders', () => {
   });
 
   it('CreateOrderResponse as Square answers it (OPEN) is refused: only COMPLETED orders accrue', () => {
-    expect(rejection(() => checkout(fixture('CreateOrderResponse_example.json')))).toEqual([
+    expect(validationIssues(() => checkout(fixture('CreateOrderResponse_example.json')))).toEqual([
       { field: 'order.state', message: 'is "OPEN": only COMPLETED Square orders are sales that accrue (OPEN, DRAFT and CANCELED ones are not)' },
     ]);
   });
@@ -121,7 +111,7 @@ describe('Square fixtures: orders', () => {
   });
 
   it('RetrieveOrderResponse: a 50% order discount spread over the lines (550 of 1100)', () => {
-    expect(rejection(() => checkout(fixture('RetrieveOrderResponse_example.json')))[0]!.field).toBe('order.state');
+    expect(validationIssues(() => checkout(fixture('RetrieveOrderResponse_example.json')))[0]!.field).toBe('order.state');
     expect(checkout(completed('RetrieveOrderResponse_example.json')).check).toEqual({
       amount: 550,
       currency: 'USD',
@@ -136,7 +126,7 @@ describe('Square fixtures: orders', () => {
   });
 
   it('CalculateOrderResponse has no order id (a preview): refused naming order.id', () => {
-    expect(rejection(() => checkout(completed('CalculateOrderResponse_example.json')))).toEqual([
+    expect(validationIssues(() => checkout(completed('CalculateOrderResponse_example.json')))).toEqual([
       { field: 'order.id', message: 'is required: the Square order id identifies the transaction' },
     ]);
     const withId = completed('CalculateOrderResponse_example.json');
@@ -227,7 +217,7 @@ describe('Square fixtures: webhooks', () => {
     });
     // 1000 of a 1080 order with 80 of tax and no returned items: the tax share is not stated, so it is refused.
     const taxed = order({ id: 'haOyDuHiqtAXMk0d8pDKXpL7Jg4F', line_items: [line({ total_money: usd(1080), total_tax_money: usd(80) })], total_money: usd(1080), total_tax_money: usd(80) });
-    expect(rejection(() => refund({ refund: refundObject, order: taxed }))).toEqual([
+    expect(validationIssues(() => refund({ refund: refundObject, order: taxed }))).toEqual([
       {
         field: 'refund.amount_money',
         message:
@@ -237,7 +227,7 @@ describe('Square fixtures: webhooks', () => {
   });
 
   it('the PENDING refund.created payload, posted as a refund, is refused until COMPLETED', () => {
-    expect(rejection(() => refund({ refund: fixture('webhook_refund_created.json').data.object.refund, order: order() }))).toEqual([
+    expect(validationIssues(() => refund({ refund: fixture('webhook_refund_created.json').data.object.refund, order: order() }))).toEqual([
       { field: 'refund.status', message: 'is "PENDING": a Square refund is acted on once its status is COMPLETED' },
     ]);
   });
@@ -314,7 +304,7 @@ describe('Square money and lines', () => {
   });
 
   it('figures that do not add up are refused, never guessed (e.g. a tip that is not inside total_money)', () => {
-    expect(rejection(() => checkout(order({ total_money: usd(1000), total_tip_money: usd(300) })))).toEqual([
+    expect(validationIssues(() => checkout(order({ total_money: usd(1000), total_tip_money: usd(300) })))).toEqual([
       {
         field: 'total_money',
         message:
@@ -324,17 +314,17 @@ describe('Square money and lines', () => {
   });
 
   it('names each bad field: a mixed currency, a fractional minor amount, a zero quantity, a missing total', () => {
-    expect(rejection(() => checkout(order({ line_items: [line({ total_money: { amount: 1000, currency: 'EUR' } })] })))).toEqual([{ field: 'line_items.0.total_money.currency', message: 'is "EUR" but the order is in USD' }]);
-    expect(rejection(() => checkout(order({ total_money: { amount: 10.5, currency: 'USD' } })))[0]).toMatchObject({ field: 'total_money.amount' });
-    expect(rejection(() => checkout(order({ line_items: [line({ quantity: '0' })] })))).toEqual([{ field: 'line_items.0.quantity', message: 'must be greater than 0' }]);
-    expect(rejection(() => checkout(order({ total_money: undefined })))).toEqual([{ field: 'total_money', message: 'is required: a completed Square order states its total' }]);
-    expect(rejection(() => checkout(order({ total_money: { amount: 1000, currency: 'usd' } })))[0]).toMatchObject({ field: 'total_money.currency' });
+    expect(validationIssues(() => checkout(order({ line_items: [line({ total_money: { amount: 1000, currency: 'EUR' } })] })))).toEqual([{ field: 'line_items.0.total_money.currency', message: 'is "EUR" but the order is in USD' }]);
+    expect(validationIssues(() => checkout(order({ total_money: { amount: 10.5, currency: 'USD' } })))[0]).toMatchObject({ field: 'total_money.amount' });
+    expect(validationIssues(() => checkout(order({ line_items: [line({ quantity: '0' })] })))).toEqual([{ field: 'line_items.0.quantity', message: 'must be greater than 0' }]);
+    expect(validationIssues(() => checkout(order({ total_money: undefined })))).toEqual([{ field: 'total_money', message: 'is required: a completed Square order states its total' }]);
+    expect(validationIssues(() => checkout(order({ total_money: { amount: 1000, currency: 'usd' } })))[0]).toMatchObject({ field: 'total_money.currency' });
   });
 
   it('return orders and exchanges are not checkouts', () => {
     const returns = [{ source_order_id: 'ORDER-0', return_line_items: [line()] }];
-    expect(rejection(() => checkout(order({ returns, line_items: [] })))[0]!.message).toMatch(/^this is a return order/);
-    expect(rejection(() => checkout(order({ returns })))[0]!.message).toMatch(/^this order is an exchange/);
+    expect(validationIssues(() => checkout(order({ returns, line_items: [] })))[0]!.message).toMatch(/^this is a return order/);
+    expect(validationIssues(() => checkout(order({ returns })))[0]!.message).toMatch(/^this order is an exchange/);
   });
 });
 
@@ -348,7 +338,7 @@ describe('Square customers', () => {
   it('delivery and shipment recipients count too; an unusable phone is dropped when the email identifies the customer', () => {
     const delivery = { delivery_details: { recipient: { phone_number: 'n/a', email_address: 'x@y.test' } } };
     expect(checkout(order({ fulfillments: [{ shipment_details: { recipient: { display_name: 'no contact' } } }, delivery] })).customer).toEqual({ email: 'x@y.test' });
-    expect(rejection(() => checkout(order({ fulfillments: [{ delivery_details: { recipient: { phone_number: 'n/a' } } }] })))).toEqual([
+    expect(validationIssues(() => checkout(order({ fulfillments: [{ delivery_details: { recipient: { phone_number: 'n/a' } } }] })))).toEqual([
       { field: 'fulfillments.0.delivery_details.recipient.phone', message: 'is not a phone number that can be written in E.164' },
     ]);
   });
@@ -403,7 +393,7 @@ describe('Square refunds', () => {
   });
 
   it('return figures that do not add up are refused', () => {
-    expect(rejection(() => refund(returnOrder({ return_amounts: { total_money: usd(2264), tax_money: usd(0) } })))).toEqual([
+    expect(validationIssues(() => refund(returnOrder({ return_amounts: { total_money: usd(2264), tax_money: usd(0) } })))).toEqual([
       {
         field: 'return_amounts',
         message: 'do not add up: total − tax − tip = 2264 USD minor units, but the returned lines and service charges (tax excluded) come to 2077 USD minor units; refusing to guess which figure is right',
@@ -413,7 +403,7 @@ describe('Square refunds', () => {
 
   it('a PaymentRefund alone cannot be measured (its amount includes tax and tip): refused naming order', () => {
     const paymentRefund = { id: 'PR-1', status: 'COMPLETED', amount_money: usd(1000), order_id: 'RETURN-1' };
-    for (const body of [paymentRefund, { refund: paymentRefund }]) expect(rejection(() => refund(body))[0]!.field).toBe('order');
+    for (const body of [paymentRefund, { refund: paymentRefund }]) expect(validationIssues(() => refund(body))[0]!.field).toBe('order');
   });
 
   it('a PaymentRefund of an untaxed, untipped order is exact as it is', () => {
@@ -421,17 +411,17 @@ describe('Square refunds', () => {
   });
 
   it('a PaymentRefund must belong to the order given with it, in its currency, and not exceed it', () => {
-    expect(rejection(() => refund({ refund: { id: 'PR-3', status: 'COMPLETED', amount_money: usd(400), order_id: 'OTHER' }, order: order() }))).toEqual([
+    expect(validationIssues(() => refund({ refund: { id: 'PR-3', status: 'COMPLETED', amount_money: usd(400), order_id: 'OTHER' }, order: order() }))).toEqual([
       { field: 'order.id', message: 'is "ORDER-1" but the refund\'s order_id is "OTHER"' },
     ]);
-    expect(rejection(() => refund({ refund: { id: 'PR-3', status: 'COMPLETED', amount_money: { amount: 400, currency: 'EUR' }, order_id: 'ORDER-1' }, order: order() }))[0]!.field).toBe('refund.amount_money.currency');
-    expect(rejection(() => refund({ refund: { id: 'PR-3', status: 'COMPLETED', amount_money: usd(1001), order_id: 'ORDER-1' }, order: order() }))[0]!.field).toBe('refund.amount_money.amount');
+    expect(validationIssues(() => refund({ refund: { id: 'PR-3', status: 'COMPLETED', amount_money: { amount: 400, currency: 'EUR' }, order_id: 'ORDER-1' }, order: order() }))[0]!.field).toBe('refund.amount_money.currency');
+    expect(validationIssues(() => refund({ refund: { id: 'PR-3', status: 'COMPLETED', amount_money: usd(1001), order_id: 'ORDER-1' }, order: order() }))[0]!.field).toBe('refund.amount_money.amount');
   });
 
   it('a sale order posted as a refund is refused: only return orders are refunds', () => {
-    expect(rejection(() => refund(order()))[0]).toMatchObject({ field: 'returns' });
-    expect(rejection(() => refund(returnOrder({ state: 'OPEN' })))[0]).toMatchObject({ field: 'state' });
-    expect(rejection(() => refund(returnOrder({ line_items: [line()] })))[0]).toMatchObject({ field: 'line_items' });
+    expect(validationIssues(() => refund(order()))[0]).toMatchObject({ field: 'returns' });
+    expect(validationIssues(() => refund(returnOrder({ state: 'OPEN' })))[0]).toMatchObject({ field: 'state' });
+    expect(validationIssues(() => refund(returnOrder({ line_items: [line()] })))[0]).toMatchObject({ field: 'line_items' });
   });
 });
 
@@ -450,7 +440,7 @@ describe('Square webhook classification', () => {
     expect(action.kind).toBe('fetch');
     expect(action.decide({ order: order({ state: 'OPEN' }) })).toEqual({ kind: 'ignored', key: 'EV-1', reason: 'order ORDER-1 is OPEN: only COMPLETED orders accrue' });
     expect(action.decide(order({ returns: [{ source_order_id: 'S' }], line_items: [] }))).toMatchObject({ kind: 'ignored', reason: expect.stringMatching(/is a return order: it is reversed through its PaymentRefund/) });
-    expect(rejection(() => action.decide({ order: order({ id: 'ORDER-2' }) }))).toEqual([{ field: 'order.id', message: 'is "ORDER-2" but the webhook named order "ORDER-1"' }]);
+    expect(validationIssues(() => action.decide({ order: order({ id: 'ORDER-2' }) }))).toEqual([{ field: 'order.id', message: 'is "ORDER-2" but the webhook named order "ORDER-1"' }]);
   });
 
   it('refunds: REJECTED and FAILED are ignored, unlinked ones too, an unknown status is refused', () => {
@@ -458,16 +448,16 @@ describe('Square webhook classification', () => {
     expect(classify(r({ status: 'REJECTED' }))).toEqual([{ kind: 'ignored', key: 'EV-1', reason: 'refund PR-1 is REJECTED: no money went back, nothing to reverse' }]);
     expect(classify(r({ status: 'FAILED' }))[0]).toMatchObject({ kind: 'ignored' });
     expect(classify(r({ order_id: undefined, unlinked: true }))[0]).toMatchObject({ kind: 'ignored', reason: expect.stringMatching(/unlinked/) });
-    expect(rejection(() => classify(r({ order_id: undefined })))[0]!.field).toBe('data.object.refund.order_id');
-    expect(rejection(() => classify(r({ status: 'APPROVED' })))[0]!.field).toBe('data.object.refund.status');
+    expect(validationIssues(() => classify(r({ order_id: undefined })))[0]!.field).toBe('data.object.refund.order_id');
+    expect(validationIssues(() => classify(r({ status: 'APPROVED' })))[0]!.field).toBe('data.object.refund.status');
   });
 
   it('unknown event types are acknowledged and ignored; a body that is not a Square event is refused', () => {
     expect(classify(event('customer.created', {}))).toEqual([{ kind: 'ignored', key: 'EV-1', reason: 'customer.created is not a Square event the bridge acts on' }]);
     expect(classify(event('order.fulfillment.updated', {}))[0]).toMatchObject({ kind: 'ignored' });
-    expect(rejection(() => classify({ type: 'order.updated' }))[0]!.field).toBe('event_id');
-    expect(rejection(() => classify(event('order.updated', {})))[0]!.field).toBe('data.object.order_updated');
-    expect(rejection(() => classify([]))[0]!.field).toBe('');
+    expect(validationIssues(() => classify({ type: 'order.updated' }))[0]!.field).toBe('event_id');
+    expect(validationIssues(() => classify(event('order.updated', {})))[0]!.field).toBe('data.object.order_updated');
+    expect(validationIssues(() => classify([]))[0]!.field).toBe('');
   });
 });
 

@@ -9,10 +9,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import { toastAdapter } from '../../adapters/toast/index.js';
 import type { AdapterContext, PosSettings, WebhookAction } from '../../adapters/types.js';
-import { UnauthorizedError, ValidationError } from '../../src/errors.js';
+import { UnauthorizedError } from '../../src/errors.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { signature } from '../support/webhooks.js';
+import { validationIssues } from '../support/validation.js';
 
 const fixture = (): any => JSON.parse(readFileSync(new URL('../fixtures/toast/order_get_example_docs.json', import.meta.url), 'utf8'));
 const FIXTURE_GUID = '017fdd94-4a30-4657-9475-b1a684758531';
@@ -27,15 +28,7 @@ function hmacBase64(secret: string, text: string): string {
 }
 
 /** The ValidationError `fn` throws, as field → message. */
-function issuesOf(fn: () => unknown): Record<string, string> {
-  try {
-    fn();
-  } catch (error) {
-    if (!(error instanceof ValidationError)) throw error;
-    return Object.fromEntries(error.issues.map((i) => [i.field, i.message]));
-  }
-  throw new Error('expected a ValidationError');
-}
+const issuesOf = (fn: () => unknown): Record<string, string> => Object.fromEntries(validationIssues(fn).map((i) => [i.field, i.message]));
 
 // ---------------------------------------------------------------- documented shapes
 

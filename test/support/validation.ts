@@ -1,0 +1,13 @@
+/** The issues of the ValidationError `run` throws; fails the test when it throws nothing or something else. */
+import type { FieldIssue } from '../../src/errors.js';
+import { ValidationError } from '../../src/errors.js';
+
+export function validationIssues(run: () => unknown): FieldIssue[] {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ValidationError) return error.issues;
+    throw error;
+  }
+  throw new Error('expected a ValidationError');
+}
