@@ -1,7 +1,6 @@
 /** The generic payload → the neutral Check, exactly (bridge-contract "The generic payload", "Translation rules"). */
 import { describe, expect, it } from '@jest/globals';
 import { genericAdapter } from '../../adapters/generic/index.js';
-import { ValidationError } from '../../src/errors.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { checkout } from '../support/harness.js';
 import { validationIssues } from '../support/validation.js';
