@@ -1,7 +1,7 @@
 /** The operator's API over HTTP: auth, listing, one record, reconcile, retry, reverse, resolve. */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness, postJson } from '../support/harness.js';
 
 let h: Harness;
 beforeEach(async () => {
@@ -11,7 +11,7 @@ afterEach(async () => {
   await h.close();
 });
 
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 const admin = (method: 'get' | 'post', path: string) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
 
 describe('authentication', () => {

@@ -6,14 +6,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import request from 'supertest';
-import { checkout, startHarness, type Harness } from '../support/harness.js';
+import { checkout, startHarness, type Harness, postJson } from '../support/harness.js';
 
 let h: Harness;
 let before: { count: number; record: unknown; books: unknown };
 
 beforeAll(async () => {
   h = await startHarness({ env: { BODY_LIMIT_BYTES: '4096' } });
-  const res = await request(h.bridge.url).post('/v1/checkouts/generic').set('content-type', 'application/json').send(JSON.stringify(checkout()));
+  const res = await postJson(h.bridge.url, '/v1/checkouts/generic', checkout());
   expect(res.body.status).toBe('accrued');
   before = { count: await h.bridge.store.count(), record: await h.bridge.store.get('generic:A-1001'), books: h.sim.books() };
 });

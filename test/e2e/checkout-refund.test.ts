@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness, postJson } from '../support/harness.js';
 
 let h: Harness;
 beforeEach(async () => {
@@ -10,7 +10,7 @@ afterEach(async () => {
   await h.close();
 });
 
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 
 describe('checkout → accrue', () => {
   it('accrues the exact Check once and answers 200 accrued with the results', async () => {

@@ -10,10 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import request from 'supertest';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
-import { checkout, startHarness, type Harness } from '../support/harness.js';
+import { checkout, startHarness, type Harness, postJson } from '../support/harness.js';
 
 let h: Harness;
 let dir: string;
@@ -50,7 +49,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 
 describe('file ledger durability before upstream calls', () => {
   it('a checkout: insert (carrying the in-flight marker), durable, then the accrue, then the outcome', async () => {

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import type { LedgerRecord, LedgerStatus } from '../../src/ledger/record.js';
-import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness, type HarnessOptions } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness, type HarnessOptions, postJson } from '../support/harness.js';
 
 let h: Harness;
 afterEach(async () => {
@@ -14,7 +14,7 @@ afterEach(async () => {
 });
 
 const TX = 'generic:A-1001';
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 const admin = (method: 'get' | 'post', path: string) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
 const record = () => h.bridge.store.get(TX) as Promise<LedgerRecord>;
 const settle = (status: LedgerStatus, timeoutMs = 5000) => eventually(record, (r) => r?.status === status, timeoutMs);

@@ -14,7 +14,7 @@ import request from 'supertest';
 import type { LedgerRecord } from '../../src/ledger/record.js';
 import { createLogger } from '../../src/logger.js';
 import { makeRecord } from '../ledger/store-contract.js';
-import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, startHarness, type Harness, postJson } from '../support/harness.js';
 
 let h: Harness;
 let logLines: string[];
@@ -34,7 +34,7 @@ afterEach(async () => {
   await h.close();
 });
 
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 
 interface JournalLine {
   offset: number;

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { createLogger } from '../../src/logger.js';
-import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, startHarness, type Harness, postJson } from '../support/harness.js';
 
 let h: Harness;
 const logLines: string[] = [];
@@ -35,7 +35,7 @@ describe('operations endpoints', () => {
   });
 
   it('/metrics is Prometheus text with the bridge counters', async () => {
-    await request(h.bridge.url).post('/v1/checkouts/generic').set('content-type', 'application/json').send(JSON.stringify(checkout({ orderId: 'M-1' })));
+    await postJson(h.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'M-1' }));
     const res = await request(h.bridge.url).get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/plain/);
@@ -75,7 +75,7 @@ describe('logs', () => {
       .set('x-request-id', 'trace-me-1')
       .send(JSON.stringify(checkout({ orderId: 'L-1', customer: { phone, email, firstName: 'Zed' } })));
     h.sim.faults.inject({ kind: 'drop_before_commit', on: 'accrue' });
-    await request(h.bridge.url).post('/v1/checkouts/generic').set('content-type', 'application/json').send(JSON.stringify(checkout({ orderId: 'L-2', customer: { phone, email } })));
+    await postJson(h.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'L-2', customer: { phone, email } }));
     await request(h.bridge.url).get('/v1/admin/transactions/generic:L-1').set('authorization', `Bearer ${ADMIN_TOKEN}`);
     await request(h.bridge.url).get('/v1/admin/transactions').set('authorization', 'Bearer wrong-token-guess');
     await new Promise((r) => setTimeout(r, 300));

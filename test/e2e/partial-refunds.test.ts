@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness, postJson } from '../support/harness.js';
 
 let h: Harness;
 beforeEach(async () => {
@@ -14,7 +14,7 @@ afterEach(async () => {
   await h.close();
 });
 
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 const order = () =>
   checkout({
     total: '50.00',
@@ -140,7 +140,7 @@ describe('a partial refund whose reverse failed on one of two cards', () => {
   afterEach(async () => {
     await two.close();
   });
-  const send = (path: string, body: unknown) => request(two.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+  const send = (path: string, body: unknown) => postJson(two.bridge.url, path, body);
   const operator = (path: string, body: unknown) => request(two.bridge.url).post(path).set('authorization', `Bearer ${ADMIN_TOKEN}`).send(body as object);
 
   it('cannot be retried; once the operator finished the failed card, resolve reversed accrues the remainder once', async () => {
@@ -178,7 +178,7 @@ describe('PARTIAL_REFUND_POLICY=full_only', () => {
 
   it('records partial refunds without calling, and reverses once they cover the order', async () => {
     f = await startHarness({ env: { PARTIAL_REFUND_POLICY: 'full_only' } });
-    const send = (path: string, body: unknown) => request(f.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+    const send = (path: string, body: unknown) => postJson(f.bridge.url, path, body);
     await send('/v1/checkouts/generic', order());
     const first = await send('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '20.00' });
     expect(first.status).toBe(200);

@@ -10,7 +10,7 @@ import request from 'supertest';
 import { cloverAdapter } from '../../adapters/clover/index.js';
 import type { PosSettings } from '../../adapters/types.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
-import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, startHarness, type Harness, postJson } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
 const FIXTURES = new URL('../fixtures/clover/', import.meta.url);
@@ -230,7 +230,7 @@ describe('Clover webhooks', () => {
 });
 
 describe('Clover bare objects', () => {
-  const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+  const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 
   it('POST /v1/checkouts/clover with the order, then /v1/refunds/clover with the refund', async () => {
     const res = await post('/v1/checkouts/clover', paidOrder());

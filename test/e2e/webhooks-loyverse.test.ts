@@ -9,7 +9,7 @@ import request from 'supertest';
 import { genericAdapter } from '../../adapters/generic/index.js';
 import { loyverseAdapter } from '../../adapters/loyverse/index.js';
 import type { PosSettings } from '../../adapters/types.js';
-import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, startHarness, type Harness, postJson } from '../support/harness.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
@@ -105,7 +105,7 @@ function deliver(body: unknown, opts: { encoding?: 'base64' | 'hex'; headers?: [
   const headers = opts.headers ?? [signature(loyverseAdapter, settings, raw, {}, opts.encoding)];
   return postRaw(`${h.bridge.url}/v1/webhooks/loyverse`, raw, headers);
 }
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 const admin = (path: string) => request(h.bridge.url).get(path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
 
 describe('receipts.update → accrue', () => {

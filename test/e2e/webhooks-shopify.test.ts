@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import type { PosSettings } from '../../adapters/types.js';
-import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, startHarness, type Harness, postJson } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
 const settings: PosSettings = { webhookSecret: 'shpss_e2e_secret_0123456789', apiBaseUrl: '' };
@@ -100,7 +100,7 @@ function deliver(body: string, topic: string, eventId: string, extra: [string, s
   ]);
 }
 const admin = (path: string) => request(h.bridge.url).get(path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 
 describe('Shopify webhooks', () => {
   it('orders/paid accrues the exact amount once; the same delivery again calls nothing', async () => {

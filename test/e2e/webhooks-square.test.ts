@@ -10,7 +10,7 @@ import request from 'supertest';
 import { squareAdapter } from '../../adapters/square/index.js';
 import type { PosSettings } from '../../adapters/types.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
-import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, startHarness, type Harness, postJson } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
 const FIXTURES = new URL('../fixtures/square/', import.meta.url);
@@ -62,7 +62,7 @@ function deliver(event: unknown, headers?: [string, string][]) {
   return postRaw(`${h.bridge.url}/v1/webhooks/square`, raw, headers ?? [signature(squareAdapter, settings, raw)]);
 }
 
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 const admin = (method: 'get' | 'post', path: string) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
 
 describe('Square webhooks', () => {

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { toastAdapter } from '../../adapters/toast/index.js';
 import type { PosAdapter, PosSettings } from '../../adapters/types.js';
-import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, startHarness, type Harness, postJson } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
 const SECRET = 'toast-e2e-signing-secret';
@@ -91,7 +91,7 @@ function deliver(body: unknown, secret = SECRET) {
 }
 
 const admin = (method: 'get' | 'post', path: string) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 
 describe('Toast orders webhook', () => {
   it('a paid order accrues its exact amount once; the same delivery and later updates accrue nothing more', async () => {

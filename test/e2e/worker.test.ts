@@ -6,7 +6,7 @@ import { afterEach, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import type { LedgerRecord } from '../../src/ledger/record.js';
-import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness, postJson } from '../support/harness.js';
 import { makeRecord } from '../ledger/store-contract.js';
 
 let h: Harness;
@@ -17,7 +17,7 @@ afterEach(async () => {
 const TX = 'generic:A-1001';
 /** More than the worker's batch of 500. */
 const WAITING = 600;
-const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+const post = (path: string, body: unknown) => postJson(h.bridge.url, path, body);
 const record = () => h.bridge.store.get(TX) as Promise<LedgerRecord>;
 
 /**

@@ -9,6 +9,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
 import { silentLogger, type Logger } from '../../src/logger.js';
 import { createSimulator, type Simulator, type ListeningSimulator, type SimulatorOptions } from '../../src/simulator/index.js';
+import request from 'supertest';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -109,4 +110,9 @@ export function checkout(overrides: Record<string, unknown> = {}): Record<string
     items: [{ id: 'sku-1', groupId: 'coffee', name: 'Latte', quantity: 3, unitPrice: '19.99', total: '59.97' }],
     ...overrides,
   };
+}
+
+/** POSTs `body` as JSON text (exact bytes, content type application/json), as a POS does. */
+export function postJson(baseUrl: string, path: string, body: unknown): request.Test {
+  return request(baseUrl).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
 }
