@@ -10,6 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@je
 import { LoyaltyClient, type CallOutcome, type CallReport, type LoyaltyClientOptions } from '../../src/loyalty/client.js';
 import type { AccrueRequest } from '../../src/loyalty/contract.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { listenLocally, type LocalServer } from '../support/local-server.js';
 
 const UNIT = 5;
 
@@ -364,24 +365,20 @@ describe('LoyaltyClient against the simulator', () => {
 
 /** Answers that the simulator cannot produce, from a bare HTTP server. */
 describe('LoyaltyClient against a misbehaving upstream', () => {
-  let server: http.Server;
+  let server: LocalServer;
   let url: string;
   let reply: (res: http.ServerResponse) => void = (res) => res.end();
   let requests = 0;
 
   beforeAll(async () => {
-    server = http.createServer((req, res) => {
+    server = await listenLocally((req, res) => {
       requests++;
       req.resume();
       req.on('end', () => reply(res));
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    url = server.url;
   });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  afterAll(() => server.close());
   beforeEach(() => {
     requests = 0;
   });
@@ -419,24 +416,20 @@ describe('LoyaltyClient against a misbehaving upstream', () => {
 describe('LoyaltyClient history reads', () => {
   const DAY = '2026-03-10';
   let sim: Simulator;
-  let server: http.Server;
+  let server: LocalServer;
   let url: string;
   const seen: URL[] = [];
 
   beforeAll(async () => {
     sim = createSimulator({ now: () => new Date(`${DAY}T12:00:00Z`), templateIds: [1, 2] });
     // The simulator's app behind our own server, so every request the client makes is visible.
-    server = http.createServer((req, res) => {
+    server = await listenLocally((req, res) => {
       seen.push(new URL(req.url!, 'http://x'));
       sim.app(req, res);
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    url = server.url;
   });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  afterAll(() => server.close());
   beforeEach(() => {
     seen.length = 0;
   });

@@ -2,8 +2,7 @@
  * A local fake of a POS's own REST API over real HTTP: canned JSON answers by path, and a log of
  * every request (path, query, Authorization) so tests can assert what the bridge fetched.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocally } from './local-server.js';
 
 export interface FakePosApi {
   url: string;
@@ -16,25 +15,19 @@ export interface FakePosApi {
 export async function startFakePosApi(): Promise<FakePosApi> {
   const routes = new Map<string, { status: number; body: unknown }>();
   const requests: FakePosApi['requests'] = [];
-  const server = http.createServer((req, res) => {
+  const server = await listenLocally((req, res) => {
     const url = new URL(req.url ?? '/', 'http://fake');
     requests.push({ path: url.pathname, query: Object.fromEntries(url.searchParams), authorization: req.headers.authorization });
     const route = routes.get(url.pathname);
     res.writeHead(route?.status ?? 404, { 'content-type': 'application/json' });
     res.end(JSON.stringify(route?.body ?? { errors: [{ code: 'NOT_FOUND', detail: `no fake answer for ${url.pathname}` }] }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     answer(path, body, status = 200) {
       routes.set(path, { status, body });
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }
