@@ -383,7 +383,7 @@ export class TransactionService {
 
   /**
    * After the ledger skipped damaged journal lines at start-up (an OS crash or power loss: the file
-   * ledger does not fsync), any record may have lost its latest lines, the in-flight marker of a
+   * ledger syncs only before upstream calls), any record may have lost its latest lines, the in-flight marker of a
    * call that went out among them. Resending what such a record shows as `pending` could double it,
    * so every side that could have been called is put in doubt, as a surviving marker would have
    * put it: an accrual is verified in the operations history before anything is resent, a reversal
@@ -414,10 +414,7 @@ export class TransactionService {
     const plan = record.reversal.partial;
     if (awaitsRemainder(record) && plan && !(await this.store.get(plan.remainderTransactionId))) {
       const now = this.#now();
-      const draft = this.#remainderDraft(record, plan, now);
-      Object.assign(draft.accrual, { state: 'in_doubt', inDoubtSince: since });
-      draft.status = deriveStatus(draft);
-      draft.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+      const draft = this.#remainderDraft(record, plan, now, since);
       draft.history.push({ at: now, event: `remainder of ${record.transactionId} after partial refund ${plan.refundId}, created after ${cause}: it may have been created and accrued already`, to: draft.status });
       return (await this.store.insert(draft)).created;
     }
@@ -429,9 +426,8 @@ export class TransactionService {
     if (!accrual && !reversal && !remainderAtRisk) return false;
     const sides = [accrual && 'accrue', reversal && 'reverse'].filter(Boolean).join(' or ');
     await this.#write(record, (r) => {
-      if (accrual) Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: since });
-      if (reversal) Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: since });
-      if (accrual || reversal) r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+      if (accrual) this.#inDoubt(r, 'accrue', since);
+      if (reversal) this.#inDoubt(r, 'reverse', since);
       if (remainderAtRisk) r.reversal.partial = { ...plan, remainderInDoubtSince: since };
       const lost = [sides && `an in-flight ${sides}`, remainderAtRisk && `the accrual of remainder ${plan.remainderTransactionId}`].filter(Boolean).join(' and ');
       return `${cause}: lines written after this version may be lost, among them ${lost} that may have reached the loyalty service`;
@@ -459,9 +455,7 @@ export class TransactionService {
     try {
       return await this.#write(record, (r) => {
         r.inFlight = undefined;
-        if (operation === 'accrue') Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: startedAt });
-        else Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: startedAt });
-        r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+        this.#inDoubt(r, operation, startedAt);
         return `found mid-${operation} left by bridge ${owner.slice(0, 8)} (restarted or gone): it may have reached the loyalty service`;
       });
     } catch (error) {
@@ -748,9 +742,7 @@ export class TransactionService {
           note = `${operation} not carried out (${outcome.reason}); next round at ${r.nextAttemptAt}`;
           break;
         case 'unknown':
-          if (operation === 'accrue') Object.assign(r.accrual, { state: 'in_doubt', inDoubtSince: startedAt });
-          else Object.assign(r.reversal, { state: 'in_doubt', inDoubtSince: startedAt });
-          r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
+          this.#inDoubt(r, operation, startedAt);
           note = `${operation} outcome unknown (${outcome.reason}); it will not be resent until verified`;
           break;
       }
@@ -804,13 +796,8 @@ export class TransactionService {
       if (current.remainderTransactionId || !plan) return current.remainderTransactionId;
       failpoint('partial:before-remainder');
       const now = this.#now();
-      const draft = this.#remainderDraft(current, plan, now);
-      if (plan.remainderInDoubtSince) {
-        // Lines lost in a crash may have created and accrued it already: verified before any accrue.
-        Object.assign(draft.accrual, { state: 'in_doubt', inDoubtSince: plan.remainderInDoubtSince });
-        draft.status = deriveStatus(draft);
-        draft.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
-      }
+      // Lines lost in a crash may have created and accrued it already: then verified before any accrue.
+      const draft = this.#remainderDraft(current, plan, now, plan.remainderInDoubtSince);
       draft.history.push({
         at: now,
         event: `remainder of ${current.transactionId} after partial refund ${plan.refundId}${plan.remainderInDoubtSince ? ': in doubt, lines lost in a crash may have accrued it already' : ''}`,
@@ -826,13 +813,23 @@ export class TransactionService {
     return `remainder ${childId}: ${child.after}`;
   }
 
-  /** The record that accrues what a partial refund of `parent` leaves. */
-  #remainderDraft(parent: LedgerRecord, plan: PartialRefundPlan, now: string): LedgerRecord {
+  /** The record that accrues what a partial refund of `parent` leaves; in doubt from `inDoubtSince` when given. */
+  #remainderDraft(parent: LedgerRecord, plan: PartialRefundPlan, now: string, inDoubtSince?: string): LedgerRecord {
     const draft = this.#newRecord(plan.remainderTransactionId, parent.pos, parent.orderId, now);
     draft.accrual.check = plan.remainderCheck;
     draft.accrual.customer = parent.accrual.customer;
     draft.parentTransactionId = parent.transactionId;
+    if (inDoubtSince) {
+      this.#inDoubt(draft, 'accrue', inDoubtSince);
+      draft.status = deriveStatus(draft);
+    }
     return draft;
+  }
+
+  /** A call that may have reached the loyalty service since `since`: never resent before it is verified (or resolved). */
+  #inDoubt(r: LedgerRecord, operation: UpstreamOperation, since: string): void {
+    Object.assign(operation === 'accrue' ? r.accrual : r.reversal, { state: 'in_doubt', inDoubtSince: since });
+    r.nextAttemptAt = this.#later(this.options.inDoubtVerifyAfterMs);
   }
 
   #settled(r: LedgerRecord): void {
