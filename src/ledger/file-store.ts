@@ -18,7 +18,7 @@
  * Superseded versions are garbage: a segment whose live share falls under half is compacted by
  * copying its live lines to the end and deleting it, at start-up and whenever a segment fills.
  *
- * Damaged journal lines (an OS crash or power loss: the journal does not fsync) are skipped at
+ * Damaged journal lines (an OS crash or power loss: the journal syncs only before upstream calls) are skipped at
  * start-up and reported in `recovery`; the damaged segments are left as found (and copied) until the
  * service has acted on the report and calls `compactDamaged`, so a crash in between finds them again.
  * A lost tail leaves no damaged bytes, so `recovery` also reports a lock left on an earlier boot of

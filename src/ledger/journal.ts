@@ -86,7 +86,11 @@ export class Journal {
   #segments: number[] = [];
   #damage: SegmentDamage[] = [];
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    /** How a segment's data reaches the disk (a test holds it to see who waits for what). */
+    private readonly syncFile: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void = fdatasync,
+  ) {}
 
   get segments(): readonly number[] {
     return this.#segments;
@@ -120,9 +124,13 @@ export class Journal {
     syncDirectory(this.dir);
   }
 
-  /** Resolves once every line appended so far is on disk. */
+  /**
+   * Resolves once every line appended so far is on disk: a new sync where lines wait for one, else
+   * the sync already under way, which may have started after this caller's line and before its call.
+   */
   async durable(): Promise<void> {
-    await Promise.all([...this.#unsynced].map((segment) => this.#sync(segment)));
+    const segments = new Set([...this.#unsynced, ...this.#syncs.keys()]);
+    await Promise.all([...segments].map((segment) => (this.#unsynced.has(segment) ? this.#sync(segment) : (this.#syncs.get(segment)?.next ?? this.#syncs.get(segment)?.running))));
   }
 
   /** Waits for the syncs under way (before closing or dropping files). */
@@ -140,7 +148,7 @@ export class Journal {
       state.next = undefined;
       this.#unsynced.delete(segment);
       const fd = this.#fds.get(segment);
-      const running = fd === undefined ? Promise.resolve() : new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+      const running = fd === undefined ? Promise.resolve() : new Promise<void>((resolve, reject) => this.syncFile(fd, (error) => (error ? reject(error) : resolve())));
       state.running = running;
       return running.finally(() => {
         if (state.running === running) state.running = undefined;

@@ -1,0 +1,83 @@
+/**
+ * The journal's group commit: `durable()` resolves only once every line appended before the call
+ * is on disk, including a line whose sync another caller started and which has not finished yet
+ * (the caller would otherwise make its upstream call on a line a crash could take back). The
+ * file sync is held by the test, so who waits for what is seen exactly.
+ */
+import { fdatasync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, it } from '@jest/globals';
+import { Journal } from '../../src/ledger/journal.js';
+
+let dir: string;
+let journal: Journal;
+/** Syncs started and not yet let finish. */
+let held: (() => void)[];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'journal-'));
+  held = [];
+  journal = new Journal(dir, (fd, done) => held.push(() => fdatasync(fd, done)));
+  journal.open([1]);
+});
+afterEach(async () => {
+  for (const release of held.splice(0)) release();
+  await journal.settle();
+  journal.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const ticks = async () => {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+};
+
+/** A promise's state without waiting for it. */
+function track(p: Promise<void>): { done: boolean } {
+  const state = { done: false };
+  void p.then(() => (state.done = true));
+  return state;
+}
+
+it('a caller arriving while a sync that covers its line is under way waits for that sync', async () => {
+  journal.append({ k: 'r' }, '"first"');
+  const first = track(journal.durable());
+  await ticks();
+  expect(held).toHaveLength(1); // the sync has started: the line no longer waits for one
+  const second = track(journal.durable());
+  await ticks();
+  expect([first.done, second.done]).toEqual([false, false]);
+  held.shift()!();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  expect([first.done, second.done]).toEqual([true, true]);
+});
+
+it('callers arriving together share one sync; a line appended after it started gets the next one', async () => {
+  journal.append({ k: 'r' }, '"a"');
+  const together = [track(journal.durable()), track(journal.durable()), track(journal.durable())];
+  await ticks();
+  expect(held).toHaveLength(1);
+  journal.append({ k: 'r' }, '"b"');
+  const later = track(journal.durable());
+  await ticks();
+  expect(held).toHaveLength(1); // the next sync waits for the one under way
+  held.shift()!();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(together.map((t) => t.done)).toEqual([true, true, true]);
+  expect(later.done).toBe(false);
+  expect(held).toHaveLength(1);
+  held.shift()!();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(later.done).toBe(true);
+});
+
+it('nothing appended since the last sync: durable() resolves without a new one', async () => {
+  journal.append({ k: 'r' }, '"a"');
+  const first = journal.durable();
+  await ticks();
+  held.shift()!();
+  await first;
+  await journal.durable();
+  expect(held).toHaveLength(0);
+});
