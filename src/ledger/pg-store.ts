@@ -46,10 +46,24 @@ export function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
 
-export async function migrate(pool: pg.Pool, schema?: string): Promise<number[]> {
+/** Runs `work` in one transaction on one pooled connection: committed when it returns, rolled back when it throws. */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+export function migrate(pool: pg.Pool, schema?: string): Promise<number[]> {
+  return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     if (schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     await client.query('CREATE TABLE IF NOT EXISTS ledger_schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
@@ -64,14 +78,8 @@ export async function migrate(pool: pg.Pool, schema?: string): Promise<number[]>
     }
     const newest = Math.max(0, ...done);
     if (newest > MIGRATIONS.at(-1)!.version) throw new Error(`the database's ledger schema is at version ${newest}; this build knows up to ${MIGRATIONS.at(-1)!.version}`);
-    await client.query('COMMIT');
     return applied;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 export class PostgresLedgerStore implements LedgerStore {
@@ -94,17 +102,7 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async init(): Promise<void> {
     await migrate(this.pool, this.#schema);
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await fillDueTimes(client, true);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    await inTransaction(this.pool, (client) => fillDueTimes(client, true));
   }
 
   async close(): Promise<void> {
@@ -123,31 +121,23 @@ export class PostgresLedgerStore implements LedgerStore {
   async insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
     if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
     const ops = record.accrual.operationIds;
-    const client = ops.length ? await this.pool.connect() : undefined;
-    const db = client ?? this.pool;
-    try {
-      if (client) await client.query('BEGIN');
+    // With operation ids, the record and its claims are one transaction; without, one statement.
+    const write = async (db: pg.Pool | pg.PoolClient): Promise<boolean> => {
       const due = dueColumns(record);
       const { rowCount } = await db.query(
         `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier)
          VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (transaction_id) DO NOTHING`,
         [record.transactionId, record.pos, record.orderId.replaceAll('\u0000', '\uFFFD'), record.status, isOpen(record), record.createdAt, record.updatedAt, jsonb(record), due.dueAt, due.needsVerifier],
       );
-      if (rowCount && client) {
-        for (const op of ops) {
-          const claimed = await client.query('INSERT INTO ledger_operation_claims (operation_id, transaction_id) VALUES ($1, $2) ON CONFLICT (operation_id) DO NOTHING', [op, record.transactionId]);
-          if (!claimed.rowCount) throw new ConflictError(`operation ${op} is already claimed by another record`);
-        }
+      if (!rowCount) return false;
+      for (const op of ops) {
+        const claimed = await db.query('INSERT INTO ledger_operation_claims (operation_id, transaction_id) VALUES ($1, $2) ON CONFLICT (operation_id) DO NOTHING', [op, record.transactionId]);
+        if (!claimed.rowCount) throw new ConflictError(`operation ${op} is already claimed by another record`);
       }
-      if (client) await client.query('COMMIT');
-      if (rowCount) return { record, created: true };
-    } catch (error) {
-      if (client) await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client?.release();
-    }
-    return { record: (await this.get(record.transactionId))!, created: false };
+      return true;
+    };
+    const created = ops.length ? await inTransaction(this.pool, write) : await write(this.pool);
+    return created ? { record, created } : { record: (await this.get(record.transactionId))!, created };
   }
 
   async update(next: LedgerRecord): Promise<LedgerRecord> {
@@ -205,9 +195,7 @@ export class PostgresLedgerStore implements LedgerStore {
         const seen = newest.get(r.transactionId);
         if (!seen || seen.version < r.version) newest.set(r.transactionId, r);
       }
-      const client = await this.pool.connect();
-      try {
-        await client.query('BEGIN');
+      imported += await inTransaction(this.pool, async (client) => {
         // Records already stored at their version or a newer one are not sent again (a re-run after
         // an interruption then reads versions only); the ON CONFLICT condition stays the guard.
         const stored = await client.query<{ transaction_id: string; version: number }>(
@@ -216,10 +204,7 @@ export class PostgresLedgerStore implements LedgerStore {
         );
         for (const row of stored.rows) if (row.version >= newest.get(row.transaction_id)!.version) newest.delete(row.transaction_id);
         const batch = [...newest.values()];
-        if (batch.length === 0) {
-          await client.query('COMMIT');
-          continue;
-        }
+        if (batch.length === 0) return 0;
         const due = batch.map((r) => dueColumns(r));
         const { rows } = await client.query<{ transaction_id: string }>(
           `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier)
@@ -286,14 +271,8 @@ export class PostgresLedgerStore implements LedgerStore {
             if (clash) throw new ConflictError(`operation ${clash.operation_id} is claimed by ${clash.holder}; ${clash.wanted} claims it too`);
           }
         }
-        await client.query('COMMIT');
-        imported += written.length;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
+        return written.length;
+      });
     }
     return { imported, skipped: records.length - imported };
   }
