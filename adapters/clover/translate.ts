@@ -349,13 +349,6 @@ export function refundNet(refund: CloverRefund, prefix: string): bigint {
   return net;
 }
 
-/** The latest refund: by `createdTime`; with several refunds each must carry one (else which is "latest" is a guess). */
-export function latestRefund(refunds: CloverRefund[], field: string): CloverRefund {
-  if (refunds.length > 1 && refunds.some((r) => r.createdTime == null)) {
-    throw ValidationError.field(`${field}`, 'hold several refunds, and not all have a createdTime: which one is new cannot be told');
-  }
-  return refunds.reduce((a, b) => ((b.createdTime ?? 0) > (a.createdTime ?? 0) || ((b.createdTime ?? 0) === (a.createdTime ?? 0) && b.id > a.id) ? b : a));
-}
 
 function parseBareRefund(raw: unknown, prefix: string, context: AdapterContext): RefundIntent {
   const refund = parseWith(CloverRefund, raw, prefix.replace(/\.$/, ''));
@@ -381,10 +374,12 @@ export function refundsCoverOrder(order: CloverOrder, refunds: CloverRefund[], p
   return paid > 0n && refunded >= paid;
 }
 
-/** The order's refunds, oldest first by `createdTime` (ties by id); several need a time each. */
+/** The order's refunds, oldest first by `createdTime` (ties by id); with several, each must carry one (else which is new is a guess). */
 export function refundsInOrder(refunds: CloverRefund[], field: string): CloverRefund[] {
-  latestRefund(refunds, field); // refuses several refunds without times
-  return [...refunds].sort((a, b) => Number((a.createdTime ?? 0) - (b.createdTime ?? 0)) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  if (refunds.length > 1 && refunds.some((r) => r.createdTime == null)) {
+    throw ValidationError.field(`${field}`, 'hold several refunds, and not all have a createdTime: which one is new cannot be told');
+  }
+  return [...refunds].sort((a, b) => (a.createdTime ?? 0) - (b.createdTime ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /**
@@ -403,7 +398,7 @@ function parseOrderRefund(raw: unknown, prefix: string, context: AdapterContext,
   for (const r of refunds) {
     if (r.orderRef && r.orderRef.id !== order.id) throw ValidationError.field(`${prefix}refunds`, `hold refund ${r.id} of another order (${r.orderRef.id})`);
   }
-  const latest = latestRefund(refunds, `${prefix}refunds`);
+  const latest = refundsInOrder(refunds, `${prefix}refunds`).at(-1)!;
   if (refundId !== undefined && typeof refundId !== 'string') throw ValidationError.field('refundId', 'must be the id of one of the order\'s refunds');
   const chosen = refundId === undefined ? latest : refunds.find((r) => r.id === refundId);
   if (!chosen) throw ValidationError.field('refundId', `names no refund of order ${order.id} (it has ${refunds.map((r) => r.id).join(', ')})`);
