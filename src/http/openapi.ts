@@ -1,5 +1,6 @@
 /** The bridge's public interface (bridge-contract.md) as an OpenAPI 3 document, served at /openapi.json. */
 import { LEDGER_STATUSES } from '../ledger/record.js';
+import { RECONCILE_BUDGET_MS } from './routes/admin.js';
 
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -47,8 +48,8 @@ export function openApiDocument(version: string) {
       '/v1/admin/reconcile': {
         post: {
           ...admin,
-          summary: 'One reconciliation pass now, for at most budgetMs (default and maximum 20000); report of examined, complete, fixed and open',
-          parameters: [{ name: 'budgetMs', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 20000 } }],
+          summary: `One reconciliation pass now, for at most budgetMs (default and maximum ${RECONCILE_BUDGET_MS}); report of examined, complete, fixed and open`,
+          parameters: [{ name: 'budgetMs', in: 'query', schema: { type: 'integer', minimum: 0, maximum: RECONCILE_BUDGET_MS } }],
           responses: { '200': { description: 'The report; complete=false: call again for the rest' }, '400': { description: 'budgetMs out of range' } },
         },
       },

@@ -12,7 +12,7 @@ import { parseWith } from '../../validation.js';
 import { posAnswer, recordDetail, recordSummary } from '../views.js';
 
 /** Well inside the server's 30 s request timeout (bridge.ts), so the report always reaches the operator. */
-const RECONCILE_BUDGET_MS = 20_000;
+export const RECONCILE_BUDGET_MS = 20_000;
 const ReconcileQuery = z.strictObject({ budgetMs: z.coerce.number().int().min(0).max(RECONCILE_BUDGET_MS).default(RECONCILE_BUDGET_MS) });
 
 const ListQuery = z.strictObject({
