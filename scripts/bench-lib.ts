@@ -68,6 +68,10 @@ export function progress(message: string): void {
 
 // ------------------------------------------------------------------ HTTP load
 
+/** Measured bridges run as a deployment does: direct POS posts carry a bearer token (POS_TOKEN). */
+export const BENCH_POS_TOKEN = 'bench-pos-token-0123456789abcdef';
+export const BRIDGE_POST_HEADERS: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${BENCH_POS_TOKEN}` };
+
 export interface PhaseSpec {
   name: string;
   baseUrl: string;

@@ -43,6 +43,8 @@ import {
   trackTempDir,
   waitForHttp,
   waitForLine,
+  BENCH_POS_TOKEN,
+  BRIDGE_POST_HEADERS,
   type Child,
   type PhaseResult,
   type PhaseSpec,
@@ -344,6 +346,7 @@ export async function pgPart(o: PgPartOptions): Promise<void> {
           LOYALTY_APP_TOKEN: o.appToken,
           LOYALTY_API_KEY: o.apiKey,
           ADMIN_TOKEN: o.adminToken,
+          POS_TOKEN: BENCH_POS_TOKEN,
           LEDGER_URL: ledger,
           LOG_LEVEL: 'silent',
         },
@@ -367,7 +370,7 @@ export async function pgPart(o: PgPartOptions): Promise<void> {
       agent: instances[0]!.agent,
       targets: instances.map((i) => ({ baseUrl: i.url, agent: i.agent })),
       path: '/v1/checkouts/generic',
-      headers: { accept: 'application/json' },
+      headers: BRIDGE_POST_HEADERS,
       bodies: o.bridgeBodies(tag, count),
       concurrency: o.concurrency,
       accept: o.accept,
@@ -750,6 +753,7 @@ export async function poolProbe(o: {
     LOYALTY_APP_TOKEN: o.appToken,
     LOYALTY_API_KEY: o.apiKey,
     ADMIN_TOKEN: o.adminToken,
+    POS_TOKEN: BENCH_POS_TOKEN,
   });
   const store = new PostgresLedgerStore(o.ledgerUrl, { poolSize: o.poolSize });
   const bridge = await startInProcessBridge(config, silentLogger, { store, defaultMetrics: false, startWorker: false });
@@ -769,9 +773,9 @@ export async function poolProbe(o: {
   }, 5);
   try {
     const warm = Math.min(300, Math.floor(o.bodies.length / 4));
-    await runPhase({ name: 'pool-warm', baseUrl: bridge.url, path: '/v1/checkouts/generic', headers: { accept: 'application/json' }, bodies: o.bodies.slice(0, warm), concurrency: o.concurrency, agent, accept: o.accept });
+    await runPhase({ name: 'pool-warm', baseUrl: bridge.url, path: '/v1/checkouts/generic', headers: BRIDGE_POST_HEADERS, bodies: o.bodies.slice(0, warm), concurrency: o.concurrency, agent, accept: o.accept });
     samples = waitingSamples = waitingSum = waitingMax = checkedOut = 0;
-    const result = await runPhase({ name: `pool-${o.poolSize}`, baseUrl: bridge.url, path: '/v1/checkouts/generic', headers: { accept: 'application/json' }, bodies: o.bodies.slice(warm), concurrency: o.concurrency, agent, accept: o.accept });
+    const result = await runPhase({ name: `pool-${o.poolSize}`, baseUrl: bridge.url, path: '/v1/checkouts/generic', headers: BRIDGE_POST_HEADERS, bodies: o.bodies.slice(warm), concurrency: o.concurrency, agent, accept: o.accept });
     const n = samples || 1;
     return { poolSize: o.poolSize, result, waitingShare: waitingSamples / n, waitingMean: waitingSum / n, waitingMax, checkedOutMean: checkedOut / n };
   } finally {

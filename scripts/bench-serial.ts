@@ -14,7 +14,7 @@ import { loadConfig } from '../src/config.js';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
 import type { LedgerStore } from '../src/ledger/store.js';
 import { silentLogger } from '../src/logger.js';
-import { fmt, forgetTempDir, keepAliveAgent, runPhase, table, trackTempDir, type PhaseSpec } from './bench-lib.js';
+import { BENCH_POS_TOKEN, BRIDGE_POST_HEADERS, fmt, forgetTempDir, keepAliveAgent, runPhase, table, trackTempDir, type PhaseSpec } from './bench-lib.js';
 import { accrueBodyFor, checkoutPayload } from './bench-records.js';
 
 /**
@@ -69,6 +69,7 @@ export async function serialDiagnostic(o: SerialOptions): Promise<string> {
     LOYALTY_APP_TOKEN: o.appToken,
     LOYALTY_API_KEY: o.apiKey,
     ADMIN_TOKEN: 'bench-admin-token-0123456789',
+    POS_TOKEN: BENCH_POS_TOKEN,
   });
   const counting = countingStore(o.store ? o.store() : new FileLedgerStore(ledgerPath!));
   const bridge = await startBridge(config, silentLogger, { store: counting.store, defaultMetrics: false, startWorker: false });
@@ -78,7 +79,7 @@ export async function serialDiagnostic(o: SerialOptions): Promise<string> {
       name: kind,
       baseUrl: kind === 'direct' ? o.simUrl : bridge.url,
       path: kind === 'direct' ? '/api/v2/marketplace/accrue' : '/v1/checkouts/generic',
-      headers: kind === 'direct' ? { accept: 'application/json', 'x-app-token': o.appToken } : { accept: 'application/json' },
+      headers: kind === 'direct' ? { accept: 'application/json', 'x-app-token': o.appToken } : BRIDGE_POST_HEADERS,
       bodies: Array.from({ length: count }, (_, i) => {
         const payload = checkoutPayload(`S${kind[0]}-${o.runId}-${tag}-${i}`, i);
         return JSON.stringify(kind === 'bridge' ? payload : accrueBodyFor(payload));

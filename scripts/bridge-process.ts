@@ -32,6 +32,11 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** The credential spawned bridges take for direct POS posts (not sandbox: they would refuse every one without it). */
+export const BRIDGE_PROCESS_POS_TOKEN = 'bridge-process-pos-token-0123456789';
+/** Headers of a direct POS post to a spawned bridge. */
+export const POS_POST_HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${BRIDGE_PROCESS_POS_TOKEN}` } as const;
+
 /** Defaults suit tests: fast retry units, a short grace for in-doubt verification, quiet logs. */
 export async function spawnBridge(env: Record<string, string>, port?: number): Promise<BridgeProcess> {
   const listenPort = port ?? (await freePort());
@@ -46,6 +51,7 @@ export async function spawnBridge(env: Record<string, string>, port?: number): P
       WORKER_INTERVAL_MS: '50',
       IN_DOUBT_VERIFY_AFTER_MS: '0',
       IN_DOUBT_GRACE_MS: '300',
+      POS_TOKEN: BRIDGE_PROCESS_POS_TOKEN,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

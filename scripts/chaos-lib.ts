@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSimulator, type FaultSpec } from '../src/simulator/index.js';
-import { spawnBridge, type BridgeProcess } from './bridge-process.js';
+import { POS_POST_HEADERS, spawnBridge, type BridgeProcess } from './bridge-process.js';
 
 export interface ChaosOptions {
   orders: number;
@@ -134,7 +134,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       maybeFault();
       counters.deliveries++;
       try {
-        const res = await fetch(`${bridge.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await fetch(`${bridge.url}${path}`, { method: 'POST', headers: POS_POST_HEADERS, body: JSON.stringify(body) });
         const answer = { status: res.status, body: await res.json() };
         // 409 "still being carried out": an earlier partial refund of the order is in progress.
         if (res.status < 500 && !(res.status === 409 && answer.body?.error?.code === 'conflict')) return answer;

@@ -106,7 +106,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     logger,
     metrics,
     adminToken,
-    posToken: config.posToken,
+    posAuth: config.posAuth,
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamConfigured: true,
     version: VERSION,

@@ -26,6 +26,7 @@ const RawConfig = z.object({
   LEDGER_URL: z.string().regex(/^(file:.+|postgres(ql)?:\/\/.+)$/, 'must be file:<path> or postgres://…'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   POS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  POS_AUTH: z.enum(['token', 'off'], 'must be token or off').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   DEFAULT_CURRENCY: z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD'),
   DEFAULT_PHONE_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter region such as US'),
@@ -74,8 +75,8 @@ export interface Config {
   };
   ledgerUrl: string;
   adminToken?: string;
-  /** When set, `/v1/checkouts/*` and `/v1/refunds/*` need `Authorization: Bearer` it (webhooks have their signatures). */
-  posToken?: string;
+  /** Who may post to `/v1/checkouts/*` and `/v1/refunds/*` (webhooks have their signatures instead). */
+  posAuth: PosAuthConfig;
   logLevel: RawConfig['LOG_LEVEL'];
   defaultCurrency: string;
   defaultPhoneRegion: string;
@@ -93,6 +94,14 @@ export interface Config {
   /** Per POS: webhook secret, notification URL, API token and base URL (see adapters/types.ts PosSettings). */
   pos: Record<string, PosSettings>;
 }
+
+/**
+ * Direct POS posts carry no signature, so a credential is all that stops anyone who can reach the
+ * bridge from accruing or reversing a customer's points. `token`: `Authorization: Bearer POS_TOKEN`
+ * (no POS_TOKEN: every direct post is refused). `open`: no credential, only in sandbox (bound to
+ * 127.0.0.1, test data) or where the deployment opted out with POS_AUTH=off (a private network).
+ */
+export type PosAuthConfig = { mode: 'token'; token?: string } | { mode: 'open'; because: 'sandbox' | 'POS_AUTH=off' };
 
 export class ConfigError extends Error {}
 
@@ -134,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     const missing = (['LOYALTY_BASE_URL', 'LOYALTY_APP_TOKEN', 'ADMIN_TOKEN'] as const).filter((k) => !raw[k]);
     if (missing.length) throw new ConfigError(`NODE_ENV=production needs ${missing.join(', ')}: sandbox never starts in production`);
   }
+  const posAuth = posAuthConfig(raw, sandbox, nodeEnv);
   if (nodeEnv === 'production' && raw.BRIDGE_FAILPOINTS?.length) throw new ConfigError('BRIDGE_FAILPOINTS is for crash tests and is refused in production');
   // A round is at most 5 requests (429s) each up to the timeout, plus 1+2+4+8 back-off units with 20% jitter.
   const longestRound = 5 * raw.LOYALTY_TIMEOUT_MS + 18 * raw.LOYALTY_RETRY_BASE_MS;
@@ -154,7 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     },
     ledgerUrl: raw.LEDGER_URL,
     adminToken: raw.ADMIN_TOKEN,
-    posToken: raw.POS_TOKEN,
+    posAuth,
     logLevel: raw.LOG_LEVEL,
     defaultCurrency: raw.DEFAULT_CURRENCY,
     defaultPhoneRegion: raw.DEFAULT_PHONE_REGION,
@@ -169,6 +179,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     failpoints: raw.BRIDGE_FAILPOINTS ?? [],
     pos: posSettings(raw, sandbox, raw.PORT),
   };
+}
+
+function posAuthConfig(raw: RawConfig, sandbox: boolean, nodeEnv: string): PosAuthConfig {
+  if (raw.POS_AUTH === 'off') {
+    if (raw.POS_TOKEN) throw new ConfigError('invalid configuration: POS_AUTH=off and POS_TOKEN are both set; unset one (POS_AUTH=off accepts direct POS posts without any credential)');
+    return { mode: 'open', because: 'POS_AUTH=off' };
+  }
+  if (raw.POS_TOKEN) return { mode: 'token', token: raw.POS_TOKEN };
+  if (sandbox && raw.POS_AUTH === undefined) return { mode: 'open', because: 'sandbox' };
+  if (nodeEnv === 'production') {
+    throw new ConfigError('NODE_ENV=production needs POS_TOKEN: without it anyone who can reach /v1/checkouts and /v1/refunds could accrue or reverse points (set POS_AUTH=off only where those paths are reachable from a private network alone)');
+  }
+  return { mode: 'token' };
 }
 
 /**

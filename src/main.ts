@@ -2,8 +2,8 @@
  * The bridge as a process. With no LOYALTY_BASE_URL it runs in sandbox: the built-in simulator is
  * the upstream, and startup says so loudly. SIGTERM/SIGINT stop it gracefully.
  */
-import { loadConfig, ConfigError } from './config.js';
-import { createLogger } from './logger.js';
+import { loadConfig, ConfigError, type Config } from './config.js';
+import { createLogger, type Logger } from './logger.js';
 import { startBridge } from './bridge.js';
 import { createSimulator } from './simulator/index.js';
 
@@ -47,9 +47,7 @@ async function main(): Promise<void> {
     );
   }
   logger.info({ port: bridge.server.address(), sandbox: config.sandbox, ledger: bridge.store.kind }, 'loyalty-bridge listening');
-  if (!config.sandbox && !config.posToken) {
-    logger.warn('POS_TOKEN is not set: /v1/checkouts and /v1/refunds accept any caller that can reach them; set it, or keep them on a private network');
-  }
+  logPosAuth(config.posAuth, logger);
 
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'shutting down: no new requests; finishing in-flight work');
@@ -68,6 +66,18 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** Says at every start who may post checkouts and refunds directly, loudest where anyone may. */
+function logPosAuth(posAuth: Config['posAuth'], logger: Logger): void {
+  if (posAuth.mode === 'token' && posAuth.token) return;
+  if (posAuth.mode === 'token') {
+    logger.warn('POS_TOKEN is not set: every direct POS post to /v1/checkouts and /v1/refunds is refused (401); webhooks still work. Set POS_TOKEN, or POS_AUTH=off behind a private network');
+  } else if (posAuth.because === 'POS_AUTH=off') {
+    logger.warn('POS_AUTH=off: /v1/checkouts and /v1/refunds accept any caller without a credential; anyone who can reach them can accrue points and reverse any customer\'s points. Keep them on a private network');
+  } else {
+    logger.info('sandbox: /v1/checkouts and /v1/refunds need no credential (set POS_TOKEN to require one)');
+  }
 }
 
 main().catch((error: unknown) => {

@@ -1,5 +1,6 @@
 /** The Express app: request ids and logging, the routes, and the one error handler. */
 import express from 'express';
+import type { PosAuthConfig } from '../config.js';
 import type { Ingest } from '../core/ingest.js';
 import type { TransactionService } from '../core/transactions.js';
 import type { Worker } from '../core/worker.js';
@@ -20,7 +21,7 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   adminToken: string;
-  posToken?: string;
+  posAuth: PosAuthConfig;
   bodyLimitBytes: number;
   upstreamConfigured: boolean;
   version: string;
@@ -40,7 +41,7 @@ export function createApp(deps: AppDeps): express.Express {
     next();
   });
   app.use(opsRoutes({ ...deps, instanceId: deps.service.instanceId }));
-  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posToken: deps.posToken }));
+  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth }));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

@@ -23,8 +23,8 @@ export function openApiDocument(version: string) {
     openapi: '3.0.3',
     info: { title: 'loyalty-bridge', version, description: 'Point-of-sale checkouts and refunds to the loyalty service, through a durable ledger.' },
     paths: {
-      '/v1/checkouts/{pos}': { post: { summary: "Record a closed order, then accrue (Authorization: Bearer POS_TOKEN when one is set)", parameters: [posParam], requestBody: json(ref('GenericCheckout')), responses: { ...answers, ...errors } } },
-      '/v1/refunds/{pos}': { post: { summary: 'Record a refund, then reverse (Authorization: Bearer POS_TOKEN when one is set)', parameters: [posParam], requestBody: json(ref('GenericRefund')), responses: { ...answers, ...errors } } },
+      '/v1/checkouts/{pos}': { post: { summary: "Record a closed order, then accrue (Authorization: Bearer POS_TOKEN; open only in sandbox or with POS_AUTH=off)", parameters: [posParam], requestBody: json(ref('GenericCheckout')), responses: { ...answers, ...errors } } },
+      '/v1/refunds/{pos}': { post: { summary: 'Record a refund, then reverse (Authorization: Bearer POS_TOKEN; open only in sandbox or with POS_AUTH=off)', parameters: [posParam], requestBody: json(ref('GenericRefund')), responses: { ...answers, ...errors } } },
       '/v1/admin/transactions': {
         get: {
           ...admin,

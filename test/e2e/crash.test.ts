@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Failpoint } from '../../src/failpoints.js';
 import type { LedgerStatus } from '../../src/ledger/record.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
-import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
+import { POS_POST_HEADERS, spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { ADMIN_TOKEN, checkout, eventually } from '../support/harness.js';
 
 let sim: Simulator;
@@ -46,7 +46,7 @@ function start(failpoints: Failpoint[] = []) {
 
 async function post(path: string, body: unknown): Promise<{ status: number; body: any } | 'no answer'> {
   try {
-    const res = await fetch(`${bridge!.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${bridge!.url}${path}`, { method: 'POST', headers: POS_POST_HEADERS, body: JSON.stringify(body) });
     return { status: res.status, body: await res.json() };
   } catch {
     return 'no answer';

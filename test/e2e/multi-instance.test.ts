@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
-import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
+import { POS_POST_HEADERS, spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { checkout, eventually } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 
@@ -48,7 +48,7 @@ describeIf('three instances on one PostgreSQL database', () => {
 
   const post = async (b: BridgeProcess, path: string, body: unknown) => {
     try {
-      const res = await fetch(`${b.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`${b.url}${path}`, { method: 'POST', headers: POS_POST_HEADERS, body: JSON.stringify(body) });
       return { status: res.status, body: (await res.json()) as { transactionId: string; status: string; repeat: boolean } };
     } catch {
       return undefined; // that instance is dead

@@ -1,13 +1,14 @@
 /**
- * POS_TOKEN: when set, direct POS posts (`/v1/checkouts/*`, `/v1/refunds/*`) need it as a bearer
- * token, checked before the body is read; a missing or wrong one is a 401 that records and sends
- * nothing. Webhooks keep their own signatures and do not need it.
+ * Direct POS posts (`/v1/checkouts/*`, `/v1/refunds/*`) need `Authorization: Bearer POS_TOKEN`,
+ * checked before the body is read; a missing or wrong one is a 401 with a Bearer challenge that
+ * records and sends nothing. Outside sandbox they are closed unless a token is set or the
+ * deployment opted out (POS_AUTH=off). Webhooks keep their own signatures and do not need it.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import type { PosSettings } from '../../adapters/types.js';
-import { checkout, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
 const POS_TOKEN = 'pos-token-0123456789abcdef';
@@ -45,6 +46,18 @@ describe('POS_TOKEN', () => {
     expect(h.sim.books().accrueRequests + h.sim.books().reverseRequests).toBe(0);
   });
 
+  it('a refusal carries a Bearer challenge (RFC 6750)', async () => {
+    const res = await post('/v1/refunds/generic', { orderId: 'A-1001' });
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="/);
+  });
+
+  it.each(['bearer', 'BEARER', 'Bearer  '])('the scheme is case-insensitive: %j', async (scheme) => {
+    const res = await post('/v1/checkouts/generic', checkout({ orderId: `S-${scheme.trim()}` }), `${scheme} ${POS_TOKEN}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'accrued' });
+  });
+
   it('with the token, a checkout accrues and its refund reverses', async () => {
     expect((await post('/v1/checkouts/generic', checkout({ orderId: 'T-1' }), `Bearer ${POS_TOKEN}`)).body).toMatchObject({ status: 'accrued' });
     expect((await post('/v1/refunds/generic', { orderId: 'T-1' }, `Bearer ${POS_TOKEN}`)).body).toMatchObject({ status: 'reversed' });
@@ -55,5 +68,50 @@ describe('POS_TOKEN', () => {
     const res = await postRaw(`${h.bridge.url}/v1/webhooks/shopify`, body, [signature(shopifyAdapter, shopify, body), ['X-Shopify-Topic', 'orders/cancelled'], ['X-Shopify-Event-Id', 'evt-1']]);
     expect(res.status).toBe(200);
     expect(res.body.results[0]).toMatchObject({ action: 'ignored' });
+  });
+});
+
+describe('outside sandbox, secure by default', () => {
+  const upstream = { LOYALTY_BASE_URL: 'http://127.0.0.1:9', LOYALTY_APP_TOKEN: 'app-token' };
+
+  it('without POS_TOKEN every direct post is refused, records nothing and says why; webhooks still work', async () => {
+    const closed = await startHarness({ env: upstream, overrides: { posSettings: { shopify } } });
+    try {
+      for (const [path, body] of [
+        ['/v1/checkouts/generic', checkout({ orderId: 'C-1' })],
+        ['/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' }],
+      ] as const) {
+        const res = await request(closed.bridge.url).post(path).set('content-type', 'application/json').set('authorization', 'Bearer anything-at-all-0123456789').send(JSON.stringify(body));
+        expect(res.status).toBe(401);
+        expect(res.body.error.message).toMatch(/POS_TOKEN/);
+        expect(res.headers['www-authenticate']).toMatch(/^Bearer /);
+      }
+      expect(await closed.bridge.store.count()).toBe(0);
+      expect(closed.sim.books().accrueRequests + closed.sim.books().reverseRequests).toBe(0);
+      const body = JSON.stringify({ id: 2 });
+      const hook = await postRaw(`${closed.bridge.url}/v1/webhooks/shopify`, body, [signature(shopifyAdapter, shopify, body), ['X-Shopify-Topic', 'orders/cancelled'], ['X-Shopify-Event-Id', 'evt-2']]);
+      expect(hook.status).toBe(200);
+    } finally {
+      await closed.close();
+    }
+  });
+
+  it('POS_AUTH=off opens them deliberately', async () => {
+    const open = await startHarness({ env: { ...upstream, POS_AUTH: 'off' } });
+    try {
+      const res = await request(open.bridge.url).post('/v1/checkouts/generic').set('content-type', 'application/json').send(JSON.stringify(checkout({ orderId: 'O-1' })));
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ status: 'accrued' });
+    } finally {
+      await open.close();
+    }
+  });
+
+  it('the admin API answers a wrong token with the same challenge and takes any case of the scheme', async () => {
+    const wrong = await request(h.bridge.url).get('/v1/admin/transactions').set('authorization', 'Bearer wrong-token-0123456789');
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers['www-authenticate']).toMatch(/^Bearer realm="/);
+    const lower = await request(h.bridge.url).get('/v1/admin/transactions').set('authorization', `bearer ${ADMIN_TOKEN}`);
+    expect(lower.status).toBe(200);
   });
 });

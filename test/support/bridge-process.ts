@@ -3,7 +3,7 @@ import { spawnBridge as spawn, type BridgeProcess } from '../../scripts/bridge-p
 import { ADMIN_TOKEN } from './harness.js';
 
 export type { BridgeProcess };
-export { freePort } from '../../scripts/bridge-process.js';
+export { freePort, POS_POST_HEADERS } from '../../scripts/bridge-process.js';
 
 export function spawnBridge(env: Record<string, string>, port?: number): Promise<BridgeProcess> {
   return spawn({ ADMIN_TOKEN, ...env }, port);

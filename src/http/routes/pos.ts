@@ -1,11 +1,12 @@
 /** POS-facing endpoints: `/v1/checkouts/{pos}`, `/v1/refunds/{pos}`, `/v1/webhooks/{pos}`. */
 import { Router, type RequestHandler } from 'express';
 import type { Ingest } from '../../core/ingest.js';
-import { bearerAuth } from '../auth.js';
+import type { PosAuthConfig } from '../../config.js';
+import { posAuth } from '../auth.js';
 import { parseJsonBody, rawBody, requireJson } from '../body.js';
 import { posAnswer } from '../views.js';
 
-export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posToken?: string }): Router {
+export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig }): Router {
   const router = Router();
   // Unknown POS first (404 without reading the body), then content type (415), then size (413).
   const knownPos: RequestHandler = (req, _res, next) => {
@@ -13,8 +14,8 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posTok
     next();
   };
   const body = [knownPos, requireJson(), rawBody(deps.bodyLimitBytes)];
-  // Direct posts carry no signature: with POS_TOKEN set they need it, checked before anything else.
-  const direct = deps.posToken ? [bearerAuth(deps.posToken), ...body] : body;
+  // Direct posts carry no signature: their credential is checked before anything else, even the POS name.
+  const direct = [posAuth(deps.posAuth), ...body];
 
   router.post('/v1/checkouts/:pos', ...direct, async (req, res) => {
     const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody));
