@@ -9,10 +9,16 @@ import { ValidationError } from '../../src/errors.js';
 import { isIsoCurrency } from '../../src/currencies.js';
 import { nonNegativeCents, parseDecimal, type Decimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';
+import { hasControlCharacter } from '../../src/transaction-id.js';
 import { issueFrom, parseWith } from '../../src/validation.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, RefundIntent } from '../types.js';
 
-const id = z.string().trim().min(1, 'must not be empty').max(128, 'must be at most 128 characters');
+const id = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(128, 'must be at most 128 characters')
+  .refine((s) => !hasControlCharacter(s), 'must not contain control characters');
 
 const amount = z.union([z.string(), z.number()], { error: 'must be a decimal amount (string or number)' }).transform((value, ctx) => {
   try {

@@ -22,7 +22,7 @@ import { awaitsRemainder, deriveStatus, hasContact, isOpen, FINAL_STATUSES, type
 import type { DueQuery, LedgerStore, OpenClaim } from '../ledger/store.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
-import { deriveTransactionId } from '../transaction-id.js';
+import { checkId, deriveTransactionId } from '../transaction-id.js';
 import type { CheckoutIntent, RefundIntent } from '../../adapters/types.js';
 import type { HistoryVerifier } from './history-verifier.js';
 import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.js';
@@ -156,6 +156,7 @@ export class TransactionService {
   async refund(pos: string, intent: RefundIntent): Promise<Answer> {
     const rootId = deriveTransactionId(pos, intent.orderId, intent.scope);
     const { refundId } = intent;
+    if (refundId !== undefined) checkId('refundId', refundId);
     const partial = intent.amountCents !== undefined || intent.items !== undefined;
     // Earlier partial refunds moved what remains of the order to remainder records: act on the
     // last. If a remainder appears while this refund is applied, walk the chain again.

@@ -1,6 +1,9 @@
 /** The generic payload → the neutral Check, exactly (bridge-contract "The generic payload", "Translation rules"). */
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
 import { genericAdapter } from '../../adapters/generic/index.js';
+import { ValidationError } from '../../src/errors.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { checkout } from '../support/harness.js';
 import { validationIssues } from '../support/validation.js';
@@ -80,5 +83,43 @@ describe('transaction ids', () => {
     expect(id).toMatch(/^generic:~[0-9a-f]{32}$/);
     expect(deriveTransactionId('generic', 'order #2/ü')).not.toBe(id);
     expect(deriveTransactionId('square', 'order #1/ü')).not.toBe(id.replace('generic', 'square'));
+  });
+
+  it('keeps the ids of recorded orders as they were (the encoding did not change)', () => {
+    expect(deriveTransactionId('generic', 'order #1/ü')).toBe('generic:~' + createHash('sha256').update('generic\u0000order #1/ü').digest('hex').slice(0, 32));
+    expect(deriveTransactionId('generic', 'c', 'store 7')).toBe('generic:~' + createHash('sha256').update('generic\u0000store 7\u0000c').digest('hex').slice(0, 32));
+  });
+
+  it('refuse control characters, so that no two orders share an id', () => {
+    expect(() => deriveTransactionId('generic', 'store 7\u0000c')).toThrow(/orderId: must not contain control characters/);
+    expect(() => deriveTransactionId('generic', 'c', 'store\u001f7')).toThrow(/scope: must not contain control characters/);
+    for (const bad of ['\u0000', '\u0007', '\u007f', '\u0085']) expect(() => deriveTransactionId('generic', `A${bad}1`)).toThrow(ValidationError);
+  });
+
+  it('never give two different (POS, scope, order) an equal id', () => {
+    const part = fc.string({ unit: fc.constantFrom('a', 'b', ' ', ':', '~', '\u0000', 'ü', '-', '7'), minLength: 1, maxLength: 6 });
+    const triple = fc.tuple(fc.constantFrom('generic', 'square'), fc.option(part, { nil: undefined }), part);
+    const idOf = ([pos, scope, order]: [string, string | undefined, string]) => {
+      try {
+        return deriveTransactionId(pos, order, scope);
+      } catch (error) {
+        if (error instanceof ValidationError) return undefined;
+        throw error;
+      }
+    };
+    fc.assert(
+      fc.property(triple, triple, (a, b) => {
+        const [ia, ib] = [idOf(a), idOf(b)];
+        if (ia === undefined || ib === undefined) return;
+        if (JSON.stringify(a) !== JSON.stringify(b)) expect(ia).not.toBe(ib);
+        else expect(ia).toBe(ib);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('the generic payload names the field holding a control character', () => {
+    expect(validationIssues(() => genericAdapter.parseCheckout({ orderId: 'c', storeId: 'store\u00007', currency: 'USD', total: '1' }, context))).toContainEqual({ field: 'storeId', message: 'must not contain control characters' });
+    expect(validationIssues(() => genericAdapter.parseRefund({ orderId: 'c', refundId: 'R\u00001' }, context))).toContainEqual({ field: 'refundId', message: 'must not contain control characters' });
   });
 });
