@@ -181,5 +181,9 @@ export const CloverWebhookBody = z.looseObject({
   merchants: z.record(cloverId, z.array(CloverNotification).max(1000)),
 });
 
-/** The body of Clover's webhook URL verification: `{ "verificationCode": "<uuid>" }`. */
-export const CloverVerification = z.strictObject({ verificationCode: z.string().min(1).max(128) });
+/**
+ * The body of Clover's webhook URL verification: `{ "verificationCode": "<uuid>" }`. It arrives
+ * unsigned and its code is shown to the operator, so only a code shaped like Clover's (letters,
+ * digits and dashes, bounded) is taken: nothing an attacker sends can reach the log as other text.
+ */
+export const CloverVerification = z.strictObject({ verificationCode: z.string().regex(/^[A-Za-z0-9-]{1,64}$/) });

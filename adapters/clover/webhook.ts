@@ -16,8 +16,9 @@
  *
  * URL VERIFICATION. When a webhook URL is set up, Clover POSTs `{ "verificationCode": "<uuid>" }`
  * to it before any auth code exists (the code is shown only after verification), so that POST has
- * no `X-Clover-Auth`. The core lets exactly that body through unsigned (`unsignedHandshake`), logs
- * the code for the operator and records nothing; signed, it is acknowledged as `ignored`.
+ * no `X-Clover-Auth`. While CLOVER_AUTH_CODE is unset, the core lets exactly that body through
+ * unsigned (`unsignedHandshake`), logs the code for the operator and records nothing; once it is
+ * set, an unsigned one is refused like any unsigned delivery; signed, it is acknowledged as `ignored`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';

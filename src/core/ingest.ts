@@ -51,7 +51,22 @@ function isUntranslatable(error: unknown): error is BridgeError {
 
 /** A fetched object may itself be id-only or need another fetch; this bounds the chain. */
 const MAX_FETCH_DEPTH = 3;
-const DROPPED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
+/**
+ * Headers never kept with a dead letter: credentials and signatures. A replay is not verified
+ * again (it was when the delivery arrived), so nothing is lost by dropping them, while keeping them
+ * would let anyone who reads the dead letters forge deliveries: Clover's `X-Clover-Auth` is that
+ * POS's static secret itself. Each POS's own signature header is dropped by name as well.
+ */
+const CREDENTIAL_HEADER = /auth|cookie|signature|hmac|token|secret|key|password|session/i;
+/** What is kept of the rest: event type and ids are short; anything longer is not a header processing needs. */
+const MAX_KEPT_HEADER_CHARS = 1024;
+
+export function headersToKeep(headers: IncomingHttpHeaders | Record<string, string>, signatureHeader?: string): Record<string, string> {
+  const signature = signatureHeader?.toLowerCase();
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name, value]) => typeof value === 'string' && value.length <= MAX_KEPT_HEADER_CHARS && name !== signature && !CREDENTIAL_HEADER.test(name)),
+  ) as Record<string, string>;
+}
 
 export class Ingest {
   readonly #apis = new Map<string, PosApi | undefined>();
@@ -86,7 +101,9 @@ export class Ingest {
     const adapter = this.adapter(pos);
     if (!adapter.webhook) throw new NotFoundError(`${pos} has no webhooks; post its payloads to /v1/checkouts/${pos} and /v1/refunds/${pos}`, 'unknown_pos');
     const settings = this.#settings(pos);
-    const handshake = this.#handshake(adapter, raw, rawHeaders);
+    // Only while no secret is configured: the handshake exists because Clover shows its auth code
+    // after it, so once a secret is set an unsigned body is a forgery like any other.
+    const handshake = settings.webhookSecret ? undefined : this.#handshake(adapter, raw, rawHeaders);
     if (handshake !== undefined) {
       this.logger.warn({ pos, verificationCode: handshake }, `${pos} webhook set-up handshake received: enter this code in ${pos}'s dashboard`);
       return { pos, results: [{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }], httpStatus: 200 };
@@ -125,6 +142,25 @@ export class Ingest {
       return spec.unsignedHandshake(JSON.parse(raw.toString('utf8')));
     } catch {
       return undefined;
+    }
+  }
+
+  /**
+   * Drops credentials and signatures from dead letters kept before they were dropped on arrival
+   * (an earlier build kept Clover's auth code with them). Run at start-up; rewrites only those
+   * that held one. Answers how many it rewrote.
+   */
+  async scrubDeadLetterHeaders(): Promise<number> {
+    let scrubbed = 0;
+    for (let offset = 0; ; offset += 500) {
+      const { items } = await this.store.listDeadLetters({ offset, limit: 500 });
+      for (const letter of items) {
+        const kept = headersToKeep(letter.headers, this.adapters.get(letter.pos)?.webhook?.signature.header);
+        if (Object.keys(kept).length === Object.keys(letter.headers).length) continue;
+        await this.store.saveDeadLetter({ ...letter, headers: kept });
+        scrubbed++;
+      }
+      if (items.length < 500) return scrubbed;
     }
   }
 
@@ -201,7 +237,7 @@ export class Ingest {
           deliveries: 1,
           reason: error.message,
           ...(error instanceof ValidationError ? { issues: error.issues } : {}),
-          headers: Object.fromEntries(Object.entries(headers).filter(([k, v]) => !DROPPED_HEADERS.has(k) && typeof v === 'string') as [string, string][]),
+          headers: headersToKeep(headers, this.adapters.get(pos)?.webhook?.signature.header),
           // Kept as text when that is byte-exact and storable everywhere (PostgreSQL's jsonb refuses NUL).
           ...(Buffer.from(text, 'utf8').equals(raw) && !text.includes('\u0000') ? { body: text, bodyEncoding: 'utf8' as const } : { body: raw.toString('base64'), bodyEncoding: 'base64' as const }),
           replays: [],

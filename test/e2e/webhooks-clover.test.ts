@@ -3,7 +3,8 @@
  * fetches the order from a fake Clover API → the simulator's books show the accrue once; refunds,
  * repeats, a wrong auth code, a dead letter and its replay; and the bare-object endpoints.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
@@ -211,20 +212,54 @@ describe('Clover webhooks', () => {
     expect(h.sim.books().transactions[`clover:${M}:${sandbox.id}`]).toMatchObject({ accruals: 1, amount: 22900 });
   });
 
-  it("Clover's URL verification POST accrues nothing and is no dead letter", async () => {
+  it("Clover's URL verification POST is refused unsigned once CLOVER_AUTH_CODE is set, and acknowledged signed", async () => {
     const body = JSON.stringify({ verificationCode: 'ce7643c1-83ea-4218-abe6-da876c9c7a0a' });
-    // Sent before the auth code exists, so without X-Clover-Auth: let through as a handshake only.
-    const unsigned = await deliver(body, []);
-    expect(unsigned.status).toBe(200);
-    expect(unsigned.body.results).toEqual([{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }]);
-    // Anything else unsigned, even with the code in it, is refused.
-    expect((await deliver(JSON.stringify({ verificationCode: 'x', merchants: {} }), [])).status).toBe(401);
-    expect((await deliver(JSON.stringify({ appId: 'A', merchants: { [M]: [{ objectId: 'O:ABCDEFGHJKMNP', type: 'UPDATE', ts: 1 }] } }), [])).status).toBe(401);
+    expect((await deliver(body, [])).status).toBe(401);
     const signed = await deliver(body);
     expect(signed.status).toBe(200);
     expect(signed.body.results).toEqual([{ key: 'verification:ce7643c1-83ea-4218-abe6-da876c9c7a0a', action: 'ignored', reason: expect.stringContaining('ce7643c1-83ea-4218-abe6-da876c9c7a0a') }]);
     expect(h.sim.books().accrueRequests).toBe(0);
     expect(fake.requests).toEqual([]);
+    expect((await admin('get', '/v1/admin/dead-letters')).body.total).toBe(0);
+  });
+
+  it('dead letters never keep the auth code: not in the API, not on disk, and scrubbed from letters an earlier build kept', async () => {
+    const sandbox = fixture('order_expanded_lineItems_payments_sandbox.json');
+    fake.answer(`/v3/merchants/${M}/orders/${sandbox.id}`, { ...sandbox, customers: { elements: [customer] } });
+    const body = JSON.stringify({ appId: 'APP0000000001', merchants: { [M]: [{ objectId: `O:${sandbox.id}`, type: 'UPDATE', ts: 1487626471000 }] } });
+    const res = await deliver(body, [signature(cloverAdapter, settings, body), ['X-Request-Id', 'req-1'], ['X-Api-Key', 'some-key-0123'], ['Cookie', 'session=abc']]);
+    const { deadLetterId } = res.body.error;
+    const letter = (await admin('get', `/v1/admin/dead-letters/${deadLetterId}`)).body;
+    expect(letter.headers).toMatchObject({ 'x-request-id': 'req-1', 'content-type': 'application/json' });
+    expect(Object.keys(letter.headers).filter((k) => /auth|key|cookie/i.test(k))).toEqual([]);
+    const onDisk = readdirSync(join(h.dir, 'ledger.dead-letters')).map((f) => readFileSync(join(h.dir, 'ledger.dead-letters', f), 'utf8')).join('\n');
+    expect(onDisk).toContain(deadLetterId);
+    expect(onDisk).not.toContain(settings.webhookSecret);
+
+    // A letter as an earlier build kept it, with the auth code: the next start-up removes it.
+    const old = (await h.bridge.store.getDeadLetter(deadLetterId))!;
+    await h.bridge.store.saveDeadLetter({ ...old, id: 'old-letter', headers: { ...old.headers, 'x-clover-auth': settings.webhookSecret! } });
+    await h.restart();
+    expect((await h.bridge.store.getDeadLetter('old-letter'))!.headers).toEqual(old.headers);
+    expect(readFileSync(join(h.dir, 'ledger.dead-letters', 'old-letter.json'), 'utf8')).not.toContain(settings.webhookSecret);
+  });
+});
+
+describe('Clover URL verification before the auth code exists', () => {
+  it('is let through unsigned while CLOVER_AUTH_CODE is unset, records nothing, and takes only a code shaped like Clover\'s', async () => {
+    await h.close();
+    h = await startHarness({ overrides: { adapters: new Map([['clover', cloverAdapter]]), posSettings: { clover: { ...settings, webhookSecret: undefined } } } });
+    const body = JSON.stringify({ verificationCode: 'ce7643c1-83ea-4218-abe6-da876c9c7a0a' });
+    const unsigned = await deliver(body, []);
+    expect(unsigned.status).toBe(200);
+    expect(unsigned.body.results).toEqual([{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }]);
+    // Anything else unsigned, even with a code in it, is refused.
+    expect((await deliver(JSON.stringify({ verificationCode: 'x', merchants: {} }), [])).status).toBe(401);
+    expect((await deliver(JSON.stringify({ verificationCode: 'enter this: \u001b[31mhttp://evil.test' }), [])).status).toBe(401);
+    expect((await deliver(JSON.stringify({ verificationCode: 'a'.repeat(65) }), [])).status).toBe(401);
+    expect((await deliver(JSON.stringify({ appId: 'A', merchants: { [M]: [{ objectId: 'O:ABCDEFGHJKMNP', type: 'UPDATE', ts: 1 }] } }), [])).status).toBe(401);
+    expect(h.sim.books().accrueRequests).toBe(0);
+    expect(await h.bridge.store.count()).toBe(0);
     expect((await admin('get', '/v1/admin/dead-letters')).body.total).toBe(0);
   });
 });
