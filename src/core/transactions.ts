@@ -18,7 +18,7 @@ import { ConflictError, NotFoundError, VersionConflictError } from '../errors.js
 import { failpoint } from '../failpoints.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { Logger } from '../logger.js';
-import { awaitsRemainder, deriveStatus, hasContact, isOpen, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type PartialRefundPlan, type UpstreamOperation } from '../ledger/record.js';
+import { awaitsRemainder, deriveStatus, hasContact, isOpen, withAttempts, withChangedDelivery, withHistoryEvent, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type PartialRefundPlan, type UpstreamOperation } from '../ledger/record.js';
 import type { DueQuery, LedgerStore, OpenClaim } from '../ledger/store.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
@@ -134,18 +134,21 @@ export class TransactionService {
   /**
    * An order already recorded came again with another amount (a POS reopened and changed the check,
    * or a checkout arrived after its refund was recorded by the derived id). One transactionId is
-   * one accrual, so nothing is sent; the record says so once per amount, for the operator who
-   * decides whether a difference is owed (a refund and a new order, or by hand).
+   * one accrual, so nothing is sent; the record counts such deliveries (`changedRepeats`, bounded)
+   * and its history says so once, for the operator who decides whether a difference is owed (a
+   * refund and a new order, or by hand).
    */
   async #noteChangedRepeat(transactionId: string, amount: number, recorded: number | undefined): Promise<void> {
     const was = recorded === undefined ? 'recorded without a check' : `recorded with ${recorded} cents`;
-    const event = `delivered again with a check of ${amount} cents (${was}): not accrued again`;
     this.logger.warn({ transactionId, amountCents: amount, recordedCents: recorded }, 'an order already recorded was delivered again with a different amount; nothing sent');
     try {
       await this.#locks.run(transactionId, async () => {
         const record = await this.#require(transactionId);
-        if (record.history.some((h) => h.event === event)) return;
-        await this.#write(record, () => event);
+        await this.#write(record, (r) => {
+          r.changedRepeats = withChangedDelivery(r.changedRepeats, { at: this.#now(), amountCents: amount });
+          if (r.changedRepeats.count > 1) return undefined;
+          return `delivered again with a check of ${amount} cents (${was}): not accrued again; further deliveries with another amount are counted in changedRepeats`;
+        });
       });
     } catch (error) {
       // Another instance wrote the record meanwhile: the note is informational, the answer stands.
@@ -689,7 +692,7 @@ export class TransactionService {
     const ours = record.inFlight ? record.inFlight.owner === this.instanceId && record.inFlight.startedAt === startedAt : side.state === 'in_doubt' && side.inDoubtSince === startedAt;
     if (!ours) {
       const late = await this.#write(record, (r) => {
-        r.attempts = [...r.attempts, ...report.attempts];
+        Object.assign(r, withAttempts(r, report.attempts));
         return `${operation} answered (${outcome.kind}) after another bridge instance had taken the record over; left as that instance recorded it`;
       });
       return { note: 'outcome arrived after a takeover', record: late };
@@ -697,7 +700,7 @@ export class TransactionService {
     let note = '';
     const written = await this.#write(record, (r) => {
       r.inFlight = undefined;
-      r.attempts = [...r.attempts, ...report.attempts];
+      Object.assign(r, withAttempts(r, report.attempts));
       const side = operation === 'accrue' ? r.accrual : r.reversal;
       switch (outcome.kind) {
         case 'succeeded':
@@ -847,7 +850,7 @@ export class TransactionService {
     draft.updatedAt = now;
     draft.status = deriveStatus(draft);
     if (event || draft.status !== record.status) {
-      draft.history.push({ at: now, event: event ?? 'status changed', ...(draft.status !== record.status ? { from: record.status, to: draft.status } : {}) });
+      draft.history = withHistoryEvent(draft.history, { at: now, event: event ?? 'status changed', ...(draft.status !== record.status ? { from: record.status, to: draft.status } : {}) });
     }
     const written = await this.store.update(draft);
     if (draft.status !== record.status) this.logger.info({ transactionId: draft.transactionId, from: record.status, to: draft.status }, 'ledger status changed');

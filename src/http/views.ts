@@ -43,5 +43,5 @@ export function recordSummary(record: LedgerRecord) {
 
 /** One record in full: customer, every attempt and the history of status changes. */
 export function recordDetail(record: LedgerRecord) {
-  return { ...recordSummary(record), version: record.version, customer: record.accrual.customer, inFlight: record.inFlight, rounds: record.rounds, attempts: record.attempts, history: record.history };
+  return { ...recordSummary(record), version: record.version, customer: record.accrual.customer, inFlight: record.inFlight, rounds: record.rounds, attempts: record.attempts, attemptsOmitted: record.attemptsOmitted, history: record.history, changedRepeats: record.changedRepeats };
 }

@@ -71,6 +71,26 @@ export interface HistoryEvent {
   from?: LedgerStatus;
   to?: LedgerStatus;
   detail?: string;
+  /** Set on the one event that stands for events dropped to keep the history bounded: how many. */
+  omitted?: number;
+}
+
+/** One delivery of a recorded order with another amount. */
+export interface ChangedDelivery {
+  at: string;
+  amountCents: number;
+}
+
+/**
+ * Deliveries of a recorded order with another amount (a reopened check): counted, and the first
+ * and latest few kept, however many come. They used to add a history note each, so one order
+ * re-posted with new amounts grew its record without bound (529 KB after ~3,900 posts), and every
+ * rewrite of it slowed unrelated checkouts.
+ */
+export interface ChangedRepeats {
+  count: number;
+  first: ChangedDelivery[];
+  latest: ChangedDelivery[];
 }
 
 export interface LedgerRecord {
@@ -125,7 +145,49 @@ export interface LedgerRecord {
   rounds: number;
   nextAttemptAt?: string;
   attempts: Attempt[];
+  /** Attempts dropped from the middle of `attempts` to keep the record bounded (the first and latest are kept). */
+  attemptsOmitted?: number;
   history: HistoryEvent[];
+  changedRepeats?: ChangedRepeats;
+}
+
+/**
+ * What one record may accumulate. A record is rewritten whole on every change, so its size is paid
+ * on every write of it; history and attempts keep their first entries (how it began) and their
+ * latest (where it stands), and count what was dropped between.
+ */
+export const RECORD_BOUNDS = { historyEvents: 100, historyKeptFirst: 10, attempts: 50, attemptsKeptFirst: 5, changedDeliveriesKept: 3 } as const;
+
+/** `history` with `event` appended, folding the oldest events after the first few into one "omitted" event past the bound. */
+export function withHistoryEvent(history: readonly HistoryEvent[], event: HistoryEvent): HistoryEvent[] {
+  const next = [...history, event];
+  if (next.length <= RECORD_BOUNDS.historyEvents) return next;
+  const at = RECORD_BOUNDS.historyKeptFirst;
+  const already = next[at]!.omitted ?? 0;
+  // With a marker in place, the event after it is dropped; without one, two events make way for it.
+  const dropped = already ? next.splice(at + 1, 1) : next.splice(at, 2);
+  const omitted = already + dropped.length;
+  next.splice(at, already ? 1 : 0, { at: dropped.at(-1)!.at, event: `${omitted} earlier events omitted (a record keeps its first ${at} and latest events)`, omitted });
+  return next;
+}
+
+/** `record`'s attempts with `added` appended, dropping the oldest after the first few past the bound. */
+export function withAttempts(record: Pick<LedgerRecord, 'attempts' | 'attemptsOmitted'>, added: readonly Attempt[]): Pick<LedgerRecord, 'attempts' | 'attemptsOmitted'> {
+  const attempts = [...record.attempts, ...added];
+  const over = attempts.length - RECORD_BOUNDS.attempts;
+  if (over <= 0) return { attempts, attemptsOmitted: record.attemptsOmitted };
+  attempts.splice(RECORD_BOUNDS.attemptsKeptFirst, over);
+  return { attempts, attemptsOmitted: (record.attemptsOmitted ?? 0) + over };
+}
+
+/** `changed` counting one more delivery with another amount. */
+export function withChangedDelivery(changed: ChangedRepeats | undefined, delivery: ChangedDelivery): ChangedRepeats {
+  const keep = RECORD_BOUNDS.changedDeliveriesKept;
+  const count = (changed?.count ?? 0) + 1;
+  const first = changed?.first ?? [];
+  // The first few stay as they were; later ones only in `latest`, which holds the last few.
+  if (first.length < keep) return { count, first: [...first, delivery], latest: [] };
+  return { count, first, latest: [...(changed?.latest ?? []), delivery].slice(-keep) };
 }
 
 export function deriveStatus(record: Pick<LedgerRecord, 'accrual' | 'reversal'>): LedgerStatus {

@@ -62,6 +62,28 @@ describe('checkout → accrue', () => {
     expect(metrics.text).toMatch(/bridge_checkouts_total\{pos="generic",result="repeat_changed"\} 2/);
   });
 
+  it('an order re-posted with a new amount every time keeps a bounded record: counted, first and latest kept, one note', async () => {
+    await post('/v1/checkouts/generic', checkout());
+    const size = async () => JSON.stringify(await h.bridge.store.get('generic:A-1001')).length;
+    const sizeBefore = await size();
+    for (let i = 1; i <= 300; i++) {
+      const again = await post('/v1/checkouts/generic', checkout({ total: `${60 + i}.00`, items: [] }));
+      expect(again.body).toMatchObject({ status: 'accrued', repeat: true });
+    }
+    const record = (await h.bridge.store.get('generic:A-1001'))!;
+    expect(record.changedRepeats).toEqual({
+      count: 300,
+      first: [6100, 6200, 6300].map((amountCents) => ({ at: expect.any(String), amountCents })),
+      latest: [35800, 35900, 36000].map((amountCents) => ({ at: expect.any(String), amountCents })),
+    });
+    expect(record.history.filter((e) => e.event.includes('delivered again'))).toHaveLength(1);
+    // 300 notes of ~150 bytes each grew it by ~45 kB before; now by the counter alone.
+    expect((await size()) - sizeBefore).toBeLessThan(1024);
+    expect(h.sim.books()).toMatchObject({ accrueRequests: 1, doubleAccruals: [] });
+    const detail = await request(h.bridge.url).get('/v1/admin/transactions/generic:A-1001').set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    expect(detail.body.changedRepeats.count).toBe(300);
+  });
+
   it('twenty concurrent deliveries of one order cause one accrue', async () => {
     const answers = await Promise.all(Array.from({ length: 20 }, () => post('/v1/checkouts/generic', checkout())));
     for (const a of answers) expect([200, 202]).toContain(a.status);

@@ -57,6 +57,30 @@ describe('429 with an HTML body and no Retry-After', () => {
   });
 });
 
+describe('a record retried for a long time', () => {
+  it('keeps its first and latest attempts and counts the rest, so each rewrite stays small', async () => {
+    await start({ env: { WORKER_INTERVAL_MS: '3600000' } });
+    h.sim.faults.inject({ kind: 'rate_limit', times: 1000, on: 'accrue' });
+    expect((await post('/v1/checkouts/generic', checkout())).body.status).toBe('pending');
+    // Each operator reconcile runs one more round of 5 requests, all answered 429.
+    for (let round = 2; round <= 14; round++) expect((await admin('post', '/v1/admin/reconcile')).status).toBe(200);
+    const r = await record();
+    expect(r.status).toBe('pending');
+    expect(h.sim.books().accrueRequests).toBe(70);
+    expect(r.attempts).toHaveLength(50);
+    expect(r.attemptsOmitted).toBe(20);
+    expect(r.attempts.every((a) => a.response?.status === 429)).toBe(true);
+    // Then it goes through: the latest attempt is the one that succeeded.
+    h.sim.faults.clear();
+    expect((await admin('post', '/v1/admin/reconcile')).status).toBe(200);
+    const done = await record();
+    expect(done.status).toBe('accrued');
+    expect(done.attempts.at(-1)!.response!.status).toBe(200);
+    expect(done.attemptsOmitted).toBe(21);
+    expectCleanBooks(1);
+  });
+});
+
 describe('5xx', () => {
   it('at most 3 requests in a round; the next round succeeds once', async () => {
     await start();

@@ -1,6 +1,6 @@
 /** `dueOf`: when the worker looks at a record again, for every state `TransactionService#claim` tells apart. */
 import { describe, expect, it } from '@jest/globals';
-import { dueOf, isOpen, type LedgerRecord } from '../../src/ledger/record.js';
+import { dueOf, isOpen, RECORD_BOUNDS, withAttempts, withChangedDelivery, withHistoryEvent, type Attempt, type ChangedRepeats, type HistoryEvent, type LedgerRecord } from '../../src/ledger/record.js';
 import { makeRecord, minutes, type RecordOptions } from './store-contract.js';
 
 const at = (n: number): number => Date.parse(minutes(n));
@@ -44,5 +44,50 @@ describe('dueOf', () => {
   ])('a settled record (%s) is never due', (_name, record) => {
     expect(isOpen(record)).toBe(false);
     expect(dueOf(record)).toBeUndefined();
+  });
+});
+
+describe('what one record may accumulate', () => {
+  const event = (n: number): HistoryEvent => ({ at: minutes(n), event: `event ${n}` });
+
+  it('history keeps its first events and the latest, and counts what it folded between them', () => {
+    let history: HistoryEvent[] = [];
+    for (let n = 1; n <= 1000; n++) history = withHistoryEvent(history, event(n));
+    expect(history).toHaveLength(RECORD_BOUNDS.historyEvents);
+    const first = RECORD_BOUNDS.historyKeptFirst;
+    expect(history.slice(0, first).map((e) => e.event)).toEqual(Array.from({ length: first }, (_, i) => `event ${i + 1}`));
+    const marker = history[first]!;
+    expect(marker.omitted).toBe(1000 - RECORD_BOUNDS.historyEvents + 1);
+    expect(marker.event).toMatch(/^\d+ earlier events omitted/);
+    // Every event is either kept or counted, and the latest are kept in order.
+    expect(history.filter((e) => e.omitted === undefined)).toHaveLength(1000 - marker.omitted!);
+    expect(history.at(-1)!.event).toBe('event 1000');
+    expect(history.slice(first + 1).map((e) => Number(e.event.split(' ')[1]))).toEqual(Array.from({ length: RECORD_BOUNDS.historyEvents - first - 1 }, (_, i) => 1000 - (RECORD_BOUNDS.historyEvents - first - 2) + i));
+  });
+
+  it('history under the bound is kept whole', () => {
+    const history = [event(1), event(2)];
+    expect(withHistoryEvent(history, event(3))).toEqual([event(1), event(2), event(3)]);
+    expect(history).toHaveLength(2);
+  });
+
+  it('attempts keep the first and the latest and count the rest', () => {
+    const attempt = (n: number): Attempt => ({ operation: 'accrue', startedAt: minutes(n), finishedAt: minutes(n), request: { n } });
+    let kept: Pick<LedgerRecord, 'attempts' | 'attemptsOmitted'> = { attempts: [] };
+    for (let n = 1; n <= 300; n += 5) kept = withAttempts(kept, [1, 2, 3, 4, 5].map((i) => attempt(n + i - 1)));
+    expect(kept.attempts).toHaveLength(RECORD_BOUNDS.attempts);
+    expect(kept.attemptsOmitted).toBe(300 - RECORD_BOUNDS.attempts);
+    expect(kept.attempts.slice(0, RECORD_BOUNDS.attemptsKeptFirst).map((a) => (a.request as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
+    expect((kept.attempts.at(-1)!.request as { n: number }).n).toBe(300);
+  });
+
+  it('changed deliveries are counted, with the first and the latest few', () => {
+    let changed: ChangedRepeats | undefined;
+    for (let n = 1; n <= 500; n++) changed = withChangedDelivery(changed, { at: minutes(n), amountCents: n });
+    expect(changed).toEqual({
+      count: 500,
+      first: [1, 2, 3].map((n) => ({ at: minutes(n), amountCents: n })),
+      latest: [498, 499, 500].map((n) => ({ at: minutes(n), amountCents: n })),
+    });
   });
 });
