@@ -65,9 +65,25 @@ export type SignatureScheme =
       encodings: ('base64' | 'hex')[];
       /** The exact bytes the POS signs; undefined when a header they need is missing (→ 401). */
       message(raw: Buffer, headers: IncomingHttpHeaders, settings: PosSettings): Buffer | undefined;
+      /** Where the POS signs a time: that time and how old (or how far ahead) it may be. */
+      replay?: ReplayWindow;
     }
   /** A static code in the header, compared to the configured secret. */
   | { kind: 'static'; header: string };
+
+/**
+ * A signed time bounds how long a captured delivery can be replayed. Each window is longer than
+ * the POS's own retries (a retry of an authentic delivery must still pass) and shorter than the
+ * time the bridge remembers webhook event ids (7 days), so a replay is either recognised as a
+ * repeat or refused as too old.
+ */
+export interface ReplayWindow {
+  /** The signed time as the delivery states it; undefined when it states none. */
+  signedAt(raw: Buffer, headers: IncomingHttpHeaders): string | undefined;
+  windowMs: number;
+  /** Why this window, for the refusal's message and the README. */
+  why: string;
+}
 
 /** What one authentic webhook delivery asks for. Batched deliveries (Clover, Loyverse) give several. */
 export type WebhookAction =

@@ -97,7 +97,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   const worker = new Worker(store, service, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs }, logger);
 
   const adapterContext = { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion };
-  const ingest = new Ingest(overrides.adapters ?? allAdapters, service, store, { ...config.pos, ...overrides.posSettings }, adapterContext, config.posApiTimeoutMs, logger);
+  const ingest = new Ingest(overrides.adapters ?? allAdapters, service, store, { ...config.pos, ...overrides.posSettings }, adapterContext, config.posApiTimeoutMs, logger, overrides.clock);
   const scrubbed = await ingest.scrubDeadLetterHeaders();
   if (scrubbed) logger.warn({ scrubbed }, 'dead letters kept webhook credentials or signatures (an earlier build kept them): removed; rotate the webhook secrets of the POS systems concerned if others could read the dead letters');
   const app = createApp({

@@ -28,7 +28,21 @@ export const squareSignature: SignatureScheme = {
   encodings: ['base64'],
   // Without the notification URL the signed bytes are unknown: undefined makes the core answer 401.
   message: (raw, _headers, settings) => (settings.notificationUrl ? Buffer.concat([Buffer.from(settings.notificationUrl, 'utf8'), raw]) : undefined),
+  // The body's `created_at` (the event's time) is signed with it. Square retries an event for up
+  // to 24 h with the same body, so the window is a day and two hours; older deliveries are refused.
+  replay: { signedAt: eventCreatedAt, windowMs: 26 * 3600_000, why: 'Square retries an event for up to 24 h' },
 };
+
+/** The event's `created_at`, when the body is an object that states one. */
+function eventCreatedAt(raw: Buffer): string | undefined {
+  try {
+    const body: unknown = JSON.parse(raw.toString('utf8'));
+    const createdAt = isRecord(body) ? body.created_at : undefined;
+    return typeof createdAt === 'string' ? createdAt : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The event types the bridge names; anything else (and every loyalty.*) is acknowledged and ignored. */
 const NAMED_EVENTS = ['order.created', 'order.updated', 'order.fulfillment.updated', 'refund.created', 'refund.updated', 'payment.created', 'payment.updated'] as const;

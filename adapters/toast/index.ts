@@ -28,7 +28,7 @@ import { customerOf } from './customer.js';
 import { at, isObject, liveChecks, livePayments, readOrder, selectionOf, stateOf, type ReadOrder } from './order.js';
 import { refundIntent, refundsOf } from './refund.js';
 import { Envelope, Order, type Check } from './schema.js';
-import { timestampOf, TOAST_SIGNATURE_HEADER } from './signature.js';
+import { timestampOf, TOAST_REPLAY_WINDOW, TOAST_SIGNATURE_HEADER } from './signature.js';
 
 /** Toast writes `2019-02-24T13:48:44.206+0000`; the Check carries ISO 8601 UTC. */
 const TOAST_DATE = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?)(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})$/;
@@ -299,6 +299,7 @@ export const toastAdapter: PosAdapter = {
         const timestamp = timestampOf(raw, headers);
         return timestamp === undefined ? undefined : Buffer.concat([raw, Buffer.from(timestamp, 'utf8')]);
       },
+      replay: TOAST_REPLAY_WINDOW,
     },
     classify,
   },

@@ -15,6 +15,7 @@
  * `Toast-Timestamp` header is refused rather than guessed around (no fallback to the body).
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { ReplayWindow } from '../types.js';
 
 export const TOAST_SIGNATURE_HEADER = 'Toast-Signature';
 export const TOAST_TIMESTAMP_HEADER = 'Toast-Timestamp';
@@ -38,3 +39,15 @@ export function timestampOf(raw: Buffer, headers: IncomingHttpHeaders): string |
   }
   return undefined;
 }
+
+/**
+ * Toast signs the timestamp so that a captured delivery cannot be replayed later. Toast retries a
+ * failed delivery after 5 and then 10 minutes and then drops it (pos-facts); if the signed time is
+ * the first attempt's, the last retry comes ~15 minutes after it. 20 minutes lets every retry
+ * through with room for clock skew, and refuses anything older or further ahead.
+ */
+export const TOAST_REPLAY_WINDOW: ReplayWindow = {
+  signedAt: timestampOf,
+  windowMs: 20 * 60_000,
+  why: 'Toast retries for ~15 minutes',
+};

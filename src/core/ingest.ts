@@ -79,6 +79,8 @@ export class Ingest {
     private readonly context: AdapterContext,
     private readonly posApiTimeoutMs: number,
     private readonly logger: Logger,
+    /** Judges signed times (replay windows); the service's clock. */
+    private readonly clock: () => Date = () => new Date(),
   ) {}
 
   adapter(pos: string | undefined): PosAdapter {
@@ -108,7 +110,7 @@ export class Ingest {
       this.logger.warn({ pos, verificationCode: handshake }, `${pos} webhook set-up handshake received: enter this code in ${pos}'s dashboard`);
       return { pos, results: [{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }], httpStatus: 200 };
     }
-    if (!verified) verifySignature(adapter.webhook.signature, settings, raw, headers, rawHeaders);
+    if (!verified) verifySignature(adapter.webhook.signature, settings, raw, headers, rawHeaders, this.clock());
     const results: WebhookResult[] = [];
     let failure: BridgeError | undefined;
     try {

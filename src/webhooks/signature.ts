@@ -5,7 +5,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PosSettings, SignatureScheme } from '../../adapters/types.js';
+import type { PosSettings, ReplayWindow, SignatureScheme } from '../../adapters/types.js';
 import { UnauthorizedError } from '../errors.js';
 
 /** Node folds repeated headers into one value, so repeats are counted on the raw header list. */
@@ -25,7 +25,17 @@ function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(da, db) && a.length === b.length;
 }
 
-export function verifySignature(scheme: SignatureScheme, settings: PosSettings, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[]): void {
+/** A signed time as POSes write it: ISO 8601, or epoch milliseconds or seconds; undefined when it is none of these. */
+export function parseSignedTime(text: string): number | undefined {
+  if (/^\d{13}$/.test(text)) return Number(text);
+  if (/^\d{10}$/.test(text)) return Number(text) * 1000;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(text)) return undefined;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/** `now` is the bridge's clock (injectable in tests), against which signed times are judged. */
+export function verifySignature(scheme: SignatureScheme, settings: PosSettings, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[], now: Date = new Date()): void {
   const given = singleHeader(rawHeaders, scheme.header);
   if (!given) throw new UnauthorizedError(`webhook signature header ${scheme.header} is missing, empty or repeated`);
   if (!settings.webhookSecret) throw new UnauthorizedError('webhooks of this POS are not configured (no signing secret)');
@@ -38,6 +48,20 @@ export function verifySignature(scheme: SignatureScheme, settings: PosSettings, 
   const mac = createHmac(scheme.algorithm, settings.webhookSecret).update(message).digest();
   const ok = scheme.encodings.map((encoding) => safeEqual(given, mac.toString(encoding))).some(Boolean);
   if (!ok) throw new UnauthorizedError('webhook signature does not match');
+  if (scheme.replay) checkReplayWindow(scheme.replay, raw, headers, now);
+}
+
+/** Checked after the signature: only then is the time known to be the POS's own. */
+function checkReplayWindow(replay: ReplayWindow, raw: Buffer, headers: IncomingHttpHeaders, now: Date): void {
+  const text = replay.signedAt(raw, headers);
+  if (text === undefined) return;
+  const signedMs = parseSignedTime(text);
+  if (signedMs === undefined) throw new UnauthorizedError('webhook signed time is not a date-time or epoch time');
+  const ageMs = now.getTime() - signedMs;
+  if (Math.abs(ageMs) > replay.windowMs) {
+    const minutes = (ms: number) => `${Math.round(Math.abs(ms) / 60_000)} min`;
+    throw new UnauthorizedError(`webhook was signed ${minutes(ageMs)} ${ageMs >= 0 ? 'ago' : 'ahead'}, outside the ${minutes(replay.windowMs)} replay window (${replay.why}): refused as a possible replay`);
+  }
 }
 
 /** The test signer: signs a body the way the POS would, for tests and local tools. */

@@ -464,7 +464,10 @@ describe('Square webhook classification', () => {
 describe('Square webhook signature', () => {
   const settings: PosSettings = { webhookSecret: 'sq-signature-key', notificationUrl: 'https://bridge.example.test/v1/webhooks/square', apiBaseUrl: '' };
   const body = Buffer.from(JSON.stringify(fixture('webhook_order_updated.json')));
-  const verify = (rawHeaders: string[], s: PosSettings = settings, raw: Buffer = body) => verifySignature(squareAdapter.webhook!.signature, s, raw, Object.fromEntries(rawHeaders.reduce<[string, string][]>((acc, v, i, all) => (i % 2 ? acc : [...acc, [v.toLowerCase(), all[i + 1]!]]), [])), rawHeaders);
+  /** The fixture's event was created at 2020-04-16T23:14:26.359Z; verified an hour later unless `now` says otherwise. */
+  const created = Date.parse('2020-04-16T23:14:26.359Z');
+  const verify = (rawHeaders: string[], s: PosSettings = settings, raw: Buffer = body, now = new Date(created + 3600_000)) =>
+    verifySignature(squareAdapter.webhook!.signature, s, raw, Object.fromEntries(rawHeaders.reduce<[string, string][]>((acc, v, i, all) => (i % 2 ? acc : [...acc, [v.toLowerCase(), all[i + 1]!]]), [])), rawHeaders, now);
   const [header, good] = signature(squareAdapter, settings, body);
 
   it('is base64 HMAC-SHA256 of notification URL + raw body, in x-square-hmacsha256-signature', () => {
@@ -485,6 +488,12 @@ describe('Square webhook signature', () => {
     ['no configured notification URL', { rawHeaders: [header, good], s: { ...settings, notificationUrl: undefined } }],
     ['no configured signature key', { rawHeaders: [header, good], s: { ...settings, webhookSecret: undefined } }],
   ];
+  it('refuses an event created more than 26 h ago (Square retries for up to 24 h): a replay', () => {
+    expect(() => verify([header, good], settings, body, new Date(created + 25 * 3600_000))).not.toThrow();
+    expect(() => verify([header, good], settings, body, new Date(created + 27 * 3600_000))).toThrow(/signed 1620 min ago, outside the 1560 min replay window/);
+    expect(() => verify([header, good], settings, body, new Date())).toThrow(/replay window/);
+  });
+
   it.each(cases)('refuses %s with 401', (_name, { rawHeaders, s, raw }) => {
     expect(() => verify(rawHeaders, s ?? settings, raw ?? body)).toThrow(UnauthorizedError);
   });

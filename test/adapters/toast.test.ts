@@ -489,14 +489,14 @@ describe('webhook signature: base64(HMAC-SHA256(secret, body + timestamp))', () 
   const raw = JSON.stringify(message(fixture(), { guid: 'evt-sig' }));
   const TS = '1763720461123';
 
-  /** Verifies like the core: `headers` lowercased and folded as Node does, `rawHeaders` as sent. */
-  function verify(pairs: [string, string][], body: string = raw) {
+  /** Verifies like the core: `headers` lowercased and folded as Node does, `rawHeaders` as sent; at TS unless `now` says otherwise. */
+  function verify(pairs: [string, string][], body: string = raw, now = new Date(Number(TS))) {
     const headers: IncomingHttpHeaders = {};
     for (const [k, v] of pairs) {
       const key = k.toLowerCase();
       headers[key] = headers[key] === undefined ? v : `${headers[key]}, ${v}`;
     }
-    verifySignature(scheme, settings, Buffer.from(body), headers, pairs.flat());
+    verifySignature(scheme, settings, Buffer.from(body), headers, pairs.flat(), now);
   }
   /** `timestamp` null: signed the way a message without a Toast-Timestamp header is. */
   const signed = (body = raw, timestamp: string | null = TS) => signature(toastAdapter, settings, body, timestamp === null ? {} : { 'Toast-Timestamp': timestamp });
@@ -506,7 +506,7 @@ describe('webhook signature: base64(HMAC-SHA256(secret, body + timestamp))', () 
   });
 
   it('without a Toast-Timestamp header, accepts one signed over body + the body\'s own timestamp', () => {
-    expect(() => verify([signed(raw, null)])).not.toThrow();
+    expect(() => verify([signed(raw, null)], raw, new Date('2026-11-21T10:21:01.123Z'))).not.toThrow();
     const [, value] = signed(raw, null);
     const expected = hmacBase64('toast-secret', raw + '2026-11-21T10:21:01.123Z');
     expect(value).toBe(expected);
@@ -531,6 +531,21 @@ describe('webhook signature: base64(HMAC-SHA256(secret, body + timestamp))', () 
     expect(() => verify([['Toast-Signature', hmacBase64('toast-secret', noTimestamp)]], noTimestamp)).toThrow('webhook is missing a header its signature covers');
     expect(() => verify([signed(), ['Toast-Timestamp', '']])).toThrow('webhook is missing a header its signature covers');
     expect(() => verify([signed(), ['Toast-Timestamp', TS], ['Toast-Timestamp', TS]])).toThrow('webhook signature does not match');
+  });
+
+  it('refuses a signed time outside the 20-minute replay window, in either direction (Toast retries for ~15 minutes)', () => {
+    const at = (minutes: number) => new Date(Number(TS) + minutes * 60_000);
+    expect(() => verify([signed(), ['Toast-Timestamp', TS]], raw, at(19))).not.toThrow();
+    expect(() => verify([signed(), ['Toast-Timestamp', TS]], raw, at(-19))).not.toThrow();
+    expect(() => verify([signed(), ['Toast-Timestamp', TS]], raw, at(21))).toThrow(/signed 21 min ago, outside the 20 min replay window/);
+    expect(() => verify([signed(), ['Toast-Timestamp', TS]], raw, at(-21))).toThrow(/signed 21 min ahead/);
+    // A delivery signed in 2001, as the review sent one, is refused whichever timestamp it uses.
+    const old = '2001-09-09T01:46:40.000Z';
+    expect(() => verify([signed(raw, old), ['Toast-Timestamp', old]])).toThrow(/replay window/);
+    const oldBody = JSON.stringify({ ...message(fixture()), timestamp: old });
+    expect(() => verify([signed(oldBody, null)], oldBody)).toThrow(/replay window/);
+    // A signed value that is no time at all is refused too.
+    expect(() => verify([signed(raw, 'yesterday'), ['Toast-Timestamp', 'yesterday']])).toThrow(/not a date-time/);
   });
 
   it('refuses everything when no secret is configured', () => {

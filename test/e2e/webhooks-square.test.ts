@@ -35,15 +35,18 @@ function returnOrder(id = 'RET-1', source = 'SALE-1') {
 
 function orderEvent(orderId: string, version: number, eventId: string, type: 'order.created' | 'order.updated' = 'order.updated') {
   const field = type === 'order.created' ? 'order_created' : 'order_updated';
-  return { merchant_id: '5S9MXCS9Y99KK', type, event_id: eventId, created_at: '2026-11-21T10:20:00Z', data: { type: field, id: orderId, object: { [field]: { order_id: orderId, state: 'COMPLETED', version, location_id: 'FPYCBCHYMXFK1' } } } };
+  return { merchant_id: '5S9MXCS9Y99KK', type, event_id: eventId, created_at: new Date().toISOString(), data: { type: field, id: orderId, object: { [field]: { order_id: orderId, state: 'COMPLETED', version, location_id: 'FPYCBCHYMXFK1' } } } };
 }
 
 /** Square's refund.created / refund.updated examples, pointed at our return order. */
+/** A documentation example as if created now: they date from 2020, and events created over 26 h ago are refused as replays. */
+const recent = <T extends object>(event: T): T => ({ ...event, created_at: new Date().toISOString() });
+
 function refundEvent(name: 'webhook_refund_created.json' | 'webhook_refund_updated.json', eventId?: string, over: Record<string, unknown> = {}) {
   const event = fixture(name);
   if (eventId) event.event_id = eventId;
   Object.assign(event.data.object.refund, { order_id: 'RET-1', amount_money: usd(2264) }, over);
-  return event;
+  return recent(event);
 }
 
 let fake: FakePosApi;
@@ -98,7 +101,7 @@ describe('Square webhooks', () => {
   });
 
   it('an OPEN order.created is acknowledged without calling Square', async () => {
-    const res = await deliver(fixture('webhook_order_created.json'));
+    const res = await deliver(recent(fixture('webhook_order_created.json')));
     expect(res.status).toBe(200);
     expect(res.body.results[0]).toMatchObject({ action: 'ignored', reason: expect.stringMatching(/is OPEN \(version 1\)/) });
     expect(fake.requests).toEqual([]);
@@ -136,6 +139,16 @@ describe('Square webhooks', () => {
     expect(books.reverseRequests).toBe(1);
     expect(books.accrueRequests).toBe(2);
     expect(books.doubleReversals).toEqual([]);
+  });
+
+  it('an authentic event created three days ago is refused as a replay (Square retries for 24 h) and records nothing', async () => {
+    fake.answer('/v2/orders/SALE-1', { order: sale() });
+    const old = { ...orderEvent('SALE-1', 4, 'EV-OLD'), created_at: new Date(Date.now() - 3 * 24 * 3600_000).toISOString() };
+    const res = await deliver(old);
+    expect(res.status).toBe(401);
+    expect(res.body.error.message).toMatch(/replay window/);
+    expect(await h.bridge.store.count()).toBe(0);
+    expect(fake.requests).toEqual([]);
   });
 
   it('a wrong, missing, empty or repeated signature is 401 and records nothing', async () => {

@@ -13,7 +13,8 @@ import { postRaw, signature } from '../support/webhooks.js';
 
 const SECRET = 'toast-e2e-signing-secret';
 const settings: PosSettings = { webhookSecret: SECRET, apiBaseUrl: '' };
-const TIMESTAMP = '1763720461123';
+/** Signed times must be recent: Toast deliveries outside a 20-minute window are refused as replays. */
+const TIMESTAMP = String(Date.now());
 const fixture = (): any => JSON.parse(readFileSync(new URL('../fixtures/toast/order_get_example_docs.json', import.meta.url), 'utf8'));
 
 let h: Harness;
@@ -76,7 +77,7 @@ function order(o: { refund?: 'fries' | 'full'; voided?: boolean; open?: boolean 
 }
 
 const message = (eventGuid: string, body: unknown = order()) => ({
-  timestamp: '2026-11-21T10:21:01.123Z',
+  timestamp: new Date().toISOString(),
   eventCategory: 'orders',
   eventType: 'order_updated',
   guid: eventGuid,
@@ -188,6 +189,11 @@ describe('Toast orders webhook', () => {
     const signed = signature(toastAdapter, settings, raw, { 'Toast-Timestamp': TIMESTAMP });
     const replayed = await postRaw(`${h.bridge.url}/v1/webhooks/toast`, raw, [signed, ['Toast-Timestamp', '1763720999999']]);
     expect(replayed.status).toBe(401);
+    // Signed right, but in 2001: a captured delivery replayed long after, refused.
+    const old = '1000000000000';
+    const stale = await postRaw(`${h.bridge.url}/v1/webhooks/toast`, raw, [signature(toastAdapter, settings, raw, { 'Toast-Timestamp': old }), ['Toast-Timestamp', old]]);
+    expect(stale.status).toBe(401);
+    expect(stale.body.error.message).toMatch(/outside the 20 min replay window/);
     expect(await h.bridge.store.get(TX)).toBeUndefined();
     expect(h.sim.books().accrueRequests).toBe(0);
     expect((await admin('get', '/v1/admin/dead-letters')).body.total).toBe(0);
