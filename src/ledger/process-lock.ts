@@ -9,8 +9,9 @@
  * the bridge is PID 1 on every start, so a killed one leaves a lock naming the pid of its successor.
  *
  * The boot id (Linux: /proc/sys/kernel/random/boot_id, the host's, also inside containers) says
- * whether the machine restarted since the stale lock was written: then the ledger's last writes may
- * never have reached the disk (the journal does not fsync), which a process kill alone cannot cause.
+ * whether the machine restarted since the lock was written: then the lock is stale whatever its pid
+ * (pids start over at boot), and the ledger's last writes may never have reached the disk (the
+ * journal does not fsync every line), which a process kill alone cannot cause.
  */
 import { readFileSync } from 'node:fs';
 import { link, readFile, unlink, writeFile } from 'node:fs/promises';
@@ -60,11 +61,14 @@ export class ProcessLock {
         const [pidLine = '', lockBoot = ''] = (await readFile(this.path, 'utf8').catch(() => '')).split('\n').map((l) => l.trim());
         const owner = Number(pidLine);
         const readable = /^[1-9]\d*$/.test(pidLine);
-        const live = owner === process.pid ? heldHere.has(this.path) : readable && isAlive(owner);
+        // Judged before liveness: pids start over with every boot, so a lock from an earlier boot
+        // names a pid that may well run again now (PID 1 always does) and is someone else's.
+        const earlierBoot = Boolean(boot && lockBoot && lockBoot !== boot);
+        const live = !earlierBoot && (owner === process.pid ? heldHere.has(this.path) : readable && isAlive(owner));
         if (live) throw new Error(`the ledger is in use by process ${owner} (${this.path}); a JSON-file ledger serves one process, use PostgreSQL for several`);
         // A lock is linked into place whole, so one without a readable pid (empty, zero bytes) was cut
         // by an OS crash: its boot cannot be told, and the conservative answer is that it restarted.
-        takeover = { stale: true, machineRestarted: !readable || Boolean(boot && lockBoot && lockBoot !== boot) };
+        takeover = { stale: true, machineRestarted: !readable || earlierBoot };
         await unlink(this.path).catch(() => undefined);
       }
       throw new Error(`could not take the ledger lock ${this.path}`);

@@ -10,6 +10,16 @@ import { isOpen, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
 import { ledgerStoreContract, makeRecord, minutes, nextVersion, settle } from './store-contract.js';
 
+/** Whether a process with this pid runs (signal 0 checks without sending anything). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 async function freshDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'ledger-file-store-'));
 }
@@ -270,6 +280,20 @@ describe('FileLedgerStore on disk', () => {
     await store.close();
     store = await openAt(path);
     expect(store.recovery).toBeUndefined();
+  });
+
+  it('a lock written on an earlier boot is stale even when its pid runs again now (pids restart with the machine)', async () => {
+    expect(isAlive(1)).toBe(true); // PID 1 always runs: after a reboot, any pid a lock names may be someone else's
+    await writeFile(`${path}.lock`, '1\nan-earlier-boot-id\n');
+    store = await openAt(path);
+    expect((await readFile(`${path}.lock`, 'utf8')).split('\n')).toEqual([String(process.pid), currentBootId(), '']);
+    expect(store.recovery).toMatchObject({ machineRestarted: true, corruptLines: 0 });
+  });
+
+  it('a lock written on this boot by a process that runs is in use', async () => {
+    await writeFile(`${path}.lock`, `1\n${currentBootId()}\n`);
+    await expect(openAt(path)).rejects.toThrow(/in use by process 1 /);
+    expect(await readFile(`${path}.lock`, 'utf8')).toBe(`1\n${currentBootId()}\n`);
   });
 
   it.each([
