@@ -12,6 +12,8 @@
  *   ./data/ledger.dead-letters/<id>.json    one lowdb document per dead letter (rare, kept whole)
  *   ./data/ledger.json.lock                 the owning process's pid and the machine's boot id
  *   ./data/ledger.json.restarted            an unclean stop on an earlier boot, until the service has acted
+ * Every file is 0600 and every folder the bridge creates 0700 (`private-files.ts`): they hold
+ * customers' contacts.
  *
  * Memory holds a compact index (status, pos, time, open flag, due time, claimed operation ids, where
  * the latest version lies) and the most recently used records; start-up reads only line headers.
@@ -30,14 +32,14 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
-import { JSONFile } from 'lowdb/node';
 import { ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import { Journal, syncDirectory, type Location } from './journal.js';
+import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
 import { dueOf, isOpen, LEDGER_STATUSES, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
@@ -148,8 +150,9 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   async init(): Promise<void> {
-    await mkdir(dirname(this.manifestPath), { recursive: true });
-    const manifest = new Low<Manifest | null>(new JSONFile(this.manifestPath), null);
+    // Private only where the bridge creates it: a folder that is there (a volume, /var/lib/…) is the operator's.
+    await mkdir(dirname(this.manifestPath), { recursive: true, mode: PRIVATE_DIR });
+    const manifest = new Low<Manifest | null>(new PrivateJSONFile(this.manifestPath, { syncData: true }), null);
     try {
       await manifest.read();
     } catch (error) {
@@ -166,8 +169,11 @@ export class FileLedgerStore implements LedgerStore {
     try {
       // Written before anything else and removed only by `compactDamaged`: a crash before the service
       // has acted on it finds it again (the new lock already names this boot).
-      if (takeover.machineRestarted) await writeFile(this.#restartedMarker, `${new Date().toISOString()}\n`);
+      if (takeover.machineRestarted) await writeFile(this.#restartedMarker, `${new Date().toISOString()}\n`, { mode: PRIVATE_FILE });
       const machineRestarted = existsSync(this.#restartedMarker);
+      // Files of a ledger written by an earlier build are 0644: made private now (see private-files.ts).
+      await makePrivate(this.manifestPath, PRIVATE_FILE);
+      await makePrivate(this.#restartedMarker, PRIVATE_FILE);
       if (!found) {
         manifest.data = { format: 'loyalty-bridge/ledger', formatVersion: FORMAT_VERSION, createdAt: new Date().toISOString(), segments: [1] };
         await manifest.write();
@@ -178,7 +184,8 @@ export class FileLedgerStore implements LedgerStore {
       this.#noteDamage(machineRestarted);
       // Appends never go after damage: a damaged active segment is sealed as found.
       if (this.#damaged.has(this.#journal.active)) await this.#roll();
-      await mkdir(this.deadLettersDir, { recursive: true });
+      await mkdir(this.deadLettersDir, { recursive: true, mode: PRIVATE_DIR });
+      await makePrivate(this.deadLettersDir, PRIVATE_DIR);
       await this.#loadDeadLetters();
       const active = this.#journal.active;
       if (this.#journal.sizeOf(active) >= COMPACT_ACTIVE_FROM_BYTES && this.#liveShare(active) < COMPACT_BELOW_LIVE_SHARE) await this.#roll();
@@ -299,7 +306,7 @@ export class FileLedgerStore implements LedgerStore {
 
   async saveDeadLetter(letter: DeadLetter): Promise<void> {
     await this.#locks.run(`dead-letter:${letter.id}`, async () => {
-      const db = new Low<DeadLetter>(new JSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
+      const db = new Low<DeadLetter>(new PrivateJSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
       await db.write();
       this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
     });
@@ -307,7 +314,7 @@ export class FileLedgerStore implements LedgerStore {
 
   async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
     if (!this.#deadLetters.has(id)) return undefined;
-    const db = new Low<DeadLetter | null>(new JSONFile(join(this.deadLettersDir, `${id}.json`)), null);
+    const db = new Low<DeadLetter | null>(new PrivateJSONFile(join(this.deadLettersDir, `${id}.json`)), null);
     await db.read();
     return db.data ?? undefined;
   }
@@ -499,17 +506,11 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   /**
-   * lowdb writes a temporary file and renames it into place, without fsync: the manifest's data and
-   * the rename are synced here, since start-up deletes segment files the manifest does not list.
+   * The manifest is written to a temporary file, synced, and renamed into place; the rename is
+   * synced here, since start-up deletes segment files the manifest does not list.
    */
   async #writeManifest(): Promise<void> {
     await this.#manifest!.write();
-    const handle = await open(this.manifestPath, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
     syncDirectory(dirname(this.manifestPath));
   }
 
@@ -563,7 +564,10 @@ export class FileLedgerStore implements LedgerStore {
 
   async #loadDeadLetters(): Promise<void> {
     this.#deadLetters.clear();
-    for (const file of (await readdir(this.deadLettersDir)).filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
+    const files = await readdir(this.deadLettersDir);
+    // Their bodies are the POS's payloads, customers included; a temporary file left by a crash too.
+    for (const file of files) await makePrivate(join(this.deadLettersDir, file), PRIVATE_FILE);
+    for (const file of files.filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
       const letter = JSON.parse(await readFile(join(this.deadLettersDir, file), 'utf8')) as DeadLetter;
       this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
     }

@@ -18,8 +18,9 @@
  * stretches, reads on after them, reports them in `damage`, and copies the damaged segment beside
  * itself; it never changes a damaged segment (the store compacts it away once it has been acted on).
  */
-import { closeSync, constants, copyFileSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, constants, copyFileSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { PRIVATE_DIR, PRIVATE_FILE } from './private-files.js';
 
 export interface Location {
   segment: number;
@@ -109,15 +110,23 @@ export class Journal {
     return this.#sizes.get(segment) ?? 0;
   }
 
-  /** Opens the listed segments (creating the first), removes segment files no manifest lists (not the copies of damaged ones). */
+  /**
+   * Opens the listed segments (creating the first), removes segment files no manifest lists (not the
+   * copies of damaged ones). The folder and every file in it are made private first: a journal
+   * written by an earlier build has 0644 segments in a 0755 folder (see `private-files.ts`).
+   */
   open(segments: number[]): void {
-    mkdirSync(this.dir, { recursive: true });
+    mkdirSync(this.dir, { recursive: true, mode: PRIVATE_DIR });
+    chmodSync(this.dir, PRIVATE_DIR);
     this.#segments = segments.length ? [...segments] : [1];
     const listed = new Set(this.#segments.map(segmentName));
-    // A segment not in the manifest is what a crash during compaction or rolling left behind.
-    for (const file of readdirSync(this.dir)) if (file.endsWith('.jsonl') && !listed.has(file)) unlinkSync(join(this.dir, file));
+    for (const file of readdirSync(this.dir)) {
+      // A segment not in the manifest is what a crash during compaction or rolling left behind.
+      if (file.endsWith('.jsonl') && !listed.has(file)) unlinkSync(join(this.dir, file));
+      else chmodSync(join(this.dir, file), PRIVATE_FILE);
+    }
     for (const segment of this.#segments) {
-      const fd = openSync(join(this.dir, segmentName(segment)), existsSync(join(this.dir, segmentName(segment))) ? 'r+' : 'w+');
+      const fd = openSync(join(this.dir, segmentName(segment)), existsSync(join(this.dir, segmentName(segment))) ? 'r+' : 'w+', PRIVATE_FILE);
       this.#fds.set(segment, fd);
       this.#sizes.set(segment, fstatSync(fd).size);
     }
@@ -198,7 +207,7 @@ export class Journal {
   /** Starts a new segment for appends; the caller records the new list in the manifest. */
   roll(): number {
     const next = this.active + 1;
-    const fd = openSync(join(this.dir, segmentName(next)), 'w+');
+    const fd = openSync(join(this.dir, segmentName(next)), 'w+', PRIVATE_FILE);
     // The new file's name must survive a crash before lines in it are relied upon.
     syncDirectory(this.dir);
     this.#fds.set(next, fd);
@@ -286,6 +295,7 @@ export class Journal {
     const existing = readdirSync(this.dir).find((f) => f.startsWith(`${name}.corrupt-`) && statSync(join(this.dir, f)).size === size);
     if (existing) return join(this.dir, existing);
     const copy = join(this.dir, `${name}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    // The copy is created with its source's mode, private since `open` (it holds the same records).
     copyFileSync(join(this.dir, name), copy, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
     return copy;
   }

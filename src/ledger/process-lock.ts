@@ -29,6 +29,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { PRIVATE_FILE } from './private-files.js';
 
 /** Lock and guard files this process holds or is linking into place right now. */
 const heldHere = new Set<string>();
@@ -75,7 +76,8 @@ export class ProcessLock {
   async acquire(): Promise<LockTakeover> {
     const candidate = `${this.path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
     const boot = this.bootId();
-    await writeFile(candidate, boot ? `${process.pid}\n${boot}\n` : String(process.pid));
+    // Created private (a new name, so the mode applies), like every file of the ledger (see private-files.ts).
+    await writeFile(candidate, boot ? `${process.pid}\n${boot}\n` : String(process.pid), { mode: PRIVATE_FILE, flag: 'wx' });
     try {
       const claim = await this.#claim(this.path, candidate, boot, 0);
       if (!claim.held) throw new Error(`the ledger is in use by process ${claim.owner.pid} (${this.path}); a JSON-file ledger serves one process, use PostgreSQL for several`);

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
@@ -18,6 +18,11 @@ function isAlive(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** Permission bits of every file and folder under `dir`, as `name: 0oNNN` lines. */
+async function modesUnder(dir: string): Promise<string[]> {
+  return (await readdir(dir, { recursive: true })).sort().map((entry) => `${entry}: 0o${(statSync(join(dir, entry)).mode & 0o777).toString(8)}`);
 }
 
 async function freshDir(): Promise<string> {
@@ -319,5 +324,73 @@ describe('FileLedgerStore on disk', () => {
     store = await openAt(nested);
     expect(existsSync(nested)).toBe(true);
     expect(existsSync(join(dir, 'a', 'b', 'ledger.journal', '000001.jsonl'))).toBe(true);
+  });
+
+  describe('private files (they hold customers\' contacts)', () => {
+    const letter = (id: string) => ({ id, pos: 'shopify', receivedAt: minutes(1), lastReceivedAt: minutes(1), deliveries: 1, reason: 'x', headers: {}, body: '{"phone":"+15550001111"}', bodyEncoding: 'utf8' as const, replays: [] });
+
+    it('a ledger written by an earlier build (0644 files, 0755 folders) is made private when opened', async () => {
+      store = await openAt(path);
+      await store.insert(makeRecord('generic:A-1'));
+      await store.saveDeadLetter(letter('dl-1'));
+      await store.close();
+      await writeFile(join(dir, 'ledger.journal', '000001.jsonl.corrupt-2026-01-01T00-00-00-000Z'), 'a copy kept for forensics');
+      await writeFile(`${path}.restarted`, 'an unclean stop on an earlier boot');
+      for (const entry of await readdir(dir, { recursive: true })) await chmod(join(dir, entry), statSync(join(dir, entry)).isDirectory() ? 0o755 : 0o644);
+
+      store = await openAt(path);
+      expect(await modesUnder(dir)).toEqual([
+        'ledger.dead-letters: 0o700',
+        'ledger.dead-letters/dl-1.json: 0o600',
+        'ledger.journal: 0o700',
+        'ledger.journal/000001.jsonl: 0o600',
+        'ledger.journal/000001.jsonl.corrupt-2026-01-01T00-00-00-000Z: 0o600',
+        'ledger.json: 0o600',
+        'ledger.json.lock: 0o600',
+        'ledger.json.restarted: 0o600',
+      ]);
+      expect(await store.get('generic:A-1')).toEqual(makeRecord('generic:A-1'));
+      expect(await store.getDeadLetter('dl-1')).toEqual(letter('dl-1'));
+    });
+
+    it('files written later are private from the start: a new segment and the manifest after compaction, a dead letter replaced, the restart marker', async () => {
+      await writeFile(`${path}.lock`, '999999999\nan-earlier-boot-id\n');
+      store = await openAt(path);
+      await store.saveDeadLetter(letter('dl-2'));
+      await store.saveDeadLetter({ ...letter('dl-2'), deliveries: 2 });
+      for (let i = 0; i < 150; i++) {
+        let record = makeRecord(`generic:C-${i}`, { accrual: 'pending' });
+        await store.insert(record);
+        for (let v = 0; v < 6; v++) record = await store.update({ ...record, version: record.version + 1, history: [...record.history, { at: minutes(v), event: 'x'.repeat(400) }] });
+      }
+      await store.close();
+      store = await openAt(path);
+      expect(await readdir(join(dir, 'ledger.journal'))).toEqual(['000002.jsonl']);
+      expect(await modesUnder(dir)).toEqual([
+        'ledger.dead-letters: 0o700',
+        'ledger.dead-letters/dl-2.json: 0o600',
+        'ledger.journal: 0o700',
+        'ledger.journal/000002.jsonl: 0o600',
+        'ledger.json: 0o600',
+        'ledger.json.lock: 0o600',
+        'ledger.json.restarted: 0o600',
+      ]);
+      expect((await store.getDeadLetter('dl-2'))?.deliveries).toBe(2);
+    });
+
+    it('folders the bridge creates for a new ledger are private; a folder that was there is left as it is', async () => {
+      await chmod(dir, 0o755);
+      store = await openAt(join(dir, 'a', 'b', 'ledger.json'));
+      expect(statSync(dir).mode & 0o777).toBe(0o755);
+      expect(await modesUnder(dir)).toEqual([
+        'a: 0o700',
+        'a/b: 0o700',
+        'a/b/ledger.dead-letters: 0o700',
+        'a/b/ledger.journal: 0o700',
+        'a/b/ledger.journal/000001.jsonl: 0o600',
+        'a/b/ledger.json: 0o600',
+        'a/b/ledger.json.lock: 0o600',
+      ]);
+    });
   });
 });
