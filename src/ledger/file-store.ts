@@ -9,6 +9,7 @@
  * Layout for `file:./data/ledger.json`:
  *   ./data/ledger.json                      lowdb manifest: format version and the journal's segments
  *   ./data/ledger.journal/000001.jsonl …    record versions and processed webhook events, one a line
+ *   ./data/ledger.journal/.write-probe      empty; written while writes fail, to tell when they work again
  *   ./data/ledger.dead-letters/<id>.json    one lowdb document per dead letter (rare, kept whole)
  *   ./data/ledger.json.lock                 the owning process's pid and the machine's boot id
  *   ./data/ledger.json.restarted            an unclean stop on an earlier boot, until the service has acted
@@ -38,7 +39,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
 import { ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
-import { Journal, syncDirectory, type Location } from './journal.js';
+import { Journal, syncDirectory, type Location, type WriteFailure, type WriteFile } from './journal.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
 import { dueOf, isOpen, LEDGER_STATUSES, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
@@ -134,13 +135,20 @@ export class FileLedgerStore implements LedgerStore {
   #compacting?: Promise<void>;
   #ready = false;
   readonly #restartedMarker: string;
+  /** The first failure of the manifest's and dead letters' writes since one last succeeded (the journal keeps its own). */
+  #fileWriteFailure?: WriteFailure;
+  #probing?: Promise<void>;
 
-  constructor(path: string) {
+  constructor(
+    path: string,
+    /** `writeFile`: how the journal writes (tests make the disk full where they cannot mount a small one). */
+    options: { writeFile?: WriteFile } = {},
+  ) {
     this.manifestPath = resolve(path);
     const stem = join(dirname(this.manifestPath), basename(this.manifestPath, extname(this.manifestPath)));
     this.journalDir = `${stem}.journal`;
     this.deadLettersDir = `${stem}.dead-letters`;
-    this.#journal = new Journal(this.journalDir);
+    this.#journal = new Journal(this.journalDir, undefined, options.writeFile);
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
     this.#restartedMarker = `${this.manifestPath}.restarted`;
   }
@@ -207,8 +215,24 @@ export class FileLedgerStore implements LedgerStore {
     await this.#lock.release();
   }
 
+  /**
+   * Not ready while the ledger cannot write: with a full disk every checkout fails, and a load
+   * balancer must stop sending them here. The failures are those the writes themselves met (no
+   * syscall is added to a write); once one is remembered, each ping tries a write in the journal's
+   * folder (`Journal.probe`), and the store is ready again as soon as that, or any write, succeeds.
+   */
   async ping(): Promise<void> {
     if (!this.#ready) throw new Error('file ledger is not open');
+    const failure = this.#journal.writeFailure ?? this.#fileWriteFailure;
+    if (!failure) return;
+    this.#probing ??= this.#journal.probe().finally(() => (this.#probing = undefined));
+    try {
+      await this.#probing;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      throw new Error(`the file ledger cannot write to disk (${code}), failing since ${new Date(failure.sinceMs).toISOString()}`);
+    }
+    this.#fileWriteFailure = undefined;
   }
 
   durable(): Promise<void> {
@@ -307,7 +331,7 @@ export class FileLedgerStore implements LedgerStore {
   async saveDeadLetter(letter: DeadLetter): Promise<void> {
     await this.#locks.run(`dead-letter:${letter.id}`, async () => {
       const db = new Low<DeadLetter>(new PrivateJSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
-      await db.write();
+      await this.#writingFile(() => db.write());
       this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
     });
   }
@@ -485,7 +509,7 @@ export class FileLedgerStore implements LedgerStore {
     // rolling and compacting are tried again at the next append past the size and at start-up.
     this.#compacting = this.#roll()
       .then(() => this.#compactSealed())
-      .catch(() => undefined)
+      .catch((error: unknown) => this.#noteFileWriteFailure(error))
       .finally(() => (this.#compacting = undefined));
   }
 
@@ -510,8 +534,23 @@ export class FileLedgerStore implements LedgerStore {
    * synced here, since start-up deletes segment files the manifest does not list.
    */
   async #writeManifest(): Promise<void> {
-    await this.#manifest!.write();
+    await this.#writingFile(() => this.#manifest!.write());
     syncDirectory(dirname(this.manifestPath));
+  }
+
+  /** Runs a write of the manifest or a dead letter, remembering whether it failed (see `ping`). */
+  async #writingFile(write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      this.#noteFileWriteFailure(error);
+      throw error;
+    }
+    this.#fileWriteFailure = undefined;
+  }
+
+  #noteFileWriteFailure(error: unknown): void {
+    this.#fileWriteFailure ??= { error: error as NodeJS.ErrnoException, sinceMs: Date.now() };
   }
 
   /**

@@ -39,6 +39,12 @@ export interface Region {
   length: number;
 }
 
+export interface WriteFailure {
+  error: NodeJS.ErrnoException;
+  /** When the first of the failures since the last successful write happened. */
+  sinceMs: number;
+}
+
 export interface SegmentDamage {
   segment: number;
   /** One region per unreadable line (a zero-filled block without a newline is one line). */
@@ -54,6 +60,14 @@ const OPEN_BRACE = 0x7b;
 const SCAN_CHUNK = 1024 * 1024;
 /** How far before a damaged stretch's last tab a line's header may begin (headers are a few hundred bytes). */
 const MAX_HEADER_BYTES = 16 * 1024;
+
+/** How bytes reach a file: `writeSync`'s positioned form (a test replaces it to make the disk full). */
+export type WriteFile = (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number;
+
+/** Written and synced by `probe`: more than a record line, so a disk that takes it takes the next append. */
+const PROBE_BYTES = 64 * 1024;
+/** The probe's file, beside the segments (the same file system); it is left empty between probes. */
+const PROBE_FILE = '.write-probe';
 
 /** fsync of a directory: makes the names created or renamed in it durable (Linux; a no-op where a directory cannot be opened so). */
 export function syncDirectory(dir: string): void {
@@ -86,12 +100,51 @@ export class Journal {
   readonly #syncs = new Map<number, SegmentSync>();
   #segments: number[] = [];
   #damage: SegmentDamage[] = [];
+  #writeFailure?: WriteFailure;
+  /** A segment whose last append was cut short and whose partial line could not be cut off then. */
+  #cutShort?: { segment: number; size: number };
 
   constructor(
     readonly dir: string,
     /** How a segment's data reaches the disk (a test holds it to see who waits for what). */
     private readonly syncFile: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void = fdatasync,
+    private readonly writeFile: WriteFile = writeSync,
   ) {}
+
+  /**
+   * The first error of the appends and syncs failing since the last one that succeeded (or the last
+   * successful `probe`): a full disk, a read-only remount, an I/O error. Readiness reports it.
+   */
+  get writeFailure(): WriteFailure | undefined {
+    return this.#writeFailure;
+  }
+
+  /**
+   * Writes and syncs `PROBE_BYTES` in the journal's folder and forgets the write failure once that
+   * succeeds; throws what the disk answers otherwise. Only called while a failure is remembered:
+   * with no request written (a load balancer sends none to a bridge that is not ready), nothing
+   * else would ever find out that the disk has room again.
+   */
+  async probe(): Promise<void> {
+    const fd = openSync(join(this.dir, PROBE_FILE), 'w', PRIVATE_FILE);
+    try {
+      const block = Buffer.alloc(PROBE_BYTES);
+      for (let written = 0; written < block.length; ) written += this.writeFile(fd, block, written, block.length - written, written);
+      await new Promise<void>((resolve, reject) => this.syncFile(fd, (error) => (error ? reject(error) : resolve())));
+    } finally {
+      // Gives the space back at once, whatever happened.
+      try {
+        ftruncateSync(fd, 0);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    this.#writeFailure = undefined;
+  }
+
+  #failed(error: unknown): void {
+    this.#writeFailure ??= { error: error as NodeJS.ErrnoException, sinceMs: Date.now() };
+  }
 
   get segments(): readonly number[] {
     return this.#segments;
@@ -158,6 +211,7 @@ export class Journal {
       this.#unsynced.delete(segment);
       const fd = this.#fds.get(segment);
       const running = fd === undefined ? Promise.resolve() : new Promise<void>((resolve, reject) => this.syncFile(fd, (error) => (error ? reject(error) : resolve())));
+      running.catch((error: unknown) => this.#failed(error));
       state.running = running;
       return running.finally(() => {
         if (state.running === running) state.running = undefined;
@@ -177,15 +231,44 @@ export class Journal {
     return this.appendRaw(Buffer.from(`${JSON.stringify(header)}\t${body}\n`, 'utf8'));
   }
 
-  /** Appends a whole line (header, tab, body, newline) as it is: compaction copies lines byte for byte. */
+  /**
+   * Appends a whole line (header, tab, body, newline) as it is: compaction copies lines byte for
+   * byte. A write that fails (the disk full part-way through the line) is not acknowledged, and
+   * what it wrote is cut off again, so the segment ends with the last whole line: left there, a kill
+   * before the next append covered it would leave a fragment that start-up counts as damage (it
+   * starts inside the file, not as a torn last line), putting open records in doubt for nothing.
+   */
   appendRaw(line: Buffer): Location {
     const segment = this.active;
     const offset = this.#sizes.get(segment)!;
+    const fd = this.#fds.get(segment)!;
     let written = 0;
-    while (written < line.length) written += writeSync(this.#fds.get(segment)!, line, written, line.length - written, offset + written);
+    try {
+      if (this.#cutShort) this.#cutOff();
+      while (written < line.length) written += this.writeFile(fd, line, written, line.length - written, offset + written);
+    } catch (error) {
+      this.#failed(error);
+      if (written > 0) {
+        this.#cutShort = { segment, size: offset };
+        try {
+          this.#cutOff();
+        } catch {
+          /* tried again before the next append */
+        }
+      }
+      throw error;
+    }
+    this.#writeFailure = undefined;
     this.#sizes.set(segment, offset + line.length);
     this.#unsynced.add(segment);
     return { segment, offset, length: line.length };
+  }
+
+  #cutOff(): void {
+    const { segment, size } = this.#cutShort!;
+    const fd = this.#fds.get(segment);
+    if (fd !== undefined) ftruncateSync(fd, size);
+    this.#cutShort = undefined;
   }
 
   readLine(location: Location): Buffer {

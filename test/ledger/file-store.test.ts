@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, statSync, writeSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -392,5 +392,58 @@ describe('FileLedgerStore on disk', () => {
         'a/b/ledger.json.lock: 0o600',
       ]);
     });
+  });
+
+  describe('a disk that cannot take writes', () => {
+    /** `writeSync`, except that while `full` it writes the `room` left and then fails as a full disk does. */
+    function disk() {
+      const state = {
+        full: false,
+        room: 0,
+        write(fd: number, buffer: Buffer, offset: number, length: number, position: number): number {
+          if (!state.full) return writeSync(fd, buffer, offset, length, position);
+          if (state.room === 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+          const n = Math.min(length, state.room);
+          state.room -= n;
+          return writeSync(fd, buffer, offset, n, position);
+        },
+      };
+      return state;
+    }
+
+    it('ping fails while writes fail, naming the ledger and the cause, until a write can be made again; nothing written before is lost', async () => {
+      const full = disk();
+      store = new FileLedgerStore(path, { writeFile: full.write });
+      await store.init();
+      const kept = makeRecord('generic:kept', { accrual: 'pending' });
+      await store.insert(kept);
+      await store.ping();
+      const segment = join(dir, 'ledger.journal', '000001.jsonl');
+      const before = statSync(segment).size;
+
+      // Room for part of the next line only: the write is cut short, then fails.
+      Object.assign(full, { full: true, room: 100 });
+      await expect(store.insert(makeRecord('generic:refused'))).rejects.toMatchObject({ code: 'ENOSPC' });
+      // What the failed write put there is cut off again: the segment ends with the last whole line.
+      expect(statSync(segment).size).toBe(before);
+      await expect(store.ping()).rejects.toThrow(/^the file ledger cannot write to disk \(ENOSPC\), failing since \d{4}-/);
+      // Still full: still not ready (each ping tries a write, which fails).
+      await expect(store.ping()).rejects.toThrow(/ENOSPC/);
+      await expect(store.update(settle(kept))).rejects.toMatchObject({ code: 'ENOSPC' });
+      expect(await store.get('generic:kept')).toEqual(kept);
+      expect(await store.get('generic:refused')).toBeUndefined();
+
+      full.full = false;
+      await store.ping();
+      const settled = await store.update(settle(kept));
+      await store.insert(makeRecord('generic:later'));
+      await store.close();
+      store = await openAt(path);
+      expect(store.recovery).toBeUndefined();
+      expect(await store.get('generic:kept')).toEqual(settled);
+      expect(await store.get('generic:later')).toEqual(makeRecord('generic:later'));
+      expect(await store.count()).toBe(2);
+    });
+
   });
 });
