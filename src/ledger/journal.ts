@@ -211,7 +211,11 @@ export class Journal {
       this.#unsynced.delete(segment);
       const fd = this.#fds.get(segment);
       const running = fd === undefined ? Promise.resolve() : new Promise<void>((resolve, reject) => this.syncFile(fd, (error) => (error ? reject(error) : resolve())));
-      running.catch((error: unknown) => this.#failed(error));
+      running.catch((error: unknown) => {
+        this.#failed(error);
+        // Its lines are not known to be on disk: the next durable() must sync again, not resolve at once.
+        this.#unsynced.add(segment);
+      });
       state.running = running;
       return running.finally(() => {
         if (state.running === running) state.running = undefined;
