@@ -9,9 +9,12 @@
  * Layout for `file:./data/ledger.json`:
  *   ./data/ledger.json                      lowdb manifest: format version and the journal's segments
  *   ./data/ledger.journal/000001.jsonl …    record versions and processed webhook events, one a line
+ *   ./data/ledger.journal/.write-probe      empty; written while writes fail, to tell when they work again
  *   ./data/ledger.dead-letters/<id>.json    one lowdb document per dead letter (rare, kept whole)
  *   ./data/ledger.json.lock                 the owning process's pid and the machine's boot id
  *   ./data/ledger.json.restarted            an unclean stop on an earlier boot, until the service has acted
+ * Every file is 0600 and every folder the bridge creates 0700 (`private-files.ts`): they hold
+ * customers' contacts.
  *
  * Memory holds a compact index (status, pos, time, open flag, due time, claimed operation ids, where
  * the latest version lies) and the most recently used records; start-up reads only line headers.
@@ -30,14 +33,14 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
-import { JSONFile } from 'lowdb/node';
 import { ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
-import { Journal, syncDirectory, type Location } from './journal.js';
+import { Journal, syncDirectory, type Location, type WriteFailure, type WriteFile } from './journal.js';
+import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
 import { dueOf, isOpen, LEDGER_STATUSES, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
@@ -132,13 +135,20 @@ export class FileLedgerStore implements LedgerStore {
   #compacting?: Promise<void>;
   #ready = false;
   readonly #restartedMarker: string;
+  /** The first failure of the manifest's and dead letters' writes since one last succeeded (the journal keeps its own). */
+  #fileWriteFailure?: WriteFailure;
+  #probing?: Promise<void>;
 
-  constructor(path: string) {
+  constructor(
+    path: string,
+    /** `writeFile`: how the journal writes (tests make the disk full where they cannot mount a small one). */
+    options: { writeFile?: WriteFile } = {},
+  ) {
     this.manifestPath = resolve(path);
     const stem = join(dirname(this.manifestPath), basename(this.manifestPath, extname(this.manifestPath)));
     this.journalDir = `${stem}.journal`;
     this.deadLettersDir = `${stem}.dead-letters`;
-    this.#journal = new Journal(this.journalDir);
+    this.#journal = new Journal(this.journalDir, undefined, options.writeFile);
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
     this.#restartedMarker = `${this.manifestPath}.restarted`;
   }
@@ -148,8 +158,9 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   async init(): Promise<void> {
-    await mkdir(dirname(this.manifestPath), { recursive: true });
-    const manifest = new Low<Manifest | null>(new JSONFile(this.manifestPath), null);
+    // Private only where the bridge creates it: a folder that is there (a volume, /var/lib/…) is the operator's.
+    await mkdir(dirname(this.manifestPath), { recursive: true, mode: PRIVATE_DIR });
+    const manifest = new Low<Manifest | null>(new PrivateJSONFile(this.manifestPath, { syncData: true }), null);
     try {
       await manifest.read();
     } catch (error) {
@@ -166,8 +177,11 @@ export class FileLedgerStore implements LedgerStore {
     try {
       // Written before anything else and removed only by `compactDamaged`: a crash before the service
       // has acted on it finds it again (the new lock already names this boot).
-      if (takeover.machineRestarted) await writeFile(this.#restartedMarker, `${new Date().toISOString()}\n`);
+      if (takeover.machineRestarted) await writeFile(this.#restartedMarker, `${new Date().toISOString()}\n`, { mode: PRIVATE_FILE });
       const machineRestarted = existsSync(this.#restartedMarker);
+      // Files of a ledger written by an earlier build are 0644: made private now (see private-files.ts).
+      await makePrivate(this.manifestPath, PRIVATE_FILE);
+      await makePrivate(this.#restartedMarker, PRIVATE_FILE);
       if (!found) {
         manifest.data = { format: 'loyalty-bridge/ledger', formatVersion: FORMAT_VERSION, createdAt: new Date().toISOString(), segments: [1] };
         await manifest.write();
@@ -178,7 +192,8 @@ export class FileLedgerStore implements LedgerStore {
       this.#noteDamage(machineRestarted);
       // Appends never go after damage: a damaged active segment is sealed as found.
       if (this.#damaged.has(this.#journal.active)) await this.#roll();
-      await mkdir(this.deadLettersDir, { recursive: true });
+      await mkdir(this.deadLettersDir, { recursive: true, mode: PRIVATE_DIR });
+      await makePrivate(this.deadLettersDir, PRIVATE_DIR);
       await this.#loadDeadLetters();
       const active = this.#journal.active;
       if (this.#journal.sizeOf(active) >= COMPACT_ACTIVE_FROM_BYTES && this.#liveShare(active) < COMPACT_BELOW_LIVE_SHARE) await this.#roll();
@@ -200,8 +215,24 @@ export class FileLedgerStore implements LedgerStore {
     await this.#lock.release();
   }
 
+  /**
+   * Not ready while the ledger cannot write: with a full disk every checkout fails, and a load
+   * balancer must stop sending them here. The failures are those the writes themselves met (no
+   * syscall is added to a write); once one is remembered, each ping tries a write in the journal's
+   * folder (`Journal.probe`), and the store is ready again as soon as that, or any write, succeeds.
+   */
   async ping(): Promise<void> {
     if (!this.#ready) throw new Error('file ledger is not open');
+    const failure = this.#journal.writeFailure ?? this.#fileWriteFailure;
+    if (!failure) return;
+    this.#probing ??= this.#journal.probe().finally(() => (this.#probing = undefined));
+    try {
+      await this.#probing;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      throw new Error(`the file ledger cannot write to disk (${code}), failing since ${new Date(failure.sinceMs).toISOString()}`);
+    }
+    this.#fileWriteFailure = undefined;
   }
 
   durable(): Promise<void> {
@@ -299,15 +330,15 @@ export class FileLedgerStore implements LedgerStore {
 
   async saveDeadLetter(letter: DeadLetter): Promise<void> {
     await this.#locks.run(`dead-letter:${letter.id}`, async () => {
-      const db = new Low<DeadLetter>(new JSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
-      await db.write();
+      const db = new Low<DeadLetter>(new PrivateJSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
+      await this.#writingFile(() => db.write());
       this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
     });
   }
 
   async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
     if (!this.#deadLetters.has(id)) return undefined;
-    const db = new Low<DeadLetter | null>(new JSONFile(join(this.deadLettersDir, `${id}.json`)), null);
+    const db = new Low<DeadLetter | null>(new PrivateJSONFile(join(this.deadLettersDir, `${id}.json`)), null);
     await db.read();
     return db.data ?? undefined;
   }
@@ -478,7 +509,7 @@ export class FileLedgerStore implements LedgerStore {
     // rolling and compacting are tried again at the next append past the size and at start-up.
     this.#compacting = this.#roll()
       .then(() => this.#compactSealed())
-      .catch(() => undefined)
+      .catch((error: unknown) => this.#noteFileWriteFailure(error))
       .finally(() => (this.#compacting = undefined));
   }
 
@@ -499,18 +530,27 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   /**
-   * lowdb writes a temporary file and renames it into place, without fsync: the manifest's data and
-   * the rename are synced here, since start-up deletes segment files the manifest does not list.
+   * The manifest is written to a temporary file, synced, and renamed into place; the rename is
+   * synced here, since start-up deletes segment files the manifest does not list.
    */
   async #writeManifest(): Promise<void> {
-    await this.#manifest!.write();
-    const handle = await open(this.manifestPath, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await this.#writingFile(() => this.#manifest!.write());
     syncDirectory(dirname(this.manifestPath));
+  }
+
+  /** Runs a write of the manifest or a dead letter, remembering whether it failed (see `ping`). */
+  async #writingFile(write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      this.#noteFileWriteFailure(error);
+      throw error;
+    }
+    this.#fileWriteFailure = undefined;
+  }
+
+  #noteFileWriteFailure(error: unknown): void {
+    this.#fileWriteFailure ??= { error: error as NodeJS.ErrnoException, sinceMs: Date.now() };
   }
 
   /**
@@ -563,7 +603,10 @@ export class FileLedgerStore implements LedgerStore {
 
   async #loadDeadLetters(): Promise<void> {
     this.#deadLetters.clear();
-    for (const file of (await readdir(this.deadLettersDir)).filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
+    const files = await readdir(this.deadLettersDir);
+    // Their bodies are the POS's payloads, customers included; a temporary file left by a crash too.
+    for (const file of files) await makePrivate(join(this.deadLettersDir, file), PRIVATE_FILE);
+    for (const file of files.filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
       const letter = JSON.parse(await readFile(join(this.deadLettersDir, file), 'utf8')) as DeadLetter;
       this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
     }

@@ -18,8 +18,9 @@
  * stretches, reads on after them, reports them in `damage`, and copies the damaged segment beside
  * itself; it never changes a damaged segment (the store compacts it away once it has been acted on).
  */
-import { closeSync, constants, copyFileSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, constants, copyFileSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { PRIVATE_DIR, PRIVATE_FILE } from './private-files.js';
 
 export interface Location {
   segment: number;
@@ -38,6 +39,12 @@ export interface Region {
   length: number;
 }
 
+export interface WriteFailure {
+  error: NodeJS.ErrnoException;
+  /** When the first of the failures since the last successful write happened. */
+  sinceMs: number;
+}
+
 export interface SegmentDamage {
   segment: number;
   /** One region per unreadable line (a zero-filled block without a newline is one line). */
@@ -53,6 +60,14 @@ const OPEN_BRACE = 0x7b;
 const SCAN_CHUNK = 1024 * 1024;
 /** How far before a damaged stretch's last tab a line's header may begin (headers are a few hundred bytes). */
 const MAX_HEADER_BYTES = 16 * 1024;
+
+/** How bytes reach a file: `writeSync`'s positioned form (a test replaces it to make the disk full). */
+export type WriteFile = (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number;
+
+/** Written and synced by `probe`: more than a record line, so a disk that takes it takes the next append. */
+const PROBE_BYTES = 64 * 1024;
+/** The probe's file, beside the segments (the same file system); it is left empty between probes. */
+const PROBE_FILE = '.write-probe';
 
 /** fsync of a directory: makes the names created or renamed in it durable (Linux; a no-op where a directory cannot be opened so). */
 export function syncDirectory(dir: string): void {
@@ -85,12 +100,51 @@ export class Journal {
   readonly #syncs = new Map<number, SegmentSync>();
   #segments: number[] = [];
   #damage: SegmentDamage[] = [];
+  #writeFailure?: WriteFailure;
+  /** A segment whose last append was cut short and whose partial line could not be cut off then. */
+  #cutShort?: { segment: number; size: number };
 
   constructor(
     readonly dir: string,
     /** How a segment's data reaches the disk (a test holds it to see who waits for what). */
     private readonly syncFile: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void = fdatasync,
+    private readonly writeFile: WriteFile = writeSync,
   ) {}
+
+  /**
+   * The first error of the appends and syncs failing since the last one that succeeded (or the last
+   * successful `probe`): a full disk, a read-only remount, an I/O error. Readiness reports it.
+   */
+  get writeFailure(): WriteFailure | undefined {
+    return this.#writeFailure;
+  }
+
+  /**
+   * Writes and syncs `PROBE_BYTES` in the journal's folder and forgets the write failure once that
+   * succeeds; throws what the disk answers otherwise. Only called while a failure is remembered:
+   * with no request written (a load balancer sends none to a bridge that is not ready), nothing
+   * else would ever find out that the disk has room again.
+   */
+  async probe(): Promise<void> {
+    const fd = openSync(join(this.dir, PROBE_FILE), 'w', PRIVATE_FILE);
+    try {
+      const block = Buffer.alloc(PROBE_BYTES);
+      for (let written = 0; written < block.length; ) written += this.writeFile(fd, block, written, block.length - written, written);
+      await new Promise<void>((resolve, reject) => this.syncFile(fd, (error) => (error ? reject(error) : resolve())));
+    } finally {
+      // Gives the space back at once, whatever happened.
+      try {
+        ftruncateSync(fd, 0);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    this.#writeFailure = undefined;
+  }
+
+  #failed(error: unknown): void {
+    this.#writeFailure ??= { error: error as NodeJS.ErrnoException, sinceMs: Date.now() };
+  }
 
   get segments(): readonly number[] {
     return this.#segments;
@@ -109,15 +163,23 @@ export class Journal {
     return this.#sizes.get(segment) ?? 0;
   }
 
-  /** Opens the listed segments (creating the first), removes segment files no manifest lists (not the copies of damaged ones). */
+  /**
+   * Opens the listed segments (creating the first), removes segment files no manifest lists (not the
+   * copies of damaged ones). The folder and every file in it are made private first: a journal
+   * written by an earlier build has 0644 segments in a 0755 folder (see `private-files.ts`).
+   */
   open(segments: number[]): void {
-    mkdirSync(this.dir, { recursive: true });
+    mkdirSync(this.dir, { recursive: true, mode: PRIVATE_DIR });
+    chmodSync(this.dir, PRIVATE_DIR);
     this.#segments = segments.length ? [...segments] : [1];
     const listed = new Set(this.#segments.map(segmentName));
-    // A segment not in the manifest is what a crash during compaction or rolling left behind.
-    for (const file of readdirSync(this.dir)) if (file.endsWith('.jsonl') && !listed.has(file)) unlinkSync(join(this.dir, file));
+    for (const file of readdirSync(this.dir)) {
+      // A segment not in the manifest is what a crash during compaction or rolling left behind.
+      if (file.endsWith('.jsonl') && !listed.has(file)) unlinkSync(join(this.dir, file));
+      else chmodSync(join(this.dir, file), PRIVATE_FILE);
+    }
     for (const segment of this.#segments) {
-      const fd = openSync(join(this.dir, segmentName(segment)), existsSync(join(this.dir, segmentName(segment))) ? 'r+' : 'w+');
+      const fd = openSync(join(this.dir, segmentName(segment)), existsSync(join(this.dir, segmentName(segment))) ? 'r+' : 'w+', PRIVATE_FILE);
       this.#fds.set(segment, fd);
       this.#sizes.set(segment, fstatSync(fd).size);
     }
@@ -149,6 +211,11 @@ export class Journal {
       this.#unsynced.delete(segment);
       const fd = this.#fds.get(segment);
       const running = fd === undefined ? Promise.resolve() : new Promise<void>((resolve, reject) => this.syncFile(fd, (error) => (error ? reject(error) : resolve())));
+      running.catch((error: unknown) => {
+        this.#failed(error);
+        // Its lines are not known to be on disk: the next durable() must sync again, not resolve at once.
+        this.#unsynced.add(segment);
+      });
       state.running = running;
       return running.finally(() => {
         if (state.running === running) state.running = undefined;
@@ -168,15 +235,44 @@ export class Journal {
     return this.appendRaw(Buffer.from(`${JSON.stringify(header)}\t${body}\n`, 'utf8'));
   }
 
-  /** Appends a whole line (header, tab, body, newline) as it is: compaction copies lines byte for byte. */
+  /**
+   * Appends a whole line (header, tab, body, newline) as it is: compaction copies lines byte for
+   * byte. A write that fails (the disk full part-way through the line) is not acknowledged, and
+   * what it wrote is cut off again, so the segment ends with the last whole line: left there, a kill
+   * before the next append covered it would leave a fragment that start-up counts as damage (it
+   * starts inside the file, not as a torn last line), putting open records in doubt for nothing.
+   */
   appendRaw(line: Buffer): Location {
     const segment = this.active;
     const offset = this.#sizes.get(segment)!;
+    const fd = this.#fds.get(segment)!;
     let written = 0;
-    while (written < line.length) written += writeSync(this.#fds.get(segment)!, line, written, line.length - written, offset + written);
+    try {
+      if (this.#cutShort) this.#cutOff();
+      while (written < line.length) written += this.writeFile(fd, line, written, line.length - written, offset + written);
+    } catch (error) {
+      this.#failed(error);
+      if (written > 0) {
+        this.#cutShort = { segment, size: offset };
+        try {
+          this.#cutOff();
+        } catch {
+          /* tried again before the next append */
+        }
+      }
+      throw error;
+    }
+    this.#writeFailure = undefined;
     this.#sizes.set(segment, offset + line.length);
     this.#unsynced.add(segment);
     return { segment, offset, length: line.length };
+  }
+
+  #cutOff(): void {
+    const { segment, size } = this.#cutShort!;
+    const fd = this.#fds.get(segment);
+    if (fd !== undefined) ftruncateSync(fd, size);
+    this.#cutShort = undefined;
   }
 
   readLine(location: Location): Buffer {
@@ -198,7 +294,7 @@ export class Journal {
   /** Starts a new segment for appends; the caller records the new list in the manifest. */
   roll(): number {
     const next = this.active + 1;
-    const fd = openSync(join(this.dir, segmentName(next)), 'w+');
+    const fd = openSync(join(this.dir, segmentName(next)), 'w+', PRIVATE_FILE);
     // The new file's name must survive a crash before lines in it are relied upon.
     syncDirectory(this.dir);
     this.#fds.set(next, fd);
@@ -286,6 +382,7 @@ export class Journal {
     const existing = readdirSync(this.dir).find((f) => f.startsWith(`${name}.corrupt-`) && statSync(join(this.dir, f)).size === size);
     if (existing) return join(this.dir, existing);
     const copy = join(this.dir, `${name}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    // The copy is created with its source's mode, private since `open` (it holds the same records).
     copyFileSync(join(this.dir, name), copy, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
     return copy;
   }

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync, statSync, writeSync } from 'node:fs';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
@@ -9,6 +9,21 @@ import { openStore } from '../../src/ledger/open-store.js';
 import { isOpen, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
 import { ledgerStoreContract, makeRecord, minutes, nextVersion, settle } from './store-contract.js';
+
+/** Whether a process with this pid runs (signal 0 checks without sending anything). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Permission bits of every file and folder under `dir`, as `name: 0oNNN` lines. */
+async function modesUnder(dir: string): Promise<string[]> {
+  return (await readdir(dir, { recursive: true })).sort().map((entry) => `${entry}: 0o${(statSync(join(dir, entry)).mode & 0o777).toString(8)}`);
+}
 
 async function freshDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'ledger-file-store-'));
@@ -272,6 +287,20 @@ describe('FileLedgerStore on disk', () => {
     expect(store.recovery).toBeUndefined();
   });
 
+  it('a lock written on an earlier boot is stale even when its pid runs again now (pids restart with the machine)', async () => {
+    expect(isAlive(1)).toBe(true); // PID 1 always runs: after a reboot, any pid a lock names may be someone else's
+    await writeFile(`${path}.lock`, '1\nan-earlier-boot-id\n');
+    store = await openAt(path);
+    expect((await readFile(`${path}.lock`, 'utf8')).split('\n')).toEqual([String(process.pid), currentBootId(), '']);
+    expect(store.recovery).toMatchObject({ machineRestarted: true, corruptLines: 0 });
+  });
+
+  it('a lock written on this boot by a process that runs is in use', async () => {
+    await writeFile(`${path}.lock`, `1\n${currentBootId()}\n`);
+    await expect(openAt(path)).rejects.toThrow(/in use by process 1 /);
+    expect(await readFile(`${path}.lock`, 'utf8')).toBe(`1\n${currentBootId()}\n`);
+  });
+
   it.each([
     ['empty', ''],
     ['zero-filled', '\u0000'.repeat(48)],
@@ -295,5 +324,126 @@ describe('FileLedgerStore on disk', () => {
     store = await openAt(nested);
     expect(existsSync(nested)).toBe(true);
     expect(existsSync(join(dir, 'a', 'b', 'ledger.journal', '000001.jsonl'))).toBe(true);
+  });
+
+  describe('private files (they hold customers\' contacts)', () => {
+    const letter = (id: string) => ({ id, pos: 'shopify', receivedAt: minutes(1), lastReceivedAt: minutes(1), deliveries: 1, reason: 'x', headers: {}, body: '{"phone":"+15550001111"}', bodyEncoding: 'utf8' as const, replays: [] });
+
+    it('a ledger written by an earlier build (0644 files, 0755 folders) is made private when opened', async () => {
+      store = await openAt(path);
+      await store.insert(makeRecord('generic:A-1'));
+      await store.saveDeadLetter(letter('dl-1'));
+      await store.close();
+      await writeFile(join(dir, 'ledger.journal', '000001.jsonl.corrupt-2026-01-01T00-00-00-000Z'), 'a copy kept for forensics');
+      await writeFile(`${path}.restarted`, 'an unclean stop on an earlier boot');
+      for (const entry of await readdir(dir, { recursive: true })) await chmod(join(dir, entry), statSync(join(dir, entry)).isDirectory() ? 0o755 : 0o644);
+
+      store = await openAt(path);
+      expect(await modesUnder(dir)).toEqual([
+        'ledger.dead-letters: 0o700',
+        'ledger.dead-letters/dl-1.json: 0o600',
+        'ledger.journal: 0o700',
+        'ledger.journal/000001.jsonl: 0o600',
+        'ledger.journal/000001.jsonl.corrupt-2026-01-01T00-00-00-000Z: 0o600',
+        'ledger.json: 0o600',
+        'ledger.json.lock: 0o600',
+        'ledger.json.restarted: 0o600',
+      ]);
+      expect(await store.get('generic:A-1')).toEqual(makeRecord('generic:A-1'));
+      expect(await store.getDeadLetter('dl-1')).toEqual(letter('dl-1'));
+    });
+
+    it('files written later are private from the start: a new segment and the manifest after compaction, a dead letter replaced, the restart marker', async () => {
+      await writeFile(`${path}.lock`, '999999999\nan-earlier-boot-id\n');
+      store = await openAt(path);
+      await store.saveDeadLetter(letter('dl-2'));
+      await store.saveDeadLetter({ ...letter('dl-2'), deliveries: 2 });
+      for (let i = 0; i < 150; i++) {
+        let record = makeRecord(`generic:C-${i}`, { accrual: 'pending' });
+        await store.insert(record);
+        for (let v = 0; v < 6; v++) record = await store.update({ ...record, version: record.version + 1, history: [...record.history, { at: minutes(v), event: 'x'.repeat(400) }] });
+      }
+      await store.close();
+      store = await openAt(path);
+      expect(await readdir(join(dir, 'ledger.journal'))).toEqual(['000002.jsonl']);
+      expect(await modesUnder(dir)).toEqual([
+        'ledger.dead-letters: 0o700',
+        'ledger.dead-letters/dl-2.json: 0o600',
+        'ledger.journal: 0o700',
+        'ledger.journal/000002.jsonl: 0o600',
+        'ledger.json: 0o600',
+        'ledger.json.lock: 0o600',
+        'ledger.json.restarted: 0o600',
+      ]);
+      expect((await store.getDeadLetter('dl-2'))?.deliveries).toBe(2);
+    });
+
+    it('folders the bridge creates for a new ledger are private; a folder that was there is left as it is', async () => {
+      await chmod(dir, 0o755);
+      store = await openAt(join(dir, 'a', 'b', 'ledger.json'));
+      expect(statSync(dir).mode & 0o777).toBe(0o755);
+      expect(await modesUnder(dir)).toEqual([
+        'a: 0o700',
+        'a/b: 0o700',
+        'a/b/ledger.dead-letters: 0o700',
+        'a/b/ledger.journal: 0o700',
+        'a/b/ledger.journal/000001.jsonl: 0o600',
+        'a/b/ledger.json: 0o600',
+        'a/b/ledger.json.lock: 0o600',
+      ]);
+    });
+  });
+
+  describe('a disk that cannot take writes', () => {
+    /** `writeSync`, except that while `full` it writes the `room` left and then fails as a full disk does. */
+    function disk() {
+      const state = {
+        full: false,
+        room: 0,
+        write(fd: number, buffer: Buffer, offset: number, length: number, position: number): number {
+          if (!state.full) return writeSync(fd, buffer, offset, length, position);
+          if (state.room === 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+          const n = Math.min(length, state.room);
+          state.room -= n;
+          return writeSync(fd, buffer, offset, n, position);
+        },
+      };
+      return state;
+    }
+
+    it('ping fails while writes fail, naming the ledger and the cause, until a write can be made again; nothing written before is lost', async () => {
+      const full = disk();
+      store = new FileLedgerStore(path, { writeFile: full.write });
+      await store.init();
+      const kept = makeRecord('generic:kept', { accrual: 'pending' });
+      await store.insert(kept);
+      await store.ping();
+      const segment = join(dir, 'ledger.journal', '000001.jsonl');
+      const before = statSync(segment).size;
+
+      // Room for part of the next line only: the write is cut short, then fails.
+      Object.assign(full, { full: true, room: 100 });
+      await expect(store.insert(makeRecord('generic:refused'))).rejects.toMatchObject({ code: 'ENOSPC' });
+      // What the failed write put there is cut off again: the segment ends with the last whole line.
+      expect(statSync(segment).size).toBe(before);
+      await expect(store.ping()).rejects.toThrow(/^the file ledger cannot write to disk \(ENOSPC\), failing since \d{4}-/);
+      // Still full: still not ready (each ping tries a write, which fails).
+      await expect(store.ping()).rejects.toThrow(/ENOSPC/);
+      await expect(store.update(settle(kept))).rejects.toMatchObject({ code: 'ENOSPC' });
+      expect(await store.get('generic:kept')).toEqual(kept);
+      expect(await store.get('generic:refused')).toBeUndefined();
+
+      full.full = false;
+      await store.ping();
+      const settled = await store.update(settle(kept));
+      await store.insert(makeRecord('generic:later'));
+      await store.close();
+      store = await openAt(path);
+      expect(store.recovery).toBeUndefined();
+      expect(await store.get('generic:kept')).toEqual(settled);
+      expect(await store.get('generic:later')).toEqual(makeRecord('generic:later'));
+      expect(await store.count()).toBe(2);
+    });
+
   });
 });

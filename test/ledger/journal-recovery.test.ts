@@ -4,7 +4,7 @@
  * cannot read, keeps every readable line before and after it, reports the damage, keeps a copy of
  * the damaged segment, and leaves the segment as found until `compactDamaged`.
  */
-import { mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
@@ -142,6 +142,7 @@ describe('a zero-filled block in the middle of a segment', () => {
     expect(store.recovery).toEqual({ corruptLines: 1, bytes: last.offset + last.length - first.offset, segments: [1], copies: [expect.stringMatching(/000001\.jsonl\.corrupt-/)], machineRestarted: false, staleLines: 0 });
     const copy = store.recovery!.copies[0]!;
     expect(await readFile(copy)).toEqual(damaged);
+    expect((await stat(copy)).mode & 0o777).toBe(0o600); // it holds the same customers' records
     // The damaged segment is sealed as found; writes go to a new one.
     expect(await journalFiles()).toEqual(['000001.jsonl', copy.split('/').pop(), '000002.jsonl']);
     expect(await readFile(segment1)).toEqual(damaged);

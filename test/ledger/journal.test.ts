@@ -81,3 +81,28 @@ it('nothing appended since the last sync: durable() resolves without a new one',
   await journal.durable();
   expect(held).toHaveLength(0);
 });
+
+it('a sync that fails: durable() rejects, the failure is remembered for readiness, and the next durable() syncs again', async () => {
+  const syncs: ((error: NodeJS.ErrnoException | null) => void)[] = [];
+  const failing = new Journal(join(dir, 'failing'), (_fd, done) => syncs.push(done));
+  failing.open([1]);
+  try {
+    failing.append({ k: 'r' }, '"a"');
+    const first = failing.durable();
+    await ticks();
+    syncs.shift()!(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+    await expect(first).rejects.toMatchObject({ code: 'EIO' });
+    expect(failing.writeFailure?.error.code).toBe('EIO');
+    // The line is not known to be on disk: no call may go out on it before a sync succeeds.
+    const second = track(failing.durable());
+    await ticks();
+    expect(syncs).toHaveLength(1);
+    expect(second.done).toBe(false);
+    syncs.shift()!(null);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(second.done).toBe(true);
+  } finally {
+    await failing.settle();
+    failing.close();
+  }
+});

@@ -16,7 +16,8 @@ export function opsRoutes(deps: { store: LedgerStore; metrics: Metrics; upstream
     try {
       await deps.store.ping();
     } catch (error) {
-      checks.ledger = `unreachable: ${(error as Error).message}`;
+      // Unreachable (a database) or unable to write (a full disk): either way no checkout succeeds here.
+      checks.ledger = `failing: ${(error as Error).message}`;
     }
     const ready = checks.ledger === 'ok' && checks.upstream === 'ok';
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks });
