@@ -11,7 +11,7 @@ import type { PosAdapter, PosSettings } from '../adapters/types.js';
 import type { Config } from './config.js';
 import { HistoryVerifier } from './core/history-verifier.js';
 import { Ingest } from './core/ingest.js';
-import { TransactionService } from './core/transactions.js';
+import { createCore, type Core } from './core/core.js';
 import { Worker } from './core/worker.js';
 import { armFailpoints } from './failpoints.js';
 import { createApp } from './http/app.js';
@@ -26,7 +26,7 @@ export interface Bridge {
   url: string;
   server: http.Server;
   store: LedgerStore;
-  service: TransactionService;
+  core: Core;
   worker: Worker;
   adminToken: string;
   /** Graceful: stop taking requests, finish or record in-flight work, close the ledger. */
@@ -70,22 +70,22 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   const client = new LoyaltyClient({ baseUrl, appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs });
   const verifier = new HistoryVerifier(client, store, { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs });
   const metrics = createMetrics(() => store.countOpen(), overrides.defaultMetrics ?? true);
-  const service = new TransactionService(
+  const core = createCore({
     store,
     client,
     verifier,
-    { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, partialRefundPolicy: config.partialRefundPolicy, inFlightLeaseMs: config.inFlightLeaseMs },
+    options: { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, partialRefundPolicy: config.partialRefundPolicy, inFlightLeaseMs: config.inFlightLeaseMs },
     logger,
     metrics,
-    overrides.clock,
-  );
-  const recovered = await service.recoverInterrupted();
+    clock: overrides.clock,
+  });
+  const recovered = await core.recovery.recoverInterrupted();
   if (recovered) logger.warn({ recovered }, 'records were mid-call when the bridge last stopped: now in doubt, to be verified');
   if (store instanceof FileLedgerStore && store.recovery) {
     // The damage is compacted away only once records are in doubt: a crash before that finds it again.
     const damaged = store.recovery.corruptLines > 0 || store.recovery.staleLines > 0;
     const cause = damaged ? 'journal damage found at start-up' : 'the machine restarted since this ledger was last held without a clean stop';
-    const inDoubt = await service.recoverAfterJournalDamage(cause);
+    const inDoubt = await core.recovery.recoverAfterJournalDamage(cause);
     logger.warn(
       { ...store.recovery, inDoubt },
       damaged
@@ -94,15 +94,16 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     );
     await store.compactDamaged();
   }
-  const worker = new Worker(store, service, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs }, logger);
+  const worker = new Worker(store, core.delivery, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs }, logger);
 
   const adapterContext = { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion };
-  const ingest = new Ingest(overrides.adapters ?? allAdapters, service, store, { ...config.pos, ...overrides.posSettings }, adapterContext, config.posApiTimeoutMs, logger, overrides.clock);
+  const ingest = new Ingest(overrides.adapters ?? allAdapters, core.intake, store, { ...config.pos, ...overrides.posSettings }, adapterContext, config.posApiTimeoutMs, logger, overrides.clock);
   const scrubbed = await ingest.scrubDeadLetterHeaders();
   if (scrubbed) logger.warn({ scrubbed }, 'dead letters kept webhook credentials or signatures (an earlier build kept them): removed; rotate the webhook secrets of the POS systems concerned if others could read the dead letters');
   const app = createApp({
     ingest,
-    service,
+    operator: core.operator,
+    instanceId: core.delivery.instanceId,
     worker,
     store,
     logger,
@@ -131,5 +132,5 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       await store.close();
     })());
 
-  return { url: `http://127.0.0.1:${port}`, server, store, service, worker, adminToken, close };
+  return { url: `http://127.0.0.1:${port}`, server, store, core, worker, adminToken, close };
 }

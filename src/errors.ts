@@ -76,6 +76,20 @@ export class VersionConflictError extends BridgeError {
   }
 }
 
+/**
+ * A store refused to let a record hold an accrual key another record holds (`accrualKeys`): an
+ * accrual of the same customer and amount is unsettled there. Not an error to show anyone: the
+ * service makes the record wait behind `holder`.
+ */
+export class AccrualKeyHeldError extends BridgeError {
+  constructor(
+    readonly transactionId: string,
+    readonly holder: string,
+  ) {
+    super(`ledger record ${transactionId} cannot go out while ${holder}, an accrual of the same customer and amount, is unsettled`, 409, 'accrual_key_held');
+  }
+}
+
 /** 503: the bridge cannot take the request now (ledger unreachable, shutting down). */
 export class UnavailableError extends BridgeError {
   constructor(message: string) {

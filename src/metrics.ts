@@ -6,6 +6,7 @@ export interface Metrics {
   checkouts: Counter<'pos' | 'result'>;
   refunds: Counter<'pos' | 'result'>;
   upstreamCalls: Counter<'operation' | 'outcome'>;
+  accrualsHeldBack: Counter;
   httpDuration: Histogram<'route' | 'code'>;
   openRecords: Gauge;
 }
@@ -18,6 +19,11 @@ export function createMetrics(openRecords: () => Promise<number>, withDefaults =
     checkouts: new Counter({ name: 'bridge_checkouts_total', help: 'Checkouts received, by POS and resulting status (repeat = already recorded; repeat_changed = already recorded, delivered again with another amount).', labelNames: ['pos', 'result'], registers: [registry] }),
     refunds: new Counter({ name: 'bridge_refunds_total', help: 'Refunds received, by POS and resulting status.', labelNames: ['pos', 'result'], registers: [registry] }),
     upstreamCalls: new Counter({ name: 'bridge_upstream_calls_total', help: 'Rounds of calls to the loyalty service, by operation and classified outcome.', labelNames: ['operation', 'outcome'], registers: [registry] }),
+    accrualsHeldBack: new Counter({
+      name: 'bridge_accruals_held_back_total',
+      help: 'Times an accrual waited behind an unsettled accrual of the same customer and amount (sent together, the history could not tell them apart).',
+      registers: [registry],
+    }),
     httpDuration: new Histogram({ name: 'bridge_http_request_duration_seconds', help: 'Time to answer HTTP requests.', labelNames: ['route', 'code'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [registry] }),
     openRecords: new Gauge({
       name: 'bridge_ledger_open_records',

@@ -1,5 +1,5 @@
 /**
- * From a POS's own payload to the transaction service: translate with the POS's adapter, fill in
+ * From a POS's own payload to intake: translate with the POS's adapter, fill in
  * the customer from the POS's API where the payload only names one, and for webhooks verify the
  * signature, deduplicate on the POS's event identity, fetch id-only objects, and keep what cannot
  * be translated as a dead letter. Used by `/v1/checkouts|refunds|webhooks/{pos}` and by replays.
@@ -14,7 +14,8 @@ import type { DeadLetter, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { posApi, PosApiNotConfiguredError } from '../pos-api.js';
 import { singleHeader, verifySignature } from '../webhooks/signature.js';
-import type { Answer, TransactionService } from './transactions.js';
+import type { Answer } from './answer.js';
+import type { IntakeService } from './intake.js';
 
 /** An authentic delivery that could not be translated: kept whole, answered with a clear 4xx. */
 export class DeadLetteredError extends BridgeError {
@@ -35,7 +36,8 @@ export interface WebhookResult {
 export interface WebhookOutcome {
   pos: string;
   results: WebhookResult[];
-  httpStatus: number;
+  /** Some action is still being delivered in the background (the POS is answered 202). */
+  inProgress: boolean;
 }
 
 /**
@@ -73,7 +75,7 @@ export class Ingest {
 
   constructor(
     private readonly adapters: ReadonlyMap<string, PosAdapter>,
-    private readonly service: TransactionService,
+    private readonly intake: IntakeService,
     private readonly store: LedgerStore,
     private readonly settings: Record<string, PosSettings>,
     private readonly context: AdapterContext,
@@ -91,11 +93,11 @@ export class Ingest {
 
   async checkout(adapter: PosAdapter, payload: unknown): Promise<Answer> {
     const intent = await this.#withCustomer(adapter, adapter.parseCheckout(payload, this.context));
-    return this.service.checkout(adapter.name, intent);
+    return this.intake.checkout(adapter.name, intent);
   }
 
   async refund(adapter: PosAdapter, payload: unknown): Promise<Answer> {
-    return this.service.refund(adapter.name, adapter.parseRefund(payload, this.context));
+    return this.intake.refund(adapter.name, adapter.parseRefund(payload, this.context));
   }
 
   /** `verified`: the signature was checked when the delivery first arrived (dead-letter replay). */
@@ -108,7 +110,7 @@ export class Ingest {
     const handshake = settings.webhookSecret ? undefined : this.#handshake(adapter, raw, rawHeaders);
     if (handshake !== undefined) {
       this.logger.warn({ pos, verificationCode: handshake }, `${pos} webhook set-up handshake received: enter this code in ${pos}'s dashboard`);
-      return { pos, results: [{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }], httpStatus: 200 };
+      return { pos, results: [{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }], inProgress: false };
     }
     if (!verified) verifySignature(adapter.webhook.signature, settings, raw, headers, rawHeaders, this.clock());
     const results: WebhookResult[] = [];
@@ -134,7 +136,7 @@ export class Ingest {
       throw new DeadLetteredError(`could not carry out this ${pos} delivery: ${failure.message}`, failure.status, letter.id, failure instanceof ValidationError ? failure.issues : undefined);
     }
     const pending = results.some((r) => r.status && !FINAL_STATUSES.has(r.status));
-    return { pos, results, httpStatus: pending ? 202 : 200 };
+    return { pos, results, inProgress: pending };
   }
 
   #handshake(adapter: PosAdapter, raw: Buffer, rawHeaders: string[]): string | undefined {

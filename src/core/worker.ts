@@ -6,7 +6,7 @@
 import type { Logger } from '../logger.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
-import type { StepReport, TransactionService } from './transactions.js';
+import type { DeliveryService, StepReport } from './delivery.js';
 
 export interface ReconcileReport {
   startedAt: string;
@@ -27,7 +27,7 @@ export class Worker {
 
   constructor(
     private readonly store: LedgerStore,
-    private readonly service: TransactionService,
+    private readonly service: DeliveryService,
     private readonly options: { intervalMs: number; concurrency: number; leaseMs: number; idleMs: number },
     private readonly logger: Logger,
   ) {}

@@ -2,7 +2,7 @@
 import express from 'express';
 import type { PosAuthConfig } from '../config.js';
 import type { Ingest } from '../core/ingest.js';
-import type { TransactionService } from '../core/transactions.js';
+import type { OperatorActions } from '../core/operator.js';
 import type { Worker } from '../core/worker.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
@@ -15,7 +15,9 @@ import { posRoutes } from './routes/pos.js';
 
 export interface AppDeps {
   ingest: Ingest;
-  service: TransactionService;
+  operator: OperatorActions;
+  /** This bridge instance's id (in-flight markers name it). */
+  instanceId: string;
   worker: Worker;
   store: LedgerStore;
   logger: Logger;
@@ -40,7 +42,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.on('finish', () => end({ route: req.route?.path ?? 'unmatched', code: String(res.statusCode) }));
     next();
   });
-  app.use(opsRoutes({ ...deps, instanceId: deps.service.instanceId }));
+  app.use(opsRoutes(deps));
   app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth }));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());

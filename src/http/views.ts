@@ -1,6 +1,13 @@
 /** How ledger records are shown to a POS and to operators. */
 import type { LedgerRecord } from '../ledger/record.js';
-import type { Answer } from '../core/transactions.js';
+import type { Answer, AnswerOutcome } from '../core/answer.js';
+
+/** The one mapping of the core's outcomes to HTTP (bridge-contract: 200 final now, 202 still being delivered, 404 an order nobody knows). */
+const ANSWER_STATUS: Record<AnswerOutcome, number> = { settled: 200, in_progress: 202, unknown_order: 404 };
+
+export function answerStatus(answer: Pick<Answer, 'outcome'>): number {
+  return ANSWER_STATUS[answer.outcome];
+}
 
 /** The POS's answer: at least `transactionId` and `status`, plus the upstream results when there are any. */
 export function posAnswer(answer: Answer) {

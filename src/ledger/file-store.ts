@@ -37,12 +37,13 @@ import { mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
-import { ConflictError, VersionConflictError } from '../errors.js';
+import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import { Journal, syncDirectory, type Location, type WriteFailure, type WriteFile } from './journal.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
-import { dueOf, isOpen, LEDGER_STATUSES, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
+import { dueOf } from '../core/transitions.js';
+import { accrualKeys, isOpen, LEDGER_STATUSES, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 const FORMAT_VERSION = 2;
@@ -61,7 +62,7 @@ interface Manifest {
  * have no `d`: start-up derives it from their bodies, for the open records among them only.
  */
 type LineHeader =
-  | { k: 'r'; id: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[] }
+  | { k: 'r'; id: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number }
   | { k: 'w'; key: string; t: number };
 
 /** What start-up found unreadable in the journal; no record contents (they hold customer contacts). */
@@ -90,6 +91,9 @@ interface IndexEntry {
   /** Undefined when the worker has nothing to do on its own (settled, or an operator's to move). */
   due?: Due;
   operationIds: number[];
+  /** `accrualKeys` of the latest version, and the amount of an unsettled accrual (`unsettledAmount`). */
+  accrualKeys: string[];
+  unsettledAmount?: number;
   location: Location;
 }
 
@@ -121,6 +125,8 @@ export class FileLedgerStore implements LedgerStore {
   readonly #index = new Map<string, IndexEntry>();
   readonly #open = new Set<string>();
   readonly #claims = new Map<number, string>();
+  /** Accrual key → the record holding it (see `accrualKeys`). */
+  readonly #accrualKeys = new Map<string, string>();
   readonly #cache = new Map<string, LedgerRecord>();
   readonly #webhookEvents = new Map<string, { at: number; location: Location }>();
   readonly #liveBytes = new Map<number, number>();
@@ -247,7 +253,7 @@ export class FileLedgerStore implements LedgerStore {
     return this.#locks.run(record.transactionId, async () => {
       if (this.#index.has(record.transactionId)) return { record: this.#read(record.transactionId)!, created: false };
       if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
-      this.#checkClaims(record);
+      this.#checkClaims(record, []);
       this.#write(record);
       return { record, created: true };
     });
@@ -259,7 +265,7 @@ export class FileLedgerStore implements LedgerStore {
       if (!current || current.version !== next.version - 1) {
         throw new VersionConflictError(next.transactionId, next.version - 1, current?.version);
       }
-      this.#checkClaims(next);
+      this.#checkClaims(next, current.accrualKeys);
       this.#write(next);
       return next;
     });
@@ -303,6 +309,12 @@ export class FileLedgerStore implements LedgerStore {
 
   async countOpen(): Promise<number> {
     return this.#open.size;
+  }
+
+  async listUnsettledAccruals(amountCents: number): Promise<LedgerRecord[]> {
+    const found: LedgerRecord[] = [];
+    for (const id of this.#open) if (this.#index.get(id)!.unsettledAmount === amountCents) found.push(this.#read(id)!);
+    return found;
   }
 
   async findOperationClaim(operationId: number): Promise<string | undefined> {
@@ -400,6 +412,8 @@ export class FileLedgerStore implements LedgerStore {
   #write(record: LedgerRecord): void {
     const open = isOpen(record);
     const due = dueOf(record);
+    const keys = accrualKeys(record);
+    const amount = unsettledAmount(record);
     const header: LineHeader = {
       k: 'r',
       id: record.transactionId,
@@ -411,6 +425,8 @@ export class FileLedgerStore implements LedgerStore {
       ...(open ? { d: due?.atMs ?? null } : {}),
       ...(due?.needsVerifier ? { dv: 1 } : {}),
       ...(record.accrual.operationIds.length ? { ops: record.accrual.operationIds } : {}),
+      ...(keys.length ? { ak: keys } : {}),
+      ...(amount !== undefined ? { ua: amount } : {}),
     };
     const location = this.#journal.append(header, JSON.stringify(record));
     this.#keep(record);
@@ -418,11 +434,19 @@ export class FileLedgerStore implements LedgerStore {
     this.#afterAppend();
   }
 
-  /** An upstream operation proves one accrual: an id another record holds is refused, as in PostgreSQL. */
-  #checkClaims(record: LedgerRecord): void {
+  /**
+   * An upstream operation proves one accrual: an id another record holds is refused, as in PostgreSQL.
+   * An accrual key another record holds is refused when this version takes it newly (`held` are the
+   * keys the stored version has), so a record already holding a key keeps moving.
+   */
+  #checkClaims(record: LedgerRecord, held: readonly string[]): void {
     for (const id of record.accrual.operationIds) {
       const holder = this.#claims.get(id);
       if (holder !== undefined && holder !== record.transactionId) throw new ConflictError(`operation ${id} is claimed by ${holder}`);
+    }
+    for (const key of accrualKeys(record)) {
+      const holder = this.#accrualKeys.get(key);
+      if (holder !== undefined && holder !== record.transactionId && !held.includes(key)) throw new AccrualKeyHeldError(record.transactionId, holder);
     }
   }
 
@@ -438,17 +462,23 @@ export class FileLedgerStore implements LedgerStore {
     if (previous) this.#removeLive(previous.location);
     this.#addLive(location);
     const due = h.o === 1 && typeof h.d === 'number' ? { atMs: h.d, needsVerifier: h.dv === 1 } : undefined;
-    this.#index.set(h.id, { transactionId: h.id, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], location });
+    const keys = h.ak ?? [];
+    this.#index.set(h.id, { transactionId: h.id, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], accrualKeys: keys, unsettledAmount: h.ua, location });
     if (h.o === 1) this.#open.add(h.id);
     else this.#open.delete(h.id);
     for (const id of previous?.operationIds ?? []) this.#claims.delete(id);
     for (const id of h.ops ?? []) this.#claims.set(id, h.id);
+    for (const key of previous?.accrualKeys ?? []) if (this.#accrualKeys.get(key) === h.id) this.#accrualKeys.delete(key);
+    // A key already held stays with its holder: two unsettled accruals of one key can only come from
+    // an earlier build's ledger, and the history verifier treats such a pair as ambiguous.
+    for (const key of keys) if (!this.#accrualKeys.has(key)) this.#accrualKeys.set(key, h.id);
   }
 
   #rebuildIndex(): void {
     this.#index.clear();
     this.#open.clear();
     this.#claims.clear();
+    this.#accrualKeys.clear();
     this.#cache.clear();
     this.#webhookEvents.clear();
     this.#liveBytes.clear();
@@ -631,7 +661,9 @@ function isLineHeader(h: unknown): h is LineHeader {
     (x.o === 0 || x.o === 1) &&
     (x.d === undefined || x.d === null || typeof x.d === 'number') &&
     (x.dv === undefined || x.dv === 1) &&
-    (x.ops === undefined || (Array.isArray(x.ops) && x.ops.every((id) => typeof id === 'number')))
+    (x.ops === undefined || (Array.isArray(x.ops) && x.ops.every((id) => typeof id === 'number'))) &&
+    (x.ak === undefined || (Array.isArray(x.ak) && x.ak.every((key) => typeof key === 'string'))) &&
+    (x.ua === undefined || typeof x.ua === 'number')
   );
 }
 

@@ -5,7 +5,8 @@
  * migration that has shipped: add the next version.
  */
 import type pg from 'pg';
-import { dueOf, type LedgerRecord } from './record.js';
+import { dueOf } from '../core/transitions.js';
+import { accrualKeys, unsettledAmount, type LedgerRecord } from './record.js';
 
 export interface Migration {
   version: number;
@@ -22,6 +23,36 @@ export interface Migration {
 export function dueColumns(record: LedgerRecord): { dueAt: string; needsVerifier: boolean } {
   const due = dueOf(record);
   return { dueAt: due ? new Date(due.atMs).toISOString() : 'infinity', needsVerifier: due?.needsVerifier ?? false };
+}
+
+/** The accrual-key columns of migration 3 (record.ts `accrualKeys`, `unsettledAmount`). */
+export function accrualKeyColumns(record: LedgerRecord): { keys: string[]; unsettledAmount: number | null } {
+  return { keys: accrualKeys(record), unsettledAmount: unsettledAmount(record) ?? null };
+}
+
+/**
+ * Migration 3: the keys of the open records whose accrual is unsettled. Two such records of one key
+ * (possible before this migration) both list it; the first takes the key row, and neither is refused
+ * later for a key it already lists.
+ */
+async function backfillAccrualKeys(client: pg.PoolClient): Promise<void> {
+  await client.query('DECLARE ledger_keys_backfill NO SCROLL CURSOR FOR SELECT transaction_id, record FROM ledger_records WHERE open');
+  for (;;) {
+    const { rows } = await client.query<{ transaction_id: string; record: LedgerRecord }>(`FETCH ${BACKFILL_BATCH} FROM ledger_keys_backfill`);
+    if (rows.length === 0) break;
+    const columns = rows.map((r) => accrualKeyColumns(r.record));
+    await client.query(
+      `UPDATE ledger_records r SET accrual_keys = ARRAY(SELECT jsonb_array_elements_text(k.keys)), unsettled_amount = k.amount
+         FROM unnest($1::text[], $2::jsonb[], $3::bigint[]) AS k (transaction_id, keys, amount)
+        WHERE r.transaction_id = k.transaction_id`,
+      [rows.map((r) => r.transaction_id), columns.map((c) => JSON.stringify(c.keys)), columns.map((c) => c.unsettledAmount)],
+    );
+    const held = rows.flatMap((r, i) => columns[i]!.keys.map((key) => [key, r.transaction_id] as const));
+    if (held.length) {
+      await client.query('INSERT INTO ledger_accrual_keys (key, transaction_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO NOTHING', [held.map((h) => h[0]), held.map((h) => h[1])]);
+    }
+  }
+  await client.query('CLOSE ledger_keys_backfill');
 }
 
 /** Rows per round trip when migration 2 fills in the due times of open records. */
@@ -184,5 +215,84 @@ RETURNS boolean LANGUAGE sql AS $$
 $$;
 `,
     backfill: backfillDueTimes,
+  },
+  {
+    version: 3,
+    name: 'accrual keys: one unsettled accrual per customer and amount',
+    sql: `
+-- accrual_keys: the keys (record.ts accrualKeys) the record's latest version holds; unsettled_amount:
+-- the Check amount while its accrual is unsettled, to find the records an operation could belong to.
+ALTER TABLE ledger_records
+  ADD COLUMN accrual_keys text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN unsettled_amount bigint;
+CREATE INDEX ledger_records_unsettled ON ledger_records (unsettled_amount) WHERE unsettled_amount IS NOT NULL;
+
+-- A key is held by one record at most, across instances: the primary key enforces it.
+CREATE TABLE ledger_accrual_keys (
+  key text PRIMARY KEY,
+  transaction_id text NOT NULL
+);
+CREATE INDEX ledger_accrual_keys_tx ON ledger_accrual_keys (transaction_id);
+
+-- The compare-and-set of migration 2, plus the accrual keys, in the same transaction: a key another
+-- record holds is refused (LB002, the holder in DETAIL) when this version takes it newly; one the
+-- stored version already lists is kept (two holders can only come from before this migration).
+CREATE FUNCTION ledger_update(p_id text, p_expected integer, p_status text, p_open boolean, p_updated_at timestamptz, p_record jsonb, p_ops bigint[],
+                              p_due_at timestamptz, p_due_needs_verifier boolean, p_keys text[], p_unsettled_amount bigint)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  other text;
+  op bigint;
+  prev text[];
+BEGIN
+  -- The keys the stored version holds, with the row locked: the update below replaces that version.
+  SELECT accrual_keys INTO prev FROM ledger_records WHERE transaction_id = p_id AND version = p_expected FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE ledger_records
+     SET version = p_expected + 1, status = p_status, open = p_open, updated_at = p_updated_at, record = p_record,
+         due_at = p_due_at, due_needs_verifier = p_due_needs_verifier, accrual_keys = p_keys, unsettled_amount = p_unsettled_amount
+   WHERE transaction_id = p_id;
+  DELETE FROM ledger_operation_claims WHERE transaction_id = p_id AND NOT (operation_id = ANY (p_ops));
+  FOREACH op IN ARRAY p_ops LOOP
+    INSERT INTO ledger_operation_claims (operation_id, transaction_id) VALUES (op, p_id) ON CONFLICT (operation_id) DO NOTHING;
+    SELECT transaction_id INTO other FROM ledger_operation_claims WHERE operation_id = op;
+    IF other <> p_id THEN
+      RAISE EXCEPTION 'operation % is claimed by %', op, other USING ERRCODE = 'LB001';
+    END IF;
+  END LOOP;
+  PERFORM ledger_hold_keys(p_id, p_keys, prev);
+  RETURN true;
+END;
+$$;
+
+-- Holds p_keys for p_id (releasing the others it held); refuses a key another record holds unless p_id already listed it (p_prev).
+CREATE FUNCTION ledger_hold_keys(p_id text, p_keys text[], p_prev text[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  other text;
+  k text;
+BEGIN
+  DELETE FROM ledger_accrual_keys WHERE transaction_id = p_id AND NOT (key = ANY (p_keys));
+  FOREACH k IN ARRAY p_keys LOOP
+    -- Waits for a concurrent transaction inserting the same key, then sees its outcome.
+    INSERT INTO ledger_accrual_keys (key, transaction_id) VALUES (k, p_id) ON CONFLICT (key) DO NOTHING;
+    SELECT transaction_id INTO other FROM ledger_accrual_keys WHERE key = k;
+    IF other <> p_id AND NOT (k = ANY (p_prev)) THEN
+      RAISE EXCEPTION 'accrual key of % is held by %', p_id, other USING ERRCODE = 'LB002', DETAIL = other;
+    END IF;
+  END LOOP;
+END;
+$$;
+
+-- What the build before this one calls during a rolling deploy: the same write, holding no keys.
+CREATE OR REPLACE FUNCTION ledger_update(p_id text, p_expected integer, p_status text, p_open boolean, p_updated_at timestamptz, p_record jsonb, p_ops bigint[],
+                                         p_due_at timestamptz, p_due_needs_verifier boolean)
+RETURNS boolean LANGUAGE sql AS $$
+  SELECT ledger_update(p_id, p_expected, p_status, p_open, p_updated_at, p_record, p_ops, p_due_at, p_due_needs_verifier, '{}'::text[], NULL::bigint);
+$$;
+`,
+    backfill: backfillAccrualKeys,
   },
 ];

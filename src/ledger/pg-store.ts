@@ -9,8 +9,8 @@
  * `?schema=name` in the URL puts the tables in that schema (tests give each file its own).
  */
 import pg from 'pg';
-import { ConflictError, VersionConflictError } from '../errors.js';
-import { dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
+import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
+import { accrualKeyColumns, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
 import { isOpen, type LedgerRecord } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
@@ -40,6 +40,12 @@ export function parsePgUrl(url: string): PgConnection {
  */
 export function jsonb(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\uFFFD') : v));
+}
+
+/** `ledger_hold_keys`'s refusal (LB002, the holder in DETAIL) as the error the interface names; anything else as it is. */
+function heldKeyError(error: unknown, transactionId: string): unknown {
+  const e = error as { code?: string; detail?: string };
+  return e.code === 'LB002' && e.detail ? new AccrualKeyHeldError(transactionId, e.detail) : error;
 }
 
 export function redactUrl(url: string): string {
@@ -121,29 +127,37 @@ export class PostgresLedgerStore implements LedgerStore {
   async insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
     if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
     const ops = record.accrual.operationIds;
-    // With operation ids, the record and its claims are one transaction; without, one statement.
+    const { keys, unsettledAmount } = accrualKeyColumns(record);
+    // With operation ids or accrual keys, the record and its claims are one transaction; without, one statement.
     const write = async (db: pg.Pool | pg.PoolClient): Promise<boolean> => {
       const due = dueColumns(record);
       const { rowCount } = await db.query(
-        `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier)
-         VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (transaction_id) DO NOTHING`,
-        [record.transactionId, record.pos, record.orderId.replaceAll('\u0000', '\uFFFD'), record.status, isOpen(record), record.createdAt, record.updatedAt, jsonb(record), due.dueAt, due.needsVerifier],
+        `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, accrual_keys, unsettled_amount)
+         VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (transaction_id) DO NOTHING`,
+        [record.transactionId, record.pos, record.orderId.replaceAll('\u0000', '\uFFFD'), record.status, isOpen(record), record.createdAt, record.updatedAt, jsonb(record), due.dueAt, due.needsVerifier, keys, unsettledAmount],
       );
       if (!rowCount) return false;
       for (const op of ops) {
         const claimed = await db.query('INSERT INTO ledger_operation_claims (operation_id, transaction_id) VALUES ($1, $2) ON CONFLICT (operation_id) DO NOTHING', [op, record.transactionId]);
         if (!claimed.rowCount) throw new ConflictError(`operation ${op} is already claimed by another record`);
       }
+      if (keys.length) await db.query("SELECT ledger_hold_keys($1, $2, '{}'::text[])", [record.transactionId, keys]);
       return true;
     };
-    const created = ops.length ? await inTransaction(this.pool, write) : await write(this.pool);
+    let created: boolean;
+    try {
+      created = ops.length || keys.length ? await inTransaction(this.pool, write) : await write(this.pool);
+    } catch (error) {
+      throw heldKeyError(error, record.transactionId);
+    }
     return created ? { record, created } : { record: (await this.get(record.transactionId))!, created };
   }
 
   async update(next: LedgerRecord): Promise<LedgerRecord> {
     try {
       const due = dueColumns(next);
-      const { rows } = await this.pool.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7, $8, $9) AS ok', [
+      const { keys, unsettledAmount } = accrualKeyColumns(next);
+      const { rows } = await this.pool.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS ok', [
         next.transactionId,
         next.version - 1,
         next.status,
@@ -153,11 +167,13 @@ export class PostgresLedgerStore implements LedgerStore {
         next.accrual.operationIds,
         due.dueAt,
         due.needsVerifier,
+        keys,
+        unsettledAmount,
       ]);
       if (rows[0]?.ok) return next;
     } catch (error) {
       if ((error as { code?: string }).code === 'LB001') throw new ConflictError((error as Error).message);
-      throw error;
+      throw heldKeyError(error, next.transactionId);
     }
     const current = await this.pool.query<{ version: number }>('SELECT version FROM ledger_records WHERE transaction_id = $1', [next.transactionId]);
     throw new VersionConflictError(next.transactionId, next.version - 1, current.rows[0]?.version);
@@ -206,15 +222,20 @@ export class PostgresLedgerStore implements LedgerStore {
         const batch = [...newest.values()];
         if (batch.length === 0) return 0;
         const due = batch.map((r) => dueColumns(r));
+        const keyColumns = batch.map((r) => accrualKeyColumns(r));
         const { rows } = await client.query<{ transaction_id: string }>(
-          `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier)
-           SELECT * FROM ROWS FROM (unnest($1::text[]), unnest($2::integer[]), unnest($3::text[]), unnest($4::text[]), unnest($5::text[]),
+          `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, accrual_keys, unsettled_amount)
+           SELECT t.transaction_id, t.version, t.pos, t.order_id, t.status, t.open, t.created_at, t.updated_at, t.record, t.due_at, t.due_needs_verifier,
+                  ARRAY(SELECT jsonb_array_elements_text(t.keys)), t.unsettled_amount
+             FROM ROWS FROM (unnest($1::text[]), unnest($2::integer[]), unnest($3::text[]), unnest($4::text[]), unnest($5::text[]),
                                     unnest($6::boolean[]), unnest($7::timestamptz[]), unnest($8::timestamptz[]), jsonb_array_elements($9::jsonb),
-                                    unnest($10::timestamptz[]), unnest($11::boolean[]))
+                                    unnest($10::timestamptz[]), unnest($11::boolean[]), jsonb_array_elements($12::jsonb), unnest($13::bigint[]))
+                  AS t (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, keys, unsettled_amount)
            ON CONFLICT (transaction_id) DO UPDATE
               SET version = EXCLUDED.version, pos = EXCLUDED.pos, order_id = EXCLUDED.order_id, status = EXCLUDED.status, open = EXCLUDED.open,
                   created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, record = EXCLUDED.record,
-                  due_at = EXCLUDED.due_at, due_needs_verifier = EXCLUDED.due_needs_verifier
+                  due_at = EXCLUDED.due_at, due_needs_verifier = EXCLUDED.due_needs_verifier,
+                  accrual_keys = EXCLUDED.accrual_keys, unsettled_amount = EXCLUDED.unsettled_amount
             WHERE ledger_records.version < EXCLUDED.version
            RETURNING transaction_id`,
           [
@@ -231,6 +252,8 @@ export class PostgresLedgerStore implements LedgerStore {
             jsonb(batch),
             due.map((d) => d.dueAt),
             due.map((d) => d.needsVerifier),
+            JSON.stringify(keyColumns.map((k) => k.keys)),
+            keyColumns.map((k) => k.unsettledAmount),
           ],
         );
         const written = rows.map((r) => r.transaction_id);
@@ -244,6 +267,13 @@ export class PostgresLedgerStore implements LedgerStore {
               claimIds.push(r.transactionId);
               claimOps.push(op);
             }
+          }
+          // Accrual keys as the records list them. A key two imported records list (a ledger from
+          // before keys) stays with the first; neither is refused later for a key it lists.
+          const keyHolders = batch.filter((r) => writtenIds.has(r.transactionId)).flatMap((r) => accrualKeyColumns(r).keys.map((key) => [key, r.transactionId] as const));
+          await client.query('DELETE FROM ledger_accrual_keys WHERE transaction_id = ANY ($1::text[])', [written]);
+          if (keyHolders.length) {
+            await client.query('INSERT INTO ledger_accrual_keys (key, transaction_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO NOTHING', [keyHolders.map((k) => k[0]), keyHolders.map((k) => k[1])]);
           }
           // A replaced record gives up the claims its new version no longer lists, as ledger_update does.
           await client.query(
@@ -317,6 +347,11 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async countOpen(): Promise<number> {
     return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records WHERE open')).rows[0]!.n);
+  }
+
+  async listUnsettledAccruals(amountCents: number): Promise<LedgerRecord[]> {
+    const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE unsettled_amount = $1 ORDER BY created_at, transaction_id', [amountCents]);
+    return rows.map((r) => r.record);
   }
 
   async findOperationClaim(operationId: number): Promise<string | undefined> {

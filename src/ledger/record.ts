@@ -4,6 +4,7 @@
  * sub-states, one for the accrual and one for the reversal. The public `status` (bridge-contract
  * "Ledger statuses") is derived from them in exactly one place, `deriveStatus`.
  */
+import { createHash } from 'node:crypto';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
 
 export const LEDGER_STATUSES = [
@@ -114,6 +115,22 @@ export interface LedgerRecord {
     settledBy?: 'upstream' | 'history' | 'operator';
     /** When the call whose outcome is unknown began: the operations history is searched from here. */
     inDoubtSince?: string;
+    /**
+     * A pending accrual not sent because another accrual of the same customer and amount is
+     * unsettled (`accrualKeys`): that record's transactionId. Cleared when this one goes out.
+     */
+    waitingBehind?: string;
+    /**
+     * The history shows an operation this accrual and others could each have made: their
+     * transactionIds. None of them claims it until only one can (`HistoryVerifier`).
+     */
+    ambiguousWith?: string[];
+    /**
+     * Put in doubt after lost journal lines while another record held its accrual key: it holds
+     * none (both may have been sent before the crash, so neither can wait), and the history verifier
+     * still counts it among the unsettled. Dropped when it is sent again.
+     */
+    keyless?: true;
   };
   reversal: {
     state: ReversalState;
@@ -237,34 +254,36 @@ export interface Due {
 }
 
 /**
- * When the worker should next look at an open record by itself (the scheduled pass; an operator's
- * reconcile looks at every open record). It follows the decisions of `TransactionService#claim`:
- * - a call marked in flight, or a remainder still to create: now (its `updatedAt`). An in-flight
- *   record is looked at so that a call its bridge can no longer finish is taken over, whatever
- *   pause `nextAttemptAt` still shows (a reconcile can mark a call before its round was due);
- * - a pending accrual or reversal: `nextAttemptAt`, the end of the pause between rounds, else now;
- *   a reversal of an accrual that was refused or skipped has nothing to wait for: now;
- * - an accrual in doubt: `nextAttemptAt`, when the operations history is checked. Only the history
- *   verifier settles it, and it runs only where LOYALTY_API_KEY is set: a setting of the running
- *   bridge that can change at a restart without the record being written again. So the answer
- *   says `needsVerifier`, stores keep it, and the worker's query says whether it can verify;
- *   without a verifier, an operator must /resolve these, as the reversals below;
- * - a reversal in doubt: never (undefined). The operations history cannot prove a reversal, so
- *   only an operator's /resolve moves it (bridge-contract, "Rules the loyalty service imposes").
- * Undefined too for a settled record: nothing left to do.
+ * True while an accrual may be reaching the loyalty service or may have reached it unseen: a call
+ * marked in flight, or an outcome in doubt. Such an accrual is settled only by its answer or by the
+ * operations history, and the history names no transactionId.
  */
-export function dueOf(
-  record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFlight' | 'remainderTransactionId' | 'nextAttemptAt' | 'updatedAt'>,
-): Due | undefined {
-  const now = Date.parse(record.updatedAt);
-  const afterPause = record.nextAttemptAt ? Date.parse(record.nextAttemptAt) : now;
-  const { accrual, reversal } = record;
-  if (record.inFlight || awaitsRemainder(record)) return { atMs: now, needsVerifier: false };
-  if (accrual.state === 'pending') return { atMs: afterPause, needsVerifier: false };
-  if (accrual.state === 'in_doubt') return { atMs: afterPause, needsVerifier: true };
-  if (reversal.state === 'in_doubt') return undefined;
-  if (reversal.state === 'pending') return { atMs: accrual.state === 'failed' || accrual.state === 'skipped' ? now : afterPause, needsVerifier: false };
-  return undefined;
+export function isAccrualUnsettled(record: Pick<LedgerRecord, 'inFlight' | 'accrual'>): boolean {
+  return record.inFlight?.operation === 'accrue' || record.accrual.state === 'in_doubt';
+}
+
+/**
+ * The keys an unsettled accrual holds: one per customer identifier (phone, email, card serial,
+ * normalized), each with the Check amount. No two records may hold one key: a second accrual of
+ * the same customer and amount waits until the first is settled, because the operations history
+ * could not tell their operations apart (an operation carries no transactionId, and one of the
+ * customer's cards with that `purchaseSum` would match either). Hashed: the keys are compared
+ * only, and the ledger's indexes need not hold contact details in clear.
+ */
+export function accrualKeys(record: Pick<LedgerRecord, 'inFlight' | 'accrual'>): string[] {
+  const { check, customer } = record.accrual;
+  if (!check || !customer || !isAccrualUnsettled(record) || record.accrual.keyless) return [];
+  const identities = [
+    customer.phone?.trim() && `phone:${customer.phone.trim()}`,
+    customer.email?.trim() && `email:${customer.email.trim().toLowerCase()}`,
+    customer.serialNumber?.trim() && `card:${customer.serialNumber.trim()}`,
+  ].filter((x): x is string => Boolean(x));
+  return identities.map((identity) => createHash('sha256').update(`${identity}\u0000${check.amount}`).digest('base64url').slice(0, 22));
+}
+
+/** The amount of an unsettled accrual (for finding the records an operation could belong to), else undefined. */
+export function unsettledAmount(record: Pick<LedgerRecord, 'inFlight' | 'accrual'>): number | undefined {
+  return isAccrualUnsettled(record) ? record.accrual.check?.amount : undefined;
 }
 
 export function hasContact(customer: Customer | undefined): boolean {

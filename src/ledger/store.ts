@@ -1,8 +1,10 @@
 /**
- * The one interface every ledger store implements (JSON files now, PostgreSQL next). Stores are
- * dumb and safe: they keep records and enforce the two rules that make "exactly once" hold across
- * concurrent writers: `insert` creates a transactionId at most once, and `update` is a
- * compare-and-set on `version`. Every store passes `test/ledger/store-contract.ts`.
+ * The one interface every ledger store implements (JSON files, PostgreSQL, memory for unit tests).
+ * Stores are dumb and safe: they keep records and enforce the rules that make "exactly once" hold
+ * across concurrent writers, atomically with each write: `insert` creates a transactionId at most
+ * once; `update` is a compare-and-set on `version`; an upstream operation id is claimed by one
+ * record at most; an accrual key (`accrualKeys`: one customer and amount with an accrual
+ * unsettled) is held by one record at most. Every store passes `test/ledger/store-contract.ts`.
  */
 import type { FieldIssue } from '../errors.js';
 import type { LedgerRecord, LedgerStatus } from './record.js';
@@ -81,11 +83,16 @@ export interface LedgerStore {
    */
   durable?(): Promise<void>;
   get(transactionId: string): Promise<LedgerRecord | undefined>;
-  /** Stores `record` (its `version` must be 1) unless the transactionId exists; answers the stored record either way. */
+  /**
+   * Stores `record` (its `version` must be 1) unless the transactionId exists; answers the stored
+   * record either way. Throws ConflictError when it claims an operation id another record holds,
+   * AccrualKeyHeldError when it would take an accrual key another record holds (nothing stored).
+   */
   insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }>;
   /**
    * Replaces the stored record when its version is `next.version - 1`; throws VersionConflictError
-   * otherwise (another writer won) or when it does not exist.
+   * otherwise (another writer won) or when it does not exist. Claims as in `insert`; an accrual key
+   * the stored version already holds is kept whoever else lists it (ledgers from before keys).
    */
   update(next: LedgerRecord): Promise<LedgerRecord>;
   /** Newest first. */
@@ -103,6 +110,8 @@ export interface LedgerStore {
    * pile up they never take the place of work that can go ahead. Claims as in `listOpen`.
    */
   listDue(query: DueQuery): Promise<LedgerRecord[]>;
+  /** Records whose accrual is unsettled (`isAccrualUnsettled`) with this Check amount: those an operation of that sum could belong to. */
+  listUnsettledAccruals(amountCents: number): Promise<LedgerRecord[]>;
   /** The transactionId that has claimed this upstream operation id, if any. */
   findOperationClaim(operationId: number): Promise<string | undefined>;
   count(): Promise<number>;

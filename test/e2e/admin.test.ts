@@ -90,13 +90,32 @@ describe('operator actions', () => {
     h.sim.faults.inject({ kind: 'rate_limit', times: 5, on: 'accrue' });
     await post('/v1/checkouts/generic', checkout({ orderId: 'P-1' }));
     h.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
-    await post('/v1/checkouts/generic', checkout({ orderId: 'D-1' }));
+    await post('/v1/checkouts/generic', checkout({ orderId: 'D-1', customer: { phone: '+15550002222' } }));
     const report = await admin('post', '/v1/admin/reconcile');
     expect(report.status).toBe(200);
     expect(report.body.examined).toBe(2);
     expect(report.body.complete).toBe(true);
     expect(report.body.fixed).toEqual([expect.objectContaining({ transactionId: 'generic:P-1', from: 'pending', to: 'accrued', why: expect.stringContaining('accrue succeeded') })]);
     expect(report.body.open).toEqual([expect.objectContaining({ transactionId: 'generic:D-1', status: 'in_doubt', why: expect.stringContaining('LOYALTY_API_KEY') })]);
+  });
+
+  it('reconcile says a pending accrual waits behind an unsettled one of the same customer and amount, and sends nothing for it', async () => {
+    h.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'D-1' }))).body.status).toBe('in_doubt');
+    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'W-1' }))).body.status).toBe('pending');
+    const report = await admin('post', '/v1/admin/reconcile');
+    expect(report.body.open).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ transactionId: 'generic:D-1', status: 'in_doubt' }),
+        expect.objectContaining({ transactionId: 'generic:W-1', status: 'pending', why: expect.stringContaining('waits behind generic:D-1') }),
+      ]),
+    );
+    expect(h.sim.books().accrueRequests).toBe(1);
+    // The operator settles D-1; W-1 then goes out on the next pass.
+    expect((await admin('post', '/v1/admin/transactions/generic:D-1/resolve').send({ outcome: 'accrued' })).status).toBe(200);
+    const after = await admin('post', '/v1/admin/reconcile');
+    expect(after.body.fixed).toEqual([expect.objectContaining({ transactionId: 'generic:W-1', to: 'accrued' })]);
+    expect(h.sim.books().transactions['generic:W-1']).toMatchObject({ accruals: 1 });
   });
 
   it('reconcile stops starting records when its time budget is spent, says so, and the next call takes the rest', async () => {

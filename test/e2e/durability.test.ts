@@ -67,7 +67,7 @@ describe('file ledger durability before upstream calls', () => {
     h.sim.faults.inject({ kind: 'rate_limit', on: 'accrue', times: 5 });
     expect((await post('/v1/checkouts/generic', checkout())).body.status).toBe('pending');
     log = [];
-    expect((await h.bridge.service.advance('generic:A-1001', true)).after).toBe('accrued');
+    expect((await h.bridge.core.delivery.advance('generic:A-1001', true)).after).toBe('accrued');
     expect(log).toEqual(['update@5', 'durable@5', 'update@6']);
   });
 });

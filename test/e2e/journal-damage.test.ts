@@ -90,7 +90,7 @@ describe('journal damage found at start-up', () => {
     h.sim.faults.inject({ kind: 'rate_limit', times: 5, on: 'accrue' });
     expect((await post('/v1/checkouts/generic', checkout({ orderId: 'A-1' }))).body.status).toBe('pending');
     const pendingA = await record(A);
-    expect((await h.bridge.service.advance(A, true)).after).toBe('accrued');
+    expect((await h.bridge.core.delivery.advance(A, true)).after).toBe('accrued');
     expect((await post('/v1/checkouts/generic', checkout({ orderId: 'B-1' }))).body.status).toBe('accrued');
     expect((await post('/v1/refunds/generic', { orderId: 'B-1', refundId: 'R-B' })).body.status).toBe('reversed');
     expect((await post('/v1/checkouts/generic', checkout({ orderId: 'D-1' }))).body.status).toBe('accrued');
@@ -130,12 +130,12 @@ describe('journal damage found at start-up', () => {
     expect(readdirSync(journalDir()).filter((f) => f.startsWith('000001.jsonl'))).toEqual([expect.stringMatching(/^000001\.jsonl\.corrupt-/)]);
 
     // The history proves the accruals happened: settled without a second accrue.
-    expect((await h.bridge.service.advance(A, true)).after).toBe('accrued');
+    expect((await h.bridge.core.delivery.advance(A, true)).after).toBe('accrued');
     expect((await record(A)).accrual.settledBy).toBe('history');
-    expect((await h.bridge.service.advance(D, true)).note).toMatch(/remainder generic:D-1~r1: accrued/);
+    expect((await h.bridge.core.delivery.advance(D, true)).note).toMatch(/remainder generic:D-1~r1: accrued/);
     expect(await record(`${D}~r1`)).toMatchObject({ status: 'accrued', accrual: { settledBy: 'history' } });
     // The history cannot prove a reversal: an operator settles it.
-    expect((await h.bridge.service.advance(B, true)).note).toMatch(/operator must \/resolve/);
+    expect((await h.bridge.core.delivery.advance(B, true)).note).toMatch(/operator must \/resolve/);
 
     const after = h.sim.books();
     expect(after).toMatchObject({ accrueRequests: 10, reverseRequests: 2, doubleAccruals: [], doubleReversals: [] });
@@ -149,7 +149,8 @@ describe('journal damage found at start-up', () => {
   });
 
   it('puts in doubt exactly the sides that could have been called, once', async () => {
-    const { store, service } = h.bridge;
+    const { store } = h.bridge;
+    const service = h.bridge.core.recovery;
     await store.insert(makeRecord('generic:pending', { accrual: 'pending' }));
     await store.insert(makeRecord('generic:refund-of-unknown', { accrual: 'none', reversal: 'pending' }));
     await store.insert(makeRecord('generic:refund-waits', { accrual: 'pending', reversal: 'pending' }));

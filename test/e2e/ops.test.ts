@@ -25,7 +25,7 @@ describe('operations endpoints', () => {
   it('/healthz answers ok', async () => {
     const res = await request(h.bridge.url).get('/healthz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ok', instance: h.bridge.service.instanceId, version: expect.any(String) });
+    expect(res.body).toEqual({ status: 'ok', instance: h.bridge.core.delivery.instanceId, version: expect.any(String) });
   });
 
   it('/readyz checks the ledger', async () => {

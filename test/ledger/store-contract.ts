@@ -13,7 +13,7 @@
  * location.
  */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { ConflictError, VersionConflictError } from '../../src/errors.js';
+import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/errors.js';
 import { deriveStatus, isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
 
@@ -38,6 +38,16 @@ export interface RecordOptions {
   inFlight?: boolean;
   /** Minutes after T0: the end of the pause before the next round. */
   nextAttemptAt?: number;
+  /** Default: a customer of this record's own, so records never share an accrual key unless a test says so. */
+  customer?: LedgerRecord['accrual']['customer'];
+  /** Default 5997. */
+  amount?: number;
+}
+
+/** A phone and email of this transactionId's own. */
+function customerOf(transactionId: string): NonNullable<LedgerRecord['accrual']['customer']> {
+  const digits = String([...transactionId].reduce((h, c) => (h * 31 + c.charCodeAt(0)) % 10_000_000, 7)).padStart(7, '0');
+  return { phone: `+1555${digits}`, email: `${transactionId.replace(/[^A-Za-z0-9]/g, '-')}@example.test`, firstName: 'Ann' };
 }
 
 /** A valid, fully populated LedgerRecord at version 1; `status` is derived as the bridge derives it. */
@@ -58,13 +68,13 @@ export function makeRecord(transactionId: string, options: RecordOptions = {}): 
     accrual: {
       state: accrualState,
       check: {
-        amount: 5997,
+        amount: options.amount ?? 5997,
         currency: 'USD',
         externalTransactionId: transactionId,
         taxAmount: 480,
         selections: [{ id: 'sku-1', groupId: 'coffee', displayName: 'Latte ☕', quantity: 3, price: 1999, totalPrice: 5997 }],
       },
-      customer: { phone: '+15550001111', email: 'ann@example.test', firstName: 'Ann' },
+      customer: options.customer ?? customerOf(transactionId),
       results: operationIds.map((operationId) => ({
         isSuccess: true,
         errorMessage: null,
@@ -565,6 +575,61 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await store.update(settle(a));
         await expect(store.update(nextVersion(a, (r) => (r.accrual.operationIds = [400])))).rejects.toBeInstanceOf(VersionConflictError);
         expect(await store.findOperationClaim(400)).toBeUndefined();
+      });
+    });
+
+    describe('accrual keys: one unsettled accrual per customer and amount', () => {
+      const ann = { phone: '+15550003333', email: 'ann@example.test' };
+      const inFlight = (r: LedgerRecord) => (r.inFlight = { operation: 'accrue', startedAt: r.updatedAt, owner: 'test-worker' });
+
+      it('a second record of the same customer and amount cannot be inserted unsettled; nothing of it is stored', async () => {
+        await store.insert(makeRecord('generic:first', { customer: ann, inFlight: true }));
+        const second = makeRecord('generic:second', { customer: { phone: '+15550003333' }, inFlight: true });
+        await expect(store.insert(second)).rejects.toMatchObject({ constructor: AccrualKeyHeldError, holder: 'generic:first', transactionId: 'generic:second' });
+        expect(await store.get('generic:second')).toBeUndefined();
+        // Pending (not sent) it may be recorded: it holds nothing until it goes out.
+        expect((await store.insert(makeRecord('generic:second', { customer: { phone: '+15550003333' } }))).created).toBe(true);
+      });
+
+      it('any shared identifier counts, emails without regard to case; another amount or customer does not', async () => {
+        await store.insert(makeRecord('generic:first', { customer: ann, accrual: 'in_doubt' }));
+        await expect(store.insert(makeRecord('generic:by-email', { customer: { email: ' ANN@example.test' }, inFlight: true }))).rejects.toBeInstanceOf(AccrualKeyHeldError);
+        expect((await store.insert(makeRecord('generic:other-amount', { customer: ann, amount: 1000, inFlight: true }))).created).toBe(true);
+        expect((await store.insert(makeRecord('generic:other-customer', { customer: { phone: '+15550004444' }, inFlight: true }))).created).toBe(true);
+      });
+
+      it('a pending record cannot go out while the key is held, and can once the holder settles', async () => {
+        const holder = makeRecord('generic:holder', { customer: ann, inFlight: true });
+        await store.insert(holder);
+        const waiting = makeRecord('generic:waiting', { customer: ann });
+        await store.insert(waiting);
+        await expect(store.update(nextVersion(waiting, inFlight))).rejects.toMatchObject({ holder: 'generic:holder' });
+        expect(await store.get('generic:waiting')).toEqual(waiting);
+        // The holder's call ends in doubt: still unsettled, still holding.
+        const doubt = await store.update(nextVersion(holder, (r) => ((r.inFlight = undefined), (r.accrual.state = 'in_doubt'), (r.accrual.inDoubtSince = r.createdAt))));
+        await expect(store.update(nextVersion(waiting, inFlight))).rejects.toBeInstanceOf(AccrualKeyHeldError);
+        await store.update(settle(doubt));
+        expect((await store.update(nextVersion(waiting, inFlight))).version).toBe(2);
+      });
+
+      it('the holder keeps moving while it holds its keys', async () => {
+        const holder = makeRecord('generic:holder', { customer: ann, accrual: 'in_doubt' });
+        await store.insert(holder);
+        const later = await store.update(nextVersion(holder, (r) => (r.nextAttemptAt = minutes(30))));
+        expect((await store.update(nextVersion(later, inFlight))).version).toBe(3);
+      });
+
+      it('lists the unsettled accruals of an amount, and keeps the keys across a reopen', async () => {
+        await store.insert(makeRecord('generic:a', { customer: ann, accrual: 'in_doubt', at: 1 }));
+        await store.insert(makeRecord('generic:b', { inFlight: true, at: 2 }));
+        await store.insert(makeRecord('generic:c', { at: 3 }));
+        await store.insert(makeRecord('generic:d', { amount: 1000, accrual: 'in_doubt', at: 4 }));
+        await store.insert(makeRecord('generic:e', { accrual: 'accrued', at: 5 }));
+        expect(ids(await store.listUnsettledAccruals(5997))).toEqual(['generic:a', 'generic:b']);
+        expect(ids(await store.listUnsettledAccruals(1000))).toEqual(['generic:d']);
+        await reopen();
+        expect(ids(await store.listUnsettledAccruals(5997))).toEqual(['generic:a', 'generic:b']);
+        await expect(store.insert(makeRecord('generic:f', { customer: { phone: '+15550003333' }, inFlight: true }))).rejects.toMatchObject({ holder: 'generic:a' });
       });
     });
 

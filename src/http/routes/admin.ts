@@ -2,14 +2,14 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
 import type { Ingest } from '../../core/ingest.js';
-import type { TransactionService } from '../../core/transactions.js';
+import type { OperatorActions } from '../../core/operator.js';
 import type { Worker } from '../../core/worker.js';
 import { NotFoundError } from '../../errors.js';
 import { bearerAuth } from '../auth.js';
 import { LEDGER_STATUSES } from '../../ledger/record.js';
 import type { LedgerStore } from '../../ledger/store.js';
 import { parseWith } from '../../validation.js';
-import { posAnswer, recordDetail, recordSummary } from '../views.js';
+import { answerStatus, posAnswer, recordDetail, recordSummary } from '../views.js';
 
 /** Well inside the server's 30 s request timeout (bridge.ts), so the report always reaches the operator. */
 export const RECONCILE_BUDGET_MS = 20_000;
@@ -39,7 +39,7 @@ const DeadLetterQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
 
-export function adminRoutes(deps: { adminToken: string; store: LedgerStore; service: TransactionService; worker: Worker; ingest: Ingest }): Router {
+export function adminRoutes(deps: { adminToken: string; store: LedgerStore; operator: OperatorActions; worker: Worker; ingest: Ingest }): Router {
   const router = Router();
   router.use('/v1/admin', bearerAuth(deps.adminToken), express.json({ limit: '16kb' }));
 
@@ -68,20 +68,20 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; serv
   });
 
   router.post('/v1/admin/transactions/:transactionId/retry', async (req, res) => {
-    const answer = await deps.service.retry(req.params.transactionId as string);
-    res.status(answer.httpStatus).json(posAnswer(answer));
+    const answer = await deps.operator.retry(req.params.transactionId as string);
+    res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   router.post('/v1/admin/transactions/:transactionId/reverse', async (req, res) => {
     const body = parseWith(ReverseBody, req.body ?? {});
-    const answer = await deps.service.reverse(req.params.transactionId as string, body.reason);
-    res.status(answer.httpStatus).json(posAnswer(answer));
+    const answer = await deps.operator.reverse(req.params.transactionId as string, body.reason);
+    res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   router.post('/v1/admin/transactions/:transactionId/resolve', async (req, res) => {
     const body = parseWith(ResolveBody, req.body);
-    const answer = await deps.service.resolve(req.params.transactionId as string, body);
-    res.status(answer.httpStatus).json(posAnswer(answer));
+    const answer = await deps.operator.resolve(req.params.transactionId as string, body);
+    res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   router.get('/v1/admin/dead-letters', async (req, res) => {

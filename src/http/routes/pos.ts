@@ -4,7 +4,7 @@ import type { Ingest } from '../../core/ingest.js';
 import type { PosAuthConfig } from '../../config.js';
 import { posAuth } from '../auth.js';
 import { parseJsonBody, rawBody, requireJson } from '../body.js';
-import { posAnswer } from '../views.js';
+import { answerStatus, posAnswer } from '../views.js';
 
 export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig }): Router {
   const router = Router();
@@ -19,18 +19,18 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
 
   router.post('/v1/checkouts/:pos', ...direct, async (req, res) => {
     const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody));
-    res.status(answer.httpStatus).json(posAnswer(answer));
+    res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   router.post('/v1/refunds/:pos', ...direct, async (req, res) => {
     const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody));
-    res.status(answer.httpStatus).json(posAnswer(answer));
+    res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   // The signature is computed over these exact bytes, so nothing may parse or re-encode them first.
   router.post('/v1/webhooks/:pos', ...body, async (req, res) => {
     const outcome = await deps.ingest.webhook(req.params.pos as string, req.rawBody ?? Buffer.alloc(0), req.headers, req.rawHeaders);
-    res.status(outcome.httpStatus).json({ pos: outcome.pos, results: outcome.results });
+    res.status(outcome.inProgress ? 202 : 200).json({ pos: outcome.pos, results: outcome.results });
   });
 
   return router;

@@ -1,0 +1,32 @@
+/**
+ * What the core answers a POS or an operator about one record. It speaks of outcomes, not of HTTP:
+ * `http/` maps `settled` to 200, `in_progress` to 202 and `unknown_order` to 404, in one place.
+ */
+import { FINAL_STATUSES, isOpen, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
+import type { LedgerStore } from '../ledger/store.js';
+
+export type AnswerOutcome =
+  /** Final now: the record (and its remainder, if any) has nothing left in flight. */
+  | 'settled'
+  /** Recorded durably; delivery continues in the background. */
+  | 'in_progress'
+  /** A refund of an order neither the ledger nor the loyalty service knows. */
+  | 'unknown_order';
+
+export interface Answer {
+  record: LedgerRecord;
+  /** The order or refund was already recorded: its recorded outcome, no new upstream call. */
+  repeat: boolean;
+  refundId?: string;
+  /** After a partial refund: the record that accrues what remains. */
+  remainder?: { transactionId: string; status: LedgerStatus };
+  outcome: AnswerOutcome;
+}
+
+export async function answerFor(store: Pick<LedgerStore, 'get'>, record: LedgerRecord, repeat: boolean, refundId?: string): Promise<Answer> {
+  const child = record.remainderTransactionId ? await store.get(record.remainderTransactionId) : undefined;
+  const remainder = child ? { transactionId: child.transactionId, status: child.status } : undefined;
+  const unknownOrder = record.reversal.state === 'failed' && record.reversal.unknownUpstream && record.accrual.state === 'none';
+  const settled = FINAL_STATUSES.has(record.status) && !isOpen(record) && (!child || (FINAL_STATUSES.has(child.status) && !isOpen(child)));
+  return { record, repeat, refundId, remainder, outcome: unknownOrder ? 'unknown_order' : settled ? 'settled' : 'in_progress' };
+}

@@ -1,0 +1,38 @@
+/**
+ * The core, split by who calls it: intake (POS checkouts and refunds), delivery (answers within
+ * the budget, the worker, reconcile), recovery (start-up), operator actions (admin API). They share
+ * one record writer, so every change goes through the same compare-and-set and conflict rule.
+ */
+import type { LedgerStore } from '../ledger/store.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { DeliveryService, type DeliveryOptions, type PosCalls } from './delivery.js';
+import type { HistoryVerifier } from './history-verifier.js';
+import { IntakeService } from './intake.js';
+import { OperatorActions } from './operator.js';
+import { RecordWriter } from './record-writer.js';
+import { RecoveryService } from './recovery.js';
+
+export interface Core {
+  intake: IntakeService;
+  delivery: DeliveryService;
+  recovery: RecoveryService;
+  operator: OperatorActions;
+}
+
+export interface CoreDeps {
+  store: LedgerStore;
+  client: PosCalls;
+  verifier: HistoryVerifier;
+  options: DeliveryOptions;
+  logger: Logger;
+  metrics: Metrics;
+  clock?: () => Date;
+}
+
+export function createCore(deps: CoreDeps): Core {
+  const writer = new RecordWriter(deps.store, deps.logger, deps.clock ?? (() => new Date()));
+  const delivery = new DeliveryService(writer, deps.client, deps.verifier, deps.options, deps.logger, deps.metrics);
+  const intake = new IntakeService(writer, delivery, deps.options, deps.logger, deps.metrics);
+  return { intake, delivery, recovery: new RecoveryService(writer, delivery, deps.options), operator: new OperatorActions(writer, delivery, intake) };
+}

@@ -1,0 +1,349 @@
+/**
+ * Delivery: carries open records to the loyalty service, for the POS's answer (within the answer
+ * budget), the background worker and an operator's reconcile. A pass over a record takes its next
+ * step (`transitions.nextStep`): mark the call in flight durably, make it, record the outcome; ask
+ * the operations history about an accrual in doubt; create a partial refund's remainder. It goes on
+ * while steps settle (a settled accrual can make a waiting reversal due at once).
+ *
+ * An accrual whose customer and amount another unsettled accrual holds (`accrualKeys`) is not sent:
+ * the store refuses its in-flight marker, and it waits behind that record. When the holder's pass
+ * runs in this process (the usual case: two identical orders a moment apart), the waiting pass
+ * waits for it, within the budget, and goes right after.
+ */
+import { randomUUID } from 'node:crypto';
+import { AccrualKeyHeldError, VersionConflictError } from '../errors.js';
+import { failpoint } from '../failpoints.js';
+import { isOpen, type LedgerRecord, type LedgerStatus, type UpstreamOperation } from '../ledger/record.js';
+import type { DueQuery, OpenClaim } from '../ledger/store.js';
+import type { Logger } from '../logger.js';
+import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
+import type { AccrueRequest } from '../loyalty/contract.js';
+import type { Metrics } from '../metrics.js';
+import type { HistoryVerifier } from './history-verifier.js';
+import type { RecordWriter } from './record-writer.js';
+import { applyVerdict, describeVerdict, keyless, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, reversalNotNeeded, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
+
+export interface DeliveryOptions extends TransitionOptions {
+  answerBudgetMs: number;
+  /** After this long, a call marked in flight by another instance of a shared ledger is taken over as in doubt. */
+  inFlightLeaseMs: number;
+}
+
+/** What one pass over one record did, for the reconcile report. */
+export interface StepReport {
+  transactionId: string;
+  before: LedgerStatus;
+  after: LedgerStatus;
+  action: 'accrue' | 'reverse' | 'verify' | 'none';
+  note: string;
+  /** The record as the pass left it. */
+  record?: LedgerRecord;
+}
+
+/** A record this instance has already marked in flight for a call: the pass makes it at once. */
+export interface Claimed {
+  record: LedgerRecord;
+  operation: UpstreamOperation;
+}
+
+/** What the loyalty service is asked (the client's point-of-sale calls). */
+export type PosCalls = Pick<LoyaltyClient, 'accrue' | 'reverse'>;
+
+/** A claim's result: the record and the step it takes now, or the holder it must wait behind. */
+type ClaimResult = { record: LedgerRecord; step: Step } | { record: LedgerRecord; heldBy: string };
+
+export class DeliveryService {
+  /** Upstream calls out from this process right now (or about to go out: a checkout's claim), by transactionId. */
+  readonly calling = new CallsOut();
+  /** Passes running in this process, so the worker never starts a second one for a record. */
+  readonly #running = new Map<string, Promise<StepReport>>();
+  readonly instanceId = randomUUID();
+
+  constructor(
+    private readonly writer: RecordWriter,
+    private readonly client: PosCalls,
+    private readonly verifier: HistoryVerifier,
+    private readonly options: DeliveryOptions,
+    private readonly logger: Logger,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /**
+   * Runs one pass over a record unless one is already running here. `force` ignores the pause
+   * between rounds (an operator's reconcile runs due and not-yet-due work at once). `claimed`: the
+   * checkout that recorded the order already marked in flight; its pass must make that call.
+   */
+  advance(transactionId: string, force = false, claimed?: Claimed): Promise<StepReport> {
+    const running = this.#running.get(transactionId);
+    if (running && !claimed) return running;
+    // A pass already running here (the worker's) will have found the claim's marker and left it alone.
+    const pass = (running ? running.catch(() => undefined).then(() => this.#pass(transactionId, force, claimed)) : this.#pass(transactionId, force, claimed))
+      .catch(async (error: unknown) => {
+        // Another instance wrote the record between this pass's read and write. Nothing was sent on
+        // a stale basis (calls are claimed by compare-and-set); the record is where that instance left it.
+        if (!(error instanceof VersionConflictError)) throw error;
+        this.logger.warn({ transactionId }, 'another bridge instance changed the record during this pass');
+        const status = (await this.writer.require(transactionId)).status;
+        return { transactionId, before: status, after: status, action: 'none' as const, note: 'another bridge instance changed it during this pass' };
+      })
+      .finally(() => {
+        if (this.#running.get(transactionId) === pass) this.#running.delete(transactionId);
+      });
+    this.#running.set(transactionId, pass);
+    return pass;
+  }
+
+  /** A pass that answers within the budget: the record it left, or where things stand when the budget ran out. */
+  async deliverWithinBudget(transactionId: string, claimed?: Claimed): Promise<LedgerRecord> {
+    const pass = this.advance(transactionId, false, claimed).catch((error: unknown) => {
+      this.logger.error({ transactionId, err: error }, 'delivery failed; the worker will pick it up');
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([pass, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), this.options.answerBudgetMs)))]);
+    clearTimeout(timer);
+    return (finished && finished.record) || this.writer.require(transactionId);
+  }
+
+  /** What the worker's scheduled pass may take: records due by this bridge's clock; accruals in doubt only when the verifier can run. */
+  dueQuery(limit: number, claim: OpenClaim): DueQuery {
+    return { nowMs: this.writer.now().getTime(), limit, canVerify: this.verifier.enabled, claim };
+  }
+
+  isRunning(transactionId: string): boolean {
+    return this.#running.has(transactionId);
+  }
+
+  /** Waits for the pass over this record running here, if any (operator actions wait for it). */
+  async passFinished(transactionId: string): Promise<void> {
+    await this.#running.get(transactionId)?.catch(() => undefined);
+  }
+
+  /** Waits for every pass running in this process (graceful shutdown). */
+  async drain(): Promise<void> {
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running.values()]);
+  }
+
+  /**
+   * A call marked in flight by a bridge that can no longer finish it: our own marker with no call
+   * of ours out (the pass that set it failed to record the outcome); with a single-process ledger,
+   * any other owner (that process is gone: the ledger's lock says so); with a shared ledger, an
+   * owner whose lease ran out (it died, or is far past any round's length).
+   */
+  abandoned(record: LedgerRecord): boolean {
+    const flight = record.inFlight;
+    if (!flight) return false;
+    if (flight.owner === this.instanceId) return !this.calling.has(record.transactionId);
+    if (!this.writer.store.sharedByInstances) return true;
+    return this.writer.now().getTime() - Date.parse(flight.startedAt) > this.options.inFlightLeaseMs;
+  }
+
+  /** Takes over an abandoned call: in doubt. Undefined when another instance took it over first. */
+  async takeOver(record: LedgerRecord): Promise<LedgerRecord | undefined> {
+    try {
+      return await this.writer.write(record, takeOver(record, this.writer.now(), this.options));
+    } catch (error) {
+      if (error instanceof VersionConflictError) return undefined;
+      throw error;
+    }
+  }
+
+  async #pass(transactionId: string, force: boolean, claimed?: Claimed): Promise<StepReport> {
+    let before: LedgerStatus | undefined;
+    /** The record as this pass last read or wrote it; undefined once another path may have changed it. */
+    let latest: LedgerRecord | undefined;
+    let lastAction: StepReport['action'] = 'none';
+    let note = '';
+    let waitedFor: string | undefined;
+    for (let step = 0; step < 5; step++) {
+      const claim: ClaimResult = step === 0 && claimed ? { record: claimed.record, step: { kind: 'call', operation: claimed.operation } } : await this.#claim(transactionId, force);
+      before ??= claim.record.status;
+      latest = claim.record;
+      if ('heldBy' in claim) {
+        // Its holder's pass runs here: wait for it once, then try again.
+        const holderPass = this.#running.get(claim.heldBy);
+        if (holderPass && waitedFor !== claim.heldBy) {
+          waitedFor = claim.heldBy;
+          await holderPass.catch(() => undefined);
+          continue;
+        }
+        ({ record: latest, note } = await this.#waitBehind(transactionId, claim.heldBy));
+        break;
+      }
+      const next = claim.step;
+      if (next.kind === 'none') {
+        if (!note) note = next.why;
+        break;
+      }
+      if (next.kind === 'create_remainder') {
+        note = await this.#createRemainder(claim.record);
+        lastAction = 'accrue';
+        latest = undefined;
+        break;
+      }
+      if (next.kind === 'take_over') {
+        // The claim put the abandoned call in doubt: the next step decides what that record needs.
+        note = 'an abandoned call was taken over: in doubt';
+        continue;
+      }
+      if (next.kind === 'reversal_not_needed') {
+        note = 'nothing to reverse';
+        break;
+      }
+      lastAction = next.kind === 'verify' ? 'verify' : next.operation;
+      if (next.kind === 'verify') {
+        const verdict = await this.verifier.verifyAccrual(claim.record, this.writer.now());
+        latest = await this.writer.change(transactionId, (r) => (r.accrual.state === 'in_doubt' ? applyVerdict(r, verdict, this.writer.now(), this.options) : undefined));
+        note = describeVerdict(verdict);
+        if (verdict.kind !== 'did_not_happen') break;
+        continue;
+      }
+      const called = await this.#call(claim.record, next.operation, step === 0 && claimed !== undefined);
+      ({ record: latest, note } = called);
+      if (called.outcome === 'retryable' || called.outcome === 'unknown') break;
+      // Nothing left to do (the usual end of a checkout or a refund): no need to look again.
+      if (!isOpen(latest)) break;
+      force = false;
+    }
+    const after = latest ?? (await this.writer.require(transactionId));
+    return { transactionId, before: before ?? after.status, after: after.status, action: lastAction, note, record: after };
+  }
+
+  /**
+   * Decides the next step under the record's lock and, for a call, durably marks the record in
+   * flight before it is made: the compare-and-set decides which instance calls, and the store
+   * refuses the marker while another accrual of the same customer and amount is unsettled.
+   */
+  #claim(transactionId: string, force: boolean): Promise<ClaimResult> {
+    return this.writer.locked(transactionId, async () => {
+      let record = await this.writer.require(transactionId);
+      const now = this.writer.now();
+      const step = nextStep(record, { nowMs: now.getTime(), force, canVerify: this.verifier.enabled, abandoned: this.abandoned(record) });
+      try {
+        switch (step.kind) {
+          case 'take_over':
+            record = (await this.takeOver(record)) ?? (await this.writer.require(transactionId));
+            return { record, step };
+          case 'reversal_not_needed':
+            return { record: await this.writer.write(record, reversalNotNeeded(record)), step };
+          case 'call':
+            return { record: await this.writer.write(record, markInFlight(record, step.operation, this.instanceId, now)), step };
+          case 'verify':
+          case 'create_remainder':
+          case 'none':
+            return { record, step };
+          default:
+            return unreachableStep(step);
+        }
+      } catch (error) {
+        if (error instanceof AccrualKeyHeldError) return { record, heldBy: error.holder };
+        // Another instance changed the record first (and may be calling): this one stays out.
+        if (error instanceof VersionConflictError) return { record, step: { kind: 'none', why: 'another bridge instance is working on it' } };
+        throw error;
+      }
+    });
+  }
+
+  /** The accrual waits behind `holder`: looked at again soon while the holder's call is out, later while it is in doubt. */
+  async #waitBehind(transactionId: string, holder: string): Promise<{ record: LedgerRecord; note: string }> {
+    const holding = await this.writer.store.get(holder);
+    const pauseMs = holding?.accrual.state === 'in_doubt' ? Math.max(this.options.inDoubtVerifyAfterMs, this.options.retryBaseMs) : this.options.retryBaseMs;
+    const record = await this.writer.change(transactionId, (r) => (r.accrual.state === 'pending' && !r.inFlight ? waitBehind(r, holder, this.writer.now(), pauseMs) : undefined));
+    this.metrics.accrualsHeldBack.inc();
+    return { record, note: `waits behind ${holder}: an accrual of the same customer and amount is unsettled` };
+  }
+
+  /** Makes the call the record is marked in flight for, and records its outcome. */
+  async #call(record: LedgerRecord, operation: UpstreamOperation, countedByClaim: boolean): Promise<{ record: LedgerRecord; note: string; outcome: CallReport['outcome']['kind'] }> {
+    const { transactionId } = record;
+    const startedAt = record.inFlight!.startedAt;
+    failpoint('call:before-send');
+    // A checkout's claim already counts this call (entered before its insert); it ends here too.
+    if (!countedByClaim) this.calling.enter(transactionId);
+    let report: CallReport;
+    try {
+      // The in-flight marker (for a new checkout, the record itself) must survive an OS crash
+      // before the call goes out: lost, the record would read pending and be called again.
+      await this.writer.store.durable?.();
+      report = operation === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
+    } finally {
+      this.calling.leave(transactionId);
+    }
+    failpoint('call:after-answer');
+    this.metrics.upstreamCalls.inc({ operation, outcome: report.outcome.kind });
+    this.logger.info({ transactionId, operation, outcome: report.outcome.kind, requests: report.attempts.length }, 'loyalty service call finished');
+    const answer = { operation, outcome: report.outcome, attempts: report.attempts, startedAt, owner: this.instanceId };
+    // Read again and applied again if another instance wrote the record while the call was out (a refund recorded meanwhile).
+    const written = await this.writer.change(transactionId, (r) => recordOutcome(r, answer, this.writer.now(), this.options));
+    return { record: written, note: written.history.at(-1)?.event ?? report.outcome.kind, outcome: report.outcome.kind };
+  }
+
+  /**
+   * Second step of a partial refund, after the whole accrual was reversed: the remainder's record is
+   * inserted (at most once: insert is keyed by its derived id), then linked from the parent, then
+   * delivered. A crash between the steps resumes here, because the parent stays open until linked.
+   * Under the parent's lock, so a refund arriving now either joins the plan before the remainder
+   * exists or finds the remainder linked afterwards, never a plan that changed after the insert.
+   */
+  async #createRemainder(parent: LedgerRecord): Promise<string> {
+    const childId = await this.writer.locked(parent.transactionId, async () => {
+      const current = await this.writer.require(parent.transactionId);
+      const partial = current.reversal.partial;
+      if (current.remainderTransactionId || !partial) return current.remainderTransactionId;
+      failpoint('partial:before-remainder');
+      await insertRemainder(this.writer, newRemainder(current, partial, this.writer.now(), this.options, partial.remainderInDoubtSince));
+      failpoint('partial:before-link');
+      await this.writer.write(current, linkRemainder(current, partial.remainderTransactionId));
+      return partial.remainderTransactionId;
+    });
+    if (!childId) return 'a full refund superseded the partial one: nothing remains to accrue';
+    const child = await this.advance(childId);
+    return `remainder ${childId}: ${child.after}`;
+  }
+}
+
+/**
+ * Inserts a remainder record. One born in doubt (its accrual may have happened in lost lines) must
+ * be in doubt whatever else is unsettled; when another record holds its accrual key, it is kept
+ * without one (`keyless`), and the history verifier still weighs it against that record.
+ */
+export async function insertRemainder(writer: RecordWriter, draft: LedgerRecord): Promise<boolean> {
+  try {
+    return (await writer.store.insert(draft)).created;
+  } catch (error) {
+    if (!(error instanceof AccrualKeyHeldError) || draft.accrual.state !== 'in_doubt') throw error;
+    return (await writer.store.insert(keyless(draft, error.holder))).created;
+  }
+}
+
+/**
+ * Upstream calls out from this process (or about to go out: a checkout's claim), counted per
+ * transactionId: a checkout's claim and a pass's call may overlap for one id, and one ending must
+ * not make the other's marker look abandoned.
+ */
+export class CallsOut {
+  readonly #count = new Map<string, number>();
+
+  has(transactionId: string): boolean {
+    return this.#count.has(transactionId);
+  }
+
+  enter(transactionId: string): void {
+    this.#count.set(transactionId, (this.#count.get(transactionId) ?? 0) + 1);
+  }
+
+  leave(transactionId: string): void {
+    const left = (this.#count.get(transactionId) ?? 1) - 1;
+    if (left > 0) this.#count.set(transactionId, left);
+    else this.#count.delete(transactionId);
+  }
+}
+
+function accrueRequest(record: LedgerRecord): AccrueRequest {
+  const { check, customer } = record.accrual;
+  if (!check) throw new Error(`record ${record.transactionId} has no check to accrue`);
+  return { transactionId: record.transactionId, check, ...customer };
+}
+
+function unreachableStep(step: never): never {
+  throw new Error(`unhandled step ${JSON.stringify(step)}`);
+}

@@ -1,0 +1,170 @@
+/**
+ * Intake: a POS's checkouts and refunds become ledger records, then delivery starts at once and
+ * the answer waits for it within the answer budget; what is not finished by then continues in the
+ * background. The intent is in the ledger before anything is sent. A repeat (the same order, the
+ * same refund id) answers what is recorded and sends nothing.
+ */
+import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
+import { failpoint } from '../failpoints.js';
+import { hasContact, isOpen, type LedgerRecord } from '../ledger/record.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { checkId, deriveTransactionId } from '../transaction-id.js';
+import type { CheckoutIntent, RefundIntent } from '../../adapters/types.js';
+import { answerFor, type Answer } from './answer.js';
+import type { DeliveryService } from './delivery.js';
+import type { RecordWriter } from './record-writer.js';
+import { linkRemainder, newCheckout, newRefundOfUnknownOrder, noteChangedRepeat, requestPartialReversal, requestReversal, type Transition, type TransitionOptions } from './transitions.js';
+
+/** The refund reached a record whose remainder now holds what is left of the order: walk the chain again. */
+const MOVED = Symbol('moved to the remainder');
+
+export class IntakeService {
+  constructor(
+    private readonly writer: RecordWriter,
+    private readonly delivery: DeliveryService,
+    private readonly options: TransitionOptions,
+    private readonly logger: Logger,
+    private readonly metrics: Metrics,
+  ) {}
+
+  async checkout(pos: string, intent: CheckoutIntent): Promise<Answer> {
+    const ids = { transactionId: deriveTransactionId(pos, intent.orderId, intent.scope), pos, orderId: intent.orderId };
+    const { transactionId } = ids;
+    const now = this.writer.now();
+    const contact = hasContact(intent.customer);
+    failpoint('checkout:before-ledger-write');
+    // A new order is recorded already marked in flight (see newCheckout), but only when no call for
+    // this id is out from here: then the insert can only find the order, never race our own call.
+    const claiming = contact && !this.delivery.calling.has(transactionId);
+    if (claiming) this.delivery.calling.enter(transactionId);
+    let inserted: { record: LedgerRecord; created: boolean };
+    try {
+      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, claiming ? this.delivery.instanceId : undefined));
+    } catch (error) {
+      if (claiming) this.delivery.calling.leave(transactionId);
+      // Another accrual of this customer and amount is unsettled: recorded pending; delivery makes it wait behind that one.
+      if (!(error instanceof AccrualKeyHeldError)) throw error;
+      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now));
+      if (inserted.created) this.logger.info({ transactionId, behind: error.holder }, 'checkout recorded; it waits behind an unsettled accrual of the same customer and amount');
+      return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined);
+    }
+    const claimed = claiming && inserted.created;
+    if (claiming && !inserted.created) this.delivery.calling.leave(transactionId);
+    return this.#afterInsert(pos, intent, inserted.record, inserted.created, claimed ? { record: inserted.record, operation: 'accrue' } : undefined);
+  }
+
+  async #afterInsert(pos: string, intent: CheckoutIntent, record: LedgerRecord, created: boolean, claimed: Parameters<DeliveryService['deliverWithinBudget']>[1]): Promise<Answer> {
+    if (created) {
+      failpoint('checkout:after-ledger-write');
+      this.logger.info({ transactionId: record.transactionId, pos, status: record.status }, 'checkout recorded');
+    }
+    const changed = !created && record.accrual.check?.amount !== intent.check.amount;
+    if (changed) await this.#noteChangedRepeat(record.transactionId, intent.check.amount, record.accrual.check?.amount);
+    const answer = !created
+      ? await answerFor(this.writer.store, record, true)
+      : await answerFor(this.writer.store, record.accrual.state === 'skipped' ? record : await this.delivery.deliverWithinBudget(record.transactionId, claimed), false);
+    this.metrics.checkouts.inc({ pos, result: answer.repeat ? (changed ? 'repeat_changed' : 'repeat') : answer.record.status });
+    return answer;
+  }
+
+  /** Informational: the answer stands whatever happens to the note (another instance may write the record meanwhile). */
+  async #noteChangedRepeat(transactionId: string, amount: number, recorded: number | undefined): Promise<void> {
+    this.logger.warn({ transactionId, amountCents: amount, recordedCents: recorded }, 'an order already recorded was delivered again with a different amount; nothing sent');
+    try {
+      await this.writer.change(transactionId, (r) => noteChangedRepeat(r, amount, this.writer.now()));
+    } catch (error) {
+      if (!(error instanceof VersionConflictError)) throw error;
+    }
+  }
+
+  async refund(pos: string, intent: RefundIntent): Promise<Answer> {
+    const rootId = deriveTransactionId(pos, intent.orderId, intent.scope);
+    const { refundId } = intent;
+    if (refundId !== undefined) checkId('refundId', refundId);
+    const partial = intent.amountCents !== undefined || intent.items !== undefined;
+    // Earlier partial refunds moved what remains of the order to remainder records: act on the
+    // last. If a remainder appears while this refund is applied, walk the chain again.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const chain = await chainOf(this.writer, rootId);
+      const seen = refundId ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
+      if (seen) return answerFor(this.writer.store, seen, true, refundId);
+      const current = chain.at(-1);
+      if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
+      const answer = partial
+        ? await this.#partialReversal(current!.transactionId, refundId!, intent)
+        : await this.reversal({ transactionId: current?.transactionId ?? rootId, pos, orderId: intent.orderId }, refundId);
+      if (answer !== MOVED) return answer;
+    }
+    throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
+  }
+
+  /** A full reversal of `ids.transactionId` (a refund, or an operator's /reverse); MOVED when a remainder holds the order now. */
+  async reversal(ids: { transactionId: string; pos: string; orderId: string }, refundId: string | undefined): Promise<Answer | typeof MOVED> {
+    const { transactionId } = ids;
+    const unknown = await this.writer.locked(transactionId, async () => {
+      if (await this.writer.store.get(transactionId)) return undefined;
+      const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now()));
+      return { record, repeat: !created };
+    });
+    if (unknown) return this.#deliverRefund(ids.pos, unknown.record, unknown.repeat, refundId);
+    // Set by the last decision (a lost race decides again).
+    const decided: { result: 'moved' | 'repeat' | 'recorded' } = { result: 'recorded' };
+    const record = await this.writer.change(transactionId, async (r) => {
+      const moved = await this.#remainderHolds(r);
+      decided.result = moved ? 'moved' : 'recorded';
+      if (moved) return moved === true ? undefined : moved;
+      const transition = requestReversal(r, refundId, this.writer.now());
+      if (!transition) decided.result = 'repeat';
+      return transition;
+    });
+    if (decided.result === 'moved') return MOVED;
+    return this.#deliverRefund(ids.pos, record, decided.result === 'repeat', refundId);
+  }
+
+  async #partialReversal(transactionId: string, refundId: string, intent: RefundIntent): Promise<Answer | typeof MOVED> {
+    const decided = { moved: false };
+    const record = await this.writer.change(transactionId, async (r) => {
+      const holds = await this.#remainderHolds(r);
+      decided.moved = Boolean(holds);
+      if (holds) return holds === true ? undefined : holds;
+      return requestPartialReversal(r, refundId, intent, this.writer.now(), this.options);
+    });
+    if (decided.moved) return MOVED;
+    return this.#deliverRefund(record.pos, record, false, refundId);
+  }
+
+  /**
+   * Decided under the record's lock, right before the refund's write: does what remains of the
+   * order live in a remainder record now? `true`: linked already. A transition: created but not
+   * linked yet (a crash between the two steps, or another instance creating it this moment),
+   * linked by this write. Undefined: the refund applies to this record.
+   */
+  async #remainderHolds(record: LedgerRecord): Promise<true | Transition | undefined> {
+    if (record.remainderTransactionId) return true;
+    const partial = record.reversal.partial;
+    if (!partial || !(await this.writer.store.get(partial.remainderTransactionId))) return undefined;
+    return linkRemainder(record, partial.remainderTransactionId);
+  }
+
+  async #deliverRefund(pos: string, record: LedgerRecord, repeat: boolean, refundId: string | undefined): Promise<Answer> {
+    if (!repeat) failpoint('refund:after-ledger-write');
+    const delivered = !repeat && isOpen(record) ? await this.delivery.deliverWithinBudget(record.transactionId) : record;
+    this.metrics.refunds.inc({ pos, result: repeat ? 'repeat' : delivered.status });
+    return answerFor(this.writer.store, delivered, repeat, refundId);
+  }
+}
+
+/** The order's original record followed by the remainders of its partial refunds, in order. */
+export async function chainOf(writer: RecordWriter, rootId: string): Promise<LedgerRecord[]> {
+  const chain: LedgerRecord[] = [];
+  for (let id: string | undefined = rootId; id && chain.length < 1000; ) {
+    const record = await writer.store.get(id);
+    if (!record) break;
+    chain.push(record);
+    id = record.remainderTransactionId;
+  }
+  return chain;
+}
+
+export { MOVED };

@@ -1,0 +1,73 @@
+/**
+ * The one way the core changes a ledger record: read it, decide with a pure transition
+ * (`transitions.ts`), write the next version as a compare-and-set. Within this process, changes to
+ * one record are serialised by a keyed lock; across instances, the store's compare-and-set decides,
+ * and a change that lost the race (VersionConflictError) is decided again on the record read again:
+ * the one conflict-retry rule of the core. A transition that no longer applies to what was read
+ * says so itself (it answers undefined, or throws a ConflictError for the caller to show).
+ */
+import { NotFoundError, VersionConflictError } from '../errors.js';
+import { KeyedMutex } from '../keyed-mutex.js';
+import type { LedgerRecord } from '../ledger/record.js';
+import type { LedgerStore } from '../ledger/store.js';
+import type { Logger } from '../logger.js';
+import { nextVersion, type Transition } from './transitions.js';
+
+/** How often a change is decided again after another writer won the race. */
+const MAX_DECISIONS = 5;
+
+export class RecordWriter {
+  readonly #locks = new KeyedMutex();
+
+  constructor(
+    readonly store: LedgerStore,
+    private readonly logger: Logger,
+    private readonly clock: () => Date,
+  ) {}
+
+  now(): Date {
+    return this.clock();
+  }
+
+  async require(transactionId: string): Promise<LedgerRecord> {
+    const record = await this.store.get(transactionId);
+    if (!record) throw new NotFoundError(`no ledger record ${transactionId}`);
+    return record;
+  }
+
+  /** Runs `work` holding this process's lock on the record (for steps that read and write more than one thing). */
+  locked<T>(transactionId: string, work: () => Promise<T>): Promise<T> {
+    return this.#locks.run(transactionId, work);
+  }
+
+  /**
+   * Writes the next version of `record` (the version read) after `transition`. Throws
+   * VersionConflictError when another writer got there first: callers that may decide again use
+   * `change`; callers whose decision was about that exact version (a claim to call) stay out.
+   */
+  async write(record: LedgerRecord, transition: Transition): Promise<LedgerRecord> {
+    const next = nextVersion(record, transition, this.clock());
+    const written = await this.store.update(next);
+    if (next.status !== record.status) this.logger.info({ transactionId: next.transactionId, from: record.status, to: next.status }, 'ledger status changed');
+    return written;
+  }
+
+  /**
+   * Reads the record under the lock, asks `decide` for a transition, and writes it; when another
+   * instance wrote the record in between, reads it again and decides again. Answers the record as
+   * written, or as read when `decide` answered undefined (nothing to change).
+   */
+  async change(transactionId: string, decide: (record: LedgerRecord) => Transition | undefined | Promise<Transition | undefined>): Promise<LedgerRecord> {
+    for (let decision = 1; ; decision++) {
+      try {
+        return await this.#locks.run(transactionId, async () => {
+          const record = await this.require(transactionId);
+          const transition = await decide(record);
+          return transition ? this.write(record, transition) : record;
+        });
+      } catch (error) {
+        if (!(error instanceof VersionConflictError) || decision >= MAX_DECISIONS) throw error;
+      }
+    }
+  }
+}

@@ -1,0 +1,730 @@
+/**
+ * Every rule of the ledger's state machine, as pure functions: what a record needs next, and what
+ * each event (a call's outcome, a history verdict, a refund, an operator's action) makes of it. No
+ * I/O, no clock, no randomness: the caller passes `now` and writes what comes back. The service
+ * (intake, delivery, recovery, operator actions) and the stores' due index both decide from here,
+ * so a rule is written once.
+ *
+ * A transition answers the changed record (a copy; the input is never touched) and the event to
+ * add to its history, or throws a ConflictError naming why the change is not allowed. Versions,
+ * `updatedAt`, the derived `status` and the history line are added by `nextVersion`, in one place.
+ *
+ * The invariants behind them (bridge-contract, "Rules the loyalty service imposes"):
+ * - one transactionId gets at most one `accrue` unless the previous one is proven not to have
+ *   happened (a refusal, a 429/5xx, a refused connection, or the operations history after the
+ *   grace period), and at most one `reverse`;
+ * - a call is marked in flight before it is made; a call whose outcome is unknown puts its side
+ *   in doubt, never resent before it is settled;
+ * - an accrual is not sent while another of the same customer and amount is unsettled
+ *   (`accrualKeys`): the history could not tell their operations apart.
+ */
+import { ConflictError } from '../errors.js';
+import {
+  awaitsRemainder,
+  deriveStatus,
+  withAttempts,
+  withChangedDelivery,
+  withHistoryEvent,
+  type Attempt,
+  type Due,
+  type LedgerRecord,
+  type LedgerStatus,
+  type PartialRefundPlan,
+  type UpstreamOperation,
+} from '../ledger/record.js';
+import type { CallOutcome } from '../loyalty/client.js';
+import type { Check } from '../loyalty/contract.js';
+import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.js';
+import type { RefundIntent } from '../../adapters/types.js';
+
+export interface TransitionOptions {
+  /** Unit of the pause between delivery rounds (the same unit as the 429 schedule). */
+  retryBaseMs: number;
+  /** Pause before the first history check of an accrual in doubt, and between checks. */
+  inDoubtVerifyAfterMs: number;
+  /** `full_only`: partial refunds are recorded and reverse nothing until together they cover the order. */
+  partialRefundPolicy: 'reaccrue' | 'full_only';
+}
+
+export interface Transition {
+  record: LedgerRecord;
+  /** For the record's history; undefined when the change needs no line (a status change still gets one). */
+  event?: string;
+}
+
+/** Pause before the worker's next round after a round ended without an answer: 30 units, growing to 1 hour. */
+const ROUND_PAUSES = [30, 60, 120, 300, 600, 1800, 3600];
+const MAX_REFUND_IDS_REMEMBERED = 100;
+
+// ------------------------------------------------------------------ what a record needs
+
+/** What a record needs, whatever the time: the scheduler's and the delivery's one source. */
+export type Plan =
+  /** A call is marked in flight: its owner finishes it, or it is taken over once abandoned. */
+  | { kind: 'in_flight'; operation: UpstreamOperation }
+  /** Reversed for a partial refund; the remainder's record is still to be created. */
+  | { kind: 'create_remainder' }
+  /** Send it, not before the end of the pause between rounds when there is one. */
+  | { kind: 'call'; operation: UpstreamOperation; notBefore?: string }
+  /** An accrual in doubt: ask the operations history, not before `notBefore`. */
+  | { kind: 'verify'; notBefore?: string }
+  /** A refund of an accrual that was refused or skipped: nothing to reverse; record so. */
+  | { kind: 'reversal_not_needed' }
+  /** Only a person can move it. */
+  | { kind: 'operator'; why: string }
+  | { kind: 'settled' };
+
+export function plan(record: LedgerRecord): Plan {
+  const { accrual, reversal } = record;
+  if (record.inFlight) return { kind: 'in_flight', operation: record.inFlight.operation };
+  if (awaitsRemainder(record)) return { kind: 'create_remainder' };
+  switch (accrual.state) {
+    case 'pending':
+      return { kind: 'call', operation: 'accrue', notBefore: record.nextAttemptAt };
+    case 'in_doubt':
+      return { kind: 'verify', notBefore: record.nextAttemptAt };
+    case 'none':
+    case 'skipped':
+    case 'accrued':
+    case 'partially_accrued':
+    case 'failed':
+      break;
+    default:
+      return unreachable(accrual.state);
+  }
+  switch (reversal.state) {
+    case 'in_doubt':
+      return { kind: 'operator', why: 'reverse outcome unknown; the operations history cannot prove a reversal, so an operator must /resolve it' };
+    case 'pending':
+      if (accrual.state === 'failed' || accrual.state === 'skipped') return { kind: 'reversal_not_needed' };
+      return { kind: 'call', operation: 'reverse', notBefore: record.nextAttemptAt };
+    case 'none':
+    case 'not_needed':
+    case 'reversed':
+    case 'failed':
+      return { kind: 'settled' };
+    default:
+      return unreachable(reversal.state);
+  }
+}
+
+export interface StepContext {
+  nowMs: number;
+  /** An operator's reconcile: pauses between rounds do not apply. */
+  force: boolean;
+  /** The history verifier can run (LOYALTY_API_KEY is set). */
+  canVerify: boolean;
+  /** The record's in-flight call belongs to a bridge that can no longer finish it (see DeliveryService). */
+  abandoned: boolean;
+}
+
+/** What a pass over the record does now. */
+export type Step =
+  | { kind: 'call'; operation: UpstreamOperation }
+  | { kind: 'verify' }
+  | { kind: 'create_remainder' }
+  | { kind: 'reversal_not_needed' }
+  | { kind: 'take_over' }
+  /** Nothing now: not due yet, a call is out, an operator's, or settled; `why` for the report. */
+  | { kind: 'none'; why: string };
+
+export function nextStep(record: LedgerRecord, ctx: StepContext): Step {
+  const planned = plan(record);
+  const due = (notBefore: string | undefined) => ctx.force || !notBefore || Date.parse(notBefore) <= ctx.nowMs;
+  switch (planned.kind) {
+    case 'in_flight':
+      return ctx.abandoned ? { kind: 'take_over' } : { kind: 'none', why: `a ${planned.operation} call is in flight` };
+    case 'create_remainder':
+    case 'reversal_not_needed':
+      return { kind: planned.kind };
+    case 'call':
+      if (!due(planned.notBefore)) return { kind: 'none', why: `next ${planned.operation} round at ${planned.notBefore}${record.accrual.waitingBehind ? ` (waits behind ${record.accrual.waitingBehind})` : ''}` };
+      return { kind: 'call', operation: planned.operation };
+    case 'verify':
+      if (!ctx.canVerify) return { kind: 'none', why: 'accrual outcome unknown; LOYALTY_API_KEY is not set, so an operator must /resolve it' };
+      if (!due(planned.notBefore)) {
+        const ambiguous = record.accrual.ambiguousWith?.length ? `; ambiguous with ${record.accrual.ambiguousWith.join(', ')}` : '';
+        return { kind: 'none', why: `accrual outcome unknown; history check at ${planned.notBefore}${ambiguous}` };
+      }
+      return { kind: 'verify' };
+    case 'operator':
+      return { kind: 'none', why: planned.why };
+    case 'settled':
+      return { kind: 'none', why: 'settled' };
+    default:
+      return unreachable(planned);
+  }
+}
+
+/**
+ * When the worker should next look at an open record by itself (the scheduled pass; an operator's
+ * reconcile looks at every open record), from `plan`:
+ * - a call marked in flight, a remainder to create, a reversal with nothing to reverse: now (its
+ *   `updatedAt`). An in-flight record is looked at so that a call its bridge can no longer finish
+ *   is taken over, whatever pause `nextAttemptAt` still shows;
+ * - a call to make: `nextAttemptAt`, the end of the pause between rounds, else now;
+ * - an accrual in doubt: `nextAttemptAt`, when the history is checked. Only the history verifier
+ *   settles it, and it runs only where LOYALTY_API_KEY is set: a setting of the running bridge
+ *   that can change at a restart without the record being written again. So the answer says
+ *   `needsVerifier`, stores keep it, and the worker's query says whether it can verify;
+ * - a reversal in doubt, or a settled record: never (undefined). The operations history cannot
+ *   prove a reversal, so only an operator's /resolve moves it.
+ */
+export function dueOf(record: LedgerRecord): Due | undefined {
+  const now = Date.parse(record.updatedAt);
+  const after = (notBefore: string | undefined) => (notBefore ? Date.parse(notBefore) : now);
+  const planned = plan(record);
+  switch (planned.kind) {
+    case 'in_flight':
+    case 'create_remainder':
+    case 'reversal_not_needed':
+      return { atMs: now, needsVerifier: false };
+    case 'call':
+      return { atMs: after(planned.notBefore), needsVerifier: false };
+    case 'verify':
+      return { atMs: after(planned.notBefore), needsVerifier: true };
+    case 'operator':
+    case 'settled':
+      return undefined;
+    default:
+      return unreachable(planned);
+  }
+}
+
+// ------------------------------------------------------------------ the writer's part
+
+/**
+ * The version that follows `previous` after `transition`: version + 1, `updatedAt`, the status
+ * derived again, and the history line (the event, or "status changed" when only the status did).
+ */
+export function nextVersion(previous: LedgerRecord, transition: Transition, now: Date): LedgerRecord {
+  const at = now.toISOString();
+  const next = { ...transition.record, version: previous.version + 1, updatedAt: at };
+  next.status = deriveStatus(next);
+  if (transition.event || next.status !== previous.status) {
+    next.history = withHistoryEvent(next.history, {
+      at,
+      event: transition.event ?? 'status changed',
+      ...(next.status !== previous.status ? { from: previous.status, to: next.status } : {}),
+    });
+  }
+  return next;
+}
+
+/**
+ * A copy `change` may mutate: top-level fields, the `accrual` and `reversal` objects; arrays and
+ * objects inside them are reassigned, never mutated. Cheaper than a deep clone of the attempt log.
+ */
+function changed(record: LedgerRecord, change: (draft: LedgerRecord) => string | undefined): Transition {
+  const draft: LedgerRecord = { ...record, accrual: { ...record.accrual }, reversal: { ...record.reversal }, history: [...record.history] };
+  const event = change(draft);
+  return { record: draft, event };
+}
+
+const later = (now: Date, ms: number): string => new Date(now.getTime() + ms).toISOString();
+
+/** The side of `operation` is in doubt since `since`: verified (an accrual) or resolved (a reversal) before anything is resent. */
+function putInDoubt(r: LedgerRecord, operation: UpstreamOperation, since: string, now: Date, options: TransitionOptions): void {
+  Object.assign(operation === 'accrue' ? r.accrual : r.reversal, { state: 'in_doubt', inDoubtSince: since });
+  r.nextAttemptAt = later(now, options.inDoubtVerifyAfterMs);
+}
+
+function settledRounds(r: LedgerRecord): void {
+  r.rounds = 0;
+  r.nextAttemptAt = undefined;
+}
+
+// ------------------------------------------------------------------ new records
+
+export function newRecord(transactionId: string, pos: string, orderId: string, now: Date): LedgerRecord {
+  const at = now.toISOString();
+  return {
+    transactionId,
+    version: 1,
+    pos,
+    orderId,
+    status: 'pending',
+    createdAt: at,
+    updatedAt: at,
+    accrual: { state: 'pending', results: [], errors: [], operationIds: [] },
+    reversal: { state: 'none', refundIds: [], results: [], errors: [] },
+    rounds: 0,
+    attempts: [],
+    history: [],
+  };
+}
+
+/** A first record with its history line; `record.status` derived. */
+function born(record: LedgerRecord, event: string): LedgerRecord {
+  record.status = deriveStatus(record);
+  record.history = [{ at: record.createdAt, event, to: record.status }];
+  return record;
+}
+
+/**
+ * A checkout. `owner`: the instance that will make the accrue at once; the record is then born
+ * marked in flight, so one write serves as both the intent and the marker that must precede the
+ * call (a crash right after it leaves the record in doubt, verified before anything is sent).
+ */
+export function newCheckout(
+  ids: { transactionId: string; pos: string; orderId: string },
+  intent: { check: Check; customer: LedgerRecord['accrual']['customer'] },
+  hasContact: boolean,
+  now: Date,
+  owner?: string,
+): LedgerRecord {
+  const record = newRecord(ids.transactionId, ids.pos, ids.orderId, now);
+  record.accrual.check = intent.check;
+  record.accrual.customer = intent.customer;
+  record.accrual.state = hasContact ? 'pending' : 'skipped';
+  if (hasContact && owner) record.inFlight = { operation: 'accrue', startedAt: now.toISOString(), owner };
+  return born(record, hasContact ? 'checkout recorded' : 'recorded without phone, email or card serial: nothing to accrue');
+}
+
+/** A refund of an order this ledger never saw (accrued before the ledger existed, or lost): reversed by the derived id. */
+export function newRefundOfUnknownOrder(ids: { transactionId: string; pos: string; orderId: string }, refundId: string | undefined, now: Date): LedgerRecord {
+  const record = newRecord(ids.transactionId, ids.pos, ids.orderId, now);
+  record.accrual.state = 'none';
+  record.reversal = { ...record.reversal, state: 'pending', requestedAt: now.toISOString(), refundIds: refundId ? [refundId] : [] };
+  return born(record, `refund${refundId ? ` ${refundId}` : ''} for an order this ledger never saw: reversing by its derived id`);
+}
+
+/**
+ * The record that accrues what a partial refund of `parent` left. `inDoubtSince`: lines lost in a
+ * crash may have created and accrued it already; then it is born in doubt, verified before any accrue.
+ */
+export function newRemainder(parent: LedgerRecord, partial: PartialRefundPlan, now: Date, options: TransitionOptions, inDoubtSince?: string, cause?: string): LedgerRecord {
+  const record = newRecord(partial.remainderTransactionId, parent.pos, parent.orderId, now);
+  record.accrual.check = partial.remainderCheck;
+  record.accrual.customer = parent.accrual.customer;
+  record.parentTransactionId = parent.transactionId;
+  if (inDoubtSince) putInDoubt(record, 'accrue', inDoubtSince, now, options);
+  const doubt = cause ? `, created after ${cause}: it may have been created and accrued already` : inDoubtSince ? ': in doubt, lines lost in a crash may have accrued it already' : '';
+  return born(record, `remainder of ${parent.transactionId} after partial refund ${partial.refundId}${doubt}`);
+}
+
+// ------------------------------------------------------------------ delivery
+
+/** The call goes out now, made by `owner`: the durable marker that must precede it. */
+export function markInFlight(record: LedgerRecord, operation: UpstreamOperation, owner: string, now: Date): Transition {
+  return changed(record, (r) => {
+    r.inFlight = { operation, startedAt: now.toISOString(), owner };
+    if (operation === 'accrue') Object.assign(r.accrual, { waitingBehind: undefined, keyless: undefined });
+    return undefined;
+  });
+}
+
+/**
+ * A record that must be in doubt while `holder` holds its accrual key (lines lost in a crash may
+ * have sent both): kept without the key, and said so; the history verifier weighs both.
+ */
+export function keyless(record: LedgerRecord, holder: string): LedgerRecord {
+  const at = record.updatedAt;
+  return {
+    ...record,
+    accrual: { ...record.accrual, keyless: true },
+    history: withHistoryEvent(record.history, { at, event: `${holder}, an accrual of the same customer and amount, is unsettled too: both are weighed by the history verifier` }),
+  };
+}
+
+/**
+ * The accrual is not sent: `holder`, an accrual of the same customer and amount, is unsettled
+ * (`accrualKeys`). It stays pending and is looked at again after `pauseMs`; the history says so
+ * when it starts waiting behind another record, not at every look.
+ */
+export function waitBehind(record: LedgerRecord, holder: string, now: Date, pauseMs: number): Transition {
+  return changed(record, (r) => {
+    const already = r.accrual.waitingBehind === holder;
+    r.accrual.waitingBehind = holder;
+    r.nextAttemptAt = later(now, pauseMs);
+    if (already) return undefined;
+    return `waits behind ${holder}: an accrual of the same customer and amount is unsettled, and the operations history could not tell the two apart`;
+  });
+}
+
+/** A call marked in flight by a bridge that can no longer finish it: it may have reached the loyalty service. */
+export function takeOver(record: LedgerRecord, now: Date, options: TransitionOptions): Transition {
+  const { operation, startedAt, owner } = record.inFlight!;
+  return changed(record, (r) => {
+    r.inFlight = undefined;
+    putInDoubt(r, operation, startedAt, now, options);
+    return `found mid-${operation} left by bridge ${owner.slice(0, 8)} (restarted or gone): it may have reached the loyalty service`;
+  });
+}
+
+export function reversalNotNeeded(record: LedgerRecord): Transition {
+  return changed(record, (r) => {
+    r.reversal.state = 'not_needed';
+    return 'the accrual was refused: the refund has nothing to reverse';
+  });
+}
+
+/** One call's answer, as the client classified it; `owner` and `startedAt` name the attempt. */
+export interface CallAnswer {
+  operation: UpstreamOperation;
+  outcome: CallOutcome;
+  attempts: Attempt[];
+  startedAt: string;
+  owner: string;
+}
+
+/**
+ * Whether the record still shows this attempt: our in-flight marker, or the in-doubt state another
+ * instance took it over into (the outcome settles that doubt).
+ */
+export function showsAttempt(record: LedgerRecord, call: Pick<CallAnswer, 'operation' | 'startedAt' | 'owner'>): boolean {
+  const side = call.operation === 'accrue' ? record.accrual : record.reversal;
+  return record.inFlight ? record.inFlight.owner === call.owner && record.inFlight.startedAt === call.startedAt : side.state === 'in_doubt' && side.inDoubtSince === call.startedAt;
+}
+
+/**
+ * A call's outcome. It depends only on the outcome, so a write that lost a race can be applied
+ * again to the record read again. When the record no longer shows this attempt (another instance
+ * took it over and settled it), only the attempts and a note are added.
+ */
+export function recordOutcome(record: LedgerRecord, call: CallAnswer, now: Date, options: TransitionOptions): Transition {
+  const { operation, outcome } = call;
+  if (!showsAttempt(record, call)) {
+    return changed(record, (r) => {
+      Object.assign(r, withAttempts(r, call.attempts));
+      return `${operation} answered (${outcome.kind}) after another bridge instance had taken the record over; left as that instance recorded it`;
+    });
+  }
+  return changed(record, (r) => {
+    r.inFlight = undefined;
+    Object.assign(r, withAttempts(r, call.attempts));
+    const side = operation === 'accrue' ? r.accrual : r.reversal;
+    switch (outcome.kind) {
+      case 'succeeded':
+        side.results = outcome.results;
+        side.errors = [];
+        if (operation === 'accrue') Object.assign(r.accrual, { state: 'accrued', settledBy: 'upstream', operationIds: operationIdsOf(outcome.results), inDoubtSince: undefined, ambiguousWith: undefined });
+        else Object.assign(r.reversal, { state: 'reversed', inDoubtSince: undefined });
+        settledRounds(r);
+        return `${operation} succeeded for ${outcome.results.length} card(s)`;
+      case 'results_failed': {
+        side.results = outcome.results;
+        side.errors = outcome.errors;
+        const anySuccess = outcome.results.some((x) => x.isSuccess);
+        if (operation === 'accrue') {
+          Object.assign(r.accrual, { state: anySuccess ? 'partially_accrued' : 'failed', settledBy: 'upstream', operationIds: operationIdsOf(outcome.results), inDoubtSince: undefined, ambiguousWith: undefined });
+        } else Object.assign(r.reversal, { state: 'failed', inDoubtSince: undefined });
+        settledRounds(r);
+        return `${operation} answered with failed results: ${outcome.errors.join('; ')}`;
+      }
+      case 'refused':
+        side.errors = outcome.errors;
+        if (operation === 'accrue') Object.assign(r.accrual, { state: 'failed', inDoubtSince: undefined, ambiguousWith: undefined });
+        else Object.assign(r.reversal, { state: 'failed', inDoubtSince: undefined, unknownUpstream: outcome.errors.some((e) => /not\s*found|unknown|does not exist/i.test(e)) });
+        settledRounds(r);
+        return `${operation} refused (HTTP ${outcome.status}): ${outcome.errors.join('; ')}`;
+      case 'retryable':
+        // Provably not carried out: pending again (it may have been taken over into in_doubt meanwhile).
+        Object.assign(side, { state: 'pending', inDoubtSince: undefined });
+        if (operation === 'accrue') r.accrual.ambiguousWith = undefined;
+        r.rounds += 1;
+        r.nextAttemptAt = later(now, options.retryBaseMs * ROUND_PAUSES[Math.min(r.rounds - 1, ROUND_PAUSES.length - 1)]!);
+        return `${operation} not carried out (${outcome.reason}); next round at ${r.nextAttemptAt}`;
+      case 'unknown':
+        putInDoubt(r, operation, call.startedAt, now, options);
+        return `${operation} outcome unknown (${outcome.reason}); it will not be resent until verified`;
+      default:
+        return unreachable(outcome);
+    }
+  });
+}
+
+/** What the operations history says of an accrual in doubt (see HistoryVerifier). */
+export type Verdict =
+  | { kind: 'happened'; operationId: number; cardId: string }
+  | { kind: 'did_not_happen'; examinedCards: number }
+  /** An operation this accrual could have made, but so could these other unsettled records: nobody claims it yet. */
+  | { kind: 'ambiguous'; operationId: number; cardId: string; with: string[] }
+  | { kind: 'too_early'; reason: string }
+  | { kind: 'cannot_verify'; reason: string };
+
+/** A verdict in words, for the history and the reconcile report. */
+export function describeVerdict(verdict: Verdict): string {
+  switch (verdict.kind) {
+    case 'happened':
+      return `operations history shows operation ${verdict.operationId} on card ${verdict.cardId}: accrued`;
+    case 'did_not_happen':
+      return `operations history of ${verdict.examinedCards} card(s) shows no matching operation after the grace period: safe to accrue again`;
+    case 'ambiguous':
+      return `ambiguous with ${verdict.with.join(', ')}: operation ${verdict.operationId} on card ${verdict.cardId} could be any of theirs; none claims it, none is resent, until the others settle or an operator resolves`;
+    case 'too_early':
+    case 'cannot_verify':
+      return verdict.reason;
+    default:
+      return unreachable(verdict);
+  }
+}
+
+/** Applies to an accrual still in doubt (the caller checks); other states are left as they are. */
+export function applyVerdict(record: LedgerRecord, verdict: Verdict, now: Date, options: TransitionOptions): Transition {
+  return changed(record, (r) => {
+    const recheck = () => (r.nextAttemptAt = later(now, Math.max(options.inDoubtVerifyAfterMs, options.retryBaseMs)));
+    switch (verdict.kind) {
+      case 'happened':
+        Object.assign(r.accrual, { state: 'accrued', settledBy: 'history', inDoubtSince: undefined, ambiguousWith: undefined });
+        r.accrual.operationIds = [...r.accrual.operationIds, verdict.operationId];
+        settledRounds(r);
+        return describeVerdict(verdict);
+      case 'did_not_happen':
+        Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined, ambiguousWith: undefined });
+        settledRounds(r);
+        return describeVerdict(verdict);
+      case 'ambiguous': {
+        const known = r.accrual.ambiguousWith?.join() === verdict.with.join();
+        r.accrual.ambiguousWith = verdict.with;
+        recheck();
+        // Said once per set of rivals: the check is repeated until they settle or an operator resolves.
+        return known ? undefined : describeVerdict(verdict);
+      }
+      case 'too_early':
+      case 'cannot_verify':
+        recheck();
+        return describeVerdict(verdict);
+      default:
+        return unreachable(verdict);
+    }
+  });
+}
+
+/** Links the remainder a partial refund created (the parent then leaves the open set). */
+export function linkRemainder(record: LedgerRecord, remainderTransactionId: string): Transition {
+  return changed(record, (r) => {
+    r.remainderTransactionId = remainderTransactionId;
+    return `what remains is accrued as ${remainderTransactionId}`;
+  });
+}
+
+// ------------------------------------------------------------------ refunds (intake)
+
+/** A full refund of a recorded order. Answers undefined when it is a repeat (nothing to change). */
+export function requestReversal(record: LedgerRecord, refundId: string | undefined, now: Date): Transition | undefined {
+  if (refundId && record.reversal.refundIds.includes(refundId)) return undefined;
+  const remember = (r: LedgerRecord) => {
+    if (refundId) r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);
+  };
+  const named = refundId ? ` ${refundId}` : '';
+  if (record.reversal.partial) {
+    // A full refund while a partial one is carried out: the reversal goes ahead, and nothing remains to accrue.
+    return changed(record, (r) => {
+      remember(r);
+      r.reversal.partial = undefined;
+      return `full refund${named} supersedes the partial refund in progress: nothing remains to accrue`;
+    });
+  }
+  if (record.reversal.state !== 'none') return undefined;
+  return changed(record, (r) => {
+    remember(r);
+    r.reversal.requestedAt = now.toISOString();
+    switch (r.accrual.state) {
+      case 'skipped':
+        return 'refund of a checkout that was skipped: nothing to reverse';
+      case 'failed':
+        r.reversal.state = 'not_needed';
+        return 'refund of an accrual the loyalty service refused: nothing to reverse';
+      case 'accrued':
+      case 'partially_accrued':
+        r.reversal.state = 'pending';
+        settledRounds(r);
+        return `refund${named} recorded`;
+      case 'pending':
+      case 'in_doubt':
+      case 'none':
+        r.reversal.state = 'pending';
+        return `refund${named} recorded: waits until the accrual is settled`;
+      default:
+        return unreachable(r.accrual.state);
+    }
+  });
+}
+
+/**
+ * A partial refund (`intent` names cents and/or lines) of the record that holds what remains of the
+ * order. `reaccrue`: the whole accrual is reversed and what remains accrued again under
+ * `<order id>~r<n+1>` (reverse is all-or-nothing upstream). `full_only`: only counted until refunds
+ * cover the order. Throws RefundExceedsRemainderError or ConflictError when it cannot apply.
+ */
+export function requestPartialReversal(record: LedgerRecord, refundId: string, intent: Pick<RefundIntent, 'amountCents' | 'items'>, now: Date, options: TransitionOptions): Transition {
+  const existing = record.reversal.partial;
+  if (!existing && record.reversal.state !== 'none' && record.reversal.state !== 'not_needed') {
+    throw new RefundExceedsRemainderError(`this order is already ${record.status}: nothing remains to refund`, 0);
+  }
+  if (existing && record.reversal.state === 'failed') {
+    throw new ConflictError('the reversal for an earlier refund of this order was refused; an operator must look at it first', { transactionId: record.transactionId });
+  }
+  return changed(record, (r) => {
+    r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);
+    r.reversal.requestedAt = now.toISOString();
+    if (existing) {
+      // An earlier partial refund is still being carried out: this one is taken off the remainder it will accrue.
+      const remainder = remainderAfterRefund(existing.remainderCheck, intent);
+      if (!remainder.check) {
+        r.reversal.partial = undefined;
+        return `partial refund ${refundId} covers what the earlier refund left: nothing remains to accrue`;
+      }
+      r.reversal.partial = { ...existing, refundedCents: existing.refundedCents + remainder.refundedCents, remainderCheck: remainder.check };
+      return `partial refund ${refundId} of ${remainder.refundedCents} cents joins the refund in progress: ${existing.remainderTransactionId} will accrue ${remainder.check.amount} cents`;
+    }
+    if (r.accrual.state === 'skipped') return `partial refund ${refundId} of a skipped checkout: nothing to do`;
+    if (r.accrual.state === 'failed' || r.accrual.state === 'none') {
+      r.reversal.state = 'not_needed';
+      return `partial refund ${refundId} of an accrual the loyalty service refused: nothing to reverse`;
+    }
+    const remainder = remainderAfterRefund(r.accrual.check!, intent, r.reversal.partialRefundedCents ?? 0);
+    if (options.partialRefundPolicy === 'full_only') {
+      r.reversal.partialRefundedCents = (r.reversal.partialRefundedCents ?? 0) + remainder.refundedCents;
+      if (remainder.check) {
+        return `partial refund ${refundId} of ${remainder.refundedCents} cents recorded; PARTIAL_REFUND_POLICY=full_only reverses only when refunds cover the order (${r.reversal.partialRefundedCents} of ${r.accrual.check!.amount} cents so far)`;
+      }
+      r.reversal.state = 'pending';
+      return `partial refund ${refundId} completes refunds of the whole order: reversing in full`;
+    }
+    r.reversal.state = 'pending';
+    settledRounds(r);
+    if (!remainder.check) return `partial refund ${refundId} covers all that remains: reversing in full`;
+    const remainderTransactionId = `${rootOf(r.transactionId)}~r${remainderDepthOf(r.transactionId) + 1}`;
+    r.reversal.partial = { refundId, refundedCents: remainder.refundedCents, remainderTransactionId, remainderCheck: remainder.check };
+    return `partial refund ${refundId} of ${remainder.refundedCents} cents: reverse this accrual, then accrue the remaining ${remainder.check.amount} cents as ${remainderTransactionId}`;
+  });
+}
+
+/**
+ * A recorded order delivered again with another amount (a reopened check, or a checkout after its
+ * refund was recorded by the derived id). One transactionId is one accrual, so nothing is sent; the
+ * record counts such deliveries and its history says so once, for the operator who decides whether
+ * a difference is owed.
+ */
+export function noteChangedRepeat(record: LedgerRecord, amountCents: number, now: Date): Transition {
+  const recorded = record.accrual.check?.amount;
+  return changed(record, (r) => {
+    r.changedRepeats = withChangedDelivery(r.changedRepeats, { at: now.toISOString(), amountCents });
+    if (r.changedRepeats.count > 1) return undefined;
+    const was = recorded === undefined ? 'recorded without a check' : `recorded with ${recorded} cents`;
+    return `delivered again with a check of ${amountCents} cents (${was}): not accrued again; further deliveries with another amount are counted in changedRepeats`;
+  });
+}
+
+// ------------------------------------------------------------------ operator actions
+
+/** Deliver again what provably did not happen (a refusal, pending rounds). Throws where a retry could double. */
+export function retry(record: LedgerRecord): Transition {
+  if (record.inFlight) throw new ConflictError(`a ${record.inFlight.operation} call is in flight for this record; try again when it has finished`);
+  if (record.accrual.state === 'in_doubt' || record.reversal.state === 'in_doubt') {
+    throw new ConflictError('the last call may have reached the loyalty service: settle it with /resolve (or reconcile) first; a retry could double it');
+  }
+  return changed(record, (r) => {
+    if (r.reversal.state === 'failed') {
+      if (r.reversal.results.some((x) => x.isSuccess)) throw new ConflictError('the reversal succeeded on some cards: reversing again would reverse those twice');
+      Object.assign(r.reversal, { state: 'pending', errors: [], unknownUpstream: undefined });
+    } else if (r.accrual.state === 'failed' && r.reversal.state === 'none') {
+      if (r.accrual.results.some((x) => x.isSuccess)) throw new ConflictError('the accrual succeeded on some cards: accruing again would double those');
+      Object.assign(r.accrual, { state: 'pending', errors: [] });
+    } else if (r.accrual.state !== 'pending' && r.reversal.state !== 'pending') {
+      throw new ConflictError(`nothing to retry in status ${r.status}`);
+    }
+    settledRounds(r);
+    return 'operator asked for a retry';
+  });
+}
+
+export interface ResolveInput {
+  outcome: 'accrued' | 'not_accrued' | 'reversed' | 'not_reversed';
+  operationId?: number;
+  note?: string;
+}
+
+/** An operator settles a call by hand. `operationClaimedBy`: who holds `input.operationId`, when it is claimed. */
+export function resolve(record: LedgerRecord, input: ResolveInput, operationClaimedBy?: string): Transition {
+  if (record.inFlight) throw new ConflictError(`a ${record.inFlight.operation} call is in flight for this record; try again when it has finished`);
+  if (input.operationId !== undefined && operationClaimedBy && operationClaimedBy !== record.transactionId) {
+    throw new ConflictError(`operation ${input.operationId} is already claimed by ${operationClaimedBy}`);
+  }
+  const note = input.note ? `: ${input.note.slice(0, 200)}` : '';
+  return changed(record, (r) => {
+    switch (input.outcome) {
+      case 'accrued':
+      case 'not_accrued':
+        if (r.accrual.state !== 'in_doubt') throw new ConflictError(`the accrual is ${r.accrual.state}, not in doubt`);
+        if (input.outcome === 'accrued') {
+          Object.assign(r.accrual, { state: 'accrued', settledBy: 'operator', inDoubtSince: undefined, ambiguousWith: undefined });
+          if (input.operationId !== undefined) r.accrual.operationIds = [...r.accrual.operationIds, input.operationId];
+        } else {
+          Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined, ambiguousWith: undefined });
+          r.rounds = 0;
+        }
+        break;
+      case 'reversed':
+      case 'not_reversed':
+        if (input.outcome === 'reversed' && r.reversal.state === 'failed') {
+          // A reverse that failed on some cards cannot be retried (it would reverse the others
+          // twice): the operator finishes those cards in the loyalty service and attests it here.
+          // A partial refund's plan then goes ahead and accrues what remains.
+          Object.assign(r.reversal, { state: 'reversed', errors: [], unknownUpstream: undefined });
+        } else {
+          if (r.reversal.state !== 'in_doubt') throw new ConflictError(`the reversal is ${r.reversal.state}: not_reversed needs one in doubt, reversed one in doubt or failed`);
+          Object.assign(r.reversal, { state: input.outcome === 'reversed' ? 'reversed' : 'pending', inDoubtSince: undefined });
+        }
+        r.rounds = 0;
+        break;
+      default:
+        return unreachable(input.outcome);
+    }
+    r.nextAttemptAt = undefined;
+    return `operator resolved: ${input.outcome}${note}`;
+  });
+}
+
+// ------------------------------------------------------------------ recovery
+
+/**
+ * After journal damage or a machine restart, lines written after this version may be lost, among
+ * them an in-flight marker of a call that went out. Every side that could have been called is put
+ * in doubt from this version's `updatedAt`, as a surviving marker would have put it. A reversal
+ * that follows a refused or skipped accrual is never called (`plan`), so it stays pending. A partial
+ * refund not carried out yet as this version reads may have reversed, created and accrued its
+ * remainder in the lost lines: the remainder is then created in doubt. Answers undefined when
+ * nothing could have been lost. `remainderExists`: the plan's remainder record is in the ledger.
+ */
+export function doubtAfterDamage(record: LedgerRecord, cause: string, now: Date, options: TransitionOptions, remainderExists: boolean): Transition | undefined {
+  if (record.inFlight) return undefined;
+  const since = record.updatedAt;
+  const partial = record.reversal.partial;
+  const accrual = record.accrual.state === 'pending';
+  const reversal = record.reversal.state === 'pending' && record.accrual.state !== 'failed' && record.accrual.state !== 'skipped';
+  const remainderAtRisk = partial !== undefined && !partial.remainderInDoubtSince && !record.remainderTransactionId && !remainderExists;
+  if (!accrual && !reversal && !remainderAtRisk) return undefined;
+  const sides = [accrual && 'accrue', reversal && 'reverse'].filter(Boolean).join(' or ');
+  return changed(record, (r) => {
+    if (accrual) putInDoubt(r, 'accrue', since, now, options);
+    if (reversal) putInDoubt(r, 'reverse', since, now, options);
+    if (remainderAtRisk) r.reversal.partial = { ...partial, remainderInDoubtSince: since };
+    const lost = [sides && `an in-flight ${sides}`, remainderAtRisk && `the accrual of remainder ${partial.remainderTransactionId}`].filter(Boolean).join(' and ');
+    return `${cause}: lines written after this version may be lost, among them ${lost} that may have reached the loyalty service`;
+  });
+}
+
+// ------------------------------------------------------------------ helpers
+
+function operationIdsOf(results: { isSuccess: boolean; operationId?: number | null }[]): number[] {
+  return results.filter((r) => r.isSuccess && typeof r.operationId === 'number').map((r) => r.operationId as number);
+}
+
+/** `generic:A-1~r2` → `generic:A-1`: remainder ids hang off the order's original id. */
+export function rootOf(transactionId: string): string {
+  return transactionId.replace(/~r\d+$/, '');
+}
+
+function remainderDepthOf(transactionId: string): number {
+  return Number(/~r(\d+)$/.exec(transactionId)?.[1] ?? 0);
+}
+
+/** An exhaustive switch's default: a new state or outcome must be handled before this compiles. */
+export function unreachable(value: never): never {
+  throw new Error(`unhandled case ${JSON.stringify(value)}`);
+}
+
+export type { LedgerStatus };

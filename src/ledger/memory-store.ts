@@ -1,0 +1,163 @@
+/**
+ * A ledger kept in memory, for unit tests of the core: it passes the same store contract suite as
+ * the file and PostgreSQL stores (`test/ledger/store-contract.ts`), so a test that passes against it
+ * relies on nothing the real stores do not promise. Nothing survives the process; `reopen` in tests
+ * hands the same maps to a new instance. Records are copied in and out, as a store on disk would,
+ * so a caller that changes a record it was given changes nothing stored.
+ */
+import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
+import { dueOf } from '../core/transitions.js';
+import { accrualKeys, isOpen, unsettledAmount, type LedgerRecord } from './record.js';
+import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
+
+/** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
+export interface MemoryLedgerState {
+  records: Map<string, LedgerRecord>;
+  operationClaims: Map<number, string>;
+  accrualKeys: Map<string, string>;
+  webhookEvents: Set<string>;
+  deadLetters: Map<string, DeadLetter>;
+}
+
+export function emptyMemoryLedger(): MemoryLedgerState {
+  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map() };
+}
+
+const copy = <T>(value: T): T => structuredClone(value);
+
+export class MemoryLedgerStore implements LedgerStore {
+  readonly kind = 'memory';
+
+  constructor(readonly state: MemoryLedgerState = emptyMemoryLedger()) {}
+
+  #open = false;
+
+  async init(): Promise<void> {
+    this.#open = true;
+  }
+
+  async close(): Promise<void> {
+    this.#open = false;
+  }
+
+  async ping(): Promise<void> {
+    if (!this.#open) throw new Error('memory ledger is closed');
+  }
+
+  async get(transactionId: string): Promise<LedgerRecord | undefined> {
+    const record = this.state.records.get(transactionId);
+    return record && copy(record);
+  }
+
+  async insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
+    const existing = this.state.records.get(record.transactionId);
+    if (existing) return { record: copy(existing), created: false };
+    if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
+    this.#store(record, undefined);
+    return { record: copy(record), created: true };
+  }
+
+  async update(next: LedgerRecord): Promise<LedgerRecord> {
+    const current = this.state.records.get(next.transactionId);
+    if (!current || current.version !== next.version - 1) throw new VersionConflictError(next.transactionId, next.version - 1, current?.version);
+    this.#store(next, current);
+    return copy(next);
+  }
+
+  async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
+    const fromMs = query.from?.getTime() ?? -Infinity;
+    const toMs = query.to?.getTime() ?? Infinity;
+    const matching = [...this.state.records.values()]
+      .filter((r) => (!query.status || r.status === query.status) && (!query.pos || r.pos === query.pos) && Date.parse(r.createdAt) >= fromMs && Date.parse(r.createdAt) <= toMs)
+      .sort((a, b) => -byAge(a, b));
+    return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
+  }
+
+  async listOpen(limit: number, _claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]> {
+    return [...this.state.records.values()]
+      .filter((r) => isOpen(r) && (!after || byAge(r, after) > 0))
+      .sort(byAge)
+      .slice(0, limit)
+      .map(copy);
+  }
+
+  async listDue(query: DueQuery): Promise<LedgerRecord[]> {
+    const due: { record: LedgerRecord; atMs: number }[] = [];
+    for (const record of this.state.records.values()) {
+      const d = isOpen(record) ? dueOf(record) : undefined;
+      if (d && d.atMs <= query.nowMs && (query.canVerify || !d.needsVerifier)) due.push({ record, atMs: d.atMs });
+    }
+    return due
+      .sort((a, b) => a.atMs - b.atMs || byAge(a.record, b.record))
+      .slice(0, query.limit)
+      .map((d) => copy(d.record));
+  }
+
+  async listUnsettledAccruals(amountCents: number): Promise<LedgerRecord[]> {
+    return [...this.state.records.values()].filter((r) => unsettledAmount(r) === amountCents).sort(byAge).map(copy);
+  }
+
+  async findOperationClaim(operationId: number): Promise<string | undefined> {
+    return this.state.operationClaims.get(operationId);
+  }
+
+  async count(): Promise<number> {
+    return this.state.records.size;
+  }
+
+  async countOpen(): Promise<number> {
+    return [...this.state.records.values()].filter(isOpen).length;
+  }
+
+  async rememberWebhookEvent(pos: string, key: string): Promise<boolean> {
+    const id = `${pos}\u0000${key}`;
+    if (this.state.webhookEvents.has(id)) return false;
+    this.state.webhookEvents.add(id);
+    return true;
+  }
+
+  async hasWebhookEvent(pos: string, key: string): Promise<boolean> {
+    return this.state.webhookEvents.has(`${pos}\u0000${key}`);
+  }
+
+  async saveDeadLetter(letter: DeadLetter): Promise<void> {
+    this.state.deadLetters.set(letter.id, copy(letter));
+  }
+
+  async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
+    const letter = this.state.deadLetters.get(id);
+    return letter && copy(letter);
+  }
+
+  async listDeadLetters(query: { pos?: string; open?: boolean; offset: number; limit: number }): Promise<{ items: DeadLetter[]; total: number }> {
+    const matching = [...this.state.deadLetters.values()]
+      .filter((l) => (!query.pos || l.pos === query.pos) && (query.open === undefined || !l.resolvedAt === query.open))
+      .sort((a, b) => Date.parse(b.receivedAt) - Date.parse(a.receivedAt) || (a.id < b.id ? 1 : -1));
+    return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
+  }
+
+  /** The claims are checked before anything changes, so a refused write leaves everything as it was. */
+  #store(next: LedgerRecord, previous: LedgerRecord | undefined): void {
+    const id = next.transactionId;
+    for (const op of next.accrual.operationIds) {
+      const holder = this.state.operationClaims.get(op);
+      if (holder !== undefined && holder !== id) throw new ConflictError(`operation ${op} is claimed by ${holder}`);
+    }
+    const held = previous ? accrualKeys(previous) : [];
+    const keys = accrualKeys(next);
+    for (const key of keys) {
+      const holder = this.state.accrualKeys.get(key);
+      if (holder !== undefined && holder !== id && !held.includes(key)) throw new AccrualKeyHeldError(id, holder);
+    }
+    for (const op of previous?.accrual.operationIds ?? []) if (this.state.operationClaims.get(op) === id) this.state.operationClaims.delete(op);
+    for (const op of next.accrual.operationIds) this.state.operationClaims.set(op, id);
+    for (const key of held) if (this.state.accrualKeys.get(key) === id) this.state.accrualKeys.delete(key);
+    for (const key of keys) if (!this.state.accrualKeys.has(key)) this.state.accrualKeys.set(key, id);
+    this.state.records.set(id, copy(next));
+  }
+}
+
+/** Oldest first by createdAt, ties by id: `listOpen`'s order. */
+function byAge(a: Pick<LedgerRecord, 'createdAt' | 'transactionId'>, b: Pick<LedgerRecord, 'createdAt' | 'transactionId'>): number {
+  return Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.transactionId < b.transactionId ? -1 : a.transactionId > b.transactionId ? 1 : 0);
+}
