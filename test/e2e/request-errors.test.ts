@@ -1,0 +1,124 @@
+/**
+ * Requests refused by Express's router or body-parser before any route code runs (security review,
+ * issue 9): a 4xx in the one error envelope, saying what is wrong without echoing the request, no
+ * stack logged, nothing recorded or sent upstream.
+ */
+import http from 'node:http';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createLogger } from '../../src/logger.js';
+import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
+
+let h: Harness;
+const logLines: Record<string, unknown>[] = [];
+let before: { count: number; books: string };
+
+beforeAll(async () => {
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  h = await startHarness({ logger: createLogger('info', sink) });
+  before = { count: await h.bridge.store.count(), books: JSON.stringify(h.sim.books()) };
+});
+afterAll(async () => {
+  await h.close();
+});
+
+/** Exact path bytes and headers: supertest and fetch would normalise the path or the encoding. */
+function rawRequest(method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string; json: any }> {
+  const url = new URL(h.bridge.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, path, method, headers: body === undefined ? headers : { 'content-length': String(Buffer.byteLength(body)), ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode!, headers: res.headers, text, json });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function expectNothingRecordedOrLogged(from: number) {
+  expect(await h.bridge.store.count()).toBe(before.count);
+  expect(JSON.stringify(h.sim.books())).toBe(before.books);
+  const lines = logLines.slice(from);
+  expect(lines.length).toBeGreaterThan(0); // the request log saw the request
+  expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  expect(lines.filter((l) => JSON.stringify(l).includes('"stack"'))).toEqual([]);
+}
+
+const json = { 'content-type': 'application/json' };
+const body = JSON.stringify(checkout({ orderId: 'E-1' }));
+
+describe('bad percent-encoding in a path parameter', () => {
+  it.each([
+    ['POST', '/v1/checkouts/%zz', json],
+    ['POST', '/v1/refunds/%E0%A4%A', json],
+    ['POST', '/v1/webhooks/%ff', json],
+    ['GET', '/v1/admin/transactions/%ff', { authorization: `Bearer ${ADMIN_TOKEN}` }],
+    ['POST', '/v1/admin/transactions/%zz/retry', { authorization: `Bearer ${ADMIN_TOKEN}` }],
+  ])('%s %s → 400 invalid_path, nothing echoed', async (method, path, headers) => {
+    const from = logLines.length;
+    const res = await rawRequest(method, path, headers, method === 'POST' ? body : undefined);
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('invalid_path');
+    expect(res.json.error.message).toMatch(/percent-encoding/);
+    expect(res.text).not.toMatch(/%zz|%ff|%E0/i);
+    expect(res.json.requestId).toEqual(expect.any(String));
+    await expectNothingRecordedOrLogged(from);
+  });
+
+  it('an admin path with bad encoding and no token is still 401: the token is checked first', async () => {
+    const res = await rawRequest('GET', '/v1/admin/transactions/%ff');
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('a Content-Encoding the body does not have', () => {
+  it.each(['gzip', 'deflate', 'br', 'GZIP'])('Content-Encoding: %s on a plain JSON body → 400 invalid_body_encoding', async (coding) => {
+    for (const path of ['/v1/checkouts/generic', '/v1/refunds/generic', '/v1/webhooks/shopify']) {
+      const from = logLines.length;
+      const res = await rawRequest('POST', path, { ...json, 'content-encoding': coding }, body);
+      expect(res.status).toBe(400);
+      expect(res.json.error.code).toBe('invalid_body_encoding');
+      expect(res.json.error.message).toContain(coding.toLowerCase());
+      await expectNothingRecordedOrLogged(from);
+    }
+  });
+
+  it('an admin body that is not what its Content-Encoding says → 400', async () => {
+    const from = logLines.length;
+    const res = await rawRequest('POST', '/v1/admin/transactions/generic:none/reverse', { ...json, 'content-encoding': 'gzip', authorization: `Bearer ${ADMIN_TOKEN}` }, '{}');
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('invalid_body_encoding');
+    await expectNothingRecordedOrLogged(from);
+  });
+
+  it('an unknown Content-Encoding → 415, without echoing it', async () => {
+    const from = logLines.length;
+    const res = await rawRequest('POST', '/v1/checkouts/generic', { ...json, 'content-encoding': 'x-evil-<script>' }, body);
+    expect(res.status).toBe(415);
+    expect(res.text).not.toContain('evil');
+    await expectNothingRecordedOrLogged(from);
+  });
+});
+
+describe('an unknown route', () => {
+  it('names at most the first 100 characters of the path', async () => {
+    const res = await rawRequest('GET', `/v1/${'x'.repeat(5000)}`);
+    expect(res.status).toBe(404);
+    expect(res.json.error.message.length).toBeLessThan(140);
+  });
+});
