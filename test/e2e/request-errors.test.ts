@@ -122,3 +122,34 @@ describe('an unknown route', () => {
     expect(res.json.error.message.length).toBeLessThan(140);
   });
 });
+
+describe('a body that fails everywhere (error echo)', () => {
+  it('an 869 kB body of unknown keys → 400 of a few kB naming a few keys and counting the rest', async () => {
+    const huge: Record<string, unknown> = checkout({ orderId: 'E-2' });
+    for (let i = 0, size = JSON.stringify(huge).length; size < 869_000; i++, size += `,"unknown-key-${i}":1`.length) huge[`unknown-key-${i}`] = 1;
+    const sent = JSON.stringify(huge);
+    const unknown = Object.keys(huge).length - Object.keys(checkout()).length;
+    const from = logLines.length;
+    const res = await rawRequest('POST', '/v1/checkouts/generic', json, sent);
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('invalid_payload');
+    expect(res.text.length).toBeLessThan(4_000);
+    expect(res.json.error.message).toContain('"unknown-key-0"');
+    expect(res.json.error.message).toContain(`and ${unknown - 5} more`);
+    await expectNothingRecordedOrLogged(from);
+  });
+
+  it('thousands of bad fields → the first 20 issues, each bounded, and a count of the rest', async () => {
+    const items = Array.from({ length: 1000 }, (_, i) => ({ id: `sku-${i}`, quantity: 'x'.repeat(1000), total: true }));
+    const from = logLines.length;
+    const res = await rawRequest('POST', '/v1/checkouts/generic', json, JSON.stringify(checkout({ orderId: 'E-3', items })));
+    expect(res.status).toBe(400);
+    const issues = res.json.error.issues as { field: string; message: string }[];
+    expect(issues).toHaveLength(21);
+    expect(issues[0]!.field).toBe('items.0.quantity');
+    expect(issues[20]).toEqual({ field: '', message: expect.stringMatching(/^and \d+ more issues not listed$/) });
+    for (const issue of issues) expect(issue.message.length + issue.field.length).toBeLessThanOrEqual(400);
+    expect(res.text.length).toBeLessThan(10_000);
+    await expectNothingRecordedOrLogged(from);
+  });
+});
