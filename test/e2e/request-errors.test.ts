@@ -6,8 +6,11 @@
 import http from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { shopifyAdapter } from '../../adapters/shopify/index.js';
+import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
+import { postRaw, signature } from '../support/webhooks.js';
 
 let h: Harness;
 const logLines: Record<string, unknown>[] = [];
@@ -151,5 +154,51 @@ describe('a body that fails everywhere (error echo)', () => {
     for (const issue of issues) expect(issue.message.length + issue.field.length).toBeLessThanOrEqual(400);
     expect(res.text.length).toBeLessThan(10_000);
     await expectNothingRecordedOrLogged(from);
+  });
+});
+
+describe('duplicate keys in a POS body', () => {
+  /** The checkout body's text with `key` given twice at the first place it appears. */
+  const twice = (text: string, member: string, earlier: string) => text.replace(member, `${earlier},${member}`);
+  const base = JSON.stringify(checkout({ orderId: 'D-1' }));
+
+  it.each([
+    ['a top-level amount', twice(base, '"total":"59.97"', '"total":"1"'), 'total'],
+    ['the same key written with an escape', twice(base, '"total":"59.97"', '"\\u0074otal":"1"'), 'total'],
+    ['a nested field', twice(base, '"phone":"+15550001111"', '"phone":"+15550002222"'), 'customer.phone'],
+    ['a field of the second line', JSON.stringify(checkout({ orderId: 'D-1', items: [{ id: 'a', quantity: 1, total: '1.00' }, { id: 'b', quantity: 1, total: '2.00' }] })).replace('"total":"2.00"', '"total":"0.01","total":"2.00"'), 'items.1.total'],
+  ])('a checkout with %s twice → 400 naming its path, nothing recorded', async (_name, text, field) => {
+    const from = logLines.length;
+    const res = await rawRequest('POST', '/v1/checkouts/generic', json, text);
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatchObject({ code: 'invalid_payload', message: `${field}: appears more than once`, issues: [{ field, message: 'appears more than once' }] });
+    expect(await h.bridge.store.get('generic:D-1')).toBeUndefined();
+    await expectNothingRecordedOrLogged(from);
+  });
+
+  it('a refund with refundId twice → 400', async () => {
+    const res = await rawRequest('POST', '/v1/refunds/generic', json, '{"orderId":"D-2","refundId":"R-1","refundId":"R-2"}');
+    expect(res.status).toBe(400);
+    expect(res.json.error.message).toBe('refundId: appears more than once');
+  });
+
+  it('the same key in different objects, and duplicate-looking text inside strings, are fine', async () => {
+    const text = JSON.stringify(checkout({ orderId: 'D-3', items: [{ id: 'a', name: '{"total":"1","total":"2"} \" \\', quantity: 1, total: '59.97' }] }));
+    const res = await rawRequest('POST', '/v1/checkouts/generic', json, text);
+    expect(res.status).toBe(200);
+    expect(res.json.status).toBe('accrued');
+    before = { count: await h.bridge.store.count(), books: JSON.stringify(h.sim.books()) };
+  });
+
+  it('an authentic webhook with a duplicate key is kept as a dead letter, nothing accrued', async () => {
+    const order = JSON.stringify({ id: 77001, financial_status: 'paid', currency: 'USD', subtotal_price: '1000.00', line_items: [] });
+    const text = order.replace('"subtotal_price":', '"subtotal_price":"1.00","subtotal_price":');
+    const settings = { webhookSecret: SANDBOX_WEBHOOK_SECRET, apiBaseUrl: '' };
+    const res = await postRaw(`${h.bridge.url}/v1/webhooks/shopify`, text, [signature(shopifyAdapter, settings, text), ['X-Shopify-Topic', 'orders/paid'], ['X-Shopify-Event-Id', 'evt-dup-1']]);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'dead_lettered', deadLetterId: expect.any(String), issues: [{ field: 'subtotal_price', message: 'appears more than once' }] });
+    const letter = await h.bridge.store.getDeadLetter(res.body.error.deadLetterId);
+    expect(letter).toMatchObject({ pos: 'shopify', body: text, issues: [{ field: 'subtotal_price', message: 'appears more than once' }] });
+    expect(JSON.stringify(h.sim.books())).toBe(before.books);
   });
 });
