@@ -119,8 +119,11 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   // second, the limits hold to within a second (security review, issue 9).
   const headersTimeout = overrides.headersTimeoutMs ?? 10_000;
   const server = http.createServer({ headersTimeout, requestTimeout: 30_000, connectionsCheckingInterval: Math.min(1000, headersTimeout) }, app);
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, '0.0.0.0', resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, config.host, resolve));
+  const address = server.address() as AddressInfo;
+  const { port } = address;
+  // Listening on every interface: this process reaches itself on loopback.
+  const local = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   if (overrides.startWorker ?? true) worker.start();
 
   let closing: Promise<void> | undefined;
@@ -133,5 +136,5 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       await store.close();
     })());
 
-  return { url: `http://127.0.0.1:${port}`, server, store, service, worker, adminToken, close };
+  return { url: `http://${local}:${port}`, server, store, service, worker, adminToken, close };
 }

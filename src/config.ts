@@ -4,6 +4,7 @@
  * every error names the variable to fix. Nothing else in the bridge reads `process.env`.
  */
 import { readFileSync, existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -18,6 +19,11 @@ const optionalUrl = z.url({ protocol: /^https?$/ }).optional();
 const RawConfig = z.object({
   NODE_ENV: z.string().optional(),
   PORT: z.coerce.number().int().min(0).max(65535),
+  HOST: z
+    .string()
+    .trim()
+    .refine((h) => isIP(h) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(h), 'must be an IP address or a host name, e.g. 127.0.0.1 or 0.0.0.0')
+    .optional(),
   LOYALTY_BASE_URL: optionalUrl,
   LOYALTY_APP_TOKEN: optionalSecret,
   LOYALTY_API_KEY: optionalSecret,
@@ -65,6 +71,12 @@ export interface Config {
   /** No LOYALTY_BASE_URL: the built-in simulator is the upstream. Never in production. */
   sandbox: boolean;
   port: number;
+  /**
+   * The address the HTTP server listens on. Sandbox: 127.0.0.1 unless HOST says otherwise, since its
+   * webhook secret is public (SANDBOX_WEBHOOK_SECRET) and anyone who reaches it could sign
+   * deliveries; elsewhere 0.0.0.0, so a container stays reachable.
+   */
+  host: string;
   loyalty: {
     baseUrl?: string;
     appToken?: string;
@@ -145,6 +157,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     nodeEnv,
     sandbox,
     port: raw.PORT,
+    host: raw.HOST ?? (sandbox ? '127.0.0.1' : '0.0.0.0'),
     loyalty: {
       baseUrl: raw.LOYALTY_BASE_URL?.replace(/\/+$/, ''),
       appToken: raw.LOYALTY_APP_TOKEN,

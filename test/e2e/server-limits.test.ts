@@ -1,10 +1,16 @@
 /**
  * The HTTP server itself (security review, issue 9): slow clients are cut off within the configured
- * headers timeout, not Node's 30 s check interval.
+ * headers timeout, not Node's 30 s check interval; sandbox listens on loopback only.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startHarness, type Harness } from '../support/harness.js';
+import { startBridge } from '../../src/bridge.js';
+import { silentLogger } from '../../src/logger.js';
+import { ADMIN_TOKEN, startHarness, testConfig, type Harness } from '../support/harness.js';
 
 let h: Harness;
 
@@ -57,5 +63,27 @@ describe('slow clients', () => {
   it('a client that sends its headers in time is served', async () => {
     const res = await fetch(`${h.bridge.url}/healthz`);
     expect(res.status).toBe(200);
+  });
+});
+
+describe('the listen address', () => {
+  it('sandbox listens on 127.0.0.1 only', () => {
+    expect(h.config.sandbox).toBe(true);
+    expect((h.bridge.server.address() as AddressInfo).address).toBe('127.0.0.1');
+  });
+
+  it.each([
+    ['HOST=0.0.0.0 in sandbox', { HOST: '0.0.0.0' }, '0.0.0.0'],
+    ['outside sandbox, by default', { LOYALTY_BASE_URL: 'http://127.0.0.1:1', LOYALTY_APP_TOKEN: 'sim-app-token' }, '0.0.0.0'],
+  ])('%s → every interface, and its url still reaches it', async (_name, env, address) => {
+    const dir = mkdtempSync(join(tmpdir(), 'bridge-host-'));
+    const bridge = await startBridge(testConfig(env, dir), silentLogger, { loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, startWorker: false });
+    try {
+      expect((bridge.server.address() as AddressInfo).address).toBe(address);
+      expect((await fetch(`${bridge.url}/healthz`)).status).toBe(200);
+    } finally {
+      await bridge.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
