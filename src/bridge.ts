@@ -110,6 +110,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     adminToken,
     posToken: config.posToken,
     bodyLimitBytes: config.bodyLimitBytes,
+    posMaxInFlight: config.posMaxInFlight,
     upstreamConfigured: true,
     version: VERSION,
   });

@@ -37,6 +37,7 @@ const RawConfig = z.object({
   DEFAULT_PHONE_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter region such as US'),
   ANSWER_BUDGET_MS: positiveInt.max(1900, 'must leave room to answer a POS within 2 s'),
   BODY_LIMIT_BYTES: positiveInt,
+  POS_MAX_IN_FLIGHT: positiveInt,
   WORKER_INTERVAL_MS: positiveInt,
   WORKER_CONCURRENCY: positiveInt,
   IN_DOUBT_VERIFY_AFTER_MS: z.coerce.number().int().min(0),
@@ -93,6 +94,8 @@ export interface Config {
   defaultPhoneRegion: string;
   answerBudgetMs: number;
   bodyLimitBytes: number;
+  /** POS requests handled at once; more are answered 503 + Retry-After before their body is read. */
+  posMaxInFlight: number;
   worker: { intervalMs: number; concurrency: number };
   inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number };
   sandboxSimulatorPort?: number;
@@ -173,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     defaultPhoneRegion: raw.DEFAULT_PHONE_REGION,
     answerBudgetMs: raw.ANSWER_BUDGET_MS,
     bodyLimitBytes: raw.BODY_LIMIT_BYTES,
+    posMaxInFlight: raw.POS_MAX_IN_FLIGHT,
     worker: { intervalMs: raw.WORKER_INTERVAL_MS, concurrency: raw.WORKER_CONCURRENCY },
     inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS },
     sandboxSimulatorPort: raw.SANDBOX_SIMULATOR_PORT,

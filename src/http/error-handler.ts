@@ -9,7 +9,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import { BridgeError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors.js';
+import { BridgeError, NotFoundError, OverloadedError, PayloadTooLargeError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 
 /** Enough of a path to recognise it; a URL can be kilobytes of the caller's choosing. */
@@ -28,8 +28,10 @@ export function notFoundHandler(): RequestHandler {
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     const known = toBridgeError(error, req);
-    if (known.status >= 500) (req.log ?? logger).error({ err: error }, 'request failed');
+    // A shed request is the bridge working as designed: counted in a metric, one request-log line.
+    if (known.status >= 500 && !(error instanceof OverloadedError)) (req.log ?? logger).error({ err: error }, 'request failed');
     if (res.headersSent) return;
+    if (error instanceof OverloadedError) res.setHeader('Retry-After', String(error.retryAfterSeconds));
     res.status(known.status).json({
       error: { code: known.code, message: known.status >= 500 && !(error instanceof BridgeError) ? 'internal error' : known.message, ...(known.details ?? {}) },
       requestId: req.id,
