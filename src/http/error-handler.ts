@@ -15,8 +15,8 @@ import type { Logger } from '../logger.js';
 /** Enough of a path to recognise it; a URL can be kilobytes of the caller's choosing. */
 const MAX_PATH_ECHO = 100;
 
-/** Content codings body-parser decompresses; any other is refused (415) before a byte is read. */
-const DECOMPRESSED = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'zstd']);
+/** Content codings body-parser decompresses (zstd where Node has it); any other is refused (415) unread. */
+const DECOMPRESSED = new Set(['gzip', 'deflate', 'br', 'zstd']);
 
 export function notFoundHandler(): RequestHandler {
   return (req, _res, next) => {

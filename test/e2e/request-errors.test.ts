@@ -3,14 +3,13 @@
  * issue 9): a 4xx in the one error envelope, saying what is wrong without echoing the request, no
  * stack logged, nothing recorded or sent upstream.
  */
-import http from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
-import { postRaw, signature } from '../support/webhooks.js';
+import { postRaw, sendRaw, signature } from '../support/webhooks.js';
 
 let h: Harness;
 const logLines: Record<string, unknown>[] = [];
@@ -31,26 +30,9 @@ afterAll(async () => {
 });
 
 /** Exact path bytes and headers: supertest and fetch would normalise the path or the encoding. */
-function rawRequest(method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string; json: any }> {
-  const url = new URL(h.bridge.url);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, path, method, headers: body === undefined ? headers : { 'content-length': String(Buffer.byteLength(body)), ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode!, headers: res.headers, text, json });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+async function rawRequest(method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string) {
+  const res = await sendRaw(method, h.bridge.url, path, body, Object.entries(headers));
+  return { ...res, json: res.body };
 }
 
 async function expectNothingRecordedOrLogged(from: number) {
