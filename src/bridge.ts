@@ -1,5 +1,5 @@
 /**
- * Wires one bridge from its configuration: ledger store, loyalty client, service, worker and HTTP
+ * Wires one bridge from its configuration: ledger store, loyalty client, core, worker and HTTP
  * app. `main.ts` runs it as a process; tests and the benchmark run it in-process.
  */
 import { randomBytes } from 'node:crypto';
@@ -48,6 +48,8 @@ export interface BridgeOverrides {
   startWorker?: boolean;
   /** Default true; several apps in one process (tests) skip process-wide default metrics. */
   defaultMetrics?: boolean;
+  /** How long a client may take to send a request's headers (default 10 s); tests use a short one. */
+  headersTimeoutMs?: number;
 }
 
 export const VERSION: string = (() => {
@@ -111,15 +113,21 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     adminToken,
     posAuth: config.posAuth,
     bodyLimitBytes: config.bodyLimitBytes,
+    posMaxInFlight: config.posMaxInFlight,
     upstreamConfigured: true,
     version: VERSION,
   });
-  const server = http.createServer(app);
-  // Header limits: Node's default 16 KiB header cap applies; slow clients are cut off.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, '0.0.0.0', resolve));
-  const { port } = server.address() as AddressInfo;
+  // Slow clients are cut off (408): headers within 10 s, the whole request within 30 s; Node's
+  // default 16 KiB header cap applies. Node checks both only every connectionsCheckingInterval
+  // (default 30 s), so a client that sent half a request line held its socket ~35 s; checked every
+  // second, the limits hold to within a second (security review, issue 9).
+  const headersTimeout = overrides.headersTimeoutMs ?? 10_000;
+  const server = http.createServer({ headersTimeout, requestTimeout: 30_000, connectionsCheckingInterval: Math.min(1000, headersTimeout) }, app);
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, config.host, resolve));
+  const address = server.address() as AddressInfo;
+  const { port } = address;
+  // Listening on every interface: this process reaches itself on loopback.
+  const local = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   if (overrides.startWorker ?? true) worker.start();
 
   let closing: Promise<void> | undefined;
@@ -132,5 +140,5 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       await store.close();
     })());
 
-  return { url: `http://127.0.0.1:${port}`, server, store, core, worker, adminToken, close };
+  return { url: `http://${local}:${port}`, server, store, core, worker, adminToken, close };
 }

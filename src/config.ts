@@ -4,6 +4,7 @@
  * every error names the variable to fix. Nothing else in the bridge reads `process.env`.
  */
 import { readFileSync, existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -18,6 +19,11 @@ const optionalUrl = z.url({ protocol: /^https?$/ }).optional();
 const RawConfig = z.object({
   NODE_ENV: z.string().optional(),
   PORT: z.coerce.number().int().min(0).max(65535),
+  HOST: z
+    .string()
+    .trim()
+    .refine((h) => isIP(h) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(h), 'must be an IP address or a host name, e.g. 127.0.0.1 or 0.0.0.0')
+    .optional(),
   LOYALTY_BASE_URL: optionalUrl,
   LOYALTY_APP_TOKEN: optionalSecret,
   LOYALTY_API_KEY: optionalSecret,
@@ -32,6 +38,7 @@ const RawConfig = z.object({
   DEFAULT_PHONE_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter region such as US'),
   ANSWER_BUDGET_MS: positiveInt.max(1900, 'must leave room to answer a POS within 2 s'),
   BODY_LIMIT_BYTES: positiveInt,
+  POS_MAX_IN_FLIGHT: positiveInt,
   WORKER_INTERVAL_MS: positiveInt,
   WORKER_CONCURRENCY: positiveInt,
   IN_DOUBT_VERIFY_AFTER_MS: z.coerce.number().int().min(0),
@@ -66,6 +73,12 @@ export interface Config {
   /** No LOYALTY_BASE_URL: the built-in simulator is the upstream. Never in production. */
   sandbox: boolean;
   port: number;
+  /**
+   * The address the HTTP server listens on. Sandbox: 127.0.0.1 unless HOST says otherwise, since its
+   * webhook secret is public (SANDBOX_WEBHOOK_SECRET) and anyone who reaches it could sign
+   * deliveries; elsewhere 0.0.0.0, so a container stays reachable.
+   */
+  host: string;
   loyalty: {
     baseUrl?: string;
     appToken?: string;
@@ -82,6 +95,8 @@ export interface Config {
   defaultPhoneRegion: string;
   answerBudgetMs: number;
   bodyLimitBytes: number;
+  /** POS requests handled at once; more are answered 503 + Retry-After before their body is read. */
+  posMaxInFlight: number;
   worker: { intervalMs: number; concurrency: number };
   inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number };
   sandboxSimulatorPort?: number;
@@ -155,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     nodeEnv,
     sandbox,
     port: raw.PORT,
+    host: raw.HOST ?? (sandbox ? '127.0.0.1' : '0.0.0.0'),
     loyalty: {
       baseUrl: raw.LOYALTY_BASE_URL?.replace(/\/+$/, ''),
       appToken: raw.LOYALTY_APP_TOKEN,
@@ -170,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     defaultPhoneRegion: raw.DEFAULT_PHONE_REGION,
     answerBudgetMs: raw.ANSWER_BUDGET_MS,
     bodyLimitBytes: raw.BODY_LIMIT_BYTES,
+    posMaxInFlight: raw.POS_MAX_IN_FLIGHT,
     worker: { intervalMs: raw.WORKER_INTERVAL_MS, concurrency: raw.WORKER_CONCURRENCY },
     inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS },
     sandboxSimulatorPort: raw.SANDBOX_SIMULATOR_PORT,

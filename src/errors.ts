@@ -97,6 +97,20 @@ export class UnavailableError extends BridgeError {
   }
 }
 
+/**
+ * 503 with Retry-After: the bridge is too busy to answer this POS request within 2 s, so it was
+ * refused before its body was read. Nothing was recorded: sending it again is safe.
+ */
+export class OverloadedError extends BridgeError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+    reason: string,
+  ) {
+    super(message, 503, 'overloaded', { reason, retryAfterSeconds });
+  }
+}
+
 export function describeIssues(issues: FieldIssue[]): string {
   return issues.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join('; ');
 }

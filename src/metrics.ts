@@ -9,6 +9,9 @@ export interface Metrics {
   accrualsHeldBack: Counter;
   httpDuration: Histogram<'route' | 'code'>;
   openRecords: Gauge;
+  /** POS requests answered 503 before their body was read (src/http/load-shedding.ts). */
+  shed: Counter<'endpoint' | 'reason'>;
+  posInFlight: Gauge;
 }
 
 export function createMetrics(openRecords: () => Promise<number>, withDefaults = true): Metrics {
@@ -25,6 +28,8 @@ export function createMetrics(openRecords: () => Promise<number>, withDefaults =
       registers: [registry],
     }),
     httpDuration: new Histogram({ name: 'bridge_http_request_duration_seconds', help: 'Time to answer HTTP requests.', labelNames: ['route', 'code'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [registry] }),
+    shed: new Counter({ name: 'bridge_pos_requests_shed_total', help: 'POS requests answered 503 with Retry-After before their body was read (nothing recorded), by endpoint (checkouts, refunds, webhooks) and reason (in_flight: POS_MAX_IN_FLIGHT requests were being handled).', labelNames: ['endpoint', 'reason'], registers: [registry] }),
+    posInFlight: new Gauge({ name: 'bridge_pos_requests_in_flight', help: 'POS requests being handled now (body read, not yet answered); more than POS_MAX_IN_FLIGHT are shed.', registers: [registry] }),
     openRecords: new Gauge({
       name: 'bridge_ledger_open_records',
       help: 'Ledger records with work left (pending, in doubt, reversal pending).',

@@ -57,4 +57,17 @@ describe('configuration', () => {
     expect(loadConfig({ POS_TOKEN: 'p'.repeat(20) }).posAuth).toEqual({ mode: 'token', token: 'p'.repeat(20) });
     expect(loadConfig({ LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't' }).posAuth).toEqual({ mode: 'token' });
   });
+
+  it('sandbox listens on 127.0.0.1 (its webhook secret is public), elsewhere on every interface; HOST wins', () => {
+    const real = { LOYALTY_BASE_URL: 'https://loyalty.example.test', LOYALTY_APP_TOKEN: 't' };
+    expect(loadConfig({}).host).toBe('127.0.0.1');
+    expect(loadConfig(real).host).toBe('0.0.0.0');
+    expect(loadConfig({ HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
+    expect(loadConfig({ ...real, HOST: '10.0.0.5' }).host).toBe('10.0.0.5');
+    expect(loadConfig({ HOST: '::1' }).host).toBe('::1');
+    expect(loadConfig({ HOST: 'localhost' }).host).toBe('localhost');
+    expect(loadConfig({ HOST: '' }).host).toBe('127.0.0.1');
+    expect(load({ HOST: 'http://0.0.0.0' })).toThrow(/HOST/);
+    expect(load({ HOST: '0.0.0.0:8080' })).toThrow(/HOST/);
+  });
 });

@@ -8,6 +8,7 @@ import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { errorHandler, notFoundHandler } from './error-handler.js';
+import { loadShedding, SHED_PATHS } from './load-shedding.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
 import { opsRoutes } from './routes/ops.js';
@@ -25,10 +26,11 @@ export interface AppDeps {
   adminToken: string;
   posAuth: PosAuthConfig;
   bodyLimitBytes: number;
+  /** POS requests handled at once before more are shed (POS_MAX_IN_FLIGHT). */
+  posMaxInFlight: number;
   upstreamConfigured: boolean;
   version: string;
 }
-
 
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
@@ -43,6 +45,8 @@ export function createApp(deps: AppDeps): express.Express {
     next();
   });
   app.use(opsRoutes(deps));
+  // Before the POS routes read a byte of the body (and before POS_TOKEN: cheaper to refuse first).
+  app.use(SHED_PATHS, loadShedding({ maxInFlight: deps.posMaxInFlight, metrics: deps.metrics }));
   app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth }));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());

@@ -11,6 +11,11 @@ const errors = {
   '404': { description: 'Unknown POS, record, or an order the loyalty service does not know', ...json(ref('Error')) },
   '413': { description: 'Body too large', ...json(ref('Error')) },
   '415': { description: 'Body is not JSON', ...json(ref('Error')) },
+  '503': {
+    description: 'Overloaded (POS_MAX_IN_FLIGHT requests being handled): refused before the body was read, nothing recorded; send it again after Retry-After seconds',
+    headers: { 'Retry-After': { schema: { type: 'integer' } } },
+    ...json(ref('Error')),
+  },
 };
 const answers = {
   '200': { description: 'Final outcome now, or the recorded outcome of a repeat', ...json(ref('Answer')) },

@@ -26,7 +26,9 @@ export function requestLog(logger: Logger): RequestHandler {
     if (logger.isLevelEnabled('info')) {
       const started = process.hrtime.bigint();
       res.once('finish', () => {
-        const level = res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
+        // 503 is load shed or the ledger out of reach, said once by the error handler or counted in
+        // a metric: at error it would flood the log exactly when the bridge is busiest.
+        const level = res.statusCode >= 500 && res.statusCode !== 503 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
         logger[level](
           { req: { id: req.id, method: req.method, path: req.path }, res: { statusCode: res.statusCode }, responseTime: Number(process.hrtime.bigint() - started) / 1e6 },
           'request completed',

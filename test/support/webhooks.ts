@@ -6,14 +6,25 @@ import { signLikePos } from '../../src/webhooks/signature.js';
 export interface RawAnswer {
   status: number;
   body: any;
+  text: string;
+  headers: http.IncomingHttpHeaders;
 }
 
 /** Sends exactly these bytes and headers (supertest would re-encode JSON and fold repeated headers); JSON content type unless one is given. */
 export function postRaw(url: string, body: Buffer | string, headers: [string, string][]): Promise<RawAnswer> {
-  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  const target = new URL(url);
+  return sendRaw('POST', target.origin, target.pathname + target.search, body, headers);
+}
+
+/**
+ * Any method, with `path` sent exactly as given (fetch and supertest would normalise it or its
+ * percent-encoding) and, with a body, exactly these bytes: JSON content type unless one is given.
+ */
+export function sendRaw(method: string, origin: string, path: string, body: Buffer | string | undefined, headers: [string, string][] = []): Promise<RawAnswer> {
+  const bytes = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
   return new Promise((resolve, reject) => {
-    const target = new URL(url);
-    const req = http.request({ hostname: target.hostname, port: target.port, path: target.pathname + target.search, method: 'POST' }, (res) => {
+    const target = new URL(origin);
+    const req = http.request({ hostname: target.hostname, port: target.port, path, method }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -24,12 +35,13 @@ export function postRaw(url: string, body: Buffer | string, headers: [string, st
         } catch {
           /* not JSON */
         }
-        resolve({ status: res.statusCode!, body: parsed });
+        resolve({ status: res.statusCode!, body: parsed, text, headers: res.headers });
       });
     });
     req.on('error', reject);
-    const defaults: [string, string][] = headers.some(([name]) => name.toLowerCase() === 'content-type') ? [] : [['content-type', 'application/json']];
-    for (const [name, value] of [...defaults, ['content-length', String(bytes.length)], ...headers] as [string, string][]) {
+    const defaults: [string, string][] = !bytes || headers.some(([name]) => name.toLowerCase() === 'content-type') ? [] : [['content-type', 'application/json']];
+    const length: [string, string][] = bytes ? [['content-length', String(bytes.length)]] : [];
+    for (const [name, value] of [...defaults, ...length, ...headers]) {
       // setHeader would replace a repeated name; raw headers keep every occurrence.
       const current = req.getHeader(name);
       req.setHeader(name, current === undefined ? value : ([] as string[]).concat(current as string, value));
