@@ -13,12 +13,13 @@ import { hasControlCharacter } from '../../src/transaction-id.js';
 import { issueFrom, parseWith } from '../../src/validation.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, RefundIntent } from '../types.js';
 
+// Control characters are refused before trimming: an id ending in a newline is not quietly another order's id.
 const id = z
   .string()
+  .refine((s) => !hasControlCharacter(s), 'must not contain control characters')
   .trim()
   .min(1, 'must not be empty')
-  .max(128, 'must be at most 128 characters')
-  .refine((s) => !hasControlCharacter(s), 'must not contain control characters');
+  .max(128, 'must be at most 128 characters');
 
 const amount = z.union([z.string(), z.number()], { error: 'must be a decimal amount (string or number)' }).transform((value, ctx) => {
   try {
