@@ -87,7 +87,7 @@ export class Ingest {
 
   adapter(pos: string | undefined): PosAdapter {
     const adapter = pos ? this.adapters.get(pos) : undefined;
-    if (!adapter) throw new NotFoundError(`unknown POS ${JSON.stringify(pos)}; known: ${[...this.adapters.keys()].join(', ')}`, 'unknown_pos');
+    if (!adapter) throw new NotFoundError(`unknown POS ${JSON.stringify(pos?.slice(0, 32))}; known: ${[...this.adapters.keys()].join(', ')}`, 'unknown_pos');
     return adapter;
   }
 
