@@ -6,7 +6,7 @@
  * translate exactly: a wrong guess must fail loudly, never become a wrong amount.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Customer } from '../src/ledger/record.js';
+import type { Customer } from '../src/customer.js';
 import type { Check } from '../src/loyalty/contract.js';
 
 /** One POS's settings, from configuration (`<POS>_…` variables). */

@@ -7,8 +7,8 @@
  * people second, and the two reads are merged. The ids in the paths were checked to be 13-character
  * Clover ids (schema.ts), so nothing else can reach the path.
  */
+import type { Customer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import type { Customer } from '../../src/ledger/record.js';
 import { parseWith } from '../../src/validation.js';
 import type { AdapterContext, PosApi } from '../types.js';
 import { CLOVER_ID, CloverCustomer } from './schema.js';

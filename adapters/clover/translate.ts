@@ -33,9 +33,8 @@
  * the currency's ISO 4217 exponent (`minorUnitsToCents`): exact for USD and JPY, rounded once there
  * for three-decimal currencies. For USD this is exactly "price × unitQty / 1000, rounded once".
  */
-import { normalizeCustomer } from '../../src/customer.js';
+import { hasContact, normalizeCustomer, type Customer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import { hasContact, type Customer } from '../../src/ledger/record.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, decimalToString, divRoundHalfAwayFromZero, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';

@@ -31,9 +31,8 @@
  * allocations, tax excluded. Shopify quantities are integers; anything else is refused.
  */
 import { z } from 'zod';
-import { normalizeCustomer, toE164 } from '../../src/customer.js';
+import { normalizeCustomer, toE164, type Customer as BridgeCustomer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import type { Customer as BridgeCustomer } from '../../src/ledger/record.js';
 import type { Check, Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, decimalToCents, mulDecimal, parseDecimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';

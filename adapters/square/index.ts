@@ -7,7 +7,7 @@
  * Mapping rules and the Square facts they rest on are in translate.ts and webhook.ts.
  */
 import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, RefundIntent } from '../types.js';
-import type { Customer } from '../../src/ledger/record.js';
+import type { Customer } from '../../src/customer.js';
 import { retrieveCustomer } from './api.js';
 import { checkoutFromOrder, customerFromSquare, refundFromSquare } from './translate.js';
 import { squareWebhook } from './webhook.js';

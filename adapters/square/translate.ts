@@ -21,9 +21,8 @@
  *   order whose `returns[].source_order_id` is the original order and whose `return_line_items`
  *   say, tax-excluded, what was returned.
  */
-import { normalizeCustomer, type RawCustomer } from '../../src/customer.js';
+import { hasContact, normalizeCustomer, type Customer, type RawCustomer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import { hasContact, type Customer } from '../../src/ledger/record.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, isWholeNumber, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';

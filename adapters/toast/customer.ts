@@ -3,9 +3,8 @@
  * lastName}` and `checks[].appliedLoyaltyInfo.loyaltyIdentifier` (pos-facts "Customer
  * identification"). The order is one transaction, so it has one customer.
  */
-import { toE164, normalizeCustomer } from '../../src/customer.js';
+import { hasContact, toE164, normalizeCustomer, type Customer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import { hasContact, type Customer } from '../../src/ledger/record.js';
 import type { LiveCheck } from './order.js';
 import type { Check } from './schema.js';
 

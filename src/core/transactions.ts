@@ -14,11 +14,12 @@
  * that long; whatever is not finished by then continues in the background and the answer is 202.
  */
 import { randomUUID } from 'node:crypto';
+import { hasContact } from '../customer.js';
 import { ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { Logger } from '../logger.js';
-import { awaitsRemainder, deriveStatus, hasContact, isOpen, withAttempts, withChangedDelivery, withHistoryEvent, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type PartialRefundPlan, type UpstreamOperation } from '../ledger/record.js';
+import { awaitsRemainder, deriveStatus, isOpen, withAttempts, withChangedDelivery, withHistoryEvent, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type PartialRefundPlan, type UpstreamOperation } from '../ledger/record.js';
 import type { DueQuery, LedgerStore, OpenClaim } from '../ledger/store.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';

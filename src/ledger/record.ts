@@ -4,6 +4,7 @@
  * sub-states, one for the accrual and one for the reversal. The public `status` (bridge-contract
  * "Ledger statuses") is derived from them in exactly one place, `deriveStatus`.
  */
+import type { Customer } from '../customer.js';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
 
 export const LEDGER_STATUSES = [
@@ -44,14 +45,6 @@ export interface PartialRefundPlan {
    * the remainder: when it is created, it is created in doubt from this time, verified before any accrue.
    */
   remainderInDoubtSince?: string;
-}
-
-export interface Customer {
-  phone?: string;
-  email?: string;
-  serialNumber?: string;
-  firstName?: string;
-  lastName?: string;
 }
 
 /** One HTTP request to the loyalty service: what was sent, what came back, when. */
@@ -265,10 +258,6 @@ export function dueOf(
   if (reversal.state === 'in_doubt') return undefined;
   if (reversal.state === 'pending') return { atMs: accrual.state === 'failed' || accrual.state === 'skipped' ? now : afterPause, needsVerifier: false };
   return undefined;
-}
-
-export function hasContact(customer: Customer | undefined): boolean {
-  return Boolean(customer && (customer.phone || customer.email || customer.serialNumber));
 }
 
 /** Reversed for a partial refund, but the remainder's record is not created yet (a crash can stop between the two). */
