@@ -19,8 +19,9 @@ import { ConflictError, NotFoundError, VersionConflictError } from '../errors.js
 import { failpoint } from '../failpoints.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { Logger } from '../logger.js';
-import { awaitsRemainder, deriveStatus, isOpen, withAttempts, withChangedDelivery, withHistoryEvent, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type PartialRefundPlan, type UpstreamOperation } from '../ledger/record.js';
+import { awaitsRemainder, deriveStatus, isOpen, withAttempts, withChangedDelivery, withHistoryEvent, FINAL_STATUSES, type LedgerRecord, type LedgerStatus, type PartialRefundPlan } from '../ledger/record.js';
 import type { DueQuery, LedgerStore, OpenClaim } from '../ledger/store.js';
+import type { UpstreamOperation } from '../loyalty/calls.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
 import { checkId, deriveTransactionId } from '../transaction-id.js';

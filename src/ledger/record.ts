@@ -5,6 +5,7 @@
  * "Ledger statuses") is derived from them in exactly one place, `deriveStatus`.
  */
 import type { Customer } from '../customer.js';
+import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
 
 export const LEDGER_STATUSES = [
@@ -33,8 +34,6 @@ export type AccrualState = 'none' | 'skipped' | 'pending' | 'in_doubt' | 'accrue
 /** `not_needed`: a refund arrived for an accrual the loyalty service refused: nothing to reverse. */
 export type ReversalState = 'none' | 'pending' | 'in_doubt' | 'reversed' | 'failed' | 'not_needed';
 
-export type UpstreamOperation = 'accrue' | 'reverse';
-
 export interface PartialRefundPlan {
   refundId: string;
   refundedCents: number;
@@ -45,17 +44,6 @@ export interface PartialRefundPlan {
    * the remainder: when it is created, it is created in doubt from this time, verified before any accrue.
    */
   remainderInDoubtSince?: string;
-}
-
-/** One HTTP request to the loyalty service: what was sent, what came back, when. */
-export interface Attempt {
-  operation: UpstreamOperation;
-  startedAt: string;
-  finishedAt: string;
-  request: unknown;
-  /** Absent when no answer came (network error, timeout). Non-JSON bodies are kept as truncated text. */
-  response?: { status: number; body: unknown };
-  error?: string;
 }
 
 export interface HistoryEvent {

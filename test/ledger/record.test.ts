@@ -1,6 +1,7 @@
 /** `dueOf`: when the worker looks at a record again, for every state `TransactionService#claim` tells apart. */
 import { describe, expect, it } from '@jest/globals';
-import { dueOf, isOpen, RECORD_BOUNDS, withAttempts, withChangedDelivery, withHistoryEvent, type Attempt, type ChangedRepeats, type HistoryEvent, type LedgerRecord } from '../../src/ledger/record.js';
+import { dueOf, isOpen, RECORD_BOUNDS, withAttempts, withChangedDelivery, withHistoryEvent, type ChangedRepeats, type HistoryEvent, type LedgerRecord } from '../../src/ledger/record.js';
+import type { Attempt } from '../../src/loyalty/calls.js';
 import { makeRecord, minutes, type RecordOptions } from './store-contract.js';
 
 const at = (n: number): number => Date.parse(minutes(n));
