@@ -5,10 +5,8 @@ import { loyverseAdapter } from './loyverse/index.js';
 import { shopifyAdapter } from './shopify/index.js';
 import { squareAdapter } from './square/index.js';
 import { toastAdapter } from './toast/index.js';
-import type { PosAdapter } from './types.js';
+import type { PosAdapter } from '../src/pos/contract.js';
 
 export const adapters: ReadonlyMap<string, PosAdapter> = new Map(
   [genericAdapter, squareAdapter, shopifyAdapter, cloverAdapter, toastAdapter, loyverseAdapter].map((a) => [a.name, a]),
 );
-
-export type { PosAdapter, CheckoutIntent, RefundIntent, AdapterContext } from './types.js';

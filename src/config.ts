@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isIsoCurrency } from './currencies.js';
 import { FAILPOINTS } from './failpoints.js';
-import type { PosSettings } from '../adapters/types.js';
+import type { PosSettings } from './pos/contract.js';
 
 const positiveInt = z.coerce.number().int().positive();
 const optionalSecret = z.string().trim().min(1).optional();
@@ -91,7 +91,7 @@ export interface Config {
   /** Several instances on PostgreSQL: how long a worker holds open records, and after how long another instance's in-flight call is taken over as in doubt. */
   inFlightLeaseMs: number;
   failpoints: string[];
-  /** Per POS: webhook secret, notification URL, API token and base URL (see adapters/types.ts PosSettings). */
+  /** Per POS: webhook secret, notification URL, API token and base URL (see src/pos/contract.ts PosSettings). */
   pos: Record<string, PosSettings>;
 }
 

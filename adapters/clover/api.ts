@@ -10,7 +10,7 @@
 import type { Customer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
 import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, PosApi } from '../types.js';
+import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
 import { CLOVER_ID, CloverCustomer } from './schema.js';
 import { contactOf } from './translate.js';
 

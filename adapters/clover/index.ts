@@ -3,7 +3,7 @@
  * notifications → the bridge's intents. The translation rules are in translate.ts, the API reads in
  * api.ts, the webhook in webhook.ts, the shapes in schema.ts.
  */
-import type { PosAdapter } from '../types.js';
+import type { PosAdapter } from '../../src/pos/contract.js';
 import { fetchCloverCustomer } from './api.js';
 import { parseCloverCheckout, parseCloverRefund } from './translate.js';
 import { cloverWebhook } from './webhook.js';

@@ -39,7 +39,7 @@ import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, decimalToString, divRoundHalfAwayFromZero, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';
 import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, CheckoutIntent, RefundIntent } from '../types.js';
+import type { AdapterContext, CheckoutIntent, RefundIntent } from '../../src/pos/contract.js';
 import { CloverOrder, CloverRefund, type CloverCustomer, type CloverDiscount, type CloverLineItem, type CloverPayment } from './schema.js';
 
 /** Payment results that mean the money was taken (an AUTH is captured later with its tip: tax and amount are final). */

@@ -23,7 +23,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
 import { parseWith } from '../../src/validation.js';
-import type { WebhookAction, WebhookSpec } from '../types.js';
+import type { WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
 import { fetchOrder } from './api.js';
 import { CLOVER_ID, CloverOrder, CloverVerification, CloverWebhookBody, NOTIFICATION_TYPES, type NotificationType } from './schema.js';
 import { isPaid, refundsCoverOrder, refundsInOrder, refundsOf, unsettledPayment } from './translate.js';

@@ -11,7 +11,7 @@ import { nonNegativeCents, parseDecimal, type Decimal } from '../../src/money.js
 import { toSelection } from '../../src/selection.js';
 import { hasControlCharacter } from '../../src/transaction-id.js';
 import { issueFrom, parseWith } from '../../src/validation.js';
-import type { AdapterContext, CheckoutIntent, PosAdapter, RefundIntent } from '../types.js';
+import type { AdapterContext, CheckoutIntent, PosAdapter, RefundIntent } from '../../src/pos/contract.js';
 
 const id = z
   .string()

@@ -7,7 +7,7 @@
  * - webhook.ts: signature scheme and the pure classification of a delivery;
  * - customer.ts: `customer_id` → contact details through GET /v1.0/customers/{id}.
  */
-import type { PosAdapter } from '../types.js';
+import type { PosAdapter } from '../../src/pos/contract.js';
 import { fetchLoyverseCustomer } from './customer.js';
 import { parseLoyverseCheckout, parseLoyverseRefund } from './translate.js';
 import { loyverseWebhook } from './webhook.js';

@@ -33,7 +33,7 @@ import { ValidationError } from '../../src/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { decimalToCents, decimalToString, isWholeNumber, type Decimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';
-import type { RefundLine } from '../types.js';
+import type { RefundLine } from '../../src/pos/contract.js';
 import type { LoyverseLineItem, LoyverseReceipt, LoyverseTax } from './schema.js';
 
 const ZERO: Decimal = { units: 0n, scale: 0 };

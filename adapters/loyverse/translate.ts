@@ -6,7 +6,7 @@
  */
 import { ValidationError } from '../../src/errors.js';
 import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, CheckoutIntent, RefundIntent } from '../types.js';
+import type { AdapterContext, CheckoutIntent, RefundIntent } from '../../src/pos/contract.js';
 import { measureReceipt } from './receipt.js';
 import { LoyverseReceipt } from './schema.js';
 

@@ -12,7 +12,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
 import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, SignatureScheme, WebhookAction, WebhookSpec } from '../types.js';
+import type { AdapterContext, SignatureScheme, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
 import { LoyverseReceiptIdentity, LoyverseWebhookEnvelope, type LoyverseReceiptIdentity as Identity } from './schema.js';
 import { parseLoyverseCheckout, parseLoyverseRefund } from './translate.js';
 

@@ -11,7 +11,7 @@
  * - Customers: contact details travel in the order, so there is nothing to fetch and no
  *   `fetchCustomer` (an order whose buyer left no phone or email is recorded as `skipped`).
  */
-import type { PosAdapter } from '../types.js';
+import type { PosAdapter } from '../../src/pos/contract.js';
 import { translateOrder } from './order.js';
 import { translateRefund } from './refund.js';
 import { shopifyWebhook } from './webhook.js';

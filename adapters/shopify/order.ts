@@ -37,7 +37,7 @@ import type { Check, Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, decimalToCents, mulDecimal, parseDecimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';
 import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, CheckoutIntent } from '../types.js';
+import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
 import { at, requiredShopCents, shopCents, show, sum } from './money.js';
 import { Order, unwrap, type LineItem, type ShippingLine } from './schema.js';
 

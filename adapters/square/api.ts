@@ -4,7 +4,7 @@
  * default) and `Authorization: Bearer SQUARE_ACCESS_TOKEN`; both answers wrap their object
  * (`{ "order": … }`, `{ "customer": … }`), which the translators accept as they are.
  */
-import type { PosApi } from '../types.js';
+import type { PosApi } from '../../src/pos/contract.js';
 
 export const orderPath = (orderId: string): string => `/v2/orders/${encodeURIComponent(orderId)}`;
 export const customerPath = (customerId: string): string => `/v2/customers/${encodeURIComponent(customerId)}`;

@@ -6,7 +6,7 @@
  * refund.created / refund.updated (acted on when COMPLETED); everything else is acknowledged.
  * Mapping rules and the Square facts they rest on are in translate.ts and webhook.ts.
  */
-import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, RefundIntent } from '../types.js';
+import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, RefundIntent } from '../../src/pos/contract.js';
 import type { Customer } from '../../src/customer.js';
 import { retrieveCustomer } from './api.js';
 import { checkoutFromOrder, customerFromSquare, refundFromSquare } from './translate.js';

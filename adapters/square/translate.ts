@@ -27,7 +27,7 @@ import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, isWholeNumber, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';
 import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, CheckoutIntent, RefundIntent, RefundLine } from '../types.js';
+import type { AdapterContext, CheckoutIntent, RefundIntent, RefundLine } from '../../src/pos/contract.js';
 import { Customer as SquareCustomer, Order, PaymentRefund, type LineItem, type Money, type Recipient, type ServiceCharge } from './schema.js';
 
 /** The only order state that is a finished sale (OPEN, DRAFT and CANCELED are not). */

@@ -14,7 +14,7 @@
  */
 import { ValidationError } from '../../src/errors.js';
 import { parseWith } from '../../src/validation.js';
-import type { SignatureScheme, WebhookAction, WebhookSpec } from '../types.js';
+import type { SignatureScheme, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
 import { retrieveOrder } from './api.js';
 import { OrderNotice, PaymentRefund, SquareEvent } from './schema.js';
 import { COMPLETED, isRecord, parseOrder } from './translate.js';

@@ -23,7 +23,7 @@ import { ValidationError } from '../../src/errors.js';
 import type { Selection as CheckSelection } from '../../src/loyalty/contract.js';
 import { centsToDecimalString } from '../../src/money.js';
 import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, CheckoutIntent, PosAdapter, RefundIntent, WebhookAction } from '../types.js';
+import type { AdapterContext, CheckoutIntent, PosAdapter, RefundIntent, WebhookAction } from '../../src/pos/contract.js';
 import { customerOf } from './customer.js';
 import { at, isObject, liveChecks, livePayments, readOrder, selectionOf, stateOf, type ReadOrder } from './order.js';
 import { refundIntent, refundsOf } from './refund.js';

@@ -21,7 +21,7 @@
  * the first one again and reduce the order twice.
  */
 import { ValidationError } from '../../src/errors.js';
-import type { RefundIntent, RefundLine } from '../types.js';
+import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
 import { at, liveChecks, livePayments, selectionOf, type ReadOrder } from './order.js';
 import type { RefundDetails } from './schema.js';
 

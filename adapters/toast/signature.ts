@@ -15,7 +15,7 @@
  * `Toast-Timestamp` header is refused rather than guessed around (no fallback to the body).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ReplayWindow } from '../types.js';
+import type { ReplayWindow } from '../../src/pos/contract.js';
 
 export const TOAST_SIGNATURE_HEADER = 'Toast-Signature';
 export const TOAST_TIMESTAMP_HEADER = 'Toast-Timestamp';
