@@ -9,7 +9,7 @@
  */
 import type { Customer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import { parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/validation.js';
 import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
 import { CLOVER_ID, CloverCustomer } from './schema.js';
 import { contactOf } from './translate.js';
@@ -26,10 +26,6 @@ export function orderPath(merchantId: string, orderId: string): string {
 
 export function customerPath(merchantId: string, customerId: string): string {
   return `/v3/merchants/${merchantId}/customers/${customerId}`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**

@@ -38,7 +38,8 @@ import { ValidationError } from '../../src/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, decimalToString, divRoundHalfAwayFromZero, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';
-import { parseWith } from '../../src/validation.js';
+import { nonZero } from '../../src/pos/check.js';
+import { isObject, parseWith } from '../../src/validation.js';
 import type { AdapterContext, CheckoutIntent, RefundIntent } from '../../src/pos/contract.js';
 import { CloverOrder, CloverRefund, type CloverCustomer, type CloverDiscount, type CloverLineItem, type CloverPayment } from './schema.js';
 
@@ -48,12 +49,6 @@ const COUNTED_RESULTS = new Set(['SUCCESS', 'AUTH', 'AUTH_COMPLETED']);
 const VOID_RESULTS = new Set(['FAIL', 'VOIDED']);
 
 const HREF_MERCHANT = /\/v3\/merchants\/([0-9A-Z]{13})\//;
-
-type Raw = Record<string, unknown>;
-
-function isObject(value: unknown): value is Raw {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 function sum(values: Iterable<bigint>): bigint {
   let total = 0n;
@@ -291,10 +286,6 @@ export function contactOf(customer: CloverCustomer, region: string, field: strin
   const emails = (customer.emailAddresses ?? []).filter((e) => e.emailAddress?.trim());
   const email = (emails.find((e) => e.primaryEmail) ?? emails[0])?.emailAddress;
   return normalizeCustomer({ phone, email, firstName: customer.firstName, lastName: customer.lastName }, region, field);
-}
-
-function nonZero(key: 'taxAmount' | 'discountAmount' | 'tipAmount' | 'serviceAmount', cents: number) {
-  return cents ? { [key]: cents } : {};
 }
 
 function iso(ms: number | null | undefined): string | undefined {

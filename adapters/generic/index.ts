@@ -8,6 +8,7 @@ import { normalizeCustomer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
 import { isIsoCurrency } from '../../src/currencies.js';
 import { nonNegativeCents, parseDecimal, type Decimal } from '../../src/money.js';
+import { nonZero } from '../../src/pos/check.js';
 import { toSelection } from '../../src/selection.js';
 import { hasControlCharacter } from '../../src/transaction-id.js';
 import { issueFrom, parseWith } from '../../src/validation.js';
@@ -94,11 +95,6 @@ export const GenericRefund = z
     message: 'is required for a partial refund (amount or items)',
   });
 export type GenericRefund = z.infer<typeof GenericRefund>;
-
-/** Zero is absent: the Check carries tax, tip, discount and service only when non-zero. */
-function nonZero(key: 'taxAmount' | 'discountAmount' | 'tipAmount' | 'serviceAmount', cents: number | undefined) {
-  return cents ? { [key]: cents } : {};
-}
 
 export const genericAdapter: PosAdapter = {
   name: 'generic',

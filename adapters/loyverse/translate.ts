@@ -5,6 +5,7 @@
  * original in `refund_for`, with its own line items; a cancelled SALE reverses the sale.
  */
 import { ValidationError } from '../../src/errors.js';
+import { nonZero } from '../../src/pos/check.js';
 import { parseWith } from '../../src/validation.js';
 import type { AdapterContext, CheckoutIntent, RefundIntent } from '../../src/pos/contract.js';
 import { measureReceipt } from './receipt.js';
@@ -42,11 +43,6 @@ function naming<T>(receipt: LoyverseReceipt, translate: () => T): T {
     if (!(error instanceof ValidationError)) throw error;
     throw new ValidationError(error.issues, `receipt ${receipt.receipt_number} of store ${receipt.store_id}: ${error.message}`);
   }
-}
-
-/** Zero is absent: the Check carries tax, tip, discount and service only when non-zero. */
-function nonZero(key: 'taxAmount' | 'discountAmount' | 'tipAmount' | 'serviceAmount', cents: number) {
-  return cents ? { [key]: cents } : {};
 }
 
 export function parseLoyverseCheckout(body: unknown, context: AdapterContext): CheckoutIntent {

@@ -33,8 +33,9 @@
 import { z } from 'zod';
 import { normalizeCustomer, toE164, type Customer as BridgeCustomer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import type { Check, Selection } from '../../src/loyalty/contract.js';
+import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, decimalToCents, mulDecimal, parseDecimal } from '../../src/money.js';
+import { nonZero } from '../../src/pos/check.js';
 import { toSelection } from '../../src/selection.js';
 import { parseWith } from '../../src/validation.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
@@ -153,10 +154,6 @@ function readCustomer(order: Order, prefix: string, region: string): BridgeCusto
   if (order.customer?.first_name?.trim()) customer.firstName = order.customer.first_name.trim();
   if (order.customer?.last_name?.trim()) customer.lastName = order.customer.last_name.trim();
   return customer;
-}
-
-function nonZero(key: 'taxAmount' | 'discountAmount' | 'tipAmount', cents: number): Partial<Check> {
-  return cents ? { [key]: cents } : {};
 }
 
 export function translateOrder(body: unknown, context: AdapterContext): CheckoutIntent {

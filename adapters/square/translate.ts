@@ -26,16 +26,13 @@ import { ValidationError } from '../../src/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, isWholeNumber, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
 import { toSelection } from '../../src/selection.js';
-import { parseWith } from '../../src/validation.js';
+import { nonZero } from '../../src/pos/check.js';
+import { isObject, parseWith } from '../../src/validation.js';
 import type { AdapterContext, CheckoutIntent, RefundIntent, RefundLine } from '../../src/pos/contract.js';
 import { Customer as SquareCustomer, Order, PaymentRefund, type LineItem, type Money, type Recipient, type ServiceCharge } from './schema.js';
 
 /** The only order state that is a finished sale (OPEN, DRAFT and CANCELED are not). */
 export const COMPLETED = 'COMPLETED';
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Dotted field path under an optional prefix ('order' for `{ order: … }` wrappers). */
 function at(prefix: string, field: string): string {
@@ -44,7 +41,7 @@ function at(prefix: string, field: string): string {
 
 /** A bare Order, or a Square API answer wrapping one (`{ "order": … }` from Retrieve/Create/Pay/Calculate Order). */
 export function unwrapOrder(body: unknown): { raw: unknown; prefix: string } {
-  if (isRecord(body) && isRecord(body.order) && !('id' in body) && !('line_items' in body)) return { raw: body.order, prefix: 'order' };
+  if (isObject(body) && isObject(body.order) && !('id' in body) && !('line_items' in body)) return { raw: body.order, prefix: 'order' };
   return { raw: body, prefix: '' };
 }
 
@@ -52,7 +49,7 @@ export function unwrapOrder(body: unknown): { raw: unknown; prefix: string } {
 export function parseOrder(body: unknown, base = ''): { order: Order; prefix: string } {
   const unwrapped = unwrapOrder(body);
   const prefix = at(base, unwrapped.prefix);
-  if (!isRecord(unwrapped.raw)) throw ValidationError.field(prefix, 'must be a Square Order object (or { "order": … })');
+  if (!isObject(unwrapped.raw)) throw ValidationError.field(prefix, 'must be a Square Order object (or { "order": … })');
   return { order: parseWith(Order, unwrapped.raw, prefix), prefix };
 }
 
@@ -177,14 +174,10 @@ function customerOf(order: Order, region: string, prefix: string): { customer: C
 }
 
 export function customerFromSquare(body: unknown, region: string): Customer {
-  const raw = isRecord(body) && isRecord(body.customer) ? body.customer : body;
+  const raw = isObject(body) && isObject(body.customer) ? body.customer : body;
   const prefix = raw === body ? '' : 'customer';
   const c = parseWith(SquareCustomer, raw, prefix);
   return contactOf({ phone: c.phone_number, email: c.email_address, firstName: c.given_name, lastName: c.family_name }, region, prefix || 'customer');
-}
-
-function nonZero(key: 'taxAmount' | 'discountAmount' | 'tipAmount' | 'serviceAmount', cents: number) {
-  return cents ? { [key]: cents } : {};
 }
 
 /** A COMPLETED sale → CheckoutIntent. Return orders and exchanges are refused here (they are refunds). */
@@ -347,9 +340,9 @@ function refundFromSaleOrder(refund: PaymentRefund, order: Order, prefix: string
  * tip, and the order it names is needed to measure it.
  */
 export function refundFromSquare(body: unknown): RefundIntent {
-  const isRefund = (v: unknown) => isRecord(v) && 'amount_money' in v;
-  if (isRecord(body) && (isRecord(body.refund) || isRefund(body))) {
-    const [rawRefund, refundPrefix] = isRecord(body.refund) ? [body.refund, 'refund'] : [body, ''];
+  const isRefund = (v: unknown) => isObject(v) && 'amount_money' in v;
+  if (isObject(body) && (isObject(body.refund) || isRefund(body))) {
+    const [rawRefund, refundPrefix] = isObject(body.refund) ? [body.refund, 'refund'] : [body, ''];
     const refund = parseWith(PaymentRefund, rawRefund, refundPrefix);
     if (refund.status !== COMPLETED) {
       throw ValidationError.field(at(refundPrefix, 'status'), `is ${JSON.stringify(refund.status)}: a Square refund is acted on once its status is ${COMPLETED}`);

@@ -20,12 +20,13 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
-import type { Selection as CheckSelection } from '../../src/loyalty/contract.js';
+import type { Check as UpstreamCheck, Selection as CheckSelection } from '../../src/loyalty/contract.js';
 import { centsToDecimalString } from '../../src/money.js';
-import { parseWith } from '../../src/validation.js';
+import type { CheckPart } from '../../src/pos/check.js';
+import { isObject, parseWith } from '../../src/validation.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, RefundIntent, WebhookAction } from '../../src/pos/contract.js';
 import { customerOf } from './customer.js';
-import { at, isObject, liveChecks, livePayments, readOrder, selectionOf, stateOf, type ReadOrder } from './order.js';
+import { at, liveChecks, livePayments, readOrder, selectionOf, stateOf, type ReadOrder } from './order.js';
 import { refundIntent, refundsOf } from './refund.js';
 import { Envelope, Order, type Check } from './schema.js';
 import { timestampOf, TOAST_REPLAY_WINDOW, TOAST_SIGNATURE_HEADER } from './signature.js';
@@ -47,8 +48,14 @@ function discountCents(discounts: Check['appliedDiscounts']): number {
   return discounts.reduce((sum, d) => (d.processingState === 'VOID' || d.processingState === 'PENDING_VOID' ? sum : sum + (d.nonTaxDiscountAmount ?? d.discountAmount ?? 0)), 0);
 }
 
-/** Non-zero parts only: the Check carries tax, tip, discount and service when the POS states them. */
-function nonZero(key: 'taxAmount' | 'discountAmount' | 'tipAmount' | 'serviceAmount', cents: number) {
+/**
+ * Positive parts only: the Check carries tax, tip, discount and service when they come to more than
+ * zero. Not the other adapters' `nonZero` (src/pos/check.ts): a part that comes to less than zero is
+ * left out here too, as Toast's translation always did. Only service charges and gratuities can
+ * (a CASH_ROUNDING charge rounds a check down), so a check whose charges sum below zero sends no
+ * serviceAmount, where `nonZero` would send the negative figure.
+ */
+function positiveOnly(key: CheckPart, cents: number): Partial<Pick<UpstreamCheck, CheckPart>> {
   return cents > 0 ? { [key]: cents } : {};
 }
 
@@ -113,10 +120,10 @@ function checkoutOf(read: ReadOrder, context: AdapterContext): CheckoutIntent {
       externalTransactionId: order.guid,
       ...(openedAt ? { checkOpenedAt: openedAt } : {}),
       ...(closedAt ? { checkClosedAt: closedAt } : {}),
-      ...nonZero('taxAmount', tax),
-      ...nonZero('discountAmount', discount),
-      ...nonZero('tipAmount', tip),
-      ...nonZero('serviceAmount', service),
+      ...positiveOnly('taxAmount', tax),
+      ...positiveOnly('discountAmount', discount),
+      ...positiveOnly('tipAmount', tip),
+      ...positiveOnly('serviceAmount', service),
     },
   };
 }

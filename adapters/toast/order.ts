@@ -5,7 +5,7 @@
 import { ValidationError } from '../../src/errors.js';
 import type { Selection as CheckSelection } from '../../src/loyalty/contract.js';
 import { toSelection } from '../../src/selection.js';
-import { parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/validation.js';
 import { Order, type Check, type Selection } from './schema.js';
 
 const PAID_CHECK_STATUSES: ReadonlySet<string> = new Set(['PAID', 'CLOSED']);
@@ -22,10 +22,6 @@ export interface ReadOrder {
 
 export function at(prefix: string, field: string): string {
   return prefix ? `${prefix}.${field}` : field;
-}
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
