@@ -17,7 +17,7 @@ import { isObject, parseWith } from '../../src/validation.js';
 import type { SignatureScheme, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
 import { retrieveOrder } from './api.js';
 import { OrderNotice, PaymentRefund, SquareEvent } from './schema.js';
-import { COMPLETED, parseOrder } from './translate.js';
+import { COMPLETED, parseOrder } from './checkout.js';
 
 export const SIGNATURE_HEADER = 'x-square-hmacsha256-signature';
 
