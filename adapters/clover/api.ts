@@ -12,7 +12,7 @@ import { ValidationError } from '../../src/errors.js';
 import { isObject, parseWith } from '../../src/validation.js';
 import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
 import { CLOVER_ID, CloverCustomer } from './schema.js';
-import { contactOf } from './translate.js';
+import { contactOf } from './checkout.js';
 
 /** Lines with their discounts and modifiers, and the order-level discounts (the parts of the total). */
 export const ORDER_LINES_EXPAND = 'lineItems.discounts,lineItems.modifications,discounts';

@@ -26,7 +26,8 @@ import { parseWith } from '../../src/validation.js';
 import type { WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
 import { fetchOrder } from './api.js';
 import { CLOVER_ID, CloverOrder, CloverVerification, CloverWebhookBody, NOTIFICATION_TYPES, type NotificationType } from './schema.js';
-import { isPaid, refundsCoverOrder, refundsInOrder, refundsOf, unsettledPayment } from './translate.js';
+import { isPaid, unsettledPayment } from './checkout.js';
+import { refundsCoverOrder, refundsInOrder, refundsOf } from './refund.js';
 
 export const CLOVER_AUTH_HEADER = 'X-Clover-Auth';
 
