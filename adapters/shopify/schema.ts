@@ -4,7 +4,7 @@
  * loose: Shopify adds fields every quarter and old shapes (2016, no `*_set` fields) must still read.
  *
  * Money stays raw here (a decimal string such as "59.97", or a JSON number such as the refund
- * line's `subtotal: 143.97`): `money.ts` converts it to cents with the field's full path, after
+ * line's `subtotal: 143.97`): `checkout.ts` converts it to cents with the field's full path, after
  * comparing each amount with its `*_set.shop_money` twin where both are present.
  */
 import { z } from 'zod';
