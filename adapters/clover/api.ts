@@ -9,10 +9,10 @@
  */
 import type { Customer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import { isObject, parseWith } from '../../src/validation.js';
 import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
-import { CLOVER_ID, CloverCustomer } from './schema.js';
+import { isObject, parseWith } from '../../src/validation.js';
 import { contactOf } from './checkout.js';
+import { CLOVER_ID, CloverCustomer } from './schema.js';
 
 /** Lines with their discounts and modifiers, and the order-level discounts (the parts of the total). */
 export const ORDER_LINES_EXPAND = 'lineItems.discounts,lineItems.modifications,discounts';

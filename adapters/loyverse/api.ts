@@ -6,8 +6,8 @@
  */
 import { normalizeCustomer, type Customer, type RawCustomer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import { parseWith } from '../../src/validation.js';
 import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
+import { parseWith } from '../../src/validation.js';
 import { LoyverseCustomer } from './schema.js';
 
 /**

@@ -23,8 +23,8 @@
  */
 import { ValidationError } from '../../src/errors.js';
 import { decimalToCents, mulDecimal, nonNegativeCents, parseDecimal } from '../../src/money.js';
-import { parseWith } from '../../src/validation.js';
 import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
+import { parseWith } from '../../src/validation.js';
 import { at, presentmentCents, requiredShopCents, selectionId, shopCents, show, sum } from './checkout.js';
 import { Refund, unwrap, type MoneySet, type RefundedLineItem, type RefundLineItem } from './schema.js';
 

@@ -13,11 +13,11 @@
  *   status is COMPLETED, after fetching the order its order_id names (the return order).
  */
 import { ValidationError } from '../../src/errors.js';
-import { isObject, parseWith } from '../../src/validation.js';
 import type { SignatureScheme, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
+import { isObject, parseWith } from '../../src/validation.js';
 import { retrieveOrder } from './api.js';
-import { OrderNotice, PaymentRefund, SquareEvent } from './schema.js';
 import { COMPLETED, parseOrder } from './checkout.js';
+import { OrderNotice, PaymentRefund, SquareEvent } from './schema.js';
 
 export const SIGNATURE_HEADER = 'x-square-hmacsha256-signature';
 
