@@ -18,6 +18,7 @@ import type http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { posSettingDeclarations } from '../adapters/index.js';
 import { startBridge as startInProcessBridge } from '../src/bridge.js';
 import { loadConfig } from '../src/config.js';
 import { PostgresLedgerStore } from '../src/ledger/pg-store.js';
@@ -745,7 +746,7 @@ export async function poolProbe(o: {
   concurrency: number;
   accept: (status: number, body: string) => boolean;
 }): Promise<PoolProbe> {
-  const config = loadConfig({
+  const config = loadConfig(posSettingDeclarations, {
     PORT: '0',
     LEDGER_URL: o.ledgerUrl,
     LOG_LEVEL: 'silent',

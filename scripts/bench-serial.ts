@@ -9,6 +9,7 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { posSettingDeclarations } from '../adapters/index.js';
 import { startBridge } from '../src/bridge.js';
 import { loadConfig } from '../src/config.js';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
@@ -61,7 +62,7 @@ export interface SerialOptions {
 export async function serialDiagnostic(o: SerialOptions): Promise<string> {
   const dir = o.store ? undefined : trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-serial-')));
   const ledgerPath = dir ? join(dir, 'ledger.json') : undefined;
-  const config = loadConfig({
+  const config = loadConfig(posSettingDeclarations, {
     PORT: '0',
     LEDGER_URL: ledgerPath ? `file:${ledgerPath}` : o.ledgerUrl!,
     LOG_LEVEL: 'silent',

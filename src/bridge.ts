@@ -7,7 +7,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { adapters as allAdapters } from '../adapters/index.js';
-import type { PosAdapter, PosSettings } from '../adapters/types.js';
 import type { Config } from './config.js';
 import { HistoryVerifier } from './core/history-verifier.js';
 import { Ingest } from './core/ingest.js';
@@ -21,6 +20,7 @@ import { openStore } from './ledger/open-store.js';
 import type { Logger } from './logger.js';
 import { LoyaltyClient } from './loyalty/client.js';
 import { createMetrics } from './metrics.js';
+import type { PosAdapter, PosSettings } from './pos/contract.js';
 
 export interface Bridge {
   url: string;

@@ -2,6 +2,10 @@
  * Configuration, parsed once at boot: `config/default.json`, then `config/<NODE_ENV>.json` if present,
  * then environment variables (env wins). Keys are the environment variable names themselves, so
  * every error names the variable to fix. Nothing else in the bridge reads `process.env`.
+ *
+ * Each POS's variables are declared by its adapter (src/pos/settings.ts); the composition root
+ * passes the declarations in, since only it knows the adapters. They add to the schema below, and
+ * their API address defaults lie beneath `config/default.json`.
  */
 import { readFileSync, existsSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -10,11 +14,13 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isIsoCurrency } from './currencies.js';
 import { FAILPOINTS } from './failpoints.js';
-import type { PosSettings } from '../adapters/types.js';
+import type { PosSettings } from './pos/contract.js';
+import type { PosSettingDeclarations, PosSettingsDeclaration } from './pos/settings.js';
 
 const positiveInt = z.coerce.number().int().positive();
 const optionalSecret = z.string().trim().min(1).optional();
-const optionalUrl = z.url({ protocol: /^https?$/ }).optional();
+const url = z.url({ protocol: /^https?$/ });
+const optionalUrl = url.optional();
 
 const RawConfig = z.object({
   NODE_ENV: z.string().optional(),
@@ -53,20 +59,29 @@ const RawConfig = z.object({
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
     .refine((names) => names.every((n) => (FAILPOINTS as readonly string[]).includes(n)), `must name failpoints among ${FAILPOINTS.join(', ')}`)
     .optional(),
-  SQUARE_SIGNATURE_KEY: optionalSecret,
-  SQUARE_NOTIFICATION_URL: optionalUrl,
-  SQUARE_ACCESS_TOKEN: optionalSecret,
-  SQUARE_API_BASE_URL: z.url({ protocol: /^https?$/ }),
-  SHOPIFY_WEBHOOK_SECRET: optionalSecret,
-  CLOVER_AUTH_CODE: optionalSecret,
-  CLOVER_ACCESS_TOKEN: optionalSecret,
-  CLOVER_API_BASE_URL: z.url({ protocol: /^https?$/ }),
-  TOAST_SIGNING_SECRET: optionalSecret,
-  LOYVERSE_WEBHOOK_SECRET: optionalSecret,
-  LOYVERSE_ACCESS_TOKEN: optionalSecret,
-  LOYVERSE_API_BASE_URL: z.url({ protocol: /^https?$/ }),
 });
 type RawConfig = z.infer<typeof RawConfig>;
+
+/** The schema of the declared POS variables, each by what it holds. */
+function posSchema(declarations: PosSettingDeclarations): Record<string, z.ZodType<string | undefined>> {
+  const shape: Record<string, z.ZodType<string | undefined>> = {};
+  const declare = (variable: string, schema: z.ZodType<string | undefined>) => {
+    if (variable in RawConfig.shape || variable in shape) throw new Error(`POS settings declare ${variable} twice`);
+    shape[variable] = schema;
+  };
+  for (const d of Object.values(declarations)) {
+    if (d.webhookSecret) declare(d.webhookSecret, optionalSecret);
+    if (d.notificationUrl) declare(d.notificationUrl.variable, optionalUrl);
+    if (d.accessToken) declare(d.accessToken, optionalSecret);
+    if (d.apiBaseUrl) declare(d.apiBaseUrl.variable, url);
+  }
+  return shape;
+}
+
+/** The declared API addresses' defaults: the lowest layer, beneath `config/default.json`. */
+function posDefaults(declarations: PosSettingDeclarations): Record<string, string> {
+  return Object.fromEntries(Object.values(declarations).flatMap((d) => (d.apiBaseUrl ? [[d.apiBaseUrl.variable, d.apiBaseUrl.default]] : [])));
+}
 
 export interface Config {
   nodeEnv: string;
@@ -106,7 +121,7 @@ export interface Config {
   /** Several instances on PostgreSQL: how long a worker holds open records, and after how long another instance's in-flight call is taken over as in doubt. */
   inFlightLeaseMs: number;
   failpoints: string[];
-  /** Per POS: webhook secret, notification URL, API token and base URL (see adapters/types.ts PosSettings). */
+  /** Per POS: webhook secret, notification URL, API token and base URL (see src/pos/contract.ts PosSettings). */
   pos: Record<string, PosSettings>;
 }
 
@@ -143,12 +158,18 @@ function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = defaultConfigDir): Config {
+/**
+ * `posDeclarations` has no default: config.ts must not import the adapters (only the composition
+ * root does), so main.ts, the tests and the scripts pass `posSettingDeclarations` from adapters/index.ts.
+ */
+export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.ProcessEnv = process.env, configDir = defaultConfigDir): Config {
   const nodeEnv = env.NODE_ENV || 'development';
-  const merged = { ...readJson(join(configDir, 'default.json')), ...readJson(join(configDir, `${nodeEnv}.json`)), ...definedEnv(env) };
+  const merged = { ...posDefaults(posDeclarations), ...readJson(join(configDir, 'default.json')), ...readJson(join(configDir, `${nodeEnv}.json`)), ...definedEnv(env) };
   const parsed = RawConfig.safeParse(merged);
-  if (!parsed.success) {
-    const first = parsed.error.issues[0]!;
+  const posParsed = z.object(posSchema(posDeclarations)).safeParse(merged);
+  if (!parsed.success || !posParsed.success) {
+    // The bridge's own variables are named first, then the POS variables in declaration order.
+    const first = (parsed.error ?? posParsed.error)!.issues[0]!;
     const variable = first.path.join('.') || '(config)';
     throw new ConfigError(`invalid configuration: ${variable} ${first.message}${first.code === 'invalid_type' && merged[variable as keyof typeof merged] === undefined ? ' (it is required)' : ''}`);
   }
@@ -163,8 +184,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
   // A round is at most 5 requests (429s) each up to the timeout, plus 1+2+4+8 back-off units with 20% jitter.
   const longestRound = 5 * raw.LOYALTY_TIMEOUT_MS + 18 * raw.LOYALTY_RETRY_BASE_MS;
   if (raw.IN_FLIGHT_LEASE_MS <= longestRound) throw new ConfigError(`invalid configuration: IN_FLIGHT_LEASE_MS must exceed the longest round of calls (${longestRound} ms with this LOYALTY_TIMEOUT_MS and LOYALTY_RETRY_BASE_MS)`);
-  // Square signs the notification URL followed by the body: without the URL no signature can match.
-  if (!sandbox && raw.SQUARE_SIGNATURE_KEY && !raw.SQUARE_NOTIFICATION_URL) throw new ConfigError('invalid configuration: SQUARE_NOTIFICATION_URL is required with SQUARE_SIGNATURE_KEY (Square signs that URL followed by the body)');
+  const pos = posSettings(posDeclarations, posParsed.data, sandbox, raw.PORT);
+  for (const [name, declaration] of Object.entries(posDeclarations)) {
+    const problem = declaration.check?.(pos[name]!, sandbox);
+    if (problem) throw new ConfigError(`invalid configuration: ${problem}`);
+  }
   if (!sandbox && !raw.LOYALTY_APP_TOKEN) throw new ConfigError('invalid configuration: LOYALTY_APP_TOKEN is required when LOYALTY_BASE_URL is set');
   return {
     nodeEnv,
@@ -194,7 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, configDir = def
     partialRefundPolicy: raw.PARTIAL_REFUND_POLICY,
     inFlightLeaseMs: raw.IN_FLIGHT_LEASE_MS,
     failpoints: raw.BRIDGE_FAILPOINTS ?? [],
-    pos: posSettings(raw, sandbox, raw.PORT),
+    pos,
   };
 }
 
@@ -217,20 +241,15 @@ function posAuthConfig(raw: RawConfig, sandbox: boolean, nodeEnv: string): PosAu
  */
 export const SANDBOX_WEBHOOK_SECRET = 'sandbox-webhook-secret';
 
-function posSettings(raw: RawConfig, sandbox: boolean, port: number): Record<string, PosSettings> {
+/** Each POS's settings from its declared variables; a POS without an API has the base URL ''. */
+function posSettings(declarations: PosSettingDeclarations, values: Record<string, string | undefined>, sandbox: boolean, port: number): Record<string, PosSettings> {
   const secret = (value: string | undefined) => value ?? (sandbox ? SANDBOX_WEBHOOK_SECRET : undefined);
   const trim = (url: string) => url.replace(/\/+$/, '');
-  return {
-    generic: { apiBaseUrl: '' },
-    square: {
-      webhookSecret: secret(raw.SQUARE_SIGNATURE_KEY),
-      notificationUrl: raw.SQUARE_NOTIFICATION_URL ?? (sandbox ? `http://localhost:${port}/v1/webhooks/square` : undefined),
-      accessToken: raw.SQUARE_ACCESS_TOKEN,
-      apiBaseUrl: trim(raw.SQUARE_API_BASE_URL),
-    },
-    shopify: { webhookSecret: secret(raw.SHOPIFY_WEBHOOK_SECRET), apiBaseUrl: '' },
-    clover: { webhookSecret: secret(raw.CLOVER_AUTH_CODE), accessToken: raw.CLOVER_ACCESS_TOKEN, apiBaseUrl: trim(raw.CLOVER_API_BASE_URL) },
-    toast: { webhookSecret: secret(raw.TOAST_SIGNING_SECRET), apiBaseUrl: '' },
-    loyverse: { webhookSecret: secret(raw.LOYVERSE_WEBHOOK_SECRET), accessToken: raw.LOYVERSE_ACCESS_TOKEN, apiBaseUrl: trim(raw.LOYVERSE_API_BASE_URL) },
-  };
+  const settings = ({ webhookSecret, notificationUrl, accessToken, apiBaseUrl }: PosSettingsDeclaration): PosSettings => ({
+    ...(webhookSecret ? { webhookSecret: secret(values[webhookSecret]) } : {}),
+    ...(notificationUrl ? { notificationUrl: values[notificationUrl.variable] ?? (sandbox ? notificationUrl.sandboxDefault(port) : undefined) } : {}),
+    ...(accessToken ? { accessToken: values[accessToken] } : {}),
+    apiBaseUrl: apiBaseUrl ? trim(values[apiBaseUrl.variable]!) : '',
+  });
+  return Object.fromEntries(Object.entries(declarations).map(([pos, declaration]) => [pos, settings(declaration)]));
 }

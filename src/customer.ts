@@ -5,7 +5,20 @@
  */
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
 import { ValidationError } from './errors.js';
-import type { Customer } from './ledger/record.js';
+
+/** Who the points go to, as the loyalty service's `accrue` takes it (E.164 phone, lower-case email). */
+export interface Customer {
+  phone?: string;
+  email?: string;
+  serialNumber?: string;
+  firstName?: string;
+  lastName?: string;
+}
+
+/** Whether the loyalty service can find or register a card for this customer: a phone, an email or a card serial. */
+export function hasContact(customer: Customer | undefined): boolean {
+  return Boolean(customer && (customer.phone || customer.email || customer.serialNumber));
+}
 
 export interface RawCustomer {
   phone?: string | null;

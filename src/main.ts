@@ -2,6 +2,7 @@
  * The bridge as a process. With no LOYALTY_BASE_URL it runs in sandbox: the built-in simulator is
  * the upstream, and startup says so loudly. SIGTERM/SIGINT stop it gracefully.
  */
+import { posSettingDeclarations } from '../adapters/index.js';
 import { loadConfig, ConfigError, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { startBridge } from './bridge.js';
@@ -10,7 +11,7 @@ import { createSimulator } from './simulator/index.js';
 async function main(): Promise<void> {
   let config;
   try {
-    config = loadConfig();
+    config = loadConfig(posSettingDeclarations);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`loyalty-bridge: ${error.message}\n`);

@@ -4,8 +4,8 @@
  * Bearer token, JSON, one timeout; a failure is an UpstreamPosError (502) so the POS redelivers.
  */
 import axios, { type AxiosInstance } from 'axios';
-import type { PosApi, PosSettings } from '../adapters/types.js';
 import { BridgeError } from './errors.js';
+import type { PosApi, PosSettings } from './pos/contract.js';
 
 export class PosApiError extends BridgeError {
   constructor(message: string) {

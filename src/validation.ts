@@ -31,6 +31,11 @@ export function parseWith<T extends z.ZodType>(schema: T, input: unknown, prefix
   return result.data;
 }
 
+/** A JSON object as parsed: not null, not an array. */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** Runs a money conversion inside a zod transform so its ValidationError lands on the field's path. */
 export function issueFrom(error: unknown): string {
   if (error instanceof ValidationError) return error.issues.map((i) => i.message).join('; ');

@@ -1,5 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { loadConfig } from '../src/config.js';
+import { posSettingDeclarations } from '../adapters/index.js';
+import { loadConfig as loadConfigOf } from '../src/config.js';
+
+/** The configuration of this bridge: its own variables and those its adapters declare. */
+const loadConfig = (env: Record<string, string>) => loadConfigOf(posSettingDeclarations, env);
 
 const load = (env: Record<string, string>) => () => loadConfig(env);
 
@@ -36,6 +40,9 @@ describe('configuration', () => {
     [{ LOYALTY_BASE_URL: 'https://loyalty.example.test' }, /LOYALTY_APP_TOKEN/],
     [{ POS_AUTH: 'none' }, /POS_AUTH/],
     [{ POS_AUTH: 'off', POS_TOKEN: 'p'.repeat(20) }, /POS_AUTH=off and POS_TOKEN/],
+    [{ SQUARE_API_BASE_URL: 'not a url' }, /SQUARE_API_BASE_URL/],
+    [{ SHOPIFY_WEBHOOK_SECRET: ' ' }, /SHOPIFY_WEBHOOK_SECRET/],
+    [{ LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't', SQUARE_SIGNATURE_KEY: 'k' }, /SQUARE_NOTIFICATION_URL is required with SQUARE_SIGNATURE_KEY/],
   ])('fails fast naming the variable: %o', (env, name) => {
     expect(load(env)).toThrow(name);
   });
@@ -69,5 +76,23 @@ describe('configuration', () => {
     expect(loadConfig({ HOST: '' }).host).toBe('127.0.0.1');
     expect(load({ HOST: 'http://0.0.0.0' })).toThrow(/HOST/);
     expect(load({ HOST: '0.0.0.0:8080' })).toThrow(/HOST/);
+  });
+
+  it('POS settings come from the variables each adapter declares, with their defaults', () => {
+    expect(loadConfig({ PORT: '9000' }).pos).toEqual({
+      generic: { apiBaseUrl: '' },
+      square: { webhookSecret: 'sandbox-webhook-secret', notificationUrl: 'http://localhost:9000/v1/webhooks/square', apiBaseUrl: 'https://connect.squareup.com' },
+      shopify: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: '' },
+      clover: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: 'https://api.clover.com' },
+      toast: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: '' },
+      loyverse: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: 'https://api.loyverse.com' },
+    });
+    const outside = { LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't' };
+    expect(loadConfig({ ...outside, CLOVER_AUTH_CODE: 'c', CLOVER_ACCESS_TOKEN: 'a', CLOVER_API_BASE_URL: 'https://eu.clover.test/' }).pos.clover).toEqual({
+      webhookSecret: 'c',
+      accessToken: 'a',
+      apiBaseUrl: 'https://eu.clover.test',
+    });
+    expect(loadConfig(outside).pos.toast).toEqual({ apiBaseUrl: '' });
   });
 });

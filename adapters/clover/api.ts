@@ -7,12 +7,12 @@
  * people second, and the two reads are merged. The ids in the paths were checked to be 13-character
  * Clover ids (schema.ts), so nothing else can reach the path.
  */
+import type { Customer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import type { Customer } from '../../src/ledger/record.js';
-import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, PosApi } from '../types.js';
+import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
+import { isObject, parseWith } from '../../src/validation.js';
+import { contactOf } from './checkout.js';
 import { CLOVER_ID, CloverCustomer } from './schema.js';
-import { contactOf } from './translate.js';
 
 /** Lines with their discounts and modifiers, and the order-level discounts (the parts of the total). */
 export const ORDER_LINES_EXPAND = 'lineItems.discounts,lineItems.modifications,discounts';
@@ -26,10 +26,6 @@ export function orderPath(merchantId: string, orderId: string): string {
 
 export function customerPath(merchantId: string, customerId: string): string {
   return `/v3/merchants/${merchantId}/customers/${customerId}`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**

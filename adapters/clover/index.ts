@@ -1,11 +1,12 @@
 /**
  * The Clover adapter: Clover orders and refunds (REST API v3 shapes) and Clover webhook
- * notifications → the bridge's intents. The translation rules are in translate.ts, the API reads in
- * api.ts, the webhook in webhook.ts, the shapes in schema.ts.
+ * notifications → the bridge's intents. The translation rules are in checkout.ts and refund.ts, the
+ * API reads in api.ts, the webhook in webhook.ts, the shapes in schema.ts.
  */
-import type { PosAdapter } from '../types.js';
+import type { PosAdapter } from '../../src/pos/contract.js';
 import { fetchCloverCustomer } from './api.js';
-import { parseCloverCheckout, parseCloverRefund } from './translate.js';
+import { parseCloverCheckout } from './checkout.js';
+import { parseCloverRefund } from './refund.js';
 import { cloverWebhook } from './webhook.js';
 
 export const cloverAdapter: PosAdapter = {
@@ -15,5 +16,3 @@ export const cloverAdapter: PosAdapter = {
   fetchCustomer: fetchCloverCustomer,
   webhook: cloverWebhook,
 };
-
-export { cloverVerificationCode, CLOVER_AUTH_HEADER } from './webhook.js';

@@ -6,9 +6,9 @@
  * and those strictly.
  *
  * Money is an integer (`long`) in the minor unit of the merchant's currency (2099 = $20.99, ¥2 = 2).
- * It stays an integer here (bigint), and becomes cents only in translate.ts, through the currency's
- * ISO 4217 exponent. Anything that is not a safe integer is refused: a fraction of a minor unit means
- * we misread the field.
+ * It stays an integer here (bigint), and becomes cents only in checkout.ts and refund.ts, through the
+ * currency's ISO 4217 exponent. Anything that is not a safe integer is refused: a fraction of a minor
+ * unit means we misread the field.
  */
 import { z } from 'zod';
 

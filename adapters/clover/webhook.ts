@@ -22,11 +22,12 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
+import type { WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
 import { parseWith } from '../../src/validation.js';
-import type { WebhookAction, WebhookSpec } from '../types.js';
 import { fetchOrder } from './api.js';
+import { isPaid, unsettledPayment } from './checkout.js';
+import { refundsCoverOrder, refundsInOrder, refundsOf } from './refund.js';
 import { CLOVER_ID, CloverOrder, CloverVerification, CloverWebhookBody, NOTIFICATION_TYPES, type NotificationType } from './schema.js';
-import { isPaid, refundsCoverOrder, refundsInOrder, refundsOf, unsettledPayment } from './translate.js';
 
 export const CLOVER_AUTH_HEADER = 'X-Clover-Auth';
 

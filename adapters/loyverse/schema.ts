@@ -6,7 +6,7 @@
  *
  * Money is a JSON number in major units ("Japan has no decimals", pos-facts): each amount is read
  * here as an exact Decimal through `parseDecimal` (the number's shortest text, never float math).
- * Signs are judged later, in receipt.ts, because a refund receipt's amounts are magnitudes.
+ * Signs are judged later, in checkout.ts, because a refund receipt's amounts are magnitudes.
  */
 import { z } from 'zod';
 import { parseDecimal, type Decimal } from '../../src/money.js';

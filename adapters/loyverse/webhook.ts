@@ -11,10 +11,11 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
+import type { AdapterContext, SignatureScheme, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
 import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, SignatureScheme, WebhookAction, WebhookSpec } from '../types.js';
+import { parseLoyverseCheckout } from './checkout.js';
+import { parseLoyverseRefund } from './refund.js';
 import { LoyverseReceiptIdentity, LoyverseWebhookEnvelope, type LoyverseReceiptIdentity as Identity } from './schema.js';
-import { parseLoyverseCheckout, parseLoyverseRefund } from './translate.js';
 
 export const LOYVERSE_SIGNATURE_HEADER = 'X-Loyverse-Signature';
 

@@ -4,15 +4,15 @@
  *
  * - Identity: Shopify order ids are global (one id space for every shop), so no `scope`; the
  *   transactionId is `shopify:<order id>`.
- * - Amount: `order.ts` (subtotal after discounts, tax taken out where prices include it, tip and
+ * - Amount: `checkout.ts` (subtotal after discounts, tax taken out where prices include it, tip and
  *   shipping outside it, every part cross-checked).
  * - Refunds: `refund.ts` (itemized, tax-excluded, measured like the amount).
  * - Webhooks: `webhook.ts` (HMAC-SHA256 of the raw body in base64; topic header; event-id dedupe).
  * - Customers: contact details travel in the order, so there is nothing to fetch and no
  *   `fetchCustomer` (an order whose buyer left no phone or email is recorded as `skipped`).
  */
-import type { PosAdapter } from '../types.js';
-import { translateOrder } from './order.js';
+import type { PosAdapter } from '../../src/pos/contract.js';
+import { translateOrder } from './checkout.js';
 import { translateRefund } from './refund.js';
 import { shopifyWebhook } from './webhook.js';
 

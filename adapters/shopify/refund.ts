@@ -23,10 +23,9 @@
  */
 import { ValidationError } from '../../src/errors.js';
 import { decimalToCents, mulDecimal, nonNegativeCents, parseDecimal } from '../../src/money.js';
+import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
 import { parseWith } from '../../src/validation.js';
-import type { RefundIntent, RefundLine } from '../types.js';
-import { at, presentmentCents, requiredShopCents, shopCents, show, sum } from './money.js';
-import { selectionId } from './order.js';
+import { at, presentmentCents, requiredShopCents, selectionId, shopCents, show, sum } from './checkout.js';
 import { Refund, unwrap, type MoneySet, type RefundedLineItem, type RefundLineItem } from './schema.js';
 
 /** Transaction statuses that moved no money. */

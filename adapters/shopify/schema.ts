@@ -4,10 +4,11 @@
  * loose: Shopify adds fields every quarter and old shapes (2016, no `*_set` fields) must still read.
  *
  * Money stays raw here (a decimal string such as "59.97", or a JSON number such as the refund
- * line's `subtotal: 143.97`): `money.ts` converts it to cents with the field's full path, after
+ * line's `subtotal: 143.97`): `checkout.ts` converts it to cents with the field's full path, after
  * comparing each amount with its `*_set.shop_money` twin where both are present.
  */
 import { z } from 'zod';
+import { isObject } from '../../src/validation.js';
 
 /** A Shopify amount as sent: decimal text, or a JSON number read through its shortest text. */
 export const Amount = z.union([z.string(), z.number()], { error: 'must be a decimal amount (string or number)' });
@@ -157,10 +158,6 @@ export const Refund = z.looseObject({
   total_duties_set: MoneySet.nullish(),
 });
 export type Refund = z.infer<typeof Refund>;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /**
  * The REST API answers `{ "order": {…} }` / `{ "refund": {…} }`; webhooks deliver the bare object.

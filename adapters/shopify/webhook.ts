@@ -17,7 +17,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
-import type { WebhookAction, WebhookSpec } from '../types.js';
+import type { WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
 import { parseRefundPayload, withoutItemsReason } from './refund.js';
 import { unwrap } from './schema.js';
 

@@ -4,29 +4,18 @@
  * (`{ "refund": …, "order": … }`, which is what the refund webhooks build after fetching that
  * order). Webhooks: order.created / order.updated (fetched, then accrued when COMPLETED),
  * refund.created / refund.updated (acted on when COMPLETED); everything else is acknowledged.
- * Mapping rules and the Square facts they rest on are in translate.ts and webhook.ts.
+ * Mapping rules and the Square facts they rest on are in checkout.ts, refund.ts and webhook.ts.
  */
-import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, RefundIntent } from '../types.js';
-import type { Customer } from '../../src/ledger/record.js';
-import { retrieveCustomer } from './api.js';
-import { checkoutFromOrder, customerFromSquare, refundFromSquare } from './translate.js';
+import type { PosAdapter } from '../../src/pos/contract.js';
+import { fetchSquareCustomer } from './api.js';
+import { checkoutFromOrder } from './checkout.js';
+import { refundFromSquare } from './refund.js';
 import { squareWebhook } from './webhook.js';
 
 export const squareAdapter: PosAdapter = {
   name: 'square',
-
-  parseCheckout(body: unknown, context: AdapterContext): CheckoutIntent {
-    return checkoutFromOrder(body, context);
-  },
-
-  parseRefund(body: unknown): RefundIntent {
-    return refundFromSquare(body);
-  },
-
-  /** Orders carry only `customer_id`; the phone and email live on the Customer (GET /v2/customers/{id}). */
-  async fetchCustomer(customerRef: string, api: PosApi, context: AdapterContext): Promise<Customer> {
-    return customerFromSquare(await retrieveCustomer(api, customerRef), context.defaultPhoneRegion);
-  },
-
+  parseCheckout: (body, context) => checkoutFromOrder(body, context),
+  parseRefund: (body) => refundFromSquare(body),
+  fetchCustomer: fetchSquareCustomer,
   webhook: squareWebhook,
 };

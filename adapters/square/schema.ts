@@ -13,7 +13,7 @@ const id = z.string({ error: 'must be a Square id (a string)' }).trim().min(1, '
  * Square `Money`: `amount` is an integer in the currency's smallest unit (USD 1999 = $19.99,
  * JPY 2 = ¥2), `currency` an ISO 4217 code. Both are required wherever the bridge reads a Money:
  * a half-stated amount is not something to guess about. The currency is checked against the
- * order's where it is used (translate.ts), so one message names the mismatch.
+ * order's where it is used (checkout.ts, refund.ts), so one message names the mismatch.
  */
 export const Money = z.looseObject({
   amount: z

@@ -13,11 +13,11 @@
  *   status is COMPLETED, after fetching the order its order_id names (the return order).
  */
 import { ValidationError } from '../../src/errors.js';
-import { parseWith } from '../../src/validation.js';
-import type { SignatureScheme, WebhookAction, WebhookSpec } from '../types.js';
+import type { SignatureScheme, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
+import { isObject, parseWith } from '../../src/validation.js';
 import { retrieveOrder } from './api.js';
+import { COMPLETED, parseOrder } from './checkout.js';
 import { OrderNotice, PaymentRefund, SquareEvent } from './schema.js';
-import { COMPLETED, isRecord, parseOrder } from './translate.js';
 
 export const SIGNATURE_HEADER = 'x-square-hmacsha256-signature';
 
@@ -37,7 +37,7 @@ export const squareSignature: SignatureScheme = {
 function eventCreatedAt(raw: Buffer): string | undefined {
   try {
     const body: unknown = JSON.parse(raw.toString('utf8'));
-    const createdAt = isRecord(body) ? body.created_at : undefined;
+    const createdAt = isObject(body) ? body.created_at : undefined;
     return typeof createdAt === 'string' ? createdAt : undefined;
   } catch {
     return undefined;
@@ -116,7 +116,7 @@ function refundAction(event: SquareEvent, key: string): WebhookAction {
 }
 
 export function classifySquare(body: unknown): WebhookAction[] {
-  if (!isRecord(body)) throw ValidationError.field('', 'must be a Square webhook event (a JSON object)');
+  if (!isObject(body)) throw ValidationError.field('', 'must be a Square webhook event (a JSON object)');
   const event = parseWith(SquareEvent, body);
   const { type, event_id: key } = event;
   if (!isNamed(type)) {

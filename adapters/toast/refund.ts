@@ -21,8 +21,8 @@
  * the first one again and reduce the order twice.
  */
 import { ValidationError } from '../../src/errors.js';
-import type { RefundIntent, RefundLine } from '../types.js';
-import { at, liveChecks, livePayments, selectionOf, type ReadOrder } from './order.js';
+import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
+import { at, liveChecks, livePayments, readOrder, selectionOf, stateOf, type ReadOrder } from './checkout.js';
 import type { RefundDetails } from './schema.js';
 
 export interface RefundEntry {
@@ -110,4 +110,31 @@ export function refundIntent(read: ReadOrder, group: RefundGroup): RefundIntent 
   }
   const lines = group.entries.every((e) => e.line) ? group.entries.map((e) => e.line!) : undefined;
   return { orderId: read.order.guid, refundId: group.id, amountCents: group.cents, ...(lines ? { items: lines } : {}) };
+}
+
+export function parseRefund(body: unknown): RefundIntent {
+  const read = readOrder(body);
+  const { order } = read;
+  if (order.deleted) throw ValidationError.field(at(read.prefix, 'deleted'), 'is true: a deleted order was never a sale of its own, so there is nothing to refund');
+  // A void takes back the whole sale, whatever was refunded before.
+  if (stateOf(read).kind === 'voided') return { orderId: order.guid, refundId: `void:${order.guid}` };
+  const refunds = refundsOf(read);
+  if (read.refundTransactionGuid) {
+    const group = refunds.groups.find((g) => g.id === read.refundTransactionGuid);
+    if (!group) {
+      throw ValidationError.field('refundTransactionGuid', `names no refund transaction of this order; it has ${refunds.groups.map((g) => g.id).join(', ') || 'none'}`);
+    }
+    return refundIntent(read, group);
+  }
+  if (refunds.full) return { orderId: order.guid, refundId: `full:${order.guid}` };
+  const measured = refunds.groups.filter((g) => g.cents > 0);
+  if (measured.length === 1) return refundIntent(read, measured[0]!);
+  if (measured.length > 1) {
+    throw ValidationError.field(
+      'refundTransactionGuid',
+      `is required: this order carries ${measured.length} refunds (${measured.map((g) => g.id).join(', ')}); post each as { "order": …, "refundTransactionGuid": "…" }`,
+    );
+  }
+  if (refunds.groups.length > 0) throw ValidationError.field(at(read.prefix, 'checks'), 'the refund returns only tax or gratuity: no purchase amount to take back');
+  throw ValidationError.field(at(read.prefix, 'checks'), 'carry no refund: no payment has refundStatus FULL, no selection or service charge has refundDetails, and the order is not voided');
 }

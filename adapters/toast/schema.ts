@@ -10,7 +10,7 @@
  * Nullability: Toast writes `null` for absent references and objects (`"refund": null`,
  * `"appliedLoyaltyInfo": null`, `"item": null` on gift cards and special requests), so optional
  * fields are `nullish`. Fields that are required only in some states (a selection's `price`
- * unless it is voided, a check's `amount` unless it is voided) are checked in index.ts where the
+ * unless it is voided, a check's `amount` unless it is voided) are checked in checkout.ts where the
  * state is known.
  */
 import { z } from 'zod';

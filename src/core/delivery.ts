@@ -13,7 +13,8 @@
 import { randomUUID } from 'node:crypto';
 import { AccrualKeyHeldError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
-import { isOpen, type LedgerRecord, type LedgerStatus, type UpstreamOperation } from '../ledger/record.js';
+import { isOpen, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
+import type { UpstreamOperation } from '../loyalty/calls.js';
 import type { DueQuery, OpenClaim } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';

@@ -13,7 +13,8 @@
  * customer and amount while the first is unsettled (`accrualKeys`), so this arises only where one
  * person is known by different identifiers (a phone on one order, an email on the other).
  */
-import { isAccrualUnsettled, type Customer, type LedgerRecord } from '../ledger/record.js';
+import type { Customer } from '../customer.js';
+import { isAccrualUnsettled, type LedgerRecord } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';

@@ -6,12 +6,13 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosSettings, WebhookAction } from '../../adapters/types.js';
+import { hasContact } from '../customer.js';
 import { BridgeError, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
-import { parseJsonBody } from '../http/body.js';
-import { hasContact, FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
+import { parseJsonBody } from '../json-body.js';
+import { FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
 import type { DeadLetter, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
+import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosSettings, WebhookAction } from '../pos/contract.js';
 import { posApi, PosApiNotConfiguredError } from '../pos-api.js';
 import { singleHeader, verifySignature } from '../webhooks/signature.js';
 import type { Answer } from './answer.js';

@@ -6,11 +6,12 @@
  */
 import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
-import { hasContact, isOpen, type LedgerRecord } from '../ledger/record.js';
+import { hasContact } from '../customer.js';
+import { isOpen, type LedgerRecord } from '../ledger/record.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { checkId, deriveTransactionId } from '../transaction-id.js';
-import type { CheckoutIntent, RefundIntent } from '../../adapters/types.js';
+import type { CheckoutIntent, RefundIntent } from '../pos/contract.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import type { RecordWriter } from './record-writer.js';

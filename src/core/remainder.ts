@@ -10,7 +10,7 @@
  */
 import { BridgeError } from '../errors.js';
 import type { Check, Selection } from '../loyalty/contract.js';
-import type { RefundLine } from '../../adapters/types.js';
+import type { RefundLine } from '../pos/contract.js';
 
 export class RefundExceedsRemainderError extends BridgeError {
   constructor(message: string, remainingCents: number) {

@@ -25,17 +25,16 @@ import {
   withAttempts,
   withChangedDelivery,
   withHistoryEvent,
-  type Attempt,
   type Due,
   type LedgerRecord,
   type LedgerStatus,
   type PartialRefundPlan,
-  type UpstreamOperation,
 } from '../ledger/record.js';
+import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { CallOutcome } from '../loyalty/client.js';
 import type { Check } from '../loyalty/contract.js';
 import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.js';
-import type { RefundIntent } from '../../adapters/types.js';
+import type { RefundIntent } from '../pos/contract.js';
 
 export interface TransitionOptions {
   /** Unit of the pause between delivery rounds (the same unit as the 429 schedule). */

@@ -5,6 +5,8 @@
  * "Ledger statuses") is derived from them in exactly one place, `deriveStatus`.
  */
 import { createHash } from 'node:crypto';
+import type { Customer } from '../customer.js';
+import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
 
 export const LEDGER_STATUSES = [
@@ -33,8 +35,6 @@ export type AccrualState = 'none' | 'skipped' | 'pending' | 'in_doubt' | 'accrue
 /** `not_needed`: a refund arrived for an accrual the loyalty service refused: nothing to reverse. */
 export type ReversalState = 'none' | 'pending' | 'in_doubt' | 'reversed' | 'failed' | 'not_needed';
 
-export type UpstreamOperation = 'accrue' | 'reverse';
-
 export interface PartialRefundPlan {
   refundId: string;
   refundedCents: number;
@@ -45,25 +45,6 @@ export interface PartialRefundPlan {
    * the remainder: when it is created, it is created in doubt from this time, verified before any accrue.
    */
   remainderInDoubtSince?: string;
-}
-
-export interface Customer {
-  phone?: string;
-  email?: string;
-  serialNumber?: string;
-  firstName?: string;
-  lastName?: string;
-}
-
-/** One HTTP request to the loyalty service: what was sent, what came back, when. */
-export interface Attempt {
-  operation: UpstreamOperation;
-  startedAt: string;
-  finishedAt: string;
-  request: unknown;
-  /** Absent when no answer came (network error, timeout). Non-JSON bodies are kept as truncated text. */
-  response?: { status: number; body: unknown };
-  error?: string;
 }
 
 export interface HistoryEvent {
@@ -284,10 +265,6 @@ export function accrualKeys(record: Pick<LedgerRecord, 'inFlight' | 'accrual'>):
 /** The amount of an unsettled accrual (for finding the records an operation could belong to), else undefined. */
 export function unsettledAmount(record: Pick<LedgerRecord, 'inFlight' | 'accrual'>): number | undefined {
   return isAccrualUnsettled(record) ? record.accrual.check?.amount : undefined;
-}
-
-export function hasContact(customer: Customer | undefined): boolean {
-  return Boolean(customer && (customer.phone || customer.email || customer.serialNumber));
 }
 
 /** Reversed for a partial refund, but the remainder's record is not created yet (a crash can stop between the two). */

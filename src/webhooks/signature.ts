@@ -5,8 +5,8 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PosSettings, ReplayWindow, SignatureScheme } from '../../adapters/types.js';
 import { UnauthorizedError } from '../errors.js';
+import type { PosSettings, ReplayWindow, SignatureScheme } from '../pos/contract.js';
 
 /** Node folds repeated headers into one value, so repeats are counted on the raw header list. */
 export function singleHeader(rawHeaders: string[], name: string): string | undefined {

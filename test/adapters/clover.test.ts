@@ -5,9 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { cloverAdapter, cloverVerificationCode } from '../../adapters/clover/index.js';
-import { decideOrder } from '../../adapters/clover/webhook.js';
-import type { PosApi, PosSettings, WebhookAction } from '../../adapters/types.js';
+import { cloverAdapter } from '../../adapters/clover/index.js';
+import { cloverVerificationCode, decideOrder } from '../../adapters/clover/webhook.js';
+import type { PosApi, PosSettings, WebhookAction } from '../../src/pos/contract.js';
 import { UnauthorizedError, ValidationError } from '../../src/errors.js';
 import { posApi } from '../../src/pos-api.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';

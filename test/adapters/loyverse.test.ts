@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import { loyverseAdapter } from '../../adapters/loyverse/index.js';
-import type { PosApi, PosSettings, WebhookAction } from '../../adapters/types.js';
+import type { PosApi, PosSettings, WebhookAction } from '../../src/pos/contract.js';
 import { UnauthorizedError, ValidationError } from '../../src/errors.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { verifySignature } from '../../src/webhooks/signature.js';

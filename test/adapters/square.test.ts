@@ -6,7 +6,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { PosApi, PosSettings, WebhookAction } from '../../adapters/types.js';
+import type { PosApi, PosSettings, WebhookAction } from '../../src/pos/contract.js';
 import { squareAdapter } from '../../adapters/square/index.js';
 import { UnauthorizedError } from '../../src/errors.js';
 import { verifySignature } from '../../src/webhooks/signature.js';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import { toastAdapter } from '../../adapters/toast/index.js';
-import type { AdapterContext, PosSettings, WebhookAction } from '../../adapters/types.js';
+import type { AdapterContext, PosSettings, WebhookAction } from '../../src/pos/contract.js';
 import { UnauthorizedError } from '../../src/errors.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { verifySignature } from '../../src/webhooks/signature.js';

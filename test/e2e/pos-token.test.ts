@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
-import type { PosSettings } from '../../adapters/types.js';
+import type { PosSettings } from '../../src/pos/contract.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 

@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
-import type { PosSettings } from '../../adapters/types.js';
+import type { PosSettings } from '../../src/pos/contract.js';
 import { checkout, startHarness, type Harness, postJson } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { cloverAdapter } from '../../adapters/clover/index.js';
-import type { PosSettings } from '../../adapters/types.js';
+import type { PosSettings } from '../../src/pos/contract.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { ADMIN_TOKEN, startHarness, type Harness, postJson } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';

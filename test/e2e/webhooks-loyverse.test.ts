@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { genericAdapter } from '../../adapters/generic/index.js';
 import { loyverseAdapter } from '../../adapters/loyverse/index.js';
-import type { PosSettings } from '../../adapters/types.js';
+import type { PosSettings } from '../../src/pos/contract.js';
 import { ADMIN_TOKEN, startHarness, type Harness, postJson } from '../support/harness.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { postRaw, signature } from '../support/webhooks.js';

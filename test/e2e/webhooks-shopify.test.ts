@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
-import type { PosSettings } from '../../adapters/types.js';
+import type { PosSettings } from '../../src/pos/contract.js';
 import { ADMIN_TOKEN, startHarness, type Harness, postJson } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 

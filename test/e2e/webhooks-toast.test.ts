@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { toastAdapter } from '../../adapters/toast/index.js';
-import type { PosAdapter, PosSettings } from '../../adapters/types.js';
+import type { PosAdapter, PosSettings } from '../../src/pos/contract.js';
 import { ADMIN_TOKEN, startHarness, type Harness, postJson } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 

@@ -1,7 +1,8 @@
-/** `dueOf`: when the worker looks at a record again, for every state `TransactionService#claim` tells apart. */
+/** `dueOf`: when the worker looks at a record again, for every state the transitions tell apart; and what a record may accumulate. */
 import { describe, expect, it } from '@jest/globals';
 import { dueOf } from '../../src/core/transitions.js';
-import { isOpen, RECORD_BOUNDS, withAttempts, withChangedDelivery, withHistoryEvent, type Attempt, type ChangedRepeats, type HistoryEvent, type LedgerRecord } from '../../src/ledger/record.js';
+import { isOpen, RECORD_BOUNDS, withAttempts, withChangedDelivery, withHistoryEvent, type ChangedRepeats, type HistoryEvent, type LedgerRecord } from '../../src/ledger/record.js';
+import type { Attempt } from '../../src/loyalty/calls.js';
 import { makeRecord, minutes, type RecordOptions } from './store-contract.js';
 
 const at = (n: number): number => Date.parse(minutes(n));

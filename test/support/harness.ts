@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { posSettingDeclarations } from '../../adapters/index.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
 import { silentLogger, type Logger } from '../../src/logger.js';
@@ -35,7 +36,7 @@ export interface HarnessOptions {
 }
 
 export function testConfig(env: Record<string, string> = {}, dir = mkdtempSync(join(tmpdir(), 'bridge-test-'))): Config {
-  return loadConfig({
+  return loadConfig(posSettingDeclarations, {
     NODE_ENV: 'test',
     PORT: '0',
     LEDGER_URL: `file:${join(dir, 'ledger.json')}`,

@@ -1,6 +1,6 @@
 /** Posts a webhook signed the way the POS signs it (through the core's test signer), byte for byte. */
 import http from 'node:http';
-import type { PosAdapter, PosSettings } from '../../adapters/types.js';
+import type { PosAdapter, PosSettings } from '../../src/pos/contract.js';
 import { signLikePos } from '../../src/webhooks/signature.js';
 
 export interface RawAnswer {

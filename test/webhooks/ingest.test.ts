@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { genericAdapter } from '../../adapters/generic/index.js';
-import type { PosAdapter, PosSettings } from '../../adapters/types.js';
+import type { PosAdapter, PosSettings } from '../../src/pos/contract.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 

@@ -1,7 +1,7 @@
 /** The one verifier every POS's webhook goes through: one test per rejection reason. */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import type { PosSettings, SignatureScheme } from '../../adapters/types.js';
+import type { PosSettings, SignatureScheme } from '../../src/pos/contract.js';
 import { UnauthorizedError } from '../../src/errors.js';
 import { signLikePos, singleHeader, verifySignature } from '../../src/webhooks/signature.js';
 

@@ -3,7 +3,8 @@ import { Router, type RequestHandler } from 'express';
 import type { Ingest } from '../../core/ingest.js';
 import type { PosAuthConfig } from '../../config.js';
 import { posAuth } from '../auth.js';
-import { parseJsonBody, rawBody, requireJson } from '../body.js';
+import { parseJsonBody } from '../../json-body.js';
+import { rawBody, requireJson } from '../body.js';
 import { answerStatus, posAnswer } from '../views.js';
 
 export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig }): Router {

@@ -1,13 +1,14 @@
 /**
- * What an adapter is: pure functions from one POS's own payloads to the bridge's neutral intents,
- * plus a description of how that POS signs and shapes its webhooks. Adapters describe and
+ * The POS contract: what the core and the adapters share, owned here and nowhere else. What an
+ * adapter is: pure functions from one POS's own payloads to the bridge's neutral intents, plus a
+ * description of how that POS signs and shapes its webhooks. Adapters describe and
  * translate; the core verifies signatures, calls the POS's API, writes the ledger and calls the
  * loyalty service. Adapters throw ValidationError (naming the field) for anything they cannot
  * translate exactly: a wrong guess must fail loudly, never become a wrong amount.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Customer } from '../src/ledger/record.js';
-import type { Check } from '../src/loyalty/contract.js';
+import type { Customer } from '../customer.js';
+import type { Check } from '../loyalty/contract.js';
 
 /** One POS's settings, from configuration (`<POS>_…` variables). */
 export interface PosSettings {

@@ -1,5 +1,6 @@
 /**
- * Clover orders and refunds → checkout and refund intents (pure).
+ * Clover orders → checkout intents (pure), and how an order is identified and measured (refund.ts
+ * and webhook.ts read orders the same way).
  *
  * IDENTITY. A Clover order id is 13 characters, unique within its merchant: the merchant id is the
  * transaction scope (`clover:<merchant>:<order>`). It comes from `merchant.id`, else from the
@@ -33,30 +34,24 @@
  * the currency's ISO 4217 exponent (`minorUnitsToCents`): exact for USD and JPY, rounded once there
  * for three-decimal currencies. For USD this is exactly "price × unitQty / 1000, rounded once".
  */
-import { normalizeCustomer } from '../../src/customer.js';
+import { hasContact, normalizeCustomer, type Customer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import { hasContact, type Customer } from '../../src/ledger/record.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, decimalToString, divRoundHalfAwayFromZero, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
+import { nonZero } from '../../src/pos/check.js';
+import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
-import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, CheckoutIntent, RefundIntent } from '../types.js';
-import { CloverOrder, CloverRefund, type CloverCustomer, type CloverDiscount, type CloverLineItem, type CloverPayment } from './schema.js';
+import { isObject, parseWith } from '../../src/validation.js';
+import { CloverOrder, type CloverCustomer, type CloverDiscount, type CloverLineItem, type CloverPayment } from './schema.js';
 
 /** Payment results that mean the money was taken (an AUTH is captured later with its tip: tax and amount are final). */
 const COUNTED_RESULTS = new Set(['SUCCESS', 'AUTH', 'AUTH_COMPLETED']);
 /** Payment results that took no money: left out of the sums. */
 const VOID_RESULTS = new Set(['FAIL', 'VOIDED']);
 
-const HREF_MERCHANT = /\/v3\/merchants\/([0-9A-Z]{13})\//;
+export const HREF_MERCHANT = /\/v3\/merchants\/([0-9A-Z]{13})\//;
 
-type Raw = Record<string, unknown>;
-
-function isObject(value: unknown): value is Raw {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-function sum(values: Iterable<bigint>): bigint {
+export function sum(values: Iterable<bigint>): bigint {
   let total = 0n;
   for (const v of values) total += v;
   return total;
@@ -84,7 +79,7 @@ export function merchantOf(order: { merchant?: { id: string } | null; href?: str
   return fromRef ?? fromHref;
 }
 
-function requireMerchant(merchant: string | undefined, prefix: string, what: string): string {
+export function requireMerchant(merchant: string | undefined, prefix: string, what: string): string {
   if (merchant) return merchant;
   throw ValidationError.field(
     `${prefix}merchant.id`,
@@ -102,14 +97,6 @@ export function unsettledPayment(order: CloverOrder): { index: number; payment: 
   const payments = order.payments ?? [];
   const index = payments.findIndex((p) => !p.result || (!COUNTED_RESULTS.has(p.result) && !VOID_RESULTS.has(p.result)));
   return index < 0 ? undefined : { index, payment: payments[index]! };
-}
-
-/** Every refund of the order, from `refunds` and from `payments[].refunds`, once each by id. */
-export function refundsOf(order: CloverOrder): CloverRefund[] {
-  const byId = new Map<string, CloverRefund>();
-  for (const r of order.refunds ?? []) byId.set(r.id, r);
-  for (const p of order.payments ?? []) for (const r of p.refunds ?? []) if (!byId.has(r.id)) byId.set(r.id, r);
-  return [...byId.values()];
 }
 
 interface MeasuredLine {
@@ -156,7 +143,7 @@ export interface MeasuredOrder {
   paidAt?: number;
 }
 
-function countedPayments(order: CloverOrder, prefix: string): { payment: CloverPayment; index: number }[] {
+export function countedPayments(order: CloverOrder, prefix: string): { payment: CloverPayment; index: number }[] {
   if (!order.payments) {
     throw ValidationError.field(`${prefix}payments`, 'are required: the tax inside order.total is stated only on the payments (fetch the order with expand=payments)');
   }
@@ -294,10 +281,6 @@ export function contactOf(customer: CloverCustomer, region: string, field: strin
   return normalizeCustomer({ phone, email, firstName: customer.firstName, lastName: customer.lastName }, region, field);
 }
 
-function nonZero(key: 'taxAmount' | 'discountAmount' | 'tipAmount' | 'serviceAmount', cents: number) {
-  return cents ? { [key]: cents } : {};
-}
-
 function iso(ms: number | null | undefined): string | undefined {
   return ms == null ? undefined : new Date(ms).toISOString();
 }
@@ -337,92 +320,4 @@ export function parseCloverCheckout(body: unknown, context: AdapterContext): Che
       ...nonZero('serviceAmount', cents(measured.service, 'serviceCharge')),
     },
   };
-}
-
-/** What a refund gives back of the purchase: its amount less the tax and tip inside it (minor units). */
-export function refundNet(refund: CloverRefund, prefix: string): bigint {
-  if (refund.taxAmount == null) {
-    throw ValidationError.field(`${prefix}taxAmount`, 'is required: a Clover refund amount includes tax, and the bridge measures refunds without it');
-  }
-  const net = refund.amount - refund.taxAmount - (refund.tipAmount ?? 0n);
-  if (net < 0n) throw ValidationError.field(`${prefix}amount`, `is less than the tax and tip it includes (${refund.amount} < ${refund.taxAmount} + ${refund.tipAmount ?? 0n})`);
-  return net;
-}
-
-
-function parseBareRefund(raw: unknown, prefix: string, context: AdapterContext): RefundIntent {
-  const refund = parseWith(CloverRefund, raw, prefix.replace(/\.$/, ''));
-  if (!refund.orderRef) throw ValidationError.field(`${prefix}orderRef.id`, 'is required: it names the refunded order');
-  const merchant = requireMerchant(merchantOf(refund, prefix, 'refund') ?? (refund.orderRef.href ? HREF_MERCHANT.exec(refund.orderRef.href)?.[1] : undefined), prefix, 'order');
-  // A Clover refund carries no currency: it is the merchant's, DEFAULT_CURRENCY (unless stated here).
-  const currency = assertCurrency(isObject(raw) && typeof raw.currency === 'string' ? raw.currency : context.defaultCurrency, `${prefix}currency`);
-  const net = refundNet(refund, prefix);
-  if (net === 0n) throw ValidationError.field(`${prefix}amount`, 'gives back only tax and tip: there is no purchase amount to reverse');
-  // Measured alone, a refund is partial by its amount; the core reverses in full when it covers all
-  // that remains of the order (remainder 0).
-  return { orderId: refund.orderRef.id, scope: merchant, refundId: refund.id, amountCents: minorUnitsToCents(net, currency, `${prefix}amount`) };
-}
-
-/**
- * True when the order's refunds together give back all that was paid (gross, tip excluded,
- * Clover's own numbers). Unknown (false) when the order came without its payments.
- */
-export function refundsCoverOrder(order: CloverOrder, refunds: CloverRefund[], prefix: string): boolean {
-  if (!order.payments) return false;
-  const paid = sum(countedPayments(order, prefix).map(({ payment }) => payment.amount));
-  const refunded = sum(refunds.map((r) => r.amount - (r.tipAmount ?? 0n)));
-  return paid > 0n && refunded >= paid;
-}
-
-/** The order's refunds, oldest first by `createdTime` (ties by id); with several, each must carry one (else which is new is a guess). */
-export function refundsInOrder(refunds: CloverRefund[], field: string): CloverRefund[] {
-  if (refunds.length > 1 && refunds.some((r) => r.createdTime == null)) {
-    throw ValidationError.field(`${field}`, 'hold several refunds, and not all have a createdTime: which one is new cannot be told');
-  }
-  return [...refunds].sort((a, b) => (a.createdTime ?? 0) - (b.createdTime ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-}
-
-/**
- * An order carrying its refunds (what the bridge fetches for a webhook, or a client posts), acting
- * on one of them: `refundId`, else the latest. Full when it is the latest and all the order's
- * refunds together give back all that was paid; else partial by that refund's amount without tax
- * and tip. Several refunds new at once are each applied by their own id (the webhook asks for one
- * action per refund), so an earlier one is never lost behind the latest.
- */
-function parseOrderRefund(raw: unknown, prefix: string, context: AdapterContext, refundId?: unknown): RefundIntent {
-  const order = parseWith(CloverOrder, raw, prefix.replace(/\.$/, ''));
-  const merchant = requireMerchant(merchantOf(order, prefix), prefix, 'order');
-  const currency = assertCurrency(order.currency ?? context.defaultCurrency, `${prefix}currency`);
-  const refunds = refundsOf(order);
-  if (refunds.length === 0) throw ValidationError.field(`${prefix}refunds`, 'are empty: this order has not been refunded');
-  for (const r of refunds) {
-    if (r.orderRef && r.orderRef.id !== order.id) throw ValidationError.field(`${prefix}refunds`, `hold refund ${r.id} of another order (${r.orderRef.id})`);
-  }
-  const latest = refundsInOrder(refunds, `${prefix}refunds`).at(-1)!;
-  if (refundId !== undefined && typeof refundId !== 'string') throw ValidationError.field('refundId', 'must be the id of one of the order\'s refunds');
-  const chosen = refundId === undefined ? latest : refunds.find((r) => r.id === refundId);
-  if (!chosen) throw ValidationError.field('refundId', `names no refund of order ${order.id} (it has ${refunds.map((r) => r.id).join(', ')})`);
-  if (chosen === latest && refundsCoverOrder(order, refunds, prefix)) {
-    // With several refunds, the full reversal has its own id: the latest may already have been
-    // applied as a partial one (a fetch that missed an earlier refund), and must not hide the full.
-    return { orderId: order.id, scope: merchant, refundId: refunds.length === 1 ? latest.id : `${latest.id}:full` };
-  }
-  const field = `${prefix}refunds[${chosen.id}].`;
-  const net = refundNet(chosen, field);
-  if (net === 0n) throw ValidationError.field(`${field}amount`, 'gives back only tax and tip: there is no purchase amount to reverse');
-  return { orderId: order.id, scope: merchant, refundId: chosen.id, amountCents: minorUnitsToCents(net, currency, `${field}amount`) };
-}
-
-/**
- * Accepted: a bare Refund (`{ id, orderRef, amount, taxAmount, tipAmount, … }`), `{ "refund": … }`,
- * an order with its refunds (bare or `{ "order": … }`, which may name the refund to act on:
- * `{ "order": …, "refundId": … }`).
- */
-export function parseCloverRefund(body: unknown, context: AdapterContext): RefundIntent {
-  if (isObject(body) && isObject(body.refund) && !('orderRef' in body)) return parseBareRefund(body.refund, 'refund.', context);
-  if (isObject(body) && isObject(body.order) && !('id' in body)) return parseOrderRefund(body.order, 'order.', context, body.refundId);
-  if (isObject(body) && !('orderRef' in body) && ('refunds' in body || 'payments' in body || 'lineItems' in body || 'total' in body)) {
-    return parseOrderRefund(body, '', context);
-  }
-  return parseBareRefund(body, '', context);
 }

@@ -4,11 +4,10 @@
  * core calls this only then; without it the checkout is recorded as skipped).
  * LOYVERSE_API_BASE_URL is the host (default https://api.loyverse.com), without `/v1.0`.
  */
-import { normalizeCustomer, type RawCustomer } from '../../src/customer.js';
+import { normalizeCustomer, type Customer, type RawCustomer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
-import type { Customer } from '../../src/ledger/record.js';
+import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
 import { parseWith } from '../../src/validation.js';
-import type { AdapterContext, PosApi } from '../types.js';
 import { LoyverseCustomer } from './schema.js';
 
 /**

@@ -1,5 +1,9 @@
 /**
- * A Loyverse receipt → the bridge's Check (a SALE) or refund measure (a REFUND), exactly.
+ * A Loyverse SALE receipt → the checkout intent (pure), and how a receipt is read and measured
+ * (refund.ts measures REFUND receipts the same way). A receipt is identified by its
+ * `receipt_number` within its store: numbers repeat across stores and accounts, so `store_id` (a
+ * UUID) is the transaction scope. A SALE is a checkout; a REFUND is a separate receipt naming the
+ * original in `refund_for`, with its own line items; a cancelled SALE reverses the sale.
  *
  * WHAT THE AMOUNT IS. Check.amount is the total after discounts, surcharge included, tax and tip
  * excluded (bridge-contract "Translation rules"). It is computed from the line items:
@@ -32,9 +36,47 @@
 import { ValidationError } from '../../src/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { decimalToCents, decimalToString, isWholeNumber, type Decimal } from '../../src/money.js';
+import { nonZero } from '../../src/pos/check.js';
+import type { AdapterContext, CheckoutIntent, RefundLine } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
-import type { RefundLine } from '../types.js';
-import type { LoyverseLineItem, LoyverseReceipt, LoyverseTax } from './schema.js';
+import { parseWith } from '../../src/validation.js';
+import { LoyverseReceipt, type LoyverseLineItem, type LoyverseTax } from './schema.js';
+
+export interface ReadReceipt {
+  receipt: LoyverseReceipt;
+  /** Path of the receipt in the body, with a trailing dot when not empty ("receipts.0."). */
+  prefix: string;
+}
+
+/**
+ * A bare receipt, or the API's `{ "receipts": [ … ] }` wrapper (GET /v1.0/receipts, and the webhook
+ * body) holding exactly one: one body is one order here; batches go through the webhook.
+ */
+export function readReceipt(body: unknown): ReadReceipt {
+  if (body !== null && typeof body === 'object' && !Array.isArray(body) && 'receipts' in body && !('receipt_number' in body)) {
+    const receipts = (body as { receipts: unknown }).receipts;
+    if (!Array.isArray(receipts) || receipts.length !== 1) {
+      throw ValidationError.field('receipts', `must hold exactly one receipt here (got ${Array.isArray(receipts) ? receipts.length : 'no array'}); deliver batches to /v1/webhooks/loyverse`);
+    }
+    return { receipt: parseWith(LoyverseReceipt, receipts[0], 'receipts.0'), prefix: 'receipts.0.' };
+  }
+  return { receipt: parseWith(LoyverseReceipt, body), prefix: '' };
+}
+
+/**
+ * Errors found after the receipt's identity is known name the receipt too: in a batched webhook
+ * delivery (and its dead letter) the field path alone does not say which receipt it was.
+ */
+export function naming<T>(receipt: LoyverseReceipt, translate: () => T): T {
+  try {
+    return translate();
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new ValidationError(error.issues, `receipt ${receipt.receipt_number} of store ${receipt.store_id}: ${error.message}`);
+  }
+}
+
+// ------------------------------------------------------------------ measuring a receipt
 
 const ZERO: Decimal = { units: 0n, scale: 0 };
 
@@ -176,5 +218,44 @@ export function measureReceipt(receipt: LoyverseReceipt, prefix = ''): MeasuredR
     tipCents: decimalToCents(tip, `${prefix}tip`),
     serviceCents: decimalToCents(surcharge, `${prefix}surcharge`),
     lines,
+  };
+}
+
+// ------------------------------------------------------------------ the checkout
+
+export function parseLoyverseCheckout(body: unknown, context: AdapterContext): CheckoutIntent {
+  const { receipt, prefix } = readReceipt(body);
+  return naming(receipt, () => checkoutOf(receipt, prefix, context));
+}
+
+function checkoutOf(receipt: LoyverseReceipt, prefix: string, context: AdapterContext): CheckoutIntent {
+  if (receipt.receipt_type !== 'SALE') {
+    throw ValidationError.field(`${prefix}receipt_type`, `is ${receipt.receipt_type}: refund receipts go to /v1/refunds/loyverse`);
+  }
+  if (receipt.cancelled_at) {
+    throw ValidationError.field(`${prefix}cancelled_at`, 'is set: a cancelled receipt accrues nothing; post it to /v1/refunds/loyverse to reverse the sale');
+  }
+  const measured = measureReceipt(receipt, prefix);
+  const closedAt = receipt.receipt_date ?? receipt.created_at;
+  const customerRef = receipt.customer_id?.trim();
+  return {
+    orderId: receipt.receipt_number,
+    scope: receipt.store_id,
+    // The receipt carries no contact details, only `customer_id` (fetched by the core when it can).
+    customer: {},
+    ...(customerRef ? { customerRef } : {}),
+    check: {
+      amount: measured.amountCents,
+      // Receipts carry no currency (pos-facts): the store's currency is DEFAULT_CURRENCY.
+      currency: context.defaultCurrency,
+      selections: measured.lines.map((l) => l.selection),
+      externalTransactionId: receipt.receipt_number,
+      ...(closedAt ? { checkClosedAt: closedAt } : {}),
+      ...(receipt.updated_at ? { orderUpdatedAt: receipt.updated_at } : {}),
+      ...nonZero('taxAmount', measured.taxCents),
+      ...nonZero('discountAmount', measured.discountCents),
+      ...nonZero('tipAmount', measured.tipCents),
+      ...nonZero('serviceAmount', measured.serviceCents),
+    },
   };
 }

@@ -1,0 +1,31 @@
+/** A generic checkout → the checkout intent: the payload already states the Check's figures. */
+import { normalizeCustomer } from '../../src/customer.js';
+import { nonZero } from '../../src/pos/check.js';
+import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
+import { toSelection } from '../../src/selection.js';
+import { parseWith } from '../../src/validation.js';
+import { GenericCheckout } from './schema.js';
+
+export function parseGenericCheckout(body: unknown, context: AdapterContext): CheckoutIntent {
+  const order = parseWith(GenericCheckout, body);
+  const selections = order.items.map((item, i) =>
+    toSelection({ id: item.id, groupId: item.groupId, name: item.name, quantity: item.quantity, unitPrice: item.unitPrice, totalCents: item.total }, `items.${i}`),
+  );
+  return {
+    orderId: order.orderId,
+    scope: order.storeId,
+    customer: normalizeCustomer(order.customer, context.defaultPhoneRegion),
+    check: {
+      amount: order.total,
+      currency: order.currency,
+      selections,
+      externalTransactionId: order.orderId,
+      ...(order.openedAt ? { checkOpenedAt: order.openedAt } : {}),
+      ...(order.closedAt ? { checkClosedAt: order.closedAt } : {}),
+      ...nonZero('taxAmount', order.tax),
+      ...nonZero('discountAmount', order.discount),
+      ...nonZero('tipAmount', order.tip),
+      ...nonZero('serviceAmount', order.serviceCharge),
+    },
+  };
+}

@@ -1,0 +1,8 @@
+/** Loyverse's variables (README "Configuration"); the API address is the host, without `/v1.0`. */
+import type { PosSettingsDeclaration } from '../../src/pos/settings.js';
+
+export const loyverseSettings: PosSettingsDeclaration = {
+  webhookSecret: 'LOYVERSE_WEBHOOK_SECRET',
+  accessToken: 'LOYVERSE_ACCESS_TOKEN',
+  apiBaseUrl: { variable: 'LOYVERSE_API_BASE_URL', default: 'https://api.loyverse.com' },
+};

@@ -1,0 +1,6 @@
+/** Shopify's variables (README "Configuration"): orders carry their customers, so there is no API to read. */
+import type { PosSettingsDeclaration } from '../../src/pos/settings.js';
+
+export const shopifySettings: PosSettingsDeclaration = {
+  webhookSecret: 'SHOPIFY_WEBHOOK_SECRET',
+};

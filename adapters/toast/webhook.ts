@@ -1,0 +1,191 @@
+/**
+ * Toast webhooks: how they are signed, and what each delivery asks of the bridge.
+ *
+ * Toast signs each webhook message: `Toast-Signature` = base64(HMAC-SHA256(subscription secret,
+ * body + timestamp)) (developer guide "Message signing": "The signature is derived by concatenating
+ * the body and timestamp of the webhook message into a string"). The core verifies; this file only
+ * says which timestamp.
+ *
+ * WHICH TIMESTAMP IS UNCONFIRMED (pos-facts). Toast's guide does not say where the timestamp comes
+ * from. Two readings are possible:
+ *   1. a `Toast-Timestamp` request header, when Toast sends one: used first;
+ *   2. otherwise the message's own `timestamp` field (every Toast webhook body has one, "ISO
+ *      formatted timestamp in UTC"), as the text it holds in the body.
+ * Either way the HMAC is still keyed by the secret and compared in constant time, so a wrong
+ * reading cannot let a forged message in: it makes every delivery fail with 401 (loudly: the
+ * bridge's logs and metrics show the refusals), never a wrong amount. A present but empty
+ * `Toast-Timestamp` header is refused rather than guessed around (no fallback to the body).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { ValidationError } from '../../src/errors.js';
+import type { ReplayWindow, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
+import { isObject, parseWith } from '../../src/validation.js';
+import { stateOf, type ReadOrder } from './checkout.js';
+import { refundsOf } from './refund.js';
+import { Envelope, Order } from './schema.js';
+
+export const TOAST_SIGNATURE_HEADER = 'Toast-Signature';
+export const TOAST_TIMESTAMP_HEADER = 'Toast-Timestamp';
+
+/** The timestamp the signature covers, or undefined when there is none to use (→ 401). */
+export function timestampOf(raw: Buffer, headers: IncomingHttpHeaders): string | undefined {
+  const value = headers[TOAST_TIMESTAMP_HEADER.toLowerCase()];
+  if (value !== undefined) {
+    // A repeated header reaches here joined ("a, b"), which no signature covers: it fails as a mismatch.
+    const text = Array.isArray(value) ? value.join(', ') : value;
+    return text.trim() === '' ? undefined : text.trim();
+  }
+  try {
+    const body: unknown = JSON.parse(raw.toString('utf8'));
+    if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+      const timestamp = (body as { timestamp?: unknown }).timestamp;
+      if (typeof timestamp === 'string' && timestamp !== '') return timestamp;
+    }
+  } catch {
+    // Not JSON: nothing signed can be found, and the delivery is refused as unsigned.
+  }
+  return undefined;
+}
+
+/**
+ * Toast signs the timestamp so that a captured delivery cannot be replayed later. Toast retries a
+ * failed delivery after 5 and then 10 minutes and then drops it (pos-facts); if the signed time is
+ * the first attempt's, the last retry comes ~15 minutes after it. 20 minutes lets every retry
+ * through with room for clock skew, and refuses anything older or further ahead.
+ */
+export const TOAST_REPLAY_WINDOW: ReplayWindow = {
+  signedAt: timestampOf,
+  windowMs: 20 * 60_000,
+  why: 'Toast retries for ~15 minutes',
+};
+
+/** Toast event types the bridge knows (developer guide, webhooks reference). */
+const EVENT_KINDS: Readonly<Record<string, 'order' | 'other'>> = {
+  order_updated: 'order',
+  channel_order_updated: 'order',
+  partner_added: 'other',
+  partner_removed: 'other',
+  partner_updated: 'other',
+  in_stock: 'other',
+  low_quantity: 'other',
+  out_of_stock: 'other',
+  menus_updated: 'other',
+  guest_order_fulfillment_status_updated: 'other',
+};
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  const text = Array.isArray(value) ? value.join(', ') : value;
+  return text?.trim() || undefined;
+}
+
+/**
+ * The orders webhook puts the Order in `details.order` (developer guide "Orders webhook", with
+ * `details.restaurantGuid` beside it). A `details` that is itself the Order, and an order sent as
+ * JSON text, are read too; an order without its checks (only a guid) cannot be translated: the
+ * bridge does not fetch orders from Toast's API, so it is kept as a dead letter.
+ */
+function orderOf(details: unknown): { raw: Record<string, unknown>; prefix: string } {
+  if (!isObject(details)) throw ValidationError.field('details', 'is missing: an order_updated message carries the order in details.order');
+  let raw: unknown;
+  let prefix: string;
+  if ('order' in details) {
+    raw = details.order;
+    prefix = 'details.order';
+    if (typeof raw === 'string') {
+      try {
+        raw = JSON.parse(raw);
+      } catch {
+        throw ValidationError.field(prefix, 'is text that is not a JSON order');
+      }
+    }
+  } else if ('checks' in details || details.entityType === 'Order') {
+    raw = details;
+    prefix = 'details';
+  } else {
+    throw ValidationError.field('details.order', 'is missing: an order_updated message carries the order in details.order');
+  }
+  if (!isObject(raw)) throw ValidationError.field(prefix, 'must be a Toast order (a JSON object)');
+  if (!('checks' in raw)) {
+    throw ValidationError.field(
+      `${prefix}.checks`,
+      `is missing: this delivery names order ${JSON.stringify(String(raw.guid ?? '?')).slice(0, 60)} without its content, and the bridge does not fetch orders from the Toast API`,
+    );
+  }
+  return { raw, prefix };
+}
+
+function orderActions(eventGuid: string, details: unknown): WebhookAction[] {
+  const { raw, prefix } = orderOf(details);
+  const read: ReadOrder = { raw, order: parseWith(Order, raw, prefix), prefix };
+  const orderGuid = read.order.guid;
+  const state = stateOf(read);
+  switch (state.kind) {
+    case 'deleted':
+      return [{ kind: 'ignored', key: eventGuid, reason: `order ${orderGuid} was deleted (its checks were combined into another order)` }];
+    case 'open':
+      return [{ kind: 'ignored', key: eventGuid, reason: `order ${orderGuid} is not paid yet (${state.field} ${state.reason})` }];
+    case 'voided':
+      return state.paid
+        ? [{ kind: 'refund', key: `${eventGuid}:refund:void`, payload: raw }]
+        : [{ kind: 'ignored', key: eventGuid, reason: `order ${orderGuid} was voided before it was paid: nothing was accrued` }];
+    case 'closed': {
+      // The checkout comes first even when the order already shows refunds: a partial refund needs
+      // the accrual it reduces, and a repeated checkout is answered from the ledger without a call.
+      const actions: WebhookAction[] = [{ kind: 'checkout', key: `${eventGuid}:checkout`, payload: raw }];
+      const refunds = refundsOf(read);
+      if (refunds.full) {
+        // Everything came back: one full reversal of what remains, whatever was refunded before.
+        actions.push({ kind: 'refund', key: `${eventGuid}:refund:full`, payload: raw });
+      } else {
+        // One partial refund per refund transaction; a transaction applied before is a repeat to the core.
+        for (const group of refunds.groups.filter((g) => g.cents > 0)) {
+          actions.push({ kind: 'refund', key: `${eventGuid}:refund:${group.id}`, payload: { order: raw, refundTransactionGuid: group.id } });
+        }
+      }
+      return actions;
+    }
+    default: {
+      const never: never = state;
+      throw new Error(`unhandled order state ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+function classify(body: unknown, headers: IncomingHttpHeaders): WebhookAction[] {
+  if (!isObject(body)) throw ValidationError.field('', 'must be a Toast webhook message (a JSON object)');
+  const message = parseWith(Envelope, body);
+  // The body is covered by the signature and the Toast-Event-Type header is not, so the body wins.
+  const type = message.eventType?.trim() || header(headers, 'toast-event-type');
+  if (!type) throw ValidationError.field('eventType', 'is missing, and so is the Toast-Event-Type header');
+  const kind = EVENT_KINDS[type];
+  switch (kind) {
+    case undefined:
+      return [{ kind: 'ignored', key: message.guid ?? `${type}:unidentified`, reason: `Toast event type ${type} is not one the bridge acts on` }];
+    case 'other':
+      return [{ kind: 'ignored', key: message.guid ?? `${type}:unidentified`, reason: `Toast ${type} events carry no sale` }];
+    case 'order':
+      if (!message.guid) throw ValidationError.field('guid', 'is required: it is the event id repeated deliveries are recognised by');
+      return orderActions(message.guid, message.details);
+    default: {
+      const never: never = kind;
+      throw new Error(`unhandled event kind ${String(never)}`);
+    }
+  }
+}
+
+export const toastWebhook: WebhookSpec = {
+  signature: {
+    kind: 'hmac',
+    header: TOAST_SIGNATURE_HEADER,
+    algorithm: 'sha256',
+    encodings: ['base64'],
+    // Toast: base64(HMAC-SHA256(secret, body + timestamp)); see timestampOf above for which timestamp.
+    message(raw, headers) {
+      const timestamp = timestampOf(raw, headers);
+      return timestamp === undefined ? undefined : Buffer.concat([raw, Buffer.from(timestamp, 'utf8')]);
+    },
+    replay: TOAST_REPLAY_WINDOW,
+  },
+  classify,
+};

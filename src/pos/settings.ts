@@ -1,0 +1,27 @@
+/**
+ * What one POS reads from configuration, declared by its adapter (`adapters/<pos>/settings.ts`):
+ * the names of its variables, which of them holds what, their defaults, and any rule across them.
+ * config.ts builds its schema and `Config.pos` from the declarations the composition root passes
+ * it, so adding a POS adds a declaration and edits nothing in config.ts. Variable names and
+ * defaults are public (README "Configuration"): a declaration never renames one.
+ */
+import type { PosSettings } from './contract.js';
+
+export interface PosSettingsDeclaration {
+  /** The variable of the webhook signing secret (signature key, auth code); every POS's is `sandbox-webhook-secret` in sandbox. */
+  webhookSecret?: string;
+  /** The variable of the URL the POS signs with the body (Square), and what it is in sandbox when unset. */
+  notificationUrl?: { variable: string; sandboxDefault(port: number): string };
+  /** The variable of the access token for the POS's own API. */
+  accessToken?: string;
+  /** The variable of the POS API's address, and its default; trailing slashes are dropped. */
+  apiBaseUrl?: { variable: string; default: string };
+  /**
+   * A rule across this POS's settings that no variable can check alone: what is wrong, naming the
+   * variables, or undefined. Checked at start-up, after every variable is valid on its own.
+   */
+  check?(settings: PosSettings, sandbox: boolean): string | undefined;
+}
+
+/** Every POS's declaration under its adapter's name, the key of `Config.pos`. */
+export type PosSettingDeclarations = Readonly<Record<string, PosSettingsDeclaration>>;
