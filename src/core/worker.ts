@@ -24,6 +24,9 @@ export class Worker {
   #timer?: NodeJS.Timeout;
   #tick?: Promise<unknown>;
   #stopped = true;
+  /** Scheduled passes finished so far, and who waits for a count of them. */
+  #passes = 0;
+  #waiting: { until: number; done: () => void }[] = [];
 
   constructor(
     private readonly store: LedgerStore,
@@ -101,6 +104,14 @@ export class Worker {
     return reports;
   }
 
+  /**
+   * Resolves once `count` more scheduled passes have finished: by then, everything that was due
+   * when it was called has been taken up (a test waits for this instead of sleeping and hoping).
+   */
+  passes(count = 1): Promise<void> {
+    return new Promise((done) => this.#waiting.push({ until: this.#passes + count, done }));
+  }
+
   #schedule(): void {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
@@ -109,7 +120,13 @@ export class Worker {
           if (report.fixed.length) this.logger.info({ examined: report.examined, settled: report.fixed.length, open: report.open.length }, 'worker pass');
         })
         .catch((error: unknown) => this.logger.error({ err: error }, 'worker pass failed'))
-        .finally(() => this.#schedule());
+        .finally(() => {
+          this.#passes++;
+          const done = this.#waiting.filter((w) => w.until <= this.#passes);
+          this.#waiting = this.#waiting.filter((w) => w.until > this.#passes);
+          for (const w of done) w.done();
+          this.#schedule();
+        });
     }, this.options.intervalMs);
     this.#timer.unref();
   }

@@ -31,6 +31,8 @@ export interface TransactionBook {
   cards: string[];
   /** Net points currently credited for this transaction (accrued minus reversed). */
   points: number;
+  /** Every operation id an accrue of this transaction created: a ledger record's claims must be among its own. */
+  operationIds: number[];
 }
 
 export interface NewCustomer {
@@ -84,6 +86,7 @@ interface TransactionRec {
   points: number;
   /** Successful results of the last committed accrual: what a reverse undoes. */
   credited: Credited[];
+  operationIds: number[];
 }
 
 export interface OperationFilter {
@@ -250,12 +253,13 @@ export class Ledger {
     if (credited.length > 0) {
       let tx = this.#transactions.get(transactionId);
       if (!tx) {
-        tx = { accruals: 0, reversals: 0, amount: 0, cards: new Set(), points: 0, credited: [] };
+        tx = { accruals: 0, reversals: 0, amount: 0, cards: new Set(), points: 0, credited: [], operationIds: [] };
         this.#transactions.set(transactionId, tx);
       }
       tx.accruals += 1;
       tx.amount = check.amount;
       tx.credited = credited;
+      tx.operationIds.push(...credited.map((c) => c.result.operationId!));
       for (const c of credited) {
         tx.cards.add(c.card.serial);
         tx.points += points;
@@ -332,7 +336,7 @@ export class Ledger {
       transactions: Object.fromEntries(
         Array.from(this.#transactions, ([id, tx]) => [
           id,
-          { accruals: tx.accruals, reversals: tx.reversals, amount: tx.amount, cards: [...tx.cards], points: tx.points },
+          { accruals: tx.accruals, reversals: tx.reversals, amount: tx.amount, cards: [...tx.cards], points: tx.points, operationIds: [...tx.operationIds] },
         ]),
       ),
       doubleAccruals: [...this.#doubleAccruals],

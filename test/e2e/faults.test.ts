@@ -151,7 +151,8 @@ describe('connection dropped', () => {
     await post('/v1/checkouts/generic', checkout({ customer: { phone: '+15557770000', email: 'known@shop.test' } }));
     const r = await settle('accrued');
     expect(r.accrual.settledBy).toBe('history');
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Two full passes of the worker later, nothing more was sent.
+    await h.bridge.worker.passes(2);
     expect(h.sim.books().accrueRequests).toBe(1);
     expectCleanBooks(1);
   });
@@ -183,7 +184,7 @@ describe('per-result failures in a 200', () => {
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('failed');
     expect(res.body.errors).toEqual([expect.stringContaining('Card is blocked')]);
-    await new Promise((r) => setTimeout(r, 200));
+    await h.bridge.worker.passes(2);
     expect(h.sim.books().accrueRequests).toBe(1);
     expectCleanBooks(0);
   });

@@ -97,7 +97,7 @@ describe('partial refunds', () => {
     expect(full.body.transactionId).toBe('generic:A-1001');
     const settled = await eventually(() => h.bridge.store.get('generic:A-1001'), (r) => r?.status === 'reversed' && !r.reversal.partial);
     expect(settled!.remainderTransactionId).toBeUndefined();
-    await new Promise((r) => setTimeout(r, 200));
+    await h.bridge.worker.passes(2);
     expect(await h.bridge.store.get('generic:A-1001~r1')).toBeUndefined();
     expect(h.sim.books().transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
     expect(h.sim.books().accrueRequests).toBe(1);

@@ -86,13 +86,26 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   return harness;
 }
 
-/** Polls until `check` passes or the time is up; answers the last value checked. */
+/**
+ * Polls until `check` passes and answers the value that passed; when the time is up, throws with
+ * the last value read, so a wait can never end quietly in a state it did not wait for.
+ */
 export async function eventually<T>(read: () => Promise<T> | T, check: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
-    if (check(value) || Date.now() > deadline) return value;
+    if (check(value)) return value;
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${check.toString()}; the last value read was ${describe(value)}`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function describe(value: unknown): string {
+  try {
+    const text = JSON.stringify(value);
+    return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
+  } catch {
+    return String(value);
   }
 }
 

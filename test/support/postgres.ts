@@ -92,10 +92,14 @@ export async function freshSchema(base: string, label: string): Promise<{ url: s
   };
 }
 
-/** `describe` when a database is at hand; otherwise skipped, with the reason printed once. */
+/**
+ * `describe` when a database is at hand. Otherwise skipped with the reason printed once, on a
+ * developer's machine; with `CI=true` the file fails instead: CI must prove the PostgreSQL store.
+ */
 export async function describeWithDatabase(): Promise<{ url?: string; describeIf: typeof import('@jest/globals').describe }> {
   const { describe } = await import('@jest/globals');
   const db = await testDatabase();
+  if (!db.url && process.env.CI === 'true') throw new Error(`CI=true and no PostgreSQL could be found or started for the tests: ${db.source}`);
   if (!db.url) process.stderr.write(`PostgreSQL tests skipped: ${db.source}\n`);
   return { url: db.url, describeIf: db.url ? describe : (describe.skip as unknown as typeof describe) };
 }
