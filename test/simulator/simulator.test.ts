@@ -104,7 +104,7 @@ describe('simulator over HTTP', () => {
       expect(again.body.results[0].serialNumber).toBe(result.serialNumber);
 
       const books = sim.books();
-      expect(books.transactions['tx-1']).toEqual({ accruals: 1, reversals: 0, amount: 12_345, cards: [result.serialNumber], points: 123 });
+      expect(books.transactions['tx-1']).toEqual({ accruals: 1, reversals: 0, amount: 12_345, cards: [result.serialNumber], points: 123, operationIds: [result.operationId] });
       expect(books.cardBalances[result.serialNumber!]).toBe(124);
       expect(books.doubleAccruals).toEqual([]);
     });
