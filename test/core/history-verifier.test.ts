@@ -1,0 +1,149 @@
+/**
+ * The history verifier's matching rules, one by one, against a scripted history and the in-memory
+ * store: which operation proves an accrual in doubt, and when absence proves it did not happen.
+ */
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import { HistoryVerifier, type HistoryReader } from '../../src/core/history-verifier.js';
+import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
+import type { LedgerRecord } from '../../src/ledger/record.js';
+import type { Card, Operation } from '../../src/loyalty/contract.js';
+import { makeRecord, minutes } from '../ledger/store-contract.js';
+
+const SKEW_MS = 60_000;
+const GRACE_MS = 5 * 60_000;
+const PHONE = '+15550003333';
+const CARD = '11-100001-2';
+
+/** Operations on CARD; cards found by PHONE (and by EMAIL when `emails` names it). */
+function history(operations: Partial<Operation>[], emails: Record<string, string[]> = {}): HistoryReader {
+  const ops = operations.map((o, i) => ({ id: 100 + i, cardId: CARD, purchaseSum: 59.97, createdAt: minutes(10), eventId: 24, ...o }) as Operation);
+  return {
+    canVerify: true,
+    async findCards(query) {
+      if (query.phone === PHONE) return [{ id: CARD } as Card];
+      if (query.email && emails[query.email]) return emails[query.email]!.map((id) => ({ id }) as Card);
+      return [];
+    },
+    async listOperations(cardId) {
+      return ops.filter((o) => o.cardId === cardId);
+    },
+  };
+}
+
+/** An accrual of 59.97 for PHONE in doubt since minute `since`. */
+function inDoubt(id: string, since: number, customer: LedgerRecord['accrual']['customer'] = { phone: PHONE }): LedgerRecord {
+  const r = makeRecord(id, { accrual: 'in_doubt', customer });
+  r.accrual.inDoubtSince = minutes(since);
+  return r;
+}
+
+let store: MemoryLedgerStore;
+beforeEach(async () => {
+  store = new MemoryLedgerStore();
+  await store.init();
+});
+
+const verify = (reader: HistoryReader, record: LedgerRecord, atMinute: number) => new HistoryVerifier(reader, store, { graceMs: GRACE_MS, clockSkewMs: SKEW_MS }).verifyAccrual(record, new Date(minutes(atMinute)));
+
+describe('matching an operation to an accrual in doubt', () => {
+  it('the customer\'s card, the same sum, created after the attempt began, claimed by nobody: it happened', async () => {
+    const record = inDoubt('generic:A', 9);
+    await store.insert(record);
+    expect(await verify(history([{}]), record, 11)).toEqual({ kind: 'happened', operationId: 100, cardId: CARD });
+  });
+
+  it('a wrong amount does not match', async () => {
+    const record = inDoubt('generic:A', 9);
+    await store.insert(record);
+    expect(await verify(history([{ purchaseSum: 59.96 }, { purchaseSum: 5997 }]), record, 11)).toMatchObject({ kind: 'too_early' });
+  });
+
+  it('an operation older than the attempt less the clock skew does not match; within the skew it does', async () => {
+    const record = inDoubt('generic:A', 20);
+    await store.insert(record);
+    expect(await verify(history([{ createdAt: minutes(18.9) }]), record, 21)).toMatchObject({ kind: 'too_early' });
+    expect(await verify(history([{ createdAt: minutes(19.1) }]), record, 21)).toMatchObject({ kind: 'happened' });
+  });
+
+  it('an operation another record claimed does not match; one this record claimed does', async () => {
+    const record = inDoubt('generic:A', 9);
+    await store.insert(record);
+    await store.insert(makeRecord('generic:other', { accrual: 'accrued', operationIds: [100] }));
+    expect(await verify(history([{}]), record, 11)).toMatchObject({ kind: 'too_early' });
+    expect(await verify(history([{}, { id: 101 }].map((o, i) => ({ ...o, id: 100 + i }))), record, 11)).toEqual({ kind: 'happened', operationId: 101, cardId: CARD });
+  });
+
+  it('absence proves nothing before the grace period ends, and everything after it', async () => {
+    const record = inDoubt('generic:A', 10);
+    await store.insert(record);
+    expect(await verify(history([]), record, 10 + GRACE_MS / 60_000 - 0.01)).toMatchObject({ kind: 'too_early' });
+    expect(await verify(history([]), record, 10 + GRACE_MS / 60_000)).toEqual({ kind: 'did_not_happen', examinedCards: 1 });
+  });
+
+  it('a card found only by email is searched too', async () => {
+    const record = inDoubt('generic:A', 9, { phone: '+15559999999', email: 'ann@example.test' });
+    await store.insert(record);
+    expect(await verify(history([{}], { 'ann@example.test': [CARD] }), record, 11)).toMatchObject({ kind: 'happened', operationId: 100 });
+  });
+});
+
+describe('ambiguity: an operation more than one unsettled accrual could have made', () => {
+  it('two accruals in doubt on the same card and sum: neither claims it, each names the other', async () => {
+    const a = inDoubt('generic:A', 9);
+    const b = inDoubt('generic:B', 9.5, { email: 'ann@example.test' });
+    await store.insert(a);
+    await store.insert(b);
+    const reader = history([{}], { 'ann@example.test': [CARD] });
+    expect(await verify(reader, a, 11)).toEqual({ kind: 'ambiguous', operationId: 100, cardId: CARD, with: ['generic:B'] });
+    expect(await verify(reader, b, 11)).toEqual({ kind: 'ambiguous', operationId: 100, cardId: CARD, with: ['generic:A'] });
+    // Even after the grace period: an operation that could be either's is not absence.
+    expect(await verify(reader, a, 60)).toMatchObject({ kind: 'ambiguous' });
+  });
+
+  it('a record in flight counts as a rival too', async () => {
+    const a = inDoubt('generic:A', 9);
+    await store.insert(a);
+    const b = makeRecord('generic:B', { inFlight: true, customer: { email: 'ann@example.test' } });
+    b.inFlight!.startedAt = minutes(9.5);
+    await store.insert(b);
+    expect(await verify(history([{}], { 'ann@example.test': [CARD] }), a, 11)).toMatchObject({ kind: 'ambiguous', with: ['generic:B'] });
+  });
+
+  it('no rival when the other began after the operation (less the skew), reaches another card, or has another amount', async () => {
+    const a = inDoubt('generic:A', 9);
+    await store.insert(a);
+    await store.insert(inDoubt('generic:late', 12, { email: 'late@example.test' }));
+    await store.insert(inDoubt('generic:elsewhere', 9, { email: 'other@example.test' }));
+    const otherAmount = makeRecord('generic:amount', { accrual: 'in_doubt', amount: 1000, customer: { email: 'ann@example.test' } });
+    otherAmount.accrual.inDoubtSince = minutes(9);
+    await store.insert(otherAmount);
+    const reader = history([{}], { 'late@example.test': [CARD], 'other@example.test': ['22-1-1'], 'ann@example.test': [CARD] });
+    expect(await verify(reader, a, 11)).toEqual({ kind: 'happened', operationId: 100, cardId: CARD });
+  });
+
+  it('a second operation only this record could have made is claimed, even when an earlier one is ambiguous', async () => {
+    const a = inDoubt('generic:A', 9);
+    const b = inDoubt('generic:B', 10.5, { email: 'ann@example.test' });
+    await store.insert(a);
+    await store.insert(b);
+    // 100 at minute 11 could be either's; 101 at minute 9.5 was made before B began (less the skew): only A's.
+    const reader = history([{ createdAt: minutes(11) }, { id: 101, createdAt: minutes(9.2) }], { 'ann@example.test': [CARD] });
+    expect(await verify(reader, a, 12)).toEqual({ kind: 'happened', operationId: 101, cardId: CARD });
+  });
+
+  it('settled records are no rivals', async () => {
+    const a = inDoubt('generic:A', 9);
+    await store.insert(a);
+    await store.insert(makeRecord('generic:B', { accrual: 'pending', customer: { phone: PHONE } }));
+    expect(await verify(history([{}]), a, 11)).toMatchObject({ kind: 'happened' });
+  });
+});
+
+describe('when the history cannot be read', () => {
+  it('without the API key, or when a lookup fails, it says so and decides nothing', async () => {
+    const record = inDoubt('generic:A', 9);
+    expect(await verify({ ...history([]), canVerify: false }, record, 60)).toMatchObject({ kind: 'cannot_verify', reason: expect.stringContaining('LOYALTY_API_KEY') });
+    const failing: HistoryReader = { ...history([]), listOperations: async () => Promise.reject(new Error('429')) };
+    expect(await verify(failing, record, 60)).toMatchObject({ kind: 'cannot_verify', reason: expect.stringContaining('429') });
+  });
+});
