@@ -5,6 +5,11 @@
  * Afterwards it reconciles, plays the operator for what only an operator may settle (an in-doubt
  * reverse: the operator checks the card), and compares three views: what the POS asked for, what
  * the ledger says, and what the simulator booked.
+ *
+ * Collisions are forced: few customers and few prices, so that one customer's accruals of one
+ * amount are often unsettled at the same time (the case the operations history cannot tell
+ * apart). It counts how often the bridge held one back (overlaps), and checks every record against
+ * the books under its own transactionId (mis-attributed).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +25,10 @@ export interface ChaosOptions {
   /** Chance that a fault is queued before each POS request. */
   faultRate: number;
   seed: number;
+  /** Distinct customers (phones) the orders are drawn from: few, so that orders collide. */
+  customers: number;
+  /** Distinct order totals the orders are drawn from: few, so that orders collide. */
+  prices: number;
   log?: (line: string) => void;
 }
 
@@ -39,6 +48,12 @@ export interface ChaosReport {
   refusedByService: number;
   cards: { card: string; expected: number; actual: number }[];
   cardsMismatched: number;
+  /** Accruals held back behind an unsettled accrual of the same customer and amount (each record, each holder, once). */
+  overlaps: number;
+  /** History verdicts that found an operation more than one unsettled record could have made. */
+  ambiguous: number;
+  /** Records whose status disagrees with the books under their own transactionId, or that claim another's operation. */
+  misAttributed: { transactionId: string; why: string }[];
   durationMs: number;
 }
 
@@ -77,10 +92,11 @@ const cents = (n: number) => `${Math.floor(n / 100)}.${String(n % 100).padStart(
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function plan(options: ChaosOptions, random: () => number): PlannedOrder[] {
-  const phones = Array.from({ length: Math.max(5, Math.ceil(options.orders / 20)) }, (_, i) => `+1555${String(2000000 + i).padStart(7, '0')}`);
+  const phones = Array.from({ length: options.customers }, (_, i) => `+1555${String(2000000 + i).padStart(7, '0')}`);
+  // Each price is a coffee and a cake; every order of one price has the same two lines.
+  const prices = Array.from({ length: options.prices }, () => [100 + Math.floor(random() * 900), 100 + Math.floor(random() * 9900)] as const);
   return Array.from({ length: options.orders }, (_, i) => {
-    const a = 100 + Math.floor(random() * 9900);
-    const b = 100 + Math.floor(random() * 9900);
+    const [a, b] = prices[Math.floor(random() * prices.length)]!;
     const order: PlannedOrder = { orderId: `C-${i + 1}`, phone: phones[Math.floor(random() * phones.length)]!, cents: a + b, items: [{ id: 'coffee', quantity: 1, cents: a }, { id: 'cake', quantity: 1, cents: b }], refunds: [] };
     const r = random();
     if (r < 0.15) order.refunds.push({ kind: 'full', refundId: `${order.orderId}-R1` });
@@ -240,6 +256,26 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const actual = found.reduce((sum, card) => sum + (books.cardBalances[card.id] ?? 0), 0);
     cards.push({ card: found.map((c) => c.id).join(',') || phone, expected, actual });
   }
+  // Every record against the books under its own id; and how often accruals were held back.
+  const misAttributed: ChaosReport['misAttributed'] = [];
+  let overlaps = 0;
+  let ambiguous = 0;
+  const ids = [...records.keys()];
+  for (let i = 0; i < ids.length; i += 50) {
+    const details = await Promise.all(ids.slice(i, i + 50).map((id) => admin(`/v1/admin/transactions/${encodeURIComponent(id)}`)));
+    for (const r of details) {
+      const book = books.transactions[r.transactionId];
+      const booked = book?.accruals ?? 0;
+      const accrued = r.accrual.state === 'accrued' || r.accrual.state === 'partially_accrued';
+      if (accrued && booked !== 1) misAttributed.push({ transactionId: r.transactionId, why: `says ${r.accrual.state}, booked ${booked} times` });
+      if (!accrued && booked !== 0) misAttributed.push({ transactionId: r.transactionId, why: `says ${r.accrual.state}, booked ${booked} times` });
+      for (const op of r.accrual.operationIds as number[]) if (!book?.operationIds.includes(op)) misAttributed.push({ transactionId: r.transactionId, why: `claims operation ${op}, which another transaction made` });
+      const events = (r.history as { event: string }[]).map((e) => e.event);
+      overlaps += events.filter((e) => e.startsWith('waits behind ')).length;
+      ambiguous += events.filter((e) => e.startsWith('ambiguous with ')).length;
+    }
+  }
+
   const histogram: Record<string, number> = {};
   for (const id of records.keys()) {
     const n = String(books.transactions[id]?.accruals ?? 0);
@@ -265,13 +301,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     refusedByService,
     cards,
     cardsMismatched: cards.filter((c) => c.expected !== c.actual).length,
+    overlaps,
+    ambiguous,
+    misAttributed,
     durationMs: Date.now() - began,
   };
 }
 
 export function formatChaosReport(r: ChaosReport, options: ChaosOptions): string {
   const lines = [
-    `chaos campaign: ${r.orders} orders, seed ${options.seed}, ${options.concurrency} concurrent, fault rate ${options.faultRate}, ${(r.durationMs / 1000).toFixed(1)} s`,
+    `chaos campaign: ${r.orders} orders, seed ${options.seed}, ${options.concurrency} concurrent, fault rate ${options.faultRate}, ${options.customers} customers, ${options.prices} prices, ${(r.durationMs / 1000).toFixed(1)} s`,
     `  refunds sent                 ${r.refunds.full} full, ${r.refunds.partial} partial`,
     `  POS deliveries (with repeats) ${r.deliveries}`,
     `  upstream faults injected     ${r.faultsInjected}`,
@@ -280,6 +319,9 @@ export function formatChaosReport(r: ChaosReport, options: ChaosOptions): string
     `  accruals booked per transaction: ${Object.entries(r.accrualsPerTransaction).map(([n, count]) => `${count} × ${n}`).join(', ')}`,
     `  double accruals              ${r.doubleAccruals.length}${r.doubleAccruals.length ? `  ${r.doubleAccruals.slice(0, 10).join(', ')}` : ''}`,
     `  double reversals             ${r.doubleReversals.length}${r.doubleReversals.length ? `  ${r.doubleReversals.slice(0, 10).join(', ')}` : ''}`,
+    `  overlaps                     ${r.overlaps} (an accrual held back behind an unsettled one of the same customer and amount)`,
+    `  ambiguous verdicts           ${r.ambiguous} (an operation more than one unsettled record could have made: claimed by none)`,
+    `  mis-attributed ${r.misAttributed.length}${r.misAttributed.length ? `\n${r.misAttributed.slice(0, 10).map((m) => `    ${m.transactionId}: ${m.why}`).join('\n')}` : ''}`,
     `  records lost                 ${r.lost.length}${r.lost.length ? `\n${r.lost.slice(0, 10).map((l) => `    ${l.orderId}: ${l.why}`).join('\n')}` : ''}`,
     `  records left open            ${r.open.length}${r.open.length ? `\n${r.open.slice(0, 10).map((o) => `    ${o.transactionId} ${o.status}: ${o.why}`).join('\n')}` : ''}`,
     `  refused by the service       ${r.refusedByService} (per-result failures: expected 0 points)`,

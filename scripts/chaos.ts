@@ -1,5 +1,5 @@
 /**
- * `npm run chaos [-- --orders 1000 --kills 2 --concurrency 8 --fault-rate 0.3 --seed 42]`
+ * `npm run chaos [-- --orders 1000 --kills 2 --concurrency 8 --fault-rate 0.3 --seed 42 --customers 5 --prices 3]`
  * Runs the chaos campaign (scripts/chaos-lib.ts) and prints its figures. Exit code 1 when any
  * double, loss, open record or balance mismatch remains: zero is the only acceptable figure.
  */
@@ -18,10 +18,12 @@ const options: ChaosOptions = {
   concurrency: flag('concurrency', 8),
   faultRate: flag('fault-rate', 0.3),
   seed: flag('seed', 42),
+  customers: flag('customers', 5),
+  prices: flag('prices', 3),
   log: (line) => process.stderr.write(`${line}\n`),
 };
 
 const report = await runChaos(options);
 process.stdout.write(`${formatChaosReport(report, options)}\n`);
-const clean = report.doubleAccruals.length + report.doubleReversals.length + report.lost.length + report.open.length + report.cardsMismatched === 0;
+const clean = report.doubleAccruals.length + report.doubleReversals.length + report.lost.length + report.open.length + report.cardsMismatched + report.misAttributed.length === 0;
 process.exit(clean ? 0 : 1);
