@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { AccrualKeyHeldError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
-import { isOpen, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
+import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
 import type { UpstreamOperation } from '../loyalty/calls.js';
 import type { DueQuery, OpenClaim } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
@@ -32,7 +32,10 @@ export interface DeliveryOptions extends TransitionOptions {
 
 /** What one pass over one record did, for the reconcile report. */
 export interface StepReport {
+  /** The ledger key (`keyOf`); `record` names its transactionId and merchant. */
+  key: string;
   transactionId: string;
+  merchantId: string;
   before: LedgerStatus;
   after: LedgerStatus;
   action: 'accrue' | 'reverse' | 'verify' | 'none';
@@ -54,7 +57,7 @@ export type PosCalls = Pick<LoyaltyClient, 'accrue' | 'reverse'>;
 type ClaimResult = { record: LedgerRecord; step: Step } | { record: LedgerRecord; heldBy: string };
 
 export class DeliveryService {
-  /** Upstream calls out from this process right now (or about to go out: a checkout's claim), by transactionId. */
+  /** Upstream calls out from this process right now (or about to go out: a checkout's claim), by ledger key. */
   readonly calling = new CallsOut();
   /** Passes running in this process, so the worker never starts a second one for a record. */
   readonly #running = new Map<string, Promise<StepReport>>();
@@ -74,35 +77,35 @@ export class DeliveryService {
    * between rounds (an operator's reconcile runs due and not-yet-due work at once). `claimed`: the
    * checkout that recorded the order already marked in flight; its pass must make that call.
    */
-  advance(transactionId: string, force = false, claimed?: Claimed): Promise<StepReport> {
-    const running = this.#running.get(transactionId);
+  advance(key: string, force = false, claimed?: Claimed): Promise<StepReport> {
+    const running = this.#running.get(key);
     if (running && !claimed) return running;
     // A pass already running here (the worker's) will have found the claim's marker and left it alone.
-    const pass = (running ? running.catch(() => undefined).then(() => this.#pass(transactionId, force, claimed)) : this.#pass(transactionId, force, claimed))
+    const pass = (running ? running.catch(() => undefined).then(() => this.#pass(key, force, claimed)) : this.#pass(key, force, claimed))
       .catch(async (error: unknown) => {
         // Another instance wrote the record between this pass's read and write. Nothing was sent on
         // a stale basis (calls are claimed by compare-and-set); the record is where that instance left it.
         if (!(error instanceof VersionConflictError)) throw error;
-        this.logger.warn({ transactionId }, 'another bridge instance changed the record during this pass');
-        const status = (await this.writer.require(transactionId)).status;
-        return { transactionId, before: status, after: status, action: 'none' as const, note: 'another bridge instance changed it during this pass' };
+        this.logger.warn({ key }, 'another bridge instance changed the record during this pass');
+        const record = await this.writer.require(key);
+        return { ...idsOf(record), before: record.status, after: record.status, action: 'none' as const, note: 'another bridge instance changed it during this pass' };
       })
       .finally(() => {
-        if (this.#running.get(transactionId) === pass) this.#running.delete(transactionId);
+        if (this.#running.get(key) === pass) this.#running.delete(key);
       });
-    this.#running.set(transactionId, pass);
+    this.#running.set(key, pass);
     return pass;
   }
 
   /** A pass that answers within the budget: the record it left, or where things stand when the budget ran out. */
-  async deliverWithinBudget(transactionId: string, claimed?: Claimed): Promise<LedgerRecord> {
-    const pass = this.advance(transactionId, false, claimed).catch((error: unknown) => {
-      this.logger.error({ transactionId, err: error }, 'delivery failed; the worker will pick it up');
+  async deliverWithinBudget(key: string, claimed?: Claimed): Promise<LedgerRecord> {
+    const pass = this.advance(key, false, claimed).catch((error: unknown) => {
+      this.logger.error({ key, err: error }, 'delivery failed; the worker will pick it up');
     });
     let timer: NodeJS.Timeout | undefined;
     const finished = await Promise.race([pass, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), this.options.answerBudgetMs)))]);
     clearTimeout(timer);
-    return (finished && finished.record) || this.writer.require(transactionId);
+    return (finished && finished.record) || this.writer.require(key);
   }
 
   /** What the worker's scheduled pass may take: records due by this bridge's clock; accruals in doubt only when the verifier can run. */
@@ -110,13 +113,13 @@ export class DeliveryService {
     return { nowMs: this.writer.now().getTime(), limit, canVerify: this.verifier.enabled, claim };
   }
 
-  isRunning(transactionId: string): boolean {
-    return this.#running.has(transactionId);
+  isRunning(key: string): boolean {
+    return this.#running.has(key);
   }
 
   /** Waits for the pass over this record running here, if any (operator actions wait for it). */
-  async passFinished(transactionId: string): Promise<void> {
-    await this.#running.get(transactionId)?.catch(() => undefined);
+  async passFinished(key: string): Promise<void> {
+    await this.#running.get(key)?.catch(() => undefined);
   }
 
   /** Waits for every pass running in this process (graceful shutdown). */
@@ -133,7 +136,7 @@ export class DeliveryService {
   abandoned(record: LedgerRecord): boolean {
     const flight = record.inFlight;
     if (!flight) return false;
-    if (flight.owner === this.instanceId) return !this.calling.has(record.transactionId);
+    if (flight.owner === this.instanceId) return !this.calling.has(keyOf(record));
     if (!this.writer.store.sharedByInstances) return true;
     return this.writer.now().getTime() - Date.parse(flight.startedAt) > this.options.inFlightLeaseMs;
   }
@@ -148,7 +151,7 @@ export class DeliveryService {
     }
   }
 
-  async #pass(transactionId: string, force: boolean, claimed?: Claimed): Promise<StepReport> {
+  async #pass(key: string, force: boolean, claimed?: Claimed): Promise<StepReport> {
     let before: LedgerStatus | undefined;
     /** The record as this pass last read or wrote it; undefined once another path may have changed it. */
     let latest: LedgerRecord | undefined;
@@ -156,18 +159,18 @@ export class DeliveryService {
     let note = '';
     let waitedFor: string | undefined;
     for (let step = 0; step < 5; step++) {
-      const claim: ClaimResult = step === 0 && claimed ? { record: claimed.record, step: { kind: 'call', operation: claimed.operation } } : await this.#claim(transactionId, force);
+      const claim: ClaimResult = step === 0 && claimed ? { record: claimed.record, step: { kind: 'call', operation: claimed.operation } } : await this.#claim(key, force);
       before ??= claim.record.status;
       latest = claim.record;
       if ('heldBy' in claim) {
         // Its holder's pass runs here: wait for it once, then try again.
-        const holderPass = this.#running.get(claim.heldBy);
+        const holderPass = this.#running.get(ledgerKey(merchantOf(claim.record), claim.heldBy));
         if (holderPass && waitedFor !== claim.heldBy) {
           waitedFor = claim.heldBy;
           await holderPass.catch(() => undefined);
           continue;
         }
-        ({ record: latest, note } = await this.#waitBehind(transactionId, claim.heldBy));
+        ({ record: latest, note } = await this.#waitBehind(claim.record, claim.heldBy));
         break;
       }
       const next = claim.step;
@@ -193,7 +196,7 @@ export class DeliveryService {
       lastAction = next.kind === 'verify' ? 'verify' : next.operation;
       if (next.kind === 'verify') {
         const verdict = await this.verifier.verifyAccrual(claim.record, this.writer.now());
-        latest = await this.writer.change(transactionId, (r) => (r.accrual.state === 'in_doubt' ? applyVerdict(r, verdict, this.writer.now(), this.options) : undefined));
+        latest = await this.writer.change(key, (r) => (r.accrual.state === 'in_doubt' ? applyVerdict(r, verdict, this.writer.now(), this.options) : undefined));
         note = describeVerdict(verdict);
         if (verdict.kind !== 'did_not_happen') break;
         continue;
@@ -205,8 +208,8 @@ export class DeliveryService {
       if (!isOpen(latest)) break;
       force = false;
     }
-    const after = latest ?? (await this.writer.require(transactionId));
-    return { transactionId, before: before ?? after.status, after: after.status, action: lastAction, note, record: after };
+    const after = latest ?? (await this.writer.require(key));
+    return { ...idsOf(after), before: before ?? after.status, after: after.status, action: lastAction, note, record: after };
   }
 
   /**
@@ -214,15 +217,15 @@ export class DeliveryService {
    * flight before it is made: the compare-and-set decides which instance calls, and the store
    * refuses the marker while another accrual of the same customer and amount is unsettled.
    */
-  #claim(transactionId: string, force: boolean): Promise<ClaimResult> {
-    return this.writer.locked(transactionId, async () => {
-      let record = await this.writer.require(transactionId);
+  #claim(key: string, force: boolean): Promise<ClaimResult> {
+    return this.writer.locked(key, async () => {
+      let record = await this.writer.require(key);
       const now = this.writer.now();
       const step = nextStep(record, { nowMs: now.getTime(), force, canVerify: this.verifier.enabled, abandoned: this.abandoned(record) });
       try {
         switch (step.kind) {
           case 'take_over':
-            record = (await this.takeOver(record)) ?? (await this.writer.require(transactionId));
+            record = (await this.takeOver(record)) ?? (await this.writer.require(key));
             return { record, step };
           case 'reversal_not_needed':
             return { record: await this.writer.write(record, reversalNotNeeded(record)), step };
@@ -244,11 +247,11 @@ export class DeliveryService {
     });
   }
 
-  /** The accrual waits behind `holder`: looked at again soon while the holder's call is out, later while it is in doubt. */
-  async #waitBehind(transactionId: string, holder: string): Promise<{ record: LedgerRecord; note: string }> {
-    const holding = await this.writer.store.get(holder);
+  /** The accrual waits behind `holder` (a transactionId of its merchant): looked at again soon while the holder's call is out, later while it is in doubt. */
+  async #waitBehind(waiting: LedgerRecord, holder: string): Promise<{ record: LedgerRecord; note: string }> {
+    const holding = await this.writer.store.get(ledgerKey(merchantOf(waiting), holder));
     const pauseMs = holding?.accrual.state === 'in_doubt' ? Math.max(this.options.inDoubtVerifyAfterMs, this.options.retryBaseMs) : this.options.retryBaseMs;
-    const record = await this.writer.change(transactionId, (r) => (r.accrual.state === 'pending' && !r.inFlight ? waitBehind(r, holder, this.writer.now(), pauseMs) : undefined));
+    const record = await this.writer.change(keyOf(waiting), (r) => (r.accrual.state === 'pending' && !r.inFlight ? waitBehind(r, holder, this.writer.now(), pauseMs) : undefined));
     this.metrics.accrualsHeldBack.inc();
     return { record, note: `waits behind ${holder}: an accrual of the same customer and amount is unsettled` };
   }
@@ -256,10 +259,11 @@ export class DeliveryService {
   /** Makes the call the record is marked in flight for, and records its outcome. */
   async #call(record: LedgerRecord, operation: UpstreamOperation, countedByClaim: boolean): Promise<{ record: LedgerRecord; note: string; outcome: CallReport['outcome']['kind'] }> {
     const { transactionId } = record;
+    const key = keyOf(record);
     const startedAt = record.inFlight!.startedAt;
     failpoint('call:before-send');
     // A checkout's claim already counts this call (entered before its insert); it ends here too.
-    if (!countedByClaim) this.calling.enter(transactionId);
+    if (!countedByClaim) this.calling.enter(key);
     let report: CallReport;
     try {
       // The in-flight marker (for a new checkout, the record itself) must survive an OS crash
@@ -267,14 +271,14 @@ export class DeliveryService {
       await this.writer.store.durable?.();
       report = operation === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
     } finally {
-      this.calling.leave(transactionId);
+      this.calling.leave(key);
     }
     failpoint('call:after-answer');
     this.metrics.upstreamCalls.inc({ operation, outcome: report.outcome.kind });
     this.logger.info({ transactionId, operation, outcome: report.outcome.kind, requests: report.attempts.length }, 'loyalty service call finished');
     const answer = { operation, outcome: report.outcome, attempts: report.attempts, startedAt, owner: this.instanceId };
     // Read again and applied again if another instance wrote the record while the call was out (a refund recorded meanwhile).
-    const written = await this.writer.change(transactionId, (r) => recordOutcome(r, answer, this.writer.now(), this.options));
+    const written = await this.writer.change(key, (r) => recordOutcome(r, answer, this.writer.now(), this.options));
     return { record: written, note: written.history.at(-1)?.event ?? report.outcome.kind, outcome: report.outcome.kind };
   }
 
@@ -286,8 +290,9 @@ export class DeliveryService {
    * exists or finds the remainder linked afterwards, never a plan that changed after the insert.
    */
   async #createRemainder(parent: LedgerRecord): Promise<string> {
-    const childId = await this.writer.locked(parent.transactionId, async () => {
-      const current = await this.writer.require(parent.transactionId);
+    const parentKey = keyOf(parent);
+    const childId = await this.writer.locked(parentKey, async () => {
+      const current = await this.writer.require(parentKey);
       const partial = current.reversal.partial;
       if (current.remainderTransactionId || !partial) return current.remainderTransactionId;
       failpoint('partial:before-remainder');
@@ -297,7 +302,7 @@ export class DeliveryService {
       return partial.remainderTransactionId;
     });
     if (!childId) return 'a full refund superseded the partial one: nothing remains to accrue';
-    const child = await this.advance(childId);
+    const child = await this.advance(ledgerKey(merchantOf(parent), childId));
     return `remainder ${childId}: ${child.after}`;
   }
 }
@@ -316,26 +321,30 @@ export async function insertRemainder(writer: RecordWriter, draft: LedgerRecord)
   }
 }
 
+function idsOf(record: LedgerRecord): Pick<StepReport, 'key' | 'transactionId' | 'merchantId'> {
+  return { key: keyOf(record), transactionId: record.transactionId, merchantId: merchantOf(record) };
+}
+
 /**
  * Upstream calls out from this process (or about to go out: a checkout's claim), counted per
- * transactionId: a checkout's claim and a pass's call may overlap for one id, and one ending must
+ * ledger key: a checkout's claim and a pass's call may overlap for one record, and one ending must
  * not make the other's marker look abandoned.
  */
 export class CallsOut {
   readonly #count = new Map<string, number>();
 
-  has(transactionId: string): boolean {
-    return this.#count.has(transactionId);
+  has(key: string): boolean {
+    return this.#count.has(key);
   }
 
-  enter(transactionId: string): void {
-    this.#count.set(transactionId, (this.#count.get(transactionId) ?? 0) + 1);
+  enter(key: string): void {
+    this.#count.set(key, (this.#count.get(key) ?? 0) + 1);
   }
 
-  leave(transactionId: string): void {
-    const left = (this.#count.get(transactionId) ?? 1) - 1;
-    if (left > 0) this.#count.set(transactionId, left);
-    else this.#count.delete(transactionId);
+  leave(key: string): void {
+    const left = (this.#count.get(key) ?? 1) - 1;
+    if (left > 0) this.#count.set(key, left);
+    else this.#count.delete(key);
   }
 }
 

@@ -14,7 +14,7 @@
  * person is known by different identifiers (a phone on one order, an email on the other).
  */
 import type { Customer } from '../customer.js';
-import { isAccrualUnsettled, type LedgerRecord } from '../ledger/record.js';
+import { isAccrualUnsettled, merchantOf, type LedgerRecord } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';
@@ -60,7 +60,7 @@ export class HistoryVerifier {
           if (op.cardId !== cardId || op.purchaseSum == null) continue;
           if (Date.parse(op.createdAt) < since) continue;
           if (!centsEqualsMajor(check.amount, op.purchaseSum)) continue;
-          const claimedBy = await this.store.findOperationClaim(op.id);
+          const claimedBy = await this.store.findOperationClaim(merchantOf(record), op.id);
           if (claimedBy && claimedBy !== record.transactionId) continue;
           const rivals = await this.#rivals(record, op, cards);
           if (rivals.length === 0) return { kind: 'happened', operationId: op.id, cardId };
@@ -86,7 +86,7 @@ export class HistoryVerifier {
   async #rivals(record: LedgerRecord, op: Operation, cards: CardLookup): Promise<string[]> {
     const rivals: string[] = [];
     const created = Date.parse(op.createdAt);
-    for (const other of await this.store.listUnsettledAccruals(record.accrual.check!.amount)) {
+    for (const other of await this.store.listUnsettledAccruals(merchantOf(record), record.accrual.check!.amount)) {
       if (other.transactionId === record.transactionId || !isAccrualUnsettled(other) || !other.accrual.customer) continue;
       const began = other.inFlight?.startedAt ?? other.accrual.inDoubtSince;
       if (began !== undefined && Date.parse(began) - this.options.clockSkewMs > created) continue;

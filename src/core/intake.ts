@@ -7,7 +7,7 @@
 import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { hasContact } from '../customer.js';
-import { isOpen, type LedgerRecord } from '../ledger/record.js';
+import { DEFAULT_MERCHANT, isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord } from '../ledger/record.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { checkId, deriveTransactionId } from '../transaction-id.js';
@@ -15,7 +15,7 @@ import type { CheckoutIntent, RefundIntent } from '../pos/contract.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import type { RecordWriter } from './record-writer.js';
-import { linkRemainder, newCheckout, newRefundOfUnknownOrder, noteChangedRepeat, requestPartialReversal, requestReversal, type Transition, type TransitionOptions } from './transitions.js';
+import { linkRemainder, newCheckout, newRefundOfUnknownOrder, noteChangedRepeat, requestPartialReversal, requestReversal, type RecordIds, type Transition, type TransitionOptions } from './transitions.js';
 
 /** The refund reached a record whose remainder now holds what is left of the order: walk the chain again. */
 const MOVED = Symbol('moved to the remainder');
@@ -29,21 +29,23 @@ export class IntakeService {
     private readonly metrics: Metrics,
   ) {}
 
-  async checkout(pos: string, intent: CheckoutIntent): Promise<Answer> {
-    const ids = { transactionId: deriveTransactionId(pos, intent.orderId, intent.scope), pos, orderId: intent.orderId };
+  /** `merchantId`: whose order (the POS token's or the webhook's merchant). */
+  async checkout(pos: string, intent: CheckoutIntent, merchantId: string = DEFAULT_MERCHANT): Promise<Answer> {
+    const ids = { transactionId: deriveTransactionId(pos, intent.orderId, intent.scope), merchantId, pos, orderId: intent.orderId };
     const { transactionId } = ids;
+    const key = ledgerKey(merchantId, transactionId);
     const now = this.writer.now();
     const contact = hasContact(intent.customer);
     failpoint('checkout:before-ledger-write');
     // A new order is recorded already marked in flight (see newCheckout), but only when no call for
-    // this id is out from here: then the insert can only find the order, never race our own call.
-    const claiming = contact && !this.delivery.calling.has(transactionId);
-    if (claiming) this.delivery.calling.enter(transactionId);
+    // this record is out from here: then the insert can only find the order, never race our own call.
+    const claiming = contact && !this.delivery.calling.has(key);
+    if (claiming) this.delivery.calling.enter(key);
     let inserted: { record: LedgerRecord; created: boolean };
     try {
       inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, claiming ? this.delivery.instanceId : undefined));
     } catch (error) {
-      if (claiming) this.delivery.calling.leave(transactionId);
+      if (claiming) this.delivery.calling.leave(key);
       // Another accrual of this customer and amount is unsettled: recorded pending; delivery makes it wait behind that one.
       if (!(error instanceof AccrualKeyHeldError)) throw error;
       inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now));
@@ -51,7 +53,7 @@ export class IntakeService {
       return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined);
     }
     const claimed = claiming && inserted.created;
-    if (claiming && !inserted.created) this.delivery.calling.leave(transactionId);
+    if (claiming && !inserted.created) this.delivery.calling.leave(key);
     return this.#afterInsert(pos, intent, inserted.record, inserted.created, claimed ? { record: inserted.record, operation: 'accrue' } : undefined);
   }
 
@@ -61,25 +63,25 @@ export class IntakeService {
       this.logger.info({ transactionId: record.transactionId, pos, status: record.status }, 'checkout recorded');
     }
     const changed = !created && record.accrual.check?.amount !== intent.check.amount;
-    if (changed) await this.#noteChangedRepeat(record.transactionId, intent.check.amount, record.accrual.check?.amount);
+    if (changed) await this.#noteChangedRepeat(keyOf(record), intent.check.amount, record.accrual.check?.amount);
     const answer = !created
       ? await answerFor(this.writer.store, record, true)
-      : await answerFor(this.writer.store, record.accrual.state === 'skipped' ? record : await this.delivery.deliverWithinBudget(record.transactionId, claimed), false);
+      : await answerFor(this.writer.store, record.accrual.state === 'skipped' ? record : await this.delivery.deliverWithinBudget(keyOf(record), claimed), false);
     this.metrics.checkouts.inc({ pos, result: answer.repeat ? (changed ? 'repeat_changed' : 'repeat') : answer.record.status });
     return answer;
   }
 
   /** Informational: the answer stands whatever happens to the note (another instance may write the record meanwhile). */
-  async #noteChangedRepeat(transactionId: string, amount: number, recorded: number | undefined): Promise<void> {
-    this.logger.warn({ transactionId, amountCents: amount, recordedCents: recorded }, 'an order already recorded was delivered again with a different amount; nothing sent');
+  async #noteChangedRepeat(key: string, amount: number, recorded: number | undefined): Promise<void> {
+    this.logger.warn({ key, amountCents: amount, recordedCents: recorded }, 'an order already recorded was delivered again with a different amount; nothing sent');
     try {
-      await this.writer.change(transactionId, (r) => noteChangedRepeat(r, amount, this.writer.now()));
+      await this.writer.change(key, (r) => noteChangedRepeat(r, amount, this.writer.now()));
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
     }
   }
 
-  async refund(pos: string, intent: RefundIntent): Promise<Answer> {
+  async refund(pos: string, intent: RefundIntent, merchantId: string = DEFAULT_MERCHANT): Promise<Answer> {
     const rootId = deriveTransactionId(pos, intent.orderId, intent.scope);
     const { refundId } = intent;
     if (refundId !== undefined) checkId('refundId', refundId);
@@ -87,31 +89,31 @@ export class IntakeService {
     // Earlier partial refunds moved what remains of the order to remainder records: act on the
     // last. If a remainder appears while this refund is applied, walk the chain again.
     for (let attempt = 0; attempt < 5; attempt++) {
-      const chain = await chainOf(this.writer, rootId);
+      const chain = await chainOf(this.writer, ledgerKey(merchantId, rootId));
       const seen = refundId ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
       if (seen) return answerFor(this.writer.store, seen, true, refundId);
       const current = chain.at(-1);
       if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
       const answer = partial
-        ? await this.#partialReversal(current!.transactionId, refundId!, intent)
-        : await this.reversal({ transactionId: current?.transactionId ?? rootId, pos, orderId: intent.orderId }, refundId);
+        ? await this.#partialReversal(keyOf(current!), refundId!, intent)
+        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId);
       if (answer !== MOVED) return answer;
     }
     throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
   }
 
   /** A full reversal of `ids.transactionId` (a refund, or an operator's /reverse); MOVED when a remainder holds the order now. */
-  async reversal(ids: { transactionId: string; pos: string; orderId: string }, refundId: string | undefined): Promise<Answer | typeof MOVED> {
-    const { transactionId } = ids;
-    const unknown = await this.writer.locked(transactionId, async () => {
-      if (await this.writer.store.get(transactionId)) return undefined;
+  async reversal(ids: RecordIds, refundId: string | undefined): Promise<Answer | typeof MOVED> {
+    const key = ledgerKey(ids.merchantId, ids.transactionId);
+    const unknown = await this.writer.locked(key, async () => {
+      if (await this.writer.store.get(key)) return undefined;
       const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now()));
       return { record, repeat: !created };
     });
     if (unknown) return this.#deliverRefund(ids.pos, unknown.record, unknown.repeat, refundId);
     // Set by the last decision (a lost race decides again).
     const decided: { result: 'moved' | 'repeat' | 'recorded' } = { result: 'recorded' };
-    const record = await this.writer.change(transactionId, async (r) => {
+    const record = await this.writer.change(key, async (r) => {
       const moved = await this.#remainderHolds(r);
       decided.result = moved ? 'moved' : 'recorded';
       if (moved) return moved === true ? undefined : moved;
@@ -123,9 +125,9 @@ export class IntakeService {
     return this.#deliverRefund(ids.pos, record, decided.result === 'repeat', refundId);
   }
 
-  async #partialReversal(transactionId: string, refundId: string, intent: RefundIntent): Promise<Answer | typeof MOVED> {
+  async #partialReversal(key: string, refundId: string, intent: RefundIntent): Promise<Answer | typeof MOVED> {
     const decided = { moved: false };
-    const record = await this.writer.change(transactionId, async (r) => {
+    const record = await this.writer.change(key, async (r) => {
       const holds = await this.#remainderHolds(r);
       decided.moved = Boolean(holds);
       if (holds) return holds === true ? undefined : holds;
@@ -144,26 +146,26 @@ export class IntakeService {
   async #remainderHolds(record: LedgerRecord): Promise<true | Transition | undefined> {
     if (record.remainderTransactionId) return true;
     const partial = record.reversal.partial;
-    if (!partial || !(await this.writer.store.get(partial.remainderTransactionId))) return undefined;
+    if (!partial || !(await this.writer.store.get(ledgerKey(merchantOf(record), partial.remainderTransactionId)))) return undefined;
     return linkRemainder(record, partial.remainderTransactionId);
   }
 
   async #deliverRefund(pos: string, record: LedgerRecord, repeat: boolean, refundId: string | undefined): Promise<Answer> {
     if (!repeat) failpoint('refund:after-ledger-write');
-    const delivered = !repeat && isOpen(record) ? await this.delivery.deliverWithinBudget(record.transactionId) : record;
+    const delivered = !repeat && isOpen(record) ? await this.delivery.deliverWithinBudget(keyOf(record)) : record;
     this.metrics.refunds.inc({ pos, result: repeat ? 'repeat' : delivered.status });
     return answerFor(this.writer.store, delivered, repeat, refundId);
   }
 }
 
-/** The order's original record followed by the remainders of its partial refunds, in order. */
-export async function chainOf(writer: RecordWriter, rootId: string): Promise<LedgerRecord[]> {
+/** The order's original record (by ledger key) followed by the remainders of its partial refunds, in order. */
+export async function chainOf(writer: RecordWriter, rootKey: string): Promise<LedgerRecord[]> {
   const chain: LedgerRecord[] = [];
-  for (let id: string | undefined = rootId; id && chain.length < 1000; ) {
-    const record = await writer.store.get(id);
+  for (let key: string | undefined = rootKey; key && chain.length < 1000; ) {
+    const record: LedgerRecord | undefined = await writer.store.get(key);
     if (!record) break;
     chain.push(record);
-    id = record.remainderTransactionId;
+    key = record.remainderTransactionId ? ledgerKey(merchantOf(record), record.remainderTransactionId) : undefined;
   }
   return chain;
 }

@@ -5,6 +5,7 @@
  * transitions on the record as it then is.
  */
 import { ConflictError, NotFoundError } from '../errors.js';
+import { merchantOf } from '../ledger/record.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
@@ -20,28 +21,30 @@ export class OperatorActions {
     private readonly intake: IntakeService,
   ) {}
 
-  async retry(transactionId: string): Promise<Answer> {
-    await this.delivery.passFinished(transactionId);
-    await this.writer.change(transactionId, (r) => retry(r));
-    return answerFor(this.writer.store, await this.delivery.deliverWithinBudget(transactionId), false);
+  /** Each action names the record by its ledger key (`ledgerKey`: the transactionId within its merchant). */
+  async retry(key: string): Promise<Answer> {
+    await this.delivery.passFinished(key);
+    await this.writer.change(key, (r) => retry(r));
+    return answerFor(this.writer.store, await this.delivery.deliverWithinBudget(key), false);
   }
 
-  async reverse(transactionId: string, reason?: string): Promise<Answer> {
+  async reverse(key: string, reason?: string): Promise<Answer> {
     const refundId = `operator:${this.writer.now().toISOString()}${reason ? `:${reason.slice(0, 40)}` : ''}`;
     // What remains of the order may have moved to remainder records: the operator reverses the last.
     for (let attempt = 0; attempt < 5; attempt++) {
-      const current = (await chainOf(this.writer, transactionId)).at(-1);
-      if (!current) throw new NotFoundError(`no ledger record ${transactionId}`);
-      const answer = await this.intake.reversal(current, refundId);
+      const current = (await chainOf(this.writer, key)).at(-1);
+      if (!current) throw new NotFoundError(`no ledger record ${key}`);
+      const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId);
       if (answer !== MOVED) return answer;
     }
     throw new ConflictError('the record kept changing; try again');
   }
 
-  async resolve(transactionId: string, input: ResolveInput): Promise<Answer> {
-    await this.delivery.passFinished(transactionId);
-    const claimedBy = input.operationId !== undefined ? await this.writer.store.findOperationClaim(input.operationId) : undefined;
-    await this.writer.change(transactionId, (r) => resolve(r, input, claimedBy));
-    return answerFor(this.writer.store, await this.delivery.deliverWithinBudget(transactionId), false);
+  async resolve(key: string, input: ResolveInput): Promise<Answer> {
+    await this.delivery.passFinished(key);
+    const record = await this.writer.require(key);
+    const claimedBy = input.operationId !== undefined ? await this.writer.store.findOperationClaim(merchantOf(record), input.operationId) : undefined;
+    await this.writer.change(key, (r) => resolve(r, input, claimedBy));
+    return answerFor(this.writer.store, await this.delivery.deliverWithinBudget(key), false);
   }
 }

@@ -29,15 +29,16 @@ export class RecordWriter {
     return this.clock();
   }
 
-  async require(transactionId: string): Promise<LedgerRecord> {
-    const record = await this.store.get(transactionId);
-    if (!record) throw new NotFoundError(`no ledger record ${transactionId}`);
+  /** The record under this ledger key (`keyOf`: its transactionId within its merchant). */
+  async require(key: string): Promise<LedgerRecord> {
+    const record = await this.store.get(key);
+    if (!record) throw new NotFoundError(`no ledger record ${key}`);
     return record;
   }
 
   /** Runs `work` holding this process's lock on the record (for steps that read and write more than one thing). */
-  locked<T>(transactionId: string, work: () => Promise<T>): Promise<T> {
-    return this.#locks.run(transactionId, work);
+  locked<T>(key: string, work: () => Promise<T>): Promise<T> {
+    return this.#locks.run(key, work);
   }
 
   /**
@@ -57,11 +58,11 @@ export class RecordWriter {
    * instance wrote the record in between, reads it again and decides again. Answers the record as
    * written, or as read when `decide` answered undefined (nothing to change).
    */
-  async change(transactionId: string, decide: (record: LedgerRecord) => Transition | undefined | Promise<Transition | undefined>): Promise<LedgerRecord> {
+  async change(key: string, decide: (record: LedgerRecord) => Transition | undefined | Promise<Transition | undefined>): Promise<LedgerRecord> {
     for (let decision = 1; ; decision++) {
       try {
-        return await this.#locks.run(transactionId, async () => {
-          const record = await this.require(transactionId);
+        return await this.#locks.run(key, async () => {
+          const record = await this.require(key);
           const transition = await decide(record);
           return transition ? this.write(record, transition) : record;
         });

@@ -6,7 +6,7 @@
  * could have been called is put in doubt too (`transitions.doubtAfterDamage`).
  */
 import { AccrualKeyHeldError } from '../errors.js';
-import { awaitsRemainder } from '../ledger/record.js';
+import { awaitsRemainder, keyOf, ledgerKey, merchantOf } from '../ledger/record.js';
 import { insertRemainder, type DeliveryService } from './delivery.js';
 import type { RecordWriter } from './record-writer.js';
 import { doubtAfterDamage, keyless, newRemainder, type TransitionOptions } from './transitions.js';
@@ -23,8 +23,8 @@ export class RecoveryService {
     let recovered = 0;
     for (const record of await this.writer.store.listOpen(Number.MAX_SAFE_INTEGER)) {
       if (!this.delivery.abandoned(record)) continue;
-      await this.writer.locked(record.transactionId, async () => {
-        const current = await this.writer.store.get(record.transactionId);
+      await this.writer.locked(keyOf(record), async () => {
+        const current = await this.writer.store.get(keyOf(record));
         if (current && this.delivery.abandoned(current) && (await this.delivery.takeOver(current))) recovered++;
       });
     }
@@ -37,13 +37,13 @@ export class RecoveryService {
    */
   async recoverAfterJournalDamage(cause = 'journal damage found at start-up'): Promise<number> {
     let changed = 0;
-    for (const { transactionId } of await this.writer.store.listOpen(Number.MAX_SAFE_INTEGER)) {
-      await this.writer.locked(transactionId, async () => {
-        const record = await this.writer.store.get(transactionId);
+    for (const open of await this.writer.store.listOpen(Number.MAX_SAFE_INTEGER)) {
+      await this.writer.locked(keyOf(open), async () => {
+        const record = await this.writer.store.get(keyOf(open));
         if (!record || record.inFlight) return;
         const now = this.writer.now();
         const partial = record.reversal.partial;
-        const remainderExists = partial ? Boolean(await this.writer.store.get(partial.remainderTransactionId)) : false;
+        const remainderExists = partial ? Boolean(await this.writer.store.get(ledgerKey(merchantOf(record), partial.remainderTransactionId))) : false;
         if (awaitsRemainder(record) && partial && !remainderExists) {
           // The lost lines may have created and accrued the remainder: it is created in doubt from this version.
           if (await insertRemainder(this.writer, newRemainder(record, partial, now, this.options, record.updatedAt, cause))) changed++;

@@ -22,6 +22,7 @@ import { ConflictError } from '../errors.js';
 import {
   awaitsRemainder,
   deriveStatus,
+  merchantOf,
   withAttempts,
   withChangedDelivery,
   withHistoryEvent,
@@ -235,13 +236,22 @@ function settledRounds(r: LedgerRecord): void {
 
 // ------------------------------------------------------------------ new records
 
-export function newRecord(transactionId: string, pos: string, orderId: string, now: Date): LedgerRecord {
+/** Which record: the upstream transactionId, the merchant whose it is, and the POS order it stands for. */
+export interface RecordIds {
+  transactionId: string;
+  merchantId: string;
+  pos: string;
+  orderId: string;
+}
+
+export function newRecord(ids: RecordIds, now: Date): LedgerRecord {
   const at = now.toISOString();
   return {
-    transactionId,
+    transactionId: ids.transactionId,
+    merchantId: ids.merchantId,
     version: 1,
-    pos,
-    orderId,
+    pos: ids.pos,
+    orderId: ids.orderId,
     status: 'pending',
     createdAt: at,
     updatedAt: at,
@@ -266,13 +276,13 @@ function born(record: LedgerRecord, event: string): LedgerRecord {
  * call (a crash right after it leaves the record in doubt, verified before anything is sent).
  */
 export function newCheckout(
-  ids: { transactionId: string; pos: string; orderId: string },
+  ids: RecordIds,
   intent: { check: Check; customer: LedgerRecord['accrual']['customer'] },
   hasContact: boolean,
   now: Date,
   owner?: string,
 ): LedgerRecord {
-  const record = newRecord(ids.transactionId, ids.pos, ids.orderId, now);
+  const record = newRecord(ids, now);
   record.accrual.check = intent.check;
   record.accrual.customer = intent.customer;
   record.accrual.state = hasContact ? 'pending' : 'skipped';
@@ -281,8 +291,8 @@ export function newCheckout(
 }
 
 /** A refund of an order this ledger never saw (accrued before the ledger existed, or lost): reversed by the derived id. */
-export function newRefundOfUnknownOrder(ids: { transactionId: string; pos: string; orderId: string }, refundId: string | undefined, now: Date): LedgerRecord {
-  const record = newRecord(ids.transactionId, ids.pos, ids.orderId, now);
+export function newRefundOfUnknownOrder(ids: RecordIds, refundId: string | undefined, now: Date): LedgerRecord {
+  const record = newRecord(ids, now);
   record.accrual.state = 'none';
   record.reversal = { ...record.reversal, state: 'pending', requestedAt: now.toISOString(), refundIds: refundId ? [refundId] : [] };
   return born(record, `refund${refundId ? ` ${refundId}` : ''} for an order this ledger never saw: reversing by its derived id`);
@@ -293,7 +303,7 @@ export function newRefundOfUnknownOrder(ids: { transactionId: string; pos: strin
  * crash may have created and accrued it already; then it is born in doubt, verified before any accrue.
  */
 export function newRemainder(parent: LedgerRecord, partial: PartialRefundPlan, now: Date, options: TransitionOptions, inDoubtSince?: string, cause?: string): LedgerRecord {
-  const record = newRecord(partial.remainderTransactionId, parent.pos, parent.orderId, now);
+  const record = newRecord({ transactionId: partial.remainderTransactionId, merchantId: merchantOf(parent), pos: parent.pos, orderId: parent.orderId }, now);
   record.accrual.check = partial.remainderCheck;
   record.accrual.customer = parent.accrual.customer;
   record.parentTransactionId = parent.transactionId;

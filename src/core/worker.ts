@@ -5,7 +5,7 @@
  */
 import type { Logger } from '../logger.js';
 import type { LedgerStore } from '../ledger/store.js';
-import { FINAL_STATUSES, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
+import { FINAL_STATUSES, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
 import type { DeliveryService, StepReport } from './delivery.js';
 
 export interface ReconcileReport {
@@ -14,8 +14,8 @@ export interface ReconcileReport {
   examined: number;
   /** False when the time budget ended the pass before every open record was examined: call again. */
   complete: boolean;
-  fixed: { transactionId: string; from: LedgerStatus; to: LedgerStatus; why: string }[];
-  open: { transactionId: string; status: LedgerStatus; why: string }[];
+  fixed: { transactionId: string; merchantId: string; from: LedgerStatus; to: LedgerStatus; why: string }[];
+  open: { transactionId: string; merchantId: string; status: LedgerStatus; why: string }[];
 }
 
 const BATCH = 500;
@@ -77,8 +77,8 @@ export class Worker {
     }
     const report: ReconcileReport = { startedAt, finishedAt: new Date().toISOString(), examined: reports.length, complete, fixed: [], open: [] };
     for (const r of reports) {
-      if (FINAL_STATUSES.has(r.after)) report.fixed.push({ transactionId: r.transactionId, from: r.before, to: r.after, why: r.note });
-      else report.open.push({ transactionId: r.transactionId, status: r.after, why: r.note });
+      if (FINAL_STATUSES.has(r.after)) report.fixed.push({ transactionId: r.transactionId, merchantId: r.merchantId, from: r.before, to: r.after, why: r.note });
+      else report.open.push({ transactionId: r.transactionId, merchantId: r.merchantId, status: r.after, why: r.note });
     }
     return report;
   }
@@ -94,9 +94,9 @@ export class Worker {
     const lanes = Array.from({ length: Math.min(this.options.concurrency, queue.length) }, async () => {
       for (let record = next(); record; record = next()) {
         try {
-          reports.push(await this.service.advance(record.transactionId, force));
+          reports.push(await this.service.advance(keyOf(record), force));
         } catch (error) {
-          reports.push({ transactionId: record.transactionId, before: record.status, after: record.status, action: 'none', note: `error: ${(error as Error).message}` });
+          reports.push({ key: keyOf(record), transactionId: record.transactionId, merchantId: merchantOf(record), before: record.status, after: record.status, action: 'none', note: `error: ${(error as Error).message}` });
         }
       }
     });

@@ -43,7 +43,7 @@ import { Journal, syncDirectory, type Location, type WriteFailure, type WriteFil
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
-import { accrualKeys, isOpen, LEDGER_STATUSES, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
+import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 const FORMAT_VERSION = 2;
@@ -62,7 +62,7 @@ interface Manifest {
  * have no `d`: start-up derives it from their bodies, for the open records among them only.
  */
 type LineHeader =
-  | { k: 'r'; id: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number }
+  | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number }
   | { k: 'w'; key: string; t: number };
 
 /** What start-up found unreadable in the journal; no record contents (they hold customer contacts). */
@@ -82,7 +82,9 @@ export interface JournalRecovery {
 }
 
 interface IndexEntry {
-  transactionId: string;
+  /** The ledger key (`keyOf`): the transactionId within its merchant. */
+  key: string;
+  merchantId: string;
   version: number;
   status: LedgerStatus;
   pos: string;
@@ -124,7 +126,8 @@ export class FileLedgerStore implements LedgerStore {
   readonly #lock: ProcessLock;
   readonly #index = new Map<string, IndexEntry>();
   readonly #open = new Set<string>();
-  readonly #claims = new Map<number, string>();
+  /** `<merchant>\u0000<operation id>` → the ledger key of the record that claimed it (ids are per loyalty account). */
+  readonly #claims = new Map<string, string>();
   /** Accrual key → the record holding it (see `accrualKeys`). */
   readonly #accrualKeys = new Map<string, string>();
   readonly #cache = new Map<string, LedgerRecord>();
@@ -245,13 +248,14 @@ export class FileLedgerStore implements LedgerStore {
     return this.#journal.durable();
   }
 
-  async get(transactionId: string): Promise<LedgerRecord | undefined> {
-    return this.#read(transactionId);
+  async get(key: string): Promise<LedgerRecord | undefined> {
+    return this.#read(key);
   }
 
   insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
-    return this.#locks.run(record.transactionId, async () => {
-      if (this.#index.has(record.transactionId)) return { record: this.#read(record.transactionId)!, created: false };
+    const key = keyOf(record);
+    return this.#locks.run(key, async () => {
+      if (this.#index.has(key)) return { record: this.#read(key)!, created: false };
       if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
       this.#checkClaims(record, []);
       this.#write(record);
@@ -260,10 +264,11 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   update(next: LedgerRecord): Promise<LedgerRecord> {
-    return this.#locks.run(next.transactionId, async () => {
-      const current = this.#index.get(next.transactionId);
+    const key = keyOf(next);
+    return this.#locks.run(key, async () => {
+      const current = this.#index.get(key);
       if (!current || current.version !== next.version - 1) {
-        throw new VersionConflictError(next.transactionId, next.version - 1, current?.version);
+        throw new VersionConflictError(key, next.version - 1, current?.version);
       }
       this.#checkClaims(next, current.accrualKeys);
       this.#write(next);
@@ -275,23 +280,28 @@ export class FileLedgerStore implements LedgerStore {
     const fromMs = query.from?.getTime() ?? -Infinity;
     const toMs = query.to?.getTime() ?? Infinity;
     const matching = [...this.#index.values()].filter(
-      (e) => (!query.status || e.status === query.status) && (!query.pos || e.pos === query.pos) && e.createdAtMs >= fromMs && e.createdAtMs <= toMs,
+      (e) =>
+        (!query.merchantId || e.merchantId === query.merchantId) &&
+        (!query.status || e.status === query.status) &&
+        (!query.pos || e.pos === query.pos) &&
+        e.createdAtMs >= fromMs &&
+        e.createdAtMs <= toMs,
     );
-    // Newest first by createdAt (ties by id), the same before and after a restart.
-    matching.sort((a, b) => b.createdAtMs - a.createdAtMs || (a.transactionId < b.transactionId ? 1 : -1));
-    const items = matching.slice(query.offset, query.offset + query.limit).map((e) => this.#read(e.transactionId)!);
+    // Newest first by createdAt (ties by key), the same before and after a restart.
+    matching.sort((a, b) => b.createdAtMs - a.createdAtMs || (a.key < b.key ? 1 : -1));
+    const items = matching.slice(query.offset, query.offset + query.limit).map((e) => this.#read(e.key)!);
     return { items, total: matching.length };
   }
 
   /** One process owns this ledger, so claims (for shared stores) have nothing to arbitrate. */
   async listOpen(limit: number, _claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]> {
-    const from = after ? { createdAtMs: Date.parse(after.createdAt), transactionId: after.transactionId } : undefined;
+    const from = after ? { createdAtMs: Date.parse(after.createdAt), key: keyOf(after) } : undefined;
     return [...this.#open]
-      .map((id) => this.#index.get(id)!)
+      .map((key) => this.#index.get(key)!)
       .filter((e) => !from || byAge(e, from) > 0)
       .sort(byAge)
       .slice(0, limit)
-      .map((e) => this.#read(e.transactionId)!);
+      .map((e) => this.#read(e.key)!);
   }
 
   /** One pass over the open set, never the whole ledger: due times are in the index. */
@@ -304,21 +314,31 @@ export class FileLedgerStore implements LedgerStore {
     return due
       .sort((a, b) => a.atMs - b.atMs || byAge(a.entry, b.entry))
       .slice(0, query.limit)
-      .map(({ entry }) => this.#read(entry.transactionId)!);
+      .map(({ entry }) => this.#read(entry.key)!);
   }
 
   async countOpen(): Promise<number> {
     return this.#open.size;
   }
 
-  async listUnsettledAccruals(amountCents: number): Promise<LedgerRecord[]> {
+  async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {
     const found: LedgerRecord[] = [];
-    for (const id of this.#open) if (this.#index.get(id)!.unsettledAmount === amountCents) found.push(this.#read(id)!);
+    for (const key of this.#open) {
+      const entry = this.#index.get(key)!;
+      if (entry.unsettledAmount === amountCents && entry.merchantId === merchantId) found.push(this.#read(key)!);
+    }
     return found;
   }
 
-  async findOperationClaim(operationId: number): Promise<string | undefined> {
-    return this.#claims.get(operationId);
+  async findOperationClaim(merchantId: string, operationId: number): Promise<string | undefined> {
+    const holder = this.#claims.get(claimKey(merchantId, operationId));
+    return holder === undefined ? undefined : this.#transactionIdOf(holder);
+  }
+
+  /** The transactionId a ledger key stands for (the key without its merchant's prefix). */
+  #transactionIdOf(key: string): string {
+    const merchant = this.#index.get(key)?.merchantId ?? DEFAULT_MERCHANT;
+    return merchant === DEFAULT_MERCHANT ? key : key.slice(merchant.length + 1);
   }
 
   async count(): Promise<number> {
@@ -395,14 +415,14 @@ export class FileLedgerStore implements LedgerStore {
    * Records with work left that this process wrote or read last come from memory. Callers must treat returned records
    * as immutable (the service copies before changing one).
    */
-  #read(transactionId: string): LedgerRecord | undefined {
-    const cached = this.#cache.get(transactionId);
+  #read(key: string): LedgerRecord | undefined {
+    const cached = this.#cache.get(key);
     if (cached) {
-      this.#cache.delete(transactionId);
-      this.#cache.set(transactionId, cached);
+      this.#cache.delete(key);
+      this.#cache.set(key, cached);
       return cached;
     }
-    const entry = this.#index.get(transactionId);
+    const entry = this.#index.get(key);
     if (!entry) return undefined;
     const record = JSON.parse(this.#journal.readBody(entry.location)) as LedgerRecord;
     this.#keep(record);
@@ -414,13 +434,16 @@ export class FileLedgerStore implements LedgerStore {
     const due = dueOf(record);
     const keys = accrualKeys(record);
     const amount = unsettledAmount(record);
+    const key = keyOf(record);
+    const merchant = merchantOf(record);
     const header: LineHeader = {
       k: 'r',
-      id: record.transactionId,
+      id: key,
+      ...(merchant !== DEFAULT_MERCHANT ? { m: merchant } : {}),
       v: record.version,
       s: record.status,
       p: record.pos,
-      c: this.#index.get(record.transactionId)?.createdAtMs ?? Date.parse(record.createdAt),
+      c: this.#index.get(key)?.createdAtMs ?? Date.parse(record.createdAt),
       o: open ? 1 : 0,
       ...(open ? { d: due?.atMs ?? null } : {}),
       ...(due?.needsVerifier ? { dv: 1 } : {}),
@@ -440,20 +463,23 @@ export class FileLedgerStore implements LedgerStore {
    * keys the stored version has), so a record already holding a key keeps moving.
    */
   #checkClaims(record: LedgerRecord, held: readonly string[]): void {
+    const key = keyOf(record);
+    const merchant = merchantOf(record);
     for (const id of record.accrual.operationIds) {
-      const holder = this.#claims.get(id);
-      if (holder !== undefined && holder !== record.transactionId) throw new ConflictError(`operation ${id} is claimed by ${holder}`);
+      const holder = this.#claims.get(claimKey(merchant, id));
+      if (holder !== undefined && holder !== key) throw new ConflictError(`operation ${id} is claimed by ${this.#transactionIdOf(holder)}`);
     }
-    for (const key of accrualKeys(record)) {
-      const holder = this.#accrualKeys.get(key);
-      if (holder !== undefined && holder !== record.transactionId && !held.includes(key)) throw new AccrualKeyHeldError(record.transactionId, holder);
+    for (const accrualKey of accrualKeys(record)) {
+      const holder = this.#accrualKeys.get(accrualKey);
+      if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(record.transactionId, this.#transactionIdOf(holder));
     }
   }
 
   #keep(record: LedgerRecord): void {
-    this.#cache.delete(record.transactionId);
+    const key = keyOf(record);
+    this.#cache.delete(key);
     if (!isOpen(record)) return;
-    this.#cache.set(record.transactionId, record);
+    this.#cache.set(key, record);
     if (this.#cache.size > CACHE_RECORDS) this.#cache.delete(this.#cache.keys().next().value!);
   }
 
@@ -463,11 +489,12 @@ export class FileLedgerStore implements LedgerStore {
     this.#addLive(location);
     const due = h.o === 1 && typeof h.d === 'number' ? { atMs: h.d, needsVerifier: h.dv === 1 } : undefined;
     const keys = h.ak ?? [];
-    this.#index.set(h.id, { transactionId: h.id, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], accrualKeys: keys, unsettledAmount: h.ua, location });
+    const merchantId = h.m ?? DEFAULT_MERCHANT;
+    this.#index.set(h.id, { key: h.id, merchantId, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], accrualKeys: keys, unsettledAmount: h.ua, location });
     if (h.o === 1) this.#open.add(h.id);
     else this.#open.delete(h.id);
-    for (const id of previous?.operationIds ?? []) this.#claims.delete(id);
-    for (const id of h.ops ?? []) this.#claims.set(id, h.id);
+    for (const id of previous?.operationIds ?? []) this.#claims.delete(claimKey(merchantId, id));
+    for (const id of h.ops ?? []) this.#claims.set(claimKey(merchantId, id), h.id);
     for (const key of previous?.accrualKeys ?? []) if (this.#accrualKeys.get(key) === h.id) this.#accrualKeys.delete(key);
     // A key already held stays with its holder: two unsettled accruals of one key can only come from
     // an earlier build's ledger, and the history verifier treats such a pair as ambiguous.
@@ -595,7 +622,7 @@ export class FileLedgerStore implements LedgerStore {
       const due = force.has(segment) || (!this.#damaged.has(segment) && this.#liveShare(segment) < COMPACT_BELOW_LIVE_SHARE);
       if (!due) continue;
       const live = [
-        ...[...this.#index.values()].filter((e) => e.location.segment === segment).map((e) => ({ kind: 'r' as const, id: e.transactionId, location: e.location })),
+        ...[...this.#index.values()].filter((e) => e.location.segment === segment).map((e) => ({ kind: 'r' as const, id: e.key, location: e.location })),
         ...[...this.#webhookEvents.entries()].filter(([, e]) => e.location.segment === segment).map(([key, e]) => ({ kind: 'w' as const, id: key, location: e.location, at: e.at })),
       ];
       for (let i = 0; i < live.length; i += COMPACT_BATCH) {
@@ -654,6 +681,7 @@ function isLineHeader(h: unknown): h is LineHeader {
   return (
     x.k === 'r' &&
     typeof x.id === 'string' &&
+    (x.m === undefined || typeof x.m === 'string') &&
     Number.isInteger(x.v) &&
     LEDGER_STATUSES.includes(x.s as LedgerStatus) &&
     typeof x.p === 'string' &&
@@ -668,11 +696,16 @@ function isLineHeader(h: unknown): h is LineHeader {
 }
 
 /** Oldest first by createdAt, ties by id: `listOpen`'s order, the same before and after a restart. */
-function byAge(a: Pick<IndexEntry, 'createdAtMs' | 'transactionId'>, b: Pick<IndexEntry, 'createdAtMs' | 'transactionId'>): number {
-  return a.createdAtMs - b.createdAtMs || (a.transactionId < b.transactionId ? -1 : a.transactionId > b.transactionId ? 1 : 0);
+function byAge(a: Pick<IndexEntry, 'createdAtMs' | 'key'>, b: Pick<IndexEntry, 'createdAtMs' | 'key'>): number {
+  return a.createdAtMs - b.createdAtMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 }
 
 /** Webhook dedupe keys are kept as short hashes: they are only ever compared. */
 function webhookKey(pos: string, key: string): string {
   return createHash('sha256').update(`${pos}\u0000${key}`).digest('base64url').slice(0, 22);
+}
+
+/** Operation ids are per loyalty account, so per merchant. */
+function claimKey(merchantId: string, operationId: number): string {
+  return `${merchantId}\u0000${operationId}`;
 }

@@ -7,13 +7,16 @@
  */
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { dueOf } from '../core/transitions.js';
-import { accrualKeys, isOpen, unsettledAmount, type LedgerRecord } from './record.js';
+import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
 export interface MemoryLedgerState {
+  /** By ledger key. */
   records: Map<string, LedgerRecord>;
-  operationClaims: Map<number, string>;
+  /** `<merchant>\u0000<operation id>` → the claiming record's transactionId. */
+  operationClaims: Map<string, string>;
+  /** Accrual key → the holding record's ledger key. */
   accrualKeys: Map<string, string>;
   webhookEvents: Set<string>;
   deadLetters: Map<string, DeadLetter>;
@@ -44,13 +47,13 @@ export class MemoryLedgerStore implements LedgerStore {
     if (!this.#open) throw new Error('memory ledger is closed');
   }
 
-  async get(transactionId: string): Promise<LedgerRecord | undefined> {
-    const record = this.state.records.get(transactionId);
+  async get(key: string): Promise<LedgerRecord | undefined> {
+    const record = this.state.records.get(key);
     return record && copy(record);
   }
 
   async insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
-    const existing = this.state.records.get(record.transactionId);
+    const existing = this.state.records.get(keyOf(record));
     if (existing) return { record: copy(existing), created: false };
     if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
     this.#store(record, undefined);
@@ -58,8 +61,8 @@ export class MemoryLedgerStore implements LedgerStore {
   }
 
   async update(next: LedgerRecord): Promise<LedgerRecord> {
-    const current = this.state.records.get(next.transactionId);
-    if (!current || current.version !== next.version - 1) throw new VersionConflictError(next.transactionId, next.version - 1, current?.version);
+    const current = this.state.records.get(keyOf(next));
+    if (!current || current.version !== next.version - 1) throw new VersionConflictError(keyOf(next), next.version - 1, current?.version);
     this.#store(next, current);
     return copy(next);
   }
@@ -68,7 +71,7 @@ export class MemoryLedgerStore implements LedgerStore {
     const fromMs = query.from?.getTime() ?? -Infinity;
     const toMs = query.to?.getTime() ?? Infinity;
     const matching = [...this.state.records.values()]
-      .filter((r) => (!query.status || r.status === query.status) && (!query.pos || r.pos === query.pos) && Date.parse(r.createdAt) >= fromMs && Date.parse(r.createdAt) <= toMs)
+      .filter((r) => (!query.merchantId || merchantOf(r) === query.merchantId) && (!query.status || r.status === query.status) && (!query.pos || r.pos === query.pos) && Date.parse(r.createdAt) >= fromMs && Date.parse(r.createdAt) <= toMs)
       .sort((a, b) => -byAge(a, b));
     return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
   }
@@ -93,12 +96,12 @@ export class MemoryLedgerStore implements LedgerStore {
       .map((d) => copy(d.record));
   }
 
-  async listUnsettledAccruals(amountCents: number): Promise<LedgerRecord[]> {
-    return [...this.state.records.values()].filter((r) => unsettledAmount(r) === amountCents).sort(byAge).map(copy);
+  async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {
+    return [...this.state.records.values()].filter((r) => merchantOf(r) === merchantId && unsettledAmount(r) === amountCents).sort(byAge).map(copy);
   }
 
-  async findOperationClaim(operationId: number): Promise<string | undefined> {
-    return this.state.operationClaims.get(operationId);
+  async findOperationClaim(merchantId: string, operationId: number): Promise<string | undefined> {
+    return this.state.operationClaims.get(claimKey(merchantId, operationId));
   }
 
   async count(): Promise<number> {
@@ -139,25 +142,32 @@ export class MemoryLedgerStore implements LedgerStore {
   /** The claims are checked before anything changes, so a refused write leaves everything as it was. */
   #store(next: LedgerRecord, previous: LedgerRecord | undefined): void {
     const id = next.transactionId;
+    const key = keyOf(next);
+    const merchant = merchantOf(next);
     for (const op of next.accrual.operationIds) {
-      const holder = this.state.operationClaims.get(op);
+      const holder = this.state.operationClaims.get(claimKey(merchant, op));
       if (holder !== undefined && holder !== id) throw new ConflictError(`operation ${op} is claimed by ${holder}`);
     }
     const held = previous ? accrualKeys(previous) : [];
     const keys = accrualKeys(next);
-    for (const key of keys) {
-      const holder = this.state.accrualKeys.get(key);
-      if (holder !== undefined && holder !== id && !held.includes(key)) throw new AccrualKeyHeldError(id, holder);
+    for (const accrualKey of keys) {
+      const holder = this.state.accrualKeys.get(accrualKey);
+      if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(id, this.state.records.get(holder)?.transactionId ?? holder);
     }
-    for (const op of previous?.accrual.operationIds ?? []) if (this.state.operationClaims.get(op) === id) this.state.operationClaims.delete(op);
-    for (const op of next.accrual.operationIds) this.state.operationClaims.set(op, id);
-    for (const key of held) if (this.state.accrualKeys.get(key) === id) this.state.accrualKeys.delete(key);
-    for (const key of keys) if (!this.state.accrualKeys.has(key)) this.state.accrualKeys.set(key, id);
-    this.state.records.set(id, copy(next));
+    for (const op of previous?.accrual.operationIds ?? []) if (this.state.operationClaims.get(claimKey(merchant, op)) === id) this.state.operationClaims.delete(claimKey(merchant, op));
+    for (const op of next.accrual.operationIds) this.state.operationClaims.set(claimKey(merchant, op), id);
+    for (const accrualKey of held) if (this.state.accrualKeys.get(accrualKey) === key) this.state.accrualKeys.delete(accrualKey);
+    for (const accrualKey of keys) if (!this.state.accrualKeys.has(accrualKey)) this.state.accrualKeys.set(accrualKey, key);
+    this.state.records.set(key, copy(next));
   }
 }
 
-/** Oldest first by createdAt, ties by id: `listOpen`'s order. */
-function byAge(a: Pick<LedgerRecord, 'createdAt' | 'transactionId'>, b: Pick<LedgerRecord, 'createdAt' | 'transactionId'>): number {
-  return Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.transactionId < b.transactionId ? -1 : a.transactionId > b.transactionId ? 1 : 0);
+/** Oldest first by createdAt, ties by ledger key: `listOpen`'s order. */
+function byAge(a: Pick<LedgerRecord, 'createdAt' | 'transactionId' | 'merchantId'>, b: Pick<LedgerRecord, 'createdAt' | 'transactionId' | 'merchantId'>): number {
+  const [ka, kb] = [keyOf(a), keyOf(b)];
+  return Date.parse(a.createdAt) - Date.parse(b.createdAt) || (ka < kb ? -1 : ka > kb ? 1 : 0);
+}
+
+function claimKey(merchantId: string, operationId: number): string {
+  return `${merchantId}\u0000${operationId}`;
 }

@@ -295,4 +295,57 @@ $$;
 `,
     backfill: backfillAccrualKeys,
   },
+  {
+    version: 4,
+    name: 'merchants: records and operation claims per merchant',
+    sql: `
+-- transaction_id holds the ledger key (record.ts ledgerKey): the bare transactionId for the default
+-- merchant (every row before this migration), '<merchant>/<transactionId>' for another; merchant_id
+-- says whose, for listing one merchant's records.
+ALTER TABLE ledger_records ADD COLUMN merchant_id text NOT NULL DEFAULT 'default';
+CREATE INDEX ledger_records_merchant ON ledger_records (merchant_id, created_at DESC, transaction_id DESC);
+
+-- Operation ids are per loyalty account: two merchants' accounts may number operations alike.
+ALTER TABLE ledger_operation_claims ADD COLUMN merchant_id text NOT NULL DEFAULT 'default';
+ALTER TABLE ledger_operation_claims DROP CONSTRAINT ledger_operation_claims_pkey;
+ALTER TABLE ledger_operation_claims ADD PRIMARY KEY (merchant_id, operation_id);
+
+-- Migration 3's write, with the claims in the record's merchant.
+CREATE FUNCTION ledger_update(p_id text, p_expected integer, p_status text, p_open boolean, p_updated_at timestamptz, p_record jsonb, p_ops bigint[],
+                              p_due_at timestamptz, p_due_needs_verifier boolean, p_keys text[], p_unsettled_amount bigint, p_merchant text)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  other text;
+  op bigint;
+  prev text[];
+BEGIN
+  SELECT accrual_keys INTO prev FROM ledger_records WHERE transaction_id = p_id AND version = p_expected FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE ledger_records
+     SET version = p_expected + 1, status = p_status, open = p_open, updated_at = p_updated_at, record = p_record,
+         due_at = p_due_at, due_needs_verifier = p_due_needs_verifier, accrual_keys = p_keys, unsettled_amount = p_unsettled_amount
+   WHERE transaction_id = p_id;
+  DELETE FROM ledger_operation_claims WHERE merchant_id = p_merchant AND transaction_id = p_id AND NOT (operation_id = ANY (p_ops));
+  FOREACH op IN ARRAY p_ops LOOP
+    INSERT INTO ledger_operation_claims (merchant_id, operation_id, transaction_id) VALUES (p_merchant, op, p_id) ON CONFLICT (merchant_id, operation_id) DO NOTHING;
+    SELECT transaction_id INTO other FROM ledger_operation_claims WHERE merchant_id = p_merchant AND operation_id = op;
+    IF other <> p_id THEN
+      RAISE EXCEPTION 'operation % is claimed by %', op, other USING ERRCODE = 'LB001';
+    END IF;
+  END LOOP;
+  PERFORM ledger_hold_keys(p_id, p_keys, prev);
+  RETURN true;
+END;
+$$;
+
+-- What the build before this one calls during a rolling deploy: the default merchant's write.
+CREATE OR REPLACE FUNCTION ledger_update(p_id text, p_expected integer, p_status text, p_open boolean, p_updated_at timestamptz, p_record jsonb, p_ops bigint[],
+                                         p_due_at timestamptz, p_due_needs_verifier boolean, p_keys text[], p_unsettled_amount bigint)
+RETURNS boolean LANGUAGE sql AS $$
+  SELECT ledger_update(p_id, p_expected, p_status, p_open, p_updated_at, p_record, p_ops, p_due_at, p_due_needs_verifier, p_keys, p_unsettled_amount, 'default');
+$$;
+`,
+  },
 ];

@@ -11,7 +11,7 @@
 import pg from 'pg';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { accrualKeyColumns, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
-import { isOpen, type LedgerRecord } from './record.js';
+import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
@@ -42,10 +42,15 @@ export function jsonb(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\uFFFD') : v));
 }
 
-/** `ledger_hold_keys`'s refusal (LB002, the holder in DETAIL) as the error the interface names; anything else as it is. */
-function heldKeyError(error: unknown, transactionId: string): unknown {
+/** `ledger_hold_keys`'s refusal (LB002, the holder's ledger key in DETAIL) as the error the interface names; anything else as it is. */
+function heldKeyError(error: unknown, transactionId: string, merchantId: string): unknown {
   const e = error as { code?: string; detail?: string };
-  return e.code === 'LB002' && e.detail ? new AccrualKeyHeldError(transactionId, e.detail) : error;
+  return e.code === 'LB002' && e.detail ? new AccrualKeyHeldError(transactionId, transactionIdOf(merchantId, e.detail)) : error;
+}
+
+/** The transactionId a ledger key of this merchant stands for. */
+function transactionIdOf(merchantId: string, key: string): string {
+  return merchantId === DEFAULT_MERCHANT ? key : key.slice(merchantId.length + 1);
 }
 
 export function redactUrl(url: string): string {
@@ -119,8 +124,9 @@ export class PostgresLedgerStore implements LedgerStore {
     await this.pool.query('SELECT 1');
   }
 
-  async get(transactionId: string): Promise<LedgerRecord | undefined> {
-    const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE transaction_id = $1', [transactionId]);
+  /** `transaction_id` holds the ledger key (`keyOf`), and `merchant_id` whose it is. */
+  async get(key: string): Promise<LedgerRecord | undefined> {
+    const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE transaction_id = $1', [key]);
     return rows[0]?.record;
   }
 
@@ -128,37 +134,39 @@ export class PostgresLedgerStore implements LedgerStore {
     if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
     const ops = record.accrual.operationIds;
     const { keys, unsettledAmount } = accrualKeyColumns(record);
+    const key = keyOf(record);
+    const merchant = merchantOf(record);
     // With operation ids or accrual keys, the record and its claims are one transaction; without, one statement.
     const write = async (db: pg.Pool | pg.PoolClient): Promise<boolean> => {
       const due = dueColumns(record);
       const { rowCount } = await db.query(
-        `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, accrual_keys, unsettled_amount)
-         VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (transaction_id) DO NOTHING`,
-        [record.transactionId, record.pos, record.orderId.replaceAll('\u0000', '\uFFFD'), record.status, isOpen(record), record.createdAt, record.updatedAt, jsonb(record), due.dueAt, due.needsVerifier, keys, unsettledAmount],
+        `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, accrual_keys, unsettled_amount, merchant_id)
+         VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (transaction_id) DO NOTHING`,
+        [key, record.pos, record.orderId.replaceAll('\u0000', '\uFFFD'), record.status, isOpen(record), record.createdAt, record.updatedAt, jsonb(record), due.dueAt, due.needsVerifier, keys, unsettledAmount, merchant],
       );
       if (!rowCount) return false;
       for (const op of ops) {
-        const claimed = await db.query('INSERT INTO ledger_operation_claims (operation_id, transaction_id) VALUES ($1, $2) ON CONFLICT (operation_id) DO NOTHING', [op, record.transactionId]);
+        const claimed = await db.query('INSERT INTO ledger_operation_claims (merchant_id, operation_id, transaction_id) VALUES ($1, $2, $3) ON CONFLICT (merchant_id, operation_id) DO NOTHING', [merchant, op, key]);
         if (!claimed.rowCount) throw new ConflictError(`operation ${op} is already claimed by another record`);
       }
-      if (keys.length) await db.query("SELECT ledger_hold_keys($1, $2, '{}'::text[])", [record.transactionId, keys]);
+      if (keys.length) await db.query("SELECT ledger_hold_keys($1, $2, '{}'::text[])", [key, keys]);
       return true;
     };
     let created: boolean;
     try {
       created = ops.length || keys.length ? await inTransaction(this.pool, write) : await write(this.pool);
     } catch (error) {
-      throw heldKeyError(error, record.transactionId);
+      throw heldKeyError(error, record.transactionId, merchant);
     }
-    return created ? { record, created } : { record: (await this.get(record.transactionId))!, created };
+    return created ? { record, created } : { record: (await this.get(key))!, created };
   }
 
   async update(next: LedgerRecord): Promise<LedgerRecord> {
     try {
       const due = dueColumns(next);
       const { keys, unsettledAmount } = accrualKeyColumns(next);
-      const { rows } = await this.pool.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS ok', [
-        next.transactionId,
+      const { rows } = await this.pool.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS ok', [
+        keyOf(next),
         next.version - 1,
         next.status,
         isOpen(next),
@@ -169,19 +177,21 @@ export class PostgresLedgerStore implements LedgerStore {
         due.needsVerifier,
         keys,
         unsettledAmount,
+        merchantOf(next),
       ]);
       if (rows[0]?.ok) return next;
     } catch (error) {
       if ((error as { code?: string }).code === 'LB001') throw new ConflictError((error as Error).message);
-      throw heldKeyError(error, next.transactionId);
+      throw heldKeyError(error, next.transactionId, merchantOf(next));
     }
-    const current = await this.pool.query<{ version: number }>('SELECT version FROM ledger_records WHERE transaction_id = $1', [next.transactionId]);
-    throw new VersionConflictError(next.transactionId, next.version - 1, current.rows[0]?.version);
+    const current = await this.pool.query<{ version: number }>('SELECT version FROM ledger_records WHERE transaction_id = $1', [keyOf(next)]);
+    throw new VersionConflictError(keyOf(next), next.version - 1, current.rows[0]?.version);
   }
 
   async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
     const where: string[] = [];
     const params: unknown[] = [];
+    if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
     if (query.status) where.push(`status = $${params.push(query.status)}`);
     if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
     if (query.from) where.push(`created_at >= $${params.push(query.from)}`);
@@ -208,8 +218,8 @@ export class PostgresLedgerStore implements LedgerStore {
       const newest = new Map<string, LedgerRecord>();
       for (const r of records.slice(i, i + IMPORT_BATCH)) {
         if (!Number.isInteger(r.version) || r.version < 1) throw new Error(`record ${r.transactionId} has version ${String(r.version)}; versions start at 1`);
-        const seen = newest.get(r.transactionId);
-        if (!seen || seen.version < r.version) newest.set(r.transactionId, r);
+        const seen = newest.get(keyOf(r));
+        if (!seen || seen.version < r.version) newest.set(keyOf(r), r);
       }
       imported += await inTransaction(this.pool, async (client) => {
         // Records already stored at their version or a newer one are not sent again (a re-run after
@@ -224,13 +234,13 @@ export class PostgresLedgerStore implements LedgerStore {
         const due = batch.map((r) => dueColumns(r));
         const keyColumns = batch.map((r) => accrualKeyColumns(r));
         const { rows } = await client.query<{ transaction_id: string }>(
-          `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, accrual_keys, unsettled_amount)
+          `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, accrual_keys, unsettled_amount, merchant_id)
            SELECT t.transaction_id, t.version, t.pos, t.order_id, t.status, t.open, t.created_at, t.updated_at, t.record, t.due_at, t.due_needs_verifier,
-                  ARRAY(SELECT jsonb_array_elements_text(t.keys)), t.unsettled_amount
+                  ARRAY(SELECT jsonb_array_elements_text(t.keys)), t.unsettled_amount, t.merchant_id
              FROM ROWS FROM (unnest($1::text[]), unnest($2::integer[]), unnest($3::text[]), unnest($4::text[]), unnest($5::text[]),
                                     unnest($6::boolean[]), unnest($7::timestamptz[]), unnest($8::timestamptz[]), jsonb_array_elements($9::jsonb),
-                                    unnest($10::timestamptz[]), unnest($11::boolean[]), jsonb_array_elements($12::jsonb), unnest($13::bigint[]))
-                  AS t (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, keys, unsettled_amount)
+                                    unnest($10::timestamptz[]), unnest($11::boolean[]), jsonb_array_elements($12::jsonb), unnest($13::bigint[]), unnest($14::text[]))
+                  AS t (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, keys, unsettled_amount, merchant_id)
            ON CONFLICT (transaction_id) DO UPDATE
               SET version = EXCLUDED.version, pos = EXCLUDED.pos, order_id = EXCLUDED.order_id, status = EXCLUDED.status, open = EXCLUDED.open,
                   created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, record = EXCLUDED.record,
@@ -239,7 +249,7 @@ export class PostgresLedgerStore implements LedgerStore {
             WHERE ledger_records.version < EXCLUDED.version
            RETURNING transaction_id`,
           [
-            batch.map((r) => r.transactionId),
+            batch.map((r) => keyOf(r)),
             batch.map((r) => r.version),
             batch.map((r) => r.pos),
             batch.map((r) => r.orderId.replaceAll('\u0000', '\uFFFD')),
@@ -254,23 +264,26 @@ export class PostgresLedgerStore implements LedgerStore {
             due.map((d) => d.needsVerifier),
             JSON.stringify(keyColumns.map((k) => k.keys)),
             keyColumns.map((k) => k.unsettledAmount),
+            batch.map((r) => merchantOf(r)),
           ],
         );
         const written = rows.map((r) => r.transaction_id);
         if (written.length) {
           const writtenIds = new Set(written);
           const claimIds: string[] = [];
+          const claimMerchants: string[] = [];
           const claimOps: number[] = [];
           for (const r of batch) {
-            if (!writtenIds.has(r.transactionId)) continue;
+            if (!writtenIds.has(keyOf(r))) continue;
             for (const op of r.accrual.operationIds) {
-              claimIds.push(r.transactionId);
+              claimIds.push(keyOf(r));
+              claimMerchants.push(merchantOf(r));
               claimOps.push(op);
             }
           }
           // Accrual keys as the records list them. A key two imported records list (a ledger from
           // before keys) stays with the first; neither is refused later for a key it lists.
-          const keyHolders = batch.filter((r) => writtenIds.has(r.transactionId)).flatMap((r) => accrualKeyColumns(r).keys.map((key) => [key, r.transactionId] as const));
+          const keyHolders = batch.filter((r) => writtenIds.has(keyOf(r))).flatMap((r) => accrualKeyColumns(r).keys.map((key) => [key, keyOf(r)] as const));
           await client.query('DELETE FROM ledger_accrual_keys WHERE transaction_id = ANY ($1::text[])', [written]);
           if (keyHolders.length) {
             await client.query('INSERT INTO ledger_accrual_keys (key, transaction_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO NOTHING', [keyHolders.map((k) => k[0]), keyHolders.map((k) => k[1])]);
@@ -285,17 +298,17 @@ export class PostgresLedgerStore implements LedgerStore {
           );
           if (claimOps.length) {
             await client.query(
-              `INSERT INTO ledger_operation_claims (operation_id, transaction_id)
-               SELECT * FROM unnest($1::bigint[], $2::text[]) ON CONFLICT (operation_id) DO NOTHING`,
-              [claimOps, claimIds],
+              `INSERT INTO ledger_operation_claims (merchant_id, operation_id, transaction_id)
+               SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT (merchant_id, operation_id) DO NOTHING`,
+              [claimMerchants, claimOps, claimIds],
             );
             const taken = await client.query<{ operation_id: string; wanted: string; holder: string }>(
               `SELECT k.operation_id, k.transaction_id AS wanted, c.transaction_id AS holder
-                 FROM unnest($1::bigint[], $2::text[]) AS k (operation_id, transaction_id)
-                 JOIN ledger_operation_claims c ON c.operation_id = k.operation_id
+                 FROM unnest($1::text[], $2::bigint[], $3::text[]) AS k (merchant_id, operation_id, transaction_id)
+                 JOIN ledger_operation_claims c ON c.merchant_id = k.merchant_id AND c.operation_id = k.operation_id
                 WHERE c.transaction_id <> k.transaction_id
                 LIMIT 1`,
-              [claimOps, claimIds],
+              [claimMerchants, claimOps, claimIds],
             );
             const clash = taken.rows[0];
             if (clash) throw new ConflictError(`operation ${clash.operation_id} is claimed by ${clash.holder}; ${clash.wanted} claims it too`);
@@ -309,7 +322,7 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]> {
     const params: unknown[] = [];
-    const where = after ? `open AND (created_at, transaction_id) > ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.transactionId)}::text)` : 'open';
+    const where = after ? `open AND (created_at, transaction_id) > ($${params.push(after.createdAt)}::timestamptz, $${params.push(keyOf(after))}::text)` : 'open';
     return this.#select(where, 'created_at, transaction_id', params, limit, claim);
   }
 
@@ -349,14 +362,15 @@ export class PostgresLedgerStore implements LedgerStore {
     return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records WHERE open')).rows[0]!.n);
   }
 
-  async listUnsettledAccruals(amountCents: number): Promise<LedgerRecord[]> {
-    const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE unsettled_amount = $1 ORDER BY created_at, transaction_id', [amountCents]);
+  async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {
+    const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE unsettled_amount = $1 AND merchant_id = $2 ORDER BY created_at, transaction_id', [amountCents, merchantId]);
     return rows.map((r) => r.record);
   }
 
-  async findOperationClaim(operationId: number): Promise<string | undefined> {
-    const { rows } = await this.pool.query<{ transaction_id: string }>('SELECT transaction_id FROM ledger_operation_claims WHERE operation_id = $1', [operationId]);
-    return rows[0]?.transaction_id;
+  async findOperationClaim(merchantId: string, operationId: number): Promise<string | undefined> {
+    const { rows } = await this.pool.query<{ transaction_id: string }>('SELECT transaction_id FROM ledger_operation_claims WHERE merchant_id = $1 AND operation_id = $2', [merchantId, operationId]);
+    const key = rows[0]?.transaction_id;
+    return key === undefined ? undefined : transactionIdOf(merchantId, key);
   }
 
   async count(): Promise<number> {

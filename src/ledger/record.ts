@@ -75,8 +75,33 @@ export interface ChangedRepeats {
   latest: ChangedDelivery[];
 }
 
+/** The merchant of every record written before merchants existed, and of the one built from the variables. */
+export const DEFAULT_MERCHANT = 'default';
+
+/**
+ * The key a record is stored under: its transactionId within its merchant. Two merchants may send
+ * equal order ids, and so derive equal transactionIds (each merchant's loyalty account keeps its
+ * own), but their records never collide. The default merchant's key is the bare transactionId, so
+ * ledgers written before merchants existed keep their keys; another merchant's is
+ * `<merchant id>/<transactionId>` (merchant ids are `[a-z0-9-]`, transactionIds never hold `/`).
+ */
+export function ledgerKey(merchantId: string, transactionId: string): string {
+  return merchantId === DEFAULT_MERCHANT ? transactionId : `${merchantId}/${transactionId}`;
+}
+
+export function merchantOf(record: Pick<LedgerRecord, 'merchantId'>): string {
+  return record.merchantId ?? DEFAULT_MERCHANT;
+}
+
+export function keyOf(record: Pick<LedgerRecord, 'merchantId' | 'transactionId'>): string {
+  return ledgerKey(merchantOf(record), record.transactionId);
+}
+
 export interface LedgerRecord {
+  /** The upstream transactionId (what accrue and reverse are called with); unique within the merchant. */
   transactionId: string;
+  /** Absent on records written before merchants existed: the default merchant's. */
+  merchantId?: string;
   /** Incremented by every write; stores use it for compare-and-set. */
   version: number;
   pos: string;
@@ -251,7 +276,7 @@ export function isAccrualUnsettled(record: Pick<LedgerRecord, 'inFlight' | 'accr
  * customer's cards with that `purchaseSum` would match either). Hashed: the keys are compared
  * only, and the ledger's indexes need not hold contact details in clear.
  */
-export function accrualKeys(record: Pick<LedgerRecord, 'inFlight' | 'accrual'>): string[] {
+export function accrualKeys(record: Pick<LedgerRecord, 'inFlight' | 'accrual' | 'merchantId'>): string[] {
   const { check, customer } = record.accrual;
   if (!check || !customer || !isAccrualUnsettled(record) || record.accrual.keyless) return [];
   const identities = [
@@ -259,7 +284,9 @@ export function accrualKeys(record: Pick<LedgerRecord, 'inFlight' | 'accrual'>):
     customer.email?.trim() && `email:${customer.email.trim().toLowerCase()}`,
     customer.serialNumber?.trim() && `card:${customer.serialNumber.trim()}`,
   ].filter((x): x is string => Boolean(x));
-  return identities.map((identity) => createHash('sha256').update(`${identity}\u0000${check.amount}`).digest('base64url').slice(0, 22));
+  // Per merchant: two merchants' customers are different people to the loyalty service.
+  const merchant = merchantOf(record);
+  return identities.map((identity) => createHash('sha256').update(`${merchant}\u0000${identity}\u0000${check.amount}`).digest('base64url').slice(0, 22));
 }
 
 /** The amount of an unsettled accrual (for finding the records an operation could belong to), else undefined. */

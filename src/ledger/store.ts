@@ -10,6 +10,8 @@ import type { FieldIssue } from '../errors.js';
 import type { LedgerRecord, LedgerStatus } from './record.js';
 
 export interface ListQuery {
+  /** Only this merchant's records. */
+  merchantId?: string;
   status?: LedgerStatus;
   pos?: string;
   /** Inclusive bounds on `createdAt`. */
@@ -48,8 +50,8 @@ export interface OpenClaim {
   idleMs?: number;
 }
 
-/** Where a listing of open records resumes: after this record, in `listOpen`'s order. */
-export type OpenCursor = Pick<LedgerRecord, 'createdAt' | 'transactionId'>;
+/** Where a listing of open records resumes: after this record, in `listOpen`'s order (createdAt, then ledger key). */
+export type OpenCursor = Pick<LedgerRecord, 'createdAt' | 'transactionId' | 'merchantId'>;
 
 /** The worker's scheduled pass: what is due by `nowMs` (see `dueOf` in record.ts). */
 export interface DueQuery {
@@ -82,7 +84,12 @@ export interface LedgerStore {
    * while the call went out. Absent where every write is durable when it returns (PostgreSQL commits).
    */
   durable?(): Promise<void>;
-  get(transactionId: string): Promise<LedgerRecord | undefined>;
+  /**
+   * By ledger key (`keyOf`, `ledgerKey`): the transactionId within its merchant. Records are kept per
+   * merchant, so two merchants' equal transactionIds never touch; claims (operation ids, accrual keys)
+   * are per merchant too.
+   */
+  get(key: string): Promise<LedgerRecord | undefined>;
   /**
    * Stores `record` (its `version` must be 1) unless the transactionId exists; answers the stored
    * record either way. Throws ConflictError when it claims an operation id another record holds,
@@ -99,7 +106,7 @@ export interface LedgerStore {
   list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }>;
   /**
    * Records with work left (see `isOpen`), due or not, oldest first (by createdAt, then
-   * transactionId), at most `limit`, after `after` when given (to page through them all). With
+   * ledger key), at most `limit`, after `after` when given (to page through them all). With
    * `claim`, a shared store hands each instance records no other live instance holds, and holds
    * them for the lease.
    */
@@ -110,10 +117,10 @@ export interface LedgerStore {
    * pile up they never take the place of work that can go ahead. Claims as in `listOpen`.
    */
   listDue(query: DueQuery): Promise<LedgerRecord[]>;
-  /** Records whose accrual is unsettled (`isAccrualUnsettled`) with this Check amount: those an operation of that sum could belong to. */
-  listUnsettledAccruals(amountCents: number): Promise<LedgerRecord[]>;
-  /** The transactionId that has claimed this upstream operation id, if any. */
-  findOperationClaim(operationId: number): Promise<string | undefined>;
+  /** The merchant's records whose accrual is unsettled (`isAccrualUnsettled`) with this Check amount: those an operation of that sum could belong to. */
+  listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]>;
+  /** The transactionId (within the merchant) that has claimed this upstream operation id, if any. */
+  findOperationClaim(merchantId: string, operationId: number): Promise<string | undefined>;
   count(): Promise<number>;
   /** How many records have work left (a metric; cheaper than listing them). */
   countOpen(): Promise<number>;

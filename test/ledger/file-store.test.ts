@@ -122,7 +122,7 @@ describe('FileLedgerStore on disk', () => {
     expect(await store.count()).toBe(1);
     expect(await store.get('generic:kept')).toEqual(kept);
     expect((await store.listOpen(10)).map((r) => r.transactionId)).toEqual(['generic:kept']);
-    expect(await store.findOperationClaim(11)).toBe('generic:kept');
+    expect(await store.findOperationClaim('default', 11)).toBe('generic:kept');
     const updated = await store.update(settle(kept));
     await store.close();
     store = await openAt(path);

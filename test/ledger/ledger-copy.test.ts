@@ -274,15 +274,15 @@ describeIf('ledger:copy into PostgreSQL', () => {
     }
     const ahead = nextVersion((await pg.get(aheadId))!, (r) => r.history.push({ at: r.updatedAt, event: 'worked on by a PostgreSQL bridge' }));
     await pg.update(ahead);
-    expect(await pg.findOperationClaim(10_014)).toBe(changedId);
+    expect(await pg.findOperationClaim('default', 10_014)).toBe(changedId);
 
     const { result } = await copy();
     expect(result.ok).toBe(true);
     expect(result.records).toEqual({ inFile: RECORDS, imported: 1, skipped: RECORDS - 1, inPostgres: RECORDS });
     expect(result.deadLetters).toMatchObject({ imported: 1, skipped: 1 });
     expect(await pg.get(changedId)).toEqual(changed);
-    expect(await pg.findOperationClaim(77_777)).toBe(changedId);
-    expect(await pg.findOperationClaim(10_014)).toBeUndefined(); // the id its previous version claimed
+    expect(await pg.findOperationClaim('default', 77_777)).toBe(changedId);
+    expect(await pg.findOperationClaim('default', 10_014)).toBeUndefined(); // the id its previous version claimed
     expect(await pg.get(aheadId)).toEqual(ahead);
     expect((await pg.getDeadLetter('dl-1'))!.deliveries).toBe(3);
   });
@@ -305,11 +305,11 @@ describeIf('ledger:copy into PostgreSQL', () => {
     await expect(pg.importRecords([bystander, thief])).rejects.toThrow(ConflictError);
     await expect(pg.importRecords([bystander, thief])).rejects.toThrow(/operation 10000 is claimed by generic:ORD-0; generic:THIEF claims it too/);
     expect(await pg.get('generic:BYSTANDER')).toBeUndefined();
-    expect(await pg.findOperationClaim(10_000)).toBe(own.transactionId);
+    expect(await pg.findOperationClaim('default', 10_000)).toBe(own.transactionId);
     // Two records of one batch claiming the same new id.
     const twins = [makeRecord('generic:TWIN-A', { at: 997, operationIds: [55_555] }), makeRecord('generic:TWIN-B', { at: 996, operationIds: [55_555] })];
     await expect(pg.importRecords(twins)).rejects.toThrow(/operation 55555 is claimed by generic:TWIN-A; generic:TWIN-B claims it too/);
-    expect(await pg.findOperationClaim(55_555)).toBeUndefined();
+    expect(await pg.findOperationClaim('default', 55_555)).toBeUndefined();
   });
 
   it('copies a record whose text holds a NUL character (which jsonb cannot hold) with U+FFFD in its place', async () => {

@@ -148,7 +148,7 @@ describeIf('PostgreSQL', () => {
       await s.insert(second);
       await expect(s.update({ ...second, version: 2, accrual: { ...second.accrual, state: 'accrued', operationIds: [4242] } })).rejects.toBeInstanceOf(ConflictError);
       expect(await s.get('generic:OP-2')).toEqual(second);
-      expect(await s.findOperationClaim(4242)).toBe('generic:OP-1');
+      expect(await s.findOperationClaim('default', 4242)).toBe('generic:OP-1');
     });
   });
 

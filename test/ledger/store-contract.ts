@@ -156,7 +156,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect(await store.list({ offset: 0, limit: 10 })).toEqual({ items: [], total: 0 });
         expect(await store.listOpen(10)).toEqual([]);
         expect(await store.listDue({ nowMs: Date.now(), limit: 10, canVerify: true })).toEqual([]);
-        expect(await store.findOperationClaim(1)).toBeUndefined();
+        expect(await store.findOperationClaim('default', 1)).toBeUndefined();
       });
 
       it('get of a missing transactionId is undefined', async () => {
@@ -191,7 +191,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect(out.record).toEqual(first);
         expect(await store.get('generic:A-1')).toEqual(first);
         expect(await store.count()).toBe(1);
-        expect(await store.findOperationClaim(99)).toBeUndefined();
+        expect(await store.findOperationClaim('default', 99)).toBeUndefined();
       });
 
       it('a repeated insert after an update answers the current version, not the first', async () => {
@@ -530,10 +530,10 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
       it('maps each accrual.operationId to its record', async () => {
         await store.insert(makeRecord('generic:a', { operationIds: [101, 102], accrual: 'accrued' }));
         await store.insert(makeRecord('generic:b', { operationIds: [200], accrual: 'accrued' }));
-        expect(await store.findOperationClaim(101)).toBe('generic:a');
-        expect(await store.findOperationClaim(102)).toBe('generic:a');
-        expect(await store.findOperationClaim(200)).toBe('generic:b');
-        expect(await store.findOperationClaim(103)).toBeUndefined();
+        expect(await store.findOperationClaim('default', 101)).toBe('generic:a');
+        expect(await store.findOperationClaim('default', 102)).toBe('generic:a');
+        expect(await store.findOperationClaim('default', 200)).toBe('generic:b');
+        expect(await store.findOperationClaim('default', 103)).toBeUndefined();
       });
 
       it('refuses an id another record holds, with ConflictError, and writes nothing of that update', async () => {
@@ -542,7 +542,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await store.insert(other);
         await expect(store.update(nextVersion(other, (r) => ((r.accrual.state = 'accrued'), (r.accrual.operationIds = [777]))))).rejects.toBeInstanceOf(ConflictError);
         expect(await store.get('generic:other')).toEqual(other);
-        expect(await store.findOperationClaim(777)).toBe('generic:holder');
+        expect(await store.findOperationClaim('default', 777)).toBe('generic:holder');
         await expect(store.insert(makeRecord('generic:third', { operationIds: [777] }))).rejects.toBeInstanceOf(ConflictError);
         expect(await store.get('generic:third')).toBeUndefined();
       });
@@ -550,7 +550,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
       it('follows updates: new ids are claimed, dropped ids are released', async () => {
         const a = makeRecord('generic:a', { accrual: 'in_doubt' });
         await store.insert(a);
-        expect(await store.findOperationClaim(300)).toBeUndefined();
+        expect(await store.findOperationClaim('default', 300)).toBeUndefined();
         // The history verifier matches the in-doubt accrual to operation 300.
         const a2 = await store.update(
           nextVersion(a, (r) => {
@@ -559,14 +559,14 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
             r.accrual.settledBy = 'history';
           }),
         );
-        expect(await store.findOperationClaim(300)).toBe('generic:a');
-        expect(await store.findOperationClaim(301)).toBe('generic:a');
+        expect(await store.findOperationClaim('default', 300)).toBe('generic:a');
+        expect(await store.findOperationClaim('default', 301)).toBe('generic:a');
         const a3 = await store.update(nextVersion(a2, (r) => (r.accrual.operationIds = [301, 302])));
-        expect(await store.findOperationClaim(300)).toBeUndefined();
-        expect(await store.findOperationClaim(301)).toBe('generic:a');
-        expect(await store.findOperationClaim(302)).toBe('generic:a');
+        expect(await store.findOperationClaim('default', 300)).toBeUndefined();
+        expect(await store.findOperationClaim('default', 301)).toBe('generic:a');
+        expect(await store.findOperationClaim('default', 302)).toBe('generic:a');
         await store.update(nextVersion(a3, (r) => (r.accrual.operationIds = [])));
-        for (const id of [300, 301, 302]) expect(await store.findOperationClaim(id)).toBeUndefined();
+        for (const id of [300, 301, 302]) expect(await store.findOperationClaim('default', id)).toBeUndefined();
       });
 
       it('a refused update claims nothing', async () => {
@@ -574,7 +574,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await store.insert(a);
         await store.update(settle(a));
         await expect(store.update(nextVersion(a, (r) => (r.accrual.operationIds = [400])))).rejects.toBeInstanceOf(VersionConflictError);
-        expect(await store.findOperationClaim(400)).toBeUndefined();
+        expect(await store.findOperationClaim('default', 400)).toBeUndefined();
       });
     });
 
@@ -625,10 +625,10 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await store.insert(makeRecord('generic:c', { at: 3 }));
         await store.insert(makeRecord('generic:d', { amount: 1000, accrual: 'in_doubt', at: 4 }));
         await store.insert(makeRecord('generic:e', { accrual: 'accrued', at: 5 }));
-        expect(ids(await store.listUnsettledAccruals(5997))).toEqual(['generic:a', 'generic:b']);
-        expect(ids(await store.listUnsettledAccruals(1000))).toEqual(['generic:d']);
+        expect(ids(await store.listUnsettledAccruals('default', 5997))).toEqual(['generic:a', 'generic:b']);
+        expect(ids(await store.listUnsettledAccruals('default', 1000))).toEqual(['generic:d']);
         await reopen();
-        expect(ids(await store.listUnsettledAccruals(5997))).toEqual(['generic:a', 'generic:b']);
+        expect(ids(await store.listUnsettledAccruals('default', 5997))).toEqual(['generic:a', 'generic:b']);
         await expect(store.insert(makeRecord('generic:f', { customer: { phone: '+15550003333' }, inFlight: true }))).rejects.toMatchObject({ holder: 'generic:a' });
       });
     });
@@ -667,11 +667,11 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect(await reopened.list({ offset: 0, limit: 100 })).toEqual(before.list);
         expect(await reopened.list({ pos: 'square', status: 'accrued', offset: 0, limit: 100 })).toEqual(before.square);
         expect(await reopened.listOpen(100)).toEqual(before.open);
-        expect(await reopened.findOperationClaim(1)).toBe('generic:a');
-        expect(await reopened.findOperationClaim(2)).toBe('square:b');
-        expect(await reopened.findOperationClaim(4)).toBeUndefined();
-        expect(await reopened.findOperationClaim(5)).toBe('generic:d');
-        expect(await reopened.findOperationClaim(6)).toBe('generic:d');
+        expect(await reopened.findOperationClaim('default', 1)).toBe('generic:a');
+        expect(await reopened.findOperationClaim('default', 2)).toBe('square:b');
+        expect(await reopened.findOperationClaim('default', 4)).toBeUndefined();
+        expect(await reopened.findOperationClaim('default', 5)).toBe('generic:d');
+        expect(await reopened.findOperationClaim('default', 6)).toBe('generic:d');
 
         // Still insert-once and compare-and-set after the restart.
         expect(await reopened.insert(makeRecord('generic:a', { orderId: 'again' }))).toEqual({ created: false, record: records[0] });
@@ -690,7 +690,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await s.insert(a);
         s = await reopen();
         expect(await s.get('generic:a')).toEqual(a);
-        expect(await s.findOperationClaim(9)).toBe('generic:a');
+        expect(await s.findOperationClaim('default', 9)).toBe('generic:a');
         expect(ids(await s.listOpen(10))).toEqual([]);
       });
     });
