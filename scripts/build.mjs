@@ -300,17 +300,13 @@ function runCompiler(compiler, root, outDir, signal) {
 
 /**
  * Leftovers of builds that were killed (only the lock's holder makes them, and it holds the lock
- * now): if dist/ itself is missing (killed between the two renames), the newest leftover stamped with
- * `hash` (or, where nothing can build, any stamped one) is renamed into place; the rest are removed.
+ * now): if dist/ itself is missing (killed between the two renames), a leftover stamped with `hash`
+ * (a finished build of these sources) is renamed into place; the rest are removed.
  */
-function recoverLeftovers(root, hash, canBuild, log) {
+function recoverLeftovers(root, hash, log) {
   const leftovers = readdirSync(root).filter((name) => LEFTOVER.test(name));
   if (!existsSync(join(root, 'dist'))) {
-    const candidates = leftovers
-      .map((name) => ({ name, stamp: readStamp(join(root, name)) }))
-      .filter(({ stamp }) => stamp && (stamp.hash === hash || !canBuild))
-      .sort((a, b) => String(b.stamp.builtAt).localeCompare(String(a.stamp.builtAt)));
-    const pick = candidates[0];
+    const pick = leftovers.map((name) => ({ name, stamp: readStamp(join(root, name)) })).find(({ stamp }) => stamp?.hash === hash);
     if (pick) {
       renameSync(join(root, pick.name), join(root, 'dist'));
       log(`build: dist/ was missing (a build was interrupted while swapping); restored it from ${pick.name}`);
@@ -368,9 +364,10 @@ export async function ensureBuilt(options = {}) {
   };
   process.once('exit', releaseOnExit);
   try {
-    recoverLeftovers(root, hash, true, log);
-    // Another process may have built while this one waited; the sources may have changed since the hash.
+    // The sources may have changed while this process waited for the lock.
     const now = sourceHash(root, compiler.version);
+    recoverLeftovers(root, now, log);
+    // Another process may have built while this one waited.
     if (!force && readStamp(dist)?.hash === now) return { action: 'current', hash: now };
     signal?.throwIfAborted();
 
@@ -379,17 +376,18 @@ export async function ensureBuilt(options = {}) {
     const code = await runCompiler(compiler, root, tmp, signal);
     signal?.throwIfAborted();
     if (code !== 0) throw new BuildError(`build: tsc failed (exit ${code}); dist/ is unchanged`);
-    // The hash of the sources the compiler read: taken again, since they may have changed under it.
-    const built = sourceHash(root, compiler.version);
-    writeFileSync(join(tmp, STAMP), `${JSON.stringify({ hash: built, typescript: compiler.version, node: process.version, builtAt: new Date().toISOString() })}\n`);
+    // The hash taken before the compiler read the sources: should they have changed under it, the
+    // next run finds a different hash and builds again.
+    writeFileSync(join(tmp, STAMP), `${JSON.stringify({ hash: now, typescript: compiler.version, node: process.version, builtAt: new Date().toISOString() })}\n`);
     syncTree(tmp);
     signal?.throwIfAborted();
     if (existsSync(dist)) renameSync(dist, old);
     renameSync(tmp, dist);
     syncPath(root);
     rmSync(old, { recursive: true, force: true });
-    log(`build: dist/ built in ${((Date.now() - started) / 1000).toFixed(1)} s${built !== now ? ' (sources changed during the build: the next start builds again)' : ''}`);
-    return { action: 'built', hash: built };
+    const changed = sourceHash(root, compiler.version) !== now;
+    log(`build: dist/ built in ${((Date.now() - started) / 1000).toFixed(1)} s${changed ? ' (sources changed during the build: the next run builds again)' : ''}`);
+    return { action: 'built', hash: now };
   } finally {
     process.off('exit', releaseOnExit);
     releaseOnExit();

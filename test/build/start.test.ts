@@ -14,7 +14,7 @@
  * rather than skips, without one.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -273,7 +273,10 @@ setInterval(() => undefined, 1000);
       killAll([start.pid, ...descendants(start.pid)], 'SIGKILL');
       const ended = await start.exited;
       expect(ended.signal).toBe('SIGKILL');
-      if (stampOf(dir).text === before.text && existsSync(tmp)) killed = { pid: start.pid, tmp };
+      if (stampOf(dir).text === before.text && existsSync(tmp)) {
+        killed = { pid: start.pid, tmp };
+        process.stdout.write(`build test: build killed while writing on attempt ${attempt}\n`);
+      }
     }
     expect(killed).toBeDefined();
 
@@ -309,6 +312,30 @@ setInterval(() => undefined, 1000);
     expect(build.output()).toContain('build: interrupted by SIGTERM; dist/ is unchanged');
     await waitFor(`the compiler's processes ${compiler.join(', ')} to be gone`, () => compiler.every((pid) => !running(pid)), 5_000);
     expect(stampOf(dir)).toEqual(before);
+    expect(leftovers(dir)).toEqual([]);
+  }, 60_000);
+
+  it('a build that does not compile leaves dist/ unchanged; a dist/ lost between the two renames is restored from the finished build', async () => {
+    const money = join(dir, 'src', 'money.ts');
+    const source = readFileSync(money, 'utf8');
+    const before = stampOf(dir);
+    appendFileSync(money, `\nexport const NOT_A_NUMBER: number = 'text';\n`);
+    const failed = runSync(process.execPath, ['scripts/build.mjs'], dir);
+    expect(failed.output).toContain('build: tsc failed (exit');
+    expect(failed.status).toBe(1);
+    expect(stampOf(dir)).toEqual(before);
+    expect(leftovers(dir)).toEqual([]);
+
+    // A builder killed after its first rename (dist/ moved aside) and before its second.
+    writeFileSync(money, source);
+    expect(runSync(process.execPath, ['scripts/build.mjs'], dir)).toMatchObject({ status: 0 });
+    const built = stampOf(dir);
+    renameSync(join(dir, 'dist'), join(dir, 'dist.tmp-999999'));
+    const restored = runSync(process.execPath, ['scripts/build.mjs'], dir);
+    expect(restored.output).toContain('build: dist/ was missing (a build was interrupted while swapping); restored it from dist.tmp-999999');
+    expect(restored.output).not.toContain('build: compiling');
+    expect(restored.status).toBe(0);
+    expect(stampOf(dir).text).toBe(built.text);
     expect(leftovers(dir)).toEqual([]);
   }, 60_000);
 
