@@ -304,7 +304,8 @@ setInterval(() => undefined, 1000);
     const before = stampOf(dir);
     appendFileSync(join(dir, 'src', 'money.ts'), `\nexport const TERM_PROBE = 1;\n`);
     const build = run(process.execPath, ['scripts/build.mjs'], dir, cleanEnv());
-    await waitFor('the build to start its compiler', () => build.output().includes('build: compiling') || build.child.exitCode !== null, 60_000, build.output);
+    // The line is printed just before the compiler is spawned: wait for the process itself.
+    await waitFor('the build to start its compiler', () => (build.output().includes('build: compiling') && descendants(build.pid).length > 0) || build.child.exitCode !== null, 60_000, build.output);
     const compiler = descendants(build.pid);
     expect(compiler.length).toBeGreaterThan(0);
     process.kill(build.pid, 'SIGTERM');
