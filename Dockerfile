@@ -1,21 +1,32 @@
 # syntax=docker/dockerfile:1
-# Build with the same commands CI proves (npm install, npm run build), then ship only what runs.
-FROM node:20-bookworm-slim AS build
+# Each step is a command CI runs on every change (npm ci, npm run build, and in test/build/start.test.ts
+# npm ci --omit=dev, then npm start, npm run migrate and npm run ledger:copy in what this image holds).
+# Node 24, the current LTS (Node 20's life ended in April 2026); the package works on Node 20 or later.
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY adapters ./adapters
 COPY scripts ./scripts
-RUN npm run build && npm prune --omit=dev
+RUN npm run build
 
-FROM node:20-bookworm-slim
+# Production dependencies only, from the lockfile: no TypeScript, no test tools.
+FROM node:24-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production PORT=8080 LEDGER_URL=file:/data/ledger.json
 WORKDIR /app
-COPY --from=build /app/package.json ./
-COPY --from=build /app/node_modules ./node_modules
+COPY package.json ./
+COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# npm start, npm run migrate and npm run ledger:copy go through scripts/start.mjs, which builds
+# nothing here (there is no TypeScript): it runs dist/.
+COPY scripts/build.mjs scripts/start.mjs ./scripts/
 COPY config ./config
 RUN mkdir -p /data && chown node:node /data
 USER node
