@@ -39,6 +39,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
+import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { Journal, syncDirectory, type Location, type WriteFailure, type WriteFile } from './journal.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
@@ -122,6 +123,9 @@ export class FileLedgerStore implements LedgerStore {
   readonly manifestPath: string;
   readonly journalDir: string;
   readonly deadLettersDir: string;
+  /** One private JSON document per merchant (`<stem>.merchants/<id>.json`); all held in memory (merchants are few). */
+  readonly merchantsDir: string;
+  readonly #merchants = new Map<string, StoredMerchant>();
   readonly #journal: Journal;
   readonly #lock: ProcessLock;
   readonly #index = new Map<string, IndexEntry>();
@@ -157,6 +161,7 @@ export class FileLedgerStore implements LedgerStore {
     const stem = join(dirname(this.manifestPath), basename(this.manifestPath, extname(this.manifestPath)));
     this.journalDir = `${stem}.journal`;
     this.deadLettersDir = `${stem}.dead-letters`;
+    this.merchantsDir = `${stem}.merchants`;
     this.#journal = new Journal(this.journalDir, undefined, options.writeFile);
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
     this.#restartedMarker = `${this.manifestPath}.restarted`;
@@ -204,6 +209,9 @@ export class FileLedgerStore implements LedgerStore {
       await mkdir(this.deadLettersDir, { recursive: true, mode: PRIVATE_DIR });
       await makePrivate(this.deadLettersDir, PRIVATE_DIR);
       await this.#loadDeadLetters();
+      await mkdir(this.merchantsDir, { recursive: true, mode: PRIVATE_DIR });
+      await makePrivate(this.merchantsDir, PRIVATE_DIR);
+      await this.#loadMerchants();
       const active = this.#journal.active;
       if (this.#journal.sizeOf(active) >= COMPACT_ACTIVE_FROM_BYTES && this.#liveShare(active) < COMPACT_BELOW_LIVE_SHARE) await this.#roll();
       await this.#compactSealed();
@@ -358,6 +366,48 @@ export class FileLedgerStore implements LedgerStore {
 
   async hasWebhookEvent(pos: string, key: string): Promise<boolean> {
     return this.#webhookEvents.has(webhookKey(pos, key));
+  }
+
+  saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {
+    return this.#locks.run('merchants', async () => {
+      const current = this.#merchants.get(merchant.id);
+      if (merchant.version === 1 && current) throw new ConflictError(`merchant ${merchant.id} exists`);
+      if (merchant.version !== 1 && current?.version !== merchant.version - 1) throw new VersionConflictError(`merchant ${merchant.id}`, merchant.version - 1, current?.version);
+      const accounts = accountKeysOf(merchant);
+      for (const other of this.#merchants.values()) {
+        if (other.id === merchant.id) continue;
+        const taken = accountKeysOf(other).find((a) => accounts.includes(a));
+        if (taken) throw new ConflictError(`POS account ${taken} belongs to merchant ${other.id}`);
+        if ([other.tokens.pos, other.tokens.admin].some((t) => t === merchant.tokens.pos || t === merchant.tokens.admin)) throw new ConflictError('token already in use');
+      }
+      // The merchant's file holds sealed secrets and token hashes only; synced, since an app token
+      // lost in a crash could not be asked for again.
+      const db = new Low<StoredMerchant>(new PrivateJSONFile(join(this.merchantsDir, `${merchant.id}.json`), { syncData: true }), merchant);
+      await this.#writingFile(() => db.write());
+      syncDirectory(this.merchantsDir);
+      this.#merchants.set(merchant.id, structuredClone(merchant));
+      return merchant;
+    });
+  }
+
+  async getMerchant(id: string): Promise<StoredMerchant | undefined> {
+    const merchant = this.#merchants.get(id);
+    return merchant && structuredClone(merchant);
+  }
+
+  async listMerchants(query: { offset: number; limit: number }): Promise<{ items: StoredMerchant[]; total: number }> {
+    const all = [...this.#merchants.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1));
+    return { items: all.slice(query.offset, query.offset + query.limit).map((m) => structuredClone(m)), total: all.length };
+  }
+
+  async findMerchantByToken(kind: 'pos' | 'admin', hash: string): Promise<StoredMerchant | undefined> {
+    for (const merchant of this.#merchants.values()) if (merchant.tokens[kind] === hash) return structuredClone(merchant);
+    return undefined;
+  }
+
+  async findMerchantByAccount(accountKey: string): Promise<StoredMerchant | undefined> {
+    for (const merchant of this.#merchants.values()) if (accountKeysOf(merchant).includes(accountKey)) return structuredClone(merchant);
+    return undefined;
   }
 
   async saveDeadLetter(letter: DeadLetter): Promise<void> {
@@ -655,6 +705,16 @@ export class FileLedgerStore implements LedgerStore {
       this.#liveBytes.delete(segment);
       await this.#saveSegments();
       this.#journal.deleteDropped(segment);
+    }
+  }
+
+  async #loadMerchants(): Promise<void> {
+    this.#merchants.clear();
+    const files = await readdir(this.merchantsDir);
+    for (const file of files) await makePrivate(join(this.merchantsDir, file), PRIVATE_FILE);
+    for (const file of files.filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
+      const merchant = JSON.parse(await readFile(join(this.merchantsDir, file), 'utf8')) as StoredMerchant;
+      this.#merchants.set(merchant.id, merchant);
     }
   }
 

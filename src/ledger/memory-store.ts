@@ -8,6 +8,7 @@
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { dueOf } from '../core/transitions.js';
 import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord } from './record.js';
+import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
@@ -20,10 +21,11 @@ export interface MemoryLedgerState {
   accrualKeys: Map<string, string>;
   webhookEvents: Set<string>;
   deadLetters: Map<string, DeadLetter>;
+  merchants: Map<string, StoredMerchant>;
 }
 
 export function emptyMemoryLedger(): MemoryLedgerState {
-  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map() };
+  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map() };
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -137,6 +139,40 @@ export class MemoryLedgerStore implements LedgerStore {
       .filter((l) => (!query.pos || l.pos === query.pos) && (query.open === undefined || !l.resolvedAt === query.open))
       .sort((a, b) => Date.parse(b.receivedAt) - Date.parse(a.receivedAt) || (a.id < b.id ? 1 : -1));
     return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
+  }
+
+  async saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {
+    const current = this.state.merchants.get(merchant.id);
+    if (merchant.version === 1 && current) throw new ConflictError(`merchant ${merchant.id} exists`);
+    if (merchant.version !== 1 && current?.version !== merchant.version - 1) throw new VersionConflictError(`merchant ${merchant.id}`, merchant.version - 1, current?.version);
+    for (const other of this.state.merchants.values()) {
+      if (other.id === merchant.id) continue;
+      const taken = accountKeysOf(merchant).find((a) => accountKeysOf(other).includes(a));
+      if (taken) throw new ConflictError(`POS account ${taken} belongs to merchant ${other.id}`);
+      if ([other.tokens.pos, other.tokens.admin].some((t) => t === merchant.tokens.pos || t === merchant.tokens.admin)) throw new ConflictError('token already in use');
+    }
+    this.state.merchants.set(merchant.id, copy(merchant));
+    return copy(merchant);
+  }
+
+  async getMerchant(id: string): Promise<StoredMerchant | undefined> {
+    const merchant = this.state.merchants.get(id);
+    return merchant && copy(merchant);
+  }
+
+  async listMerchants(query: { offset: number; limit: number }): Promise<{ items: StoredMerchant[]; total: number }> {
+    const all = [...this.state.merchants.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1));
+    return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length };
+  }
+
+  async findMerchantByToken(kind: 'pos' | 'admin', hash: string): Promise<StoredMerchant | undefined> {
+    const found = [...this.state.merchants.values()].find((m) => m.tokens[kind] === hash);
+    return found && copy(found);
+  }
+
+  async findMerchantByAccount(accountKey: string): Promise<StoredMerchant | undefined> {
+    const found = [...this.state.merchants.values()].find((m) => accountKeysOf(m).includes(accountKey));
+    return found && copy(found);
   }
 
   /** The claims are checked before anything changes, so a refused write leaves everything as it was. */

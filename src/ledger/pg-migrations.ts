@@ -348,4 +348,28 @@ RETURNS boolean LANGUAGE sql AS $$
 $$;
 `,
   },
+  {
+    version: 5,
+    name: 'merchants',
+    sql: `
+-- One row per created merchant (the default merchant is built from the variables, never stored):
+-- its document holds sealed secrets and token hashes only (src/merchants/secrets.ts). The token
+-- hashes are unique, so a token can name one merchant at most.
+CREATE TABLE ledger_merchants (
+  id text PRIMARY KEY,
+  version integer NOT NULL,
+  merchant jsonb NOT NULL,
+  pos_token text NOT NULL UNIQUE,
+  admin_token text NOT NULL UNIQUE,
+  created_at timestamptz NOT NULL
+);
+-- A POS account (pos and its id there, lower-cased) belongs to one merchant at most: webhooks are
+-- attributed by it.
+CREATE TABLE ledger_merchant_accounts (
+  account text PRIMARY KEY,
+  merchant_id text NOT NULL REFERENCES ledger_merchants (id)
+);
+CREATE INDEX ledger_merchant_accounts_merchant ON ledger_merchant_accounts (merchant_id);
+`,
+  },
 ];

@@ -11,6 +11,7 @@
 import pg from 'pg';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { accrualKeyColumns, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
+import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord } from './record.js';
 import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
@@ -375,6 +376,65 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async count(): Promise<number> {
     return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records')).rows[0]!.n);
+  }
+
+  async saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {
+    try {
+      await inTransaction(this.pool, async (client) => {
+        if (merchant.version === 1) {
+          const inserted = await client.query(
+            'INSERT INTO ledger_merchants (id, version, merchant, pos_token, admin_token, created_at) VALUES ($1, 1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING',
+            [merchant.id, jsonb(merchant), merchant.tokens.pos, merchant.tokens.admin, merchant.createdAt],
+          );
+          if (!inserted.rowCount) throw new ConflictError(`merchant ${merchant.id} exists`);
+        } else {
+          const updated = await client.query('UPDATE ledger_merchants SET version = $2, merchant = $3, pos_token = $4, admin_token = $5 WHERE id = $1 AND version = $2 - 1', [
+            merchant.id,
+            merchant.version,
+            jsonb(merchant),
+            merchant.tokens.pos,
+            merchant.tokens.admin,
+          ]);
+          if (!updated.rowCount) {
+            const current = await client.query<{ version: number }>('SELECT version FROM ledger_merchants WHERE id = $1', [merchant.id]);
+            throw new VersionConflictError(`merchant ${merchant.id}`, merchant.version - 1, current.rows[0]?.version);
+          }
+          await client.query('DELETE FROM ledger_merchant_accounts WHERE merchant_id = $1', [merchant.id]);
+        }
+        for (const account of accountKeysOf(merchant)) {
+          const held = await client.query('INSERT INTO ledger_merchant_accounts (account, merchant_id) VALUES ($1, $2) ON CONFLICT (account) DO NOTHING', [account, merchant.id]);
+          if (!held.rowCount) {
+            const holder = await client.query<{ merchant_id: string }>('SELECT merchant_id FROM ledger_merchant_accounts WHERE account = $1', [account]);
+            throw new ConflictError(`POS account ${account} belongs to merchant ${holder.rows[0]?.merchant_id}`);
+          }
+        }
+      });
+    } catch (error) {
+      // A token hash already in use: unique_violation on pos_token or admin_token.
+      if ((error as { code?: string }).code === '23505') throw new ConflictError('token already in use');
+      throw error;
+    }
+    return merchant;
+  }
+
+  async getMerchant(id: string): Promise<StoredMerchant | undefined> {
+    return (await this.pool.query<{ merchant: StoredMerchant }>('SELECT merchant FROM ledger_merchants WHERE id = $1', [id])).rows[0]?.merchant;
+  }
+
+  async listMerchants(query: { offset: number; limit: number }): Promise<{ items: StoredMerchant[]; total: number }> {
+    const total = Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_merchants')).rows[0]!.n);
+    const { rows } = await this.pool.query<{ merchant: StoredMerchant }>('SELECT merchant FROM ledger_merchants ORDER BY created_at, id LIMIT $1 OFFSET $2', [query.limit, query.offset]);
+    return { items: rows.map((r) => r.merchant), total };
+  }
+
+  async findMerchantByToken(kind: 'pos' | 'admin', hash: string): Promise<StoredMerchant | undefined> {
+    const column = kind === 'pos' ? 'pos_token' : 'admin_token';
+    return (await this.pool.query<{ merchant: StoredMerchant }>(`SELECT merchant FROM ledger_merchants WHERE ${column} = $1`, [hash])).rows[0]?.merchant;
+  }
+
+  async findMerchantByAccount(accountKey: string): Promise<StoredMerchant | undefined> {
+    const { rows } = await this.pool.query<{ merchant: StoredMerchant }>('SELECT m.merchant FROM ledger_merchant_accounts a JOIN ledger_merchants m ON m.id = a.merchant_id WHERE a.account = $1', [accountKey]);
+    return rows[0]?.merchant;
   }
 
   async rememberWebhookEvent(pos: string, key: string): Promise<boolean> {

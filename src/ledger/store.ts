@@ -7,6 +7,7 @@
  * unsettled) is held by one record at most. Every store passes `test/ledger/store-contract.ts`.
  */
 import type { FieldIssue } from '../errors.js';
+import type { StoredMerchant } from '../merchants/merchant.js';
 import type { LedgerRecord, LedgerStatus } from './record.js';
 
 export interface ListQuery {
@@ -127,6 +128,21 @@ export interface LedgerStore {
   /** Records that a webhook event (by the POS's dedupe key) was processed; false when it already was. */
   rememberWebhookEvent(pos: string, key: string): Promise<boolean>;
   hasWebhookEvent(pos: string, key: string): Promise<boolean>;
+  // ---------------------------------------------------------------- merchants
+  /**
+   * Inserts a merchant (version 1, an id not used yet) or replaces it (compare-and-set: the stored
+   * version must be `merchant.version - 1`; VersionConflictError otherwise). ConflictError, and
+   * nothing stored, when the id exists (insert) or another merchant holds one of its POS accounts
+   * (`accountKeysOf`) or token hashes. The `default` merchant is never stored.
+   */
+  saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant>;
+  getMerchant(id: string): Promise<StoredMerchant | undefined>;
+  /** Oldest first. */
+  listMerchants(query: { offset: number; limit: number }): Promise<{ items: StoredMerchant[]; total: number }>;
+  /** The merchant whose POS or admin token has this hash (`tokenHash`). */
+  findMerchantByToken(kind: 'pos' | 'admin', hash: string): Promise<StoredMerchant | undefined>;
+  /** The merchant holding this POS account (`accountKey`). */
+  findMerchantByAccount(accountKey: string): Promise<StoredMerchant | undefined>;
   /** Inserts or replaces a dead letter by id. */
   saveDeadLetter(letter: DeadLetter): Promise<void>;
   getDeadLetter(id: string): Promise<DeadLetter | undefined>;

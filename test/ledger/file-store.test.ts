@@ -8,7 +8,7 @@ import { currentBootId } from '../../src/ledger/process-lock.js';
 import { openStore } from '../../src/ledger/open-store.js';
 import { isOpen, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
-import { ledgerStoreContract, makeRecord, minutes, nextVersion, settle } from './store-contract.js';
+import { ledgerStoreContract, makeMerchant, makeRecord, minutes, nextVersion, settle } from './store-contract.js';
 
 /** Whether a process with this pid runs (signal 0 checks without sending anything). */
 function isAlive(pid: number): boolean {
@@ -78,7 +78,7 @@ describe('FileLedgerStore on disk', () => {
     const records = ['generic:A-1', 'square:ORDER/2', 'shopify:3 with spaces', '../../escape'].map((id, i) => makeRecord(id, { at: i }));
     for (const r of records) await store.insert(r);
     await store.update(settle(records[0]!));
-    expect((await readdir(dir)).sort()).toEqual(['ledger.dead-letters', 'ledger.journal', 'ledger.json', 'ledger.json.lock']);
+    expect((await readdir(dir)).sort()).toEqual(['ledger.dead-letters', 'ledger.journal', 'ledger.json', 'ledger.json.lock', 'ledger.merchants']);
     expect((await readFile(`${path}.lock`, 'utf8')).split('\n')[0]).toBe(String(process.pid));
     expect(await readdir(store.journalDir)).toEqual(['000001.jsonl']);
 
@@ -333,6 +333,7 @@ describe('FileLedgerStore on disk', () => {
       store = await openAt(path);
       await store.insert(makeRecord('generic:A-1'));
       await store.saveDeadLetter(letter('dl-1'));
+      await store.saveMerchant(makeMerchant('m-1'));
       await store.close();
       await writeFile(join(dir, 'ledger.journal', '000001.jsonl.corrupt-2026-01-01T00-00-00-000Z'), 'a copy kept for forensics');
       await writeFile(`${path}.restarted`, 'an unclean stop on an earlier boot');
@@ -348,6 +349,8 @@ describe('FileLedgerStore on disk', () => {
         'ledger.json: 0o600',
         'ledger.json.lock: 0o600',
         'ledger.json.restarted: 0o600',
+        'ledger.merchants: 0o700',
+        'ledger.merchants/m-1.json: 0o600',
       ]);
       expect(await store.get('generic:A-1')).toEqual(makeRecord('generic:A-1'));
       expect(await store.getDeadLetter('dl-1')).toEqual(letter('dl-1'));
@@ -374,6 +377,7 @@ describe('FileLedgerStore on disk', () => {
         'ledger.json: 0o600',
         'ledger.json.lock: 0o600',
         'ledger.json.restarted: 0o600',
+        'ledger.merchants: 0o700',
       ]);
       expect((await store.getDeadLetter('dl-2'))?.deliveries).toBe(2);
     });
@@ -390,6 +394,7 @@ describe('FileLedgerStore on disk', () => {
         'a/b/ledger.journal/000001.jsonl: 0o600',
         'a/b/ledger.json: 0o600',
         'a/b/ledger.json.lock: 0o600',
+        'a/b/ledger.merchants: 0o700',
       ]);
     });
   });

@@ -16,6 +16,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/errors.js';
 import { deriveStatus, isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
+import type { StoredMerchant } from '../../src/merchants/merchant.js';
 
 export interface StoreUnderTest {
   store: LedgerStore;
@@ -106,6 +107,23 @@ export function makeRecord(transactionId: string, options: RecordOptions = {}): 
   if (options.nextAttemptAt !== undefined) record.nextAttemptAt = minutes(options.nextAttemptAt);
   record.status = deriveStatus(record);
   return record;
+}
+
+/** A stored merchant with sealed-looking secrets and token hashes of its own; `accounts` by POS. */
+export function makeMerchant(id: string, accounts: Record<string, string> = {}): StoredMerchant {
+  const sealed = (what: string) => ({ alg: 'aes-256-gcm' as const, key: '0123456789abcdef', iv: 'aXY=', tag: 'dGFn', data: Buffer.from(`${id}:${what}`).toString('base64'), hint: '…abcd' });
+  return {
+    id,
+    version: 1,
+    name: `Merchant ${id}`,
+    status: 'active',
+    loyalty: { appToken: sealed('app'), apiKey: sealed('key') },
+    currency: 'EUR',
+    pos: Object.fromEntries(Object.entries(accounts).map(([pos, account]) => [pos, { account, accessToken: sealed(pos) }])),
+    tokens: { pos: `pos-hash-${id}`, admin: `admin-hash-${id}` },
+    createdAt: minutes(0),
+    updatedAt: minutes(0),
+  };
 }
 
 /** The next version of `record` after `change` (applied to a deep copy), with status re-derived. */
@@ -630,6 +648,74 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await reopen();
         expect(ids(await store.listUnsettledAccruals('default', 5997))).toEqual(['generic:a', 'generic:b']);
         await expect(store.insert(makeRecord('generic:f', { customer: { phone: '+15550003333' }, inFlight: true }))).rejects.toMatchObject({ holder: 'generic:a' });
+      });
+    });
+
+    describe('merchants', () => {
+      it('inserts once, reads back, replaces by compare-and-set on version', async () => {
+        const m = makeMerchant('bakery-17');
+        expect(await store.saveMerchant(m)).toEqual(m);
+        expect(await store.getMerchant('bakery-17')).toEqual(m);
+        await expect(store.saveMerchant(makeMerchant('bakery-17'))).rejects.toBeInstanceOf(ConflictError);
+        const v2 = { ...m, version: 2, status: 'suspended' as const, updatedAt: minutes(5) };
+        expect(await store.saveMerchant(v2)).toEqual(v2);
+        // A writer that read version 1 loses.
+        await expect(store.saveMerchant({ ...m, version: 2, name: 'stale' })).rejects.toBeInstanceOf(VersionConflictError);
+        expect(await store.getMerchant('bakery-17')).toEqual(v2);
+        expect(await store.getMerchant('nobody')).toBeUndefined();
+      });
+
+      it('a POS account belongs to one merchant (case-insensitive), and is free again once given up', async () => {
+        await store.saveMerchant(makeMerchant('a', { shopify: 'Shop-A.myshopify.com' }));
+        await expect(store.saveMerchant(makeMerchant('b', { shopify: 'shop-a.myshopify.com' }))).rejects.toThrow(/belongs to merchant a/);
+        expect(await store.getMerchant('b')).toBeUndefined();
+        // The same id on another POS is another account.
+        await store.saveMerchant(makeMerchant('c', { square: 'shop-a.myshopify.com' }));
+        expect((await store.findMerchantByAccount('shopify:shop-a.myshopify.com'))?.id).toBe('a');
+        expect((await store.findMerchantByAccount('square:shop-a.myshopify.com'))?.id).toBe('c');
+        const a = (await store.getMerchant('a'))!;
+        await store.saveMerchant({ ...a, version: 2, pos: {} });
+        expect(await store.findMerchantByAccount('shopify:shop-a.myshopify.com')).toBeUndefined();
+        expect((await store.saveMerchant(makeMerchant('b', { shopify: 'shop-a.myshopify.com' }))).id).toBe('b');
+      });
+
+      it('finds a merchant by the hash of its POS or admin token; a rotated token finds nothing', async () => {
+        const m = makeMerchant('m-1');
+        await store.saveMerchant(m);
+        expect((await store.findMerchantByToken('pos', m.tokens.pos))?.id).toBe('m-1');
+        expect((await store.findMerchantByToken('admin', m.tokens.admin))?.id).toBe('m-1');
+        expect(await store.findMerchantByToken('admin', m.tokens.pos)).toBeUndefined();
+        await store.saveMerchant({ ...m, version: 2, tokens: { pos: 'new-pos-hash', admin: 'new-admin-hash' } });
+        expect(await store.findMerchantByToken('pos', m.tokens.pos)).toBeUndefined();
+        expect((await store.findMerchantByToken('pos', 'new-pos-hash'))?.id).toBe('m-1');
+        await expect(store.saveMerchant({ ...makeMerchant('m-2'), tokens: { pos: 'new-pos-hash', admin: 'x' } })).rejects.toBeInstanceOf(ConflictError);
+      });
+
+      it('lists oldest first, in pages, and keeps everything across a reopen', async () => {
+        for (const [i, id] of ['m-c', 'm-a', 'm-b'].entries()) await store.saveMerchant({ ...makeMerchant(id), createdAt: minutes(i) });
+        expect((await store.listMerchants({ offset: 0, limit: 2 })).items.map((m) => m.id)).toEqual(['m-c', 'm-a']);
+        expect(await store.listMerchants({ offset: 2, limit: 2 })).toMatchObject({ total: 3, items: [{ id: 'm-b' }] });
+        const before = await store.getMerchant('m-a');
+        await reopen();
+        expect(await store.getMerchant('m-a')).toEqual(before);
+        expect((await store.listMerchants({ offset: 0, limit: 10 })).total).toBe(3);
+      });
+
+      it('records of two merchants with one transactionId never touch', async () => {
+        const mine = { ...makeRecord('generic:A-1', { accrual: 'accrued', operationIds: [1] }), merchantId: 'bakery-17' };
+        const theirs = { ...makeRecord('generic:A-1', { accrual: 'accrued', operationIds: [1] }), merchantId: 'cafe-2' };
+        expect((await store.insert(mine)).created).toBe(true);
+        expect((await store.insert(theirs)).created).toBe(true);
+        expect(await store.get('bakery-17/generic:A-1')).toEqual(mine);
+        expect(await store.get('cafe-2/generic:A-1')).toEqual(theirs);
+        expect(await store.get('generic:A-1')).toBeUndefined();
+        // Operation 1 is each merchant's own (their loyalty accounts number operations alike).
+        expect(await store.findOperationClaim('bakery-17', 1)).toBe('generic:A-1');
+        expect(await store.findOperationClaim('cafe-2', 1)).toBe('generic:A-1');
+        expect(await store.findOperationClaim('default', 1)).toBeUndefined();
+        expect((await store.list({ merchantId: 'cafe-2', offset: 0, limit: 10 })).items).toEqual([theirs]);
+        await store.update(nextVersion(theirs, (r) => (r.reversal.state = 'reversed')));
+        expect(await store.get('bakery-17/generic:A-1')).toEqual(mine);
       });
     });
 

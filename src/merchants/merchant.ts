@@ -1,0 +1,55 @@
+/**
+ * A merchant: one business on the bridge (bridge-contract "Merchants"). Its install of the loyalty
+ * service's point-of-sale app (an app token; optionally the API key of its account, for history
+ * verification), its defaults for payloads that carry none, its accounts on each POS, and the two
+ * credentials the bridge gives it (a POS token for direct posts, an admin token for its own records).
+ * Stored with every secret sealed and the bridge's tokens hashed (`secrets.ts`).
+ *
+ * The `default` merchant is not stored: it is built from the variables (LOYALTY_APP_TOKEN, POS_TOKEN,
+ * each POS's variables), so a deployment with no merchant created works as it always did.
+ */
+import { DEFAULT_MERCHANT } from '../ledger/record.js';
+import type { SealedSecret } from './secrets.js';
+
+export { DEFAULT_MERCHANT };
+
+/** `id` never changes: it is in every ledger key of the merchant's records. */
+export const MERCHANT_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+export type MerchantStatus = 'active' | 'suspended';
+
+/** A merchant's account on one POS: its id there (the POS names the merchant by it in webhooks) and its API token. */
+export interface PosAccount {
+  /** Square/Clover/Loyverse `merchantId`, Shopify `shopDomain`, Toast `restaurantGuid` (the field each adapter declares). */
+  account?: string;
+  accessToken?: SealedSecret;
+}
+
+export interface StoredMerchant {
+  id: string;
+  /** Incremented by every write; stores compare-and-set on it. */
+  version: number;
+  name?: string;
+  status: MerchantStatus;
+  loyalty: { appToken: SealedSecret; apiKey?: SealedSecret };
+  currency?: string;
+  phoneRegion?: string;
+  /** By POS name (`square`, `shopify`, …). */
+  pos: Record<string, PosAccount>;
+  /** SHA-256 of the POS token and of the admin token (`tokenHash`). */
+  tokens: { pos: string; admin: string };
+  createdAt: string;
+  updatedAt: string;
+  /** When `resolve-credentials` was last read for it. */
+  resolvedAt?: string;
+}
+
+/** A POS account's identity within the bridge: one merchant at most may hold it. */
+export function accountKey(pos: string, account: string): string {
+  return `${pos}:${account.trim().toLowerCase()}`;
+}
+
+/** Every POS account a merchant holds, as `accountKey`s. */
+export function accountKeysOf(merchant: Pick<StoredMerchant, 'pos'>): string[] {
+  return Object.entries(merchant.pos).flatMap(([pos, a]) => (a.account ? [accountKey(pos, a.account)] : []));
+}
