@@ -46,6 +46,7 @@ describe('a simulator with several merchants', () => {
   const pos = (op: 'accrue' | 'reverse' | 'resolve-credentials', body: unknown, token?: string) =>
     request(server.url).post(`/api/v2/marketplace/${op}`).set(token === undefined ? {} : { 'x-app-token': token }).send(body as object);
   const get = (path: string, key?: string) => request(server.url).get(path).set(key === undefined ? {} : { 'x-api-key': key });
+  const control = () => request(server.url);
   const accrue = (m: SimMerchant, transactionId: string, amount: number, contact: Record<string, string> = { phone: PHONE }) =>
     pos('accrue', { transactionId, ...contact, check: check(amount) }, m.appToken);
 
@@ -191,6 +192,12 @@ describe('a simulator with several merchants', () => {
       { name: 'locationId', value: '1' },
       { name: 'templateId', value: '1' },
     ]);
+    // Settings can change between two reads (what a bridge's /refresh would pick up).
+    const patched = await control().patch('/__sim/merchants/cafe-9/credentials').send({ currency: 'CAD', 'toast.restaurantGuid': null });
+    expect(patched.status).toBe(200);
+    expect((await pos('resolve-credentials', { names: ['currency', 'toast.restaurantGuid'] }, cafe.appToken)).body.credentials).toEqual([
+      { name: 'currency', value: 'CAD' },
+    ]);
   });
 
   it('refuses a revoked install with 403 on all three operations, keeps its API key and the other merchants working, and serves it once restored', async () => {
@@ -216,6 +223,12 @@ describe('a simulator with several merchants', () => {
 
     bakery.restore();
     expect((await pos('resolve-credentials', { names: ['currency'] }, bakery.appToken)).body).toEqual({ credentials: [{ name: 'currency', value: 'EUR' }] });
+
+    const revoked = await control().post('/__sim/merchants/cafe-9/revoke');
+    expect(revoked.body).toMatchObject({ id: 'cafe-9', revoked: true });
+    expect((await pos('resolve-credentials', {}, cafe.appToken)).status).toBe(403);
+    expect((await control().post('/__sim/merchants/cafe-9/restore')).body).toMatchObject({ revoked: false });
+    expect((await pos('resolve-credentials', {}, cafe.appToken)).status).toBe(200);
   });
 
   it("keeps each merchant's queued faults to its own requests", async () => {
@@ -226,6 +239,48 @@ describe('a simulator with several merchants', () => {
     expect((await accrue(cafe, 'c', 100)).status).toBe(429);
     expect((await accrue(cafe, 'c', 100)).status).toBe(429);
     expect((await accrue(cafe, 'c', 100)).status).toBe(200);
+  });
+
+  it('exposes every merchant on the control API, beside the default merchant at the older paths', async () => {
+    const listed = await control().get('/__sim/merchants');
+    expect(listed.body.merchants.map((m: { id: string; companyId: number; appToken: string; apiKey: string }) => [m.id, m.companyId, m.appToken, m.apiKey])).toEqual([
+      ['default', 1, 'sim-app-token', 'sim-api-key'],
+      ['bakery-17', 2, 'tok-bakery', 'key-bakery'],
+      ['cafe-9', 3, 'tok-cafe', 'key-cafe'],
+    ]);
+
+    const created = await control().post('/__sim/merchants').send({ id: 'deli-3', credentials: { currency: 'GBP' } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ id: 'deli-3', companyId: 4, appToken: 'sim-app-token-deli-3', apiKey: 'sim-api-key-deli-3', revoked: false });
+    expect((await control().get('/__sim/merchants/deli-3')).body).toEqual(created.body);
+    const deli = await pos('accrue', { transactionId: 'd-1', email: 'x@deli.test', check: check(900) }, 'sim-app-token-deli-3');
+    expect(deli.body.results[0]).toMatchObject({ isSuccess: true, companyId: 4, serialNumber: '41-100001-2' });
+    expect((await control().get('/__sim/merchants/deli-3/books')).body).toEqual(sim.merchant('deli-3').books());
+    expect((await control().get('/__sim/merchants/deli-3/books')).body.transactions['d-1']).toMatchObject({ accruals: 1, points: 9 });
+    expect((await control().get('/__sim/books')).body.transactions).toEqual({});
+
+    expect((await control().post('/__sim/merchants').send({ id: 'deli-3' })).status).toBe(409);
+    const reused = await control().post('/__sim/merchants').send({ id: 'deli-4', appToken: 'key-bakery' });
+    expect(reused.status).toBe(409);
+    expect(reused.body.errors).toEqual([expect.stringContaining('appToken')]);
+    expect((await control().post('/__sim/merchants').send({ id: 'Deli 4' })).status).toBe(400);
+    expect((await control().get('/__sim/merchants/nope/books')).status).toBe(404);
+
+    const fault = await control().post('/__sim/merchants/cafe-9/faults').send({ kind: 'server_error' });
+    expect(fault).toMatchObject({ status: 201, body: { pending: 1 } });
+    expect((await control().get('/__sim/faults')).body).toEqual({ pending: 0 });
+    expect((await accrue(cafe, 'c-1', 100)).status).toBe(503);
+
+    const customer = await control().post('/__sim/merchants/cafe-9/customers').send({ phone: '+15550009999' });
+    expect(customer.status).toBe(201);
+    expect(customer.body.cardIds).toEqual(['31-100001-2']);
+    expect((await get('/api/v2/cards?customerPhone=%2B15550009999', cafe.apiKey)).body.meta.totalItems).toBe(1);
+    expect((await get('/api/v2/cards?customerPhone=%2B15550009999', bakery.apiKey)).body.meta.totalItems).toBe(0);
+
+    await accrue(bakery, 'b-1', 100);
+    expect((await control().post('/__sim/merchants/cafe-9/reset')).status).toBe(200);
+    expect((await control().get('/__sim/merchants/cafe-9/books')).body).toMatchObject({ accrueRequests: 0, cardBalances: {} });
+    expect((await control().get('/__sim/merchants/bakery-17/books')).body.transactions['b-1']).toMatchObject({ accruals: 1 });
   });
 
   it('keeps the default merchant behind the single-merchant API: sim.faults, books(), addCustomer() and reset() act on it alone', async () => {
