@@ -20,6 +20,8 @@ const FaultBody = z.object({
   message: z.string().optional(),
 });
 
+const StormBody = z.object({ on: z.boolean() });
+
 const CustomerBody = z.object({
   phone: z.string().optional(),
   email: z.string().optional(),
@@ -55,12 +57,12 @@ function describe(m: SimMerchant) {
     templateIds: m.templateIds,
     credentials: m.credentials,
     revoked: m.revoked,
-    faults: { pending: m.faults.pending() },
+    faults: { pending: m.faults.pending(), rateLimitAll: m.faults.rateLimitAll },
   };
 }
 
 function faultState(m: SimMerchant) {
-  return { pending: m.faults.pending() };
+  return { pending: m.faults.pending(), rateLimitAll: m.faults.rateLimitAll };
 }
 
 /** One merchant's routes; `merchantOf` names the merchant of the request (fixed, or from the path). */
@@ -86,6 +88,15 @@ function merchantRouter(merchantOf: (res: Response) => SimMerchant): express.Rou
   router.delete('/faults', (_req, res) => {
     const merchant = merchantOf(res);
     merchant.faults.clear();
+    res.json(faultState(merchant));
+  });
+
+  /** The rate-limit storm of FaultQueue.rateLimitAll: `{ "on": true }` starts it, `{ "on": false }` ends it. */
+  router.put('/faults/rate-limit-all', (req, res) => {
+    const parsed = StormBody.safeParse(req.body);
+    if (!parsed.success) return void res.status(400).json({ errors: problems(parsed.error) });
+    const merchant = merchantOf(res);
+    merchant.faults.rateLimitAll = parsed.data.on;
     res.json(faultState(merchant));
   });
 

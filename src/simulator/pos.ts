@@ -1,8 +1,9 @@
 /**
  * The three point-of-sale operations (loyalty-service-api.md, "Point of sale (credential
  * X-App-Token)"). Bare bodies, no envelope. Each request belongs to the merchant whose app token it
- * carries. The order of refusals is part of the contract (Errors, rule 1: the body is validated
- * before the credential), then that merchant's scripted fault, then the write in its books.
+ * carries. The order of refusals is part of the contract: a merchant's rate-limit storm (the front
+ * proxy, before the service), then the body (Errors, rule 1: validated before the credential), then
+ * the credential, then that merchant's scripted fault, then the write in that merchant's books.
  */
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
@@ -111,6 +112,16 @@ export function posRouter(ctx: SimContext): express.Router {
   }
 
   /**
+   * A merchant's rate-limit storm (FaultQueue.rateLimitAll). The 429 comes from the front proxy
+   * (contract, Errors), which answers before the service reads the body or checks the install, so
+   * it precedes validation here, for all three operations, and consumes no queued fault.
+   */
+  const stormed: RequestHandler = (req, res, next) => {
+    if (ctx.merchants.byAppToken(req.get('x-app-token'))?.faults.rateLimitAll) return void rateLimitPage(res);
+    next();
+  };
+
+  /**
    * Applies the fault (if any) around `commit`. `commit(failFirst)` performs the write and returns
    * the answer; it is never called for faults that model "nothing reached the books".
    */
@@ -163,7 +174,7 @@ export function posRouter(ctx: SimContext): express.Router {
   }
 
   // A merchant's transactionIds are its own: the same id sent with two app tokens is two transactions.
-  router.post('/accrue', count('accrue'), parseBody, (req, res) => {
+  router.post('/accrue', count('accrue'), stormed, parseBody, (req, res) => {
     const request = validate(AccrueRequest, req.body, accrueExtras);
     if (Array.isArray(request)) return void res.status(400).json({ errors: request });
     const merchant = authorise(req, res);
@@ -174,7 +185,7 @@ export function posRouter(ctx: SimContext): express.Router {
     }));
   });
 
-  router.post('/reverse', count('reverse'), parseBody, (req, res) => {
+  router.post('/reverse', count('reverse'), stormed, parseBody, (req, res) => {
     const request = validate(ReverseRequest, req.body, blankTransactionId);
     if (Array.isArray(request)) return void res.status(400).json({ errors: request });
     const merchant = authorise(req, res);
@@ -185,8 +196,8 @@ export function posRouter(ctx: SimContext): express.Router {
     });
   });
 
-  /** Faults model failed writes, so this read-only operation never consumes one. */
-  router.post('/resolve-credentials', parseBody, (req, res) => {
+  /** Queued faults model failed writes, so this read-only operation never consumes one (a storm still hits it). */
+  router.post('/resolve-credentials', stormed, parseBody, (req, res) => {
     const request = validate(ResolveCredentialsRequest, req.body, () => []);
     if (Array.isArray(request)) return void res.status(400).json({ errors: request });
     const merchant = authorise(req, res);

@@ -192,6 +192,7 @@ describe('a simulator with several merchants', () => {
       { name: 'locationId', value: '1' },
       { name: 'templateId', value: '1' },
     ]);
+
     // Settings can change between two reads (what a bridge's /refresh would pick up).
     const patched = await control().patch('/__sim/merchants/cafe-9/credentials').send({ currency: 'CAD', 'toast.restaurantGuid': null });
     expect(patched.status).toBe(200);
@@ -231,6 +232,48 @@ describe('a simulator with several merchants', () => {
     expect((await pos('resolve-credentials', {}, cafe.appToken)).status).toBe(200);
   });
 
+  it("answers one merchant's every point-of-sale call with the HTML 429 until cleared, while the other merchant is served", async () => {
+    bakery.faults.inject({ kind: 'server_error' });
+    bakery.faults.rateLimitAll = true;
+
+    const calls = Array.from({ length: 10 }, (_, i) => [accrue(bakery, `a-${i}`, 100), accrue(cafe, `c-${i}`, 100)]).flat();
+    const answers = await Promise.all(calls);
+    const stormed = answers.filter((_, i) => i % 2 === 0);
+    const served = answers.filter((_, i) => i % 2 === 1);
+    for (const res of stormed) {
+      expect(res.status).toBe(429);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.headers['retry-after']).toBeUndefined();
+      expect(Object.keys(res.headers).filter((h) => h.startsWith('x-ratelimit'))).toEqual([]);
+      expect(res.text).toContain('429 Too Many Requests');
+    }
+    for (const res of served) {
+      expect(res.status).toBe(200);
+      expect(res.body.results[0].isSuccess).toBe(true);
+    }
+    // The front proxy answers before the service: reverse, resolve-credentials and even a bad body.
+    expect((await pos('reverse', { transactionId: 'a-0' }, bakery.appToken)).status).toBe(429);
+    expect((await pos('resolve-credentials', {}, bakery.appToken)).status).toBe(429);
+    expect((await pos('accrue', {}, bakery.appToken)).status).toBe(429);
+
+    expect(bakery.books()).toMatchObject({ accrueRequests: 11, reverseRequests: 1, transactions: {} });
+    expect(Object.keys(cafe.books().transactions)).toHaveLength(10);
+    // The storm neither uses itself up nor consumes a queued fault.
+    expect(bakery.faults.pending()).toBe(1);
+    expect((await control().get('/__sim/merchants/bakery-17/faults')).body).toEqual({ pending: 1, rateLimitAll: true });
+
+    const ended = await control().put('/__sim/merchants/bakery-17/faults/rate-limit-all').send({ on: false });
+    expect(ended.body).toEqual({ pending: 1, rateLimitAll: false });
+    expect((await accrue(bakery, 'a-x', 100)).status).toBe(503);
+    expect((await accrue(bakery, 'a-y', 100)).status).toBe(200);
+
+    // Over HTTP as well; clearing the faults ends it.
+    expect((await control().put('/__sim/merchants/bakery-17/faults/rate-limit-all').send({ on: true })).body.rateLimitAll).toBe(true);
+    expect((await accrue(bakery, 'a-z', 100)).status).toBe(429);
+    expect((await control().delete('/__sim/merchants/bakery-17/faults')).body).toEqual({ pending: 0, rateLimitAll: false });
+    expect((await accrue(bakery, 'a-z', 100)).status).toBe(200);
+  });
+
   it("keeps each merchant's queued faults to its own requests", async () => {
     cafe.faults.inject({ kind: 'rate_limit', times: 2 });
     expect((await accrue(bakery, 'a', 100)).status).toBe(200);
@@ -267,8 +310,8 @@ describe('a simulator with several merchants', () => {
     expect((await control().get('/__sim/merchants/nope/books')).status).toBe(404);
 
     const fault = await control().post('/__sim/merchants/cafe-9/faults').send({ kind: 'server_error' });
-    expect(fault).toMatchObject({ status: 201, body: { pending: 1 } });
-    expect((await control().get('/__sim/faults')).body).toEqual({ pending: 0 });
+    expect(fault).toMatchObject({ status: 201, body: { pending: 1, rateLimitAll: false } });
+    expect((await control().get('/__sim/faults')).body).toEqual({ pending: 0, rateLimitAll: false });
     expect((await accrue(cafe, 'c-1', 100)).status).toBe(503);
 
     const customer = await control().post('/__sim/merchants/cafe-9/customers').send({ phone: '+15550009999' });
