@@ -44,6 +44,21 @@ interface Entry {
 
 export class FaultQueue {
   #entries: Entry[] = [];
+  #rateLimitAll = false;
+
+  /**
+   * While true, every point-of-sale call carrying this merchant's app token (resolve-credentials
+   * included, whatever its body) is answered 429 with the front proxy's HTML page and no
+   * Retry-After, commits nothing and consumes no queued fault; other merchants are served as usual.
+   * It models a rate limit that does not lift however the client backs off. clear() ends it.
+   */
+  get rateLimitAll(): boolean {
+    return this.#rateLimitAll;
+  }
+
+  set rateLimitAll(on: boolean) {
+    this.#rateLimitAll = on;
+  }
 
   inject(spec: FaultSpec): void {
     const { kind, times = 1, on = 'any', delayMs, status, message } = spec;
@@ -73,11 +88,13 @@ export class FaultQueue {
     return entry.fault;
   }
 
+  /** Drops every queued fault and ends a rateLimitAll storm. */
   clear(): void {
     this.#entries = [];
+    this.#rateLimitAll = false;
   }
 
-  /** Remaining fault applications (a fault injected with times: 3 counts 3). */
+  /** Remaining queued fault applications (a fault injected with times: 3 counts 3); a storm is not counted. */
   pending(): number {
     let total = 0;
     for (const entry of this.#entries) total += entry.remaining;

@@ -4,9 +4,10 @@
  * in the standard envelope with paging meta.
  */
 import { randomUUID } from 'node:crypto';
-import express, { type Request, type RequestHandler, type Response } from 'express';
+import express, { type Request, type Response } from 'express';
 import { MAX_ITEMS_PER_PAGE } from '../loyalty/contract.js';
 import type { SimContext } from './context.js';
+import type { Merchant } from './merchant.js';
 import { isoWithOffset } from './state.js';
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
@@ -51,12 +52,25 @@ function date(req: Request, name: string): string | undefined {
 export function historyRouter(ctx: SimContext): express.Router {
   const router = express.Router();
 
-  /** Contract, Authentication 1 and 4-5: missing or wrong key (an app token included) is 401 {message}. */
-  const requireApiKey: RequestHandler = (req, res, next) => {
+  /**
+   * Routes by X-API-Key: the key "resolves to exactly one account" (contract, Authentication 2), so
+   * a merchant's key reads that merchant's cards and operations and nothing of another's. Missing or
+   * unknown key, and any app token (Authentication 4-5), are 401 {message}. A revoked install keeps
+   * its key: uninstalling the point-of-sale app does not revoke the account's API key.
+   */
+  function authorise(req: Request, res: Response): Merchant | undefined {
     const key = req.get('x-api-key');
-    if (key === ctx.apiKey) return next();
-    res.status(401).json({ message: key === undefined || key === '' ? 'X-API-Key header is required.' : 'Invalid API key.' });
-  };
+    const merchant = ctx.merchants.byApiKey(key);
+    if (merchant !== undefined) return merchant;
+    const message =
+      key === undefined || key === ''
+        ? 'X-API-Key header is required.'
+        : ctx.merchants.isAppToken(key)
+          ? 'An app token is not accepted here; use X-API-Key.'
+          : 'Invalid API key.';
+    res.status(401).json({ message });
+    return undefined;
+  }
 
   function list(
     res: Response,
@@ -83,9 +97,11 @@ export function historyRouter(ctx: SimContext): express.Router {
     });
   }
 
-  router.get('/operations', requireApiKey, (req, res) => {
+  router.get('/operations', (req, res) => {
+    const merchant = authorise(req, res);
+    if (merchant === undefined) return;
     list(res, req, () =>
-      ctx.ledger.listOperations(
+      merchant.ledger.listOperations(
         {
           cardId: single(req, 'cardId'),
           customerId: uuid(req, 'customerId'),
@@ -97,9 +113,11 @@ export function historyRouter(ctx: SimContext): express.Router {
     );
   });
 
-  router.get('/cards', requireApiKey, (req, res) => {
+  router.get('/cards', (req, res) => {
+    const merchant = authorise(req, res);
+    if (merchant === undefined) return;
     list(res, req, () =>
-      ctx.ledger.listCards(
+      merchant.ledger.listCards(
         {
           templateId: integer(req, 'templateId', 1),
           customerId: uuid(req, 'customerId'),

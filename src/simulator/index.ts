@@ -2,6 +2,10 @@
  * An in-repo fake of the loyalty service, spoken to over real HTTP: the upstream in sandbox mode
  * and in end-to-end tests. It follows loyalty-service-api.md strictly for the point-of-sale group
  * and the two history reads, and keeps "books" that expose any double accrual or reversal.
+ *
+ * It holds one or more merchants (merchant.ts), each with its own app token, API key, books and
+ * faults. createSimulator() makes the "default" one from its options; the Simulator's own faults,
+ * books(), addCustomer() and reset() are that merchant's, so a single-merchant caller sees no change.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -9,21 +13,28 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { SimContext } from './context.js';
 import { controlRouter } from './control.js';
-import { FaultQueue } from './faults.js';
+import type { FaultQueue } from './faults.js';
 import { historyRouter } from './history.js';
+import { DEFAULT_MERCHANT_ID, type MerchantOptions, Merchants, type NewCustomerInput, type SimMerchant } from './merchant.js';
 import { posRouter } from './pos.js';
-import { type Books, Ledger } from './state.js';
+import { type Books, COMPANY_ID } from './state.js';
 
 export { FaultQueue, FAULT_KINDS } from './faults.js';
 export type { Fault, FaultKind, FaultSpec, FaultTarget } from './faults.js';
 export type { Books, TransactionBook } from './state.js';
+export { DEFAULT_MERCHANT_ID } from './merchant.js';
+export type { MerchantOptions, NewCustomerInput, SimMerchant } from './merchant.js';
 
 export interface SimulatorOptions {
+  /** The default merchant's app token; default `sim-app-token`. */
   appToken?: string;
+  /** The default merchant's API key; default `sim-api-key`. */
   apiKey?: string;
-  /** Default [1]. Every customer gets one card per template (contract: one card per template per customer). */
+  /** The default merchant's; default [1]. Every customer gets one card per template (contract: one card per template per customer). */
   templateIds?: number[];
   now?: () => Date;
+  /** More merchants besides the default one, as if added with addMerchant() in this order. */
+  merchants?: MerchantOptions[];
 }
 
 export interface ListeningSimulator {
@@ -35,34 +46,43 @@ export interface ListeningSimulator {
 
 export interface Simulator {
   app: express.Express;
+  /** The default merchant's. */
   appToken: string;
+  /** The default merchant's. */
   apiKey: string;
   listen(port?: number, host?: string): Promise<ListeningSimulator>;
+  /** The default merchant's. */
   faults: FaultQueue;
+  /** The default merchant's. */
   books(): Books;
-  addCustomer(c: { phone?: string; email?: string; firstName?: string }): { customerId: string; cardIds: string[] };
+  /** The default merchant's. */
+  addCustomer(c: NewCustomerInput): { customerId: string; cardIds: string[] };
+  /** The default merchant back to as created; other merchants are left as they are (each has its own reset()). */
   reset(): void;
+  /** A new merchant, served at once; throws RangeError on an invalid or taken id, credential or companyId. */
+  addMerchant(opts: MerchantOptions): SimMerchant;
+  /** A merchant by id (`default` included); throws RangeError when there is none. */
+  merchant(id: string): SimMerchant;
+  /** Every merchant, the default one first. */
+  merchants(): SimMerchant[];
 }
 
 export function createSimulator(opts: SimulatorOptions = {}): Simulator {
-  const appToken = opts.appToken ?? 'sim-app-token';
-  const apiKey = opts.apiKey ?? 'sim-api-key';
-  const templateIds = [...(opts.templateIds ?? [1])];
-  if (templateIds.length === 0) throw new RangeError('templateIds must not be empty');
   const now = opts.now ?? (() => new Date());
   const timers = new Set<NodeJS.Timeout>();
+  const merchants = new Merchants(now);
+  const defaultMerchant = merchants.add({
+    id: DEFAULT_MERCHANT_ID,
+    appToken: opts.appToken ?? 'sim-app-token',
+    apiKey: opts.apiKey ?? 'sim-api-key',
+    companyId: COMPANY_ID,
+    ...(opts.templateIds === undefined ? {} : { templateIds: opts.templateIds }),
+  });
+  for (const more of opts.merchants ?? []) merchants.add(more);
 
   const ctx: SimContext = {
-    appToken,
-    apiKey,
     now,
-    faults: new FaultQueue(),
-    ledger: new Ledger(templateIds, now),
-    credentials: [
-      { name: 'companyId', value: '1' },
-      { name: 'locationId', value: '1' },
-      { name: 'templateId', value: String(templateIds[0]) },
-    ],
+    merchants,
     later(ms, fn) {
       const timer = setTimeout(() => {
         timers.delete(timer);
@@ -84,18 +104,19 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
 
   const sim: Simulator = {
     app,
-    appToken,
-    apiKey,
-    faults: ctx.faults,
-    books: () => ctx.ledger.books(),
-    addCustomer(c) {
-      const customer = ctx.ledger.addCustomer(c);
-      return { customerId: customer.id, cardIds: customer.cards.map((card) => card.serial) };
+    appToken: defaultMerchant.appToken,
+    apiKey: defaultMerchant.apiKey,
+    faults: defaultMerchant.faults,
+    books: () => defaultMerchant.books(),
+    addCustomer: (c) => defaultMerchant.addCustomer(c),
+    reset: () => defaultMerchant.reset(),
+    addMerchant: (options) => merchants.add(options),
+    merchant(id) {
+      const found = merchants.get(id);
+      if (found === undefined) throw new RangeError(`no merchant ${id}`);
+      return found;
     },
-    reset() {
-      ctx.ledger = new Ledger(templateIds, now);
-      ctx.faults.clear();
-    },
+    merchants: () => merchants.list(),
     listen: (port = 0, host = '127.0.0.1') => listen(app, port, host, () => {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();

@@ -1,13 +1,16 @@
 /**
  * The three point-of-sale operations (loyalty-service-api.md, "Point of sale (credential
- * X-App-Token)"). Bare bodies, no envelope. The order of refusals is part of the contract (Errors,
- * rule 1: the body is validated before the credential), then a scripted fault, then the write.
+ * X-App-Token)"). Bare bodies, no envelope. Each request belongs to the merchant whose app token it
+ * carries. The order of refusals is part of the contract: a merchant's rate-limit storm (the front
+ * proxy, before the service), then the body (Errors, rule 1: validated before the credential), then
+ * the credential, then that merchant's scripted fault, then the write in that merchant's books.
  */
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { AccrueRequest, Credential, ReverseRequest, type PosResponse } from '../loyalty/contract.js';
 import type { Fault } from './faults.js';
 import type { SimContext } from './context.js';
+import type { Merchant } from './merchant.js';
 
 type PosOperation = 'accrue' | 'reverse';
 
@@ -19,6 +22,10 @@ const ResolveCredentialsRequest = z.object({
 /** A "front proxy" page: contract, Errors: the 429 is not JSON and carries no Retry-After / X-RateLimit-*. */
 const RATE_LIMIT_PAGE =
   '<html>\r\n<head><title>429 Too Many Requests</title></head>\r\n<body>\r\n<center><h1>429 Too Many Requests</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
+
+function rateLimitPage(res: Response): void {
+  res.status(429).type('text/html').send(RATE_LIMIT_PAGE);
+}
 
 const jsonBody = express.json({ limit: '1mb' });
 
@@ -69,27 +76,50 @@ function accrueExtras(raw: Record<string, unknown>): string[] {
 export function posRouter(ctx: SimContext): express.Router {
   const router = express.Router();
 
-  /** Contract, Authentication 5: the API key is not an app token; both are answered 403 {errors}. */
-  function refuseToken(req: Request, res: Response): boolean {
+  /**
+   * Routes by X-App-Token: each install of the app has its own token (contract, Point of sale).
+   * Missing, unknown or revoked tokens, and API keys (Authentication 5: "not interchangeable"), are
+   * 403 {errors} (Errors: "X-App-Token header missing" and "token invalid").
+   */
+  function authorise(req: Request, res: Response): Merchant | undefined {
     const token = req.get('x-app-token');
-    if (token === ctx.appToken) return false;
+    const merchant = ctx.merchants.byAppToken(token);
+    if (merchant !== undefined && !merchant.revoked) return merchant;
     const message =
       token === undefined || token === ''
         ? 'X-App-Token header is required.'
-        : token === ctx.apiKey
-          ? 'An API key is not accepted here; use X-App-Token.'
-          : 'Invalid app token.';
+        : merchant !== undefined
+          ? 'Invalid app token: the app was uninstalled.'
+          : ctx.merchants.isApiKey(token)
+            ? 'An API key is not accepted here; use X-App-Token.'
+            : 'Invalid app token.';
     res.status(403).json({ errors: [message] });
-    return true;
+    return undefined;
   }
 
+  /**
+   * Books count every request, refused ones included, on the merchant its token names; a request
+   * that names none (no token, an unknown one, an API key) is counted by the default merchant, as
+   * when the simulator had only that one.
+   */
   function count(operation: PosOperation): RequestHandler {
-    return (_req, _res, next) => {
-      if (operation === 'accrue') ctx.ledger.accrueRequests += 1;
-      else ctx.ledger.reverseRequests += 1;
+    return (req, _res, next) => {
+      const ledger = (ctx.merchants.byAppToken(req.get('x-app-token')) ?? ctx.merchants.default).ledger;
+      if (operation === 'accrue') ledger.accrueRequests += 1;
+      else ledger.reverseRequests += 1;
       next();
     };
   }
+
+  /**
+   * A merchant's rate-limit storm (FaultQueue.rateLimitAll). The 429 comes from the front proxy
+   * (contract, Errors), which answers before the service reads the body or checks the install, so
+   * it precedes validation here, for all three operations, and consumes no queued fault.
+   */
+  const stormed: RequestHandler = (req, res, next) => {
+    if (ctx.merchants.byAppToken(req.get('x-app-token'))?.faults.rateLimitAll) return void rateLimitPage(res);
+    next();
+  };
 
   /**
    * Applies the fault (if any) around `commit`. `commit(failFirst)` performs the write and returns
@@ -108,7 +138,7 @@ export function posRouter(ctx: SimContext): express.Router {
     }
     switch (fault.kind) {
       case 'rate_limit':
-        res.status(429).type('text/html').send(RATE_LIMIT_PAGE);
+        rateLimitPage(res);
         return;
       case 'server_error': {
         const status = fault.status ?? 503;
@@ -143,32 +173,36 @@ export function posRouter(ctx: SimContext): express.Router {
     }
   }
 
-  router.post('/accrue', count('accrue'), parseBody, (req, res) => {
+  // A merchant's transactionIds are its own: the same id sent with two app tokens is two transactions.
+  router.post('/accrue', count('accrue'), stormed, parseBody, (req, res) => {
     const request = validate(AccrueRequest, req.body, accrueExtras);
     if (Array.isArray(request)) return void res.status(400).json({ errors: request });
-    if (refuseToken(req, res)) return;
-    answer(req, res, ctx.faults.take('accrue'), (failFirst) => ({
+    const merchant = authorise(req, res);
+    if (merchant === undefined) return;
+    answer(req, res, merchant.faults.take('accrue'), (failFirst) => ({
       status: 200,
-      body: ctx.ledger.accrue(request, failFirst) satisfies PosResponse,
+      body: merchant.ledger.accrue(request, failFirst) satisfies PosResponse,
     }));
   });
 
-  router.post('/reverse', count('reverse'), parseBody, (req, res) => {
+  router.post('/reverse', count('reverse'), stormed, parseBody, (req, res) => {
     const request = validate(ReverseRequest, req.body, blankTransactionId);
     if (Array.isArray(request)) return void res.status(400).json({ errors: request });
-    if (refuseToken(req, res)) return;
-    answer(req, res, ctx.faults.take('reverse'), (failFirst) => {
-      const out = ctx.ledger.reverse(request.transactionId, failFirst);
+    const merchant = authorise(req, res);
+    if (merchant === undefined) return;
+    answer(req, res, merchant.faults.take('reverse'), (failFirst) => {
+      const out = merchant.ledger.reverse(request.transactionId, failFirst);
       return out.ok ? { status: 200, body: out.body } : { status: 400, body: { errors: out.errors } };
     });
   });
 
-  /** Faults model failed writes, so this read-only operation never consumes one. */
-  router.post('/resolve-credentials', parseBody, (req, res) => {
+  /** Queued faults model failed writes, so this read-only operation never consumes one (a storm still hits it). */
+  router.post('/resolve-credentials', stormed, parseBody, (req, res) => {
     const request = validate(ResolveCredentialsRequest, req.body, () => []);
     if (Array.isArray(request)) return void res.status(400).json({ errors: request });
-    if (refuseToken(req, res)) return;
-    const all = ctx.credentials;
+    const merchant = authorise(req, res);
+    if (merchant === undefined) return;
+    const all = merchant.credentials;
     const names = request.names ?? [];
     // Contract: "if empty or omitted ... all of the merchant's credentials are returned".
     res.json({ credentials: names.length === 0 ? all : all.filter((c) => names.includes(c.name)) });

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AccrualResult, AccrueRequest, Card, Operation, PosResponse } from '../loyalty/contract.js';
 
+/** The default merchant's account; every other merchant of the simulator is its own account (own companyId). */
 export const COMPANY_ID = 1;
 /** "Points earned" (contract, Events recorded in the operations history); reversals reuse it with a negative amount. */
 const POINTS_EARNED = { eventId: 24, eventName: 'Points earned' } as const;
@@ -106,6 +107,11 @@ export interface CardFilter {
 
 export type ReverseOutcome = { ok: true; body: PosResponse } | { ok: false; errors: string[] };
 
+/** The part of a card serial before the first dash: the account's companyId, then the templateId. */
+export function serialPrefix(companyId: number, templateId: number): string {
+  return `${companyId}${templateId}`;
+}
+
 /** Operations carry "ISO 8601 with offset" (contract, Operation), so print +00:00 rather than Z. */
 export function isoWithOffset(date: Date): string {
   return `${date.toISOString().slice(0, 19)}+00:00`;
@@ -140,6 +146,8 @@ export class Ledger {
   constructor(
     private readonly templateIds: readonly number[],
     private readonly now: () => Date,
+    /** The account these books belong to: it appears in results, cards, operations and card serials. */
+    readonly companyId: number = COMPANY_ID,
   ) {}
 
   /** Find-or-create by phone, then email; a new customer gets one card per template (contract: one card per template). */
@@ -196,7 +204,7 @@ export class Ledger {
           transactionId,
           results: [
             {
-              companyId: COMPANY_ID,
+              companyId: this.companyId,
               isSuccess: false,
               errorMessage: 'Card not found',
               serialNumber: serial,
@@ -227,7 +235,7 @@ export class Ledger {
       const base = {
         installationId: card.installationId,
         templateId: card.templateId,
-        companyId: COMPANY_ID,
+        companyId: this.companyId,
         cardType: CARD_TYPE,
         serialNumber: card.serial,
         checkAmount: check.amount,
@@ -311,7 +319,7 @@ export class Ledger {
               (startDate === undefined || op.day >= startDate) &&
               (endDate === undefined || op.day <= endDate),
           );
-    return { total: rows.length, page: (offset, limit) => rows.slice(offset, offset + limit).map(operationOut) };
+    return { total: rows.length, page: (offset, limit) => rows.slice(offset, offset + limit).map((op) => operationOut(op, this.companyId)) };
   }
 
   listCards(filter: CardFilter): { total: number; page(offset: number, limit: number): Card[] } {
@@ -326,7 +334,7 @@ export class Ledger {
       if (email !== undefined && (c.email === null || emailKey(c.email) !== email)) continue;
       rows.push(card);
     }
-    return { total: rows.length, page: (offset, limit) => rows.slice(offset, offset + limit).map(cardOut) };
+    return { total: rows.length, page: (offset, limit) => rows.slice(offset, offset + limit).map((card) => cardOut(card, this.companyId)) };
   }
 
   books(): Books {
@@ -349,12 +357,15 @@ export class Ledger {
     return (phone && this.#byPhone.get(phone)) || (email && this.#byEmail.get(emailKey(email))) || undefined;
   }
 
-  /** Contract, Card: the id is a dash-separated serial, not a UUID (e.g. 11-100001-2). */
+  /**
+   * Contract, Card: the id is a dash-separated serial, not a UUID (e.g. 11-100001-2). The prefix is
+   * companyId then templateId, so a serial seen in a log names its account (merchant) and program.
+   */
   #newSerial(templateId: number): string {
     const number = this.#nextCardNumber++;
     let digitSum = 0;
     for (const digit of String(number)) digitSum += Number(digit);
-    return `${COMPANY_ID}${templateId}-${number}-${digitSum % 10}`;
+    return `${serialPrefix(this.companyId, templateId)}-${number}-${digitSum % 10}`;
   }
 
   #record(card: CardRec, amount: number, purchaseSum: number, at: Date): OperationRec {
@@ -392,11 +403,11 @@ function customerOut(c: CustomerRec) {
   };
 }
 
-function operationOut(op: OperationRec): Operation {
+function operationOut(op: OperationRec, companyId: number): Operation {
   const { card } = op;
   return {
     id: op.id,
-    companyId: COMPANY_ID,
+    companyId,
     templateId: card.templateId,
     customerId: card.customer.id,
     customer: customerOut(card.customer),
@@ -415,11 +426,11 @@ function operationOut(op: OperationRec): Operation {
   };
 }
 
-function cardOut(card: CardRec): Card {
+function cardOut(card: CardRec, companyId: number): Card {
   const link = `https://sim.loyalty.invalid/c/${card.serial}`;
   return {
     id: card.serial,
-    companyId: COMPANY_ID,
+    companyId,
     templateId: card.templateId,
     customerId: card.customer.id,
     type: 'points',
