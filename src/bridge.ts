@@ -6,9 +6,8 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { adapters as allAdapters } from '../adapters/index.js';
-import type { Config } from './config.js';
-import { HistoryVerifier } from './core/history-verifier.js';
+import { adapters as allAdapters, posSettingDeclarations } from '../adapters/index.js';
+import { ConfigError, type Config } from './config.js';
 import { Ingest } from './core/ingest.js';
 import { createCore, type Core } from './core/core.js';
 import { Worker } from './core/worker.js';
@@ -18,7 +17,11 @@ import { FileLedgerStore } from './ledger/file-store.js';
 import type { LedgerStore } from './ledger/store.js';
 import { openStore } from './ledger/open-store.js';
 import type { Logger } from './logger.js';
-import { LoyaltyClient } from './loyalty/client.js';
+import { sharedAgents } from './loyalty/client.js';
+import { MerchantAdmin } from './merchants/admin.js';
+import { MerchantRegistry } from './merchants/registry.js';
+import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
+import type { PosSettingDeclarations } from './pos/settings.js';
 import { createMetrics } from './metrics.js';
 import type { PosAdapter, PosSettings } from './pos/contract.js';
 
@@ -29,6 +32,8 @@ export interface Bridge {
   core: Core;
   worker: Worker;
   adminToken: string;
+  registry: MerchantRegistry;
+  merchants: MerchantAdmin;
   /** Graceful: stop taking requests, finish or record in-flight work, close the ledger. */
   close(): Promise<void>;
 }
@@ -50,6 +55,9 @@ export interface BridgeOverrides {
   defaultMetrics?: boolean;
   /** How long a client may take to send a request's headers (default 10 s); tests use a short one. */
   headersTimeoutMs?: number;
+  /** SECRETS_KEY when it comes from elsewhere (sandbox keeps one beside its ledger). */
+  secretsKey?: string;
+  posDeclarations?: PosSettingDeclarations;
 }
 
 export const VERSION: string = (() => {
@@ -69,13 +77,30 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   armFailpoints(config.failpoints);
   const store = overrides.store ?? openStore(config.ledgerUrl);
   await store.init();
-  const client = new LoyaltyClient({ baseUrl, appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs });
-  const verifier = new HistoryVerifier(client, store, { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs });
+  const secretsKey = overrides.secretsKey ?? config.secretsKey;
+  // Merchants' secrets can only be opened with the key they were sealed with: without one, a ledger
+  // that holds merchants cannot serve them (start-up says which variable is missing).
+  if (!secretsKey && (await store.listMerchants({ offset: 0, limit: 1 })).total > 0) {
+    await store.close();
+    throw new ConfigError('SECRETS_KEY is required: this ledger holds merchants whose secrets are sealed with it');
+  }
+  const clientOptions = { baseUrl, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs, agents: sharedAgents() };
+  const posSettings = { ...config.pos, ...overrides.posSettings };
+  const registry = new MerchantRegistry({
+    store,
+    box: secretsKey ? new SecretBox(parseSecretsKey(secretsKey)) : undefined,
+    declarations: overrides.posDeclarations ?? posSettingDeclarations,
+    posSettings,
+    client: clientOptions,
+    verifier: { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs },
+    defaults: { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion },
+    defaultMerchant: { appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, posToken: config.posAuth.mode === 'token' ? config.posAuth.token : undefined },
+    logger,
+  });
   const metrics = createMetrics(() => store.countOpen(), overrides.defaultMetrics ?? true);
   const core = createCore({
     store,
-    client,
-    verifier,
+    upstreams: registry,
     options: { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, partialRefundPolicy: config.partialRefundPolicy, inFlightLeaseMs: config.inFlightLeaseMs },
     logger,
     metrics,
@@ -98,8 +123,8 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   }
   const worker = new Worker(store, core.delivery, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs }, logger);
 
-  const adapterContext = { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion };
-  const ingest = new Ingest(overrides.adapters ?? allAdapters, core.intake, store, { ...config.pos, ...overrides.posSettings }, adapterContext, config.posApiTimeoutMs, logger, overrides.clock);
+  const ingest = new Ingest(overrides.adapters ?? allAdapters, core.intake, store, registry, config.posApiTimeoutMs, logger, overrides.clock);
+  const merchants = new MerchantAdmin(store, registry, overrides.posDeclarations ?? posSettingDeclarations, clientOptions, logger);
   const scrubbed = await ingest.scrubDeadLetterHeaders();
   if (scrubbed) logger.warn({ scrubbed }, 'dead letters kept webhook credentials or signatures (an earlier build kept them): removed; rotate the webhook secrets of the POS systems concerned if others could read the dead letters');
   const app = createApp({
@@ -112,6 +137,8 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     metrics,
     adminToken,
     posAuth: config.posAuth,
+    merchants,
+    tokens: registry,
     bodyLimitBytes: config.bodyLimitBytes,
     posMaxInFlight: config.posMaxInFlight,
     upstreamConfigured: true,
@@ -140,5 +167,5 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       await store.close();
     })());
 
-  return { url: `http://${local}:${port}`, server, store, core, worker, adminToken, close };
+  return { url: `http://${local}:${port}`, server, store, core, worker, adminToken, registry, merchants, close };
 }

@@ -54,6 +54,12 @@ const RawConfig = z.object({
   POS_API_TIMEOUT_MS: positiveInt,
   PARTIAL_REFUND_POLICY: z.enum(['reaccrue', 'full_only']),
   IN_FLIGHT_LEASE_MS: positiveInt,
+  // Checked here for its shape only; the key itself is parsed where secrets are sealed.
+  SECRETS_KEY: z
+    .string()
+    .trim()
+    .refine((k) => Buffer.from(k, 'base64').length === 32 && /^[A-Za-z0-9+/]+={0,2}$/.test(k), 'must be 32 random bytes in base64 (openssl rand -base64 32)')
+    .optional(),
   BRIDGE_FAILPOINTS: z
     .string()
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
@@ -74,6 +80,7 @@ function posSchema(declarations: PosSettingDeclarations): Record<string, z.ZodTy
     if (d.notificationUrl) declare(d.notificationUrl.variable, optionalUrl);
     if (d.accessToken) declare(d.accessToken, optionalSecret);
     if (d.apiBaseUrl) declare(d.apiBaseUrl.variable, url);
+    if (d.account) declare(d.account.variable, optionalSecret);
   }
   return shape;
 }
@@ -103,6 +110,8 @@ export interface Config {
   };
   ledgerUrl: string;
   adminToken?: string;
+  /** Seals merchants' secrets (base64 of 32 bytes). Required outside sandbox once a merchant is created; sandbox makes one. */
+  secretsKey?: string;
   /** Who may post to `/v1/checkouts/*` and `/v1/refunds/*` (webhooks have their signatures instead). */
   posAuth: PosAuthConfig;
   logLevel: RawConfig['LOG_LEVEL'];
@@ -204,6 +213,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
     },
     ledgerUrl: raw.LEDGER_URL,
     adminToken: raw.ADMIN_TOKEN,
+    secretsKey: raw.SECRETS_KEY,
     posAuth,
     logLevel: raw.LOG_LEVEL,
     defaultCurrency: raw.DEFAULT_CURRENCY,
@@ -245,11 +255,12 @@ export const SANDBOX_WEBHOOK_SECRET = 'sandbox-webhook-secret';
 function posSettings(declarations: PosSettingDeclarations, values: Record<string, string | undefined>, sandbox: boolean, port: number): Record<string, PosSettings> {
   const secret = (value: string | undefined) => value ?? (sandbox ? SANDBOX_WEBHOOK_SECRET : undefined);
   const trim = (url: string) => url.replace(/\/+$/, '');
-  const settings = ({ webhookSecret, notificationUrl, accessToken, apiBaseUrl }: PosSettingsDeclaration): PosSettings => ({
+  const settings = ({ webhookSecret, notificationUrl, accessToken, apiBaseUrl, account }: PosSettingsDeclaration): PosSettings => ({
     ...(webhookSecret ? { webhookSecret: secret(values[webhookSecret]) } : {}),
     ...(notificationUrl ? { notificationUrl: values[notificationUrl.variable] ?? (sandbox ? notificationUrl.sandboxDefault(port) : undefined) } : {}),
     ...(accessToken ? { accessToken: values[accessToken] } : {}),
     apiBaseUrl: apiBaseUrl ? trim(values[apiBaseUrl.variable]!) : '',
+    ...(account && values[account.variable] ? { account: values[account.variable] } : {}),
   });
   return Object.fromEntries(Object.entries(declarations).map(([pos, declaration]) => [pos, settings(declaration)]));
 }

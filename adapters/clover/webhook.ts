@@ -22,8 +22,8 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
-import type { WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
-import { parseWith } from '../../src/validation.js';
+import type { WebhookAction, WebhookPart, WebhookSpec } from '../../src/pos/contract.js';
+import { isObject, parseWith } from '../../src/validation.js';
 import { fetchOrder } from './api.js';
 import { isPaid, unsettledPayment } from './checkout.js';
 import { refundsCoverOrder, refundsInOrder, refundsOf } from './refund.js';
@@ -153,5 +153,16 @@ export function classifyCloverWebhook(body: unknown, _headers: IncomingHttpHeade
 export const cloverWebhook: WebhookSpec = {
   signature: { kind: 'static', header: CLOVER_AUTH_HEADER },
   classify: classifyCloverWebhook,
+  accounts: cloverAccounts,
   unsignedHandshake: cloverVerificationCode,
 };
+
+/**
+ * One part per merchant of the `merchants` map: Clover batches notifications of every merchant that
+ * installed the app into one POST, and each merchant's are that merchant's work alone.
+ */
+export function cloverAccounts(body: unknown): WebhookPart[] {
+  const merchants = isObject(body) ? body.merchants : undefined;
+  if (!isObject(merchants) || Object.keys(merchants).length === 0) return [{ body }];
+  return Object.entries(merchants).map(([merchant, notifications]) => ({ account: merchant, body: { ...(body as object), merchants: { [merchant]: notifications } } }));
+}

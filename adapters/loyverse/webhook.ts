@@ -11,7 +11,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
-import type { AdapterContext, SignatureScheme, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
+import { namedIn, type AdapterContext, type SignatureScheme, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
 import { parseWith } from '../../src/validation.js';
 import { parseLoyverseCheckout } from './checkout.js';
 import { parseLoyverseRefund } from './refund.js';
@@ -122,4 +122,6 @@ export function classifyLoyverse(body: unknown, _headers: IncomingHttpHeaders): 
 export const loyverseWebhook: WebhookSpec = {
   signature: loyverseSignature,
   classify: classifyLoyverse,
+  // Loyverse names the merchant in each delivery's `merchant_id`, which the signature covers.
+  accounts: (body) => [{ account: namedIn(body, 'merchant_id'), body }],
 };

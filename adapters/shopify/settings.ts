@@ -3,4 +3,6 @@ import type { PosSettingsDeclaration } from '../../src/pos/settings.js';
 
 export const shopifySettings: PosSettingsDeclaration = {
   webhookSecret: 'SHOPIFY_WEBHOOK_SECRET',
+  // Shopify names the shop in each delivery's X-Shopify-Shop-Domain header.
+  account: { field: 'shopDomain', variable: 'SHOPIFY_SHOP_DOMAIN', accessToken: true },
 };

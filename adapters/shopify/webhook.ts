@@ -17,7 +17,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
-import type { WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
+import { singleHeaderValue, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
 import { parseRefundPayload, withoutItemsReason } from './refund.js';
 import { unwrap } from './schema.js';
 
@@ -122,4 +122,7 @@ export const shopifyWebhook: WebhookSpec = {
     message: (raw) => raw,
   },
   classify,
+  // Shopify names the shop in X-Shopify-Shop-Domain. The HMAC covers the body only, and no shop is
+  // named in it: the header is what Shopify gives (README "Many merchants" says what that means).
+  accounts: (body, headers) => [{ account: singleHeaderValue(headers, 'x-shopify-shop-domain'), body }],
 };

@@ -13,7 +13,7 @@
  *   status is COMPLETED, after fetching the order its order_id names (the return order).
  */
 import { ValidationError } from '../../src/errors.js';
-import type { SignatureScheme, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
+import { namedIn, type SignatureScheme, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
 import { isObject, parseWith } from '../../src/validation.js';
 import { retrieveOrder } from './api.js';
 import { COMPLETED, parseOrder } from './checkout.js';
@@ -145,4 +145,6 @@ export function classifySquare(body: unknown): WebhookAction[] {
 export const squareWebhook: WebhookSpec = {
   signature: squareSignature,
   classify: (body) => classifySquare(body),
+  // Square names the seller in every event's `merchant_id`, which the signature covers.
+  accounts: (body) => [{ account: namedIn(body, 'merchant_id'), body }],
 };

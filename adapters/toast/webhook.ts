@@ -18,7 +18,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
-import type { ReplayWindow, WebhookAction, WebhookSpec } from '../../src/pos/contract.js';
+import { namedIn, singleHeaderValue, type ReplayWindow, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
 import { isObject, parseWith } from '../../src/validation.js';
 import { stateOf, type ReadOrder } from './checkout.js';
 import { refundsOf } from './refund.js';
@@ -188,4 +188,18 @@ export const toastWebhook: WebhookSpec = {
     replay: TOAST_REPLAY_WINDOW,
   },
   classify,
+  accounts: (body, headers) => [{ account: restaurantOf(body, headers), body }],
 };
+
+/**
+ * The restaurant a delivery is for: the Toast-Restaurant-External-ID header Toast sends, checked
+ * against the message's own `details.restaurantGuid` where it has one (the body is signed, the
+ * header is not). Two different restaurants named: none is taken (the delivery is then no known
+ * merchant's and kept as a dead letter).
+ */
+function restaurantOf(body: unknown, headers: IncomingHttpHeaders): string | undefined {
+  const fromHeader = singleHeaderValue(headers, 'toast-restaurant-external-id');
+  const fromBody = namedIn(isObject(body) ? body.details : undefined, 'restaurantGuid');
+  if (fromHeader && fromBody && fromHeader.toLowerCase() !== fromBody.toLowerCase()) return undefined;
+  return fromBody ?? fromHeader;
+}

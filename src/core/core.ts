@@ -6,8 +6,7 @@
 import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { DeliveryService, type DeliveryOptions, type PosCalls } from './delivery.js';
-import type { HistoryVerifier } from './history-verifier.js';
+import { DeliveryService, type DeliveryOptions, type UpstreamDirectory } from './delivery.js';
 import { IntakeService } from './intake.js';
 import { OperatorActions } from './operator.js';
 import { RecordWriter } from './record-writer.js';
@@ -22,8 +21,8 @@ export interface Core {
 
 export interface CoreDeps {
   store: LedgerStore;
-  client: PosCalls;
-  verifier: HistoryVerifier;
+  /** Each merchant's calls and history (the merchant registry). */
+  upstreams: UpstreamDirectory;
   options: DeliveryOptions;
   logger: Logger;
   metrics: Metrics;
@@ -32,7 +31,7 @@ export interface CoreDeps {
 
 export function createCore(deps: CoreDeps): Core {
   const writer = new RecordWriter(deps.store, deps.logger, deps.clock ?? (() => new Date()));
-  const delivery = new DeliveryService(writer, deps.client, deps.verifier, deps.options, deps.logger, deps.metrics);
+  const delivery = new DeliveryService(writer, deps.upstreams, deps.options, deps.logger, deps.metrics);
   const intake = new IntakeService(writer, delivery, deps.options, deps.logger, deps.metrics);
   return { intake, delivery, recovery: new RecoveryService(writer, delivery, deps.options), operator: new OperatorActions(writer, delivery, intake) };
 }

@@ -53,8 +53,23 @@ export interface Claimed {
 /** What the loyalty service is asked (the client's point-of-sale calls). */
 export type PosCalls = Pick<LoyaltyClient, 'accrue' | 'reverse'>;
 
-/** A claim's result: the record and the step it takes now, or the holder it must wait behind. */
-type ClaimResult = { record: LedgerRecord; step: Step } | { record: LedgerRecord; heldBy: string };
+/** One merchant's way to the loyalty service: its app token's calls, its API key's history. */
+export interface Upstream {
+  calls: PosCalls;
+  verifier: HistoryVerifier;
+  /** A suspended merchant's records are kept, and read in the history, but nothing is sent for them. */
+  suspended: boolean;
+}
+
+export interface UpstreamDirectory {
+  /** Undefined: no such merchant (any more). */
+  upstreamOf(merchantId: string): Promise<Upstream | undefined>;
+  /** Whether any merchant's history can be read: accruals in doubt are worth listing as due. */
+  canVerifyAny(): Promise<boolean>;
+}
+
+/** A claim's result: the record and the step it takes now (with the merchant's upstream for a call or a check), or the holder it must wait behind. */
+type ClaimResult = { record: LedgerRecord; step: Step; upstream?: Upstream } | { record: LedgerRecord; heldBy: string };
 
 export class DeliveryService {
   /** Upstream calls out from this process right now (or about to go out: a checkout's claim), by ledger key. */
@@ -65,8 +80,7 @@ export class DeliveryService {
 
   constructor(
     private readonly writer: RecordWriter,
-    private readonly client: PosCalls,
-    private readonly verifier: HistoryVerifier,
+    private readonly upstreams: UpstreamDirectory,
     private readonly options: DeliveryOptions,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
@@ -109,8 +123,8 @@ export class DeliveryService {
   }
 
   /** What the worker's scheduled pass may take: records due by this bridge's clock; accruals in doubt only when the verifier can run. */
-  dueQuery(limit: number, claim: OpenClaim): DueQuery {
-    return { nowMs: this.writer.now().getTime(), limit, canVerify: this.verifier.enabled, claim };
+  async dueQuery(limit: number, claim: OpenClaim): Promise<DueQuery> {
+    return { nowMs: this.writer.now().getTime(), limit, canVerify: await this.upstreams.canVerifyAny(), claim };
   }
 
   isRunning(key: string): boolean {
@@ -159,7 +173,7 @@ export class DeliveryService {
     let note = '';
     let waitedFor: string | undefined;
     for (let step = 0; step < 5; step++) {
-      const claim: ClaimResult = step === 0 && claimed ? { record: claimed.record, step: { kind: 'call', operation: claimed.operation } } : await this.#claim(key, force);
+      const claim: ClaimResult = step === 0 && claimed ? await this.#claimedCall(claimed) : await this.#claim(key, force);
       before ??= claim.record.status;
       latest = claim.record;
       if ('heldBy' in claim) {
@@ -195,13 +209,13 @@ export class DeliveryService {
       }
       lastAction = next.kind === 'verify' ? 'verify' : next.operation;
       if (next.kind === 'verify') {
-        const verdict = await this.verifier.verifyAccrual(claim.record, this.writer.now());
+        const verdict = await claim.upstream!.verifier.verifyAccrual(claim.record, this.writer.now());
         latest = await this.writer.change(key, (r) => (r.accrual.state === 'in_doubt' ? applyVerdict(r, verdict, this.writer.now(), this.options) : undefined));
         note = describeVerdict(verdict);
         if (verdict.kind !== 'did_not_happen') break;
         continue;
       }
-      const called = await this.#call(claim.record, next.operation, step === 0 && claimed !== undefined);
+      const called = await this.#call(claim.record, next.operation, claim.upstream!.calls, step === 0 && claimed !== undefined);
       ({ record: latest, note } = called);
       if (called.outcome === 'retryable' || called.outcome === 'unknown') break;
       // Nothing left to do (the usual end of a checkout or a refund): no need to look again.
@@ -210,6 +224,13 @@ export class DeliveryService {
     }
     const after = latest ?? (await this.writer.require(key));
     return { ...idsOf(after), before: before ?? after.status, after: after.status, action: lastAction, note, record: after };
+  }
+
+  /** A checkout recorded already marked in flight (only for a merchant that is active: intake checks). */
+  async #claimedCall(claimed: Claimed): Promise<ClaimResult> {
+    const upstream = await this.upstreams.upstreamOf(merchantOf(claimed.record));
+    if (!upstream || upstream.suspended) throw new Error(`a call was claimed for merchant ${merchantOf(claimed.record)}, which cannot be called`);
+    return { record: claimed.record, step: { kind: 'call', operation: claimed.operation }, upstream };
   }
 
   /**
@@ -221,7 +242,11 @@ export class DeliveryService {
     return this.writer.locked(key, async () => {
       let record = await this.writer.require(key);
       const now = this.writer.now();
-      const step = nextStep(record, { nowMs: now.getTime(), force, canVerify: this.verifier.enabled, abandoned: this.abandoned(record) });
+      const upstream = await this.upstreams.upstreamOf(merchantOf(record));
+      let step = nextStep(record, { nowMs: now.getTime(), force, canVerify: upstream?.verifier.enabled ?? false, abandoned: this.abandoned(record) });
+      // Nothing is sent for a merchant that is suspended or no longer known; its records wait as they are.
+      if (!upstream && (step.kind === 'call' || step.kind === 'verify')) step = { kind: 'none', why: `merchant ${merchantOf(record)} is not known to this bridge: nothing is sent` };
+      if (upstream?.suspended && step.kind === 'call') step = { kind: 'none', why: `merchant ${merchantOf(record)} is suspended: nothing is sent until it is active again` };
       try {
         switch (step.kind) {
           case 'take_over':
@@ -230,8 +255,9 @@ export class DeliveryService {
           case 'reversal_not_needed':
             return { record: await this.writer.write(record, reversalNotNeeded(record)), step };
           case 'call':
-            return { record: await this.writer.write(record, markInFlight(record, step.operation, this.instanceId, now)), step };
+            return { record: await this.writer.write(record, markInFlight(record, step.operation, this.instanceId, now)), step, upstream };
           case 'verify':
+            return { record, step, upstream };
           case 'create_remainder':
           case 'none':
             return { record, step };
@@ -257,7 +283,7 @@ export class DeliveryService {
   }
 
   /** Makes the call the record is marked in flight for, and records its outcome. */
-  async #call(record: LedgerRecord, operation: UpstreamOperation, countedByClaim: boolean): Promise<{ record: LedgerRecord; note: string; outcome: CallReport['outcome']['kind'] }> {
+  async #call(record: LedgerRecord, operation: UpstreamOperation, calls: PosCalls, countedByClaim: boolean): Promise<{ record: LedgerRecord; note: string; outcome: CallReport['outcome']['kind'] }> {
     const { transactionId } = record;
     const key = keyOf(record);
     const startedAt = record.inFlight!.startedAt;
@@ -269,7 +295,7 @@ export class DeliveryService {
       // The in-flight marker (for a new checkout, the record itself) must survive an OS crash
       // before the call goes out: lost, the record would read pending and be called again.
       await this.writer.store.durable?.();
-      report = operation === 'accrue' ? await this.client.accrue(accrueRequest(record)) : await this.client.reverse({ transactionId });
+      report = operation === 'accrue' ? await calls.accrue(accrueRequest(record)) : await calls.reverse({ transactionId });
     } finally {
       this.calling.leave(key);
     }

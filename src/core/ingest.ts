@@ -1,15 +1,16 @@
 /**
  * From a POS's own payload to intake: translate with the POS's adapter, fill in
  * the customer from the POS's API where the payload only names one, and for webhooks verify the
- * signature, deduplicate on the POS's event identity, fetch id-only objects, and keep what cannot
- * be translated as a dead letter. Used by `/v1/checkouts|refunds|webhooks/{pos}` and by replays.
+ * signature, attribute each part of the delivery to the merchant it names, deduplicate on the POS's
+ * event identity, fetch id-only objects, and keep what cannot be carried out as a dead letter.
+ * Used by `/v1/checkouts|refunds|webhooks/{pos}` and by replays.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { hasContact } from '../customer.js';
 import { BridgeError, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
-import { FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
+import { DEFAULT_MERCHANT, FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
 import type { DeadLetter, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosSettings, WebhookAction } from '../pos/contract.js';
@@ -27,7 +28,9 @@ export class DeadLetteredError extends BridgeError {
 
 export interface WebhookResult {
   key: string;
-  action: 'checkout' | 'refund' | 'ignored';
+  action: 'checkout' | 'refund' | 'ignored' | 'dead_lettered';
+  merchantId?: string;
+  deadLetterId?: string;
   duplicate?: boolean;
   reason?: string;
   transactionId?: string;
@@ -71,15 +74,45 @@ export function headersToKeep(headers: IncomingHttpHeaders | Record<string, stri
   ) as Record<string, string>;
 }
 
+/** The merchants ingest needs to know of (the merchant registry). */
+export interface MerchantDirectory {
+  get(id: string): Promise<IngestMerchant | undefined>;
+  byAccount(pos: string, account: string | undefined): Promise<IngestMerchant | undefined>;
+  /** The POS apps' own settings (webhook secrets, addresses): the same for every merchant. */
+  readonly default: IngestMerchant;
+}
+
+/** What ingest reads of a merchant. */
+export interface IngestMerchant {
+  id: string;
+  status: 'active' | 'suspended';
+  context: AdapterContext;
+  pos: Record<string, PosSettings>;
+}
+
+/** 403: a suspended merchant's direct posts are refused (its webhooks are kept as dead letters). */
+export class MerchantSuspendedError extends BridgeError {
+  constructor(merchantId: string) {
+    super(`merchant ${merchantId} is suspended: nothing is recorded or sent for it until it is active again`, 403, 'merchant_suspended');
+  }
+}
+
+/** A delivery's part that names no merchant the bridge serves (kept as a dead letter, answered 2xx). */
+class UnknownMerchantError extends BridgeError {
+  constructor(pos: string, account: string | undefined) {
+    super(account ? `no merchant has the ${pos} account ${JSON.stringify(account.slice(0, 80))}` : `the ${pos} delivery names no account, and merchants are bound to accounts`, 202, 'unknown_merchant');
+  }
+}
+
 export class Ingest {
-  readonly #apis = new Map<string, PosApi | undefined>();
+  /** POS API clients by merchant (its access token) and POS; a merchant changed is a new object, so a new client. */
+  readonly #apis = new WeakMap<IngestMerchant, Map<string, PosApi | undefined>>();
 
   constructor(
     private readonly adapters: ReadonlyMap<string, PosAdapter>,
     private readonly intake: IntakeService,
     private readonly store: LedgerStore,
-    private readonly settings: Record<string, PosSettings>,
-    private readonly context: AdapterContext,
+    private readonly merchants: MerchantDirectory,
     private readonly posApiTimeoutMs: number,
     private readonly logger: Logger,
     /** Judges signed times (replay windows); the service's clock. */
@@ -92,51 +125,92 @@ export class Ingest {
     return adapter;
   }
 
-  async checkout(adapter: PosAdapter, payload: unknown): Promise<Answer> {
-    const intent = await this.#withCustomer(adapter, adapter.parseCheckout(payload, this.context));
-    return this.intake.checkout(adapter.name, intent);
+  /** A direct post's merchant (its token's): 403 when suspended. */
+  async merchant(id: string): Promise<IngestMerchant> {
+    const merchant = await this.merchants.get(id);
+    if (!merchant) throw new NotFoundError(`no merchant ${id}`, 'unknown_merchant');
+    if (merchant.status === 'suspended') throw new MerchantSuspendedError(id);
+    return merchant;
   }
 
-  async refund(adapter: PosAdapter, payload: unknown): Promise<Answer> {
-    return this.intake.refund(adapter.name, adapter.parseRefund(payload, this.context));
+  async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant): Promise<Answer> {
+    const intent = await this.#withCustomer(adapter, adapter.parseCheckout(payload, merchant.context), merchant);
+    return this.intake.checkout(adapter.name, intent, merchant.id);
   }
 
-  /** `verified`: the signature was checked when the delivery first arrived (dead-letter replay). */
-  async webhook(pos: string, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[], verified = false): Promise<WebhookOutcome> {
+  async refund(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant): Promise<Answer> {
+    return this.intake.refund(adapter.name, adapter.parseRefund(payload, merchant.context), merchant.id);
+  }
+
+  /**
+   * A POS's webhook delivery. `replay`: a dead letter run again; its signature was checked when it
+   * arrived, and its merchant, when one was known, is kept.
+   */
+  async webhook(pos: string, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[], replay?: { merchantId?: string }): Promise<WebhookOutcome> {
     const adapter = this.adapter(pos);
-    if (!adapter.webhook) throw new NotFoundError(`${pos} has no webhooks; post its payloads to /v1/checkouts/${pos} and /v1/refunds/${pos}`, 'unknown_pos');
-    const settings = this.#settings(pos);
+    const spec = adapter.webhook;
+    if (!spec) throw new NotFoundError(`${pos} has no webhooks; post its payloads to /v1/checkouts/${pos} and /v1/refunds/${pos}`, 'unknown_pos');
+    // Webhook secrets are per POS app, the same for every merchant that installed it.
+    const app = this.merchants.default.pos[pos] ?? { apiBaseUrl: '' };
     // Only while no secret is configured: the handshake exists because Clover shows its auth code
     // after it, so once a secret is set an unsigned body is a forgery like any other.
-    const handshake = settings.webhookSecret ? undefined : this.#handshake(adapter, raw, rawHeaders);
+    const handshake = app.webhookSecret ? undefined : this.#handshake(adapter, raw, rawHeaders);
     if (handshake !== undefined) {
       this.logger.warn({ pos, verificationCode: handshake }, `${pos} webhook set-up handshake received: enter this code in ${pos}'s dashboard`);
       return { pos, results: [{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }], inProgress: false };
     }
-    if (!verified) verifySignature(adapter.webhook.signature, settings, raw, headers, rawHeaders, this.clock());
+    if (!replay) verifySignature(spec.signature, app, raw, headers, rawHeaders, this.clock());
     const results: WebhookResult[] = [];
-    let failure: BridgeError | undefined;
+    let failure: { error: BridgeError; letter: DeadLetter } | undefined;
+    let body: unknown;
     try {
-      // Each action is tried even when another fails: a bad one must not hold back the rest of a
-      // batch (Clover, Loyverse). Those done are remembered, so a redelivery or replay skips them.
-      for (const action of adapter.webhook.classify(parseJsonBody(raw), headers)) {
-        try {
-          results.push(...(await this.#act(adapter, action)));
-        } catch (error) {
-          if (!isUntranslatable(error)) throw error;
-          failure ??= error;
-        }
-      }
+      body = parseJsonBody(raw);
     } catch (error) {
       if (!isUntranslatable(error)) throw error;
-      failure = error;
+      failure = { error, letter: await this.#deadLetter(pos, undefined, raw, headers, error) };
+    }
+    const parts = failure ? [] : replay ? [{ account: undefined, body, merchantId: replay.merchantId }] : (spec.accounts?.(body, headers) ?? [{ body }]);
+    for (const part of parts) {
+      // A part of a batch (Clover) is kept on its own: its bytes are its JSON, not the delivery's.
+      const partRaw = parts.length === 1 ? raw : Buffer.from(JSON.stringify(part.body));
+      const known = 'merchantId' in part && part.merchantId ? await this.merchants.get(part.merchantId) : await this.merchants.byAccount(pos, part.account);
+      if (!known || known.status === 'suspended') {
+        // Authentic, but nobody's to carry out: kept for an operator and answered 2xx, so the POS
+        // does not disable the subscription; nothing is sent upstream.
+        const why = known ? new MerchantSuspendedError(known.id) : new UnknownMerchantError(pos, part.account);
+        const letter = await this.#deadLetter(pos, known?.id, partRaw, headers, why);
+        this.logger.warn({ pos, merchantId: known?.id, deadLetterId: letter.id, reason: why.code }, 'webhook kept as a dead letter');
+        results.push({ key: part.account ?? 'delivery', action: 'dead_lettered', ...(known ? { merchantId: known.id } : {}), deadLetterId: letter.id, reason: why.message });
+        continue;
+      }
+      // Each action is tried even when another fails: a bad one must not hold back the rest of a
+      // batch (Clover, Loyverse). Those done are remembered, so a redelivery or replay skips them.
+      let partFailure: BridgeError | undefined;
+      try {
+        for (const action of spec.classify(part.body, headers)) {
+          try {
+            results.push(...(await this.#act(adapter, known, action)));
+          } catch (error) {
+            if (!isUntranslatable(error)) throw error;
+            partFailure ??= error;
+          }
+        }
+      } catch (error) {
+        if (!isUntranslatable(error)) throw error;
+        partFailure = error;
+      }
+      if (partFailure) {
+        // Every failing part is kept (each its own merchant's); the answer names the first.
+        const letter = await this.#deadLetter(pos, known.id, partRaw, headers, partFailure);
+        failure ??= { error: partFailure, letter };
+      }
     }
     if (failure) {
-      const letter = await this.#deadLetter(pos, raw, headers, failure);
-      this.logger.warn({ pos, deadLetterId: letter.id, deliveries: letter.deliveries, reason: failure.code }, 'webhook kept as a dead letter');
-      throw new DeadLetteredError(`could not carry out this ${pos} delivery: ${failure.message}`, failure.status, letter.id, failure instanceof ValidationError ? failure.issues : undefined);
+      const { error, letter } = failure;
+      this.logger.warn({ pos, merchantId: letter.merchantId, deadLetterId: letter.id, deliveries: letter.deliveries, reason: error.code }, 'webhook kept as a dead letter');
+      throw new DeadLetteredError(`could not carry out this ${pos} delivery: ${error.message}`, error.status, letter.id, error instanceof ValidationError ? error.issues : undefined);
     }
-    const pending = results.some((r) => r.status && !FINAL_STATUSES.has(r.status));
+    const pending = results.some((r) => r.action === 'dead_lettered' || (r.status && !FINAL_STATUSES.has(r.status)));
     return { pos, results, inProgress: pending };
   }
 
@@ -175,7 +249,7 @@ export class Ingest {
     const raw = Buffer.from(letter.body, letter.bodyEncoding);
     const at = new Date().toISOString();
     try {
-      const outcome = await this.webhook(letter.pos, raw, letter.headers, [], true);
+      const outcome = await this.webhook(letter.pos, raw, letter.headers, [], { merchantId: letter.merchantId });
       const resolved = { ...(await this.store.getDeadLetter(id))!, resolvedAt: at };
       resolved.replays = [...resolved.replays, { at, outcome: `processed: ${outcome.results.map((r) => r.status ?? r.reason ?? r.action).join(', ')}` }];
       await this.store.saveDeadLetter(resolved);
@@ -189,46 +263,50 @@ export class Ingest {
     }
   }
 
-  async #act(adapter: PosAdapter, action: WebhookAction, depth = 0): Promise<WebhookResult[]> {
-    if (action.kind === 'ignored') return [{ key: action.key, action: 'ignored', reason: action.reason }];
-    if (await this.store.hasWebhookEvent(adapter.name, action.key)) return [{ key: action.key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true }];
+  async #act(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, depth = 0): Promise<WebhookResult[]> {
+    // Named in the answer when it is not the default merchant (a single-merchant bridge answers as it always did).
+    const ids = merchant.id === DEFAULT_MERCHANT ? {} : { merchantId: merchant.id };
+    if (action.kind === 'ignored') return [{ key: action.key, action: 'ignored', reason: action.reason, ...ids }];
+    // Per merchant: two merchants' deliveries may carry equal event ids. The default merchant's keys
+    // are as they were before merchants existed, so what it remembered still counts.
+    const eventKey = merchant.id === DEFAULT_MERCHANT ? action.key : `${merchant.id}/${action.key}`;
+    if (await this.store.hasWebhookEvent(adapter.name, eventKey)) return [{ key: action.key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true, ...ids }];
     if (action.kind === 'fetch') {
       if (depth >= MAX_FETCH_DEPTH) throw ValidationError.field('', 'the POS API kept answering with references instead of objects');
-      const api = this.#api(adapter.name);
+      const api = this.#api(adapter.name, merchant);
       if (!api) throw new PosApiNotConfiguredError(adapter.name);
       const decided = action.decide(await action.fetch(api));
       const next = Array.isArray(decided) ? decided : [decided];
       // Several actions from one fetch (e.g. two refunds seen at once) are each remembered under their
       // own key; a redelivered notification fetches again and skips those already done.
       const results: WebhookResult[] = [];
-      for (const n of next) results.push(...(await this.#act(adapter, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}` } as WebhookAction, depth + 1)));
+      for (const n of next) results.push(...(await this.#act(adapter, merchant, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}` } as WebhookAction, depth + 1)));
       return results;
     }
-    const answer = action.kind === 'checkout' ? await this.checkout(adapter, action.payload) : await this.refund(adapter, action.payload);
-    await this.store.rememberWebhookEvent(adapter.name, action.key);
-    return [{ key: action.key, action: action.kind, transactionId: answer.record.transactionId, status: answer.record.status, ...(answer.repeat ? { duplicate: true } : {}) }];
+    const answer = action.kind === 'checkout' ? await this.checkout(adapter, action.payload, merchant) : await this.refund(adapter, action.payload, merchant);
+    await this.store.rememberWebhookEvent(adapter.name, eventKey);
+    return [{ key: action.key, action: action.kind, transactionId: answer.record.transactionId, status: answer.record.status, ...(answer.repeat ? { duplicate: true } : {}), ...ids }];
   }
 
-  async #withCustomer(adapter: PosAdapter, intent: CheckoutIntent): Promise<CheckoutIntent> {
+  async #withCustomer(adapter: PosAdapter, intent: CheckoutIntent, merchant: IngestMerchant): Promise<CheckoutIntent> {
     if (hasContact(intent.customer) || !intent.customerRef || !adapter.fetchCustomer) return intent;
-    const api = this.#api(adapter.name);
+    const api = this.#api(adapter.name, merchant);
     // Without the POS's API token the customer cannot be found: the checkout is recorded as skipped.
     if (!api) return intent;
-    const customer = await adapter.fetchCustomer(intent.customerRef, api, this.context);
+    const customer = await adapter.fetchCustomer(intent.customerRef, api, merchant.context);
     return { ...intent, customer: { ...customer, ...intent.customer } };
   }
 
-  #settings(pos: string): PosSettings {
-    return this.settings[pos] ?? { apiBaseUrl: '' };
+  #api(pos: string, merchant: IngestMerchant): PosApi | undefined {
+    let apis = this.#apis.get(merchant);
+    if (!apis) this.#apis.set(merchant, (apis = new Map()));
+    if (!apis.has(pos)) apis.set(pos, posApi(pos, merchant.pos[pos] ?? { apiBaseUrl: '' }, this.posApiTimeoutMs));
+    return apis.get(pos);
   }
 
-  #api(pos: string): PosApi | undefined {
-    if (!this.#apis.has(pos)) this.#apis.set(pos, posApi(pos, this.#settings(pos), this.posApiTimeoutMs));
-    return this.#apis.get(pos);
-  }
-
-  async #deadLetter(pos: string, raw: Buffer, headers: IncomingHttpHeaders, error: BridgeError): Promise<DeadLetter> {
-    const id = createHash('sha256').update(`${pos}\u0000`).update(raw).digest('hex').slice(0, 24);
+  async #deadLetter(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, error: BridgeError): Promise<DeadLetter> {
+    // By POS, merchant and bytes: the POS redelivering it finds the same letter; two merchants' equal parts are two letters.
+    const id = createHash('sha256').update(`${pos}\u0000${merchantId ?? ''}\u0000`).update(raw).digest('hex').slice(0, 24);
     const now = new Date().toISOString();
     const existing = await this.store.getDeadLetter(id);
     const text = raw.toString('utf8');
@@ -237,6 +315,7 @@ export class Ingest {
       : {
           id,
           pos,
+          ...(merchantId ? { merchantId } : {}),
           receivedAt: now,
           lastReceivedAt: now,
           deliveries: 1,

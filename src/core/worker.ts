@@ -55,7 +55,7 @@ export class Worker {
    * `budgetMs` allows (an operator's HTTP request must end well inside the server's timeout; the
    * records left are examined by the next call or the worker's own passes).
    */
-  async reconcile(force = true, budgetMs = Number.POSITIVE_INFINITY): Promise<ReconcileReport> {
+  async reconcile(force = true, budgetMs = Number.POSITIVE_INFINITY, merchantId?: string): Promise<ReconcileReport> {
     const startedAt = new Date().toISOString();
     const deadline = Date.now() + budgetMs;
     // A scheduled pass leaves records another instance wrote within the answer budget: that instance is
@@ -64,7 +64,8 @@ export class Worker {
     const reports: StepReport[] = [];
     let complete = true;
     if (force) {
-      for (let page = await this.store.listOpen(BATCH, claim); page.length > 0; page = await this.store.listOpen(BATCH, claim, page.at(-1))) {
+      // `merchantId`: a merchant's admin reconciles its own records only.
+      for (let page = await this.store.listOpen(BATCH, claim, undefined, merchantId); page.length > 0; page = await this.store.listOpen(BATCH, claim, page.at(-1), merchantId)) {
         const done = await this.#advanceAll(page, true, deadline);
         reports.push(...done);
         if (done.length < page.length) {
@@ -73,7 +74,7 @@ export class Worker {
         }
       }
     } else {
-      reports.push(...(await this.#advanceAll(await this.store.listDue(this.service.dueQuery(BATCH, claim)), false, deadline)));
+      reports.push(...(await this.#advanceAll(await this.store.listDue(await this.service.dueQuery(BATCH, claim)), false, deadline)));
     }
     const report: ReconcileReport = { startedAt, finishedAt: new Date().toISOString(), examined: reports.length, complete, fixed: [], open: [] };
     for (const r of reports) {

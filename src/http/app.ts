@@ -6,7 +6,9 @@ import type { OperatorActions } from '../core/operator.js';
 import type { Worker } from '../core/worker.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
+import type { MerchantAdmin } from '../merchants/admin.js';
 import type { Metrics } from '../metrics.js';
+import type { TokenDirectory } from './auth.js';
 import { errorHandler, notFoundHandler } from './error-handler.js';
 import { loadShedding, SHED_PATHS } from './load-shedding.js';
 import { requestLog } from './request-log.js';
@@ -25,6 +27,10 @@ export interface AppDeps {
   metrics: Metrics;
   adminToken: string;
   posAuth: PosAuthConfig;
+  /** Managing merchants (`/v1/admin/merchants`). */
+  merchants: MerchantAdmin;
+  /** Which merchant a POS or admin token belongs to (the merchant registry). */
+  tokens: TokenDirectory;
   bodyLimitBytes: number;
   /** POS requests handled at once before more are shed (POS_MAX_IN_FLIGHT). */
   posMaxInFlight: number;
@@ -47,7 +53,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(opsRoutes(deps));
   // Before the POS routes read a byte of the body (and before POS_TOKEN: cheaper to refuse first).
   app.use(SHED_PATHS, loadShedding({ maxInFlight: deps.posMaxInFlight, metrics: deps.metrics }));
-  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth }));
+  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth, tokens: deps.tokens }));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

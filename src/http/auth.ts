@@ -1,35 +1,38 @@
 /**
- * Bearer-token checks: `/v1/admin/*` (ADMIN_TOKEN) and direct POS posts (`/v1/checkouts/*`,
- * `/v1/refunds/*`). Both answer a missing or wrong credential with the same 401 and a
- * `WWW-Authenticate: Bearer` challenge (RFC 6750), before a byte of the body is read.
+ * Bearer-token checks: `/v1/admin/*` and direct POS posts (`/v1/checkouts/*`, `/v1/refunds/*`).
+ * Both answer a missing or wrong credential with the same 401 and a `WWW-Authenticate: Bearer`
+ * challenge (RFC 6750), before a byte of the body is read. A token names who is asking: a
+ * merchant (its POS token or its admin token; POS_TOKEN is the default merchant's), or, for
+ * ADMIN_TOKEN, the operator of the whole bridge.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { PosAuthConfig } from '../config.js';
-import { UnauthorizedError } from '../errors.js';
+import { BridgeError, UnauthorizedError } from '../errors.js';
+import { DEFAULT_MERCHANT } from '../ledger/record.js';
 
-/** Who a direct POS post comes from. One merchant (`default`) today; a merchant per token later. */
+/** Who a direct POS post comes from. */
 export interface PosPrincipal {
   merchantId: string;
 }
 
-/**
- * Turns a presented bearer token into the principal it belongs to. The single-merchant bridge has
- * one token; per-merchant tokens will look the token's hash up in the ledger store instead,
- * behind this same interface, so the route and the 401 stay as they are.
- */
-export interface PosCredentials {
-  authenticate(token: string): Promise<PosPrincipal | undefined>;
+/** Who an admin request comes from: the bridge's operator (ADMIN_TOKEN), or one merchant's admin. */
+export type AdminPrincipal = { scope: 'global'; actor: string } | { scope: 'merchant'; merchantId: string; actor: string };
+
+/** Turns a presented token into the merchant it belongs to (the merchant registry). */
+export interface TokenDirectory {
+  byPosToken(token: string): Promise<{ id: string } | undefined>;
+  byAdminToken(token: string): Promise<{ id: string } | undefined>;
 }
 
 declare module 'express-serve-static-core' {
   interface Request {
     /** Set by `posAuth` on direct POS posts. */
     posPrincipal?: PosPrincipal;
+    /** Set by `adminAuth` on `/v1/admin/*`. */
+    adminPrincipal?: AdminPrincipal;
   }
 }
-
-const DEFAULT_MERCHANT: PosPrincipal = { merchantId: 'default' };
 
 /**
  * The token of an `Authorization: Bearer <token>` header. The scheme name is case-insensitive
@@ -50,45 +53,60 @@ function challenge(res: Response, realm: string): void {
   res.setHeader('WWW-Authenticate', `Bearer realm="${realm}"`);
 }
 
-export function bearerAuth(expectedToken: string): RequestHandler {
-  const matches = tokenMatcher(expectedToken);
+/**
+ * `/v1/admin/*`: ADMIN_TOKEN is the bridge's operator, who sees every merchant; a merchant's admin
+ * token sees that merchant only (the routes scope every read and action to it).
+ */
+export function adminAuth(globalToken: string, merchants: Pick<TokenDirectory, 'byAdminToken'>): RequestHandler {
+  const isGlobal = tokenMatcher(globalToken);
   return (req, res, next) => {
     const given = bearerToken(req.headers.authorization);
-    if (given !== undefined && matches(given)) return next();
-    challenge(res, 'loyalty-bridge admin');
-    next(new UnauthorizedError());
+    const refuse = () => {
+      challenge(res, 'loyalty-bridge admin');
+      next(new UnauthorizedError());
+    };
+    if (given === undefined) return refuse();
+    if (isGlobal(given)) {
+      req.adminPrincipal = { scope: 'global', actor: 'admin' };
+      return next();
+    }
+    merchants.byAdminToken(given).then((merchant) => {
+      if (!merchant) return refuse();
+      req.adminPrincipal = { scope: 'merchant', merchantId: merchant.id, actor: `merchant:${merchant.id}` };
+      next();
+    }, next);
   };
 }
 
-/** POS_TOKEN as the one credential of the `default` merchant. */
-export function singleTokenCredentials(token: string): PosCredentials {
-  const matches = tokenMatcher(token);
-  return { authenticate: async (given) => (matches(given) ? DEFAULT_MERCHANT : undefined) };
+/** Routes only the bridge's operator may use (managing merchants): 403 for a merchant's admin token. */
+export function requireGlobalAdmin(): RequestHandler {
+  return (req, _res, next) => next(req.adminPrincipal?.scope === 'global' ? undefined : new BridgeError('only the global ADMIN_TOKEN manages merchants', 403, 'forbidden'));
 }
 
 /**
- * Direct POS posts: a credential unless the deployment runs open (sandbox, or POS_AUTH=off behind
- * a private network). With token mode and no token configured, every direct post is refused: an
- * unset variable must never open the endpoints that reverse customers' points.
+ * Direct POS posts. With a credential required (token mode): a merchant's POS token, or POS_TOKEN for
+ * the default merchant; anything else is a 401, so an unset POS_TOKEN never opens the endpoints that
+ * reverse customers' points. Open (sandbox, or POS_AUTH=off behind a private network): the default
+ * merchant, unless a merchant's POS token is given.
  */
-export function posAuth(config: PosAuthConfig, credentials: PosCredentials | undefined = config.mode === 'token' && config.token ? singleTokenCredentials(config.token) : undefined): RequestHandler {
-  if (config.mode === 'open') {
-    return (req, _res, next) => {
-      req.posPrincipal = DEFAULT_MERCHANT;
-      next();
-    };
-  }
+export function posAuth(config: PosAuthConfig, tokens: Pick<TokenDirectory, 'byPosToken'>): RequestHandler {
   return (req, res, next) => {
     const given = bearerToken(req.headers.authorization);
-    const refuse = (message?: string) => {
+    const refuse = () => {
       challenge(res, 'loyalty-bridge pos');
-      next(new UnauthorizedError(message));
+      next(new UnauthorizedError('missing or invalid credentials: direct POS posts need a merchant\'s POS token (or POS_TOKEN, the default merchant\'s)'));
     };
-    if (!credentials) return refuse('direct POS posts need a credential, and none is configured on this bridge (POS_TOKEN)');
-    if (given === undefined) return refuse();
-    credentials.authenticate(given).then((principal) => {
-      if (!principal) return refuse();
-      req.posPrincipal = principal;
+    if (given === undefined) {
+      if (config.mode === 'open') {
+        req.posPrincipal = { merchantId: DEFAULT_MERCHANT };
+        return next();
+      }
+      return refuse();
+    }
+    tokens.byPosToken(given).then((merchant) => {
+      if (merchant) req.posPrincipal = { merchantId: merchant.id };
+      else if (config.mode === 'open') req.posPrincipal = { merchantId: DEFAULT_MERCHANT };
+      else return refuse();
       next();
     }, next);
   };

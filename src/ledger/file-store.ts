@@ -45,7 +45,7 @@ import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './priva
 import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
 import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
-import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
+import type { DeadLetter, DeadLetterQuery, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 const FORMAT_VERSION = 2;
 
@@ -137,7 +137,7 @@ export class FileLedgerStore implements LedgerStore {
   readonly #cache = new Map<string, LedgerRecord>();
   readonly #webhookEvents = new Map<string, { at: number; location: Location }>();
   readonly #liveBytes = new Map<number, number>();
-  readonly #deadLetters = new Map<string, { receivedAtMs: number; pos: string; open: boolean }>();
+  readonly #deadLetters = new Map<string, { receivedAtMs: number; pos: string; open: boolean; merchantId?: string }>();
   readonly #locks = new KeyedMutex();
   /** Damaged segments not compacted away yet: never compacted before `compactDamaged`. */
   readonly #damaged = new Set<number>();
@@ -302,11 +302,11 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   /** One process owns this ledger, so claims (for shared stores) have nothing to arbitrate. */
-  async listOpen(limit: number, _claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]> {
+  async listOpen(limit: number, _claim?: OpenClaim, after?: OpenCursor, merchantId?: string): Promise<LedgerRecord[]> {
     const from = after ? { createdAtMs: Date.parse(after.createdAt), key: keyOf(after) } : undefined;
     return [...this.#open]
       .map((key) => this.#index.get(key)!)
-      .filter((e) => !from || byAge(e, from) > 0)
+      .filter((e) => (!from || byAge(e, from) > 0) && (!merchantId || e.merchantId === merchantId))
       .sort(byAge)
       .slice(0, limit)
       .map((e) => this.#read(e.key)!);
@@ -414,7 +414,7 @@ export class FileLedgerStore implements LedgerStore {
     await this.#locks.run(`dead-letter:${letter.id}`, async () => {
       const db = new Low<DeadLetter>(new PrivateJSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
       await this.#writingFile(() => db.write());
-      this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
+      this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, merchantId: letter.merchantId });
     });
   }
 
@@ -425,9 +425,9 @@ export class FileLedgerStore implements LedgerStore {
     return db.data ?? undefined;
   }
 
-  async listDeadLetters(query: { pos?: string; open?: boolean; offset: number; limit: number }): Promise<{ items: DeadLetter[]; total: number }> {
+  async listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }> {
     const matching = [...this.#deadLetters.entries()]
-      .filter(([, e]) => (!query.pos || e.pos === query.pos) && (query.open === undefined || e.open === query.open))
+      .filter(([, e]) => (!query.pos || e.pos === query.pos) && (query.open === undefined || e.open === query.open) && (!query.merchantId || e.merchantId === query.merchantId))
       .sort(([a, x], [b, y]) => y.receivedAtMs - x.receivedAtMs || (a < b ? 1 : -1));
     const items = await Promise.all(matching.slice(query.offset, query.offset + query.limit).map(([id]) => this.getDeadLetter(id)));
     return { items: items.filter((l): l is DeadLetter => l !== undefined), total: matching.length };
@@ -725,7 +725,7 @@ export class FileLedgerStore implements LedgerStore {
     for (const file of files) await makePrivate(join(this.deadLettersDir, file), PRIVATE_FILE);
     for (const file of files.filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
       const letter = JSON.parse(await readFile(join(this.deadLettersDir, file), 'utf8')) as DeadLetter;
-      this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt });
+      this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, merchantId: letter.merchantId });
     }
   }
 }

@@ -9,7 +9,7 @@ import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../err
 import { dueOf } from '../core/transitions.js';
 import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
+import type { DeadLetter, DeadLetterQuery, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
 export interface MemoryLedgerState {
@@ -78,9 +78,9 @@ export class MemoryLedgerStore implements LedgerStore {
     return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
   }
 
-  async listOpen(limit: number, _claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]> {
+  async listOpen(limit: number, _claim?: OpenClaim, after?: OpenCursor, merchantId?: string): Promise<LedgerRecord[]> {
     return [...this.state.records.values()]
-      .filter((r) => isOpen(r) && (!after || byAge(r, after) > 0))
+      .filter((r) => isOpen(r) && (!after || byAge(r, after) > 0) && (!merchantId || merchantOf(r) === merchantId))
       .sort(byAge)
       .slice(0, limit)
       .map(copy);
@@ -134,9 +134,9 @@ export class MemoryLedgerStore implements LedgerStore {
     return letter && copy(letter);
   }
 
-  async listDeadLetters(query: { pos?: string; open?: boolean; offset: number; limit: number }): Promise<{ items: DeadLetter[]; total: number }> {
+  async listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }> {
     const matching = [...this.state.deadLetters.values()]
-      .filter((l) => (!query.pos || l.pos === query.pos) && (query.open === undefined || !l.resolvedAt === query.open))
+      .filter((l) => (!query.pos || l.pos === query.pos) && (query.open === undefined || !l.resolvedAt === query.open) && (!query.merchantId || l.merchantId === query.merchantId))
       .sort((a, b) => Date.parse(b.receivedAt) - Date.parse(a.receivedAt) || (a.id < b.id ? 1 : -1));
     return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
   }

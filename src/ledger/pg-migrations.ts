@@ -370,6 +370,10 @@ CREATE TABLE ledger_merchant_accounts (
   merchant_id text NOT NULL REFERENCES ledger_merchants (id)
 );
 CREATE INDEX ledger_merchant_accounts_merchant ON ledger_merchant_accounts (merchant_id);
+
+-- Whose a dead letter is: null when no merchant is known for its delivery.
+ALTER TABLE ledger_dead_letters ADD COLUMN merchant_id text;
+CREATE INDEX ledger_dead_letters_merchant ON ledger_dead_letters (merchant_id, received_at DESC);
 `,
   },
 ];

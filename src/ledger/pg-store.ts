@@ -13,7 +13,7 @@ import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../err
 import { accrualKeyColumns, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord } from './record.js';
-import type { DeadLetter, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
+import type { DeadLetter, DeadLetterQuery, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -321,9 +321,10 @@ export class PostgresLedgerStore implements LedgerStore {
     return { imported, skipped: records.length - imported };
   }
 
-  async listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]> {
+  async listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor, merchantId?: string): Promise<LedgerRecord[]> {
     const params: unknown[] = [];
-    const where = after ? `open AND (created_at, transaction_id) > ($${params.push(after.createdAt)}::timestamptz, $${params.push(keyOf(after))}::text)` : 'open';
+    let where = after ? `open AND (created_at, transaction_id) > ($${params.push(after.createdAt)}::timestamptz, $${params.push(keyOf(after))}::text)` : 'open';
+    if (merchantId) where += ` AND merchant_id = $${params.push(merchantId)}`;
     return this.#select(where, 'created_at, transaction_id', params, limit, claim);
   }
 
@@ -448,9 +449,9 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async saveDeadLetter(letter: DeadLetter): Promise<void> {
     await this.pool.query(
-      `INSERT INTO ledger_dead_letters (id, pos, received_at, resolved, letter) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (id) DO UPDATE SET resolved = EXCLUDED.resolved, letter = EXCLUDED.letter`,
-      [letter.id, letter.pos, letter.receivedAt, Boolean(letter.resolvedAt), jsonb(letter)],
+      `INSERT INTO ledger_dead_letters (id, pos, received_at, resolved, letter, merchant_id) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (id) DO UPDATE SET resolved = EXCLUDED.resolved, letter = EXCLUDED.letter, merchant_id = EXCLUDED.merchant_id`,
+      [letter.id, letter.pos, letter.receivedAt, Boolean(letter.resolvedAt), jsonb(letter), letter.merchantId ?? null],
     );
   }
 
@@ -458,10 +459,11 @@ export class PostgresLedgerStore implements LedgerStore {
     return (await this.pool.query<{ letter: DeadLetter }>('SELECT letter FROM ledger_dead_letters WHERE id = $1', [id])).rows[0]?.letter;
   }
 
-  async listDeadLetters(query: { pos?: string; open?: boolean; offset: number; limit: number }): Promise<{ items: DeadLetter[]; total: number }> {
+  async listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
+    if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
     if (query.open !== undefined) where.push(`resolved = $${params.push(!query.open)}`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const total = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_dead_letters ${filter}`, params)).rows[0]!.n);

@@ -29,6 +29,8 @@ export interface ListQuery {
 export interface DeadLetter {
   id: string;
   pos: string;
+  /** Whose delivery it is; absent when no merchant is known for it (and on letters from before merchants: the default's). */
+  merchantId?: string;
   receivedAt: string;
   lastReceivedAt: string;
   deliveries: number;
@@ -41,6 +43,14 @@ export interface DeadLetter {
   replays: { at: string; outcome: string }[];
   /** Set when a replay went through. */
   resolvedAt?: string;
+}
+
+export interface DeadLetterQuery {
+  pos?: string;
+  open?: boolean;
+  merchantId?: string;
+  offset: number;
+  limit: number;
 }
 
 /** A worker taking open records for a while, so that other instances leave them alone. */
@@ -111,7 +121,7 @@ export interface LedgerStore {
    * `claim`, a shared store hands each instance records no other live instance holds, and holds
    * them for the lease.
    */
-  listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor): Promise<LedgerRecord[]>;
+  listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor, merchantId?: string): Promise<LedgerRecord[]>;
   /**
    * Open records due by `query.nowMs` (`dueOf`), earliest due first, at most `query.limit`. Records
    * not due yet, and those only an operator can move, are left out, so that however many of them
@@ -146,6 +156,6 @@ export interface LedgerStore {
   /** Inserts or replaces a dead letter by id. */
   saveDeadLetter(letter: DeadLetter): Promise<void>;
   getDeadLetter(id: string): Promise<DeadLetter | undefined>;
-  /** Newest first; `open` = not resolved by a replay. */
-  listDeadLetters(query: { pos?: string; open?: boolean; offset: number; limit: number }): Promise<{ items: DeadLetter[]; total: number }>;
+  /** Newest first; `open` = not resolved by a replay; `merchantId` = that merchant's letters only. */
+  listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }>;
 }

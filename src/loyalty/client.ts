@@ -18,6 +18,7 @@ import type { Attempt, UpstreamOperation } from './calls.js';
 import {
   AccrualResult,
   Card,
+  Credential,
   MAX_ITEMS_PER_PAGE,
   Operation,
   PosErrorBody,
@@ -51,7 +52,24 @@ export interface LoyaltyClientOptions {
   timeoutMs: number;
   retryBaseMs: number;
   random?: () => number;
+  /**
+   * Connection pools shared by every merchant's client (one client per app token): a thousand
+   * merchants must not mean a thousand pools of idle sockets to the same host.
+   */
+  agents?: { http: http.Agent; https: https.Agent };
 }
+
+/** One keep-alive pool per protocol: 64 sockets to the loyalty service, shared by the clients given it. */
+export function sharedAgents(): { http: http.Agent; https: https.Agent } {
+  return { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
+}
+
+/** What `resolve-credentials` answered (a read: no fault makes it uncertain). */
+export type CredentialsAnswer =
+  | { kind: 'resolved'; credentials: Credential[] }
+  /** 403: the app token is not an install of the point-of-sale app (or no longer is). */
+  | { kind: 'refused'; status: number; errors: string[] }
+  | { kind: 'failed'; reason: string };
 
 /** Socket errors raised before a byte was sent: the upstream cannot have acted. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
@@ -89,8 +107,8 @@ export class LoyaltyClient {
       transformResponse: (data: unknown) => data,
       // The point-of-sale endpoints answer; they never redirect a POST, so no redirect-following layer.
       maxRedirects: 0,
-      httpAgent: new http.Agent({ keepAlive: true, maxSockets: 64 }),
-      httpsAgent: new https.Agent({ keepAlive: true, maxSockets: 64 }),
+      httpAgent: options.agents?.http ?? new http.Agent({ keepAlive: true, maxSockets: 64 }),
+      httpsAgent: options.agents?.https ?? new https.Agent({ keepAlive: true, maxSockets: 64 }),
     });
     this.#http.interceptors.request.use((config: TrackedConfig) => {
       if (config.attemptLog) config.attemptLog.startedAt = Date.now();
@@ -135,6 +153,27 @@ export class LoyaltyClient {
 
   reverse(body: ReverseRequest): Promise<CallReport> {
     return this.#posCall('reverse', body);
+  }
+
+  /**
+   * The merchant's own settings, as the install holds them (`resolve-credentials`; all of them when
+   * `names` is empty). A 429 or 5xx is retried as the point-of-sale calls are; a 4xx is a refusal.
+   */
+  async resolveCredentials(names: string[] = []): Promise<CredentialsAnswer> {
+    try {
+      const response = await this.#http.post('/api/v2/marketplace/resolve-credentials', { names });
+      const body = parseBody(response);
+      if (response.status === 200) {
+        const parsed = z.object({ credentials: z.array(Credential) }).safeParse(body);
+        return parsed.success ? { kind: 'resolved', credentials: parsed.data.credentials } : { kind: 'failed', reason: 'resolve-credentials answered 200 with an unexpected body' };
+      }
+      const errors = PosErrorBody.safeParse(body);
+      if (response.status >= 400 && response.status < 500) return { kind: 'refused', status: response.status, errors: errors.success ? errors.data.errors : [`HTTP ${response.status}`] };
+      return { kind: 'failed', reason: `resolve-credentials answered HTTP ${response.status}` };
+    } catch (error) {
+      if (error instanceof RetryableStatus) return { kind: 'failed', reason: `resolve-credentials answered HTTP ${error.response!.status}, retries spent` };
+      return { kind: 'failed', reason: `resolve-credentials: ${(error as Error).message}` };
+    }
   }
 
   /** Cards of a customer found by phone or email (history verification; needs the API key). */

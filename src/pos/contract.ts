@@ -19,6 +19,8 @@ export interface PosSettings {
   /** Access token for the POS's own API (fetching id-only webhook objects and customers). */
   accessToken?: string;
   apiBaseUrl: string;
+  /** The merchant's account on this POS (its id there), where one is bound: webhooks naming it are this merchant's. */
+  account?: string;
 }
 
 export interface AdapterContext {
@@ -94,6 +96,24 @@ export type WebhookAction =
   | { kind: 'fetch'; key: string; fetch(api: PosApi): Promise<unknown>; decide(fetched: unknown): WebhookAction | WebhookAction[] }
   | { kind: 'ignored'; key: string; reason: string };
 
+/** One merchant's part of a webhook delivery. */
+export interface WebhookPart {
+  account?: string;
+  body: unknown;
+}
+
+/** A non-empty text the delivery names at `field` of its body (an object), else undefined. */
+export function namedIn(body: unknown, field: string): string | undefined {
+  const value = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[field] : undefined;
+  return typeof value === 'string' && value.trim() ? value.trim() : undefined;
+}
+
+/** One header's value; a repeated header (Node joins it, or gives an array) names nothing. */
+export function singleHeaderValue(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return typeof value === 'string' && value.trim() && !value.includes(',') ? value.trim() : undefined;
+}
+
 export interface WebhookSpec {
   signature: SignatureScheme;
   /**
@@ -101,6 +121,13 @@ export interface WebhookSpec {
    * identity of the change where it has no event id). Unknown event types are `ignored`.
    */
   classify(body: unknown, headers: IncomingHttpHeaders): WebhookAction[];
+  /**
+   * Pure: the merchant accounts a delivery speaks for (the POS names the merchant in every delivery
+   * of an app many merchants installed), each with the part of the body that is its own: one part
+   * for most POSes, one per merchant for a Clover delivery batching several. `account` undefined: the
+   * delivery names none. Each part is classified on its own. Absent: one part, the whole body.
+   */
+  accounts?(body: unknown, headers: IncomingHttpHeaders): WebhookPart[];
   /**
    * A set-up handshake the POS sends before any secret exists (Clover's URL verification), so it
    * cannot be signed: returns what the operator must see when `raw` is exactly that handshake.

@@ -17,6 +17,13 @@ export interface PosSettingsDeclaration {
   /** The variable of the POS API's address, and its default; trailing slashes are dropped. */
   apiBaseUrl?: { variable: string; default: string };
   /**
+   * How this POS names a merchant's account (bridge-contract "Merchants"): the field of a merchant's
+   * POS account that holds it (`merchantId`, `shopDomain`, `restaurantGuid`), the variable that
+   * binds the default merchant to one, and whether a merchant's account may carry an access token
+   * for the POS's API.
+   */
+  account?: { field: string; variable: string; accessToken: boolean };
+  /**
    * A rule across this POS's settings that no variable can check alone: what is wrong, naming the
    * variables, or undefined. Checked at start-up, after every variable is valid on its own.
    */

@@ -46,6 +46,7 @@ describe('ledger files are private to the bridge', () => {
       'ledger.journal/000001.jsonl: 0o600',
       'ledger.json: 0o600',
       'ledger.json.lock: 0o600',
+      'ledger.merchants: 0o700',
     ]);
   });
 });

@@ -1,12 +1,20 @@
-/** Operator endpoints under `/v1/admin`, behind `Authorization: Bearer $ADMIN_TOKEN`. */
+/**
+ * Operator endpoints under `/v1/admin`. ADMIN_TOKEN sees every merchant (`?merchantId=` narrows, and
+ * names the merchant of a record; default: `default`) and alone manages merchants; a merchant's
+ * admin token sees its own records, dead letters and reconcile only: another merchant's record is
+ * a 404, never a 403, so its existence is not told.
+ */
 import express, { Router } from 'express';
 import { z } from 'zod';
 import type { Ingest } from '../../core/ingest.js';
 import type { OperatorActions } from '../../core/operator.js';
 import type { Worker } from '../../core/worker.js';
 import { NotFoundError } from '../../errors.js';
-import { bearerAuth } from '../auth.js';
-import { LEDGER_STATUSES } from '../../ledger/record.js';
+import { adminAuth, requireGlobalAdmin, type AdminPrincipal, type TokenDirectory } from '../auth.js';
+import { DEFAULT_MERCHANT, LEDGER_STATUSES, ledgerKey } from '../../ledger/record.js';
+import type { MerchantAdmin } from '../../merchants/admin.js';
+import { MERCHANT_ID } from '../../merchants/merchant.js';
+import type { Request } from 'express';
 import type { LedgerStore } from '../../ledger/store.js';
 import { parseWith } from '../../validation.js';
 import { answerStatus, posAnswer, recordDetail, recordSummary } from '../views.js';
@@ -15,7 +23,13 @@ import { answerStatus, posAnswer, recordDetail, recordSummary } from '../views.j
 export const RECONCILE_BUDGET_MS = 20_000;
 const ReconcileQuery = z.strictObject({ budgetMs: z.coerce.number().int().min(0).max(RECONCILE_BUDGET_MS).default(RECONCILE_BUDGET_MS) });
 
+const merchantIdParam = z.string().regex(MERCHANT_ID, 'must be a merchant id').optional();
+const ScopeQuery = z.object({ merchantId: merchantIdParam });
+const ReconcileScopedQuery = z.strictObject({ budgetMs: z.coerce.number().int().min(0).max(RECONCILE_BUDGET_MS).default(RECONCILE_BUDGET_MS), merchantId: merchantIdParam });
+const PageQuery = z.strictObject({ page: z.coerce.number().int().min(1).default(1), limit: z.coerce.number().int().min(1).max(500).default(50) });
+
 const ListQuery = z.strictObject({
+  merchantId: merchantIdParam,
   status: z.enum(LEDGER_STATUSES).optional(),
   pos: z.string().max(32).optional(),
   from: z.iso.datetime({ offset: true }).optional(),
@@ -33,19 +47,39 @@ const ResolveBody = z.strictObject({
 const ReverseBody = z.strictObject({ reason: z.string().max(200).optional() });
 
 const DeadLetterQuery = z.strictObject({
+  merchantId: merchantIdParam,
   pos: z.string().max(32).optional(),
   open: z.enum(['true', 'false']).optional(),
   page: z.coerce.number().int().min(1).default(1),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
 
-export function adminRoutes(deps: { adminToken: string; store: LedgerStore; operator: OperatorActions; worker: Worker; ingest: Ingest }): Router {
+/**
+ * The merchant a request acts for: a merchant's admin token, its own (a `merchantId` naming another
+ * is the same 404 as a record it cannot see); ADMIN_TOKEN, the one `?merchantId=` names, or all
+ * (`undefined`) where listing allows it.
+ */
+function scopeOf(req: Request, requested: string | undefined): string | undefined {
+  const principal = req.adminPrincipal as AdminPrincipal;
+  if (principal.scope === 'global') return requested;
+  if (requested && requested !== principal.merchantId) throw new NotFoundError(`no merchant ${requested}`);
+  return principal.merchantId;
+}
+
+/** The ledger key of the record `:transactionId` names, in the request's merchant (default: `default`). */
+function keyOf(req: Request): string {
+  const { merchantId } = parseWith(ScopeQuery, req.query);
+  return ledgerKey(scopeOf(req, merchantId) ?? DEFAULT_MERCHANT, req.params.transactionId as string);
+}
+
+export function adminRoutes(deps: { adminToken: string; store: LedgerStore; operator: OperatorActions; worker: Worker; ingest: Ingest; merchants: MerchantAdmin; tokens: Pick<TokenDirectory, 'byAdminToken'> }): Router {
   const router = Router();
-  router.use('/v1/admin', bearerAuth(deps.adminToken), express.json({ limit: '16kb' }));
+  router.use('/v1/admin', adminAuth(deps.adminToken, deps.tokens), express.json({ limit: '16kb' }));
 
   router.get('/v1/admin/transactions', async (req, res) => {
     const q = parseWith(ListQuery, req.query);
     const { items, total } = await deps.store.list({
+      merchantId: scopeOf(req, q.merchantId),
       status: q.status,
       pos: q.pos,
       from: q.from ? new Date(q.from) : undefined,
@@ -57,48 +91,90 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
   });
 
   router.get('/v1/admin/transactions/:transactionId', async (req, res) => {
-    const record = await deps.store.get(req.params.transactionId as string);
+    const record = await deps.store.get(keyOf(req));
     if (!record) throw new NotFoundError(`no ledger record ${req.params.transactionId}`);
     res.json(recordDetail(record));
   });
 
   router.post('/v1/admin/reconcile', async (req, res) => {
-    const { budgetMs } = parseWith(ReconcileQuery, req.query);
-    res.json(await deps.worker.reconcile(true, budgetMs));
+    const q = parseWith(ReconcileScopedQuery, req.query);
+    res.json(await deps.worker.reconcile(true, q.budgetMs, scopeOf(req, q.merchantId)));
   });
 
   router.post('/v1/admin/transactions/:transactionId/retry', async (req, res) => {
-    const answer = await deps.operator.retry(req.params.transactionId as string);
+    const answer = await deps.operator.retry(keyOf(req));
     res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   router.post('/v1/admin/transactions/:transactionId/reverse', async (req, res) => {
     const body = parseWith(ReverseBody, req.body ?? {});
-    const answer = await deps.operator.reverse(req.params.transactionId as string, body.reason);
+    const answer = await deps.operator.reverse(keyOf(req), body.reason);
     res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   router.post('/v1/admin/transactions/:transactionId/resolve', async (req, res) => {
     const body = parseWith(ResolveBody, req.body);
-    const answer = await deps.operator.resolve(req.params.transactionId as string, body);
+    const answer = await deps.operator.resolve(keyOf(req), body);
     res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   router.get('/v1/admin/dead-letters', async (req, res) => {
     const q = parseWith(DeadLetterQuery, req.query);
-    const { items, total } = await deps.store.listDeadLetters({ pos: q.pos, open: q.open === undefined ? undefined : q.open === 'true', offset: (q.page - 1) * q.limit, limit: q.limit });
+    const { items, total } = await deps.store.listDeadLetters({
+      merchantId: scopeOf(req, q.merchantId),
+      pos: q.pos,
+      open: q.open === undefined ? undefined : q.open === 'true',
+      offset: (q.page - 1) * q.limit,
+      limit: q.limit,
+    });
     res.json({ items, total, page: q.page, limit: q.limit });
   });
 
-  router.get('/v1/admin/dead-letters/:id', async (req, res) => {
+  /** A dead letter the request may see: a merchant's admin, its own only (404 otherwise). */
+  async function letterOf(req: Request) {
     const letter = await deps.store.getDeadLetter(req.params.id as string);
-    if (!letter) throw new NotFoundError(`no dead letter ${req.params.id}`);
-    res.json(letter);
+    const principal = req.adminPrincipal as AdminPrincipal;
+    if (!letter || (principal.scope === 'merchant' && letter.merchantId !== principal.merchantId)) throw new NotFoundError(`no dead letter ${req.params.id}`);
+    return letter;
+  }
+
+  router.get('/v1/admin/dead-letters/:id', async (req, res) => {
+    res.json(await letterOf(req));
   });
 
   router.post('/v1/admin/dead-letters/:id/replay', async (req, res) => {
+    await letterOf(req);
     const { letter, outcome, error } = await deps.ingest.replayDeadLetter(req.params.id as string);
     res.status(error ? 422 : 200).json({ deadLetter: letter, ...(outcome ? { results: outcome.results } : {}), ...(error ? { error } : {}) });
+  });
+
+  // ---------------------------------------------------------------- merchants (ADMIN_TOKEN only)
+  const global = requireGlobalAdmin();
+
+  router.post('/v1/admin/merchants', global, async (req, res) => {
+    res.status(201).json(await deps.merchants.create(req.body));
+  });
+
+  router.get('/v1/admin/merchants', global, async (req, res) => {
+    const q = parseWith(PageQuery, req.query);
+    const { items, total } = await deps.merchants.list((q.page - 1) * q.limit, q.limit);
+    res.json({ items, total, page: q.page, limit: q.limit });
+  });
+
+  router.get('/v1/admin/merchants/:merchantId', global, async (req, res) => {
+    res.json(await deps.merchants.get(req.params.merchantId as string));
+  });
+
+  router.patch('/v1/admin/merchants/:merchantId', global, async (req, res) => {
+    res.json(await deps.merchants.update(req.params.merchantId as string, req.body));
+  });
+
+  router.post('/v1/admin/merchants/:merchantId/tokens', global, async (req, res) => {
+    res.json(await deps.merchants.rotateTokens(req.params.merchantId as string));
+  });
+
+  router.post('/v1/admin/merchants/:merchantId/refresh', global, async (req, res) => {
+    res.json(await deps.merchants.refresh(req.params.merchantId as string));
   });
 
   return router;

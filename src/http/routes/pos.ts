@@ -1,13 +1,20 @@
 /** POS-facing endpoints: `/v1/checkouts/{pos}`, `/v1/refunds/{pos}`, `/v1/webhooks/{pos}`. */
 import { Router, type RequestHandler } from 'express';
-import type { Ingest } from '../../core/ingest.js';
+import type { Ingest, IngestMerchant } from '../../core/ingest.js';
 import type { PosAuthConfig } from '../../config.js';
-import { posAuth } from '../auth.js';
 import { parseJsonBody } from '../../json-body.js';
+import { posAuth, type TokenDirectory } from '../auth.js';
 import { rawBody, requireJson } from '../body.js';
 import { answerStatus, posAnswer } from '../views.js';
 
-export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig }): Router {
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The merchant a direct post is for (its token's), active. */
+    posMerchant?: IngestMerchant;
+  }
+}
+
+export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig; tokens: Pick<TokenDirectory, 'byPosToken'> }): Router {
   const router = Router();
   // Unknown POS first (404 without reading the body), then content type (415), then size (413).
   const knownPos: RequestHandler = (req, _res, next) => {
@@ -15,20 +22,28 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
     next();
   };
   const body = [knownPos, requireJson(), rawBody(deps.bodyLimitBytes)];
+  // A suspended merchant's posts are refused (403) before the body is read: nothing is recorded for it.
+  const activeMerchant: RequestHandler = (req, _res, next) => {
+    deps.ingest.merchant(req.posPrincipal!.merchantId).then((merchant) => {
+      req.posMerchant = merchant;
+      next();
+    }, next);
+  };
   // Direct posts carry no signature: their credential is checked before anything else, even the POS name.
-  const direct = [posAuth(deps.posAuth), ...body];
+  const direct = [posAuth(deps.posAuth, deps.tokens), activeMerchant, ...body];
 
   router.post('/v1/checkouts/:pos', ...direct, async (req, res) => {
-    const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody));
+    const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!);
     res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   router.post('/v1/refunds/:pos', ...direct, async (req, res) => {
-    const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody));
+    const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!);
     res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
-  // The signature is computed over these exact bytes, so nothing may parse or re-encode them first.
+  // The signature is computed over these exact bytes, so nothing may parse or re-encode them first;
+  // each part of the delivery is attributed to the merchant it names.
   router.post('/v1/webhooks/:pos', ...body, async (req, res) => {
     const outcome = await deps.ingest.webhook(req.params.pos as string, req.rawBody ?? Buffer.alloc(0), req.headers, req.rawHeaders);
     res.status(outcome.inProgress ? 202 : 200).json({ pos: outcome.pos, results: outcome.results });
