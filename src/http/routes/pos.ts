@@ -5,6 +5,7 @@ import type { PosAuthConfig } from '../../config.js';
 import { posAuth } from '../auth.js';
 import { parseJsonBody } from '../../json-body.js';
 import { rawBody, requireJson } from '../body.js';
+import type { WebhookAnswer } from '../schemas.js';
 import { answerStatus, posAnswer } from '../views.js';
 
 export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig }): Router {
@@ -31,7 +32,7 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
   // The signature is computed over these exact bytes, so nothing may parse or re-encode them first.
   router.post('/v1/webhooks/:pos', ...body, async (req, res) => {
     const outcome = await deps.ingest.webhook(req.params.pos as string, req.rawBody ?? Buffer.alloc(0), req.headers, req.rawHeaders);
-    res.status(outcome.inProgress ? 202 : 200).json({ pos: outcome.pos, results: outcome.results });
+    res.status(outcome.inProgress ? 202 : 200).json({ pos: outcome.pos, results: outcome.results } satisfies WebhookAnswer);
   });
 
   return router;
