@@ -8,14 +8,38 @@
  * amount: per-product rules then see no product rather than products that were refunded.
  * Tax, tip, discount and service amounts describe the original sale and are not carried over.
  */
+import { currencyExponent } from '../currencies.js';
 import { BridgeError } from '../errors.js';
 import type { Check, Selection } from '../loyalty/contract.js';
+import { decimalToString } from '../money.js';
 import type { RefundLine } from '../pos/contract.js';
 
+/**
+ * 409. The message speaks the POS's language, major units of the order's currency ("70.00 USD"),
+ * since that is what it sent; `remainingCents` stays for programs, `remaining` and `currency` say
+ * the same in major units.
+ */
 export class RefundExceedsRemainderError extends BridgeError {
-  constructor(message: string, remainingCents: number) {
-    super(message, 409, 'refund_exceeds_remainder', { remainingCents });
+  constructor(message: string, remainingCents: number, amounts?: { remaining: string; currency: string; refunded?: string }) {
+    super(message, 409, 'refund_exceeds_remainder', { remainingCents, ...amounts });
   }
+}
+
+/**
+ * Cents (hundredths of a major unit whatever the currency: the loyalty service's unit) as the
+ * currency's own major-unit text, exactly: USD 5997 → "59.97", JPY 50000 → "500", KWD 123 → "1.230".
+ * A zero-decimal currency keeps the cents a weighed line can leave (JPY 150 → "1.50").
+ */
+export function majorUnits(cents: number, currency: string): string {
+  const exponent = currencyExponent(currency) ?? 2;
+  const units = BigInt(cents);
+  if (exponent >= 2) return decimalToString({ units: units * 10n ** BigInt(exponent - 2), scale: exponent });
+  const step = 10n ** BigInt(2 - exponent);
+  return units % step === 0n ? decimalToString({ units: units / step, scale: exponent }) : decimalToString({ units, scale: 2 });
+}
+
+function withCurrency(cents: number, currency: string): string {
+  return `${majorUnits(cents, currency)} ${currency}`;
 }
 
 export interface Remainder {
@@ -29,11 +53,15 @@ export function remainderAfterRefund(check: Check, refund: { amountCents?: numbe
   const refundedCents = refund.amountCents ?? (refund.items ?? []).reduce((sum, line) => sum + line.totalCents, 0);
   const remaining = check.amount - alreadyRefundedCents;
   if (refundedCents > remaining) {
-    throw new RefundExceedsRemainderError(`the refund of ${refundedCents} cents is more than the ${remaining} cents that remain of this order`, remaining);
+    throw new RefundExceedsRemainderError(`refund of ${withCurrency(refundedCents, check.currency)} is more than the ${withCurrency(remaining, check.currency)} that remains of this order`, remaining, {
+      refunded: majorUnits(refundedCents, check.currency),
+      remaining: majorUnits(remaining, check.currency),
+      currency: check.currency,
+    });
   }
   const amount = remaining - refundedCents;
   if (amount === 0) return { refundedCents };
-  const selections = refund.items ? takeLines(check.selections, refund.items) : [{ quantity: 1, totalPrice: amount, price: amount, displayName: 'remainder after partial refund' }];
+  const selections = refund.items ? takeLines(check.selections, refund.items, check.currency) : [{ quantity: 1, totalPrice: amount, price: amount, displayName: 'remainder after partial refund' }];
   return {
     refundedCents,
     check: {
@@ -47,17 +75,19 @@ export function remainderAfterRefund(check: Check, refund: { amountCents?: numbe
   };
 }
 
-function takeLines(selections: Selection[], lines: RefundLine[]): Selection[] {
+function takeLines(selections: Selection[], lines: RefundLine[], currency: string): Selection[] {
   const left = selections.map((s) => ({ ...s }));
   lines.forEach((line, i) => {
     const selection = left.find((s) => s.id === line.id && s.quantity >= line.quantity && s.totalPrice >= line.totalCents);
     if (!selection) {
       const known = left.find((s) => s.id === line.id);
+      const remainingCents = known?.totalPrice ?? 0;
       throw new RefundExceedsRemainderError(
         known
-          ? `items.${i}: refunds ${line.quantity} × ${line.id} for ${line.totalCents} cents, but ${known.quantity} for ${known.totalPrice} cents remain`
+          ? `items.${i}: refunds ${line.quantity} × ${line.id} for ${withCurrency(line.totalCents, currency)}, but ${known.quantity} for ${withCurrency(known.totalPrice, currency)} remain`
           : `items.${i}: ${line.id} is not among what remains of this order`,
-        known?.totalPrice ?? 0,
+        remainingCents,
+        { ...(known ? { refunded: majorUnits(line.totalCents, currency) } : {}), remaining: majorUnits(remainingCents, currency), currency },
       );
     }
     selection.quantity -= line.quantity;

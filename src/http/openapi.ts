@@ -1,97 +1,569 @@
-/** The bridge's public interface (bridge-contract.md) as an OpenAPI 3 document, served at /openapi.json. */
-import { LEDGER_STATUSES } from '../ledger/record.js';
-import { RECONCILE_BUDGET_MS } from './routes/admin.js';
+/**
+ * The bridge's public interface (bridge-contract.md) as an OpenAPI 3.1 document, served at
+ * /openapi.json. Every schema in it is generated from the zod schema the bridge itself parses or
+ * answers with (`z.toJSONSchema`, JSON Schema 2020-12 as OpenAPI 3.1 takes it): request bodies and
+ * queries on their input side (what a client sends, before transforms and defaults), answers from
+ * `schemas.ts`. Every status each route can answer is listed, read from the code: the error
+ * handler, the middleware in front of each route, and Node's server (408).
+ */
+import { z } from 'zod';
+import { GenericCheckout, GenericRefund } from '../../adapters/generic/schema.js';
+import { RETRY_AFTER_SECONDS } from './load-shedding.js';
+import { posSettingDeclarations } from '../../adapters/index.js';
+import { merchantSchemas } from '../merchants/admin.js';
+import { DeadLetterQuery, ListQuery, PageQuery, ReconcileScopedQuery, ResolveBody, ReverseBody, ScopeQuery } from './routes/admin.js';
+import * as S from './schemas.js';
 
-const json = (schema: object) => ({ content: { 'application/json': { schema } } });
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const posParam = { name: 'pos', in: 'path', required: true, schema: { type: 'string', enum: ['generic', 'square', 'shopify', 'clover', 'toast', 'loyverse'] } };
-const txParam = { name: 'transactionId', in: 'path', required: true, schema: { type: 'string' } };
-const errors = {
-  '400': { description: 'Invalid payload; names each field', ...json(ref('Error')) },
-  '404': { description: 'Unknown POS, record, or an order the loyalty service does not know', ...json(ref('Error')) },
-  '413': { description: 'Body too large', ...json(ref('Error')) },
-  '415': { description: 'Body is not JSON', ...json(ref('Error')) },
-  '503': {
-    description: 'Overloaded (POS_MAX_IN_FLIGHT requests being handled): refused before the body was read, nothing recorded; send it again after Retry-After seconds',
-    headers: { 'Retry-After': { schema: { type: 'integer' } } },
-    ...json(ref('Error')),
+/** `{pos}` (bridge-contract "POS-facing endpoints"); test/openapi.test.ts holds these to the adapters the bridge registers. */
+export const POS_NAMES = ['generic', 'square', 'shopify', 'clover', 'toast', 'loyverse'] as const;
+/** The generic payload has no webhooks: a POS without an adapter posts to /v1/checkouts and /v1/refunds. */
+export const WEBHOOK_POS_NAMES = POS_NAMES.filter((pos) => pos !== 'generic');
+
+/** The merchant bodies as the bridge parses them, with the POS accounts of the adapters it registers. */
+const merchantBodies = merchantSchemas(posSettingDeclarations);
+
+/** Named schemas, each emitted once under components.schemas and referred to wherever it is used. */
+export const COMPONENT_SCHEMAS = {
+  LedgerStatus: S.LedgerStatus,
+  Check: S.Check,
+  AccrualResult: S.AccrualResult,
+  FieldIssue: S.FieldIssue,
+  Answer: S.PosAnswer,
+  Error: S.ErrorEnvelope,
+  RecordSummary: S.RecordSummary,
+  RecordDetail: S.RecordDetail,
+  TransactionList: S.TransactionList,
+  ReconcileReport: S.ReconcileReport,
+  DeadLetter: S.DeadLetter,
+  DeadLetterList: S.DeadLetterList,
+  WebhookResult: S.WebhookResult,
+  WebhookAnswer: S.WebhookAnswer,
+  ReplayAnswer: S.ReplayAnswer,
+  Health: S.Health,
+  Readiness: S.Readiness,
+  GenericCheckout,
+  GenericRefund,
+  ResolveBody,
+  ReverseBody,
+  MerchantView: S.MerchantView,
+  MerchantWithTokens: S.MerchantWithTokens,
+  MerchantList: S.MerchantList,
+  MerchantCreate: merchantBodies.create,
+  MerchantUpdate: merchantBodies.update,
+} satisfies Record<string, z.ZodType>;
+type SchemaName = keyof typeof COMPONENT_SCHEMAS;
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * zod's JSON Schema, made plain for readers: no 200-character pattern beside `format: date-time`,
+ * which says the same, and no ±(2^53 − 1) on every integer (zod's safe-integer bounds: true of any
+ * integer a JSON parser reads exactly, and noise on each of them).
+ */
+function plain(ctx: { jsonSchema: JsonSchema }): void {
+  const schema = ctx.jsonSchema;
+  if (schema.format === 'date-time') delete schema.pattern;
+  if (schema.minimum === Number.MIN_SAFE_INTEGER) delete schema.minimum;
+  if (schema.maximum === Number.MAX_SAFE_INTEGER) delete schema.maximum;
+}
+
+/** The document's dialect is OpenAPI 3.1's, and a component's name is its key: no `$schema` or `$id` on each. */
+function stripIdentity(schema: JsonSchema): JsonSchema {
+  const { $schema: _dialect, $id: _id, ...rest } = schema;
+  return rest;
+}
+
+/** Input side: a request is documented as sent; answers have no transforms, so both sides agree. */
+const toJson = { io: 'input', override: plain } as const;
+
+function componentSchemas(): Record<string, JsonSchema> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(COMPONENT_SCHEMAS)) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, { ...toJson, uri: (id) => `#/components/schemas/${id}` });
+  // zod puts schemas used twice without a name under __shared: give them a name above instead.
+  if ('__shared' in schemas) throw new Error('a schema is shared without a name: add it to COMPONENT_SCHEMAS in openapi.ts');
+  return Object.fromEntries(Object.entries(schemas).map(([id, schema]) => [id, stripIdentity(schema as JsonSchema)]));
+}
+
+const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });
+
+/** The contract's own example (bridge-contract "The generic payload"); test/openapi.test.ts parses each example as the route does. */
+export const EXAMPLES = {
+  checkout: {
+    generic: {
+      summary: 'The generic payload',
+      value: {
+        orderId: 'A-1001',
+        currency: 'USD',
+        total: '59.97',
+        tax: '4.80',
+        discount: '0',
+        tip: '5.00',
+        serviceCharge: '0',
+        openedAt: '2026-11-21T10:00:00Z',
+        closedAt: '2026-11-21T10:20:00Z',
+        customer: { phone: '+15550001111', email: 'a@b.test', cardSerial: '11-123456-1', firstName: 'Ann', lastName: 'Lee' },
+        items: [{ id: 'sku-1', groupId: 'coffee', name: 'Latte', quantity: 3, unitPrice: '19.99', total: '59.97' }],
+      },
+    },
+  },
+  refund: {
+    full: { summary: 'A full refund (generic)', value: { orderId: 'A-1001', refundId: 'R-1' } },
+    amount: { summary: 'A partial refund of an amount (generic)', value: { orderId: 'A-1001', refundId: 'R-2', amount: '19.99' } },
+    items: { summary: 'A partial refund of lines (generic)', value: { orderId: 'A-1001', refundId: 'R-3', items: [{ id: 'sku-1', quantity: 1, total: '19.99' }] } },
   },
 };
-const answers = {
-  '200': { description: 'Final outcome now, or the recorded outcome of a repeat', ...json(ref('Answer')) },
-  '202': { description: 'Recorded durably; delivery continues in the background', ...json(ref('Answer')) },
-};
-const admin = { security: [{ bearer: [] }], tags: ['admin'] };
+const json = (schema: object) => ({ 'application/json': { schema } });
+const errorResponse = (description: string) => ({ description, content: json(ref('Error')) });
+/** A 404 or the like that is either an error, or the record an answer is about (an order nobody knows). */
+const answerOrError = (description: string) => ({ description, content: json({ anyOf: [ref('Answer'), ref('Error')] }) });
 
+/** The parameters of a query schema, one per property, as strictly as it is parsed. */
+function queryParameters(schema: z.ZodObject): object[] {
+  const { properties = {}, required = [] } = z.toJSONSchema(schema, toJson) as { properties?: Record<string, JsonSchema>; required?: string[] };
+  return Object.entries(properties).map(([name, { description, ...rest }]) => ({
+    name,
+    in: 'query',
+    required: required.includes(name),
+    ...(description ? { description } : {}),
+    schema: rest,
+  }));
+}
+
+const pathParameter = (name: string, description: string, values?: readonly string[]) => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema: { type: 'string', ...(values ? { enum: values } : {}) },
+});
+
+const REQUEST_ID = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+
+/** Shared answers, referred to from the operations that can give them. */
+const RESPONSES = {
+  Unauthorized: {
+    description: 'The bearer token is missing or wrong (the same answer either way), with a WWW-Authenticate: Bearer challenge (RFC 6750); nothing of the body was read.',
+    headers: { 'WWW-Authenticate': { description: 'Bearer realm="loyalty-bridge admin" or "loyalty-bridge pos".', schema: { type: 'string' } }, ...REQUEST_ID },
+    content: json(ref('Error')),
+  },
+  RequestTimeout: {
+    description: "Node's server cut off a client that took more than 10 s to send its headers or 30 s to send the whole request; no body, and the connection is closed.",
+  },
+  PayloadTooLarge: { description: 'The body is larger than the limit (BODY_LIMIT_BYTES on POS endpoints, 16 KB on /v1/admin); error.limitBytes says it.', content: json(ref('Error')) },
+  UnsupportedMediaType: {
+    description: 'The body is not JSON (POS endpoints need Content-Type application/json or application/*+json), declares a charset other than UTF-8, or comes in a Content-Encoding other than identity, gzip, deflate and br.',
+    content: json(ref('Error')),
+  },
+  InternalError: { description: 'A failure the bridge did not foresee (e.g. the ledger cannot write); the message is hidden, the log has it.', content: json(ref('Error')) },
+  Overloaded: {
+    description: `POS_MAX_IN_FLIGHT POS requests are being handled: refused before a byte of the body was read, nothing recorded or sent upstream. Send the same request again after Retry-After seconds (${RETRY_AFTER_SECONDS}).`,
+    headers: { 'Retry-After': { description: 'Seconds to wait before sending again.', schema: { type: 'integer', minimum: 0 } }, ...REQUEST_ID },
+    content: json(ref('Error')),
+  },
+} as const;
+const use = (name: keyof typeof RESPONSES) => ({ $ref: `#/components/responses/${name}` });
+
+/** Direct POS posts, as opposed to webhooks (which their signature vouches for). */
+const direct = {
+  security: [{ posToken: [] }],
+  parameters: [pathParameter('pos', 'The POS whose payload this is; any other name is a 404.', POS_NAMES)],
+};
+const BAD_PATH = 'a path parameter that is not valid percent-encoding (invalid_path)';
+const SCOPE_INVALID = 'merchantId is not a merchant id (invalid_payload)';
+
+/** What a POS post can be refused for besides its own outcome. */
+const posErrors = {
+  '401': use('Unauthorized'),
+  '403': errorResponse("The token's merchant is suspended (merchant_suspended); nothing of the body was read, nothing recorded."),
+  '408': use('RequestTimeout'),
+  '413': use('PayloadTooLarge'),
+  '415': use('UnsupportedMediaType'),
+  '500': use('InternalError'),
+  '503': use('Overloaded'),
+};
+
+const answers = {
+  '200': { description: 'Final now: accrued, partially_accrued, reversed, reverse_failed, skipped or failed (the loyalty service refused it; retrying cannot help), or a repeat of an order or refund already recorded (its recorded outcome, nothing sent again).', content: json(ref('Answer')) },
+  '202': { description: 'Recorded durably; delivery continues in the background (pending, in_doubt, reversal_pending). The answer comes within 2 s whatever the upstream does.', content: json(ref('Answer')) },
+};
+
+const adminCommon = {
+  '401': use('Unauthorized'),
+  '408': use('RequestTimeout'),
+  '413': use('PayloadTooLarge'),
+  '415': use('UnsupportedMediaType'),
+  '500': use('InternalError'),
+};
+const admin = { security: [{ adminToken: [] }] };
+/** Merchant management is the global ADMIN_TOKEN's alone. */
+const merchantErrors = { ...adminCommon, '403': errorResponse("A merchant's admin token: only the global ADMIN_TOKEN manages merchants (forbidden).") };
+const merchantIdPath = pathParameter('merchantId', 'The merchant id (lower-case letters, digits and dashes).');
+const transactionId = pathParameter('transactionId', 'The transactionId, e.g. generic:A-1001 (percent-encode a / in it).');
+const deadLetterId = pathParameter('id', 'The dead letter id, as error.deadLetterId named it.');
+
+const operationsEndpoint = (operationId: string, summary: string, description: string, responses: object) => ({
+  get: { operationId, tags: ['Operations'], summary, description, security: [], responses: { ...responses, '408': use('RequestTimeout'), '500': use('InternalError') } },
+});
+
+const documents = new Map<string, ReturnType<typeof buildDocument>>();
+
+/** Built once per version: generating every schema is work not worth repeating for each request. */
 export function openApiDocument(version: string) {
+  let document = documents.get(version);
+  if (!document) documents.set(version, (document = buildDocument(version)));
+  return document;
+}
+
+function buildDocument(version: string) {
   return {
-    openapi: '3.0.3',
-    info: { title: 'loyalty-bridge', version, description: 'Point-of-sale checkouts and refunds to the loyalty service, through a durable ledger.' },
+    openapi: '3.1.0',
+    info: {
+      title: 'loyalty-bridge',
+      version,
+      description:
+        "Point-of-sale checkouts and refunds to the loyalty service's accrue and reverse, through a durable ledger. Every answer carries X-Request-Id; every error is one envelope, {\"error\": {\"code\", \"message\", …}, \"requestId\"}. Money from a POS is in major units; the bridge sends integer cents.",
+    },
+    servers: [{ url: '{scheme}://{host}', description: 'A bridge (npm start listens on PORT, 8080 by default).', variables: { scheme: { default: 'http', enum: ['http', 'https'] }, host: { default: 'localhost:8080' } } }],
+    tags: [
+      { name: 'POS', description: 'Checkouts and refunds posted by a POS or its integration.' },
+      { name: 'Webhooks', description: "A POS's own webhook deliveries, verified by their signature." },
+      { name: 'Transactions', description: 'Ledger records and what an operator can do with them.' },
+      { name: 'Dead letters', description: 'Authentic webhook deliveries the bridge could not carry out, kept whole.' },
+      { name: 'Merchants', description: 'The merchants one bridge serves (global ADMIN_TOKEN only): their loyalty app install, POS accounts and tokens.' },
+      { name: 'Operations', description: 'Health, readiness, metrics and this document.' },
+    ],
     paths: {
-      '/v1/checkouts/{pos}': { post: { summary: "Record a closed order, then accrue (Authorization: Bearer POS_TOKEN; open only in sandbox or with POS_AUTH=off)", parameters: [posParam], requestBody: json(ref('GenericCheckout')), responses: { ...answers, ...errors } } },
-      '/v1/refunds/{pos}': { post: { summary: 'Record a refund, then reverse (Authorization: Bearer POS_TOKEN; open only in sandbox or with POS_AUTH=off)', parameters: [posParam], requestBody: json(ref('GenericRefund')), responses: { ...answers, ...errors } } },
-      '/v1/admin/transactions': {
-        get: {
-          ...admin,
-          summary: 'List ledger records, newest first',
-          parameters: ['status', 'pos', 'from', 'to', 'page', 'limit'].map((name) => ({ name, in: 'query', schema: name === 'status' ? { type: 'string', enum: LEDGER_STATUSES } : { type: name === 'page' || name === 'limit' ? 'integer' : 'string' } })),
-          responses: { '200': { description: '{ items, total, page, limit }' }, '401': { description: 'Missing or wrong token' } },
+      '/v1/checkouts/{pos}': {
+        post: {
+          operationId: 'postCheckout',
+          tags: ['POS'],
+          summary: 'Record a closed order, then accrue',
+          description:
+            'Needs Authorization: Bearer POS_TOKEN, except in sandbox or with POS_AUTH=off (a private network). Records the order durably, then sends accrue; the same order again is answered from the ledger. A checkout with no phone, email or card serial is recorded as skipped.',
+          ...direct,
+          requestBody: {
+            required: true,
+            description:
+              "generic: the generic payload below. square: an Order; shopify: an order; clover: an order; toast: an Order; loyverse: a receipt; each the POS's bare object, or its API's wrapper ({\"order\": …}, {\"receipts\": […]}).",
+            content: { 'application/json': { schema: { anyOf: [ref('GenericCheckout'), { type: 'object', description: "The POS's own order object." }] }, examples: EXAMPLES.checkout } },
+          },
+          responses: {
+            ...answers,
+            '400': errorResponse(`The payload is not valid (invalid_payload: error.issues names each field and why), or ${BAD_PATH}. Nothing is recorded.`),
+            '404': answerOrError('An unknown {pos} (unknown_pos), or a repeat of an order known only from a refund neither the ledger nor the loyalty service knew (its record).'),
+            '502': errorResponse("The POS's API failed when the bridge fetched the customer the order names only by id (Square, Clover, Loyverse with an access token)."),
+            ...posErrors,
+          },
         },
       },
-      '/v1/admin/transactions/{transactionId}': { get: { ...admin, summary: 'One record with its attempts and history', parameters: [txParam], responses: { '200': { description: 'The record' }, '404': { description: 'No such record' } } } },
-      '/v1/admin/transactions/{transactionId}/retry': { post: { ...admin, summary: 'Deliver again what provably did not happen', parameters: [txParam], responses: { ...answers, '409': { description: 'Not retryable in this state' } } } },
-      '/v1/admin/transactions/{transactionId}/reverse': { post: { ...admin, summary: 'Reverse the whole accrual', parameters: [txParam], responses: answers } },
+      '/v1/refunds/{pos}': {
+        post: {
+          operationId: 'postRefund',
+          tags: ['POS'],
+          summary: 'Record a refund, then reverse (full) or reverse and accrue the remainder (partial)',
+          description:
+            "Needs Authorization: Bearer POS_TOKEN, except in sandbox or with POS_AUTH=off. The loyalty service's reverse is all-or-nothing: a partial refund reverses the whole accrual, then accrues what remains under a linked transactionId (remainder in the answer). A refund of a skipped order is answered 200 skipped and calls nothing.",
+          ...direct,
+          requestBody: {
+            required: true,
+            description:
+              "generic: the generic refund below (amount and/or items make it partial). square: a PaymentRefund; shopify: a refund; clover: an order with its refunds; toast: an Order with refunds; loyverse: a refund receipt; each bare or in its API's wrapper.",
+            content: { 'application/json': { schema: { anyOf: [ref('GenericRefund'), { type: 'object', description: "The POS's own refund object." }] }, examples: EXAMPLES.refund } },
+          },
+          responses: {
+            ...answers,
+            '400': errorResponse(`The payload is not valid (invalid_payload, each field named), or ${BAD_PATH}. Nothing is recorded.`),
+            '404': answerOrError('An unknown {pos} (unknown_pos); a partial refund of an order the ledger never saw (unknown_order: its remainder is unknown); or a refund of an order neither the ledger nor the loyalty service knows (the record, reverse_failed).'),
+            '409': errorResponse("More than remains of the order (refund_exceeds_remainder: message and details in the order's currency major units, remainingCents in cents); an earlier refund's reversal was refused and waits for an operator; or the order kept changing while the refund was applied (conflict: send it again)."),
+            ...posErrors,
+          },
+        },
+      },
+      '/v1/webhooks/{pos}': {
+        post: {
+          operationId: 'postWebhook',
+          tags: ['Webhooks'],
+          summary: "Receive a POS's own webhook delivery",
+          description:
+            "The raw delivery as the POS sends it: its signature is verified over the exact bytes (Square, Shopify, Clover, Toast and Loyverse schemes; each POS's secret variable must be set outside sandbox), then each event is routed to checkout or refund, deduplicated on the POS's event identity; other events are acknowledged and ignored. Each event belongs to the merchant whose POS account it names (Square merchant_id, Shopify shop domain, Clover merchant id, Toast restaurant GUID, Loyverse merchant_id); one naming no merchant, or a suspended one, is kept as a dead letter (dead_lettered with deadLetterId in its result, 202). An authentic delivery the bridge cannot carry out is kept whole as a dead letter and answered with the failure's 4xx and error.deadLetterId, so that it can be replayed once fixed.",
+          security: [],
+          parameters: [pathParameter('pos', 'The POS that sent the delivery; generic has no webhooks (404), like any other name.', WEBHOOK_POS_NAMES)],
+          requestBody: { required: true, description: "The POS's webhook body, byte for byte.", content: json({ type: 'object' }) },
+          responses: {
+            '200': { description: 'Every event handled, each outcome final now (or a duplicate, or ignored).', content: json(ref('WebhookAnswer')) },
+            '202': { description: 'Handled; some action is still being delivered in the background.', content: json(ref('WebhookAnswer')) },
+            '400': errorResponse(`An authentic delivery that cannot be translated (dead_lettered, error.issues naming each field), or ${BAD_PATH}.`),
+            '401': errorResponse('The signature is missing, wrong, outside its replay window, or this POS has no signing secret configured.'),
+            '404': errorResponse('An unknown {pos} or one without webhooks (unknown_pos); or a refund of an order neither the ledger nor the loyalty service knows (dead_lettered).'),
+            '408': use('RequestTimeout'),
+            '409': errorResponse('A refund of more than remains, or of an order whose earlier reversal was refused (dead_lettered).'),
+            '413': use('PayloadTooLarge'),
+            '415': use('UnsupportedMediaType'),
+            '422': errorResponse("The delivery names an object only by id and the POS's access token is not set, so the bridge cannot fetch it (dead_lettered)."),
+            '500': use('InternalError'),
+            '502': errorResponse("The POS's API failed when the bridge fetched what the delivery refers to; the POS delivers it again."),
+            '503': use('Overloaded'),
+          },
+        },
+      },
+      '/v1/admin/transactions': {
+        get: {
+          operationId: 'listTransactions',
+          tags: ['Transactions'],
+          summary: 'List ledger records, newest first',
+          ...admin,
+          parameters: queryParameters(ListQuery),
+          responses: {
+            '200': { description: 'One page of records: the Check sent and the results of each.', content: json(ref('TransactionList')) },
+            '400': errorResponse('A query parameter is not valid, or unknown (invalid_payload, each named).'),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/transactions/{transactionId}': {
+        get: {
+          operationId: 'getTransaction',
+          tags: ['Transactions'],
+          summary: 'One record with every attempt and its history',
+          ...admin,
+          parameters: [transactionId, ...queryParameters(ScopeQuery)],
+          responses: {
+            '200': { description: 'The record in full.', content: json(ref('RecordDetail')) },
+            '400': errorResponse(`${BAD_PATH}, ${SCOPE_INVALID}.`),
+            '404': errorResponse("No such record (not_found), or not this merchant's."),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/transactions/{transactionId}/retry': {
+        post: {
+          operationId: 'retryTransaction',
+          tags: ['Transactions'],
+          summary: 'Deliver again what provably did not happen',
+          description: 'For a record the loyalty service refused, or one still pending: sends its accrue or reverse now.',
+          ...admin,
+          parameters: [transactionId, ...queryParameters(ScopeQuery)],
+          responses: {
+            ...answers,
+            '400': errorResponse(`${BAD_PATH}, ${SCOPE_INVALID}.`),
+            '404': answerOrError('No such record (not_found), or the loyalty service does not know the transaction (the record).'),
+            '409': errorResponse('A retry could double: the last call may have reached the loyalty service (settle it with /resolve), a call is in flight, or some cards succeeded.'),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/transactions/{transactionId}/reverse': {
+        post: {
+          operationId: 'reverseTransaction',
+          tags: ['Transactions'],
+          summary: 'Reverse the whole accrual',
+          ...admin,
+          parameters: [transactionId, ...queryParameters(ScopeQuery)],
+          requestBody: { required: false, content: json(ref('ReverseBody')) },
+          responses: {
+            ...answers,
+            '400': errorResponse(`The body is not valid (invalid_payload), ${SCOPE_INVALID}, or ${BAD_PATH}.`),
+            '404': answerOrError('No such record (not_found), or the loyalty service does not know the transaction (the record).'),
+            '409': errorResponse('The record cannot be reversed in its state.'),
+            ...adminCommon,
+          },
+        },
+      },
       '/v1/admin/transactions/{transactionId}/resolve': {
         post: {
+          operationId: 'resolveTransaction',
+          tags: ['Transactions'],
+          summary: 'Settle an in-doubt call by hand',
+          description: 'Or, with outcome reversed, close a reverse_failed record whose failed cards were finished by hand.',
           ...admin,
-          summary: 'Settle an in-doubt call by hand, or attest a failed reverse finished by hand (outcome reversed)',
-          parameters: [txParam],
-          requestBody: json({ type: 'object', required: ['outcome'], properties: { outcome: { type: 'string', enum: ['accrued', 'not_accrued', 'reversed', 'not_reversed'] }, operationId: { type: 'integer' }, note: { type: 'string' } } }),
-          responses: { ...answers, '409': { description: 'Not in doubt (nor a failed reverse, for outcome reversed)' } },
+          parameters: [transactionId, ...queryParameters(ScopeQuery)],
+          requestBody: { required: true, content: json(ref('ResolveBody')) },
+          responses: {
+            ...answers,
+            '400': errorResponse(`The body is not valid (invalid_payload, each field named), ${SCOPE_INVALID}, or ${BAD_PATH}.`),
+            '404': answerOrError('No such record (not_found), or the loyalty service does not know the transaction (the record).'),
+            '409': errorResponse('Not in doubt (nor a failed reverse, for outcome reversed), or the operation is claimed by another record.'),
+            ...adminCommon,
+          },
         },
       },
       '/v1/admin/reconcile': {
         post: {
+          operationId: 'reconcile',
+          tags: ['Transactions'],
+          summary: "One reconciliation pass over all open work now (one merchant's with merchantId, or a merchant's admin token)",
+          description: 'Due and not-yet-due work alike; in-doubt calls are verified through the operations history where LOYALTY_API_KEY is set.',
           ...admin,
-          summary: `One reconciliation pass now, for at most budgetMs (default and maximum ${RECONCILE_BUDGET_MS}); report of examined, complete, fixed and open`,
-          parameters: [{ name: 'budgetMs', in: 'query', schema: { type: 'integer', minimum: 0, maximum: RECONCILE_BUDGET_MS } }],
-          responses: { '200': { description: 'The report; complete=false: call again for the rest' }, '400': { description: 'budgetMs out of range' } },
-        },
-      },
-      '/healthz': { get: { summary: 'Alive', responses: { '200': { description: 'ok' } } } },
-      '/readyz': { get: { summary: 'Ledger reachable and upstream configured', responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
-      '/metrics': { get: { summary: 'Prometheus metrics', responses: { '200': { description: 'text/plain exposition' } } } },
-    },
-    components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      schemas: {
-        Money: { oneOf: [{ type: 'string', pattern: '^-?[0-9]+(\\.[0-9]+)?$' }, { type: 'number' }], description: 'Major units; converted to integer cents exactly' },
-        GenericCheckout: {
-          type: 'object',
-          required: ['orderId', 'currency', 'total'],
-          properties: {
-            orderId: { type: 'string' },
-            storeId: { type: 'string', description: 'Part of the order identity when order ids repeat across stores' },
-            currency: { type: 'string', description: 'ISO 4217' },
-            total: ref('Money'),
-            tax: ref('Money'),
-            discount: ref('Money'),
-            tip: ref('Money'),
-            serviceCharge: ref('Money'),
-            openedAt: { type: 'string', format: 'date-time' },
-            closedAt: { type: 'string', format: 'date-time' },
-            customer: { type: 'object', properties: { phone: { type: 'string' }, email: { type: 'string' }, cardSerial: { type: 'string' }, firstName: { type: 'string' }, lastName: { type: 'string' } } },
-            items: { type: 'array', items: { type: 'object', required: ['quantity'], properties: { id: { type: 'string' }, groupId: { type: 'string' }, name: { type: 'string' }, quantity: { oneOf: [{ type: 'number' }, { type: 'string' }] }, unitPrice: ref('Money'), total: ref('Money') } } },
+          parameters: queryParameters(ReconcileScopedQuery),
+          responses: {
+            '200': { description: 'The report; complete false: call again for the rest.', content: json(ref('ReconcileReport')) },
+            '400': errorResponse('budgetMs is not a whole number from 0 to the maximum, merchantId is not a merchant id, or another parameter was given (invalid_payload).'),
+            ...adminCommon,
           },
         },
-        GenericRefund: { type: 'object', required: ['orderId'], properties: { orderId: { type: 'string' }, storeId: { type: 'string' }, refundId: { type: 'string' } } },
-        Answer: {
-          type: 'object',
-          required: ['transactionId', 'status'],
-          properties: { transactionId: { type: 'string' }, status: { type: 'string', enum: LEDGER_STATUSES }, repeat: { type: 'boolean' }, refundId: { type: 'string' }, results: { type: 'array', items: { type: 'object' } }, errors: { type: 'array', items: { type: 'string' } } },
-        },
-        Error: { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' }, issues: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, message: { type: 'string' } } } } } }, requestId: { type: 'string' } } },
       },
+      '/v1/admin/dead-letters': {
+        get: {
+          operationId: 'listDeadLetters',
+          tags: ['Dead letters'],
+          summary: 'List dead letters, newest first',
+          ...admin,
+          parameters: queryParameters(DeadLetterQuery),
+          responses: {
+            '200': { description: 'One page of dead letters.', content: json(ref('DeadLetterList')) },
+            '400': errorResponse('A query parameter is not valid, or unknown (invalid_payload, each named).'),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/dead-letters/{id}': {
+        get: {
+          operationId: 'getDeadLetter',
+          tags: ['Dead letters'],
+          summary: 'One dead letter, with the delivery kept whole',
+          ...admin,
+          parameters: [deadLetterId],
+          responses: {
+            '200': { description: 'The dead letter.', content: json(ref('DeadLetter')) },
+            '400': errorResponse(BAD_PATH),
+            '404': errorResponse('No such dead letter (not_found).'),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/dead-letters/{id}/replay': {
+        post: {
+          operationId: 'replayDeadLetter',
+          tags: ['Dead letters'],
+          summary: 'Run a dead letter through again',
+          description: 'After fixing configuration, or once its order arrived. Its signature is not checked again: it was when the delivery arrived.',
+          ...admin,
+          parameters: [deadLetterId],
+          responses: {
+            '200': { description: 'It went through: the dead letter is resolved, with the results.', content: json(ref('ReplayAnswer')) },
+            '400': errorResponse(BAD_PATH),
+            '404': errorResponse('No such dead letter (not_found).'),
+            '422': { description: 'It failed again: error says why; the dead letter keeps the replay among its replays.', content: json(ref('ReplayAnswer')) },
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/merchants': {
+        post: {
+          operationId: 'createMerchant',
+          tags: ['Merchants'],
+          summary: 'Add a merchant from its loyalty app install',
+          description:
+            "Reads the install's settings from the loyalty service (resolve-credentials) to fill what the body leaves out, seals every secret with SECRETS_KEY, and answers with the merchant's POS and admin tokens, shown this once.",
+          ...admin,
+          requestBody: { required: true, content: json(ref('MerchantCreate')) },
+          responses: {
+            '201': { description: 'Created, with its tokens.', content: json(ref('MerchantWithTokens')) },
+            '400': errorResponse('The body is not valid (invalid_payload, each field named), the id is "default", or the loyalty service refused the app token (loyalty.appToken named).'),
+            ...merchantErrors,
+            '409': errorResponse('The id, or one of its POS accounts, is taken (conflict); or SECRETS_KEY is not set (secrets_key_missing).'),
+            '502': errorResponse("The loyalty service could not be asked for the install's settings (upstream_unavailable): nothing was stored; send it again."),
+          },
+        },
+        get: {
+          operationId: 'listMerchants',
+          tags: ['Merchants'],
+          summary: 'List merchants, oldest first',
+          ...admin,
+          parameters: queryParameters(PageQuery),
+          responses: {
+            '200': { description: 'One page of merchants, secrets masked.', content: json(ref('MerchantList')) },
+            '400': errorResponse('A query parameter is not valid, or unknown (invalid_payload, each named).'),
+            ...merchantErrors,
+          },
+        },
+      },
+      '/v1/admin/merchants/{merchantId}': {
+        get: {
+          operationId: 'getMerchant',
+          tags: ['Merchants'],
+          summary: 'One merchant, secrets masked',
+          ...admin,
+          parameters: [merchantIdPath],
+          responses: {
+            '200': { description: 'The merchant.', content: json(ref('MerchantView')) },
+            '400': errorResponse(BAD_PATH),
+            '404': errorResponse('No such merchant (not_found); the default merchant is built from the variables and not managed here.'),
+            ...merchantErrors,
+          },
+        },
+        patch: {
+          operationId: 'updateMerchant',
+          tags: ['Merchants'],
+          summary: 'Change a merchant',
+          description: 'Only what the body names changes; null removes an optional setting or a POS account. status suspended stops its posts (403), routes its webhooks to dead letters and sends nothing upstream for it; active resumes.',
+          ...admin,
+          parameters: [merchantIdPath],
+          requestBody: { required: true, content: json(ref('MerchantUpdate')) },
+          responses: {
+            '200': { description: 'The merchant as changed.', content: json(ref('MerchantView')) },
+            '400': errorResponse(`The body is not valid (invalid_payload, each field named), a new app token the loyalty service refused (loyalty.appToken), or ${BAD_PATH}.`),
+            '404': errorResponse('No such merchant (not_found).'),
+            '409': errorResponse('A POS account taken by another merchant, a change made meanwhile (send it again), or SECRETS_KEY not set.'),
+            '502': errorResponse('A new app token could not be checked with the loyalty service (upstream_unavailable); nothing changed.'),
+            ...merchantErrors,
+          },
+        },
+      },
+      '/v1/admin/merchants/{merchantId}/tokens': {
+        post: {
+          operationId: 'rotateMerchantTokens',
+          tags: ['Merchants'],
+          summary: 'Give a merchant new POS and admin tokens',
+          description: 'The old ones stop working at once (on every instance within seconds); the new ones are shown this once.',
+          ...admin,
+          parameters: [merchantIdPath],
+          responses: {
+            '200': { description: 'The merchant, with its new tokens.', content: json(ref('MerchantWithTokens')) },
+            '400': errorResponse(BAD_PATH),
+            '404': errorResponse('No such merchant (not_found).'),
+            '409': errorResponse('A change made meanwhile: send it again.'),
+            ...merchantErrors,
+          },
+        },
+      },
+      '/v1/admin/merchants/{merchantId}/refresh': {
+        post: {
+          operationId: 'refreshMerchant',
+          tags: ['Merchants'],
+          summary: "Read the merchant's settings from the loyalty service again",
+          description: 'resolve-credentials with its app token: fills the currency, phone region and POS accounts it has not been given explicitly.',
+          ...admin,
+          parameters: [merchantIdPath],
+          responses: {
+            '200': { description: 'The merchant as refreshed.', content: json(ref('MerchantView')) },
+            '400': errorResponse(`The loyalty service refused its app token (loyalty.appToken), or ${BAD_PATH}.`),
+            '404': errorResponse('No such merchant (not_found).'),
+            '409': errorResponse('A change made meanwhile: send it again.'),
+            '502': errorResponse('The loyalty service could not be asked (upstream_unavailable); nothing changed.'),
+            ...merchantErrors,
+          },
+        },
+      },
+      '/healthz': operationsEndpoint('getHealth', 'Alive', 'The process answers; names this instance and its version.', { '200': { description: 'Alive.', content: json(ref('Health')) } }),
+      '/readyz': operationsEndpoint('getReadiness', 'Ready to take checkouts', 'The ledger is reachable and can write, and the upstream is configured.', {
+        '200': { description: 'Ready.', content: json(ref('Readiness')) },
+        '503': { description: 'Not ready: checks says which and why.', content: json(ref('Readiness')) },
+      }),
+      '/metrics': operationsEndpoint('getMetrics', 'Prometheus metrics', 'Counts and timings, no customer data; keep it off the internet if counts are private.', {
+        '200': { description: 'Prometheus text exposition.', content: { 'text/plain': { schema: { type: 'string' } } } },
+      }),
+      '/openapi.json': operationsEndpoint('getOpenApi', 'This document', 'The interface as OpenAPI 3.1.', { '200': { description: 'This document.', content: json({ type: 'object' }) } }),
+    },
+    components: {
+      securitySchemes: {
+        adminToken: { type: 'http', scheme: 'bearer', description: "ADMIN_TOKEN (in sandbox, generated and printed once at start-up): every merchant's records; or a merchant's admin token: its own only." },
+        posToken: { type: 'http', scheme: 'bearer', description: "POS_TOKEN (the default merchant), or a merchant's POS token: the token names the merchant. Direct POS posts run open only in sandbox or with POS_AUTH=off; without a token they are otherwise all refused." },
+      },
+      headers: { 'X-Request-Id': { description: "The caller's own plain X-Request-Id (letters, digits, . _ -, at most 128), or one made up.", schema: { type: 'string' } } },
+      responses: RESPONSES,
+      schemas: componentSchemas(),
     },
   };
 }

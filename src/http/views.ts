@@ -1,6 +1,10 @@
-/** How ledger records are shown to a POS and to operators. */
-import type { LedgerRecord } from '../ledger/record.js';
+/**
+ * How ledger records are shown to a POS and to operators. Each view is typed as the schema
+ * `/openapi.json` documents (`schemas.ts`), so a field added here and not there fails to compile.
+ */
+import { merchantOf, type LedgerRecord } from '../ledger/record.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
+import type { PosAnswer, RecordDetail, RecordSummary } from './schemas.js';
 
 /** The one mapping of the core's outcomes to HTTP (bridge-contract: 200 final now, 202 still being delivered, 404 an order nobody knows). */
 const ANSWER_STATUS: Record<AnswerOutcome, number> = { settled: 200, in_progress: 202, unknown_order: 404 };
@@ -10,7 +14,7 @@ export function answerStatus(answer: Pick<Answer, 'outcome'>): number {
 }
 
 /** The POS's answer: at least `transactionId` and `status`, plus the upstream results when there are any. */
-export function posAnswer(answer: Answer) {
+export function posAnswer(answer: Answer): PosAnswer {
   const { record } = answer;
   const reversalSide = record.reversal.state !== 'none' && record.reversal.state !== 'not_needed';
   const side = reversalSide ? record.reversal : record.accrual;
@@ -28,9 +32,10 @@ export function posAnswer(answer: Answer) {
 }
 
 /** One row of the admin list: the Check sent and the results, without the attempt log. */
-export function recordSummary(record: LedgerRecord) {
+export function recordSummary(record: LedgerRecord): RecordSummary {
   return {
     transactionId: record.transactionId,
+    merchantId: merchantOf(record),
     status: record.status,
     pos: record.pos,
     orderId: record.orderId,
@@ -49,6 +54,6 @@ export function recordSummary(record: LedgerRecord) {
 }
 
 /** One record in full: customer, every attempt and the history of status changes. */
-export function recordDetail(record: LedgerRecord) {
+export function recordDetail(record: LedgerRecord): RecordDetail {
   return { ...recordSummary(record), version: record.version, customer: record.accrual.customer, inFlight: record.inFlight, rounds: record.rounds, attempts: record.attempts, attemptsOmitted: record.attemptsOmitted, history: record.history, changedRepeats: record.changedRepeats };
 }

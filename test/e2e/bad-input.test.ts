@@ -84,6 +84,14 @@ describe('POST /v1/checkouts/generic with a bad payload', () => {
     await expectNothingChanged();
   });
 
+  it('says in words what is missing or wrong, not the validator text', async () => {
+    const res = await send('/v1/checkouts/generic', JSON.stringify({ orderId: 1002, total: '1.00', colour: 'red' }));
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toBe('orderId: must be a string, got a number; currency: is required: an ISO 4217 code; unknown field "colour"');
+    expect(res.body.error.message).not.toMatch(/Invalid input|expected|received/);
+    await expectNothingChanged();
+  });
+
   it('malformed JSON → 400', async () => {
     const res = await send('/v1/checkouts/generic', '{"orderId": "A-1002",');
     expect(res.status).toBe(400);

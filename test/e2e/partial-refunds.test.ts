@@ -75,7 +75,8 @@ describe('partial refunds', () => {
     const before = await h.bridge.store.get('generic:A-1001~r1');
     const res = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-2', amount: '5.01' });
     expect(res.status).toBe(409);
-    expect(res.body.error).toMatchObject({ code: 'refund_exceeds_remainder', remainingCents: 500 });
+    // In the currency's major units, as the POS sent the amount; cents stay for programs.
+    expect(res.body.error).toMatchObject({ code: 'refund_exceeds_remainder', message: 'refund of 5.01 USD is more than the 5.00 USD that remains of this order', remainingCents: 500, remaining: '5.00', refunded: '5.01', currency: 'USD' });
     const items = await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-3', items: [{ id: 'tea', quantity: 1, total: '1.00' }] });
     expect(items.status).toBe(409);
     expect(await h.bridge.store.get('generic:A-1001~r1')).toEqual(before);

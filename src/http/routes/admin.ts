@@ -17,39 +17,54 @@ import { MERCHANT_ID } from '../../merchants/merchant.js';
 import type { Request } from 'express';
 import type { LedgerStore } from '../../ledger/store.js';
 import { parseWith } from '../../validation.js';
+import type { DeadLetter, DeadLetterList, ReconcileReport, ReplayAnswer, TransactionList } from '../schemas.js';
 import { answerStatus, posAnswer, recordDetail, recordSummary } from '../views.js';
 
 /** Well inside the server's 30 s request timeout (bridge.ts), so the report always reaches the operator. */
 export const RECONCILE_BUDGET_MS = 20_000;
-const ReconcileQuery = z.strictObject({ budgetMs: z.coerce.number().int().min(0).max(RECONCILE_BUDGET_MS).default(RECONCILE_BUDGET_MS) });
+/** The route schemas are exported for `/openapi.json`, which documents them as they are parsed. */
+export const ReconcileQuery = z.strictObject({
+  budgetMs: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(RECONCILE_BUDGET_MS)
+    .default(RECONCILE_BUDGET_MS)
+    .meta({ description: `Milliseconds the pass may take (at most ${RECONCILE_BUDGET_MS}, inside the server's 30 s request timeout); what it leaves is reported open with complete: false.` }),
+});
 
-const merchantIdParam = z.string().regex(MERCHANT_ID, 'must be a merchant id').optional();
-const ScopeQuery = z.object({ merchantId: merchantIdParam });
-const ReconcileScopedQuery = z.strictObject({ budgetMs: z.coerce.number().int().min(0).max(RECONCILE_BUDGET_MS).default(RECONCILE_BUDGET_MS), merchantId: merchantIdParam });
-const PageQuery = z.strictObject({ page: z.coerce.number().int().min(1).default(1), limit: z.coerce.number().int().min(1).max(500).default(50) });
+const merchantIdParam = z.string().regex(MERCHANT_ID, 'must be a merchant id').optional().meta({ description: "A merchant's records only (ADMIN_TOKEN; a merchant's admin token sees its own, whatever this says)." });
+/** On a record's own routes: whose record (ADMIN_TOKEN; default `default`). */
+export const ScopeQuery = z.strictObject({ merchantId: merchantIdParam });
+export const ReconcileScopedQuery = ReconcileQuery.extend({ merchantId: merchantIdParam });
+export const PageQuery = z.strictObject({ page: z.coerce.number().int().min(1).default(1), limit: z.coerce.number().int().min(1).max(500).default(50) });
 
-const ListQuery = z.strictObject({
+export const ListQuery = z.strictObject({
   merchantId: merchantIdParam,
-  status: z.enum(LEDGER_STATUSES).optional(),
-  pos: z.string().max(32).optional(),
-  from: z.iso.datetime({ offset: true }).optional(),
-  to: z.iso.datetime({ offset: true }).optional(),
+  status: z.enum(LEDGER_STATUSES).optional().meta({ description: 'Only records in this status.' }),
+  pos: z.string().max(32).optional().meta({ description: 'Only records of this POS, e.g. square.' }),
+  from: z.iso.datetime({ offset: true }).optional().meta({ description: 'Created at or after (ISO 8601 date-time).' }),
+  to: z.iso.datetime({ offset: true }).optional().meta({ description: 'Created at or before (ISO 8601 date-time).' }),
   page: z.coerce.number().int().min(1).default(1),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
 
-const ResolveBody = z.strictObject({
-  outcome: z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed']),
-  operationId: z.number().int().positive().optional(),
-  note: z.string().max(500).optional(),
-});
+export const ResolveBody = z
+  .strictObject({
+    outcome: z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed']).meta({
+      description: "What happened upstream, as the operator established it. reversed also closes a reverse_failed record whose failed cards were finished by hand (a partial refund's remainder is then accrued).",
+    }),
+    operationId: z.number().int().positive().optional().meta({ description: "accrued: the loyalty service's operation that shows it; no other record may claim it." }),
+    note: z.string().max(500).optional().meta({ description: "Kept in the record's history." }),
+  })
+  .meta({ description: 'Settles an in-doubt call by hand.' });
 
-const ReverseBody = z.strictObject({ reason: z.string().max(200).optional() });
+export const ReverseBody = z.strictObject({ reason: z.string().max(200).optional().meta({ description: "Kept in the record's history." }) }).meta({ description: 'Optional.' });
 
-const DeadLetterQuery = z.strictObject({
+export const DeadLetterQuery = z.strictObject({
   merchantId: merchantIdParam,
-  pos: z.string().max(32).optional(),
-  open: z.enum(['true', 'false']).optional(),
+  pos: z.string().max(32).optional().meta({ description: 'Only dead letters of this POS.' }),
+  open: z.enum(['true', 'false']).optional().meta({ description: 'true: not yet replayed successfully; false: resolved.' }),
   page: z.coerce.number().int().min(1).default(1),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
@@ -87,7 +102,7 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
       offset: (q.page - 1) * q.limit,
       limit: q.limit,
     });
-    res.json({ items: items.map(recordSummary), total, page: q.page, limit: q.limit });
+    res.json({ items: items.map(recordSummary), total, page: q.page, limit: q.limit } satisfies TransactionList);
   });
 
   router.get('/v1/admin/transactions/:transactionId', async (req, res) => {
@@ -98,7 +113,7 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
 
   router.post('/v1/admin/reconcile', async (req, res) => {
     const q = parseWith(ReconcileScopedQuery, req.query);
-    res.json(await deps.worker.reconcile(true, q.budgetMs, scopeOf(req, q.merchantId)));
+    res.json((await deps.worker.reconcile(true, q.budgetMs, scopeOf(req, q.merchantId))) satisfies ReconcileReport);
   });
 
   router.post('/v1/admin/transactions/:transactionId/retry', async (req, res) => {
@@ -127,7 +142,7 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
       offset: (q.page - 1) * q.limit,
       limit: q.limit,
     });
-    res.json({ items, total, page: q.page, limit: q.limit });
+    res.json({ items, total, page: q.page, limit: q.limit } satisfies DeadLetterList);
   });
 
   /** A dead letter the request may see: a merchant's admin, its own only (404 otherwise). */
@@ -139,13 +154,13 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
   }
 
   router.get('/v1/admin/dead-letters/:id', async (req, res) => {
-    res.json(await letterOf(req));
+    res.json((await letterOf(req)) satisfies DeadLetter);
   });
 
   router.post('/v1/admin/dead-letters/:id/replay', async (req, res) => {
     await letterOf(req);
     const { letter, outcome, error } = await deps.ingest.replayDeadLetter(req.params.id as string);
-    res.status(error ? 422 : 200).json({ deadLetter: letter, ...(outcome ? { results: outcome.results } : {}), ...(error ? { error } : {}) });
+    res.status(error ? 422 : 200).json({ deadLetter: letter, ...(outcome ? { results: outcome.results } : {}), ...(error ? { error } : {}) } satisfies ReplayAnswer);
   });
 
   // ---------------------------------------------------------------- merchants (ADMIN_TOKEN only)

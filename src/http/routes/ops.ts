@@ -3,13 +3,14 @@ import { Router } from 'express';
 import type { LedgerStore } from '../../ledger/store.js';
 import type { Metrics } from '../../metrics.js';
 import { openApiDocument } from '../openapi.js';
+import type { Health, Readiness } from '../schemas.js';
 
 export function opsRoutes(deps: { store: LedgerStore; metrics: Metrics; upstreamConfigured: boolean; version: string; instanceId: string }): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     // The instance id appears in ledger records a call is in flight for: it tells operators (and the
     // multi-instance tests) which instance holds a call.
-    res.json({ status: 'ok', instance: deps.instanceId, version: deps.version });
+    res.json({ status: 'ok', instance: deps.instanceId, version: deps.version } satisfies Health);
   });
   router.get('/readyz', async (_req, res) => {
     const checks = { ledger: 'ok', upstream: deps.upstreamConfigured ? 'ok' : 'not configured' };
@@ -20,7 +21,7 @@ export function opsRoutes(deps: { store: LedgerStore; metrics: Metrics; upstream
       checks.ledger = `failing: ${(error as Error).message}`;
     }
     const ready = checks.ledger === 'ok' && checks.upstream === 'ok';
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks });
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks } satisfies Readiness);
   });
   router.get('/metrics', async (_req, res) => {
     res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());

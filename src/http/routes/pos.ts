@@ -5,6 +5,7 @@ import type { PosAuthConfig } from '../../config.js';
 import { parseJsonBody } from '../../json-body.js';
 import { posAuth, type TokenDirectory } from '../auth.js';
 import { rawBody, requireJson } from '../body.js';
+import type { WebhookAnswer } from '../schemas.js';
 import { answerStatus, posAnswer } from '../views.js';
 
 declare module 'express-serve-static-core' {
@@ -46,7 +47,7 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
   // each part of the delivery is attributed to the merchant it names.
   router.post('/v1/webhooks/:pos', ...body, async (req, res) => {
     const outcome = await deps.ingest.webhook(req.params.pos as string, req.rawBody ?? Buffer.alloc(0), req.headers, req.rawHeaders);
-    res.status(outcome.inProgress ? 202 : 200).json({ pos: outcome.pos, results: outcome.results });
+    res.status(outcome.inProgress ? 202 : 200).json({ pos: outcome.pos, results: outcome.results } satisfies WebhookAnswer);
   });
 
   return router;

@@ -1,0 +1,234 @@
+/**
+ * The shapes of the bridge's answers, once, as zod schemas. `views.ts` and the routes build their
+ * answers typed against them (`z.infer`), `openapi.ts` documents them (`z.toJSONSchema`), and the
+ * tests validate real answers against what the document says: so the document cannot drift from
+ * what the bridge sends. Objects are not closed (`additionalProperties`) in the document: the
+ * contract lets the bridge add fields, and a client should ignore those it does not know.
+ */
+import { z } from 'zod';
+import { LEDGER_STATUSES } from '../ledger/record.js';
+import { AccrualResult as UpstreamResult, Check as UpstreamCheck } from '../loyalty/contract.js';
+
+const timestamp = z.iso.datetime({ offset: true });
+const cents = z.number().int();
+
+export const LedgerStatus = z.enum(LEDGER_STATUSES).meta({
+  description:
+    'skipped (no customer contact), pending (being delivered), in_doubt (an accrue or reverse may have happened: verified before anything is sent again), accrued, partially_accrued (some cards refused), failed (the loyalty service refused), reversal_pending, reversed, reverse_failed.',
+});
+
+export const Check = UpstreamCheck.meta({ description: 'The Check as sent to the loyalty service: every money field in integer cents (the decimal amount × 100, whatever the currency).' });
+
+export const AccrualResult = UpstreamResult.meta({ description: "One per card the loyalty service touched, as it answered; a 200 can hold results with isSuccess false. Fields the loyalty service adds are passed on." });
+
+export const FieldIssue = z.object({
+  field: z.string().meta({ description: 'Dotted path of the field, e.g. items.0.quantity; empty for the body itself.' }),
+  message: z.string().meta({ description: 'What is missing or wrong, in words: "is required", "must be a string, got a number", "unknown field \\"x\\"".' }),
+});
+
+export const PosAnswer = z
+  .object({
+    transactionId: z.string().meta({ description: 'The upstream transactionId, derived from the POS ids: the same order gives the same id.' }),
+    status: LedgerStatus,
+    pos: z.string(),
+    orderId: z.string(),
+    repeat: z.boolean().meta({ description: 'The order or refund was already recorded: this is its recorded outcome, and nothing new was sent upstream.' }),
+    refundId: z.string().optional(),
+    remainder: z
+      .object({ transactionId: z.string(), status: LedgerStatus })
+      .optional()
+      .meta({ description: "After a partial refund: the record that accrues what remains of the order." }),
+    results: z.array(AccrualResult).optional(),
+    errors: z.array(z.string()).optional().meta({ description: "The loyalty service's refusal reasons." }),
+  })
+  .meta({ description: 'What the bridge did with one order or refund.' });
+export type PosAnswer = z.infer<typeof PosAnswer>;
+
+export const ErrorEnvelope = z
+  .object({
+    error: z.object({
+      code: z.string().meta({
+        description:
+          'invalid_payload, invalid_path, invalid_body, invalid_body_encoding, request_aborted (400); unauthorized (401); not_found, unknown_pos, unknown_order (404); conflict, refund_exceeds_remainder (409); payload_too_large (413); unsupported_media_type (415); dead_lettered (the status of the failure that dead-lettered a webhook); pos_api_not_configured (422); internal (500); pos_api_failed (502); overloaded (503).',
+      }),
+      message: z.string(),
+      issues: z.array(FieldIssue).optional().meta({ description: 'invalid_payload and dead_lettered: each field and why, at most 20 listed, the rest counted.' }),
+      deadLetterId: z.string().optional().meta({ description: 'dead_lettered: the dead letter that keeps the delivery for an operator.' }),
+      limitBytes: z.number().int().optional().meta({ description: 'payload_too_large: the limit.' }),
+      reason: z.string().optional().meta({ description: 'overloaded: why (in_flight).' }),
+      retryAfterSeconds: z.number().int().optional().meta({ description: 'overloaded: as the Retry-After header.' }),
+      remainingCents: cents.optional().meta({ description: 'refund_exceeds_remainder: what remains, in cents.' }),
+      remaining: z.string().optional().meta({ description: "refund_exceeds_remainder: what remains, in the order's currency major units." }),
+      refunded: z.string().optional().meta({ description: "refund_exceeds_remainder: the refund, in the order's currency major units." }),
+      currency: z.string().optional().meta({ description: "refund_exceeds_remainder: the order's currency." }),
+      orderId: z.string().optional(),
+      transactionId: z.string().optional(),
+    }),
+    requestId: z.string().meta({ description: 'As the X-Request-Id header: a plain X-Request-Id the caller sent, or one made up.' }),
+  })
+  .meta({ description: 'Every error, in one envelope.' });
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+
+const Customer = z.object({ phone: z.string().optional(), email: z.string().optional(), serialNumber: z.string().optional(), firstName: z.string().optional(), lastName: z.string().optional() });
+
+const PartialRefund = z.object({
+  refundId: z.string(),
+  refundedCents: cents,
+  remainderTransactionId: z.string(),
+  remainderCheck: Check,
+  remainderInDoubtSince: timestamp.optional(),
+});
+
+export const RecordSummary = z
+  .object({
+    transactionId: z.string(),
+    merchantId: z.string().meta({ description: 'Whose record: `default` for the merchant built from the variables.' }),
+    status: LedgerStatus,
+    pos: z.string(),
+    orderId: z.string(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    check: Check.optional(),
+    results: z.array(AccrualResult),
+    errors: z.array(z.string()),
+    accrual: z.object({
+      state: z.enum(['none', 'skipped', 'pending', 'in_doubt', 'accrued', 'partially_accrued', 'failed']),
+      settledBy: z.enum(['upstream', 'history', 'operator']).optional(),
+      operationIds: z.array(z.number().int()),
+      inDoubtSince: timestamp.optional(),
+    }),
+    reversal: z.object({
+      state: z.enum(['none', 'pending', 'in_doubt', 'reversed', 'failed', 'not_needed']),
+      refundIds: z.array(z.string()),
+      results: z.array(AccrualResult),
+      inDoubtSince: timestamp.optional(),
+    }),
+    nextAttemptAt: timestamp.optional(),
+    parentTransactionId: z.string().optional().meta({ description: 'On a record that accrues what a partial refund left: the original.' }),
+    remainderTransactionId: z.string().optional().meta({ description: "Once a partial refund's remainder exists: its record." }),
+    partialRefund: PartialRefund.optional(),
+  })
+  .meta({ description: 'One ledger record: the Check sent and the results, without the attempt log.' });
+export type RecordSummary = z.infer<typeof RecordSummary>;
+
+const Attempt = z.object({
+  operation: z.enum(['accrue', 'reverse']),
+  startedAt: timestamp,
+  finishedAt: timestamp,
+  request: z.unknown(),
+  response: z.object({ status: z.number().int(), body: z.unknown() }).optional().meta({ description: 'Absent when no answer came (network error, timeout).' }),
+  error: z.string().optional(),
+});
+
+const ChangedDelivery = z.object({ at: timestamp, amountCents: cents });
+
+export const RecordDetail = RecordSummary.extend({
+  version: z.number().int(),
+  customer: Customer.optional(),
+  inFlight: z.object({ operation: z.enum(['accrue', 'reverse']), startedAt: timestamp, owner: z.string() }).optional().meta({ description: 'A call to the loyalty service under way, and the instance making it.' }),
+  rounds: z.number().int(),
+  attempts: z.array(Attempt).meta({ description: 'Every request to the loyalty service: what was sent, what came back, when (the first and latest kept).' }),
+  attemptsOmitted: z.number().int().optional(),
+  history: z.array(z.object({ at: timestamp, event: z.string(), from: LedgerStatus.optional(), to: LedgerStatus.optional(), detail: z.string().optional(), omitted: z.number().int().optional() })),
+  changedRepeats: z.object({ count: z.number().int(), first: z.array(ChangedDelivery), latest: z.array(ChangedDelivery) }).optional().meta({ description: 'Deliveries of this order with another amount (a reopened check): counted, nothing sent.' }),
+}).meta({ description: 'One ledger record in full: customer, every attempt and the history of its status.' });
+export type RecordDetail = z.infer<typeof RecordDetail>;
+
+const page = { total: z.number().int(), page: z.number().int(), limit: z.number().int() };
+
+export const TransactionList = z.object({ items: z.array(RecordSummary), ...page }).meta({ description: 'Records, newest first.' });
+export type TransactionList = z.infer<typeof TransactionList>;
+
+export const ReconcileReport = z
+  .object({
+    startedAt: timestamp,
+    finishedAt: timestamp,
+    examined: z.number().int(),
+    complete: z.boolean().meta({ description: 'False when the time budget ended the pass before every open record was examined: call again for the rest.' }),
+    fixed: z.array(z.object({ transactionId: z.string(), merchantId: z.string(), from: LedgerStatus, to: LedgerStatus, why: z.string() })),
+    open: z.array(z.object({ transactionId: z.string(), merchantId: z.string(), status: LedgerStatus, why: z.string() })),
+  })
+  .meta({ description: 'What one reconciliation pass examined, fixed and left open, and why.' });
+export type ReconcileReport = z.infer<typeof ReconcileReport>;
+
+export const DeadLetter = z
+  .object({
+    id: z.string(),
+    pos: z.string(),
+    merchantId: z.string().optional().meta({ description: 'Whose delivery; absent when no merchant is known for it.' }),
+    receivedAt: timestamp,
+    lastReceivedAt: timestamp,
+    deliveries: z.number().int().meta({ description: 'How often the POS delivered it.' }),
+    reason: z.string(),
+    issues: z.array(FieldIssue).optional(),
+    headers: z.record(z.string(), z.string()).meta({ description: 'The headers processing reads (event type, ids); never credentials or signatures.' }),
+    body: z.string().meta({ description: 'The delivery, byte for byte: UTF-8 text, or base64 when it is not.' }),
+    bodyEncoding: z.enum(['utf8', 'base64']),
+    replays: z.array(z.object({ at: timestamp, outcome: z.string() })),
+    resolvedAt: timestamp.optional().meta({ description: 'Set when a replay went through.' }),
+  })
+  .meta({ description: 'An authentic webhook delivery the bridge could not carry out, kept whole for an operator.' });
+export type DeadLetter = z.infer<typeof DeadLetter>;
+
+export const DeadLetterList = z.object({ items: z.array(DeadLetter), ...page }).meta({ description: 'Dead letters, newest first.' });
+export type DeadLetterList = z.infer<typeof DeadLetterList>;
+
+export const WebhookResult = z.object({
+  key: z.string().meta({ description: "The POS's identity of the event or object: a delivery with a key already done is a duplicate." }),
+  action: z.enum(['checkout', 'refund', 'ignored', 'dead_lettered']),
+  merchantId: z.string().optional().meta({ description: 'The merchant the event was for, when not the default one.' }),
+  deadLetterId: z.string().optional().meta({ description: 'dead_lettered (no merchant known for it, or a suspended one): the letter kept.' }),
+  duplicate: z.boolean().optional(),
+  reason: z.string().optional().meta({ description: 'ignored, dead_lettered: why.' }),
+  transactionId: z.string().optional(),
+  status: LedgerStatus.optional(),
+});
+
+export const WebhookAnswer = z.object({ pos: z.string(), results: z.array(WebhookResult) }).meta({ description: 'What the bridge did with each event of one delivery.' });
+export type WebhookAnswer = z.infer<typeof WebhookAnswer>;
+
+export const ReplayAnswer = z
+  .object({
+    deadLetter: DeadLetter,
+    results: z.array(WebhookResult).optional().meta({ description: 'When the replay went through.' }),
+    error: z.string().optional().meta({ description: 'When it failed again: why (the dead letter keeps it among its replays).' }),
+  })
+  .meta({ description: 'A dead letter run through again.' });
+export type ReplayAnswer = z.infer<typeof ReplayAnswer>;
+
+export const Health = z.object({ status: z.literal('ok'), instance: z.string().meta({ description: 'This instance, as named in the records it has a call in flight for.' }), version: z.string() });
+export type Health = z.infer<typeof Health>;
+
+export const Readiness = z.object({
+  status: z.enum(['ready', 'not ready']),
+  checks: z.object({ ledger: z.string().meta({ description: 'ok, or failing: why' }), upstream: z.string().meta({ description: 'ok, or not configured' }) }),
+});
+export type Readiness = z.infer<typeof Readiness>;
+
+const MaskedAccount = z.record(z.string(), z.string()).meta({ description: "A POS account: its id there under the POS's field name (merchantId, shopDomain, restaurantGuid) and its access token masked." });
+
+export const MerchantView = z
+  .object({
+    id: z.string(),
+    name: z.string().optional(),
+    status: z.enum(['active', 'suspended']),
+    loyalty: z.object({ appToken: z.string(), apiKey: z.string().optional() }).meta({ description: 'Masked: the last four characters only.' }),
+    currency: z.string().optional(),
+    phoneRegion: z.string().optional(),
+    pos: z.record(z.string(), MaskedAccount),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    resolvedAt: timestamp.optional().meta({ description: 'When its settings were last read from the loyalty service (resolve-credentials).' }),
+  })
+  .meta({ description: 'A merchant, secrets masked; its tokens are never shown again.' });
+export type MerchantView = z.infer<typeof MerchantView>;
+
+export const MerchantWithTokens = z
+  .object({
+    merchant: MerchantView,
+    posToken: z.string().meta({ description: "Bearer token for the merchant's direct POS posts. Shown this once." }),
+    adminToken: z.string().meta({ description: "Bearer token for the merchant's own admin API. Shown this once." }),
+  })
+  .meta({ description: 'A merchant created, or given new tokens (the old ones stop working).' });
+
+export const MerchantList = z.object({ items: z.array(MerchantView), ...page }).meta({ description: 'Merchants, oldest first.' });
