@@ -77,6 +77,8 @@ export interface PhaseSpec {
   baseUrl: string;
   path: string;
   headers: Record<string, string>;
+  /** Request i's own headers instead of `headers` (each merchant's token, in the many-merchants part), built before the clock starts. */
+  headersOf?: Record<string, string>[];
   /** One request body per request, built before the clock starts. */
   bodies: string[];
   concurrency: number;
@@ -148,7 +150,7 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
       const { url, agent } = target(i);
       const t0 = performance.now();
       try {
-        const res = await post(url, spec.path, spec.headers, spec.bodies[i]!, agent);
+        const res = await post(url, spec.path, spec.headersOf?.[i] ?? spec.headers, spec.bodies[i]!, agent);
         latencies[i] = performance.now() - t0;
         if (!spec.accept(res.status, res.body)) {
           unexpected++;

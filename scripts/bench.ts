@@ -11,6 +11,8 @@
  *    bridges on one schema (requests round-robin), on a fresh schema of BENCH_DATABASE_URL that is
  *    dropped afterwards, next to a file-ledger bridge; the ledger and the simulator's books are
  *    checked after every phase. No reachable database: one line says it is skipped.
+ * M. Many merchants (scripts/bench-merchants.ts): the bridge's CPU per checkout with checkouts spread
+ *    over 1,000 merchants' tokens, next to the same checkouts of one merchant.
  * B. The file ledger at 1k / 10k / 100k records: per-write cost, start-up time, resident memory.
  *
  * Figures only: targets are printed beside them, nothing fails. Knobs (flag wins over env):
@@ -23,7 +25,8 @@
  *   --ledger-writes=N  BENCH_LEDGER_WRITES  measured inserts and updates per size (1000)
  *   --rate=N           BENCH_RATE           offered load of the latency phase, requests/s (200)
  *   --database-url=U   BENCH_DATABASE_URL   PostgreSQL for part D (postgres://postgres@127.0.0.1:5432/test)
- *   --only=http|ledger|pg  BENCH_ONLY       run one part (http = A and C, ledger = B, pg = D)
+ *   --merchants=N      BENCH_MERCHANTS      merchants in part M (1000)
+ *   --only=http|ledger|pg|merchants  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M)
  *   BENCH_BRIDGE_NODE_ARGS  extra node flags for the part A bridge process, e.g.
  *                           "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
  */
@@ -63,6 +66,7 @@ import {
   type PhaseSpec,
 } from './bench-lib.js';
 import { accrueBodyFor, accruedRecord, checkoutPayload } from './bench-records.js';
+import { merchantsPart } from './bench-merchants.js';
 import { pgPart, type PartASummary } from './bench-pg.js';
 import { serialDiagnostic } from './bench-serial.js';
 
@@ -105,11 +109,12 @@ const opts = {
     }),
   ledgerWrites: intOption('ledger-writes', 'BENCH_LEDGER_WRITES', 1000),
   only: option('only', 'BENCH_ONLY', ''),
+  merchants: intOption('merchants', 'BENCH_MERCHANTS', 1000),
   rate: intOption('rate', 'BENCH_RATE', 200),
   databaseUrl: option('database-url', 'BENCH_DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/test'),
 };
-if (opts.only && !['http', 'ledger', 'pg'].includes(opts.only)) throw new Error('--only must be http, ledger or pg');
-const runs = (part: 'http' | 'ledger' | 'pg') => !opts.only || opts.only === part;
+if (opts.only && !['http', 'ledger', 'pg', 'merchants'].includes(opts.only)) throw new Error('--only must be http, ledger, pg or merchants');
+const runs = (part: 'http' | 'ledger' | 'pg' | 'merchants') => !opts.only || opts.only === part;
 
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const verdict = (met: boolean) => (met ? 'met' : 'not met');
@@ -617,6 +622,9 @@ async function main(): Promise<void> {
       process.stderr.write(`part D failed: ${(error as Error).stack ?? String(error)}\n`);
       process.exitCode = 1;
     }
+  }
+  if (runs('merchants')) {
+    await merchantsPart({ merchants: opts.merchants, requests: opts.requests, concurrency: opts.concurrency, warmup: opts.warmup, rounds: opts.rounds, runId, here, distDir, projectRoot, adminToken: ADMIN_TOKEN, out, gc });
   }
   if (runs('ledger')) await ledgerPart();
   out(`total wall time: ${fmt((performance.now() - started) / 1000, 1)} s`);

@@ -97,7 +97,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     defaultMerchant: { appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, posToken: config.posAuth.mode === 'token' ? config.posAuth.token : undefined },
     logger,
   });
-  const metrics = createMetrics(() => store.countOpen(), overrides.defaultMetrics ?? true);
+  const metrics = createMetrics(() => store.countOpen(), overrides.defaultMetrics ?? true, config.metricsMerchantLabel);
   const core = createCore({
     store,
     upstreams: registry,

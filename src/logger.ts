@@ -3,6 +3,7 @@
  * defence for anything that slips into a log object: credentials and customer contact details.
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { logContext } from './log-context.js';
 
 export type { Logger };
 
@@ -25,8 +26,18 @@ export const REDACT_PATHS = [
   ...SENSITIVE_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`]),
 ];
 
+/** The request and merchant a line was written for (log-context.ts), on every line; the line's own fields win. */
+function contextFields(): Record<string, string> {
+  const context = logContext();
+  if (!context) return {};
+  const fields: Record<string, string> = {};
+  if (context.requestId) fields.requestId = context.requestId;
+  if (context.merchantId) fields.merchantId = context.merchantId;
+  return fields;
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'loyalty-bridge' } }, destination);
+  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'loyalty-bridge' }, mixin: contextFields }, destination);
 }
 
 export const silentLogger: Logger = pino({ level: 'silent' });

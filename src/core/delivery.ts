@@ -278,7 +278,7 @@ export class DeliveryService {
     const holding = await this.writer.store.get(ledgerKey(merchantOf(waiting), holder));
     const pauseMs = holding?.accrual.state === 'in_doubt' ? Math.max(this.options.inDoubtVerifyAfterMs, this.options.retryBaseMs) : this.options.retryBaseMs;
     const record = await this.writer.change(keyOf(waiting), (r) => (r.accrual.state === 'pending' && !r.inFlight ? waitBehind(r, holder, this.writer.now(), pauseMs) : undefined));
-    this.metrics.accrualsHeldBack.inc();
+    this.metrics.accrualsHeldBack.inc(this.metrics.merchant(merchantOf(waiting)));
     return { record, note: `waits behind ${holder}: an accrual of the same customer and amount is unsettled` };
   }
 
@@ -300,7 +300,7 @@ export class DeliveryService {
       this.calling.leave(key);
     }
     failpoint('call:after-answer');
-    this.metrics.upstreamCalls.inc({ operation, outcome: report.outcome.kind });
+    this.metrics.upstreamCalls.inc({ operation, outcome: report.outcome.kind, ...this.metrics.merchant(merchantOf(record)) });
     this.logger.info({ transactionId, operation, outcome: report.outcome.kind, requests: report.attempts.length }, 'loyalty service call finished');
     const answer = { operation, outcome: report.outcome, attempts: report.attempts, startedAt, owner: this.instanceId };
     // Read again and applied again if another instance wrote the record while the call was out (a refund recorded meanwhile).

@@ -67,7 +67,7 @@ export class IntakeService {
     const answer = !created
       ? await answerFor(this.writer.store, record, true)
       : await answerFor(this.writer.store, record.accrual.state === 'skipped' ? record : await this.delivery.deliverWithinBudget(keyOf(record), claimed), false);
-    this.metrics.checkouts.inc({ pos, result: answer.repeat ? (changed ? 'repeat_changed' : 'repeat') : answer.record.status });
+    this.metrics.checkouts.inc({ pos, result: answer.repeat ? (changed ? 'repeat_changed' : 'repeat') : answer.record.status, ...this.metrics.merchant(merchantOf(record)) });
     return answer;
   }
 
@@ -153,7 +153,7 @@ export class IntakeService {
   async #deliverRefund(pos: string, record: LedgerRecord, repeat: boolean, refundId: string | undefined): Promise<Answer> {
     if (!repeat) failpoint('refund:after-ledger-write');
     const delivered = !repeat && isOpen(record) ? await this.delivery.deliverWithinBudget(keyOf(record)) : record;
-    this.metrics.refunds.inc({ pos, result: repeat ? 'repeat' : delivered.status });
+    this.metrics.refunds.inc({ pos, result: repeat ? 'repeat' : delivered.status, ...this.metrics.merchant(merchantOf(record)) });
     return answerFor(this.writer.store, delivered, repeat, refundId);
   }
 }

@@ -3,6 +3,7 @@
  * round, in-doubt verification), a few at a time. An operator's reconcile is the same pass with
  * `force`, run now, reporting what it examined, fixed and left open, and why.
  */
+import { withMerchant } from '../log-context.js';
 import type { Logger } from '../logger.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { FINAL_STATUSES, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
@@ -95,7 +96,8 @@ export class Worker {
     const lanes = Array.from({ length: Math.min(this.options.concurrency, queue.length) }, async () => {
       for (let record = next(); record; record = next()) {
         try {
-          reports.push(await this.service.advance(keyOf(record), force));
+          // Its lines name its merchant, as a request's do (log-context.ts).
+          reports.push(await withMerchant(merchantOf(record), () => this.service.advance(keyOf(record), force)));
         } catch (error) {
           reports.push({ key: keyOf(record), transactionId: record.transactionId, merchantId: merchantOf(record), before: record.status, after: record.status, action: 'none', note: `error: ${(error as Error).message}` });
         }

@@ -10,6 +10,7 @@ import type { RequestHandler, Response } from 'express';
 import type { PosAuthConfig } from '../config.js';
 import { BridgeError, UnauthorizedError } from '../errors.js';
 import { DEFAULT_MERCHANT } from '../ledger/record.js';
+import { nameMerchant } from '../log-context.js';
 
 /** Who a direct POS post comes from. */
 export interface PosPrincipal {
@@ -73,6 +74,7 @@ export function adminAuth(globalToken: string, merchants: Pick<TokenDirectory, '
     merchants.byAdminToken(given).then((merchant) => {
       if (!merchant) return refuse();
       req.adminPrincipal = { scope: 'merchant', merchantId: merchant.id, actor: `merchant:${merchant.id}` };
+      nameMerchant(merchant.id);
       next();
     }, next);
   };
@@ -99,6 +101,7 @@ export function posAuth(config: PosAuthConfig, tokens: Pick<TokenDirectory, 'byP
     if (given === undefined) {
       if (config.mode === 'open') {
         req.posPrincipal = { merchantId: DEFAULT_MERCHANT };
+        nameMerchant(DEFAULT_MERCHANT);
         return next();
       }
       return refuse();
@@ -107,6 +110,7 @@ export function posAuth(config: PosAuthConfig, tokens: Pick<TokenDirectory, 'byP
       if (merchant) req.posPrincipal = { merchantId: merchant.id };
       else if (config.mode === 'open') req.posPrincipal = { merchantId: DEFAULT_MERCHANT };
       else return refuse();
+      nameMerchant(req.posPrincipal.merchantId);
       next();
     }, next);
   };

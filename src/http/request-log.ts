@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
+import { logContext, withLogContext } from '../log-context.js';
 import type { Logger } from '../logger.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -29,12 +30,23 @@ export function requestLog(logger: Logger): RequestHandler {
         // 503 is load shed or the ledger out of reach, said once by the error handler or counted in
         // a metric: at error it would flood the log exactly when the bridge is busiest.
         const level = res.statusCode >= 500 && res.statusCode !== 503 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
+        // 'finish' fires outside the request's context: the merchant is read from the one captured.
         logger[level](
-          { req: { id: req.id, method: req.method, path: req.path }, res: { statusCode: res.statusCode }, responseTime: Number(process.hrtime.bigint() - started) / 1e6 },
+          {
+            ...(context?.merchantId ? { merchantId: context.merchantId } : {}),
+            req: { id: req.id, method: req.method, path: req.path },
+            res: { statusCode: res.statusCode },
+            responseTime: Number(process.hrtime.bigint() - started) / 1e6,
+          },
           'request completed',
         );
       });
     }
-    next();
+    // Everything the request does below runs in its log context: its lines name it and its merchant.
+    let context: ReturnType<typeof logContext>;
+    withLogContext({ requestId: req.id }, () => {
+      context = logContext();
+      next();
+    });
   };
 }

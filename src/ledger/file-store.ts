@@ -265,8 +265,9 @@ export class FileLedgerStore implements LedgerStore {
     return this.#locks.run(key, async () => {
       if (this.#index.has(key)) return { record: this.#read(key)!, created: false };
       if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
-      this.#checkClaims(record, []);
-      this.#write(record);
+      const keys = accrualKeys(record);
+      this.#checkClaims(record, keys, []);
+      this.#write(record, keys);
       return { record, created: true };
     });
   }
@@ -278,8 +279,9 @@ export class FileLedgerStore implements LedgerStore {
       if (!current || current.version !== next.version - 1) {
         throw new VersionConflictError(key, next.version - 1, current?.version);
       }
-      this.#checkClaims(next, current.accrualKeys);
-      this.#write(next);
+      const keys = accrualKeys(next);
+      this.#checkClaims(next, keys, current.accrualKeys);
+      this.#write(next, keys);
       return next;
     });
   }
@@ -479,10 +481,10 @@ export class FileLedgerStore implements LedgerStore {
     return record;
   }
 
-  #write(record: LedgerRecord): void {
+  /** `keys`: the record's `accrualKeys`, hashed once per write by the caller. */
+  #write(record: LedgerRecord, keys: string[]): void {
     const open = isOpen(record);
     const due = dueOf(record);
-    const keys = accrualKeys(record);
     const amount = unsettledAmount(record);
     const key = keyOf(record);
     const merchant = merchantOf(record);
@@ -512,14 +514,14 @@ export class FileLedgerStore implements LedgerStore {
    * An accrual key another record holds is refused when this version takes it newly (`held` are the
    * keys the stored version has), so a record already holding a key keeps moving.
    */
-  #checkClaims(record: LedgerRecord, held: readonly string[]): void {
+  #checkClaims(record: LedgerRecord, keys: readonly string[], held: readonly string[]): void {
     const key = keyOf(record);
     const merchant = merchantOf(record);
     for (const id of record.accrual.operationIds) {
       const holder = this.#claims.get(claimKey(merchant, id));
       if (holder !== undefined && holder !== key) throw new ConflictError(`operation ${id} is claimed by ${this.#transactionIdOf(holder)}`);
     }
-    for (const accrualKey of accrualKeys(record)) {
+    for (const accrualKey of keys) {
       const holder = this.#accrualKeys.get(accrualKey);
       if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(record.transactionId, this.#transactionIdOf(holder));
     }

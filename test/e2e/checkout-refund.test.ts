@@ -59,7 +59,7 @@ describe('checkout → accrue', () => {
     const notes = record!.history.filter((e) => e.event.includes('delivered again with a check of 7996 cents (recorded with 5997 cents): not accrued again'));
     expect(notes).toHaveLength(1);
     const metrics = await request(h.bridge.url).get('/metrics');
-    expect(metrics.text).toMatch(/bridge_checkouts_total\{pos="generic",result="repeat_changed"\} 2/);
+    expect(metrics.text).toMatch(/bridge_checkouts_total\{pos="generic",result="repeat_changed",merchant="default"\} 2/);
   });
 
   it('an order re-posted with a new amount every time keeps a bounded record: counted, first and latest kept, one note', async () => {

@@ -39,8 +39,8 @@ describe('operations endpoints', () => {
     const res = await request(h.bridge.url).get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/plain/);
-    expect(res.text).toMatch(/bridge_checkouts_total\{pos="generic",result="accrued"\} 1/);
-    expect(res.text).toMatch(/bridge_upstream_calls_total\{operation="accrue",outcome="succeeded"\} 1/);
+    expect(res.text).toMatch(/bridge_checkouts_total\{pos="generic",result="accrued",merchant="default"\} 1/);
+    expect(res.text).toMatch(/bridge_upstream_calls_total\{operation="accrue",outcome="succeeded",merchant="default"\} 1/);
     expect(res.text).toMatch(/bridge_ledger_open_records 0/);
   });
 

@@ -1,0 +1,173 @@
+/**
+ * Part M of the benchmark: what serving many merchants costs a checkout. One simulator and one
+ * bridge (file ledger, SECRETS_KEY set), both child processes; MERCHANTS merchants installed in the
+ * simulator and created in the bridge through POST /v1/admin/merchants (each read from the loyalty
+ * service with resolve-credentials, its secrets sealed). Then, alternating, the same checkouts posted
+ * with one merchant's POS token, and spread over every merchant's token (request i: merchant
+ * i mod MERCHANTS), so each request is attributed, looked up and delivered with that merchant's own
+ * app token. The figure is the bridge's CPU per checkout with many merchants over with one (and
+ * throughput one over many), medians of the rounds.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { CACHE_MS } from '../src/merchants/registry.js';
+import {
+  cpuMsOf,
+  fmt,
+  freePort,
+  keepAliveAgent,
+  median,
+  progress,
+  runPhase,
+  startChild,
+  table,
+  trackTempDir,
+  waitForHttp,
+  waitForLine,
+  type PhaseResult,
+} from './bench-lib.js';
+import { checkoutPayload } from './bench-records.js';
+
+export interface MerchantsPartOptions {
+  merchants: number;
+  requests: number;
+  concurrency: number;
+  warmup: number;
+  rounds: number;
+  runId: string;
+  here: string;
+  distDir: string;
+  projectRoot: string;
+  adminToken: string;
+  out: (line?: string) => void;
+  gc?: () => void;
+}
+
+interface Created {
+  id: string;
+  posToken: string;
+}
+
+async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Runs `task` over `items`, `lanes` at a time. */
+async function inLanes<T, R>(items: T[], lanes: number, task: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      for (let i = next++; i < items.length; i = next++) results[i] = await task(items[i]!);
+    }),
+  );
+  return results;
+}
+
+export async function merchantsPart(o: MerchantsPartOptions): Promise<void> {
+  progress(`many merchants: starting a simulator and a bridge for ${o.merchants} merchants`);
+  const sim = startChild(process.execPath, [join(o.here, 'bench-sim.js'), '0'], { cwd: o.projectRoot });
+  const simUrl = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
+  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-merchants-')));
+  const port = await freePort();
+  const bridge = startChild(process.execPath, [join(o.distDir, 'src', 'main.js')], {
+    cwd: o.projectRoot,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      LOYALTY_BASE_URL: simUrl,
+      LOYALTY_APP_TOKEN: 'sim-app-token',
+      LOYALTY_API_KEY: 'sim-api-key',
+      ADMIN_TOKEN: o.adminToken,
+      POS_AUTH: 'token',
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+      LEDGER_URL: `file:${join(dir, 'ledger.json')}`,
+      LOG_LEVEL: 'silent',
+    },
+  });
+  const bridgeUrl = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(`${bridgeUrl}/readyz`, bridge);
+    const ids = Array.from({ length: o.merchants }, (_, i) => `bench-m${i}`);
+    const setUpStarted = performance.now();
+    const created = await inLanes(ids, 16, async (id): Promise<Created> => {
+      const installed = await postJson(`${simUrl}/__sim/merchants`, { id });
+      if (installed.status !== 201 && installed.status !== 200) throw new Error(`simulator refused merchant ${id}: HTTP ${installed.status} ${JSON.stringify(installed.body)}`);
+      const { appToken, apiKey } = installed.body as { appToken: string; apiKey: string };
+      const made = await postJson(`${bridgeUrl}/v1/admin/merchants`, { id, loyalty: { appToken, apiKey } }, { authorization: `Bearer ${o.adminToken}` });
+      if (made.status !== 201) throw new Error(`bridge refused merchant ${id}: HTTP ${made.status} ${JSON.stringify(made.body)}`);
+      return { id, posToken: (made.body as { posToken: string }).posToken };
+    });
+    progress(`many merchants: ${created.length} created in ${fmt((performance.now() - setUpStarted) / 1000, 1)} s`);
+
+    const agent = keepAliveAgent(o.concurrency);
+    const headers = (m: Created) => ({ accept: 'application/json', authorization: `Bearer ${m.posToken}` });
+    const oneHeaders = headers(created[0]!);
+    const manyHeaders = created.map(headers);
+    const spec = (kind: 'one' | 'many', tag: string, count: number) => ({
+      name: kind,
+      baseUrl: bridgeUrl,
+      path: '/v1/checkouts/generic',
+      headers: oneHeaders,
+      ...(kind === 'many' ? { headersOf: Array.from({ length: count }, (_, i) => manyHeaders[i % manyHeaders.length]!) } : {}),
+      bodies: Array.from({ length: count }, (_, i) => JSON.stringify(checkoutPayload(`M-${o.runId}-${kind}-${tag}-${i}`, i))),
+      concurrency: o.concurrency,
+      agent,
+      accept: (status: number, body: string) => status === 200 && body.includes('"status":"accrued"'),
+    });
+    for (const kind of ['one', 'many'] as const) {
+      progress(`many merchants: warm-up ${o.warmup} ${kind}`);
+      await runPhase(spec(kind, 'warm', Math.max(o.warmup, kind === 'many' ? o.merchants : 0)));
+    }
+    const phases: (PhaseResult & { kind: 'one' | 'many'; round: number; cpu: number })[] = [];
+    for (let round = 1; round <= o.rounds; round++) {
+      for (const kind of ['one', 'many'] as const) {
+        o.gc?.();
+        await new Promise((r) => setTimeout(r, 200));
+        progress(`many merchants: round ${round}/${o.rounds}, ${o.requests} checkouts, ${kind === 'one' ? 'one merchant' : `${o.merchants} merchants`}`);
+        const cpu0 = cpuMsOf(bridge.process.pid) ?? Number.NaN;
+        const result = await runPhase(spec(kind, `r${round}`, o.requests));
+        const cpu1 = cpuMsOf(bridge.process.pid) ?? Number.NaN;
+        phases.push({ ...result, kind, round, cpu: (cpu1 - cpu0) / result.requests });
+        if (result.unexpected || result.errors) progress(`many merchants ${kind} round ${round}: ${result.unexpected} unexpected, ${result.errors} errors; first: ${result.firstProblem}`);
+      }
+    }
+    agent.destroy();
+
+    const of = (kind: 'one' | 'many') => {
+      const ps = phases.filter((p) => p.kind === kind);
+      return { throughput: median(ps.map((p) => p.throughput)), p50: median(ps.map((p) => p.latency.p50)), cpu: median(ps.map((p) => p.cpu)) };
+    };
+    const one = of('one');
+    const many = of('many');
+    const cpuRatio = many.cpu / one.cpu;
+    const secondsBetween = o.merchants / many.throughput;
+    o.out(`M. Many merchants: ${o.merchants} merchants on one bridge (file ledger), ${o.requests} checkouts per phase, concurrency ${o.concurrency}`);
+    o.out(`   one = every checkout with one merchant's POS token; many = request i with merchant i mod ${o.merchants}'s, so each is attributed,`);
+    o.out("   looked up and accrued with that merchant's own app token. CPU is the bridge process's.");
+    o.out(`   A merchant's lookups are cached ${CACHE_MS / 1000} s; at this rate each merchant is seen every ${fmt(secondsBetween, 1)} s in the many phase.`);
+    o.out();
+    o.out(
+      table([
+        ['phase', 'round', 'req/s', 'p50 ms', 'p99 ms', 'not-200-ok', 'bridge cpu ms/req'],
+        ...phases.map((p) => [p.kind, String(p.round), fmt(p.throughput, 0), fmt(p.latency.p50), fmt(p.latency.p99), String(p.unexpected + p.errors), fmt(p.cpu)]),
+      ]),
+    );
+    o.out();
+    o.out(
+      table([
+        ['figure', 'value', 'target', 'status'],
+        [`per-checkout cost, ${o.merchants} merchants / one (bridge CPU per checkout, medians)`, `${fmt(cpuRatio)}×`, '≤ 1.1×', cpuRatio <= 1.1 ? 'met' : 'not met'],
+        ['  throughput one / many', `${fmt(one.throughput / many.throughput)}×`, '', ''],
+        ['  p50 latency many / one', `${fmt(many.p50 / one.p50)}×`, '', ''],
+      ]),
+    );
+    o.out();
+  } finally {
+    await Promise.all([bridge.stop(), sim.stop()]);
+  }
+}
