@@ -481,6 +481,7 @@ for (const store of STORES) {
     });
 
     it('a webhook for an account no merchant holds is kept as a dead letter without a merchant, answered 2xx, and sends nothing', async () => {
+      await createMerchant('unknown-neighbour');
       const before = h.sim.merchants().map((m) => m.books().accrueRequests);
       const res = await deliverShopify(shopifyOrder(9001), 'nobody.myshopify.com', 'nobody-evt-1');
       expect(res.status).toBe(202);
@@ -497,6 +498,44 @@ for (const store of STORES) {
       const again = await deliverShopify(shopifyOrder(9001), 'nobody.myshopify.com', 'nobody-evt-1');
       expect(again.body.results[0].deadLetterId).toBe(res.body.results[0].deadLetterId);
       expect((await admin('get', `/v1/admin/dead-letters/${res.body.results[0].deadLetterId}`)).body.deliveries).toBe(2);
+    });
+
+    it("an unknown merchant's dead letter replays to the merchant created for its account afterwards; before that, a replay fails and leaves it open", async () => {
+      // Once any merchant is created, an account none holds names no merchant (the default one is bound to none here).
+      await createMerchant('late-neighbour');
+      const delivered = await deliverShopify(shopifyOrder(9201), 'late.myshopify.com', 'late-evt-1');
+      expect(delivered.status).toBe(202);
+      const id = delivered.body.results[0].deadLetterId as string;
+      const early = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
+      expect(early.status).toBe(422);
+      expect(early.body.error).toMatch(/no merchant has the shopify account "late.myshopify.com"/);
+      const letter = (await admin('get', `/v1/admin/dead-letters/${id}`)).body;
+      expect(letter).toMatchObject({ deliveries: 1, replays: [{ outcome: expect.stringMatching(/^failed: no merchant has/) }] });
+      expect(letter.resolvedAt).toBeUndefined();
+      expect((await admin('get', '/v1/admin/dead-letters?open=true&pos=shopify&limit=500')).body.items.map((l: any) => l.id)).toContain(id);
+
+      // The merchant is onboarded with that shop: the replay is attributed to it by the delivery's shop domain.
+      const m = await createMerchant('late', { pos: { shopify: { shopDomain: 'late.myshopify.com' } } });
+      const replay = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
+      expect(replay.status).toBe(200);
+      expect(replay.body.results).toEqual([expect.objectContaining({ action: 'checkout', transactionId: 'shopify:9201', status: 'accrued', merchantId: 'late' })]);
+      expect(replay.body.deadLetter.resolvedAt).toEqual(expect.any(String));
+      expect(m.sim.books().transactions['shopify:9201']).toMatchObject({ accruals: 1, amount: 1000 });
+      expect(h.sim.merchant('default').books().transactions['shopify:9201']).toBeUndefined();
+    });
+
+    it("a suspended merchant's dead letter replayed while it is suspended: the replay fails, the letter stays open, nothing is sent", async () => {
+      const m = await createMerchant('paused-replay', { pos: { shopify: { shopDomain: 'paused-replay.myshopify.com' } } });
+      await admin('patch', `/v1/admin/merchants/${m.id}`).send({ status: 'suspended' });
+      const delivered = await deliverShopify(shopifyOrder(9301), 'paused-replay.myshopify.com', 'paused-replay-evt');
+      const id = delivered.body.results[0].deadLetterId as string;
+      const replay = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
+      expect(replay.status).toBe(422);
+      expect(replay.body.error).toMatch(/suspended/);
+      const letter = (await admin('get', `/v1/admin/dead-letters/${id}`)).body;
+      expect(letter).toMatchObject({ merchantId: 'paused-replay', deliveries: 1 });
+      expect(letter.resolvedAt).toBeUndefined();
+      expect(m.sim.books().accrueRequests).toBe(0);
     });
 
     it('token rotation: the old POS and admin tokens are refused (401) at once, the new ones work', async () => {
