@@ -28,12 +28,13 @@ import { postRaw, signature } from '../support/webhooks.js';
 
 const { url: pgBase, describeIf: describeIfPg } = await describeWithDatabase();
 
-/** The default merchant's POS token (POS_TOKEN): direct posts need a token, so a wrong one is a 401, never the default merchant. */
-const POS_TOKEN = 'default-pos-token-0123456789';
-const SQUARE_FIXTURE = JSON.parse(readFileSync(new URL('../fixtures/square/CreateOrderResponse_example.json', import.meta.url), 'utf8')).order;
-
 /** A secret no other text of the test can contain by chance. */
 const fresh = (label: string) => `${label}-${randomBytes(12).toString('hex')}`;
+
+/** The default merchant's POS token (POS_TOKEN): direct posts need a token, so a wrong one is a 401, never the default merchant. */
+const POS_TOKEN = 'default-pos-token-0123456789';
+const DEFAULT_SQUARE_TOKEN = fresh('sq-default-token');
+const SQUARE_FIXTURE = JSON.parse(readFileSync(new URL('../fixtures/square/CreateOrderResponse_example.json', import.meta.url), 'utf8')).order;
 
 // ---------------------------------------------------------------------------------------- payloads
 /** Square's example order, completed and picked up by a customer with a phone: 6176 − 510 tax = 5666 cents. */
@@ -151,7 +152,8 @@ for (const store of STORES) {
       fake = await startFakePosApi();
       fake.answer('/v1.0/customers/cust-1', { id: 'cust-1', name: 'Ann Lee', email: 'ann@example.test', phone_number: '+1 555 000 1111', customer_code: null });
       posSettings = {
-        square: { webhookSecret: 'sq-signature-key-merchants', notificationUrl: 'https://bridge.example.test/v1/webhooks/square', apiBaseUrl: fake.url },
+        // The default merchant bound to its Square account (SQUARE_MERCHANT_ID, SQUARE_ACCESS_TOKEN), as a single-merchant deployment that created merchants beside it.
+        square: { webhookSecret: 'sq-signature-key-merchants', notificationUrl: 'https://bridge.example.test/v1/webhooks/square', apiBaseUrl: fake.url, account: 'SQ-DEFAULT', accessToken: DEFAULT_SQUARE_TOKEN },
         shopify: { webhookSecret: 'shpss_merchants_secret_0123', apiBaseUrl: '' },
         clover: { webhookSecret: 'clover-auth-code-merchants', apiBaseUrl: fake.url },
         toast: { webhookSecret: 'toast-signing-secret-merchants', apiBaseUrl: '' },
@@ -159,7 +161,7 @@ for (const store of STORES) {
       };
       if (store.name === 'PostgreSQL') schema = await freshSchema(pgBase!, 'merchants');
       const secretsKey = randomBytes(32).toString('base64');
-      secrets.add(secretsKey);
+      secrets.add(secretsKey).add(DEFAULT_SQUARE_TOKEN);
       h = await startHarness({
         env: { POS_TOKEN, DEFAULT_CURRENCY: 'CAD', DEFAULT_PHONE_REGION: 'GB', ...(schema ? { LEDGER_URL: schema.url } : {}) },
         // The whole suite's logs, at every level, to search for secrets at the end.
@@ -536,6 +538,35 @@ for (const store of STORES) {
       expect(letter).toMatchObject({ merchantId: 'paused-replay', deliveries: 1 });
       expect(letter.resolvedAt).toBeUndefined();
       expect(m.sim.books().accrueRequests).toBe(0);
+    });
+
+    it("the default merchant bound to its accounts by the variables keeps its webhooks beside created merchants, and its accounts cannot be taken (409)", async () => {
+      await createMerchant('beside-default', { pos: { square: { merchantId: 'SQ-BESIDE' } } });
+      fake.answer('/v2/orders/SQ-DEFAULT-1', { order: squareOrder('SQ-DEFAULT-1') });
+      // Square names the account in any case; the variable's value matches it whatever its case.
+      const res = await deliverSquare(squareEvent('sq-default', 'SQ-DEFAULT-1', 'EV-DEFAULT-1'));
+      expect(res.status).toBe(200);
+      expect(res.body.results).toEqual([{ key: 'EV-DEFAULT-1', action: 'checkout', transactionId: 'square:SQ-DEFAULT-1', status: 'accrued' }]);
+      expect(fetchedWith('/v2/orders/SQ-DEFAULT-1')).toEqual([`Bearer ${DEFAULT_SQUARE_TOKEN}`]);
+      expect(h.sim.merchant('default').books().transactions['square:SQ-DEFAULT-1']).toMatchObject({ accruals: 1, amount: 5666 });
+      expect((await admin('get', '/v1/admin/transactions/square:SQ-DEFAULT-1')).body).toMatchObject({ merchantId: 'default' });
+
+      // The default merchant's account belongs to it: another merchant cannot be created or changed to hold it.
+      const appToken = fresh('app-thief');
+      secrets.add(appToken);
+      h.sim.addMerchant({ id: 'thief', appToken });
+      const taken = await admin('post', '/v1/admin/merchants').send({ id: 'thief', loyalty: { appToken }, pos: { square: { merchantId: 'SQ-DEFAULT' } } });
+      expect(taken.status).toBe(409);
+      expect(taken.body.error.message).toBe('POS account square:sq-default belongs to merchant default (SQUARE_MERCHANT_ID)');
+      expect((await admin('get', '/v1/admin/merchants/thief')).status).toBe(404);
+      const moved = await admin('patch', '/v1/admin/merchants/beside-default').send({ pos: { square: { merchantId: 'sq-default' } } });
+      expect(moved.status).toBe(409);
+      expect((await admin('get', '/v1/admin/merchants/beside-default')).body.pos.square).toEqual({ merchantId: 'SQ-BESIDE' });
+      // Nor through resolve-credentials.
+      const viaService = fresh('app-thief-2');
+      secrets.add(viaService);
+      h.sim.addMerchant({ id: 'thief-2', appToken: viaService, credentials: { 'square.merchantId': 'SQ-DEFAULT' } });
+      expect((await admin('post', '/v1/admin/merchants').send({ id: 'thief-2', loyalty: { appToken: viaService } })).status).toBe(409);
     });
 
     it('token rotation: the old POS and admin tokens are refused (401) at once, the new ones work', async () => {
