@@ -10,7 +10,8 @@
  * The file ledger must not be in use: its lock keeps a running bridge and this copy apart ("stop the
  * bridge first"). The PostgreSQL ledger may be in use; its migrations are applied first if needed.
  * At the end a count check compares the records (and dead letters) in the file ledger with those
- * present in PostgreSQL for the same ids.
+ * present in PostgreSQL for the same ids (records by ledger key: their transactionId within their
+ * merchant, since two merchants may hold equal transactionIds).
  *
  * Exit codes: 0 copied and counts match; 1 failed, or the counts differ; 2 bad arguments; 130
  * interrupted (Ctrl-C: the batch under way is rolled back, the rest stays). Passwords are never printed.
@@ -19,7 +20,7 @@ import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
 import { migrate, parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-store.js';
-import type { LedgerRecord } from '../src/ledger/record.js';
+import { keyOf, type LedgerRecord } from '../src/ledger/record.js';
 import type { DeadLetter } from '../src/ledger/store.js';
 import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions, ProgressBar, type ProgressOptions } from './cli.js';
 
@@ -148,7 +149,8 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
         }
         const { items } = await file.list({ offset, limit: pageSize });
         if (items.length === 0) break;
-        for (const r of items) versions.set(r.transactionId, r.version);
+        // By ledger key: two merchants' records may share a transactionId.
+        for (const r of items) versions.set(keyOf(r), r.version);
         const write: Promise<void> = pg.importRecords(items).then(
           (outcome) => {
             records.imported += outcome.imported;
