@@ -62,6 +62,25 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  // Armed as soon as the bridge listens: a SIGTERM during what follows (sandbox's demo merchants) stops it gracefully too.
+  const shutdown = (signal: string) => {
+    logger.info({ signal }, 'shutting down: no new requests; finishing in-flight work');
+    const force = setTimeout(() => {
+      logger.error('shutdown took too long; in-flight records will be recovered as in doubt at the next start');
+      process.exit(1);
+    }, 15_000);
+    force.unref();
+    void bridge
+      .close()
+      .then(() => closeSimulator?.())
+      .then(() => {
+        logger.info('stopped');
+        process.exit(0);
+      });
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+
   const demos = sandbox ? await ensureDemoMerchants(bridge.merchants, sandbox.simulator) : [];
 
   if (sandbox) {
@@ -86,23 +105,6 @@ async function main(): Promise<void> {
   logger.info({ port: bridge.server.address(), sandbox: config.sandbox, ledger: bridge.store.kind }, 'loyalty-bridge listening');
   logPosAuth(config.posAuth, logger);
 
-  const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down: no new requests; finishing in-flight work');
-    const force = setTimeout(() => {
-      logger.error('shutdown took too long; in-flight records will be recovered as in doubt at the next start');
-      process.exit(1);
-    }, 15_000);
-    force.unref();
-    void bridge
-      .close()
-      .then(() => closeSimulator?.())
-      .then(() => {
-        logger.info('stopped');
-        process.exit(0);
-      });
-  };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
 }
 
 /** The banner's lines on the demo merchants: their tokens for this run (printed, never logged). */
