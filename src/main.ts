@@ -33,7 +33,7 @@ async function main(): Promise<void> {
     closeSimulator = listening.close;
     sandbox = { url: listening.url, appToken: simulator.appToken, apiKey: simulator.apiKey, simulator };
     if (!config.secretsKey) {
-      // Sandbox makes its own SECRETS_KEY (bridge-contract, Secrets), kept so its merchants open again next time.
+      // Sandbox makes its own SECRETS_KEY (README "Many merchants"), kept so its merchants open again next time.
       const path = sandboxKeyPath(config.ledgerUrl);
       const { key, created } = await sandboxSecretsKey(path);
       sandbox.secretsKey = key;
