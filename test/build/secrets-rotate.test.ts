@@ -22,6 +22,7 @@ import type { StoredMerchant } from '../../src/merchants/merchant.js';
 import { keyFingerprint, parseSecretsKey, SecretBox, type SealedSecret } from '../../src/merchants/secrets.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { ADMIN_TOKEN, checkout, testConfig } from '../support/harness.js';
+import { filesText, tablesText } from '../support/ledger-text.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 
 const { url: pgBase, describeIf: describeIfPg } = await describeWithDatabase();
@@ -138,6 +139,16 @@ for (const store of STORES) {
         expect(sealedOf(m).map((s) => box.open(s)).sort()).toEqual([...clear.get(m.id)!].sort());
       }
     }, 60_000);
+
+    it('after re-sealing, no secret is in clear in the ledger, nor in what the command printed', async () => {
+      const stored = schema ? await tablesText(schema.url) : filesText(dir);
+      expect(stored.texts.join('\n')).toContain('SQ-ROT-A');
+      const secrets = [...clear.values()].flat();
+      expect(secrets).toHaveLength(5);
+      expect(secrets.filter((x) => stored.texts.some((t) => t.includes(x)))).toEqual([]);
+      const run = rotate(['--to', K2], { LEDGER_URL: ledgerUrl, SECRETS_KEY: K1 });
+      expect(secrets.filter((x) => (run.stdout + run.stderr).includes(x))).toEqual([]);
+    });
 
     it('run again, it finds every merchant done and changes nothing', async () => {
       const before = await stored();

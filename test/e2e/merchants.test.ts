@@ -8,10 +8,9 @@
  * See README "Many merchants".
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
 import request from 'supertest';
 import { squareAdapter } from '../../adapters/square/index.js';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
@@ -23,6 +22,7 @@ import type { PosSettings } from '../../src/pos/contract.js';
 import type { SimMerchant } from '../../src/simulator/index.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
+import { filesText, tablesText } from '../support/ledger-text.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
@@ -707,30 +707,12 @@ for (const store of STORES) {
       expect(found(answers)).toEqual([]);
 
       // The ledger itself: every file under its folder, or every row of every table.
-      const stored: string[] = [];
-      if (schema) {
-        const name = new URL(schema.url).searchParams.get('schema')!;
-        const db = new pg.Client({ connectionString: pgBase! });
-        await db.connect();
-        try {
-          const tables = (await db.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [name])).rows.map((r) => r.table_name);
-          expect(tables).toEqual(expect.arrayContaining(['ledger_merchants', 'ledger_merchant_accounts', 'ledger_records', 'ledger_dead_letters']));
-          for (const table of tables) {
-            const { rows } = await db.query<{ row: string }>(`SELECT t::text AS row FROM "${name}"."${table}" t`);
-            stored.push(...rows.map((r) => r.row));
-          }
-          expect(stored.join('\n')).toContain('SQ-SECRETIVE');
-        } finally {
-          await db.end();
-        }
-      } else {
-        const walk = (dir: string): string[] => readdirSync(dir).flatMap((name) => (statSync(join(dir, name)).isDirectory() ? walk(join(dir, name)) : [join(dir, name)]));
-        const files = walk(h.dir);
-        expect(files.some((f) => f.endsWith(join('ledger.merchants', 'secretive.json')))).toBe(true);
-        stored.push(...files.map((f) => readFileSync(f, 'utf8')));
-        expect(stored.join('\n')).toContain('SQ-SECRETIVE');
-      }
-      expect(found(stored)).toEqual([]);
+      const stored = schema ? await tablesText(schema.url) : filesText(h.dir);
+      if (schema) expect(stored.sources).toEqual(expect.arrayContaining(['ledger_merchants', 'ledger_merchant_accounts', 'ledger_records', 'ledger_dead_letters']));
+      else expect(stored.sources.some((f) => f.endsWith(join('ledger.merchants', 'secretive.json')))).toBe(true);
+      // What is stored in clear is there: the search would see a secret.
+      expect(stored.texts.join('\n')).toContain('SQ-SECRETIVE');
+      expect(found(stored.texts)).toEqual([]);
 
       // The logs of the whole suite, at every level.
       expect(logLines.length).toBeGreaterThan(100);
