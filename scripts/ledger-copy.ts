@@ -2,15 +2,17 @@
  * `npm run ledger:copy -- --from file:./data/ledger.json --to postgres://user@host:5432/db[?schema=name]`
  *
  * Copies a JSON-file ledger into PostgreSQL, so that a shop outgrowing one machine keeps its history:
- * every record exactly as it is (version, status, attempts, history) with its operation claims, and
- * the dead letters. Records PostgreSQL already holds at the same or a newer version are skipped, so
- * running it again after an interruption resumes where it stopped. Webhook dedupe events are not
- * copied (see WEBHOOK_NOTE).
+ * the merchants (their POS accounts, their secrets still sealed with SECRETS_KEY, their token
+ * hashes), every record exactly as it is (version, status, attempts, history, merchant) with its
+ * operation claims, and the dead letters. Merchants and records PostgreSQL already holds at the same
+ * or a newer version are skipped, so running it again after an interruption resumes where it
+ * stopped. Webhook dedupe events are not copied (see WEBHOOK_NOTE).
  *
  * The file ledger must not be in use: its lock keeps a running bridge and this copy apart ("stop the
  * bridge first"). The PostgreSQL ledger may be in use; its migrations are applied first if needed.
- * At the end a count check compares the records (and dead letters) in the file ledger with those
- * present in PostgreSQL for the same ids.
+ * At the end a count check compares the merchants, records and dead letters in the file ledger with
+ * those present in PostgreSQL for the same ids (records by ledger key: their transactionId within
+ * their merchant, since two merchants may hold equal transactionIds).
  *
  * Exit codes: 0 copied and counts match; 1 failed, or the counts differ; 2 bad arguments; 130
  * interrupted (Ctrl-C: the batch under way is rolled back, the rest stays). Passwords are never printed.
@@ -19,11 +21,15 @@ import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
 import { migrate, parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-store.js';
-import type { LedgerRecord } from '../src/ledger/record.js';
+import { keyOf, type LedgerRecord } from '../src/ledger/record.js';
+import type { StoredMerchant } from '../src/merchants/merchant.js';
 import type { DeadLetter } from '../src/ledger/store.js';
 import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions, ProgressBar, type ProgressOptions } from './cli.js';
 
 const USAGE = 'usage: npm run ledger:copy -- --from file:./data/ledger.json --to postgres://user@host:5432/db[?schema=name]';
+
+export const SECRETS_NOTE =
+  "merchants' secrets are copied sealed, as they are: bridges on the PostgreSQL ledger need the same SECRETS_KEY as the file ledger's";
 
 export const WEBHOOK_NOTE =
   'webhook dedupe events are not copied: the file ledger keeps only hashes of them, they matter for a few days, ' +
@@ -62,9 +68,10 @@ export interface CopyCounts {
 }
 
 export interface CopyResult {
+  merchants: CopyCounts;
   records: CopyCounts;
   deadLetters: CopyCounts;
-  /** The count check: PostgreSQL holds everything the file ledger holds. */
+  /** The count check: PostgreSQL holds everything the file ledger holds (merchants and records at the file's version or newer). */
   ok: boolean;
   migrationsApplied: number[];
   seconds: number;
@@ -119,7 +126,8 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
   try {
     const total = await file.count();
     const letterTotal = (await file.listDeadLetters({ offset: 0, limit: 0 })).total;
-    log(`from: file ledger ${file.manifestPath}: ${fmt(total)} records (${fmt(await file.countOpen())} with work left), ${fmt(letterTotal)} dead letters`);
+    const merchantTotal = (await file.listMerchants({ offset: 0, limit: 0 })).total;
+    log(`from: file ledger ${file.manifestPath}: ${fmt(merchantTotal)} merchants, ${fmt(total)} records (${fmt(await file.countOpen())} with work left), ${fmt(letterTotal)} dead letters`);
     const migrationsApplied = await migrate(pg.pool, schema);
     log(
       `to:   PostgreSQL ledger ${redactUrl(to)}${schema ? ` (schema ${schema})` : ''}: ` +
@@ -127,6 +135,22 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
         `, ${fmt(await pg.count())} records already there`,
     );
     log(WEBHOOK_NOTE);
+
+    // Merchants first: a bridge already running on PostgreSQL then knows a merchant's tokens and POS
+    // accounts before its records arrive. Few, each written whole in one transaction.
+    const merchantList: StoredMerchant[] = [];
+    for (let offset = 0; offset < merchantTotal; offset += 100) merchantList.push(...(await file.listMerchants({ offset, limit: 100 })).items);
+    const merchants = { inFile: merchantTotal, imported: 0, skipped: 0, inPostgres: 0 };
+    for (const merchant of merchantList) {
+      try {
+        if (await pg.importMerchant(merchant)) merchants.imported++;
+        else merchants.skipped++;
+      } catch (error) {
+        throw new CommandError(`${describeError(error)}: nothing of this merchant was written; settle it in PostgreSQL (or in the file ledger), then run the copy again`);
+      }
+    }
+    log(`merchants: ${fmt(merchants.imported)} imported, ${fmt(merchants.skipped)} skipped (already in PostgreSQL at the same or a newer version)`);
+    if (merchantTotal) log(SECRETS_NOTE);
 
     // Records, a page at a time. list() answers newest first; nothing changes the file ledger while
     // this process holds its lock, so the pages neither overlap nor miss a record. Up to IN_FLIGHT
@@ -148,7 +172,8 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
         }
         const { items } = await file.list({ offset, limit: pageSize });
         if (items.length === 0) break;
-        for (const r of items) versions.set(r.transactionId, r.version);
+        // By ledger key: two merchants' records may share a transactionId.
+        for (const r of items) versions.set(keyOf(r), r.version);
         const write: Promise<void> = pg.importRecords(items).then(
           (outcome) => {
             records.imported += outcome.imported;
@@ -210,16 +235,25 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     deadLetters.inPostgres = letterIds.length
       ? (await pg.pool.query<{ n: number }>('SELECT count(*)::integer AS n FROM ledger_dead_letters WHERE id = ANY ($1::text[])', [letterIds])).rows[0]!.n
       : 0;
-    const ok = records.inFile === records.inPostgres && deadLetters.inFile === deadLetters.inPostgres;
+    merchants.inPostgres = merchantList.length
+      ? (
+          await pg.pool.query<{ n: number }>(
+            `SELECT count(*)::integer AS n FROM unnest($1::text[], $2::integer[]) AS f (id, version) JOIN ledger_merchants m ON m.id = f.id AND m.version >= f.version`,
+            [merchantList.map((m) => m.id), merchantList.map((m) => m.version)],
+          )
+        ).rows[0]!.n
+      : 0;
+    const ok = merchants.inFile === merchants.inPostgres && records.inFile === records.inPostgres && deadLetters.inFile === deadLetters.inPostgres;
     const stale = present - records.inPostgres;
     log(
-      `count check: records: file ledger ${fmt(records.inFile)}, PostgreSQL ${fmt(records.inPostgres)}` +
+      `count check: merchants: file ledger ${fmt(merchants.inFile)}, PostgreSQL ${fmt(merchants.inPostgres)}; ` +
+        `records: file ledger ${fmt(records.inFile)}, PostgreSQL ${fmt(records.inPostgres)}` +
         `${stale ? ` (and ${fmt(stale)} at an older version than the file's)` : ''}; ` +
         `dead letters: file ledger ${fmt(deadLetters.inFile)}, PostgreSQL ${fmt(deadLetters.inPostgres)}: ${ok ? 'OK' : 'THEY DIFFER'}`,
     );
     const seconds = (performance.now() - started) / 1000;
     log(`${ok ? 'copied' : 'copy incomplete'} in ${seconds.toFixed(1)} s (${fmt(seconds > 0 ? total / seconds : total)} records/s)`);
-    return { records, deadLetters, ok, migrationsApplied, seconds };
+    return { merchants, records, deadLetters, ok, migrationsApplied, seconds };
   } finally {
     await file.close().catch(() => undefined);
     await pg.close().catch(() => undefined);

@@ -84,11 +84,23 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     await store.close();
     throw new ConfigError('SECRETS_KEY is required: this ledger holds merchants whose secrets are sealed with it');
   }
+  const box = secretsKey ? new SecretBox(parseSecretsKey(secretsKey)) : undefined;
+  if (box) {
+    // A merchant sealed with another key could not be served (every request of its would fail): one
+    // line at start-up says so instead, e.g. after secrets:rotate when SECRETS_KEY was not changed.
+    const others = await sealedWithAnotherKey(store, box.fingerprint);
+    if (others.length) {
+      await store.close();
+      throw new ConfigError(
+        `SECRETS_KEY (key ${box.fingerprint}) does not open the secrets of merchant(s) ${others.slice(0, 5).map((o) => `${o.id} (key ${o.key})`).join(', ')}${others.length > 5 ? ` and ${others.length - 5} more` : ''}: set SECRETS_KEY to the key they are sealed with (after npm run secrets:rotate, the new one)`,
+      );
+    }
+  }
   const clientOptions = { baseUrl, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs, agents: sharedAgents() };
   const posSettings = { ...config.pos, ...overrides.posSettings };
   const registry = new MerchantRegistry({
     store,
-    box: secretsKey ? new SecretBox(parseSecretsKey(secretsKey)) : undefined,
+    box,
     declarations: overrides.posDeclarations ?? posSettingDeclarations,
     posSettings,
     client: clientOptions,
@@ -168,4 +180,18 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     })());
 
   return { url: `http://${local}:${port}`, server, store, core, worker, adminToken, registry, merchants, close };
+}
+
+/** The stored merchants with a secret sealed under a key other than `fingerprint`'s, and that key. */
+async function sealedWithAnotherKey(store: LedgerStore, fingerprint: string): Promise<{ id: string; key: string }[]> {
+  const found: { id: string; key: string }[] = [];
+  for (let offset = 0; ; offset += 500) {
+    const { items } = await store.listMerchants({ offset, limit: 500 });
+    for (const m of items) {
+      const sealed = [m.loyalty.appToken, m.loyalty.apiKey, ...Object.values(m.pos).map((a) => a.accessToken)];
+      const other = sealed.find((s) => s && s.key !== fingerprint);
+      if (other) found.push({ id: m.id, key: other.key });
+    }
+    if (items.length < 500) return found;
+  }
 }

@@ -171,6 +171,17 @@ function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
 }
 
 /**
+ * One setting as the bridge would read it (the environment, then `config/<NODE_ENV>.json`, then
+ * `config/default.json`), unchecked: for the operator commands, which need LEDGER_URL and SECRETS_KEY
+ * without the rest of a bridge's configuration.
+ */
+export function configuredValue(name: string, env: NodeJS.ProcessEnv = process.env, configDir = defaultConfigDir): string | undefined {
+  const nodeEnv = env.NODE_ENV || 'development';
+  const value = { ...readJson(join(configDir, 'default.json')), ...readJson(join(configDir, `${nodeEnv}.json`)), ...definedEnv(env) }[name];
+  return value === undefined || value === null ? undefined : String(value);
+}
+
+/**
  * `posDeclarations` has no default: config.ts must not import the adapters (only the composition
  * root does), so main.ts, the tests and the scripts pass `posSettingDeclarations` from adapters/index.ts.
  */

@@ -5,8 +5,9 @@
 import { posSettingDeclarations } from '../adapters/index.js';
 import { loadConfig, ConfigError, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
-import { startBridge } from './bridge.js';
-import { createSimulator } from './simulator/index.js';
+import { startBridge, type Bridge } from './bridge.js';
+import { ensureDemoMerchants, installDemoMerchants, sandboxKeyPath, sandboxSecretsKey, type DemoMerchant } from './sandbox.js';
+import { createSimulator, type Simulator } from './simulator/index.js';
 
 async function main(): Promise<void> {
   let config;
@@ -21,35 +22,47 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   let closeSimulator: (() => Promise<void>) | undefined;
-  let sandbox: { url: string; appToken: string; apiKey: string } | undefined;
+  let sandbox: { url: string; appToken: string; apiKey: string; simulator: Simulator; secretsKey?: string; keyFile?: { path: string; created: boolean } } | undefined;
   if (config.sandbox) {
-    const simulator = createSimulator();
+    // Each run's operations are numbered past any earlier run's (microseconds since 1970: a run
+    // would need more than a thousand operations a millisecond to reach the next run's first id),
+    // since the ledger keeps the ids earlier runs' records claimed.
+    const simulator = createSimulator({ firstOperationId: Date.now() * 1000 });
+    installDemoMerchants(simulator);
     const listening = await simulator.listen(config.sandboxSimulatorPort ?? 0);
     closeSimulator = listening.close;
-    sandbox = { url: listening.url, appToken: simulator.appToken, apiKey: simulator.apiKey };
+    sandbox = { url: listening.url, appToken: simulator.appToken, apiKey: simulator.apiKey, simulator };
+    if (!config.secretsKey) {
+      // Sandbox makes its own SECRETS_KEY (README "Many merchants"), kept so its merchants open again next time.
+      const path = sandboxKeyPath(config.ledgerUrl);
+      const { key, created } = await sandboxSecretsKey(path);
+      sandbox.secretsKey = key;
+      sandbox.keyFile = { path, created };
+    }
   }
-  const bridge = await startBridge(config, logger, sandbox ? { loyaltyBaseUrl: sandbox.url, loyaltyAppToken: sandbox.appToken, loyaltyApiKey: config.loyalty.apiKey ?? sandbox.apiKey } : {});
-
-  if (sandbox) {
-    // Printed, not logged: the sandbox's generated admin token is shown exactly once, to the operator at the terminal.
-    const line = '='.repeat(78);
-    process.stdout.write(
-      [
-        line,
-        ' SANDBOX MODE: LOYALTY_BASE_URL is not set. The upstream is the built-in simulator;',
-        ' no real loyalty card is touched. Set LOYALTY_BASE_URL and LOYALTY_APP_TOKEN for real.',
-        ` bridge:     ${bridge.url.replace('127.0.0.1', 'localhost')}`,
-        ` simulator:  ${sandbox.url}   (books: ${sandbox.url}/__sim/books)`,
-        ` ledger:     ${config.ledgerUrl}`,
-        config.adminToken ? ' admin token: ADMIN_TOKEN' : ` admin token (generated for this run): ${bridge.adminToken}`,
-        line,
-        '',
-      ].join('\n'),
+  let bridge: Bridge;
+  try {
+    bridge = await startBridge(
+      config,
+      logger,
+      sandbox
+        ? {
+            loyaltyBaseUrl: sandbox.url,
+            loyaltyAppToken: sandbox.appToken,
+            loyaltyApiKey: config.loyalty.apiKey ?? sandbox.apiKey,
+            ...(sandbox.secretsKey ? { secretsKey: sandbox.secretsKey } : {}),
+          }
+        : {},
     );
+  } catch (error) {
+    // What start-up finds wrong with the configuration (SECRETS_KEY missing for a ledger with merchants) is one line.
+    if (error instanceof ConfigError) {
+      process.stderr.write(`loyalty-bridge: ${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
   }
-  logger.info({ port: bridge.server.address(), sandbox: config.sandbox, ledger: bridge.store.kind }, 'loyalty-bridge listening');
-  logPosAuth(config.posAuth, logger);
-
+  // Armed as soon as the bridge listens: a SIGTERM during what follows (sandbox's demo merchants) stops it gracefully too.
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'shutting down: no new requests; finishing in-flight work');
     const force = setTimeout(() => {
@@ -67,6 +80,50 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+
+  const demos = sandbox ? await ensureDemoMerchants(bridge.merchants, sandbox.simulator) : [];
+
+  if (sandbox) {
+    // Printed, not logged: the sandbox's generated admin token is shown exactly once, to the operator at the terminal.
+    const line = '='.repeat(78);
+    process.stdout.write(
+      [
+        line,
+        ' SANDBOX MODE: LOYALTY_BASE_URL is not set. The upstream is the built-in simulator;',
+        ' no real loyalty card is touched. Set LOYALTY_BASE_URL and LOYALTY_APP_TOKEN for real.',
+        ` bridge:     ${bridge.url.replace('127.0.0.1', 'localhost')}`,
+        ` simulator:  ${sandbox.url}   (books: ${sandbox.url}/__sim/books)`,
+        ` ledger:     ${config.ledgerUrl}`,
+        config.adminToken ? ' admin token: ADMIN_TOKEN' : ` admin token (generated for this run): ${bridge.adminToken}`,
+        ...demoLines(demos, sandbox.url),
+        sandbox.keyFile ? ` secrets key: ${sandbox.keyFile.path} (${sandbox.keyFile.created ? 'generated now' : 'generated at an earlier start'}; SECRETS_KEY is not set)` : ' secrets key: SECRETS_KEY',
+        line,
+        '',
+      ].join('\n'),
+    );
+  }
+  logger.info({ port: bridge.server.address(), sandbox: config.sandbox, ledger: bridge.store.kind }, 'loyalty-bridge listening');
+  logPosAuth(config.posAuth, logger);
+
+}
+
+/** The banner's lines on the demo merchants: their tokens for this run (printed, never logged). */
+function demoLines(demos: DemoMerchant[], simulatorUrl: string): string[] {
+  if (demos.length === 0) return [];
+  return [
+    ' demo merchants (README "Many merchants"; their tokens are issued anew at every start):',
+    ...demos.flatMap((d) => {
+      if ('problem' in d) return [`   ${d.id}: not available: ${d.problem}`];
+      const m = d.merchant;
+      const accounts = Object.entries(m.pos).map(([pos, fields]) => `${pos} ${Object.values(fields).join(' ')}`);
+      return [
+        `   ${d.id}${d.created ? ' (created now)' : ''}: ${[...accounts, m.currency, m.phoneRegion].filter(Boolean).join(', ')}`,
+        `     POS token:   ${d.posToken}`,
+        `     admin token: ${d.adminToken}`,
+        `     books:       ${simulatorUrl}/__sim/merchants/${d.id}/books`,
+      ];
+    }),
+  ];
 }
 
 /** Says at every start who may post checkouts and refunds directly, loudest where anyone may. */

@@ -169,7 +169,9 @@ export class Ingest {
       if (!isUntranslatable(error)) throw error;
       failure = { error, letter: await this.#deadLetter(pos, undefined, raw, headers, error) };
     }
-    const parts = failure ? [] : replay ? [{ account: undefined, body, merchantId: replay.merchantId }] : (spec.accounts?.(body, headers) ?? [{ body }]);
+    // A replay keeps the merchant its letter names; a letter kept for no known merchant is attributed
+    // again by the account the delivery names, so that it reaches a merchant created for it since.
+    const parts = failure ? [] : replay?.merchantId ? [{ account: undefined, body, merchantId: replay.merchantId }] : (spec.accounts?.(body, headers) ?? [{ body }]);
     for (const part of parts) {
       // A part of a batch (Clover) is kept on its own: its bytes are its JSON, not the delivery's.
       const partRaw = parts.length === 1 ? raw : Buffer.from(JSON.stringify(part.body));
@@ -178,6 +180,8 @@ export class Ingest {
         // Authentic, but nobody's to carry out: kept for an operator and answered 2xx, so the POS
         // does not disable the subscription; nothing is sent upstream.
         const why = known ? new MerchantSuspendedError(known.id) : new UnknownMerchantError(pos, part.account);
+        // A replay is not a new delivery: its letter stays as it is, open, and the replay fails with the reason.
+        if (replay) throw why;
         const letter = await this.#deadLetter(pos, known?.id, partRaw, headers, why);
         this.logger.warn({ pos, merchantId: known?.id, deadLetterId: letter.id, reason: why.code }, 'webhook kept as a dead letter');
         results.push({ key: part.account ?? 'delivery', action: 'dead_lettered', ...(known ? { merchantId: known.id } : {}), deadLetterId: letter.id, reason: why.message });

@@ -418,6 +418,38 @@ export class PostgresLedgerStore implements LedgerStore {
     return merchant;
   }
 
+  /**
+   * `npm run ledger:copy`: stores a merchant as it is in another ledger, at its own version (its
+   * sealed secrets and token hashes as they are). Skipped, and false answered, when this ledger holds
+   * it at the same or a newer version. ConflictError, nothing written, when another merchant holds
+   * one of its POS accounts or token hashes here.
+   */
+  async importMerchant(merchant: StoredMerchant): Promise<boolean> {
+    try {
+      return await inTransaction(this.pool, async (client) => {
+        const stored = await client.query<{ version: number }>('SELECT version FROM ledger_merchants WHERE id = $1 FOR UPDATE', [merchant.id]);
+        if (stored.rows[0] && stored.rows[0].version >= merchant.version) return false;
+        await client.query(
+          `INSERT INTO ledger_merchants (id, version, merchant, pos_token, admin_token, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, merchant = EXCLUDED.merchant, pos_token = EXCLUDED.pos_token, admin_token = EXCLUDED.admin_token, created_at = EXCLUDED.created_at`,
+          [merchant.id, merchant.version, jsonb(merchant), merchant.tokens.pos, merchant.tokens.admin, merchant.createdAt],
+        );
+        await client.query('DELETE FROM ledger_merchant_accounts WHERE merchant_id = $1', [merchant.id]);
+        for (const account of accountKeysOf(merchant)) {
+          const held = await client.query('INSERT INTO ledger_merchant_accounts (account, merchant_id) VALUES ($1, $2) ON CONFLICT (account) DO NOTHING', [account, merchant.id]);
+          if (!held.rowCount) {
+            const holder = await client.query<{ merchant_id: string }>('SELECT merchant_id FROM ledger_merchant_accounts WHERE account = $1', [account]);
+            throw new ConflictError(`merchant ${merchant.id}: POS account ${account} belongs to merchant ${holder.rows[0]?.merchant_id} here`);
+          }
+        }
+        return true;
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code === '23505') throw new ConflictError(`merchant ${merchant.id}: one of its tokens is another merchant's here`);
+      throw error;
+    }
+  }
+
   async getMerchant(id: string): Promise<StoredMerchant | undefined> {
     return (await this.pool.query<{ merchant: StoredMerchant }>('SELECT merchant FROM ledger_merchants WHERE id = $1', [id])).rows[0]?.merchant;
   }

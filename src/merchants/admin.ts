@@ -7,14 +7,14 @@
  */
 import { z } from 'zod';
 import { isIsoCurrency } from '../currencies.js';
-import { BridgeError, NotFoundError, ValidationError } from '../errors.js';
+import { BridgeError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { LoyaltyClient, type LoyaltyClientOptions } from '../loyalty/client.js';
 import type { Credential } from '../loyalty/contract.js';
 import type { PosSettingDeclarations } from '../pos/settings.js';
 import { parseWith } from '../validation.js';
-import { accountKeysOf, DEFAULT_MERCHANT, MERCHANT_ID, type PosAccount, type StoredMerchant } from './merchant.js';
+import { accountKey, accountKeysOf, DEFAULT_MERCHANT, MERCHANT_ID, type PosAccount, type StoredMerchant } from './merchant.js';
 import type { MerchantRegistry } from './registry.js';
 import { newToken, tokenHash, type SecretBox } from './secrets.js';
 
@@ -160,7 +160,7 @@ export class MerchantAdmin {
     if (input.currency !== undefined) next.currency = input.currency ?? undefined;
     if (input.phoneRegion !== undefined) next.phoneRegion = input.phoneRegion ?? undefined;
     if (input.pos) next.pos = this.#sealAccounts(input.pos, current.pos);
-    await this.#save(next);
+    await this.#save(next, current);
     this.logger.info({ merchantId: id, status: next.status }, 'merchant changed');
     return this.view(next);
   }
@@ -170,7 +170,7 @@ export class MerchantAdmin {
     const current = await this.#require(id);
     const tokens = { pos: newToken('pos'), admin: newToken('adm') };
     const next = { ...current, version: current.version + 1, updatedAt: this.clock().toISOString(), tokens: { pos: tokenHash(tokens.pos), admin: tokenHash(tokens.admin) } };
-    await this.#save(next);
+    await this.#save(next, current);
     this.logger.info({ merchantId: id }, 'merchant tokens replaced');
     return { merchant: this.view(next), posToken: tokens.pos, adminToken: tokens.admin };
   }
@@ -196,7 +196,7 @@ export class MerchantAdmin {
       }),
     );
     next.pos = this.#sealAccounts(missing, current.pos);
-    await this.#save(next);
+    await this.#save(next, current);
     return this.view(next);
   }
 
@@ -241,7 +241,20 @@ export class MerchantAdmin {
     return next;
   }
 
-  async #save(merchant: StoredMerchant): Promise<void> {
+  /** `previous`: the merchant as stored before this change (none when it is created). */
+  async #save(merchant: StoredMerchant, previous?: StoredMerchant): Promise<void> {
+    // The default merchant is not stored, so the store cannot see the accounts its variables bind it
+    // to: a created merchant given one would take the default merchant's webhooks from it. Only an
+    // account being added is refused, so a merchant that held it before the variable was set can
+    // still be changed (suspended, given another account).
+    const had = new Set(previous ? accountKeysOf(previous) : []);
+    for (const [pos, declaration] of Object.entries(this.declarations)) {
+      const bound = this.registry.default.pos[pos]?.account;
+      const held = merchant.pos[pos]?.account;
+      if (bound && held && accountKey(pos, bound) === accountKey(pos, held) && !had.has(accountKey(pos, held))) {
+        throw new ConflictError(`POS account ${accountKey(pos, held)} belongs to merchant ${DEFAULT_MERCHANT} (${declaration.account?.variable ?? pos})`);
+      }
+    }
     try {
       await this.store.saveMerchant(merchant);
     } finally {

@@ -35,6 +35,12 @@ export interface SimulatorOptions {
   now?: () => Date;
   /** More merchants besides the default one, as if added with addMerchant() in this order. */
   merchants?: MerchantOptions[];
+  /**
+   * The id of each merchant's first operation; default 1. The sandbox's ledger outlives the
+   * simulator, which starts empty at every run: numbered from 1 again, a new run's operations would
+   * carry ids the ledger's records already claim, and the bridge would refuse them as taken.
+   */
+  firstOperationId?: number;
 }
 
 export interface ListeningSimulator {
@@ -70,7 +76,8 @@ export interface Simulator {
 export function createSimulator(opts: SimulatorOptions = {}): Simulator {
   const now = opts.now ?? (() => new Date());
   const timers = new Set<NodeJS.Timeout>();
-  const merchants = new Merchants(now);
+  if (opts.firstOperationId !== undefined && (!Number.isSafeInteger(opts.firstOperationId) || opts.firstOperationId < 1)) throw new RangeError('firstOperationId must be a positive safe integer');
+  const merchants = new Merchants(now, opts.firstOperationId);
   const defaultMerchant = merchants.add({
     id: DEFAULT_MERCHANT_ID,
     appToken: opts.appToken ?? 'sim-app-token',

@@ -87,8 +87,9 @@ export class Merchant implements SimMerchant {
     readonly templateIds: readonly number[],
     credentials: readonly Credential[],
     private readonly now: () => Date,
+    private readonly firstOperationId = 1,
   ) {
-    this.ledger = new Ledger(templateIds, now, companyId);
+    this.ledger = new Ledger(templateIds, now, companyId, firstOperationId);
     // A Map keeps the first position of a name and the last value given for it: extras override the base.
     const merged = new Map<string, string>([
       ['companyId', String(companyId)],
@@ -133,7 +134,7 @@ export class Merchant implements SimMerchant {
   }
 
   reset(): void {
-    this.ledger = new Ledger(this.templateIds, this.now, this.companyId);
+    this.ledger = new Ledger(this.templateIds, this.now, this.companyId, this.firstOperationId);
     this.faults.clear();
     this.#revoked = false;
     this.#credentials = new Map(this.#initialCredentials);
@@ -148,7 +149,11 @@ export class Merchants {
   readonly #serialPrefixes = new Set<string>();
   readonly #companyIds = new Set<number>();
 
-  constructor(private readonly now: () => Date) {}
+  constructor(
+    private readonly now: () => Date,
+    /** Every merchant's history numbers its operations from here. */
+    private readonly firstOperationId = 1,
+  ) {}
 
   add(opts: MerchantOptions): Merchant {
     const { id } = opts;
@@ -177,7 +182,7 @@ export class Merchants {
     const clash = prefixes.find((p) => this.#serialPrefixes.has(p));
     if (clash !== undefined) throw new RangeError(`card serials of companyId ${companyId} would start with ${clash}, as another merchant's do`);
 
-    const merchant = new Merchant(id, appToken, apiKey, companyId, templateIds, credentialList(opts.credentials), this.now);
+    const merchant = new Merchant(id, appToken, apiKey, companyId, templateIds, credentialList(opts.credentials), this.now, this.firstOperationId);
     this.#byId.set(id, merchant);
     this.#byAppToken.set(appToken, merchant);
     this.#byApiKey.set(apiKey, merchant);

@@ -140,7 +140,7 @@ export class Ledger {
   #transactions = new Map<string, TransactionRec>();
   #doubleAccruals = new Set<string>();
   #doubleReversals = new Set<string>();
-  #nextOperationId = 1;
+  #nextOperationId: number;
   #nextCardNumber = 100001;
 
   constructor(
@@ -148,7 +148,11 @@ export class Ledger {
     private readonly now: () => Date,
     /** The account these books belong to: it appears in results, cards, operations and card serials. */
     readonly companyId: number = COMPANY_ID,
-  ) {}
+    /** The id of the first operation in the history (see SimulatorOptions.firstOperationId). */
+    firstOperationId = 1,
+  ) {
+    this.#nextOperationId = firstOperationId;
+  }
 
   /** Find-or-create by phone, then email; a new customer gets one card per template (contract: one card per template). */
   addCustomer(input: NewCustomer): CustomerRec {

@@ -8,7 +8,7 @@
  *   usable; SIGTERM and a terminal's Ctrl-C reach the bridge through npm, once, so it stops gracefully.
  * - The image: what the Dockerfile ships (dist/, package.json, config/, scripts/*.mjs and
  *   production-only node_modules from `npm ci --omit=dev`, so no TypeScript), where `npm start`,
- *   `npm run migrate` and `npm run ledger:copy` run against a real PostgreSQL.
+ *   `npm run migrate`, `npm run secrets:rotate` and `npm run ledger:copy` run against a real PostgreSQL.
  *
  * Linux: processes are found through /proc. Needs PostgreSQL (see test/support/postgres.ts); fails,
  * rather than skips, without one.
@@ -455,7 +455,7 @@ describe('the image: dist/, config/ and production-only node_modules, no TypeScr
     }
   }, 60_000);
 
-  it('npm start runs dist/ as it is; npm run ledger:copy copies what it recorded into PostgreSQL', async () => {
+  it('npm start runs dist/ as it is; npm run secrets:rotate re-seals its demo merchants; npm run ledger:copy copies what it recorded into PostgreSQL', async () => {
     const ledger = join(image, 'data', 'ledger.json');
     const port = await freePort();
     const bridge = run('npm', ['start'], image, cleanEnv({ PORT: String(port), LEDGER_URL: `file:${ledger}` }));
@@ -471,11 +471,19 @@ describe('the image: dist/, config/ and production-only node_modules, no TypeScr
     expect(await checkout.json()).toMatchObject({ transactionId: 'generic:IMG-1', status: 'accrued' });
     await stopGracefully(bridge);
 
+    // Sandbox made its demo merchants, their secrets sealed with its own key file: rotated in the image too.
+    const newKey = Buffer.alloc(32, 7).toString('base64');
+    const rotate = runSync('npm', ['run', 'secrets:rotate', '--', '--to', newKey], image, cleanEnv({ LEDGER_URL: `file:${ledger}` }));
+    expect(rotate.output).toMatch(/2 merchant\(s\) re-sealed/);
+    expect(rotate.output).not.toMatch(/tsc|build:/);
+    expect(rotate.status).toBe(0);
+    expect(readFileSync(join(image, 'data', 'sandbox-secrets.key'), 'utf8').trim()).toBe(newKey);
+
     const schema = await freshSchema(database, 'image_copy');
     try {
       const copy = runSync('npm', ['run', 'ledger:copy', '--', '--from', `file:${ledger}`, '--to', schema.url], image);
       expect(copy.output).toContain('records: 1 imported');
-      expect(copy.output).toMatch(/count check: records: file ledger 1, PostgreSQL 1; .*: OK/);
+      expect(copy.output).toMatch(/count check: merchants: file ledger 2, PostgreSQL 2; records: file ledger 1, PostgreSQL 1; .*: OK/);
       expect(copy.status).toBe(0);
     } finally {
       await schema.drop();

@@ -7,7 +7,7 @@ import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { checkLocations, copyLedger, WEBHOOK_NOTE, type CopyOptions } from '../../scripts/ledger-copy.js';
+import { checkLocations, copyLedger, SECRETS_NOTE, WEBHOOK_NOTE, type CopyOptions } from '../../scripts/ledger-copy.js';
 import { migrateLedger, resolveLedgerUrl } from '../../scripts/migrate.js';
 import { CommandError, formatProgress, hidePasswords } from '../../scripts/cli.js';
 import { ConflictError } from '../../src/errors.js';
@@ -18,7 +18,7 @@ import { dueOf } from '../../src/core/transitions.js';
 import { isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
 import type { DeadLetter } from '../../src/ledger/store.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
-import { makeRecord, nextVersion } from './store-contract.js';
+import { makeMerchant, makeRecord, nextVersion } from './store-contract.js';
 
 const { url: base, describeIf } = await describeWithDatabase();
 
@@ -238,7 +238,7 @@ describeIf('ledger:copy into PostgreSQL', () => {
     expect(output.split(WEBHOOK_NOTE).length).toBe(2);
 
     expect(output).toMatch(/records: 300 imported, 0 skipped/);
-    expect(output).toMatch(/count check: records: file ledger 300, PostgreSQL 300; dead letters: file ledger 2, PostgreSQL 2: OK/);
+    expect(output).toMatch(/count check: merchants: file ledger 0, PostgreSQL 0; records: file ledger 300, PostgreSQL 300; dead letters: file ledger 2, PostgreSQL 2: OK/);
     expect(progress).toMatch(/\[#+\] 300 \/ 300 records {2}[\d,]+\/s\n$/);
     expect(output + progress).not.toContain(password);
     expect(output).toContain('postgres://***@');
@@ -362,6 +362,123 @@ describeIf('ledger:copy into PostgreSQL', () => {
     } finally {
       await other.close();
       await second.drop();
+    }
+  });
+});
+
+describeIf('ledger:copy carries merchants', () => {
+  let dir: string;
+  let from: string;
+  let schema: { url: string; drop(): Promise<void> };
+  let pg: PostgresLedgerStore;
+  const quiet = (to = schema.url) => {
+    const lines: string[] = [];
+    return copyLedger({ from, to, log: (l) => lines.push(l), progress: false }).then((result) => ({ result, output: lines.join('\n') }));
+  };
+  /** The merchant as the file ledger holds it now. */
+  const inFile = async (id: string) => {
+    const file = new FileLedgerStore(join(dir, 'ledger.json'));
+    await file.init();
+    try {
+      return (await file.getMerchant(id))!;
+    } finally {
+      await file.close();
+    }
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ledger-copy-merchants-'));
+    from = `file:${join(dir, 'ledger.json')}`;
+    schema = await freshSchema(base!, 'copymerchants');
+    pg = new PostgresLedgerStore(schema.url, { poolSize: 2 });
+    const file = new FileLedgerStore(join(dir, 'ledger.json'));
+    await file.init();
+    try {
+      // A merchant at version 3 (its accounts changed, its tokens rotated), another at version 1.
+      let bakery = makeMerchant('bakery-17', { square: 'ML-BAKERY', shopify: 'bakery-old.myshopify.com' });
+      await file.saveMerchant(bakery);
+      bakery = { ...bakery, version: 2, pos: { ...bakery.pos, shopify: { ...bakery.pos.shopify!, account: 'bakery-17.myshopify.com' } } };
+      await file.saveMerchant(bakery);
+      await file.saveMerchant({ ...bakery, version: 3, tokens: { pos: 'pos-hash-bakery-rotated', admin: 'admin-hash-bakery-rotated' } });
+      await file.saveMerchant({ ...makeMerchant('cafe-2', { toast: 'toast-cafe-2', clover: 'CLOVERCAFE002' }), createdAt: '2026-03-01T10:00:00.000Z' });
+      // The same transactionId in three merchants, the default one included, and a dead letter of one.
+      for (const merchantId of [undefined, 'bakery-17', 'cafe-2']) {
+        await file.insert({ ...makeRecord('generic:A-1001', { accrual: 'accrued', operationIds: [1] }), ...(merchantId ? { merchantId } : {}) });
+      }
+      await file.saveDeadLetter({ ...deadLetter('dl-cafe', 3, false), merchantId: 'cafe-2' });
+    } finally {
+      await file.close();
+    }
+  });
+  afterAll(async () => {
+    await pg?.close().catch(() => undefined);
+    await schema?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('copies every merchant as it is (version, sealed secrets, token hashes, POS accounts) with the records of merchants that share a transactionId, and the counts match', async () => {
+    const { result, output } = await quiet();
+    expect(result.ok).toBe(true);
+    expect(result.merchants).toEqual({ inFile: 2, imported: 2, skipped: 0, inPostgres: 2 });
+    expect(result.records).toEqual({ inFile: 3, imported: 3, skipped: 0, inPostgres: 3 });
+    expect(result.deadLetters).toEqual({ inFile: 1, imported: 1, skipped: 0, inPostgres: 1 });
+    expect(output).toMatch(/from: file ledger .*: 2 merchants, 3 records/);
+    expect(output).toMatch(/merchants: 2 imported, 0 skipped/);
+    expect(output).toContain(SECRETS_NOTE);
+    expect(output).toMatch(/count check: merchants: file ledger 2, PostgreSQL 2; records: file ledger 3, PostgreSQL 3; dead letters: file ledger 1, PostgreSQL 1: OK/);
+
+    for (const id of ['bakery-17', 'cafe-2']) expect(await pg.getMerchant(id)).toEqual(await inFile(id));
+    expect((await pg.getMerchant('bakery-17'))!.version).toBe(3);
+    expect((await pg.listMerchants({ offset: 0, limit: 10 })).items.map((m) => m.id)).toEqual(['bakery-17', 'cafe-2']);
+    // Found by what the bridge looks them up by: token hashes and POS accounts (the current ones only).
+    expect((await pg.findMerchantByToken('pos', 'pos-hash-bakery-rotated'))?.id).toBe('bakery-17');
+    expect((await pg.findMerchantByToken('admin', 'admin-hash-bakery-rotated'))?.id).toBe('bakery-17');
+    expect(await pg.findMerchantByToken('pos', 'pos-hash-bakery-17')).toBeUndefined();
+    expect((await pg.findMerchantByAccount('shopify:bakery-17.myshopify.com'))?.id).toBe('bakery-17');
+    expect(await pg.findMerchantByAccount('shopify:bakery-old.myshopify.com')).toBeUndefined();
+    expect((await pg.findMerchantByAccount('clover:clovercafe002'))?.id).toBe('cafe-2');
+    // Three records, one transactionId, each its merchant's with its own claim of operation 1.
+    for (const merchantId of ['default', 'bakery-17', 'cafe-2']) {
+      const key = merchantId === 'default' ? 'generic:A-1001' : `${merchantId}/generic:A-1001`;
+      expect(await pg.get(key)).toMatchObject({ transactionId: 'generic:A-1001', ...(merchantId === 'default' ? {} : { merchantId }) });
+      expect(await pg.findOperationClaim(merchantId, 1)).toBe('generic:A-1001');
+    }
+    expect((await pg.listDeadLetters({ merchantId: 'cafe-2', offset: 0, limit: 10 })).items.map((l) => l.id)).toEqual(['dl-cafe']);
+  });
+
+  it('a second run skips every merchant; a merchant changed in the file since is brought over with its accounts', async () => {
+    const again = await quiet();
+    expect(again.result.ok).toBe(true);
+    expect(again.result.merchants).toEqual({ inFile: 2, imported: 0, skipped: 2, inPostgres: 2 });
+
+    const file = new FileLedgerStore(join(dir, 'ledger.json'));
+    await file.init();
+    const cafe = (await file.getMerchant('cafe-2'))!;
+    const { toast: _toast, ...rest } = cafe.pos;
+    await file.saveMerchant({ ...cafe, version: 2, status: 'suspended', pos: { ...rest, square: { account: 'ML-CAFE' } } });
+    await file.close();
+    const { result } = await quiet();
+    expect(result.ok).toBe(true);
+    expect(result.merchants).toEqual({ inFile: 2, imported: 1, skipped: 1, inPostgres: 2 });
+    expect(await pg.getMerchant('cafe-2')).toEqual(await inFile('cafe-2'));
+    expect((await pg.findMerchantByAccount('square:ml-cafe'))?.id).toBe('cafe-2');
+    expect(await pg.findMerchantByAccount('toast:toast-cafe-2')).toBeUndefined();
+  });
+
+  it('refuses a merchant whose POS account another merchant holds in PostgreSQL, writing nothing of it, and says what to do', async () => {
+    const target = await freshSchema(base!, 'copyclash');
+    const other = new PostgresLedgerStore(target.url, { poolSize: 1 });
+    try {
+      await other.init();
+      await other.saveMerchant(makeMerchant('squatter', { square: 'ml-bakery' }));
+      const copy = quiet(target.url);
+      await expect(copy).rejects.toThrow(/merchant bakery-17: POS account square:ml-bakery belongs to merchant squatter here: nothing of this merchant was written/);
+      await expect(copy).rejects.toMatchObject({ exitCode: 1 });
+      expect(await other.getMerchant('bakery-17')).toBeUndefined();
+      expect((await other.findMerchantByAccount('square:ml-bakery'))?.id).toBe('squatter');
+    } finally {
+      await other.close();
+      await target.drop();
     }
   });
 });

@@ -324,6 +324,26 @@ describe('simulator options', () => {
     }
   });
 
+  it('numbers every merchant\'s operations from firstOperationId (a sandbox run goes on past the ids its ledger already holds)', async () => {
+    const first = 1_795_000_000_000_000;
+    const sim = createSimulator({ firstOperationId: first, merchants: [{ id: 'other' }] });
+    const server = await sim.listen();
+    try {
+      const http = client(() => server.url);
+      const a = await http.pos('accrue', { transactionId: 'f1', phone: '+15550001111', check: check(100) }, sim.appToken);
+      const b = await http.pos('accrue', { transactionId: 'f2', phone: '+15550001111', check: check(100) }, sim.appToken);
+      const other = await http.pos('accrue', { transactionId: 'f1', phone: '+15550001111', check: check(100) }, sim.merchant('other').appToken);
+      expect([a.body.results[0].operationId, b.body.results[0].operationId, other.body.results[0].operationId]).toEqual([first, first + 1, first]);
+      expect((await http.get('/api/v2/operations', sim.apiKey)).body.data.map((o: Operation) => o.id)).toEqual([first, first + 1]);
+      sim.reset();
+      expect((await http.pos('accrue', { transactionId: 'f3', phone: '+15550001111', check: check(100) }, sim.appToken)).body.results[0].operationId).toBe(first);
+      expect(() => createSimulator({ firstOperationId: 0 })).toThrow(RangeError);
+      expect(() => createSimulator({ firstOperationId: 2 ** 53 })).toThrow(RangeError);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('filters operations by the UTC date of createdAt, bounds inclusive', async () => {
     let clock = new Date('2024-03-01T23:30:00Z');
     const sim = createSimulator({ now: () => clock });
