@@ -40,7 +40,8 @@ export interface DeadLetter {
   headers: Record<string, string>;
   body: string;
   bodyEncoding: 'utf8' | 'base64';
-  replays: { at: string; outcome: string }[];
+  /** Each run since it was kept: an operator's replay or the bridge's own run (`by`; absent on runs from before the bridge ran any). */
+  replays: { at: string; outcome: string; by?: 'operator' | 'bridge' }[];
   /** Set when a replay went through. */
   resolvedAt?: string;
   /** Who moves it on: the bridge by itself, or a person. Absent on letters kept before the bridge retried any: a person's. */

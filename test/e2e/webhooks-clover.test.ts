@@ -187,16 +187,24 @@ describe('Clover webhooks', () => {
     expect((await admin('get', '/v1/admin/dead-letters')).body.total).toBe(0);
   });
 
-  it('an authentic delivery that cannot be translated is a 400 dead letter, listed and replayable', async () => {
+  it('an authentic delivery that cannot be translated is a dead letter: 202 naming it, listed and replayable', async () => {
     // The real sandbox order, read without its lines' discounts: its parts do not add up to its total.
     const sandbox = fixture('order_expanded_lineItems_payments_sandbox.json');
     const path = `/v3/merchants/${M}/orders/${sandbox.id}`;
     fake.answer(path, { ...sandbox, customers: { elements: [customer] } });
     const body = JSON.stringify({ appId: 'APP0000000001', merchants: { [M]: [{ objectId: `O:${sandbox.id}`, type: 'UPDATE', ts: 1487626471000 }] } });
     const res = await deliver(body);
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', issues: [{ field: 'total', message: expect.stringContaining('is 22900, but the order\'s parts add up to 30500') }] });
-    const { deadLetterId } = res.body.error;
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([
+      {
+        key: `${M}/O:${sandbox.id}/UPDATE/1487626471000`,
+        action: 'dead_lettered',
+        deadLetterId: expect.any(String),
+        reason: expect.stringContaining('total'),
+        issues: [{ field: 'total', message: expect.stringContaining('is 22900, but the order\'s parts add up to 30500') }],
+      },
+    ]);
+    const { deadLetterId } = res.body.results[0];
     expect(deadLetterId).toEqual(expect.any(String));
     expect(h.sim.books().accrueRequests).toBe(0);
 
@@ -228,7 +236,7 @@ describe('Clover webhooks', () => {
     fake.answer(`/v3/merchants/${M}/orders/${sandbox.id}`, { ...sandbox, customers: { elements: [customer] } });
     const body = JSON.stringify({ appId: 'APP0000000001', merchants: { [M]: [{ objectId: `O:${sandbox.id}`, type: 'UPDATE', ts: 1487626471000 }] } });
     const res = await deliver(body, [signature(cloverAdapter, settings, body), ['X-Request-Id', 'req-1'], ['X-Api-Key', 'some-key-0123'], ['Cookie', 'session=abc']]);
-    const { deadLetterId } = res.body.error;
+    const { deadLetterId } = res.body.results[0];
     const letter = (await admin('get', `/v1/admin/dead-letters/${deadLetterId}`)).body;
     expect(letter.headers).toMatchObject({ 'x-request-id': 'req-1', 'content-type': 'application/json' });
     expect(Object.keys(letter.headers).filter((k) => /auth|key|cookie/i.test(k))).toEqual([]);

@@ -168,19 +168,22 @@ describe('Square webhooks', () => {
     expect((await deliver(event, [[header, good]])).status).toBe(200);
   });
 
-  it('an authentic delivery that cannot be translated is a dead letter: 4xx, listed, replayable once fixed', async () => {
+  it('an authentic delivery that cannot be translated is a dead letter: 202 naming it, listed, replayable once fixed', async () => {
     // Square's answer claims a 300 tip that is not inside its total: the bridge refuses to guess.
     fake.answer('/v2/orders/SALE-2', { order: sale('SALE-2', { total_tip_money: usd(300) }) });
     const res = await deliver(orderEvent('SALE-2', 4, 'EV-9'));
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', issues: [{ field: 'order.total_money', message: expect.stringMatching(/^does not add up/) }] });
-    const { deadLetterId } = res.body.error;
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([
+      { key: 'EV-9', action: 'dead_lettered', deadLetterId: expect.any(String), reason: expect.stringContaining('does not add up'), issues: [{ field: 'order.total_money', message: expect.stringMatching(/^does not add up/) }] },
+    ]);
+    const { deadLetterId } = res.body.results[0];
     expect(deadLetterId).toEqual(expect.any(String));
     expect(h.sim.books().accrueRequests).toBe(0);
 
     const list = await admin('get', '/v1/admin/dead-letters');
     expect(list.status).toBe(200);
-    expect(list.body.items).toEqual([expect.objectContaining({ id: deadLetterId, pos: 'square', deliveries: 1 })]);
+    // Square answered, with figures that do not add up: a person must look; the bridge does not retry it.
+    expect(list.body.items).toEqual([expect.objectContaining({ id: deadLetterId, pos: 'square', deliveries: 1, retry: { transient: false, attempts: 0 } })]);
 
     // The order is corrected in Square; the operator replays the kept delivery.
     fake.answer('/v2/orders/SALE-2', { order: sale('SALE-2') });
@@ -258,10 +261,13 @@ describe('Square webhooks without SQUARE_ACCESS_TOKEN', () => {
     await fake.close();
   });
 
-  it('an id-only order event cannot be fetched: kept as a dead letter with a 422 naming the variable', async () => {
+  it('an id-only order event cannot be fetched: kept as a dead letter for a person (202), naming the variable', async () => {
     const res = await deliver(orderEvent('SALE-1', 4, 'EV-4'));
-    expect(res.status).toBe(422);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', message: expect.stringMatching(/SQUARE_ACCESS_TOKEN is not set/), deadLetterId: expect.any(String) });
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([{ key: 'EV-4', action: 'dead_lettered', deadLetterId: expect.any(String), reason: expect.stringMatching(/^SQUARE_ACCESS_TOKEN is not set/) }]);
+    // Missing configuration needs a person: no automatic run is scheduled.
+    const letter = (await admin('get', `/v1/admin/dead-letters/${res.body.results[0].deadLetterId}`)).body;
+    expect(letter.retry).toEqual({ transient: false, attempts: 0 });
     expect(fake.requests).toEqual([]);
     expect(h.sim.books().accrueRequests).toBe(0);
   });
