@@ -176,7 +176,13 @@ export class Ingest implements DeadLetterRunner {
   }
 
   async refund(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant): Promise<Answer> {
-    return this.intake.refund(adapter.name, adapter.parseRefund(payload, merchant.context), merchant.id);
+    // A refund that names what measures it is read from the POS when its token is set (a failure is
+    // a 502: nothing was recorded, and the sender posts it again); without the token the adapter
+    // measures it as well as the payload allows.
+    const needs = adapter.refundFetch?.(payload);
+    const api = needs ? this.#api(adapter.name, merchant) : undefined;
+    const body = needs && api ? needs.payload(await needs.fetch(api)) : payload;
+    return this.intake.refund(adapter.name, adapter.parseRefund(body, merchant.context), merchant.id);
   }
 
   /**
@@ -364,6 +370,7 @@ export class Ingest implements DeadLetterRunner {
     if (action.kind === 'fetch') {
       if (depth >= MAX_FETCH_DEPTH) throw ValidationError.field('', 'the POS API kept answering with references instead of objects');
       const api = this.#api(adapter.name, merchant);
+      if (!api && action.withoutApi) return this.#act(adapter, merchant, { ...action.withoutApi(), key: action.key }, depth + 1);
       if (!api) throw new PosApiNotConfiguredError(adapter.name);
       const decided = action.decide(await action.fetch(api));
       const next = Array.isArray(decided) ? decided : [decided];

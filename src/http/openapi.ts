@@ -263,19 +263,24 @@ function buildDocument(version: string) {
           tags: ['POS'],
           summary: 'Record a refund, then reverse (full) or reverse and accrue the remainder (partial)',
           description:
-            "Needs Authorization: Bearer POS_TOKEN, except in sandbox or with POS_AUTH=off. The loyalty service's reverse is all-or-nothing: a partial refund reverses the whole accrual, then accrues what remains under a linked transactionId (remainder in the answer). A refund of a skipped order is answered 200 skipped and calls nothing.",
+            "Needs Authorization: Bearer POS_TOKEN, except in sandbox or with POS_AUTH=off. The loyalty service's reverse is all-or-nothing: a partial refund reverses the whole accrual, then accrues what remains under a linked transactionId (remainder in the answer). A refund of a skipped order is answered 200 skipped and calls nothing. Refunds are measured tax and tip excluded. A Square PaymentRefund posted without its order: with SQUARE_ACCESS_TOKEN the bridge reads the order its order_id names (the return order) and measures it exactly; without the token it is measured against the sale as the ledger recorded it: all that was paid (Check + tax + tip) is a full refund, less is that share of the recorded Check (rounded half away from zero), noted on the record as measured without the return order.",
           ...direct,
           requestBody: {
             required: true,
             description:
-              "generic: the generic refund below (amount and/or items make it partial). square: a PaymentRefund; shopify: a refund; clover: an order with its refunds; toast: an Order with refunds; loyverse: a refund receipt; each bare or in its API's wrapper.",
+              "generic: the generic refund below (amount and/or items make it partial). square: a return order, a PaymentRefund with its order ({\"refund\": …, \"order\": …}), or a PaymentRefund alone; shopify: a refund; clover: a refund, or an order with its refunds; toast: an Order with refunds; loyverse: a refund receipt; each bare or in its API's wrapper.",
             content: { 'application/json': { schema: { anyOf: [ref('GenericRefund'), { type: 'object', description: "The POS's own refund object." }] }, examples: EXAMPLES.refund } },
           },
           responses: {
             ...answers,
             '400': errorResponse(`The payload is not valid (invalid_payload, each field named), or ${BAD_PATH}. Nothing is recorded.`),
-            '404': answerOrError('An unknown {pos} (unknown_pos); a partial refund of an order the ledger never saw (unknown_order: its remainder is unknown); or a refund of an order neither the ledger nor the loyalty service knows (the record, reverse_failed).'),
-            '409': errorResponse("More than remains of the order (refund_exceeds_remainder: message and details in the order's currency major units, remainingCents in cents); an earlier refund's reversal was refused and waits for an operator; or the order kept changing while the refund was applied (conflict: send it again)."),
+            '404': answerOrError(
+              'An unknown {pos} (unknown_pos); a partial refund, or a Square PaymentRefund measured from the ledger, of an order the ledger never saw (unknown_order: its remainder is unknown); or a refund of an order neither the ledger nor the loyalty service knows (the record, reverse_failed).',
+            ),
+            '409': errorResponse(
+              "More than remains of the order (refund_exceeds_remainder: message and details in the order's currency major units, remainingCents in cents), or a Square PaymentRefund of more than was paid (conflict); an earlier refund's reversal was refused and waits for an operator; or the order kept changing while the refund was applied (conflict: send it again).",
+            ),
+            '502': errorResponse("The POS's API failed when the bridge read what the refund names (a Square PaymentRefund's order, with SQUARE_ACCESS_TOKEN): nothing was recorded; post it again (pos_api_failed)."),
             ...posErrors,
           },
         },
