@@ -114,6 +114,8 @@ export function headersToKeep(headers: IncomingHttpHeaders | Record<string, stri
 export interface MerchantDirectory {
   get(id: string): Promise<IngestMerchant | undefined>;
   byAccount(pos: string, account: string | undefined): Promise<IngestMerchant | undefined>;
+  /** The only account configured on this POS across the bridge; undefined when there is none or there are several. */
+  onlyAccount(pos: string): Promise<string | undefined>;
   /** The POS apps' own settings (webhook secrets, addresses): the same for every merchant. */
   readonly default: IngestMerchant;
 }
@@ -170,19 +172,33 @@ export class Ingest implements DeadLetterRunner {
     return merchant;
   }
 
-  async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant): Promise<Answer> {
-    const intent = await this.#withCustomer(adapter, adapter.parseCheckout(payload, merchant.context), merchant);
+  async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false): Promise<Answer> {
+    const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
+    const intent = await this.#withCustomer(adapter, adapter.parseCheckout(payload, context), merchant);
     return this.intake.checkout(adapter.name, intent, merchant.id);
   }
 
-  async refund(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant): Promise<Answer> {
+  /**
+   * A direct post's context: the posting merchant's account on the POS (its binding), else the only
+   * one the bridge has configured on it, for payloads that name no merchant scope (a Clover refund).
+   * A webhook names its account itself. The same for a sale and its refund, so both derive one
+   * transactionId. The record stays the poster's whatever the account: a scope that is not the
+   * order's finds no order in its ledger and is refused, never another merchant's record.
+   */
+  async #directContext(adapter: PosAdapter, merchant: IngestMerchant): Promise<AdapterContext> {
+    const posAccount = merchant.pos[adapter.name]?.account ?? (await this.merchants.onlyAccount(adapter.name));
+    return posAccount ? { ...merchant.context, posAccount } : merchant.context;
+  }
+
+  async refund(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false): Promise<Answer> {
     // A refund that names what measures it is read from the POS when its token is set (a failure is
     // a 502: nothing was recorded, and the sender posts it again); without the token the adapter
     // measures it as well as the payload allows.
-    const needs = adapter.refundFetch?.(payload);
+    const needs = direct ? adapter.refundFetch?.(payload) : undefined;
     const api = needs ? this.#api(adapter.name, merchant) : undefined;
     const body = needs && api ? needs.payload(await needs.fetch(api)) : payload;
-    return this.intake.refund(adapter.name, adapter.parseRefund(body, merchant.context), merchant.id);
+    const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
+    return this.intake.refund(adapter.name, adapter.parseRefund(body, context), merchant.id);
   }
 
   /**

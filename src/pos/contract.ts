@@ -26,6 +26,12 @@ export interface PosSettings {
 export interface AdapterContext {
   defaultCurrency: string;
   defaultPhoneRegion: string;
+  /**
+   * For a direct post: the posting merchant's account on this POS where one is bound (e.g.
+   * CLOVER_MERCHANT_ID, a merchant's pos.clover.merchantId), else the only one the bridge has
+   * configured on it. It names the merchant scope of a payload that names none (a Clover refund).
+   */
+  posAccount?: string;
 }
 
 export interface CheckoutIntent {
