@@ -237,7 +237,9 @@ export class Ingest implements DeadLetterRunner {
       await keep(replay?.merchantId, raw, [{ key: 'delivery', error, at: 0 }]);
       return { pos, results, inProgress: true, kept };
     }
-    const parts = replay ? [{ account: undefined, body, merchantId: replay.merchantId }] : (spec.accounts?.(body, headers) ?? [{ body }]);
+    // A letter kept for no merchant is attributed again by the account it names: the merchant an
+    // operator has created for it since is found.
+    const parts = replay?.merchantId ? [{ account: undefined, body, merchantId: replay.merchantId }] : (spec.accounts?.(body, headers) ?? [{ body }]);
     for (const part of parts) {
       // A part of a batch (Clover) is kept on its own: its bytes are its JSON, not the delivery's.
       const partRaw = parts.length === 1 ? raw : Buffer.from(JSON.stringify(part.body));

@@ -7,6 +7,7 @@
  * instances on one PostgreSQL database never run one letter twice at once.
  */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import request from 'supertest';
 import { squareAdapter } from '../../adapters/square/index.js';
@@ -187,6 +188,32 @@ describe('dead letters that need a person', () => {
     expect(waiting.body.total).toBe(3);
     for (const l of waiting.body.items) expect(l).toMatchObject({ replays: [], retry: { transient: false, attempts: 0 } });
     expect((await admin('get', '/v1/admin/dead-letters?awaiting=bridge')).body.total).toBe(0);
+    expect(h.sim.books().accrueRequests).toBe(0);
+  });
+});
+
+describe('a dead letter for no merchant', () => {
+  beforeEach(() => start({}, { account: SELLER }));
+  afterEach(async () => {
+    await h.close();
+    await fake.close();
+  });
+
+  it('waits for a person; once the merchant is created, the replay finds it by the account the delivery names and accrues in its books', async () => {
+    await h.restart({ secretsKey: randomBytes(32).toString('base64') });
+    const res = await deliver(orderEvent('SALE-9', 'EV-S', 'ML-NEW-SELLER'));
+    expect(res.status).toBe(202);
+    const { deadLetterId } = res.body.results[0];
+    expect((await letter(deadLetterId)).retry).toEqual({ transient: false, attempts: 0 });
+
+    const install = h.sim.addMerchant({ id: 'new-seller' });
+    const created = await admin('post', '/v1/admin/merchants').send({ id: 'new-seller', loyalty: { appToken: install.appToken }, pos: { square: { merchantId: 'ML-NEW-SELLER', accessToken: 'sq-access-token' } } });
+    expect(created.status).toBe(201);
+    fake.answer('/v2/orders/SALE-9', { order: sale('SALE-9') });
+    const replay = await admin('post', `/v1/admin/dead-letters/${deadLetterId}/replay`);
+    expect(replay.status).toBe(200);
+    expect(replay.body.results).toEqual([{ key: 'EV-S', action: 'checkout', merchantId: 'new-seller', transactionId: 'square:SALE-9', status: 'accrued' }]);
+    expect(install.books().transactions['square:SALE-9']).toMatchObject({ accruals: 1, amount: 5666 });
     expect(h.sim.books().accrueRequests).toBe(0);
   });
 });
