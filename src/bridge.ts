@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { adapters as allAdapters, posSettingDeclarations } from '../adapters/index.js';
 import { ConfigError, type Config } from './config.js';
+import { DeadLetterRetrier } from './core/dead-letter-retry.js';
 import { Ingest } from './core/ingest.js';
 import { createCore, type Core } from './core/core.js';
 import { Worker } from './core/worker.js';
@@ -31,6 +32,8 @@ export interface Bridge {
   store: LedgerStore;
   core: Core;
   worker: Worker;
+  /** Runs dead letters with a transient cause again, on their schedule. */
+  deadLetterRetrier: DeadLetterRetrier;
   adminToken: string;
   registry: MerchantRegistry;
   merchants: MerchantAdmin;
@@ -51,6 +54,8 @@ export interface BridgeOverrides {
   clock?: () => Date;
   /** Default true; tests that drive reconciliation by hand turn the background worker off. */
   startWorker?: boolean;
+  /** Default true; the loop that runs dead letters with a transient cause again (tests that run it by hand turn it off). */
+  startDeadLetterRetrier?: boolean;
   /** Default true; several apps in one process (tests) skip process-wide default metrics. */
   defaultMetrics?: boolean;
   /** How long a client may take to send a request's headers (default 10 s); tests use a short one. */
@@ -135,7 +140,12 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   }
   const worker = new Worker(store, core.delivery, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs }, logger);
 
-  const ingest = new Ingest(overrides.adapters ?? allAdapters, core.intake, store, registry, config.posApiTimeoutMs, logger, overrides.clock);
+  const ingest = new Ingest(overrides.adapters ?? allAdapters, core.intake, store, registry, config.posApiTimeoutMs, logger, overrides.clock, {
+    ...config.deadLetterRetry,
+    leaseMs: config.inFlightLeaseMs,
+    owner: core.delivery.instanceId,
+  });
+  const deadLetterRetrier = new DeadLetterRetrier(store, ingest, { intervalMs: config.worker.intervalMs }, logger, overrides.clock);
   const merchants = new MerchantAdmin(store, registry, overrides.posDeclarations ?? posSettingDeclarations, clientOptions, logger);
   const scrubbed = await ingest.scrubDeadLetterHeaders();
   if (scrubbed) logger.warn({ scrubbed }, 'dead letters kept webhook credentials or signatures (an earlier build kept them): removed; rotate the webhook secrets of the POS systems concerned if others could read the dead letters');
@@ -168,18 +178,20 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   // Listening on every interface: this process reaches itself on loopback.
   const local = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   if (overrides.startWorker ?? true) worker.start();
+  if (overrides.startDeadLetterRetrier ?? true) deadLetterRetrier.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      await deadLetterRetrier.stop();
       await worker.stop();
       await stopped;
       await store.close();
     })());
 
-  return { url: `http://${local}:${port}`, server, store, core, worker, adminToken, registry, merchants, close };
+  return { url: `http://${local}:${port}`, server, store, core, worker, deadLetterRetrier, adminToken, registry, merchants, close };
 }
 
 /** The stored merchants with a secret sealed under a key other than `fingerprint`'s, and that key. */

@@ -55,6 +55,8 @@ const RawConfig = z.object({
   POS_API_TIMEOUT_MS: positiveInt,
   PARTIAL_REFUND_POLICY: z.enum(['reaccrue', 'full_only']),
   IN_FLIGHT_LEASE_MS: positiveInt,
+  DEAD_LETTER_RETRY_BASE_MS: positiveInt,
+  DEAD_LETTER_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(0).max(20),
   // Checked here for its shape only; the key itself is parsed where secrets are sealed.
   SECRETS_KEY: z
     .string()
@@ -132,6 +134,11 @@ export interface Config {
   partialRefundPolicy: 'reaccrue' | 'full_only';
   /** Several instances on PostgreSQL: how long a worker holds open records, and after how long another instance's in-flight call is taken over as in doubt. */
   inFlightLeaseMs: number;
+  /**
+   * Dead letters with a transient cause (the POS API timed out or answered 5xx/429): the unit of the
+   * schedule of automatic runs (core/dead-letter-retry.ts) and how many runs before a person is needed.
+   */
+  deadLetterRetry: { baseMs: number; maxAttempts: number };
   failpoints: string[];
   /** Per POS: webhook secret, notification URL, API token and base URL (see src/pos/contract.ts PosSettings). */
   pos: Record<string, PosSettings>;
@@ -242,6 +249,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
     posApiTimeoutMs: raw.POS_API_TIMEOUT_MS,
     partialRefundPolicy: raw.PARTIAL_REFUND_POLICY,
     inFlightLeaseMs: raw.IN_FLIGHT_LEASE_MS,
+    deadLetterRetry: { baseMs: raw.DEAD_LETTER_RETRY_BASE_MS, maxAttempts: raw.DEAD_LETTER_RETRY_MAX_ATTEMPTS },
     failpoints: raw.BRIDGE_FAILPOINTS ?? [],
     pos,
   };

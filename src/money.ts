@@ -8,7 +8,7 @@
  * number of cents (KWD/BHD/CLF amounts, weighed goods, real Shopify text like
  * "130.64999999999998"), rounded ONCE by ROUND HALF AWAY FROM ZERO: 0.005 → 1, -0.005 → -1,
  * 0.0049 → 0. That rounding lives in one function, `divRoundHalfAwayFromZero`; every path to cents
- * (`decimalToCents`, `divDecimalToCents`, `minorUnitsToCents`) goes through it. Half away from
+ * (`decimalToCents`, `divDecimalToCents`, `minorUnitsToCents`, `proRataCents`) goes through it. Half away from
  * zero (not banker's rounding) because it is what a receipt shows and it is symmetric, so a refund
  * rounds to the exact negative of the sale it reverses. Results must be safe integers
  * (|cents| ≤ 2^53 − 1), else the amount is rejected as too large rather than sent imprecisely.
@@ -207,6 +207,18 @@ export function divDecimalToCents(d: Decimal, divisor: bigint, field: string): n
   checkDecimal(d);
   if (divisor === 0n) throw ValidationError.field(field, 'cannot divide an amount by zero');
   return centsToSafeNumber(divRoundHalfAwayFromZero(d.units * 100n, pow10(d.scale) * divisor), field);
+}
+
+/**
+ * `ofCents` × `partCents` / `wholeCents`, rounded once, half away from zero: the share of a Check
+ * that a refund of `partCents` out of `wholeCents` paid stands for (a refund measured pro rata,
+ * without the POS saying which part of it was tax or tip). Integers in, integer out; the product is
+ * taken in bigint, so it is exact whatever the sizes. A zero or negative whole is a ValidationError.
+ */
+export function proRataCents(partCents: number, wholeCents: number, ofCents: number, field: string): number {
+  for (const v of [partCents, wholeCents, ofCents]) if (!Number.isSafeInteger(v)) throw new RangeError(`cents must be safe integers, got ${String(v)}`);
+  if (wholeCents <= 0) throw ValidationError.field(field, `cannot be measured against a total of ${wholeCents} cents`);
+  return centsToSafeNumber(divRoundHalfAwayFromZero(BigInt(partCents) * BigInt(ofCents), BigInt(wholeCents)), field);
 }
 
 /** Exact text of a Decimal without exponent: {units: -5n, scale: 3} → "-0.005". */

@@ -16,6 +16,7 @@ import {
   mulDecimal,
   nonNegativeCents,
   parseDecimal,
+  proRataCents,
   toCents,
   type Decimal,
 } from '../src/money.js';
@@ -247,6 +248,31 @@ describe('minorUnitsToCents: examples', () => {
     }
     expectFieldError(() => minorUnitsToCents(Number.MAX_SAFE_INTEGER, 'JPY', field), field, /too large/);
     expectFieldError(() => minorUnitsToCents(10n ** 30n, 'USD', field), field, /too large/);
+  });
+});
+
+describe('proRataCents: a share of a Check, rounded once', () => {
+  it('measures a refund of part of what was paid on the Check, half away from zero', () => {
+    // 1200 paid back of 6176 paid (5666 Check + 510 tax): 1200 × 5666 / 6176 = 1100.9067… → 1101.
+    expect(proRataCents(1200, 6176, 5666, 'refund')).toBe(1101);
+    // Exactly half a cent rounds away from zero: 1 × 5 / 2 = 2.5 → 3.
+    expect(proRataCents(1, 2, 5, 'refund')).toBe(3);
+    expect(proRataCents(6176, 6176, 5666, 'refund')).toBe(5666);
+    expect(proRataCents(0, 6176, 5666, 'refund')).toBe(0);
+  });
+
+  it('is exact for large amounts (a bigint product) and refuses a total of zero', () => {
+    expect(proRataCents(2 ** 52, 2 ** 53 - 1, 2 ** 53 - 1, 'refund')).toBe(2 ** 52);
+    expectFieldError(() => proRataCents(1, 0, 5, 'refund'), 'refund', /total of 0 cents/);
+  });
+
+  it('agrees with a BigInt reference on random amounts', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 10_000_000 }), fc.integer({ min: 1, max: 10_000_000 }), fc.integer({ min: 0, max: 10_000_000 }), (part, whole, of) => {
+        const n = BigInt(part) * BigInt(of) * 2n + BigInt(whole);
+        expect(proRataCents(part, whole, of, 'x')).toBe(Number(n / (2n * BigInt(whole))));
+      }),
+    );
   });
 });
 

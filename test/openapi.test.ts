@@ -245,18 +245,25 @@ describe('real answers validate against the documented schema of their status', 
     expectDocumented('post', W, await webhook('{"id": 1}', 'products/update', 'evt-2', false));
     expectDocumented('post', W, await postRaw(`${h.bridge.url}/v1/webhooks/generic`, '{}', []));
     const dead = await webhook('{"id": 2}', 'orders/paid', 'evt-3');
-    expect(dead.body.error.code).toBe('dead_lettered');
+    expect(dead.status).toBe(202);
+    expect(dead.body.results[0].action).toBe('dead_lettered');
     expectDocumented('post', W, dead);
-    const id = dead.body.error.deadLetterId as string;
+    const id = dead.body.results[0].deadLetterId as string;
 
     expectDocumented('get', '/v1/admin/dead-letters', await admin('get', '/v1/admin/dead-letters?open=true'));
     expectDocumented('get', '/v1/admin/dead-letters', await admin('get', '/v1/admin/dead-letters?open=maybe'));
+    expectDocumented('get', '/v1/admin/dead-letters', await admin('get', '/v1/admin/dead-letters?awaiting=operator'));
     expectDocumented('get', '/v1/admin/dead-letters/{id}', await admin('get', `/v1/admin/dead-letters/${id}`));
     expectDocumented('get', '/v1/admin/dead-letters/{id}', await admin('get', '/v1/admin/dead-letters/nope'));
     const replay = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
     expect(replay.status).toBe(422);
     expectDocumented('post', '/v1/admin/dead-letters/{id}/replay', replay);
     expectDocumented('post', '/v1/admin/dead-letters/{id}/replay', await admin('post', '/v1/admin/dead-letters/nope/replay'));
+    // Another instance is running it: the replay waits its turn (409).
+    await h.bridge.store.updateDeadLetter(id, (l) => ({ ...l!, retry: { transient: true, attempts: 1, claim: { owner: 'other-instance', until: new Date(Date.now() + 60_000).toISOString() } } }));
+    const held = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
+    expect(held.status).toBe(409);
+    expectDocumented('post', '/v1/admin/dead-letters/{id}/replay', held);
   });
 
   it('admin: records and the operator actions', async () => {

@@ -5,8 +5,10 @@
  * IDENTITY. A Clover order id is 13 characters, unique within its merchant: the merchant id is the
  * transaction scope (`clover:<merchant>:<order>`). It comes from `merchant.id`, else from the
  * order's `href` (`…/v3/merchants/{mId}/orders/{id}`, as the API returns it), and for webhooks from
- * the delivery's `merchants` key. An order that names no merchant is refused: guessing one could
- * merge two merchants' orders.
+ * the delivery's `merchants` key. A direct post that names none is in the posting merchant's
+ * Clover account (CLOVER_MERCHANT_ID, its pos.clover.merchantId, or the only Clover account the
+ * bridge has configured: `requireMerchant`); without one it is refused: guessing could merge two
+ * Clover merchants' orders.
  *
  * AMOUNTS. `order.total` is Clover's own figure: after discounts, service charge and tax included,
  * tip excluded (the fixture: total 22900 = the payment's amount, tax 0, no tip). The tax inside it
@@ -42,7 +44,7 @@ import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
 import { isObject, parseWith } from '../../src/validation.js';
-import { CloverOrder, type CloverCustomer, type CloverDiscount, type CloverLineItem, type CloverPayment } from './schema.js';
+import { CLOVER_ID, CloverOrder, type CloverCustomer, type CloverDiscount, type CloverLineItem, type CloverPayment } from './schema.js';
 
 /** Payment results that mean the money was taken (an AUTH is captured later with its tip: tax and amount are final). */
 const COUNTED_RESULTS = new Set(['SUCCESS', 'AUTH', 'AUTH_COMPLETED']);
@@ -79,11 +81,21 @@ export function merchantOf(order: { merchant?: { id: string } | null; href?: str
   return fromRef ?? fromHref;
 }
 
-export function requireMerchant(merchant: string | undefined, prefix: string, what: string): string {
+/**
+ * The merchant scope of an order id: the one the payload names; else, for a direct post, the posting
+ * merchant's Clover account (`context.posAccount`: its binding, CLOVER_MERCHANT_ID or its
+ * pos.clover.merchantId, or the only Clover account the bridge has configured); else refused.
+ */
+export function requireMerchant(merchant: string | undefined, prefix: string, what: string, context?: AdapterContext): string {
   if (merchant) return merchant;
+  const bound = context?.posAccount?.trim().toUpperCase();
+  if (bound && CLOVER_ID.test(bound)) return bound;
+  if (bound) {
+    throw ValidationError.field(`${prefix}merchant.id`, `is required: the Clover account this merchant is bound to (${JSON.stringify(context!.posAccount)}) is not a 13-character Clover merchant id, so it cannot stand in for one`);
+  }
   throw ValidationError.field(
     `${prefix}merchant.id`,
-    `is required: Clover ${what} ids are unique only within a merchant; send the ${what} as the Clover API returns it (its href names the merchant) or add "merchant": { "id": "<merchant id>" }`,
+    `is required: Clover ${what} ids are unique only within a merchant; send the ${what} as the Clover API returns it (its href names the merchant), add "merchant": { "id": "<merchant id>" }, or bind this merchant to its Clover account (CLOVER_MERCHANT_ID, or the merchant's pos.clover.merchantId)`,
   );
 }
 
@@ -158,7 +170,7 @@ export function countedPayments(order: CloverOrder, prefix: string): { payment: 
 }
 
 export function measureOrder(order: CloverOrder, context: AdapterContext, prefix = ''): MeasuredOrder {
-  const merchant = requireMerchant(merchantOf(order, prefix), prefix, 'order');
+  const merchant = requireMerchant(merchantOf(order, prefix), prefix, 'order', context);
   // Clover states the merchant's currency on the order; DEFAULT_CURRENCY only where it does not.
   const currency = assertCurrency(order.currency ?? context.defaultCurrency, `${prefix}currency`);
   if (order.total == null) throw ValidationError.field(`${prefix}total`, 'is required');

@@ -1,7 +1,8 @@
 /**
  * Clover refunds → refund intents (pure). A refund is measured like the sale, without the tax and
- * tip inside its amount, in its order's merchant scope (checkout.ts); a refund that gives back only
- * tax and tip reverses nothing.
+ * tip inside its amount, in its order's merchant scope (checkout.ts): the merchant the refund names
+ * (`merchant.id`, or the href of its `orderRef`), else the posting merchant's Clover account
+ * (`requireMerchant`); a refund that gives back only tax and tip reverses nothing.
  */
 import { ValidationError } from '../../src/errors.js';
 import { assertCurrency, minorUnitsToCents } from '../../src/money.js';
@@ -31,7 +32,7 @@ export function refundNet(refund: CloverRefund, prefix: string): bigint {
 function parseBareRefund(raw: unknown, prefix: string, context: AdapterContext): RefundIntent {
   const refund = parseWith(CloverRefund, raw, prefix.replace(/\.$/, ''));
   if (!refund.orderRef) throw ValidationError.field(`${prefix}orderRef.id`, 'is required: it names the refunded order');
-  const merchant = requireMerchant(merchantOf(refund, prefix, 'refund') ?? (refund.orderRef.href ? HREF_MERCHANT.exec(refund.orderRef.href)?.[1] : undefined), prefix, 'order');
+  const merchant = requireMerchant(merchantOf(refund, prefix, 'refund') ?? (refund.orderRef.href ? HREF_MERCHANT.exec(refund.orderRef.href)?.[1] : undefined), prefix, 'order', context);
   // A Clover refund carries no currency: it is the merchant's, DEFAULT_CURRENCY (unless stated here).
   const currency = assertCurrency(isObject(raw) && typeof raw.currency === 'string' ? raw.currency : context.defaultCurrency, `${prefix}currency`);
   const net = refundNet(refund, prefix);
@@ -69,7 +70,7 @@ export function refundsInOrder(refunds: CloverRefund[], field: string): CloverRe
  */
 function parseOrderRefund(raw: unknown, prefix: string, context: AdapterContext, refundId?: unknown): RefundIntent {
   const order = parseWith(CloverOrder, raw, prefix.replace(/\.$/, ''));
-  const merchant = requireMerchant(merchantOf(order, prefix), prefix, 'order');
+  const merchant = requireMerchant(merchantOf(order, prefix), prefix, 'order', context);
   const currency = assertCurrency(order.currency ?? context.defaultCurrency, `${prefix}currency`);
   const refunds = refundsOf(order);
   if (refunds.length === 0) throw ValidationError.field(`${prefix}refunds`, 'are empty: this order has not been refunded');

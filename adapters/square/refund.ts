@@ -108,11 +108,52 @@ function refundFromSaleOrder(refund: PaymentRefund, order: Order, prefix: string
   );
 }
 
+/** How the history of a record says that a refund was measured from the ledger, not from Square's figures. */
+export const MEASURED_WITHOUT_RETURN_ORDER = 'measured without the return order';
+
+/**
+ * A PaymentRefund that comes without its order (posted bare or as `{ "refund": … }`, or from a
+ * refund webhook while SQUARE_ACCESS_TOKEN is unset): its amount includes tax and tip, and which
+ * part is which only the return order says. So it is measured against the sale as the ledger
+ * recorded it, the record its `order_id` names (a refund through Square's Refunds API names the
+ * sale): all that was paid is a full refund, less a pro rata share of the Check, noted on the
+ * record (see the core's `measureFromLedger`).
+ */
+function refundWithoutOrder(refund: PaymentRefund, refundPrefix: string): RefundIntent {
+  const r = (field: string) => at(refundPrefix, field);
+  if (!refund.order_id) throw ValidationError.field(r('order_id'), 'is required: it names the order the refund belongs to');
+  const currency = assertCurrency(refund.amount_money.currency, r('amount_money.currency'));
+  const cents = minorUnitsToCents(refund.amount_money.amount, currency, r('amount_money.amount'));
+  if (cents <= 0) throw ValidationError.field(r('amount_money.amount'), `must be greater than 0, got ${refund.amount_money.amount}`);
+  return {
+    orderId: refund.order_id,
+    refundId: refund.id,
+    paidBack: {
+      cents,
+      currency,
+      note: MEASURED_WITHOUT_RETURN_ORDER,
+      unknownOrder:
+        'a PaymentRefund without its order is measured against the sale its order_id names, and that may be the return order Square created for the refund, which only Square can lead back to the sale. Set SQUARE_ACCESS_TOKEN (the bridge then reads the return order), or post { "refund": …, "order": … } with that order (GET /v2/orders/{order_id})',
+    },
+  };
+}
+
+/** A COMPLETED PaymentRefund that comes without its order: the order to read from Square, when the bridge can. */
+export function paymentRefundOrderId(body: unknown): { orderId: string; refund: unknown } | undefined {
+  if (!isObject(body)) return undefined;
+  const raw = isObject(body.refund) ? body.refund : 'amount_money' in body ? body : undefined;
+  if (!isObject(raw) || (raw !== body && body.order !== undefined)) return undefined;
+  const parsed = PaymentRefund.safeParse(raw);
+  if (!parsed.success || parsed.data.status !== COMPLETED || !parsed.data.order_id) return undefined;
+  return { orderId: parsed.data.order_id, refund: raw };
+}
+
 /**
  * Refund payloads: `{ refund, order }` (a PaymentRefund with the order its order_id names, as the
- * webhook path builds it after fetching that order), or a return order alone (bare or
- * `{ order }`). A PaymentRefund alone is refused with a clear message: its amount includes tax and
- * tip, and the order it names is needed to measure it.
+ * webhook path builds it after fetching that order), a return order alone (bare or `{ order }`),
+ * or a PaymentRefund alone (bare or `{ refund }`): measured from the ledger, see
+ * `refundWithoutOrder` (with SQUARE_ACCESS_TOKEN set, the core reads its order first and posts
+ * `{ refund, order }` here instead).
  */
 export function refundFromSquare(body: unknown): RefundIntent {
   const isRefund = (v: unknown) => isObject(v) && 'amount_money' in v;
@@ -122,12 +163,7 @@ export function refundFromSquare(body: unknown): RefundIntent {
     if (refund.status !== COMPLETED) {
       throw ValidationError.field(at(refundPrefix, 'status'), `is ${JSON.stringify(refund.status)}: a Square refund is acted on once its status is ${COMPLETED}`);
     }
-    if (refundPrefix === '' || body.order === undefined) {
-      throw ValidationError.field(
-        'order',
-        'is required with a Square PaymentRefund: its amount_money includes tax and tip, so it is measured from the order its order_id names (the return order Square created). Post { "refund": …, "order": … } with that order (GET /v2/orders/{order_id}), or let the refund.updated webhook deliver it (with SQUARE_ACCESS_TOKEN set the bridge fetches the order itself)',
-      );
-    }
+    if (refundPrefix === '' || body.order === undefined) return refundWithoutOrder(refund, refundPrefix);
     const { order, prefix: orderPrefix } = parseOrder(body.order, 'order');
     if (!refund.order_id) throw ValidationError.field(at(refundPrefix, 'order_id'), 'is required: it names the order the refund belongs to');
     if (order.id !== refund.order_id) {

@@ -10,7 +10,8 @@
  *   it is translated. `order.updated` fires once per version; every version maps to the same
  *   transactionId, so the core records and accrues the order once;
  * - `refund.created` / `refund.updated` carry the PaymentRefund itself; it is acted on when its
- *   status is COMPLETED, after fetching the order its order_id names (the return order).
+ *   status is COMPLETED, after fetching the order its order_id names (the return order); without
+ *   SQUARE_ACCESS_TOKEN, measured against the sale the ledger recorded.
  */
 import { ValidationError } from '../../src/errors.js';
 import { namedIn, type SignatureScheme, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
@@ -106,7 +107,16 @@ function refundAction(event: SquareEvent, key: string): WebhookAction {
       }
       // The refund's order is the return order Square created for it; its return lines measure the
       // refund tax-excluded. The PaymentRefund travels with it so parseRefund can check they match.
-      return { kind: 'fetch', key, fetch: (api) => retrieveOrder(api, orderId), decide: (fetched) => ({ kind: 'refund', key, payload: { refund: raw, order: fetched } }) };
+      // Without SQUARE_ACCESS_TOKEN it travels alone and is measured against the sale as the ledger
+      // recorded it (refund.ts, refundWithoutOrder). When Square's API fails it waits instead, as a
+      // dead letter the bridge retries: the return order's exact figures are worth the wait.
+      return {
+        kind: 'fetch',
+        key,
+        fetch: (api) => retrieveOrder(api, orderId),
+        decide: (fetched) => ({ kind: 'refund', key, payload: { refund: raw, order: fetched } }),
+        withoutApi: () => ({ kind: 'refund', key, payload: { refund: raw } }),
+      };
     }
     default: {
       const unreachable: never = status;

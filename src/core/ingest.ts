@@ -8,23 +8,17 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { hasContact } from '../customer.js';
-import { BridgeError, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
+import { BridgeError, ConflictError, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
 import { DEFAULT_MERCHANT, FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
-import type { DeadLetter, LedgerStore } from '../ledger/store.js';
+import { deadLetterHeld, type DeadLetter, type LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosSettings, WebhookAction } from '../pos/contract.js';
-import { posApi, PosApiNotConfiguredError } from '../pos-api.js';
+import { posApi, PosApiError, PosApiNotConfiguredError } from '../pos-api.js';
 import { singleHeader, verifySignature } from '../webhooks/signature.js';
 import type { Answer } from './answer.js';
+import { isDueForRetry, retryAfterFailure, type DeadLetterRetryPolicy, type DeadLetterRunner } from './dead-letter-retry.js';
 import type { IntakeService } from './intake.js';
-
-/** An authentic delivery that could not be translated: kept whole, answered with a clear 4xx. */
-export class DeadLetteredError extends BridgeError {
-  constructor(reason: string, status: number, deadLetterId: string, issues?: FieldIssue[]) {
-    super(reason, status, 'dead_lettered', { deadLetterId, ...(issues ? { issues } : {}) });
-  }
-}
 
 export interface WebhookResult {
   key: string;
@@ -33,26 +27,68 @@ export interface WebhookResult {
   deadLetterId?: string;
   duplicate?: boolean;
   reason?: string;
+  /** dead_lettered for a payload the bridge cannot translate: each field and why. */
+  issues?: FieldIssue[];
+  /** dead_lettered with a transient cause: when the bridge runs the letter again by itself. */
+  retryAt?: string;
   transactionId?: string;
   status?: LedgerStatus;
+}
+
+/** What kept one dead letter in one run of a delivery: its cause, and whether it may pass by itself. */
+export interface KeptLetter {
+  letterId: string;
+  reason: string;
+  issues?: FieldIssue[];
+  transient: boolean;
 }
 
 export interface WebhookOutcome {
   pos: string;
   results: WebhookResult[];
-  /** Some action is still being delivered in the background (the POS is answered 202). */
+  /** Some action is still being delivered in the background, or was kept as a dead letter (the POS is answered 202). */
   inProgress: boolean;
+  /** The dead letters this run kept (or, run from a dead letter, failed again), each with its cause. */
+  kept: KeptLetter[];
 }
 
 /**
- * Authentic deliveries the bridge cannot carry out as they are, kept for an operator: payloads it
- * cannot translate, a missing POS API token, and refunds it must refuse (more than remains, an
- * order it never saw, a refund whose earlier reversal was refused). A POS stops redelivering after
- * a while (Toast after 10 minutes, Shopify after 4 hours), so answering 4xx alone would lose them.
+ * Authentic deliveries the bridge cannot carry out now, kept whole as dead letters and answered
+ * 2xx: payloads it cannot translate, a POS API it has no token for or that failed, and refunds it
+ * must refuse (more than remains, an order it never saw, a refund whose earlier reversal was
+ * refused). A 4xx or 5xx would make the POS deliver it again and again (Square for 24 h, Shopify 8
+ * times in 4 h), then drop it or disable the subscription (Shopify, Toast): what the bridge cannot
+ * do now is the bridge's to keep, not the POS's to repeat.
  */
-function isUntranslatable(error: unknown): error is BridgeError {
-  if (error instanceof ValidationError || error instanceof PosApiNotConfiguredError) return true;
+function isKept(error: unknown): error is BridgeError {
+  if (error instanceof ValidationError || error instanceof PosApiNotConfiguredError || error instanceof PosApiError) return true;
   return error instanceof BridgeError && (error.status === 404 || error.status === 409) && error.code !== 'unknown_pos';
+}
+
+/** A cause that may pass by itself: the POS API timed out, or answered 5xx or 429. */
+function isTransient(error: BridgeError): boolean {
+  return error instanceof PosApiError && error.transient;
+}
+
+/** One action (or a whole part) of a delivery that could not be carried out, under the key its result is given. */
+interface Failure {
+  key: string;
+  error: BridgeError;
+}
+
+/** A dead letter run again: its signature was checked when it arrived; it keeps its merchant and its id. */
+export interface WebhookReplay {
+  merchantId?: string;
+  letterId: string;
+}
+
+/** How ingest keeps and runs dead letters. `owner`: this instance, as named in the claims it takes. */
+export type DeadLetterOptions = DeadLetterRetryPolicy & { owner: string };
+
+/** Reasons of several failures kept in one letter, in one line of bounded length. */
+function describeFailures(errors: BridgeError[]): string {
+  const text = errors.map((e) => e.message).join('; ');
+  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
 }
 
 /** A fetched object may itself be id-only or need another fetch; this bounds the chain. */
@@ -78,6 +114,8 @@ export function headersToKeep(headers: IncomingHttpHeaders | Record<string, stri
 export interface MerchantDirectory {
   get(id: string): Promise<IngestMerchant | undefined>;
   byAccount(pos: string, account: string | undefined): Promise<IngestMerchant | undefined>;
+  /** The only account configured on this POS across the bridge; undefined when there is none or there are several. */
+  onlyAccount(pos: string): Promise<string | undefined>;
   /** The POS apps' own settings (webhook secrets, addresses): the same for every merchant. */
   readonly default: IngestMerchant;
 }
@@ -104,7 +142,7 @@ class UnknownMerchantError extends BridgeError {
   }
 }
 
-export class Ingest {
+export class Ingest implements DeadLetterRunner {
   /** POS API clients by merchant (its access token) and POS; a merchant changed is a new object, so a new client. */
   readonly #apis = new WeakMap<IngestMerchant, Map<string, PosApi | undefined>>();
 
@@ -115,8 +153,9 @@ export class Ingest {
     private readonly merchants: MerchantDirectory,
     private readonly posApiTimeoutMs: number,
     private readonly logger: Logger,
-    /** Judges signed times (replay windows); the service's clock. */
+    /** Judges signed times (replay windows) and schedules dead letters' runs; the service's clock. */
     private readonly clock: () => Date = () => new Date(),
+    private readonly deadLetters: DeadLetterOptions = { baseMs: 60_000, maxAttempts: 8, leaseMs: 120_000, owner: 'ingest' },
   ) {}
 
   adapter(pos: string | undefined): PosAdapter {
@@ -133,20 +172,42 @@ export class Ingest {
     return merchant;
   }
 
-  async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant): Promise<Answer> {
-    const intent = await this.#withCustomer(adapter, adapter.parseCheckout(payload, merchant.context), merchant);
+  async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false): Promise<Answer> {
+    const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
+    const intent = await this.#withCustomer(adapter, adapter.parseCheckout(payload, context), merchant);
     return this.intake.checkout(adapter.name, intent, merchant.id);
   }
 
-  async refund(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant): Promise<Answer> {
-    return this.intake.refund(adapter.name, adapter.parseRefund(payload, merchant.context), merchant.id);
+  /**
+   * A direct post's context: the posting merchant's account on the POS (its binding), else the only
+   * one the bridge has configured on it, for payloads that name no merchant scope (a Clover refund).
+   * A webhook names its account itself. The same for a sale and its refund, so both derive one
+   * transactionId. The record stays the poster's whatever the account: a scope that is not the
+   * order's finds no order in its ledger and is refused, never another merchant's record.
+   */
+  async #directContext(adapter: PosAdapter, merchant: IngestMerchant): Promise<AdapterContext> {
+    const posAccount = merchant.pos[adapter.name]?.account ?? (await this.merchants.onlyAccount(adapter.name));
+    return posAccount ? { ...merchant.context, posAccount } : merchant.context;
+  }
+
+  async refund(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false): Promise<Answer> {
+    // A refund that names what measures it is read from the POS when its token is set (a failure is
+    // a 502: nothing was recorded, and the sender posts it again); without the token the adapter
+    // measures it as well as the payload allows.
+    const needs = direct ? adapter.refundFetch?.(payload) : undefined;
+    const api = needs ? this.#api(adapter.name, merchant) : undefined;
+    const body = needs && api ? needs.payload(await needs.fetch(api)) : payload;
+    const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
+    return this.intake.refund(adapter.name, adapter.parseRefund(body, context), merchant.id);
   }
 
   /**
-   * A POS's webhook delivery. `replay`: a dead letter run again; its signature was checked when it
-   * arrived, and its merchant, when one was known, is kept.
+   * A POS's webhook delivery. `replay`: a dead letter run again (by an operator or by the bridge);
+   * its signature was checked when it arrived, and its merchant, when one was known, is kept.
+   * Whatever of it cannot be carried out now is kept as a dead letter and named in the results
+   * (`dead_lettered`, with the letter's id): the answer is 2xx either way.
    */
-  async webhook(pos: string, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[], replay?: { merchantId?: string }): Promise<WebhookOutcome> {
+  async webhook(pos: string, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[], replay?: WebhookReplay): Promise<WebhookOutcome> {
     const adapter = this.adapter(pos);
     const spec = adapter.webhook;
     if (!spec) throw new NotFoundError(`${pos} has no webhooks; post its payloads to /v1/checkouts/${pos} and /v1/refunds/${pos}`, 'unknown_pos');
@@ -157,65 +218,59 @@ export class Ingest {
     const handshake = app.webhookSecret ? undefined : this.#handshake(adapter, raw, rawHeaders);
     if (handshake !== undefined) {
       this.logger.warn({ pos, verificationCode: handshake }, `${pos} webhook set-up handshake received: enter this code in ${pos}'s dashboard`);
-      return { pos, results: [{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }], inProgress: false };
+      return { pos, results: [{ key: 'handshake', action: 'ignored', reason: 'set-up handshake acknowledged' }], inProgress: false, kept: [] };
     }
     if (!replay) verifySignature(spec.signature, app, raw, headers, rawHeaders, this.clock());
     const results: WebhookResult[] = [];
-    let failure: { error: BridgeError; letter: DeadLetter } | undefined;
+    const kept: KeptLetter[] = [];
+    // Each failure's result goes where its action stands among the results (`at`), in the delivery's order.
+    const keep = async (merchantId: string | undefined, partRaw: Buffer, failures: (Failure & { at: number })[]) => {
+      const letter = await this.#keep(pos, merchantId, partRaw, headers, failures, replay);
+      kept.push(letter.kept);
+      for (let i = failures.length - 1; i >= 0; i--) results.splice(failures[i]!.at, 0, letter.results[i]!);
+    };
     let body: unknown;
     try {
       body = parseJsonBody(raw);
     } catch (error) {
-      if (!isUntranslatable(error)) throw error;
-      failure = { error, letter: await this.#deadLetter(pos, undefined, raw, headers, error) };
+      if (!isKept(error)) throw error;
+      await keep(replay?.merchantId, raw, [{ key: 'delivery', error, at: 0 }]);
+      return { pos, results, inProgress: true, kept };
     }
-    // A replay keeps the merchant its letter names; a letter kept for no known merchant is attributed
-    // again by the account the delivery names, so that it reaches a merchant created for it since.
-    const parts = failure ? [] : replay?.merchantId ? [{ account: undefined, body, merchantId: replay.merchantId }] : (spec.accounts?.(body, headers) ?? [{ body }]);
+    // A letter kept for no merchant is attributed again by the account it names: the merchant an
+    // operator has created for it since is found.
+    const parts = replay?.merchantId ? [{ account: undefined, body, merchantId: replay.merchantId }] : (spec.accounts?.(body, headers) ?? [{ body }]);
     for (const part of parts) {
       // A part of a batch (Clover) is kept on its own: its bytes are its JSON, not the delivery's.
       const partRaw = parts.length === 1 ? raw : Buffer.from(JSON.stringify(part.body));
       const known = 'merchantId' in part && part.merchantId ? await this.merchants.get(part.merchantId) : await this.merchants.byAccount(pos, part.account);
       if (!known || known.status === 'suspended') {
-        // Authentic, but nobody's to carry out: kept for an operator and answered 2xx, so the POS
-        // does not disable the subscription; nothing is sent upstream.
+        // Authentic, but nobody's to carry out: kept for an operator; nothing is sent upstream.
         const why = known ? new MerchantSuspendedError(known.id) : new UnknownMerchantError(pos, part.account);
-        // A replay is not a new delivery: its letter stays as it is, open, and the replay fails with the reason.
-        if (replay) throw why;
-        const letter = await this.#deadLetter(pos, known?.id, partRaw, headers, why);
-        this.logger.warn({ pos, merchantId: known?.id, deadLetterId: letter.id, reason: why.code }, 'webhook kept as a dead letter');
-        results.push({ key: part.account ?? 'delivery', action: 'dead_lettered', ...(known ? { merchantId: known.id } : {}), deadLetterId: letter.id, reason: why.message });
+        await keep(known?.id, partRaw, [{ key: part.account ?? 'delivery', error: why, at: results.length }]);
         continue;
       }
       // Each action is tried even when another fails: a bad one must not hold back the rest of a
       // batch (Clover, Loyverse). Those done are remembered, so a redelivery or replay skips them.
-      let partFailure: BridgeError | undefined;
+      const failures: (Failure & { at: number })[] = [];
       try {
         for (const action of spec.classify(part.body, headers)) {
           try {
             results.push(...(await this.#act(adapter, known, action)));
           } catch (error) {
-            if (!isUntranslatable(error)) throw error;
-            partFailure ??= error;
+            if (!isKept(error)) throw error;
+            failures.push({ key: action.key, error, at: results.length });
           }
         }
       } catch (error) {
-        if (!isUntranslatable(error)) throw error;
-        partFailure = error;
+        if (!isKept(error)) throw error;
+        failures.push({ key: part.account ?? 'delivery', error, at: results.length });
       }
-      if (partFailure) {
-        // Every failing part is kept (each its own merchant's); the answer names the first.
-        const letter = await this.#deadLetter(pos, known.id, partRaw, headers, partFailure);
-        failure ??= { error: partFailure, letter };
-      }
-    }
-    if (failure) {
-      const { error, letter } = failure;
-      this.logger.warn({ pos, merchantId: letter.merchantId, deadLetterId: letter.id, deliveries: letter.deliveries, reason: error.code }, 'webhook kept as a dead letter');
-      throw new DeadLetteredError(`could not carry out this ${pos} delivery: ${error.message}`, error.status, letter.id, error instanceof ValidationError ? error.issues : undefined);
+      // Every failing part is kept (each its own merchant's), as one letter for all its failures.
+      if (failures.length > 0) await keep(known.id, partRaw, failures);
     }
     const pending = results.some((r) => r.action === 'dead_lettered' || (r.status && !FINAL_STATUSES.has(r.status)));
-    return { pos, results, inProgress: pending };
+    return { pos, results, inProgress: pending, kept };
   }
 
   #handshake(adapter: PosAdapter, raw: Buffer, rawHeaders: string[]): string | undefined {
@@ -240,31 +295,86 @@ export class Ingest {
       for (const letter of items) {
         const kept = headersToKeep(letter.headers, this.adapters.get(letter.pos)?.webhook?.signature.header);
         if (Object.keys(kept).length === Object.keys(letter.headers).length) continue;
-        await this.store.saveDeadLetter({ ...letter, headers: kept });
+        await this.store.updateDeadLetter(letter.id, (current) => current && { ...current, headers: headersToKeep(current.headers, this.adapters.get(current.pos)?.webhook?.signature.header) });
         scrubbed++;
       }
       if (items.length < 500) return scrubbed;
     }
   }
 
+  /**
+   * An operator's replay: runs the letter again now, whatever its schedule. Refused (409) when it
+   * is resolved already, or another run holds it (the bridge's own, or another operator's).
+   */
   async replayDeadLetter(id: string): Promise<{ letter: DeadLetter; outcome?: WebhookOutcome; error?: string }> {
-    const letter = await this.store.getDeadLetter(id);
-    if (!letter) throw new NotFoundError(`no dead letter ${id}`);
-    const raw = Buffer.from(letter.body, letter.bodyEncoding);
-    const at = new Date().toISOString();
+    const run = await this.#run(id, 'operator');
+    if ('refused' in run) throw run.refused;
+    return run;
+  }
+
+  /** The bridge's own run of a letter due (dead-letter-retry.ts); `ran: false` when it was not due or another instance holds it. */
+  async retryDeadLetter(id: string): Promise<{ ran: boolean; resolved?: boolean }> {
+    const run = await this.#run(id, 'bridge');
+    return 'refused' in run ? { ran: false } : { ran: true, resolved: run.error === undefined };
+  }
+
+  /**
+   * Claims the letter, runs its delivery again and writes what came of it, giving the claim back.
+   * The claim is what keeps two instances (or the loop and an operator) from running one letter at
+   * once, and a resolved letter from being run again.
+   */
+  async #run(id: string, by: 'operator' | 'bridge'): Promise<{ refused: BridgeError } | { letter: DeadLetter; outcome?: WebhookOutcome; error?: string }> {
+    const claimedAtMs = this.clock().getTime();
+    const claim = { owner: this.deadLetters.owner, until: new Date(claimedAtMs + this.deadLetters.leaseMs).toISOString() };
+    let refused: BridgeError | undefined;
+    const claimed = await this.store.updateDeadLetter(id, (letter) => {
+      if (!letter) refused = new NotFoundError(`no dead letter ${id}`);
+      else if (letter.resolvedAt) refused = new ConflictError(`dead letter ${id} was resolved at ${letter.resolvedAt}: there is nothing to run again`, { deadLetterId: id });
+      else if (deadLetterHeld(letter, claimedAtMs)) {
+        const held = letter.retry!.claim!;
+        refused = new ConflictError(`dead letter ${id} is being run now (by ${held.owner}, held until ${held.until}); ask again once that run is written`, { deadLetterId: id });
+      } else if (by === 'bridge' && !isDueForRetry(letter, claimedAtMs)) refused = new ConflictError(`dead letter ${id} is not due for an automatic run`);
+      if (refused) return undefined;
+      return { ...letter!, retry: { ...(letter!.retry ?? { transient: false, attempts: 0 }), claim } };
+    });
+    if (refused || !claimed) return { refused: refused ?? new NotFoundError(`no dead letter ${id}`) };
+
+    const at = this.clock().toISOString();
+    let outcome: WebhookOutcome | undefined;
+    let failure: Omit<KeptLetter, 'letterId'> | undefined;
+    let thrown: unknown;
     try {
-      const outcome = await this.webhook(letter.pos, raw, letter.headers, [], { merchantId: letter.merchantId });
-      const resolved = { ...(await this.store.getDeadLetter(id))!, resolvedAt: at };
-      resolved.replays = [...resolved.replays, { at, outcome: `processed: ${outcome.results.map((r) => r.status ?? r.reason ?? r.action).join(', ')}` }];
-      await this.store.saveDeadLetter(resolved);
-      return { letter: resolved, outcome };
+      outcome = await this.webhook(claimed.pos, Buffer.from(claimed.body, claimed.bodyEncoding), claimed.headers, [], { merchantId: claimed.merchantId, letterId: id });
+      failure = outcome.kept.find((k) => k.letterId === id);
     } catch (error) {
-      if (!(error instanceof BridgeError)) throw error;
-      const failed = (await this.store.getDeadLetter(id))!;
-      failed.replays = [...failed.replays, { at, outcome: `failed: ${error.message}` }];
-      await this.store.saveDeadLetter(failed);
-      return { letter: failed, error: error.message };
+      thrown = error;
+      // Not a cause the letter can be kept for (the ledger failed, say): the bridge's own trouble,
+      // which passes; the run counts and the next is scheduled.
+      failure = { reason: error instanceof BridgeError ? error.message : `the run failed: ${(error as Error).message}`, transient: !(error instanceof BridgeError) };
     }
+    const doneMs = this.clock().getTime();
+    const written = await this.store.updateDeadLetter(id, (letter) => {
+      if (!letter) return undefined;
+      // Given back only if still ours: a run that outlived its lease may have been taken over.
+      const ours = letter.retry?.claim?.owner === claim.owner && letter.retry.claim.until === claim.until;
+      const stillHeld = !ours && letter.retry?.claim ? { claim: letter.retry.claim } : {};
+      const replays = [...letter.replays, { at, by, outcome: failure ? `failed: ${failure.reason}` : `processed: ${outcome!.results.map((r) => r.status ?? r.reason ?? r.action).join(', ')}` }];
+      if (!failure) {
+        return { ...letter, resolvedAt: at, replays, retry: { transient: letter.retry?.transient ?? false, attempts: (letter.retry?.attempts ?? 0) + (by === 'bridge' ? 1 : 0), ...stillHeld } };
+      }
+      const { issues: _previous, ...rest } = letter;
+      return {
+        ...rest,
+        reason: failure.reason,
+        ...(failure.issues?.length ? { issues: failure.issues } : {}),
+        replays,
+        retry: { ...retryAfterFailure(this.deadLetters, letter.retry, failure.transient, doneMs, by === 'bridge'), ...stillHeld },
+      };
+    });
+    if (thrown !== undefined && !(thrown instanceof BridgeError)) throw thrown;
+    if (failure) this.logger.warn({ deadLetterId: id, by, transient: failure.transient, nextAt: written?.retry?.nextAt }, 'dead letter run again: failed again');
+    else this.logger.info({ deadLetterId: id, by }, 'dead letter run again: resolved');
+    return { letter: written!, ...(outcome ? { outcome } : {}), ...(failure ? { error: failure.reason } : {}) };
   }
 
   async #act(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, depth = 0): Promise<WebhookResult[]> {
@@ -278,6 +388,7 @@ export class Ingest {
     if (action.kind === 'fetch') {
       if (depth >= MAX_FETCH_DEPTH) throw ValidationError.field('', 'the POS API kept answering with references instead of objects');
       const api = this.#api(adapter.name, merchant);
+      if (!api && action.withoutApi) return this.#act(adapter, merchant, { ...action.withoutApi(), key: action.key }, depth + 1);
       if (!api) throw new PosApiNotConfiguredError(adapter.name);
       const decided = action.decide(await action.fetch(api));
       const next = Array.isArray(decided) ? decided : [decided];
@@ -308,29 +419,67 @@ export class Ingest {
     return apis.get(pos);
   }
 
-  async #deadLetter(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, error: BridgeError): Promise<DeadLetter> {
-    // By POS, merchant and bytes: the POS redelivering it finds the same letter; two merchants' equal parts are two letters.
+  /**
+   * Keeps a part of a delivery that could not be carried out as a dead letter (one for all of the
+   * part's failures), or, run from a dead letter, names that letter: the run's caller writes what
+   * came of it. Answers the cause and a result per failure.
+   */
+  async #keep(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, failures: Failure[], replay: WebhookReplay | undefined): Promise<{ kept: KeptLetter; results: WebhookResult[] }> {
+    const errors = failures.map((f) => f.error);
+    // One transient failure is enough to run the part again: what went through is skipped then,
+    // and once only failures a person must fix are left, the letter waits for one.
+    const transient = errors.some(isTransient);
+    const reason = describeFailures(errors);
+    const issues = errors.flatMap((e) => (e instanceof ValidationError ? e.issues : [])).slice(0, 20);
+    const letter = replay ? { id: replay.letterId, retry: undefined } : await this.#deadLetter(pos, merchantId, raw, headers, reason, issues, transient);
+    const retryAt = letter.retry?.nextAt;
+    if (!replay) this.logger.warn({ pos, merchantId, deadLetterId: letter.id, transient, retryAt, reasons: failures.map((f) => f.error.code) }, 'webhook kept as a dead letter');
+    const ids = merchantId && merchantId !== DEFAULT_MERCHANT ? { merchantId } : {};
+    return {
+      kept: { letterId: letter.id, reason, ...(issues.length ? { issues } : {}), transient },
+      results: failures.map(({ key, error }) => ({
+        key,
+        action: 'dead_lettered' as const,
+        ...ids,
+        deadLetterId: letter.id,
+        reason: error.message,
+        ...(error instanceof ValidationError ? { issues: error.issues } : {}),
+        ...(retryAt && isTransient(error) ? { retryAt } : {}),
+      })),
+    };
+  }
+
+  async #deadLetter(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, reason: string, issues: FieldIssue[], transient: boolean): Promise<DeadLetter> {
+    // By POS, merchant and bytes: the POS delivering it again finds the same letter; two merchants' equal parts are two letters.
     const id = createHash('sha256').update(`${pos}\u0000${merchantId ?? ''}\u0000`).update(raw).digest('hex').slice(0, 24);
-    const now = new Date().toISOString();
-    const existing = await this.store.getDeadLetter(id);
+    const nowMs = this.clock().getTime();
+    const now = new Date(nowMs).toISOString();
     const text = raw.toString('utf8');
-    const letter: DeadLetter = existing
-      ? { ...existing, lastReceivedAt: now, deliveries: existing.deliveries + 1, reason: error.message }
-      : {
-          id,
-          pos,
-          ...(merchantId ? { merchantId } : {}),
-          receivedAt: now,
-          lastReceivedAt: now,
-          deliveries: 1,
-          reason: error.message,
-          ...(error instanceof ValidationError ? { issues: error.issues } : {}),
-          headers: headersToKeep(headers, this.adapters.get(pos)?.webhook?.signature.header),
-          // Kept as text when that is byte-exact and storable everywhere (PostgreSQL's jsonb refuses NUL).
-          ...(Buffer.from(text, 'utf8').equals(raw) && !text.includes('\u0000') ? { body: text, bodyEncoding: 'utf8' as const } : { body: raw.toString('base64'), bodyEncoding: 'base64' as const }),
-          replays: [],
-        };
-    await this.store.saveDeadLetter(letter);
-    return letter;
+    const letter = await this.store.updateDeadLetter(id, (existing) => {
+      if (existing) {
+        const { issues: _previous, ...rest } = existing;
+        // Delivered again: a schedule already running is kept (a repeat does not push it back);
+        // otherwise the new cause decides, and a run under way keeps its claim.
+        const held = existing.retry?.claim ? { claim: existing.retry.claim } : {};
+        const retry = transient && existing.retry?.nextAt ? existing.retry : { ...retryAfterFailure(this.deadLetters, existing.retry, transient, nowMs, false), ...held };
+        return { ...rest, lastReceivedAt: now, deliveries: existing.deliveries + 1, reason, ...(issues.length ? { issues } : {}), retry };
+      }
+      return {
+        id,
+        pos,
+        ...(merchantId ? { merchantId } : {}),
+        receivedAt: now,
+        lastReceivedAt: now,
+        deliveries: 1,
+        reason,
+        ...(issues.length ? { issues } : {}),
+        headers: headersToKeep(headers, this.adapters.get(pos)?.webhook?.signature.header),
+        // Kept as text when that is byte-exact and storable everywhere (PostgreSQL's jsonb refuses NUL).
+        ...(Buffer.from(text, 'utf8').equals(raw) && !text.includes('\u0000') ? { body: text, bodyEncoding: 'utf8' as const } : { body: raw.toString('base64'), bodyEncoding: 'base64' as const }),
+        replays: [],
+        retry: retryAfterFailure(this.deadLetters, undefined, transient, nowMs, false),
+      };
+    });
+    return letter!;
   }
 }

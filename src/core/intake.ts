@@ -4,15 +4,17 @@
  * background. The intent is in the ledger before anything is sent. A repeat (the same order, the
  * same refund id) answers what is recorded and sends nothing.
  */
-import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
+import { AccrualKeyHeldError, ConflictError, NotFoundError, ValidationError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { hasContact } from '../customer.js';
 import { DEFAULT_MERCHANT, isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord } from '../ledger/record.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import { proRataCents } from '../money.js';
 import { checkId, deriveTransactionId } from '../transaction-id.js';
 import type { CheckoutIntent, RefundIntent } from '../pos/contract.js';
 import { answerFor, type Answer } from './answer.js';
+import { majorUnits } from './remainder.js';
 import type { DeliveryService } from './delivery.js';
 import type { RecordWriter } from './record-writer.js';
 import { linkRemainder, newCheckout, newRefundOfUnknownOrder, noteChangedRepeat, requestPartialReversal, requestReversal, type RecordIds, type Transition, type TransitionOptions } from './transitions.js';
@@ -85,25 +87,29 @@ export class IntakeService {
     const rootId = deriveTransactionId(pos, intent.orderId, intent.scope);
     const { refundId } = intent;
     if (refundId !== undefined) checkId('refundId', refundId);
-    const partial = intent.amountCents !== undefined || intent.items !== undefined;
     // Earlier partial refunds moved what remains of the order to remainder records: act on the
     // last. If a remainder appears while this refund is applied, walk the chain again.
     for (let attempt = 0; attempt < 5; attempt++) {
       const chain = await chainOf(this.writer, ledgerKey(merchantId, rootId));
       const seen = refundId ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
       if (seen) return answerFor(this.writer.store, seen, true, refundId);
+      const measured: MeasuredRefund = intent.paidBack ? measureFromLedger(intent, intent.paidBack, chain) : intent;
+      const partial = measured.amountCents !== undefined || measured.items !== undefined;
       const current = chain.at(-1);
       if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
       const answer = partial
-        ? await this.#partialReversal(keyOf(current!), refundId!, intent)
-        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId);
+        ? await this.#partialReversal(keyOf(current!), refundId!, measured)
+        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note);
       if (answer !== MOVED) return answer;
     }
     throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
   }
 
-  /** A full reversal of `ids.transactionId` (a refund, or an operator's /reverse); MOVED when a remainder holds the order now. */
-  async reversal(ids: RecordIds, refundId: string | undefined): Promise<Answer | typeof MOVED> {
+  /**
+   * A full reversal of `ids.transactionId` (a refund, or an operator's /reverse); MOVED when a
+   * remainder holds the order now. `note`: how the refund was measured, kept in the record's history.
+   */
+  async reversal(ids: RecordIds, refundId: string | undefined, note?: string): Promise<Answer | typeof MOVED> {
     const key = ledgerKey(ids.merchantId, ids.transactionId);
     const unknown = await this.writer.locked(key, async () => {
       if (await this.writer.store.get(key)) return undefined;
@@ -119,19 +125,19 @@ export class IntakeService {
       if (moved) return moved === true ? undefined : moved;
       const transition = requestReversal(r, refundId, this.writer.now());
       if (!transition) decided.result = 'repeat';
-      return transition;
+      return withNote(transition, note);
     });
     if (decided.result === 'moved') return MOVED;
     return this.#deliverRefund(ids.pos, record, decided.result === 'repeat', refundId);
   }
 
-  async #partialReversal(key: string, refundId: string, intent: RefundIntent): Promise<Answer | typeof MOVED> {
+  async #partialReversal(key: string, refundId: string, intent: MeasuredRefund): Promise<Answer | typeof MOVED> {
     const decided = { moved: false };
     const record = await this.writer.change(key, async (r) => {
       const holds = await this.#remainderHolds(r);
       decided.moved = Boolean(holds);
       if (holds) return holds === true ? undefined : holds;
-      return requestPartialReversal(r, refundId, intent, this.writer.now(), this.options);
+      return withNote(requestPartialReversal(r, refundId, intent, this.writer.now(), this.options), intent.note);
     });
     if (decided.moved) return MOVED;
     return this.#deliverRefund(record.pos, record, false, refundId);
@@ -156,6 +162,52 @@ export class IntakeService {
     this.metrics.refunds.inc({ pos, result: repeat ? 'repeat' : delivered.status, ...this.metrics.merchant(merchantOf(record)) });
     return answerFor(this.writer.store, delivered, repeat, refundId);
   }
+}
+
+/** A refund as the core carries it out: its amount and/or lines, and how it was measured when the ledger measured it. */
+type MeasuredRefund = Pick<RefundIntent, 'amountCents' | 'items'> & { note?: string };
+
+/** The transition with `note` added to the history event it writes. */
+function withNote<T extends Transition | undefined>(transition: T, note: string | undefined): T {
+  if (!transition || !note) return transition;
+  return { ...transition, event: transition.event ? `${transition.event} (${note})` : note };
+}
+
+/**
+ * A refund that states only the money given back, tax and tip included (`paidBack`), measured
+ * against the order as the ledger recorded it (`chain`: the original record, then the remainders of
+ * earlier partial refunds). All that was paid, the original Check + tax + tip, is a full refund.
+ * Less is a partial refund of that share of the original Check, tax and tip excluded like every
+ * refund: `proRataCents(paid back, paid, Check)`, rounded once, half away from zero. Each earlier
+ * partial refund so measured may have rounded up by half a cent, so a refund that would take up to
+ * that many cents more than remains is the rest of the payment: what remains, in full.
+ */
+function measureFromLedger(intent: RefundIntent, paidBack: NonNullable<RefundIntent['paidBack']>, chain: LedgerRecord[]): MeasuredRefund {
+  const root = chain[0];
+  if (!root) throw new NotFoundError(`no order ${intent.orderId} in the ledger to measure this refund against: ${paidBack.unknownOrder}`, 'unknown_order');
+  const check = root.accrual.check;
+  // Recorded by a refund of an order the ledger never saw: no Check, and the order is reversed already.
+  if (!check) return { note: `${paidBack.note}: the order was recorded without its sale, so the refund is taken as full` };
+  if (paidBack.currency !== check.currency) {
+    throw ValidationError.field('currency', `the refund is in ${paidBack.currency}, but order ${intent.orderId} was recorded in ${check.currency}`);
+  }
+  const paid = check.amount + (check.taxAmount ?? 0) + (check.tipAmount ?? 0);
+  const money = (cents: number) => `${majorUnits(cents, check.currency)} ${check.currency}`;
+  const basis = `${money(paidBack.cents)} given back of the ${money(paid)} paid (Check ${money(check.amount)}, tax ${money(check.taxAmount ?? 0)}, tip ${money(check.tipAmount ?? 0)} as recorded)`;
+  if (paidBack.cents === paid) return { note: `${paidBack.note}: ${basis}, all of it: a full refund` };
+  if (paidBack.cents > paid) {
+    throw new ConflictError(`refund of ${money(paidBack.cents)} is more than the ${money(paid)} paid for order ${intent.orderId} (its Check, tax and tip as recorded)`, { orderId: intent.orderId, paidCents: paid, paidBackCents: paidBack.cents });
+  }
+  let amountCents = proRataCents(paidBack.cents, paid, check.amount, 'refund');
+  if (amountCents === 0) throw ValidationError.field('refund', `${basis} is less than half a cent of the Check once tax and tip are taken out pro rata: nothing to reverse`);
+  const current = chain.at(-1)!;
+  const remaining = current.reversal.partial?.remainderCheck.amount ?? (current.accrual.check?.amount ?? 0) - (current.reversal.partialRefundedCents ?? 0);
+  let rest = '';
+  if (amountCents > remaining && amountCents - remaining <= chain.length - 1) {
+    rest = ` (${amountCents - remaining} cent${amountCents - remaining === 1 ? '' : 's'} over what remains, from earlier refunds rounded up: the rest of the payment)`;
+    amountCents = remaining;
+  }
+  return { amountCents, note: `${paidBack.note}: ${basis}, so ${amountCents} cents of the ${check.amount}-cent Check, pro rata, rounded half away from zero${rest}` };
 }
 
 /** The order's original record (by ledger key) followed by the remainders of its partial refunds, in order. */

@@ -49,11 +49,11 @@ export const ErrorEnvelope = z
     error: z.object({
       code: z.string().meta({
         description:
-          'invalid_payload, invalid_path, invalid_body, invalid_body_encoding, request_aborted (400); unauthorized (401); not_found, unknown_pos, unknown_order (404); conflict, refund_exceeds_remainder (409); payload_too_large (413); unsupported_media_type (415); dead_lettered (the status of the failure that dead-lettered a webhook); pos_api_not_configured (422); internal (500); pos_api_failed (502); overloaded (503).',
+          'invalid_payload, invalid_path, invalid_body, invalid_body_encoding, request_aborted (400); unauthorized (401); not_found, unknown_pos, unknown_order (404); conflict, refund_exceeds_remainder (409); payload_too_large (413); unsupported_media_type (415); pos_api_not_configured (422); internal (500); pos_api_failed (502: a direct post needing the POS API, which failed); overloaded (503). A webhook is never answered with these for what it carries: what the bridge cannot carry out is kept as a dead letter and answered 202 (WebhookResult dead_lettered).',
       }),
       message: z.string(),
-      issues: z.array(FieldIssue).optional().meta({ description: 'invalid_payload and dead_lettered: each field and why, at most 20 listed, the rest counted.' }),
-      deadLetterId: z.string().optional().meta({ description: 'dead_lettered: the dead letter that keeps the delivery for an operator.' }),
+      issues: z.array(FieldIssue).optional().meta({ description: 'invalid_payload: each field and why, at most 20 listed, the rest counted.' }),
+      deadLetterId: z.string().optional().meta({ description: 'conflict from a dead-letter replay: the letter (resolved already, or being run now).' }),
       limitBytes: z.number().int().optional().meta({ description: 'payload_too_large: the limit.' }),
       reason: z.string().optional().meta({ description: 'overloaded: why (in_flight).' }),
       retryAfterSeconds: z.number().int().optional().meta({ description: 'overloaded: as the Retry-After header.' }),
@@ -164,10 +164,32 @@ export const DeadLetter = z
     headers: z.record(z.string(), z.string()).meta({ description: 'The headers processing reads (event type, ids); never credentials or signatures.' }),
     body: z.string().meta({ description: 'The delivery, byte for byte: UTF-8 text, or base64 when it is not.' }),
     bodyEncoding: z.enum(['utf8', 'base64']),
-    replays: z.array(z.object({ at: timestamp, outcome: z.string() })),
-    resolvedAt: timestamp.optional().meta({ description: 'Set when a replay went through.' }),
+    replays: z
+      .array(
+        z.object({
+          at: timestamp,
+          outcome: z.string().meta({ description: 'processed: what each event came to; or failed: why.' }),
+          by: z.enum(['operator', 'bridge']).optional().meta({ description: "Who ran it: an operator's replay, or the bridge by itself (a transient cause)." }),
+        }),
+      )
+      .meta({ description: 'Every run since it was kept, oldest first.' }),
+    resolvedAt: timestamp.optional().meta({ description: 'Set when a run went through; a resolved letter is never run again.' }),
+    retry: z
+      .object({
+        transient: z
+          .boolean()
+          .meta({ description: "The latest cause may pass by itself (the POS API timed out, or answered 5xx or 429): the bridge runs the letter again on its own. False: a person must act (missing configuration such as an access token, an unknown or suspended merchant, a payload that cannot be translated), then replay it." }),
+        attempts: z.number().int().meta({ description: 'Automatic runs made so far (DEAD_LETTER_RETRY_MAX_ATTEMPTS at most; then it waits for an operator).' }),
+        nextAt: timestamp.optional().meta({ description: 'When the bridge runs it again by itself, after 1, 2, 5, 10, 30, 60, 120, 240 × DEAD_LETTER_RETRY_BASE_MS; absent when it will not (it waits for an operator, or is resolved).' }),
+        claim: z
+          .object({ owner: z.string().meta({ description: 'The bridge instance running it.' }), until: timestamp })
+          .optional()
+          .meta({ description: 'A run under way: no other instance or replay runs it until it is written, or until this time.' }),
+      })
+      .optional()
+      .meta({ description: 'Who moves it on: absent on letters kept before the bridge ran any by itself (an operator).' }),
   })
-  .meta({ description: 'An authentic webhook delivery the bridge could not carry out, kept whole for an operator.' });
+  .meta({ description: 'An authentic webhook delivery the bridge could not carry out, kept whole: run again by the bridge when the cause is transient, otherwise by an operator.' });
 export type DeadLetter = z.infer<typeof DeadLetter>;
 
 export const DeadLetterList = z.object({ items: z.array(DeadLetter), ...page }).meta({ description: 'Dead letters, newest first.' });
@@ -177,20 +199,24 @@ export const WebhookResult = z.object({
   key: z.string().meta({ description: "The POS's identity of the event or object: a delivery with a key already done is a duplicate." }),
   action: z.enum(['checkout', 'refund', 'ignored', 'dead_lettered']),
   merchantId: z.string().optional().meta({ description: 'The merchant the event was for, when not the default one.' }),
-  deadLetterId: z.string().optional().meta({ description: 'dead_lettered (no merchant known for it, or a suspended one): the letter kept.' }),
+  deadLetterId: z.string().optional().meta({ description: 'dead_lettered: the letter that keeps the delivery (see /v1/admin/dead-letters/{id}).' }),
   duplicate: z.boolean().optional(),
   reason: z.string().optional().meta({ description: 'ignored, dead_lettered: why.' }),
+  issues: z.array(FieldIssue).optional().meta({ description: 'dead_lettered for a payload that cannot be translated: each field and why.' }),
+  retryAt: timestamp.optional().meta({ description: 'dead_lettered with a transient cause (the POS API timed out or answered 5xx/429): when the bridge runs it again by itself. Absent: it waits for an operator.' }),
   transactionId: z.string().optional(),
   status: LedgerStatus.optional(),
 });
 
-export const WebhookAnswer = z.object({ pos: z.string(), results: z.array(WebhookResult) }).meta({ description: 'What the bridge did with each event of one delivery.' });
+export const WebhookAnswer = z
+  .object({ pos: z.string(), results: z.array(WebhookResult) })
+  .meta({ description: 'What the bridge did with each event of one delivery; events it could not carry out are dead_lettered, each naming the dead letter that keeps it.' });
 export type WebhookAnswer = z.infer<typeof WebhookAnswer>;
 
 export const ReplayAnswer = z
   .object({
     deadLetter: DeadLetter,
-    results: z.array(WebhookResult).optional().meta({ description: 'When the replay went through.' }),
+    results: z.array(WebhookResult).optional().meta({ description: 'What each event of the delivery came to this time (dead_lettered: failed again).' }),
     error: z.string().optional().meta({ description: 'When it failed again: why (the dead letter keeps it among its replays).' }),
   })
   .meta({ description: 'A dead letter run through again.' });

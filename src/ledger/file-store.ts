@@ -45,7 +45,7 @@ import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './priva
 import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
 import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
-import type { DeadLetter, DeadLetterQuery, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
+import { deadLetterDueAtMs, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 const FORMAT_VERSION = 2;
 
@@ -137,7 +137,8 @@ export class FileLedgerStore implements LedgerStore {
   readonly #cache = new Map<string, LedgerRecord>();
   readonly #webhookEvents = new Map<string, { at: number; location: Location }>();
   readonly #liveBytes = new Map<number, number>();
-  readonly #deadLetters = new Map<string, { receivedAtMs: number; pos: string; open: boolean; merchantId?: string }>();
+  /** Every dead letter's listing fields (`dueAtMs`: `deadLetterDueAtMs`); the letters themselves stay on disk. */
+  readonly #deadLetters = new Map<string, DeadLetterEntry>();
   readonly #locks = new KeyedMutex();
   /** Damaged segments not compacted away yet: never compacted before `compactDamaged`. */
   readonly #damaged = new Set<number>();
@@ -413,11 +414,31 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   async saveDeadLetter(letter: DeadLetter): Promise<void> {
-    await this.#locks.run(`dead-letter:${letter.id}`, async () => {
-      const db = new Low<DeadLetter>(new PrivateJSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
-      await this.#writingFile(() => db.write());
-      this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, merchantId: letter.merchantId });
+    await this.#locks.run(`dead-letter:${letter.id}`, () => this.#writeDeadLetter(letter));
+  }
+
+  async #writeDeadLetter(letter: DeadLetter): Promise<void> {
+    const db = new Low<DeadLetter>(new PrivateJSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
+    await this.#writingFile(() => db.write());
+    this.#deadLetters.set(letter.id, deadLetterEntry(letter));
+  }
+
+  async updateDeadLetter(id: string, change: (current: DeadLetter | undefined) => DeadLetter | undefined): Promise<DeadLetter | undefined> {
+    // One process owns the ledger (the lock file), so the per-letter mutex is all the exclusion there is to have.
+    return this.#locks.run(`dead-letter:${id}`, async () => {
+      const next = change(await this.getDeadLetter(id));
+      if (next) await this.#writeDeadLetter({ ...next, id });
+      return this.getDeadLetter(id);
     });
+  }
+
+  async listDueDeadLetters(query: { nowMs: number; limit: number }): Promise<DeadLetter[]> {
+    const due = [...this.#deadLetters.entries()]
+      .filter((e): e is [string, DeadLetterEntry & { dueAtMs: number }] => e[1].dueAtMs !== undefined && e[1].dueAtMs <= query.nowMs)
+      .sort(([a, x], [b, y]) => x.dueAtMs - y.dueAtMs || (a < b ? -1 : 1))
+      .slice(0, query.limit);
+    const letters = await Promise.all(due.map(([id]) => this.getDeadLetter(id)));
+    return letters.filter((l): l is DeadLetter => l !== undefined);
   }
 
   async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
@@ -430,6 +451,7 @@ export class FileLedgerStore implements LedgerStore {
   async listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }> {
     const matching = [...this.#deadLetters.entries()]
       .filter(([, e]) => (!query.pos || e.pos === query.pos) && (query.open === undefined || e.open === query.open) && (!query.merchantId || e.merchantId === query.merchantId))
+      .filter(([, e]) => !query.awaiting || (e.open && (e.dueAtMs !== undefined) === (query.awaiting === 'bridge')))
       .sort(([a, x], [b, y]) => y.receivedAtMs - x.receivedAtMs || (a < b ? 1 : -1));
     const items = await Promise.all(matching.slice(query.offset, query.offset + query.limit).map(([id]) => this.getDeadLetter(id)));
     return { items: items.filter((l): l is DeadLetter => l !== undefined), total: matching.length };
@@ -727,7 +749,7 @@ export class FileLedgerStore implements LedgerStore {
     for (const file of files) await makePrivate(join(this.deadLettersDir, file), PRIVATE_FILE);
     for (const file of files.filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
       const letter = JSON.parse(await readFile(join(this.deadLettersDir, file), 'utf8')) as DeadLetter;
-      this.#deadLetters.set(letter.id, { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, merchantId: letter.merchantId });
+      this.#deadLetters.set(letter.id, deadLetterEntry(letter));
     }
   }
 }
@@ -755,6 +777,19 @@ function isLineHeader(h: unknown): h is LineHeader {
     (x.ak === undefined || (Array.isArray(x.ak) && x.ak.every((key) => typeof key === 'string'))) &&
     (x.ua === undefined || typeof x.ua === 'number')
   );
+}
+
+interface DeadLetterEntry {
+  receivedAtMs: number;
+  pos: string;
+  open: boolean;
+  merchantId?: string;
+  dueAtMs?: number;
+}
+
+function deadLetterEntry(letter: DeadLetter): DeadLetterEntry {
+  const dueAtMs = deadLetterDueAtMs(letter);
+  return { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, ...(letter.merchantId ? { merchantId: letter.merchantId } : {}), ...(dueAtMs !== undefined ? { dueAtMs } : {}) };
 }
 
 /** Oldest first by createdAt, ties by id: `listOpen`'s order, the same before and after a restart. */

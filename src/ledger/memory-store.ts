@@ -9,7 +9,7 @@ import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../err
 import { dueOf } from '../core/transitions.js';
 import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import type { DeadLetter, DeadLetterQuery, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
+import { deadLetterDueAtMs, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
 export interface MemoryLedgerState {
@@ -137,8 +137,27 @@ export class MemoryLedgerStore implements LedgerStore {
   async listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }> {
     const matching = [...this.state.deadLetters.values()]
       .filter((l) => (!query.pos || l.pos === query.pos) && (query.open === undefined || !l.resolvedAt === query.open) && (!query.merchantId || l.merchantId === query.merchantId))
+      .filter((l) => !query.awaiting || (!l.resolvedAt && (deadLetterDueAtMs(l) !== undefined) === (query.awaiting === 'bridge')))
       .sort((a, b) => Date.parse(b.receivedAt) - Date.parse(a.receivedAt) || (a.id < b.id ? 1 : -1));
     return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
+  }
+
+  async updateDeadLetter(id: string, change: (current: DeadLetter | undefined) => DeadLetter | undefined): Promise<DeadLetter | undefined> {
+    // Nothing awaits between the read and the write: no other writer can come between them.
+    const current = this.state.deadLetters.get(id);
+    const next = change(current && copy(current));
+    if (next) this.state.deadLetters.set(id, copy({ ...next, id }));
+    const stored = this.state.deadLetters.get(id);
+    return stored && copy(stored);
+  }
+
+  async listDueDeadLetters(query: { nowMs: number; limit: number }): Promise<DeadLetter[]> {
+    return [...this.state.deadLetters.values()]
+      .map((letter) => ({ letter, due: deadLetterDueAtMs(letter) }))
+      .filter((l): l is { letter: DeadLetter; due: number } => l.due !== undefined && l.due <= query.nowMs)
+      .sort((a, b) => a.due - b.due || (a.letter.id < b.letter.id ? -1 : 1))
+      .slice(0, query.limit)
+      .map((l) => copy(l.letter));
   }
 
   async saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {

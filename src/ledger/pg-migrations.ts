@@ -376,4 +376,15 @@ ALTER TABLE ledger_dead_letters ADD COLUMN merchant_id text;
 CREATE INDEX ledger_dead_letters_merchant ON ledger_dead_letters (merchant_id, received_at DESC);
 `,
   },
+  {
+    version: 6,
+    name: 'dead letters retried by the bridge',
+    sql: `
+-- When the bridge runs an open dead letter again by itself (store.ts deadLetterDueAtMs: its retry's
+-- nextAt, or the end of the claim of the instance running it); null when it never will (resolved,
+-- or waiting for a person). Letters kept before this version wait for a person: null is right.
+ALTER TABLE ledger_dead_letters ADD COLUMN due_at timestamptz;
+CREATE INDEX ledger_dead_letters_due ON ledger_dead_letters (due_at) WHERE NOT resolved AND due_at IS NOT NULL;
+`,
+  },
 ];

@@ -13,9 +13,11 @@ import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../err
 import { accrualKeyColumns, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord } from './record.js';
-import type { DeadLetter, DeadLetterQuery, DueQuery, LedgerStore, ListQuery, OpenClaim, OpenCursor } from './store.js';
+import { deadLetterDueAtMs, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
+/** 'LBDL': the class of the advisory locks that make each dead letter's read-change-write one step (`updateDeadLetter`). */
+const DEAD_LETTER_LOCK = 0x4c42_444c;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Records per transaction in `importRecords`. */
 const IMPORT_BATCH = 500;
@@ -480,11 +482,38 @@ export class PostgresLedgerStore implements LedgerStore {
   }
 
   async saveDeadLetter(letter: DeadLetter): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO ledger_dead_letters (id, pos, received_at, resolved, letter, merchant_id) VALUES ($1, $2, $3, $4, $5, $6)
-       ON CONFLICT (id) DO UPDATE SET resolved = EXCLUDED.resolved, letter = EXCLUDED.letter, merchant_id = EXCLUDED.merchant_id`,
-      [letter.id, letter.pos, letter.receivedAt, Boolean(letter.resolvedAt), jsonb(letter), letter.merchantId ?? null],
+    await this.#saveDeadLetter(letter, this.pool);
+  }
+
+  async #saveDeadLetter(letter: DeadLetter, client: pg.Pool | pg.PoolClient): Promise<void> {
+    const dueAt = deadLetterDueAtMs(letter);
+    await client.query(
+      `INSERT INTO ledger_dead_letters (id, pos, received_at, resolved, letter, merchant_id, due_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (id) DO UPDATE SET resolved = EXCLUDED.resolved, letter = EXCLUDED.letter, merchant_id = EXCLUDED.merchant_id, due_at = EXCLUDED.due_at`,
+      [letter.id, letter.pos, letter.receivedAt, Boolean(letter.resolvedAt), jsonb(letter), letter.merchantId ?? null, dueAt === undefined ? null : new Date(dueAt).toISOString()],
     );
+  }
+
+  async updateDeadLetter(id: string, change: (current: DeadLetter | undefined) => DeadLetter | undefined): Promise<DeadLetter | undefined> {
+    return inTransaction(this.pool, async (client) => {
+      // A transaction-scoped advisory lock on the id, not FOR UPDATE: it also holds for a letter
+      // not written yet, so two instances keeping the same delivery at once count it twice, not once.
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [DEAD_LETTER_LOCK, id]);
+      const current = (await client.query<{ letter: DeadLetter }>('SELECT letter FROM ledger_dead_letters WHERE id = $1', [id])).rows[0]?.letter;
+      const next = change(current);
+      if (!next) return current;
+      const stored = { ...next, id };
+      await this.#saveDeadLetter(stored, client);
+      return JSON.parse(jsonb(stored)) as DeadLetter;
+    });
+  }
+
+  async listDueDeadLetters(query: { nowMs: number; limit: number }): Promise<DeadLetter[]> {
+    const { rows } = await this.pool.query<{ letter: DeadLetter }>('SELECT letter FROM ledger_dead_letters WHERE NOT resolved AND due_at <= $1 ORDER BY due_at, id LIMIT $2', [
+      new Date(query.nowMs).toISOString(),
+      query.limit,
+    ]);
+    return rows.map((r) => r.letter);
   }
 
   async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
@@ -497,6 +526,7 @@ export class PostgresLedgerStore implements LedgerStore {
     if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
     if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
     if (query.open !== undefined) where.push(`resolved = $${params.push(!query.open)}`);
+    if (query.awaiting) where.push(`NOT resolved AND due_at IS ${query.awaiting === 'bridge' ? 'NOT ' : ''}NULL`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const total = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_dead_letters ${filter}`, params)).rows[0]!.n);
     const { rows } = await this.pool.query<{ letter: DeadLetter }>(

@@ -40,15 +40,63 @@ export interface DeadLetter {
   headers: Record<string, string>;
   body: string;
   bodyEncoding: 'utf8' | 'base64';
-  replays: { at: string; outcome: string }[];
+  /** Each run since it was kept: an operator's replay or the bridge's own run (`by`; absent on runs from before the bridge ran any). */
+  replays: { at: string; outcome: string; by?: 'operator' | 'bridge' }[];
   /** Set when a replay went through. */
   resolvedAt?: string;
+  /** Who moves it on: the bridge by itself, or a person. Absent on letters kept before the bridge retried any: a person's. */
+  retry?: DeadLetterRetry;
+}
+
+/**
+ * A dead letter's retry state. A transient cause (the POS API timed out, or answered 5xx or 429,
+ * when the bridge fetched what the delivery names) passes by itself: the bridge runs the letter
+ * again on its schedule, `attempts` times at most, then leaves it to a person. Any other cause
+ * (missing configuration, an unknown or suspended merchant, a payload it cannot translate) needs a
+ * person from the start: no `nextAt`.
+ */
+export interface DeadLetterRetry {
+  transient: boolean;
+  /** Automatic runs made so far. */
+  attempts: number;
+  /** When the next automatic run is due; absent when the bridge will not run it by itself. */
+  nextAt?: string;
+  /**
+   * The bridge instance running it now (an automatic run or an operator's replay), and until when it
+   * holds it: no other instance runs it meanwhile. A claim past `until` was left by an instance
+   * that stopped; it no longer holds anything.
+   */
+  claim?: { owner: string; until: string };
+}
+
+/**
+ * When the bridge should look at the letter next, by itself: its `nextAt`, or the end of a claim
+ * that holds it past that (an instance that stopped mid-run leaves its letter to others once the
+ * claim ends). Undefined when it never will: resolved, or waiting for a person. The one rule every
+ * store orders and filters letters by.
+ */
+export function deadLetterDueAtMs(letter: Pick<DeadLetter, 'resolvedAt' | 'retry'>): number | undefined {
+  const next = letter.retry?.nextAt;
+  if (letter.resolvedAt || !next) return undefined;
+  const claimedUntil = letter.retry?.claim ? Date.parse(letter.retry.claim.until) : Number.NEGATIVE_INFINITY;
+  return Math.max(Date.parse(next), claimedUntil);
+}
+
+/** True while another run holds the letter (its claim has not ended by `nowMs`). */
+export function deadLetterHeld(letter: Pick<DeadLetter, 'retry'>, nowMs: number): boolean {
+  const claim = letter.retry?.claim;
+  return Boolean(claim && Date.parse(claim.until) > nowMs);
 }
 
 export interface DeadLetterQuery {
   pos?: string;
   open?: boolean;
   merchantId?: string;
+  /**
+   * Open letters only: `bridge`, those the bridge will run again by itself (`deadLetterDueAtMs`
+   * defined); `operator`, those waiting for a person.
+   */
+  awaiting?: 'bridge' | 'operator';
   offset: number;
   limit: number;
 }
@@ -158,4 +206,14 @@ export interface LedgerStore {
   getDeadLetter(id: string): Promise<DeadLetter | undefined>;
   /** Newest first; `open` = not resolved by a replay; `merchantId` = that merchant's letters only. */
   listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }>;
+  /**
+   * Reads the letter `id` (undefined when there is none), hands it to `change`, and stores what
+   * `change` answers, as one step no other writer of that letter can come between, in this process
+   * or another instance on the same store: how a claim is taken and how a run's outcome is written
+   * without losing a delivery counted meanwhile. `change` answering undefined writes nothing.
+   * Answers the letter as stored afterwards.
+   */
+  updateDeadLetter(id: string, change: (current: DeadLetter | undefined) => DeadLetter | undefined): Promise<DeadLetter | undefined>;
+  /** Open letters due for an automatic run by `nowMs` (`deadLetterDueAtMs`), earliest first, at most `limit`. */
+  listDueDeadLetters(query: { nowMs: number; limit: number }): Promise<DeadLetter[]>;
 }

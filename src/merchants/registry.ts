@@ -59,6 +59,7 @@ export class MerchantRegistry {
   readonly #byId = new Map<string, Cached<{ stored: StoredMerchant; active: ActiveMerchant } | undefined>>();
   readonly #idByToken = new Map<string, Cached<string | undefined>>();
   readonly #idByAccount = new Map<string, Cached<string | undefined>>();
+  readonly #onlyAccount = new Map<string, Cached<string | undefined>>();
   #anyCreated?: Cached<boolean>;
   readonly #now: () => number;
   readonly #defaultPosTokenHash?: string;
@@ -116,6 +117,25 @@ export class MerchantRegistry {
     return (await this.anyCreated()) ? undefined : this.default;
   }
 
+  /**
+   * The one account configured on this POS across the bridge (the default merchant's variable, e.g.
+   * CLOVER_MERCHANT_ID, and every created merchant's), or undefined when there is none or there are
+   * several. Merchants are few, and the answer is cached like every lookup here.
+   */
+  async onlyAccount(pos: string): Promise<string | undefined> {
+    return this.#cached(this.#onlyAccount, pos, async () => {
+      const found = new Map<string, string>();
+      const add = (account: string | undefined) => account && found.set(accountKey(pos, account), account);
+      add(this.default.pos[pos]?.account);
+      for (let offset = 0; found.size < 2; offset += 100) {
+        const { items } = await this.options.store.listMerchants({ offset, limit: 100 });
+        for (const merchant of items) add(merchant.pos[pos]?.account);
+        if (items.length < 100) break;
+      }
+      return found.size === 1 ? [...found.values()][0] : undefined;
+    });
+  }
+
   /** The core's view (UpstreamDirectory): a merchant's calls and history; undefined for one not known. */
   async upstreamOf(merchantId: string): Promise<{ calls: LoyaltyClient; verifier: HistoryVerifier; suspended: boolean } | undefined> {
     const merchant = await this.get(merchantId).catch((error: unknown) => {
@@ -143,6 +163,7 @@ export class MerchantRegistry {
     else this.#byId.clear();
     this.#idByToken.clear();
     this.#idByAccount.clear();
+    this.#onlyAccount.clear();
     this.#anyCreated = undefined;
   }
 

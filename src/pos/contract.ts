@@ -26,6 +26,12 @@ export interface PosSettings {
 export interface AdapterContext {
   defaultCurrency: string;
   defaultPhoneRegion: string;
+  /**
+   * For a direct post: the posting merchant's account on this POS where one is bound (e.g.
+   * CLOVER_MERCHANT_ID, a merchant's pos.clover.merchantId), else the only one the bridge has
+   * configured on it. It names the merchant scope of a payload that names none (a Clover refund).
+   */
+  posAccount?: string;
 }
 
 export interface CheckoutIntent {
@@ -52,6 +58,20 @@ export interface RefundIntent {
   /** Partial refunds name the refunded amount (cents, tax and tip excluded) and/or lines. */
   amountCents?: number;
   items?: RefundLine[];
+  /**
+   * Instead of an amount: the money given back as the POS states it, tax and tip included, where the
+   * POS does not say (and its API cannot be asked) which part of it was the purchase. The core
+   * measures it against the order as the ledger recorded it: all that was paid (Check + tax + tip)
+   * is a full refund; less is that share of the Check (`proRataCents`), noted on the record.
+   */
+  paidBack?: {
+    cents: number;
+    currency: string;
+    /** How it was measured, for the record's history (e.g. "measured without the return order"). */
+    note: string;
+    /** What to do when the ledger does not know the order (so there is nothing to measure against). */
+    unknownOrder: string;
+  };
 }
 
 /** Reads the POS's own API with its access token (GET, JSON). */
@@ -92,8 +112,12 @@ export interface ReplayWindow {
 export type WebhookAction =
   | { kind: 'checkout'; key: string; payload: unknown }
   | { kind: 'refund'; key: string; payload: unknown }
-  /** Id-only events: fetch the object from the POS's API, then decide what it is. */
-  | { kind: 'fetch'; key: string; fetch(api: PosApi): Promise<unknown>; decide(fetched: unknown): WebhookAction | WebhookAction[] }
+  /**
+   * Id-only events: fetch the object from the POS's API, then decide what it is. `withoutApi`: what
+   * to do instead when the POS's access token is not set (absent: the event waits for one, as a dead
+   * letter). Not used when the API fails: that passes, and the exact answer is worth waiting for.
+   */
+  | { kind: 'fetch'; key: string; fetch(api: PosApi): Promise<unknown>; decide(fetched: unknown): WebhookAction | WebhookAction[]; withoutApi?(): WebhookAction }
   | { kind: 'ignored'; key: string; reason: string };
 
 /** One merchant's part of a webhook delivery. */
@@ -142,5 +166,11 @@ export interface PosAdapter {
   parseRefund(body: unknown, context: AdapterContext): RefundIntent;
   /** Contact details of `customerRef` from the POS's API (used only when its access token is set). */
   fetchCustomer?(customerRef: string, api: PosApi, context: AdapterContext): Promise<Customer>;
+  /**
+   * A refund posted directly that names, rather than carries, what measures it (a Square
+   * PaymentRefund without its return order): how to read that from the POS's API and the payload it
+   * makes, used when the access token is set. Undefined for a refund that is complete as it is.
+   */
+  refundFetch?(body: unknown): { fetch(api: PosApi): Promise<unknown>; payload(fetched: unknown): unknown } | undefined;
   webhook?: WebhookSpec;
 }

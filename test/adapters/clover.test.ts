@@ -406,6 +406,16 @@ describe('Clover refunds', () => {
     expect(cloverAdapter.parseRefund({ refund: refund() }, context)).toEqual({ orderId: ORDER, scope: M, refundId: 'REFUND1', amountCents: 500 });
   });
 
+  it("a bare refund naming no merchant is in the posting merchant's Clover account (context.posAccount), upper-cased; one that names its merchant keeps it", () => {
+    const bare = refund({ merchant: undefined });
+    expect(cloverAdapter.parseRefund(bare, { ...context, posAccount: M.toLowerCase() })).toEqual({ orderId: ORDER, scope: M, refundId: 'REFUND1', amountCents: 500 });
+    expect(cloverAdapter.parseRefund(refund({ merchant: { id: 'MERCHANT0000B' } }), { ...context, posAccount: M }).scope).toBe('MERCHANT0000B');
+    expect(validationIssues(() => cloverAdapter.parseRefund(bare, { ...context, posAccount: 'not-a-clover-id' }))).toEqual([
+      { field: 'merchant.id', message: expect.stringContaining('is not a 13-character Clover merchant id') },
+    ]);
+    expect(validationIssues(() => cloverAdapter.parseRefund(bare, context))[0]!.message).toContain('CLOVER_MERCHANT_ID');
+  });
+
   it('a bare refund is read in DEFAULT_CURRENCY (a Clover refund carries none)', () => {
     expect(cloverAdapter.parseRefund(refund({ amount: 500, taxAmount: 0 }), { ...context, defaultCurrency: 'JPY' }).amountCents).toBe(50000);
   });

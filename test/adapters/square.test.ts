@@ -401,9 +401,33 @@ describe('Square refunds', () => {
     ]);
   });
 
-  it('a PaymentRefund alone cannot be measured (its amount includes tax and tip): refused naming order', () => {
-    const paymentRefund = { id: 'PR-1', status: 'COMPLETED', amount_money: usd(1000), order_id: 'RETURN-1' };
-    for (const body of [paymentRefund, { refund: paymentRefund }]) expect(validationIssues(() => refund(body))[0]!.field).toBe('order');
+  it('a PaymentRefund alone states only the money given back (tax and tip included): the core measures it against the ledger', () => {
+    const paymentRefund = { id: 'PR-1', status: 'COMPLETED', amount_money: usd(1000), order_id: 'ORDER-1' };
+    for (const body of [paymentRefund, { refund: paymentRefund }]) {
+      expect(refund(body)).toEqual({ orderId: 'ORDER-1', refundId: 'PR-1', paidBack: { cents: 1000, currency: 'USD', note: 'measured without the return order', unknownOrder: expect.stringContaining('SQUARE_ACCESS_TOKEN') } });
+    }
+    // Minor units through the currency's exponent: ¥500 is 50000 cents.
+    expect(refund({ ...paymentRefund, amount_money: { amount: 500, currency: 'JPY' } }).paidBack).toMatchObject({ cents: 50000, currency: 'JPY' });
+  });
+
+  it('a PaymentRefund alone must name its order and give money back', () => {
+    const paymentRefund = { id: 'PR-1', status: 'COMPLETED', amount_money: usd(1000), order_id: 'ORDER-1' };
+    expect(validationIssues(() => refund({ ...paymentRefund, order_id: undefined }))).toEqual([{ field: 'order_id', message: 'is required: it names the order the refund belongs to' }]);
+    expect(validationIssues(() => refund({ refund: { ...paymentRefund, amount_money: usd(0) } }))).toEqual([{ field: 'refund.amount_money.amount', message: 'must be greater than 0, got 0' }]);
+    expect(validationIssues(() => refund({ ...paymentRefund, status: 'PENDING' }))[0]!.field).toBe('status');
+  });
+
+  it('with the access token, a PaymentRefund alone asks for its order to be read (refundFetch); one with its order or not COMPLETED does not', async () => {
+    const paymentRefund = { id: 'PR-1', status: 'COMPLETED', amount_money: usd(1000), order_id: 'RET-1' };
+    const needs = squareAdapter.refundFetch!({ refund: paymentRefund })!;
+    const paths: string[] = [];
+    const fetched = await needs.fetch({ get: async (path) => (paths.push(path), { order: { id: 'RET-1' } }) });
+    expect(paths).toEqual(['/v2/orders/RET-1']);
+    expect(needs.payload(fetched)).toEqual({ refund: paymentRefund, order: { order: { id: 'RET-1' } } });
+    expect(squareAdapter.refundFetch!(paymentRefund)).toBeDefined();
+    expect(squareAdapter.refundFetch!({ refund: paymentRefund, order: order() })).toBeUndefined();
+    expect(squareAdapter.refundFetch!({ ...paymentRefund, status: 'PENDING' })).toBeUndefined();
+    expect(squareAdapter.refundFetch!(returnOrder())).toBeUndefined();
   });
 
   it('a PaymentRefund of an untaxed, untipped order is exact as it is', () => {

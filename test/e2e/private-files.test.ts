@@ -36,8 +36,8 @@ describe('ledger files are private to the bridge', () => {
     // Shopify's own 2016 order fixture does not add up: kept whole (customer and all) as a dead letter.
     const body = readFileSync(new URL('../fixtures/shopify/order_fixture_shopify_python_api.json', import.meta.url), 'utf8');
     const res = await postRaw(`${h.bridge.url}/v1/webhooks/shopify`, body, [signature(shopifyAdapter, settings, body), ['X-Shopify-Topic', 'orders/paid'], ['X-Shopify-Event-Id', 'evt-1']]);
-    expect(res.body.error.code).toBe('dead_lettered');
-    const letter = `${res.body.error.deadLetterId as string}.json`;
+    expect(res.body.results[0].action).toBe('dead_lettered');
+    const letter = `${res.body.results[0].deadLetterId as string}.json`;
 
     expect(await modesUnder(h.dir)).toEqual([
       'ledger.dead-letters: 0o700',

@@ -177,9 +177,9 @@ describe('duplicate keys in a POS body', () => {
     const text = order.replace('"subtotal_price":', '"subtotal_price":"1.00","subtotal_price":');
     const settings = { webhookSecret: SANDBOX_WEBHOOK_SECRET, apiBaseUrl: '' };
     const res = await postRaw(`${h.bridge.url}/v1/webhooks/shopify`, text, [signature(shopifyAdapter, settings, text), ['X-Shopify-Topic', 'orders/paid'], ['X-Shopify-Event-Id', 'evt-dup-1']]);
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', deadLetterId: expect.any(String), issues: [{ field: 'subtotal_price', message: 'appears more than once' }] });
-    const letter = await h.bridge.store.getDeadLetter(res.body.error.deadLetterId);
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([{ key: 'delivery', action: 'dead_lettered', deadLetterId: expect.any(String), reason: 'subtotal_price: appears more than once', issues: [{ field: 'subtotal_price', message: 'appears more than once' }] }]);
+    const letter = await h.bridge.store.getDeadLetter(res.body.results[0].deadLetterId);
     expect(letter).toMatchObject({ pos: 'shopify', body: text, issues: [{ field: 'subtotal_price', message: 'appears more than once' }] });
     expect(JSON.stringify(h.sim.books())).toBe(before.books);
   });

@@ -3,6 +3,7 @@
  * fetches the order from a fake Clover API → the simulator's books show the accrue once; refunds,
  * repeats, a wrong auth code, a dead letter and its replay; and the bare-object endpoints.
  */
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -187,16 +188,24 @@ describe('Clover webhooks', () => {
     expect((await admin('get', '/v1/admin/dead-letters')).body.total).toBe(0);
   });
 
-  it('an authentic delivery that cannot be translated is a 400 dead letter, listed and replayable', async () => {
+  it('an authentic delivery that cannot be translated is a dead letter: 202 naming it, listed and replayable', async () => {
     // The real sandbox order, read without its lines' discounts: its parts do not add up to its total.
     const sandbox = fixture('order_expanded_lineItems_payments_sandbox.json');
     const path = `/v3/merchants/${M}/orders/${sandbox.id}`;
     fake.answer(path, { ...sandbox, customers: { elements: [customer] } });
     const body = JSON.stringify({ appId: 'APP0000000001', merchants: { [M]: [{ objectId: `O:${sandbox.id}`, type: 'UPDATE', ts: 1487626471000 }] } });
     const res = await deliver(body);
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', issues: [{ field: 'total', message: expect.stringContaining('is 22900, but the order\'s parts add up to 30500') }] });
-    const { deadLetterId } = res.body.error;
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([
+      {
+        key: `${M}/O:${sandbox.id}/UPDATE/1487626471000`,
+        action: 'dead_lettered',
+        deadLetterId: expect.any(String),
+        reason: expect.stringContaining('total'),
+        issues: [{ field: 'total', message: expect.stringContaining('is 22900, but the order\'s parts add up to 30500') }],
+      },
+    ]);
+    const { deadLetterId } = res.body.results[0];
     expect(deadLetterId).toEqual(expect.any(String));
     expect(h.sim.books().accrueRequests).toBe(0);
 
@@ -228,7 +237,7 @@ describe('Clover webhooks', () => {
     fake.answer(`/v3/merchants/${M}/orders/${sandbox.id}`, { ...sandbox, customers: { elements: [customer] } });
     const body = JSON.stringify({ appId: 'APP0000000001', merchants: { [M]: [{ objectId: `O:${sandbox.id}`, type: 'UPDATE', ts: 1487626471000 }] } });
     const res = await deliver(body, [signature(cloverAdapter, settings, body), ['X-Request-Id', 'req-1'], ['X-Api-Key', 'some-key-0123'], ['Cookie', 'session=abc']]);
-    const { deadLetterId } = res.body.error;
+    const { deadLetterId } = res.body.results[0];
     const letter = (await admin('get', `/v1/admin/dead-letters/${deadLetterId}`)).body;
     expect(letter.headers).toMatchObject({ 'x-request-id': 'req-1', 'content-type': 'application/json' });
     expect(Object.keys(letter.headers).filter((k) => /auth|key|cookie/i.test(k))).toEqual([]);
@@ -288,5 +297,81 @@ describe('Clover bare objects', () => {
     expect(res.status).toBe(400);
     expect(res.body.error.issues).toEqual([{ field: 'state', message: 'is "open": only paid Clover orders (state "locked") accrue' }]);
     expect(h.sim.books().accrueRequests).toBe(0);
+  });
+});
+
+describe('Clover refunds that name no merchant', () => {
+  const post = (path: string, body: unknown, token?: string) => {
+    const req = postJson(h.bridge.url, path, body);
+    return token ? req.set('authorization', `Bearer ${token}`) : req;
+  };
+  /** Clover's own sandbox order (its lines read with their discounts), with a customer: 22900 cents, no tax, under merchant HFBW9FH45ZBH2. */
+  const sandbox = () => ({ ...fixture('order_expanded_lineItems_payments_sandbox.json'), lineItems: fixture('order_line_items_with_discounts_sandbox.json'), customers: { elements: [customer] } });
+  const SANDBOX_TID = `clover:${M}:28QHBJ7FA1EB4`;
+  /** A bare Clover refund of the sandbox order, as a POS integration may post it: no merchant, no href. */
+  const bareRefund = (id: string, amount: number) => ({ id, orderRef: { id: '28QHBJ7FA1EB4' }, amount, taxAmount: 0 });
+
+  it('without a Clover account bound or configured: refused (400) naming merchant.id and how to bind one', async () => {
+    expect((await post('/v1/checkouts/clover', sandbox())).body).toMatchObject({ transactionId: SANDBOX_TID, status: 'accrued' });
+    const res = await post('/v1/refunds/clover', bareRefund('REFUND0000001', 5000));
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues).toEqual([{ field: 'merchant.id', message: expect.stringContaining('bind this merchant to its Clover account (CLOVER_MERCHANT_ID, or the merchant\'s pos.clover.merchantId)') }]);
+    expect(h.sim.books().reverseRequests).toBe(0);
+  });
+
+  it("CLOVER_MERCHANT_ID (the default merchant's binding) names it: the sandbox order reversed and its remainder accrued with the right cents; the rest reverses in full", async () => {
+    await h.restart({ posSettings: { clover: { ...settings, account: M } } });
+    expect((await post('/v1/checkouts/clover', sandbox())).body).toMatchObject({ transactionId: SANDBOX_TID, status: 'accrued' });
+    expect(h.sim.books().transactions[SANDBOX_TID]).toMatchObject({ accruals: 1, amount: 22900 });
+
+    const partial = await post('/v1/refunds/clover', bareRefund('REFUND0000001', 5000));
+    expect(partial.status).toBe(200);
+    expect(partial.body).toMatchObject({ transactionId: SANDBOX_TID, status: 'reversed', refundId: 'REFUND0000001', remainder: { transactionId: `${SANDBOX_TID}~r1`, status: 'accrued' } });
+    let books = h.sim.books();
+    expect(books.transactions[SANDBOX_TID]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.transactions[`${SANDBOX_TID}~r1`]).toMatchObject({ accruals: 1, reversals: 0, amount: 17900 });
+
+    // The rest, as { "refund": … }: nothing remains, so the remainder is reversed and nothing more accrued.
+    const rest = await post('/v1/refunds/clover', { refund: bareRefund('REFUND0000002', 17900) });
+    expect(rest.status).toBe(200);
+    expect(rest.body).toMatchObject({ transactionId: `${SANDBOX_TID}~r1`, status: 'reversed', refundId: 'REFUND0000002' });
+    expect(rest.body.remainder).toBeUndefined();
+    books = h.sim.books();
+    expect(books.transactions[`${SANDBOX_TID}~r1`]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.transactions[`${SANDBOX_TID}~r2`]).toBeUndefined();
+    expect(books.doubleReversals).toEqual([]);
+  });
+
+  it("a created merchant's pos.clover.merchantId names it, for that merchant's own posts; with it the only Clover account configured, it names it for the default merchant's too", async () => {
+    await h.restart({ secretsKey: randomBytes(32).toString('base64') });
+    const install = h.sim.addMerchant({ id: 'cafe-7' });
+    const created = await admin('post', '/v1/admin/merchants').send({ id: 'cafe-7', loyalty: { appToken: install.appToken }, pos: { clover: { merchantId: M } } });
+    expect(created.status).toBe(201);
+    const token = created.body.posToken as string;
+
+    expect((await post('/v1/checkouts/clover', paidOrder(), token)).body).toMatchObject({ transactionId: TID, status: 'accrued' });
+    const refund = await post('/v1/refunds/clover', { id: 'REFUND0000003', orderRef: { id: O }, amount: 540, taxAmount: 40 }, token);
+    expect(refund.status).toBe(200);
+    expect(refund.body).toMatchObject({ transactionId: TID, status: 'reversed', remainder: { transactionId: `${TID}~r1`, status: 'accrued' } });
+    // The merchant's own loyalty account: 1000 accrued, reversed, 500 re-accrued.
+    expect(install.books().transactions[TID]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(install.books().transactions[`${TID}~r1`]).toMatchObject({ accruals: 1, amount: 500 });
+
+    // The default merchant binds no Clover account; cafe-7's is the only one configured: it names the scope
+    // of the default merchant's refund too, which finds the default merchant's own record (never cafe-7's).
+    expect((await post('/v1/checkouts/clover', sandbox())).body).toMatchObject({ transactionId: SANDBOX_TID, status: 'accrued' });
+    const theirs = await post('/v1/refunds/clover', bareRefund('REFUND0000004', 22900));
+    expect(theirs.status).toBe(200);
+    expect(theirs.body).toMatchObject({ transactionId: SANDBOX_TID, status: 'reversed' });
+    expect(h.sim.books().transactions[SANDBOX_TID]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(install.books().transactions[SANDBOX_TID]).toBeUndefined();
+
+    // A second Clover account configured: no longer the only one, so a refund naming no merchant is refused again.
+    const other = h.sim.addMerchant({ id: 'deli-9' });
+    expect((await admin('post', '/v1/admin/merchants').send({ id: 'deli-9', loyalty: { appToken: other.appToken }, pos: { clover: { merchantId: 'XK2000000000A' } } })).status).toBe(201);
+    expect((await post('/v1/checkouts/clover', sandbox())).body).toMatchObject({ repeat: true });
+    const refused = await post('/v1/refunds/clover', bareRefund('REFUND0000005', 100));
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.issues[0].field).toBe('merchant.id');
   });
 });

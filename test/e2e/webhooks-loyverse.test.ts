@@ -227,13 +227,14 @@ describe('authenticity', () => {
 });
 
 describe('dead letters', () => {
-  it('an untranslatable receipt: 400 with a deadLetterId, listed, replay still refused; the good receipt of the batch is accrued once', async () => {
+  it('an untranslatable receipt: 202 naming its deadLetterId, listed, replay still refused; the good receipt of the batch is accrued once', async () => {
     const bad = sale({ receipt_number: '1-0999', total_money: 99 });
     const res = await deliver(delivery([bad, sale()]));
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', deadLetterId: expect.any(String), issues: [{ field: 'total_money' }] });
-    expect(res.body.error.message).toContain(`receipt 1-0999 of store ${STORE}: total_money: 99 less total_tax 1.14`);
-    const id = res.body.error.deadLetterId as string;
+    expect(res.status).toBe(202);
+    const dead = res.body.results.find((r: { action: string }) => r.action === 'dead_lettered');
+    expect(dead).toMatchObject({ deadLetterId: expect.any(String), issues: [{ field: 'total_money' }] });
+    expect(dead.reason).toContain(`receipt 1-0999 of store ${STORE}: total_money: 99 less total_tax 1.14`);
+    const id = dead.deadLetterId as string;
     expect(h.sim.books().transactions[TX]).toMatchObject({ accruals: 1, amount: 1235 });
 
     const list = await admin('/v1/admin/dead-letters');
@@ -249,12 +250,12 @@ describe('dead letters', () => {
   it('a customer whose phone cannot be read: dead letter; fixed in Loyverse, the replay accrues', async () => {
     fake.answer('/v1.0/customers/cust-1', { id: 'cust-1', name: 'Ann', email: null, phone_number: '12' });
     const res = await deliver(delivery([sale()]));
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', issues: [{ field: 'customer.phone' }] });
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([expect.objectContaining({ action: 'dead_lettered', issues: [expect.objectContaining({ field: 'customer.phone' })] })]);
     expect(h.sim.books().accrueRequests).toBe(0);
 
     fake.answer('/v1.0/customers/cust-1', { id: 'cust-1', name: 'Ann', email: null, phone_number: '(555) 000-1111' });
-    const replay = await request(h.bridge.url).post(`/v1/admin/dead-letters/${res.body.error.deadLetterId}/replay`).set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    const replay = await request(h.bridge.url).post(`/v1/admin/dead-letters/${res.body.results[0].deadLetterId}/replay`).set('authorization', `Bearer ${ADMIN_TOKEN}`);
     expect(replay.status).toBe(200);
     expect(replay.body.results).toEqual([expect.objectContaining({ transactionId: TX, status: 'accrued' })]);
     expect(replay.body.deadLetter.resolvedAt).toEqual(expect.any(String));

@@ -173,20 +173,22 @@ describe('Shopify webhooks', () => {
     expect((await admin('/v1/admin/dead-letters')).body.total).toBe(0);
   });
 
-  it('an untranslatable authentic delivery is a 400 dead letter, listed and replayable', async () => {
+  it('an untranslatable authentic delivery is a dead letter answered 202 (so Shopify neither retries nor disables the subscription), listed and replayable', async () => {
     // Shopify's own 2016 order fixture: its lines add up to 597.00, its subtotal_price says 398.00.
     const body = fixtureText('order_fixture_shopify_python_api.json');
     const res = await deliver(body, 'orders/paid', 'evt-bad-1');
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({
-      code: 'dead_lettered',
-      issues: [{ field: 'order.subtotal_price', message: 'is 398.00, but the line items after their discount allocations add up to 597.00: the bridge cannot tell which is the amount sold' }],
-    });
-    const id = res.body.error.deadLetterId as string;
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([
+      expect.objectContaining({
+        action: 'dead_lettered',
+        issues: [{ field: 'order.subtotal_price', message: 'is 398.00, but the line items after their discount allocations add up to 597.00: the bridge cannot tell which is the amount sold' }],
+      }),
+    ]);
+    const id = res.body.results[0].deadLetterId as string;
     expect(id).toEqual(expect.any(String));
 
     // Shopify retries the same payload: still one dead letter, with the deliveries counted.
-    expect((await deliver(body, 'orders/paid', 'evt-bad-1')).body.error.deadLetterId).toBe(id);
+    expect((await deliver(body, 'orders/paid', 'evt-bad-1')).body.results[0].deadLetterId).toBe(id);
     const list = await admin('/v1/admin/dead-letters');
     expect(list.status).toBe(200);
     expect(list.body.total).toBe(1);

@@ -168,19 +168,22 @@ describe('Square webhooks', () => {
     expect((await deliver(event, [[header, good]])).status).toBe(200);
   });
 
-  it('an authentic delivery that cannot be translated is a dead letter: 4xx, listed, replayable once fixed', async () => {
+  it('an authentic delivery that cannot be translated is a dead letter: 202 naming it, listed, replayable once fixed', async () => {
     // Square's answer claims a 300 tip that is not inside its total: the bridge refuses to guess.
     fake.answer('/v2/orders/SALE-2', { order: sale('SALE-2', { total_tip_money: usd(300) }) });
     const res = await deliver(orderEvent('SALE-2', 4, 'EV-9'));
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', issues: [{ field: 'order.total_money', message: expect.stringMatching(/^does not add up/) }] });
-    const { deadLetterId } = res.body.error;
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([
+      { key: 'EV-9', action: 'dead_lettered', deadLetterId: expect.any(String), reason: expect.stringContaining('does not add up'), issues: [{ field: 'order.total_money', message: expect.stringMatching(/^does not add up/) }] },
+    ]);
+    const { deadLetterId } = res.body.results[0];
     expect(deadLetterId).toEqual(expect.any(String));
     expect(h.sim.books().accrueRequests).toBe(0);
 
     const list = await admin('get', '/v1/admin/dead-letters');
     expect(list.status).toBe(200);
-    expect(list.body.items).toEqual([expect.objectContaining({ id: deadLetterId, pos: 'square', deliveries: 1 })]);
+    // Square answered, with figures that do not add up: a person must look; the bridge does not retry it.
+    expect(list.body.items).toEqual([expect.objectContaining({ id: deadLetterId, pos: 'square', deliveries: 1, retry: { transient: false, attempts: 0 } })]);
 
     // The order is corrected in Square; the operator replays the kept delivery.
     fake.answer('/v2/orders/SALE-2', { order: sale('SALE-2') });
@@ -242,12 +245,24 @@ describe('Square payloads posted directly', () => {
     expect(h.sim.books().transactions['square:SALE-4']).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
   });
 
-  it('a bare PaymentRefund is a 400 naming order: its amount includes tax and cannot be measured alone', async () => {
+  it('a bare PaymentRefund with SQUARE_ACCESS_TOKEN set: its return order is read from Square and measures it exactly', async () => {
+    fake.answer('/v2/orders/RET-1', { order: returnOrder() });
     await post('/v1/checkouts/square', sale());
     const res = await post('/v1/refunds/square', refundEvent('webhook_refund_updated.json', 'x').data.object.refund);
-    expect(res.status).toBe(400);
-    expect(res.body.error.issues).toEqual([{ field: 'order', message: expect.stringMatching(/^is required with a Square PaymentRefund/) }]);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ transactionId: 'square:SALE-1', status: 'reversed', refundId: 'RET-1', remainder: { transactionId: 'square:SALE-1~r1', status: 'accrued' } });
+    expect(fake.requests).toEqual([{ path: '/v2/orders/RET-1', query: {}, authorization: 'Bearer sq-access-token' }]);
+    expect(h.sim.books().transactions['square:SALE-1~r1']).toMatchObject({ accruals: 1, amount: 3589 });
+  });
+
+  it("a bare PaymentRefund whose return order Square cannot give now: 502, nothing recorded, the sender posts it again", async () => {
+    fake.answer('/v2/orders/RET-1', { errors: [{ code: 'SERVICE_UNAVAILABLE' }] }, 503);
+    await post('/v1/checkouts/square', sale());
+    const res = await post('/v1/refunds/square', refundEvent('webhook_refund_updated.json', 'x').data.object.refund);
+    expect(res.status).toBe(502);
+    expect(res.body.error).toMatchObject({ code: 'pos_api_failed', message: 'square API GET /v2/orders/RET-1 answered 503' });
     expect(h.sim.books().reverseRequests).toBe(0);
+    expect((await h.bridge.store.get('square:SALE-1'))!.status).toBe('accrued');
   });
 });
 
@@ -258,10 +273,91 @@ describe('Square webhooks without SQUARE_ACCESS_TOKEN', () => {
     await fake.close();
   });
 
-  it('an id-only order event cannot be fetched: kept as a dead letter with a 422 naming the variable', async () => {
+  /** Square's own PaymentRefund example (refund.updated), naming the recorded sale and giving back `amount` cents. */
+  const paymentRefund = (id: string, orderId: string, amount: number) => ({ ...fixture('webhook_refund_updated.json').data.object.refund, id, order_id: orderId, amount_money: usd(amount) });
+  const historyOf = async (transactionId: string) => (await admin('get', `/v1/admin/transactions/${transactionId}`)).body.history.map((e: { event: string }) => e.event).join('\n');
+
+  it('a bare PaymentRefund of all that was paid (Check + tax + tip as recorded) is a full refund, decided from the ledger', async () => {
+    // The sale with a 3.00 tip: 6476 paid = 5666 Check + 510 tax + 300 tip.
+    expect((await post('/v1/checkouts/square', sale('SALE-T', { total_money: usd(6476), total_tip_money: usd(300) }))).body).toMatchObject({ status: 'accrued' });
+    expect((await h.bridge.store.get('square:SALE-T'))!.accrual.check).toMatchObject({ amount: 5666, taxAmount: 510, tipAmount: 300 });
+
+    const res = await post('/v1/refunds/square', paymentRefund('PR-FULL', 'SALE-T', 6476));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ transactionId: 'square:SALE-T', status: 'reversed', refundId: 'PR-FULL' });
+    expect(res.body.remainder).toBeUndefined();
+    expect(h.sim.books().transactions['square:SALE-T']).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(await historyOf('square:SALE-T')).toMatch(/measured without the return order: 64\.76 USD given back of the 64\.76 USD paid \(Check 56\.66 USD, tax 5\.10 USD, tip 3\.00 USD as recorded\), all of it: a full refund/);
+    expect(fake.requests).toEqual([]);
+  });
+
+  it('a partial one is measured pro rata on the recorded Check, tax excluded, noted on the record; the rest of the payment reverses what remains', async () => {
+    await post('/v1/checkouts/square', sale());
+    // 12.00 of the 61.76 paid: 1200 × 5666 / 6176 = 1100.9… → 1101 cents of the Check; 4565 remain.
+    const res = await post('/v1/refunds/square', paymentRefund('PR-1', 'SALE-1', 1200));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ transactionId: 'square:SALE-1', status: 'reversed', refundId: 'PR-1', remainder: { transactionId: 'square:SALE-1~r1', status: 'accrued' } });
+    let books = h.sim.books();
+    expect(books.transactions['square:SALE-1']).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.transactions['square:SALE-1~r1']).toMatchObject({ accruals: 1, reversals: 0, amount: 4565 });
+    expect(await historyOf('square:SALE-1')).toMatch(
+      /measured without the return order: 12\.00 USD given back of the 61\.76 USD paid \(Check 56\.66 USD, tax 5\.10 USD, tip 0\.00 USD as recorded\), so 1101 cents of the 5666-cent Check, pro rata, rounded half away from zero/,
+    );
+    // Square sends it again: the same refund, nothing sent.
+    expect((await post('/v1/refunds/square', paymentRefund('PR-1', 'SALE-1', 1200))).body).toMatchObject({ refundId: 'PR-1', repeat: true });
+
+    // The rest of the payment, 49.76: 4976 × 5666 / 6176 = 4565.09… → 4565, all that remains: reversed, nothing left to accrue.
+    const rest = await post('/v1/refunds/square', paymentRefund('PR-2', 'SALE-1', 4976));
+    expect(rest.status).toBe(200);
+    expect(rest.body).toMatchObject({ transactionId: 'square:SALE-1~r1', status: 'reversed', refundId: 'PR-2' });
+    expect(rest.body.remainder).toBeUndefined();
+    books = h.sim.books();
+    expect(books.transactions['square:SALE-1~r1']).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.transactions['square:SALE-1~r2']).toBeUndefined();
+    expect(books.reverseRequests).toBe(2);
+    expect(books.doubleReversals).toEqual([]);
+    expect(fake.requests).toEqual([]);
+  });
+
+  it('the refund.updated webhook (Square\'s fixture, naming the recorded sale) is measured the same way', async () => {
+    await post('/v1/checkouts/square', sale());
+    const res = await deliver(refundEvent('webhook_refund_updated.json', 'EV-R1', { order_id: 'SALE-1', amount_money: usd(1000) }));
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual([{ key: 'EV-R1', action: 'refund', transactionId: 'square:SALE-1', status: 'reversed' }]);
+    // 1000 × 5666 / 6176 = 917.4… → 917; 4749 remain.
+    expect(h.sim.books().transactions['square:SALE-1~r1']).toMatchObject({ accruals: 1, amount: 4749 });
+    expect(await historyOf('square:SALE-1')).toContain('measured without the return order');
+    expect(fake.requests).toEqual([]);
+  });
+
+  it('a PaymentRefund naming an order the ledger never saw (the return order Square made) cannot be measured: 404 to a post, a dead letter for a person from a webhook', async () => {
+    await post('/v1/checkouts/square', sale());
+    const direct = await post('/v1/refunds/square', paymentRefund('PR-R', 'RET-1', 2264));
+    expect(direct.status).toBe(404);
+    expect(direct.body.error).toMatchObject({ code: 'unknown_order', message: expect.stringMatching(/^no order RET-1 in the ledger to measure this refund against: .*Set SQUARE_ACCESS_TOKEN/) });
+
+    const res = await deliver(refundEvent('webhook_refund_updated.json', 'EV-R2'));
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([{ key: 'EV-R2', action: 'dead_lettered', deadLetterId: expect.any(String), reason: expect.stringMatching(/^no order RET-1 in the ledger/) }]);
+    expect((await admin('get', `/v1/admin/dead-letters/${res.body.results[0].deadLetterId}`)).body.retry).toEqual({ transient: false, attempts: 0 });
+    expect(h.sim.books().reverseRequests).toBe(0);
+  });
+
+  it('a refund of more than was paid is refused (409), nothing sent', async () => {
+    await post('/v1/checkouts/square', sale());
+    const res = await post('/v1/refunds/square', paymentRefund('PR-X', 'SALE-1', 6177));
+    expect(res.status).toBe(409);
+    expect(res.body.error.message).toBe('refund of 61.77 USD is more than the 61.76 USD paid for order SALE-1 (its Check, tax and tip as recorded)');
+    expect(h.sim.books().reverseRequests).toBe(0);
+  });
+
+  it('an id-only order event cannot be fetched: kept as a dead letter for a person (202), naming the variable', async () => {
     const res = await deliver(orderEvent('SALE-1', 4, 'EV-4'));
-    expect(res.status).toBe(422);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', message: expect.stringMatching(/SQUARE_ACCESS_TOKEN is not set/), deadLetterId: expect.any(String) });
+    expect(res.status).toBe(202);
+    expect(res.body.results).toEqual([{ key: 'EV-4', action: 'dead_lettered', deadLetterId: expect.any(String), reason: expect.stringMatching(/^SQUARE_ACCESS_TOKEN is not set/) }]);
+    // Missing configuration needs a person: no automatic run is scheduled.
+    const letter = (await admin('get', `/v1/admin/dead-letters/${res.body.results[0].deadLetterId}`)).body;
+    expect(letter.retry).toEqual({ transient: false, attempts: 0 });
     expect(fake.requests).toEqual([]);
     expect(h.sim.books().accrueRequests).toBe(0);
   });

@@ -12,7 +12,7 @@ import { jsonb, PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { isOpen, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
-import { ledgerStoreContract, makeRecord, minutes, nextVersion } from './store-contract.js';
+import { ledgerStoreContract, makeLetter, makeRecord, minutes, nextVersion } from './store-contract.js';
 
 const { url: base, describeIf } = await describeWithDatabase();
 
@@ -130,6 +130,24 @@ describeIf('PostgreSQL', () => {
       const next = { ...record, version: 2, status: 'accrued' as const };
       const updates = await Promise.allSettled(stores.map((s) => s.update(next)));
       expect(updates.filter((u) => u.status === 'fulfilled')).toHaveLength(1);
+    });
+
+    it('lets exactly one of many instances claim a due dead letter, and counts every instance\'s deliveries of one letter', async () => {
+      await stores[0]!.saveDeadLetter(makeLetter('dl-race', { nextAt: 0 }));
+      const now = Date.parse(minutes(1));
+      const due = await Promise.all(stores.map((s) => s.listDueDeadLetters({ nowMs: now, limit: 10 })));
+      expect(due.every((letters) => letters.some((l) => l.id === 'dl-race'))).toBe(true);
+      // Every instance saw it due; each tries to claim it as the retry loop does.
+      const claimed = await Promise.all(
+        stores.map((s, i) =>
+          s.updateDeadLetter('dl-race', (l) => (l && !l.resolvedAt && !(l.retry?.claim && Date.parse(l.retry.claim.until) > now) ? { ...l, retry: { ...l.retry!, claim: { owner: `instance-${i}`, until: minutes(5) } } } : undefined)),
+        ),
+      );
+      expect(new Set(claimed.map((l) => l!.retry!.claim!.owner)).size).toBe(1);
+      expect(await stores[0]!.listDueDeadLetters({ nowMs: now, limit: 10 })).toEqual([]);
+      // A delivery no instance has kept yet, kept by all at once: counted by each, once.
+      await Promise.all(stores.map((s) => s.updateDeadLetter('dl-new-race', (l) => (l ? { ...l, deliveries: l.deliveries + 1 } : makeLetter('dl-new-race')))));
+      expect((await stores[0]!.getDeadLetter('dl-new-race'))!.deliveries).toBe(stores.length);
     });
 
     it('stores text with a NUL character (which jsonb cannot hold) as U+FFFD instead of failing', async () => {

@@ -15,7 +15,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/errors.js';
 import { deriveStatus, isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
-import type { LedgerStore } from '../../src/ledger/store.js';
+import type { DeadLetter, LedgerStore } from '../../src/ledger/store.js';
 import type { StoredMerchant } from '../../src/merchants/merchant.js';
 
 export interface StoreUnderTest {
@@ -123,6 +123,44 @@ export function makeMerchant(id: string, accounts: Record<string, string> = {}):
     tokens: { pos: `pos-hash-${id}`, admin: `admin-hash-${id}` },
     createdAt: minutes(0),
     updatedAt: minutes(0),
+  };
+}
+
+export interface LetterOptions {
+  pos?: string;
+  merchantId?: string;
+  /** Minutes after T0. */
+  at?: number;
+  resolved?: boolean;
+  /** Minutes after T0: when the bridge runs it again by itself; absent: it waits for a person. */
+  nextAt?: number;
+  attempts?: number;
+  /** Held by this owner until this many minutes after T0. */
+  claim?: { owner: string; until: number };
+}
+
+/** A dead letter as ingest keeps one: a body that is not UTF-8-clean kept in base64, headers without credentials. */
+export function makeLetter(id: string, options: LetterOptions = {}): DeadLetter {
+  const at = minutes(options.at ?? 0);
+  return {
+    id,
+    pos: options.pos ?? 'square',
+    ...(options.merchantId ? { merchantId: options.merchantId } : {}),
+    receivedAt: at,
+    lastReceivedAt: at,
+    deliveries: 1,
+    reason: 'square API GET /v2/orders/SALE-1 answered 503',
+    headers: { 'content-type': 'application/json' },
+    body: Buffer.from('{"event_id":"EV-1","note":"caf\u00e9 \u0000"}').toString('base64'),
+    bodyEncoding: 'base64',
+    replays: [],
+    ...(options.resolved ? { resolvedAt: minutes((options.at ?? 0) + 1) } : {}),
+    retry: {
+      transient: options.nextAt !== undefined,
+      attempts: options.attempts ?? 0,
+      ...(options.nextAt !== undefined ? { nextAt: minutes(options.nextAt) } : {}),
+      ...(options.claim ? { claim: { owner: options.claim.owner, until: minutes(options.claim.until) } } : {}),
+    },
   };
 }
 
@@ -716,6 +754,75 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect((await store.list({ merchantId: 'cafe-2', offset: 0, limit: 10 })).items).toEqual([theirs]);
         await store.update(nextVersion(theirs, (r) => (r.reversal.state = 'reversed')));
         expect(await store.get('bakery-17/generic:A-1')).toEqual(mine);
+      });
+    });
+
+    describe('dead letters', () => {
+      const letterIds = (letters: DeadLetter[]) => letters.map((l) => l.id);
+
+      it('keeps a letter whole, lists newest first by pos, merchant and open, and keeps them across a reopen', async () => {
+        const letters = [makeLetter('dl-a', { at: 0 }), makeLetter('dl-b', { at: 2, pos: 'clover', merchantId: 'bakery-17' }), makeLetter('dl-c', { at: 1, resolved: true })];
+        for (const l of letters) await store.saveDeadLetter(l);
+        expect(await store.getDeadLetter('dl-a')).toEqual(letters[0]);
+        expect(await store.getDeadLetter('dl-nope')).toBeUndefined();
+        expect(await store.listDeadLetters({ offset: 0, limit: 10 })).toEqual({ items: [letters[1], letters[2], letters[0]], total: 3 });
+        expect(letterIds((await store.listDeadLetters({ pos: 'square', offset: 0, limit: 10 })).items)).toEqual(['dl-c', 'dl-a']);
+        expect(letterIds((await store.listDeadLetters({ merchantId: 'bakery-17', offset: 0, limit: 10 })).items)).toEqual(['dl-b']);
+        expect(await store.listDeadLetters({ open: true, offset: 1, limit: 1 })).toEqual({ items: [letters[0]], total: 2 });
+        await reopen();
+        expect(await store.getDeadLetter('dl-b')).toEqual(letters[1]);
+        expect((await store.listDeadLetters({ open: false, offset: 0, limit: 10 })).items).toEqual([letters[2]]);
+      });
+
+      it('lists the letters due for an automatic run by the clock it is given, earliest first, never a resolved one or one waiting for a person', async () => {
+        await store.saveDeadLetter(makeLetter('dl-late', { at: 0, nextAt: 30 }));
+        await store.saveDeadLetter(makeLetter('dl-early', { at: 5, nextAt: 10 }));
+        await store.saveDeadLetter(makeLetter('dl-person', { at: 1 }));
+        await store.saveDeadLetter(makeLetter('dl-done', { at: 2, nextAt: 1, resolved: true }));
+        expect(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(9)), limit: 10 })).toEqual([]);
+        expect(letterIds(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(10)), limit: 10 }))).toEqual(['dl-early']);
+        expect(letterIds(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(60)), limit: 10 }))).toEqual(['dl-early', 'dl-late']);
+        expect(letterIds(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(60)), limit: 1 }))).toEqual(['dl-early']);
+        // Open letters by who moves them on: the bridge (a run scheduled) or a person.
+        expect(letterIds((await store.listDeadLetters({ awaiting: 'bridge', offset: 0, limit: 10 })).items)).toEqual(['dl-early', 'dl-late']);
+        expect((await store.listDeadLetters({ awaiting: 'operator', offset: 0, limit: 10 })).items).toEqual([makeLetter('dl-person', { at: 1 })]);
+        await reopen();
+        expect(letterIds(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(60)), limit: 10 }))).toEqual(['dl-early', 'dl-late']);
+        expect((await store.listDeadLetters({ awaiting: 'bridge', offset: 0, limit: 10 })).total).toBe(2);
+      });
+
+      it('a claim keeps a due letter out of the listing until it ends; the schedule follows updates', async () => {
+        await store.saveDeadLetter(makeLetter('dl-1', { nextAt: 10, claim: { owner: 'instance-a', until: 20 } }));
+        expect(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(15)), limit: 10 })).toEqual([]);
+        expect(letterIds(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(20)), limit: 10 }))).toEqual(['dl-1']);
+        // The run failed again: the next one is later, and the claim is given back.
+        await store.updateDeadLetter('dl-1', (l) => ({ ...l!, retry: { transient: true, attempts: 1, nextAt: minutes(40) } }));
+        expect(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(39)), limit: 10 })).toEqual([]);
+        expect(letterIds(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(40)), limit: 10 }))).toEqual(['dl-1']);
+        // Attempts used up: it waits for a person.
+        await store.updateDeadLetter('dl-1', (l) => ({ ...l!, retry: { transient: true, attempts: 8 } }));
+        expect(await store.listDueDeadLetters({ nowMs: Date.parse(minutes(1000)), limit: 10 })).toEqual([]);
+        expect(letterIds((await store.listDeadLetters({ awaiting: 'operator', offset: 0, limit: 10 })).items)).toEqual(['dl-1']);
+      });
+
+      it('updateDeadLetter: creates, changes or leaves a letter in one step; 40 concurrent changes all count', async () => {
+        expect(await store.updateDeadLetter('dl-new', (current) => (current ? undefined : makeLetter('dl-new')))).toEqual(makeLetter('dl-new'));
+        // Answering undefined writes nothing and answers what is stored.
+        expect(await store.updateDeadLetter('dl-new', () => undefined)).toEqual(makeLetter('dl-new'));
+        expect(await store.updateDeadLetter('dl-none', () => undefined)).toBeUndefined();
+        expect(await store.getDeadLetter('dl-none')).toBeUndefined();
+        await Promise.all(Array.from({ length: 40 }, () => store.updateDeadLetter('dl-new', (l) => ({ ...l!, deliveries: l!.deliveries + 1 }))));
+        expect((await store.getDeadLetter('dl-new'))!.deliveries).toBe(41);
+        // Two runs try to claim one letter at once: exactly one finds it free.
+        const claims = await Promise.all(
+          ['instance-a', 'instance-b'].map((owner) =>
+            store.updateDeadLetter('dl-new', (l) => (l!.retry?.claim ? undefined : { ...l!, retry: { ...l!.retry!, claim: { owner, until: minutes(99) } } })),
+          ),
+        );
+        const owners = claims.map((l) => l!.retry!.claim!.owner);
+        expect(owners[0]).toBe(owners[1]);
+        await reopen();
+        expect((await store.getDeadLetter('dl-new'))!.retry!.claim!.owner).toBe(owners[0]);
       });
     });
 

@@ -66,18 +66,27 @@ describe('webhook pipeline', () => {
       { id: 'b1', type: 'sale', body: checkout({ orderId: 'B-1', total: 'not money' }) },
       { id: 'b2', type: 'sale', body: checkout({ orderId: 'B-2' }) },
     ]);
-    expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'dead_lettered', deadLetterId: expect.any(String), issues: [expect.objectContaining({ field: 'total' })] });
+    // Authentic: kept and answered 2xx, the bad action named with its letter, the good one carried out.
+    expect(res.status).toBe(202);
+    const deadLetterId = res.body.results[0].deadLetterId as string;
+    expect(res.body.results).toEqual([
+      { key: 'b1', action: 'dead_lettered', deadLetterId: expect.any(String), reason: expect.stringContaining('total'), issues: [expect.objectContaining({ field: 'total' })] },
+      { key: 'b2', action: 'checkout', transactionId: 'testpos:B-2', status: 'accrued' },
+    ]);
     expect(h.sim.books().transactions['testpos:B-2']).toMatchObject({ accruals: 1 });
     const letters = await admin('get', '/v1/admin/dead-letters?open=true');
     expect(letters.body.total).toBe(1);
-    expect(letters.body.items[0]).toMatchObject({ pos: 'testpos', deliveries: 1, reason: expect.stringContaining('total') });
+    expect(letters.body.items[0]).toMatchObject({ pos: 'testpos', deliveries: 1, reason: expect.stringContaining('total'), retry: { transient: false, attempts: 0 } });
+    // A payload that cannot be translated needs a person: the bridge never runs it by itself.
+    expect(letters.body.items[0].retry.nextAt).toBeUndefined();
+    expect((await admin('get', '/v1/admin/dead-letters?awaiting=operator')).body.total).toBe(1);
+    expect((await admin('get', '/v1/admin/dead-letters?awaiting=bridge')).body.total).toBe(0);
     // The POS redelivers: the same letter, counted; B-2 is not accrued again.
     await deliver([
       { id: 'b1', type: 'sale', body: checkout({ orderId: 'B-1', total: 'not money' }) },
       { id: 'b2', type: 'sale', body: checkout({ orderId: 'B-2' }) },
     ]);
-    expect((await admin('get', `/v1/admin/dead-letters/${res.body.error.deadLetterId}`)).body.deliveries).toBe(2);
+    expect((await admin('get', `/v1/admin/dead-letters/${deadLetterId}`)).body.deliveries).toBe(2);
     expect(h.sim.books().transactions['testpos:B-2']!.accruals).toBe(1);
   });
 
@@ -85,25 +94,33 @@ describe('webhook pipeline', () => {
     await deliver([{ id: 's1', type: 'sale', body: checkout({ orderId: 'R-1' }) }]);
     await deliver([{ id: 'r1', type: 'refund', body: { orderId: 'R-1', refundId: 'RF-1', amount: '50.00' } }]);
     const over = await deliver([{ id: 'r2', type: 'refund', body: { orderId: 'R-1', refundId: 'RF-2', amount: '20.00' } }]);
-    expect(over.status).toBe(409);
-    expect(over.body.error.code).toBe('dead_lettered');
-    const id = over.body.error.deadLetterId as string;
+    expect(over.status).toBe(202);
+    expect(over.body.results).toEqual([{ key: 'r2', action: 'dead_lettered', deadLetterId: expect.any(String), reason: expect.stringMatching(/more than/) }]);
+    const id = over.body.results[0].deadLetterId as string;
     const replay = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
     expect(replay.status).toBe(422);
-    expect(replay.body.deadLetter.replays).toEqual([expect.objectContaining({ outcome: expect.stringMatching(/^failed: .*more than/) })]);
+    expect(replay.body.deadLetter.replays).toEqual([{ at: expect.any(String), by: 'operator', outcome: expect.stringMatching(/^failed: .*more than/) }]);
+    expect(replay.body.results).toEqual([expect.objectContaining({ key: 'r2', action: 'dead_lettered', deadLetterId: id })]);
     expect(h.sim.books().reverseRequests).toBe(1);
   });
 
   it('a refund that arrives before its order is kept, and replayed after the order, reverses it', async () => {
     const early = await deliver([{ id: 'r1', type: 'refund', body: { orderId: 'E-1', refundId: 'RF-1', amount: '10.00' } }]);
-    expect(early.status).toBe(404);
+    expect(early.status).toBe(202);
+    expect(early.body.results).toEqual([{ key: 'r1', action: 'dead_lettered', deadLetterId: expect.any(String), reason: expect.stringMatching(/^no order E-1 in the ledger/) }]);
     await deliver([{ id: 's1', type: 'sale', body: checkout({ orderId: 'E-1' }) }]);
-    const replay = await admin('post', `/v1/admin/dead-letters/${early.body.error.deadLetterId}/replay`);
+    const id = early.body.results[0].deadLetterId as string;
+    const replay = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
     expect(replay.status).toBe(200);
     expect(replay.body.deadLetter.resolvedAt).toEqual(expect.any(String));
     expect(replay.body.results).toEqual([expect.objectContaining({ key: 'r1', action: 'refund', transactionId: 'testpos:E-1', status: 'reversed' })]);
     expect(h.sim.books().transactions['testpos:E-1~r1']).toMatchObject({ accruals: 1, amount: 4997 });
     expect((await admin('get', '/v1/admin/dead-letters?open=true')).body.total).toBe(0);
+    // A resolved letter is never run again: the refund is not applied twice.
+    const again = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatchObject({ code: 'conflict', deadLetterId: id, message: expect.stringMatching(/was resolved at/) });
+    expect(h.sim.books().reverseRequests).toBe(1);
   });
 
   it('refuses an unsigned or wrongly signed delivery with 401 and records nothing', async () => {

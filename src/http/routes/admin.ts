@@ -65,6 +65,10 @@ export const DeadLetterQuery = z.strictObject({
   merchantId: merchantIdParam,
   pos: z.string().max(32).optional().meta({ description: 'Only dead letters of this POS.' }),
   open: z.enum(['true', 'false']).optional().meta({ description: 'true: not yet replayed successfully; false: resolved.' }),
+  awaiting: z
+    .enum(['bridge', 'operator'])
+    .optional()
+    .meta({ description: 'Open letters only: bridge, those the bridge runs again by itself (a transient cause, runs left); operator, those waiting for a person.' }),
   page: z.coerce.number().int().min(1).default(1),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
@@ -139,6 +143,7 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
       merchantId: scopeOf(req, q.merchantId),
       pos: q.pos,
       open: q.open === undefined ? undefined : q.open === 'true',
+      awaiting: q.awaiting,
       offset: (q.page - 1) * q.limit,
       limit: q.limit,
     });

@@ -34,12 +34,12 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
   const direct = [posAuth(deps.posAuth, deps.tokens), activeMerchant, ...body];
 
   router.post('/v1/checkouts/:pos', ...direct, async (req, res) => {
-    const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!);
+    const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true);
     res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
   router.post('/v1/refunds/:pos', ...direct, async (req, res) => {
-    const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!);
+    const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true);
     res.status(answerStatus(answer)).json(posAnswer(answer));
   });
 
