@@ -671,6 +671,16 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect((await store.update(nextVersion(waiting, inFlight))).version).toBe(2);
       });
 
+      it("are per merchant: another merchant's accrual of the same customer and amount is not held up, nor listed with it", async () => {
+        await store.insert({ ...makeRecord('generic:first', { customer: ann, inFlight: true }), merchantId: 'm-a' });
+        // The same phone and amount at another merchant (the default one too) is another customer of another account.
+        const theirs = { ...makeRecord('generic:first', { customer: ann, inFlight: true }), merchantId: 'm-b' };
+        expect((await store.insert(theirs)).created).toBe(true);
+        expect((await store.insert(makeRecord('generic:mine', { customer: ann, inFlight: true }))).created).toBe(true);
+        await expect(store.insert({ ...makeRecord('generic:second', { customer: ann, inFlight: true }), merchantId: 'm-a' })).rejects.toMatchObject({ holder: 'generic:first' });
+        expect((await store.listUnsettledAccruals('m-b', 5997)).map((r) => keyOf(r))).toEqual(['m-b/generic:first']);
+      });
+
       it('the holder keeps moving while it holds its keys', async () => {
         const holder = makeRecord('generic:holder', { customer: ann, accrual: 'in_doubt' });
         await store.insert(holder);
