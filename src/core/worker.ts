@@ -6,8 +6,8 @@
  * Merchants share it fairly (README, "One merchant's trouble stays its own"): a scheduled pass takes
  * at most BATCH due records, at most PER_MERCHANT of one merchant, the merchants taking turns
  * (`listDue`); one merchant's records get at most half the lanes while another's wait in the pass;
- * a merchant the loyalty service is rate-limiting is left out until its pause ends
- * (`RateLimitPauses`). A pass that took a full share of someone's work, and moved something, is
+ * a merchant the loyalty service is rate-limiting is left out until its pause ends or one of its
+ * calls is answered (`RateLimitPauses`). A pass that took a full share of someone's work, and moved something, is
  * followed by the next at once, so a lone merchant's backlog drains as fast as lanes allow.
  */
 import type { Logger } from '../logger.js';
@@ -31,8 +31,9 @@ const BATCH = 500;
  * Records of one merchant one scheduled pass takes at most. A pass ends when its last record is
  * done, and work that falls due meanwhile waits for the next one, so no merchant may make a pass
  * long: 50 records of a healthy merchant take well under a second on the default 8 lanes; of one
- * whose calls fail slowly (5xx: 3 requests over 3 units a record), at most half the lanes for
- * 50 / 4 records in a row. And ten merchants with backlogs share one batch of 500.
+ * whose calls fail slowly (5xx: 3 requests over 3 units a record), 50 / 8 such rounds one after
+ * another (50 / 4 while others' records wait, on half the lanes). And ten merchants with backlogs
+ * share one batch of 500.
  */
 export const PER_MERCHANT = 50;
 
