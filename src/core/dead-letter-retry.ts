@@ -15,6 +15,7 @@
  * the run is written, or the lease ends (the instance stopped mid-run). A resolved letter is never
  * claimed, so never run again.
  */
+import { withMerchant } from '../log-context.js';
 import type { DeadLetter, DeadLetterRetry, LedgerStore } from '../ledger/store.js';
 import { deadLetterDueAtMs, deadLetterHeld } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
@@ -104,11 +105,13 @@ export class DeadLetterRetrier {
     for (const letter of due) {
       if (this.#stopping) break;
       try {
-        const outcome = await this.runner.retryDeadLetter(letter.id);
+        // Its lines name the letter's merchant, when one is known (log-context.ts).
+        const run = () => this.runner.retryDeadLetter(letter.id);
+        const outcome = await (letter.merchantId ? withMerchant(letter.merchantId, run) : run());
         if (outcome.ran) ran++;
         if (outcome.resolved) resolved++;
       } catch (error) {
-        this.logger.error({ err: error, deadLetterId: letter.id }, 'automatic run of a dead letter failed');
+        this.logger.error({ err: error, deadLetterId: letter.id, merchantId: letter.merchantId }, 'automatic run of a dead letter failed');
       }
     }
     return { ran, resolved };

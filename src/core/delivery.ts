@@ -21,6 +21,7 @@ import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
 import type { Metrics } from '../metrics.js';
 import type { HistoryVerifier } from './history-verifier.js';
+import { RateLimitPauses } from './rate-limits.js';
 import type { RecordWriter } from './record-writer.js';
 import { applyVerdict, describeVerdict, keyless, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, reversalNotNeeded, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
 
@@ -77,6 +78,8 @@ export class DeliveryService {
   /** Passes running in this process, so the worker never starts a second one for a record. */
   readonly #running = new Map<string, Promise<StepReport>>();
   readonly instanceId = randomUUID();
+  /** Merchants whose calls the loyalty service is answering with 429s: the worker holds their due work. */
+  readonly rateLimits: RateLimitPauses;
 
   constructor(
     private readonly writer: RecordWriter,
@@ -84,7 +87,9 @@ export class DeliveryService {
     private readonly options: DeliveryOptions,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.rateLimits = new RateLimitPauses(options);
+  }
 
   /**
    * Runs one pass over a record unless one is already running here. `force` ignores the pause
@@ -122,9 +127,19 @@ export class DeliveryService {
     return (finished && finished.record) || this.writer.require(key);
   }
 
-  /** What the worker's scheduled pass may take: records due by this bridge's clock; accruals in doubt only when the verifier can run. */
-  async dueQuery(limit: number, claim: OpenClaim): Promise<DueQuery> {
-    return { nowMs: this.writer.now().getTime(), limit, canVerify: await this.upstreams.canVerifyAny(), claim };
+  /**
+   * What the worker's scheduled pass may take: records due by this bridge's clock, `perMerchant` of
+   * each merchant at most, none of a merchant being rate-limited; accruals in doubt only when the
+   * verifier can run.
+   */
+  async dueQuery(limit: number, perMerchant: number, claim: OpenClaim): Promise<DueQuery> {
+    const nowMs = this.writer.now().getTime();
+    return { nowMs, limit, perMerchant, skipMerchants: this.rateLimits.paused(nowMs), canVerify: await this.upstreams.canVerifyAny(), claim };
+  }
+
+  /** The merchant's due work is held: the loyalty service is rate-limiting it (see RateLimitPauses). */
+  isRateLimited(merchantId: string): boolean {
+    return this.rateLimits.isPaused(merchantId, this.writer.now().getTime());
   }
 
   isRunning(key: string): boolean {
@@ -300,6 +315,8 @@ export class DeliveryService {
       this.calling.leave(key);
     }
     failpoint('call:after-answer');
+    const pausedUntil = this.rateLimits.note(merchantOf(record), report, this.writer.now().getTime());
+    if (pausedUntil !== undefined) this.logger.warn({ merchantId: merchantOf(record), until: new Date(pausedUntil).toISOString() }, "the loyalty service is rate-limiting this merchant's app token: its due work waits until then, or until one of its calls is answered");
     this.metrics.upstreamCalls.inc({ operation, outcome: report.outcome.kind, ...this.metrics.merchant(merchantOf(record)) });
     this.logger.info({ transactionId, operation, outcome: report.outcome.kind, requests: report.attempts.length }, 'loyalty service call finished');
     const answer = { operation, outcome: report.outcome, attempts: report.attempts, startedAt, owner: this.instanceId };

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { withMerchant } from '../log-context.js';
 import { hasContact } from '../customer.js';
 import { BridgeError, ConflictError, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
@@ -256,7 +257,8 @@ export class Ingest implements DeadLetterRunner {
       try {
         for (const action of spec.classify(part.body, headers)) {
           try {
-            results.push(...(await this.#act(adapter, known, action)));
+            // Its lines name the merchant of this part, which for a batch (Clover) is not the whole delivery's.
+            results.push(...(await withMerchant(known.id, () => this.#act(adapter, known, action))));
           } catch (error) {
             if (!isKept(error)) throw error;
             failures.push({ key: action.key, error, at: results.length });

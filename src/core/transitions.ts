@@ -54,6 +54,11 @@ export interface Transition {
 
 /** Pause before the worker's next round after a round ended without an answer: 30 units, growing to 1 hour. */
 const ROUND_PAUSES = [30, 60, 120, 300, 600, 1800, 3600];
+
+/** The pause after the `rounds`-th round in a row that ended without an answer (1: the first). */
+export function roundPauseMs(rounds: number, options: Pick<TransitionOptions, 'retryBaseMs'>): number {
+  return options.retryBaseMs * ROUND_PAUSES[Math.min(Math.max(rounds, 1) - 1, ROUND_PAUSES.length - 1)]!;
+}
 const MAX_REFUND_IDS_REMEMBERED = 100;
 
 // ------------------------------------------------------------------ what a record needs
@@ -432,7 +437,7 @@ export function recordOutcome(record: LedgerRecord, call: CallAnswer, now: Date,
         Object.assign(side, { state: 'pending', inDoubtSince: undefined });
         if (operation === 'accrue') r.accrual.ambiguousWith = undefined;
         r.rounds += 1;
-        r.nextAttemptAt = later(now, options.retryBaseMs * ROUND_PAUSES[Math.min(r.rounds - 1, ROUND_PAUSES.length - 1)]!);
+        r.nextAttemptAt = later(now, roundPauseMs(r.rounds, options));
         return `${operation} not carried out (${outcome.reason}); next round at ${r.nextAttemptAt}`;
       case 'unknown':
         putInDoubt(r, operation, call.startedAt, now, options);

@@ -2,6 +2,13 @@
  * The background worker: delivers open ledger records on their schedule (the next accrue or reverse
  * round, in-doubt verification), a few at a time. An operator's reconcile is the same pass with
  * `force`, run now, reporting what it examined, fixed and left open, and why.
+ *
+ * Merchants share it fairly (README, "One merchant's trouble stays its own"): a scheduled pass takes
+ * at most BATCH due records, at most PER_MERCHANT of one merchant, the merchants taking turns
+ * (`listDue`); one merchant's records get at most half the lanes while another's wait in the pass;
+ * a merchant the loyalty service is rate-limiting is left out until its pause ends or one of its
+ * calls is answered (`RateLimitPauses`). A pass that took a full share of someone's work, and moved something, is
+ * followed by the next at once, so a lone merchant's backlog drains as fast as lanes allow.
  */
 import { withMerchant } from '../log-context.js';
 import type { Logger } from '../logger.js';
@@ -19,7 +26,17 @@ export interface ReconcileReport {
   open: { transactionId: string; merchantId: string; status: LedgerStatus; why: string }[];
 }
 
+/** Records one scheduled pass takes at most. */
 const BATCH = 500;
+/**
+ * Records of one merchant one scheduled pass takes at most. A pass ends when its last record is
+ * done, and work that falls due meanwhile waits for the next one, so no merchant may make a pass
+ * long: 50 records of a healthy merchant take well under a second on the default 8 lanes; of one
+ * whose calls fail slowly (5xx: 3 requests over 3 units a record), 50 / 8 such rounds one after
+ * another (50 / 4 while others' records wait, on half the lanes). And ten merchants with backlogs
+ * share one batch of 500.
+ */
+export const PER_MERCHANT = 50;
 
 export class Worker {
   #timer?: NodeJS.Timeout;
@@ -28,6 +45,8 @@ export class Worker {
   /** Scheduled passes finished so far, and who waits for a count of them. */
   #passes = 0;
   #waiting: { until: number; done: () => void }[] = [];
+  /** The last scheduled pass took a full share of someone's due work and moved something: the next one runs at once. */
+  #moreDue = false;
 
   constructor(
     private readonly store: LedgerStore,
@@ -50,11 +69,11 @@ export class Worker {
   }
 
   /**
-   * One pass. Scheduled: the records due now, earliest first, a batch at a time. `force` (an
-   * operator's reconcile): every open record, due or not, those only an operator can move included,
-   * so that the report says why each is still open; it pages through them all, or as many as
-   * `budgetMs` allows (an operator's HTTP request must end well inside the server's timeout; the
-   * records left are examined by the next call or the worker's own passes).
+   * One pass. Scheduled: the records due now, earliest first, the merchants taking turns, a batch
+   * at a time. `force` (an operator's reconcile): every open record, due or not, those only an
+   * operator can move included, so that the report says why each is still open; it pages through
+   * them all, or as many as `budgetMs` allows (an operator's HTTP request must end well inside the
+   * server's timeout; the records left are examined by the next call or the worker's own passes).
    */
   async reconcile(force = true, budgetMs = Number.POSITIVE_INFINITY, merchantId?: string): Promise<ReconcileReport> {
     const startedAt = new Date().toISOString();
@@ -75,7 +94,9 @@ export class Worker {
         }
       }
     } else {
-      reports.push(...(await this.#advanceAll(await this.store.listDue(await this.service.dueQuery(BATCH, claim)), false, deadline)));
+      const due = await this.store.listDue(await this.service.dueQuery(BATCH, PER_MERCHANT, claim));
+      reports.push(...(await this.#advanceAll(due, false, deadline)));
+      this.#moreDue = (due.length >= BATCH || fullShare(due)) && reports.some((r) => r.action !== 'none');
     }
     const report: ReconcileReport = { startedAt, finishedAt: new Date().toISOString(), examined: reports.length, complete, fixed: [], open: [] };
     for (const r of reports) {
@@ -86,20 +107,34 @@ export class Worker {
   }
 
   /**
-   * Advances each record once, `concurrency` at a time, starting none after `deadline`; one report
-   * per record examined, errors included.
+   * Advances each record once, `concurrency` at a time, in the order given, starting none after
+   * `deadline`; one report per record examined, errors included. One merchant's records take at
+   * most half the lanes while another merchant's records wait: a merchant whose calls are slow
+   * cannot hold every lane. A scheduled pass drops the records of a merchant that became
+   * rate-limited during it (they would meet the same 429s); an operator's reconcile sends them.
    */
   async #advanceAll(records: LedgerRecord[], force: boolean, deadline: number): Promise<StepReport[]> {
     const reports: StepReport[] = [];
     const queue = [...records];
-    const next = () => (Date.now() < deadline ? queue.shift() : undefined);
+    const busy = new Map<string, number>();
+    const share = Math.max(1, Math.ceil(this.options.concurrency / 2));
+    const next = (): LedgerRecord | undefined => {
+      if (Date.now() >= deadline) return undefined;
+      if (!force) for (let i = queue.length - 1; i >= 0; i--) if (this.service.isRateLimited(merchantOf(queue[i]!))) queue.splice(i, 1);
+      const turn = queue.findIndex((r) => (busy.get(merchantOf(r)) ?? 0) < share);
+      return queue.splice(Math.max(turn, 0), 1)[0];
+    };
     const lanes = Array.from({ length: Math.min(this.options.concurrency, queue.length) }, async () => {
       for (let record = next(); record; record = next()) {
+        const merchant = merchantOf(record);
+        busy.set(merchant, (busy.get(merchant) ?? 0) + 1);
         try {
           // Its lines name its merchant, as a request's do (log-context.ts).
           reports.push(await withMerchant(merchantOf(record), () => this.service.advance(keyOf(record), force)));
         } catch (error) {
-          reports.push({ key: keyOf(record), transactionId: record.transactionId, merchantId: merchantOf(record), before: record.status, after: record.status, action: 'none', note: `error: ${(error as Error).message}` });
+          reports.push({ key: keyOf(record), transactionId: record.transactionId, merchantId: merchant, before: record.status, after: record.status, action: 'none', note: `error: ${(error as Error).message}` });
+        } finally {
+          busy.set(merchant, busy.get(merchant)! - 1);
         }
       }
     });
@@ -130,7 +165,14 @@ export class Worker {
           for (const w of done) w.done();
           this.#schedule();
         });
-    }, this.options.intervalMs);
+    }, this.#moreDue ? 0 : this.options.intervalMs);
     this.#timer.unref();
   }
+}
+
+/** Some merchant's share of the batch is full: more of its work may be due. */
+function fullShare(due: readonly LedgerRecord[]): boolean {
+  const counts = new Map<string, number>();
+  for (const record of due) counts.set(merchantOf(record), (counts.get(merchantOf(record)) ?? 0) + 1);
+  return [...counts.values()].some((n) => n >= PER_MERCHANT);
 }

@@ -44,6 +44,7 @@ import { Journal, syncDirectory, type Location, type WriteFailure, type WriteFil
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
+import { takeTurns } from './due-turns.js';
 import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
 import { deadLetterDueAtMs, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
@@ -315,17 +316,15 @@ export class FileLedgerStore implements LedgerStore {
       .map((e) => this.#read(e.key)!);
   }
 
-  /** One pass over the open set, never the whole ledger: due times are in the index. */
+  /** One pass over the open set, never the whole ledger: due times and merchants are in the index. */
   async listDue(query: DueQuery): Promise<LedgerRecord[]> {
+    const skip = new Set(query.skipMerchants);
     const due: { entry: IndexEntry; atMs: number }[] = [];
     for (const id of this.#open) {
       const entry = this.#index.get(id)!;
-      if (entry.due && entry.due.atMs <= query.nowMs && (query.canVerify || !entry.due.needsVerifier)) due.push({ entry, atMs: entry.due.atMs });
+      if (entry.due && entry.due.atMs <= query.nowMs && (query.canVerify || !entry.due.needsVerifier) && !skip.has(entry.merchantId)) due.push({ entry, atMs: entry.due.atMs });
     }
-    return due
-      .sort((a, b) => a.atMs - b.atMs || byAge(a.entry, b.entry))
-      .slice(0, query.limit)
-      .map(({ entry }) => this.#read(entry.key)!);
+    return takeTurns(due, { merchantOf: (d) => d.entry.merchantId, earlier: (a, b) => a.atMs - b.atMs || byAge(a.entry, b.entry), perMerchant: query.perMerchant, limit: query.limit }).map(({ entry }) => this.#read(entry.key)!);
   }
 
   async countOpen(): Promise<number> {

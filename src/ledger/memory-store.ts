@@ -7,6 +7,7 @@
  */
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { dueOf } from '../core/transitions.js';
+import { takeTurns } from './due-turns.js';
 import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { deadLetterDueAtMs, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
@@ -87,15 +88,13 @@ export class MemoryLedgerStore implements LedgerStore {
   }
 
   async listDue(query: DueQuery): Promise<LedgerRecord[]> {
+    const skip = new Set(query.skipMerchants);
     const due: { record: LedgerRecord; atMs: number }[] = [];
     for (const record of this.state.records.values()) {
-      const d = isOpen(record) ? dueOf(record) : undefined;
+      const d = isOpen(record) && !skip.has(merchantOf(record)) ? dueOf(record) : undefined;
       if (d && d.atMs <= query.nowMs && (query.canVerify || !d.needsVerifier)) due.push({ record, atMs: d.atMs });
     }
-    return due
-      .sort((a, b) => a.atMs - b.atMs || byAge(a.record, b.record))
-      .slice(0, query.limit)
-      .map((d) => copy(d.record));
+    return takeTurns(due, { merchantOf: (d) => merchantOf(d.record), earlier: (a, b) => a.atMs - b.atMs || byAge(a.record, b.record), perMerchant: query.perMerchant, limit: query.limit }).map((d) => copy(d.record));
   }
 
   async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {

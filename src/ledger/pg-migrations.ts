@@ -387,4 +387,18 @@ ALTER TABLE ledger_dead_letters ADD COLUMN due_at timestamptz;
 CREATE INDEX ledger_dead_letters_due ON ledger_dead_letters (due_at) WHERE NOT resolved AND due_at IS NOT NULL;
 `,
   },
+  {
+    version: 7,
+    name: 'due work by merchant, for the worker to take turns between merchants',
+    sql: `
+-- Serves the worker's claim (pg-store.ts listDue), which takes a few of each merchant's due records
+-- in turn: the walk from one merchant with open records to the next (merchant_id > $previous LIMIT 1),
+-- and each merchant's earliest due records read in due order, stopping at the per-merchant cap
+-- however many more are due (one merchant's 100,000 due rows are not read to take 50 of them).
+-- Its order is the claim's whole order (due time, then age, then key), so no sort stands between
+-- the index and the cap. ledger_records_due (migration 2) stays: the build before this one claims
+-- through it while instances are replaced one by one.
+CREATE INDEX ledger_records_merchant_due ON ledger_records (merchant_id, due_at, created_at, transaction_id) WHERE open;
+`,
+  },
 ];

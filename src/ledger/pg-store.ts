@@ -18,6 +18,7 @@ import { deadLetterDueAtMs, type DeadLetter, type DeadLetterQuery, type DueQuery
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
 /** 'LBDL': the class of the advisory locks that make each dead letter's read-change-write one step (`updateDeadLetter`). */
 const DEAD_LETTER_LOCK = 0x4c42_444c;
+const CLAIM_LOCK = 0x4c42_434c; // 'LBCL': held by an instance's worker while it claims due records
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Records per transaction in `importRecords`. */
 const IMPORT_BATCH = 500;
@@ -54,6 +55,59 @@ function heldKeyError(error: unknown, transactionId: string, merchantId: string)
 /** The transactionId a ledger key of this merchant stands for. */
 function transactionIdOf(merchantId: string, key: string): string {
   return merchantId === DEFAULT_MERCHANT ? key : key.slice(merchantId.length + 1);
+}
+
+/**
+ * `listDue` in SQL (store.ts for what it answers; due-turns.ts says the same for the other stores).
+ * Merchants with open records are walked one to the next through the index of migration 7 (a loose
+ * index scan: one probe each, however many records each has); for each, its earliest due records up
+ * to the cap, numbered (its turns); then turn by turn, earliest due first, up to the limit. With a
+ * claim, the records another live instance leased, or that were written within `idleMs`, are not
+ * candidates, and those chosen are locked (SKIP LOCKED: a row being written is left for the next
+ * pass), checked again and leased to the owner.
+ */
+export function dueSql(query: DueQuery): { text: string; values: unknown[] } {
+  const values: unknown[] = [new Date(query.nowMs).toISOString()];
+  const cap = `$${values.push(Math.min(query.perMerchant ?? query.limit, query.limit))}`;
+  const limit = `$${values.push(query.limit)}`;
+  const skip = `$${values.push(query.skipMerchants ?? [])}::text[]`;
+  const { claim } = query;
+  const owner = claim && `$${values.push(claim.owner)}`;
+  const leaseMs = claim && `$${values.push(claim.leaseMs)}`;
+  const idleMs = claim && `$${values.push(claim.idleMs ?? 0)}`;
+  const due = (r: string) =>
+    `${r}.open AND ${r}.due_at <= $1::timestamptz${query.canVerify ? '' : ` AND NOT ${r}.due_needs_verifier`}` +
+    (claim ? ` AND (${r}.lease_until IS NULL OR ${r}.lease_until < now() OR ${r}.lease_owner = ${owner}) AND ${r}.updated_at < now() - make_interval(secs => ${idleMs}::double precision / 1000)` : '');
+  const chosen = `
+    WITH RECURSIVE merchants AS (
+      (SELECT merchant_id FROM ledger_records WHERE open ORDER BY merchant_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT o.merchant_id FROM ledger_records o WHERE o.open AND o.merchant_id > m.merchant_id ORDER BY o.merchant_id LIMIT 1)
+        FROM merchants m WHERE m.merchant_id IS NOT NULL
+    ), chosen AS (
+      SELECT t.transaction_id, t.turn, t.due_at, t.created_at
+        FROM merchants m
+        CROSS JOIN LATERAL (
+          SELECT f.*, row_number() OVER (ORDER BY f.due_at, f.created_at, f.transaction_id) AS turn
+            FROM (SELECT r.transaction_id, r.due_at, r.created_at FROM ledger_records r
+                   WHERE r.merchant_id = m.merchant_id AND ${due('r')}
+                   ORDER BY r.due_at, r.created_at, r.transaction_id LIMIT ${cap}) f
+        ) t
+       WHERE m.merchant_id IS NOT NULL AND m.merchant_id <> ALL (${skip})
+       ORDER BY t.turn, t.due_at, t.created_at, t.transaction_id
+       LIMIT ${limit}
+    )`;
+  const order = 'ORDER BY chosen.turn, chosen.due_at, chosen.created_at, chosen.transaction_id';
+  if (!claim) return { text: `${chosen} SELECT r.record FROM chosen JOIN ledger_records r USING (transaction_id) ${order}`, values };
+  return {
+    text: `${chosen}, claimed AS (
+      UPDATE ledger_records r SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
+       WHERE r.transaction_id IN (SELECT l.transaction_id FROM ledger_records l WHERE l.transaction_id IN (SELECT transaction_id FROM chosen) AND ${due('l')} FOR UPDATE SKIP LOCKED)
+      RETURNING r.transaction_id, r.record
+    )
+    SELECT claimed.record FROM claimed JOIN chosen USING (transaction_id) ${order}`,
+    values,
+  };
 }
 
 export function redactUrl(url: string): string {
@@ -330,10 +384,18 @@ export class PostgresLedgerStore implements LedgerStore {
     return this.#select(where, 'created_at, transaction_id', params, limit, claim);
   }
 
+  /**
+   * One statement (`dueSql`); with a claim, in a transaction that first takes CLAIM_LOCK, so that
+   * instances claim one after another: each one's turns are taken among the records the others have
+   * not leased, and two claiming at once get disjoint batches, neither of them cut short.
+   */
   async listDue(query: DueQuery): Promise<LedgerRecord[]> {
-    const params: unknown[] = [new Date(query.nowMs).toISOString()];
-    const where = `open AND due_at <= $1::timestamptz${query.canVerify ? '' : ' AND NOT due_needs_verifier'}`;
-    return this.#select(where, 'due_at', params, query.limit, query.claim);
+    const { text, values } = dueSql(query);
+    if (!query.claim) return (await this.pool.query<{ record: LedgerRecord }>(text, values)).rows.map((r) => r.record);
+    return inTransaction(this.pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [CLAIM_LOCK]);
+      return (await client.query<{ record: LedgerRecord }>(text, values)).rows.map((r) => r.record);
+    });
   }
 
   /** Rows matching `where` (over `params`) in `order`, at most `limit`; with `claim`, leased to its owner. */

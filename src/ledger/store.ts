@@ -117,6 +117,10 @@ export interface DueQuery {
   /** The bridge's clock, the one `nextAttemptAt` was set with. */
   nowMs: number;
   limit: number;
+  /** At most this many records of one merchant (none: no cap but `limit`). */
+  perMerchant?: number;
+  /** These merchants' records are left out, and not claimed (the worker holds a rate-limited merchant's work). */
+  skipMerchants?: readonly string[];
   /**
    * The bridge can read the operations history (LOYALTY_API_KEY is set). Without it, an accrual in
    * doubt waits for an operator and is left out: it would fill every batch and move no further.
@@ -171,9 +175,15 @@ export interface LedgerStore {
    */
   listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor, merchantId?: string): Promise<LedgerRecord[]>;
   /**
-   * Open records due by `query.nowMs` (`dueOf`), earliest due first, at most `query.limit`. Records
-   * not due yet, and those only an operator can move, are left out, so that however many of them
-   * pile up they never take the place of work that can go ahead. Claims as in `listOpen`.
+   * Open records due by `query.nowMs` (`dueOf`), at most `query.limit`, the merchants taking turns:
+   * each merchant's records earliest due first (ties by createdAt, then ledger key), at most
+   * `query.perMerchant` of them; then every merchant's first record, then every merchant's second,
+   * and so on, each turn earliest due first (`takeTurns` in due-turns.ts). So one merchant's
+   * thousands of due records take one merchant's share of a batch, never the whole of it, and a
+   * merchant whose work has waited longest goes first. Records not due yet, those only an operator
+   * can move, and those of `query.skipMerchants` are left out, so that however many of them pile up
+   * they never take the place of work that can go ahead. Claims as in `listOpen`: the turns are
+   * taken among the records this instance may claim.
    */
   listDue(query: DueQuery): Promise<LedgerRecord[]>;
   /** The merchant's records whose accrual is unsettled (`isAccrualUnsettled`) with this Check amount: those an operation of that sum could belong to. */

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { ConflictError } from '../../src/errors.js';
 import { MIGRATIONS } from '../../src/ledger/pg-migrations.js';
-import { jsonb, PostgresLedgerStore } from '../../src/ledger/pg-store.js';
+import { dueSql, jsonb, PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { isOpen, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
@@ -102,20 +102,48 @@ describeIf('PostgreSQL', () => {
       }
     });
 
-    it('claims through an index on due times, in due order, with or without the verifier', async () => {
+    it('hands each worker a disjoint batch of due records, the merchants taking turns, at most perMerchant of each', async () => {
+      const due = await freshSchema(base!, 'turns');
+      const [a, b] = [new PostgresLedgerStore(due.url, { poolSize: 2 }), new PostgresLedgerStore(due.url, { poolSize: 2 })];
+      try {
+        await a.init();
+        await b.init();
+        for (let i = 0; i < 10; i++) await a.insert({ ...makeRecord(`generic:A-${i}`, { accrual: 'pending', at: i }), merchantId: 'm-a' });
+        for (let i = 0; i < 4; i++) await a.insert({ ...makeRecord(`generic:B-${i}`, { accrual: 'pending', at: 20 + i }), merchantId: 'm-b' });
+        const query = (owner: string) => ({ nowMs: Date.parse(minutes(1000)), limit: 100, perMerchant: 3, canVerify: false, claim: { owner, leaseMs: 60_000 } });
+        const [mine, theirs] = await Promise.all([a.listDue(query('A')), b.listDue(query('B'))]);
+        const keys = (batch: LedgerRecord[]) => batch.map((r) => `${r.merchantId}/${r.transactionId}`);
+        // Whichever claimed first took the first three of each; the other the next three of A's and B's last.
+        const [first, second] = mine.length === 6 ? [mine, theirs] : [theirs, mine];
+        expect(keys(first)).toEqual(['m-a/generic:A-0', 'm-b/generic:B-0', 'm-a/generic:A-1', 'm-b/generic:B-1', 'm-a/generic:A-2', 'm-b/generic:B-2']);
+        expect(keys(second)).toEqual(['m-a/generic:A-3', 'm-b/generic:B-3', 'm-a/generic:A-4', 'm-a/generic:A-5']);
+        // Each holds its batch for the lease: its next claim is its own batch again, the rest of A's stays with whoever comes next.
+        expect(keys(await a.listDue(query('A')))).toEqual(keys(mine));
+        expect(keys(await a.listDue({ ...query('C'), perMerchant: 50 }))).toEqual(['m-a/generic:A-6', 'm-a/generic:A-7', 'm-a/generic:A-8', 'm-a/generic:A-9']);
+        // A merchant left out is not claimed either.
+        expect(await b.listDue({ ...query('D'), skipMerchants: ['m-a'] })).toEqual([]);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await due.drop();
+      }
+    });
+
+    it("claims through the index of each merchant's due times, reading a merchant's due rows only up to the cap", async () => {
       const client = await stores[0]!.pool.connect();
       try {
         await client.query('BEGIN');
         // The table is tiny here: the planner is told to prefer an index, so what is checked is that one serves.
-        await client.query('SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off');
-        for (const verifier of ['', ' AND NOT due_needs_verifier']) {
-          const { rows } = await client.query<{ 'QUERY PLAN': string }>(
-            `EXPLAIN SELECT transaction_id FROM ledger_records WHERE open AND due_at <= $1::timestamptz${verifier} ORDER BY due_at LIMIT 500 FOR UPDATE SKIP LOCKED`,
-            [new Date().toISOString()],
-          );
-          const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-          expect(plan).toMatch(/Index Scan using ledger_records_due/);
-          expect(plan).not.toMatch(/Sort/);
+        await client.query('SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off');
+        for (const canVerify of [true, false]) {
+          for (const claim of [undefined, { owner: 'plan', leaseMs: 60_000, idleMs: 1500 }]) {
+            const { text, values } = dueSql({ nowMs: Date.now(), limit: 500, perMerchant: 50, canVerify, skipMerchants: ['m-x'], claim });
+            const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values);
+            const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+            // The walk between merchants and each merchant's due rows, in due order, under a Limit: no sort of all due rows.
+            expect(plan).toMatch(/Index Only Scan using ledger_records_merchant_due on ledger_records/);
+            expect(plan).toMatch(/Limit[^\n]*\n\s*->\s+Index (Only )?Scan using ledger_records_merchant_due on ledger_records r[^\n]*\n\s*Index Cond: \(\(merchant_id = m(_\d+)?\.merchant_id\) AND \(due_at <= /);
+            expect(plan).not.toMatch(/Seq Scan/);
+          }
         }
       } finally {
         await client.query('ROLLBACK');

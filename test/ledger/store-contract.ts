@@ -14,7 +14,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/errors.js';
-import { deriveStatus, isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
+import { deriveStatus, isOpen, keyOf, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
 import type { DeadLetter, LedgerStore } from '../../src/ledger/store.js';
 import type { StoredMerchant } from '../../src/merchants/merchant.js';
 
@@ -183,6 +183,7 @@ export const settle = (record: LedgerRecord): LedgerRecord =>
   });
 
 const ids = (records: LedgerRecord[]): string[] => records.map((r) => r.transactionId);
+const keys = (records: LedgerRecord[]): string[] => records.map((r) => keyOf(r));
 
 export function ledgerStoreContract(name: string, makeStore: () => Promise<StoreUnderTest>): void {
   describe(`LedgerStore contract: ${name}`, () => {
@@ -580,6 +581,46 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect(ids(await due(100))).toEqual(moved);
         expect(ids(await due(55))).toEqual(moved.slice(0, -1));
       });
+
+      describe('merchants take turns', () => {
+        const of = (merchantId: string, transactionId: string, options: RecordOptions = {}): LedgerRecord => ({ ...makeRecord(transactionId, options), merchantId });
+        const turns = (now: number, options: { limit?: number; perMerchant?: number; skipMerchants?: string[] } = {}) =>
+          store.listDue({ nowMs: at(now), limit: options.limit ?? 1000, canVerify: true, perMerchant: options.perMerchant, skipMerchants: options.skipMerchants });
+
+        it("each merchant's earliest due first, at most perMerchant of each; then every merchant's first, every merchant's second, …", async () => {
+          for (let i = 0; i < 10; i++) await store.insert(of('m-a', `generic:a-${i}`, { at: i }));
+          for (let i = 0; i < 3; i++) await store.insert(of('m-b', `generic:b-${i}`, { at: 20 + i }));
+          for (let i = 0; i < 2; i++) await store.insert(makeRecord(`generic:d-${i}`, { at: 15 + i }));
+          await store.insert(of('m-c', 'generic:c-later', { at: 1, nextAttemptAt: 500 }));
+          const firstFour = ['m-a/generic:a-0', 'generic:d-0', 'm-b/generic:b-0', 'm-a/generic:a-1', 'generic:d-1', 'm-b/generic:b-1', 'm-a/generic:a-2', 'm-b/generic:b-2', 'm-a/generic:a-3'];
+          expect(keys(await turns(100, { perMerchant: 4 }))).toEqual(firstFour);
+          expect(keys(await turns(100, { perMerchant: 4, limit: 5 }))).toEqual(firstFour.slice(0, 5));
+          // Without a cap, the turns go on until every due record is listed.
+          expect(keys(await turns(100))).toEqual([...firstFour, ...[4, 5, 6, 7, 8, 9].map((i) => `m-a/generic:a-${i}`)]);
+          expect(keys(await turns(100, { perMerchant: 4, skipMerchants: ['m-a', 'm-c'] }))).toEqual(['generic:d-0', 'm-b/generic:b-0', 'generic:d-1', 'm-b/generic:b-1', 'm-b/generic:b-2']);
+          expect(keys(await turns(15.5, { perMerchant: 2 }))).toEqual(['m-a/generic:a-0', 'generic:d-0', 'm-a/generic:a-1']);
+          // Still earliest due first within a merchant: a round without an answer moves a-0 behind its others.
+          await store.update(nextVersion((await store.get('m-a/generic:a-0'))!, (r) => (r.nextAttemptAt = minutes(50))));
+          const moved = ['m-a/generic:a-1', 'generic:d-0', 'm-b/generic:b-0', 'm-a/generic:a-2', 'generic:d-1', 'm-b/generic:b-1', 'm-a/generic:a-3', 'm-b/generic:b-2', 'm-a/generic:a-4'];
+          expect(keys(await turns(100, { perMerchant: 4 }))).toEqual(moved);
+          await reopen();
+          expect(keys(await turns(100, { perMerchant: 4 }))).toEqual(moved);
+          // A turn goes earliest due first, whenever the merchant's records were created.
+          expect(keys(await turns(600, { perMerchant: 1 }))).toEqual(['m-a/generic:a-1', 'generic:d-0', 'm-b/generic:b-0', 'm-c/generic:c-later']);
+        });
+
+        it("one merchant's 800 due records take its share of a batch; another's one record is in the first turn", async () => {
+          for (let i = 0; i < 800; i++) await store.insert(of('m-storm', `generic:s-${i}`, { at: i / 10 }));
+          await store.insert(of('m-calm', 'generic:calm-1', { at: 90 }));
+          const batch = await turns(100, { limit: 500, perMerchant: 50 });
+          expect(batch).toHaveLength(51);
+          expect(keys(batch).slice(0, 3)).toEqual(['m-storm/generic:s-0', 'm-calm/generic:calm-1', 'm-storm/generic:s-1']);
+          expect(keys(batch).at(-1)).toBe('m-storm/generic:s-49');
+          // Without a cap the turns still put it second, not behind the 800.
+          expect(keys(await turns(100, { limit: 500 })).slice(0, 2)).toEqual(['m-storm/generic:s-0', 'm-calm/generic:calm-1']);
+          expect(await turns(100, { limit: 500, perMerchant: 50, skipMerchants: ['m-storm'] })).toEqual([await store.get('m-calm/generic:calm-1')]);
+        });
+      });
     });
 
     describe('findOperationClaim', () => {
@@ -666,6 +707,16 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await expect(store.update(nextVersion(waiting, inFlight))).rejects.toBeInstanceOf(AccrualKeyHeldError);
         await store.update(settle(doubt));
         expect((await store.update(nextVersion(waiting, inFlight))).version).toBe(2);
+      });
+
+      it("are per merchant: another merchant's accrual of the same customer and amount is not held up, nor listed with it", async () => {
+        await store.insert({ ...makeRecord('generic:first', { customer: ann, inFlight: true }), merchantId: 'm-a' });
+        // The same phone and amount at another merchant (the default one too) is another customer of another account.
+        const theirs = { ...makeRecord('generic:first', { customer: ann, inFlight: true }), merchantId: 'm-b' };
+        expect((await store.insert(theirs)).created).toBe(true);
+        expect((await store.insert(makeRecord('generic:mine', { customer: ann, inFlight: true }))).created).toBe(true);
+        await expect(store.insert({ ...makeRecord('generic:second', { customer: ann, inFlight: true }), merchantId: 'm-a' })).rejects.toMatchObject({ holder: 'generic:first' });
+        expect((await store.listUnsettledAccruals('m-b', 5997)).map((r) => keyOf(r))).toEqual(['m-b/generic:first']);
       });
 
       it('the holder keeps moving while it holds its keys', async () => {

@@ -1,0 +1,51 @@
+/**
+ * Merchants the loyalty service is rate-limiting. Its rate limit is per app token, so once a round
+ * of calls for a merchant has ended in 429s (its retries spent: five requests over 1 + 2 + 4 + 8
+ * units), that merchant's other records would meet the same. The worker then holds the merchant's
+ * due work for a pause instead of spending its lanes, and the merchant's quota, on calls certain to
+ * be refused; other merchants' work goes ahead meanwhile.
+ *
+ * The pause follows the schedule a record's own rounds follow (30, 60, 120 … units,
+ * `roundPauseMs`), growing while storms follow one another, and ends at once when a call for the
+ * merchant is answered (one of its checkouts went through: the storm is over). Its checkouts are
+ * still tried as they arrive: they are the merchant's own, and the first to go through lifts the
+ * pause. Kept in memory, per process: another instance learns of a storm from its own calls.
+ */
+import type { CallReport } from '../loyalty/client.js';
+import { roundPauseMs, type TransitionOptions } from './transitions.js';
+
+export class RateLimitPauses {
+  readonly #merchants = new Map<string, { untilMs: number; storms: number }>();
+
+  constructor(private readonly options: Pick<TransitionOptions, 'retryBaseMs'>) {}
+
+  /**
+   * What a round of calls for this merchant ended in: a 429 storm pauses it, an answer ends its
+   * pause. Answers when a pause begins: until when.
+   */
+  note(merchantId: string, report: CallReport, nowMs: number): number | undefined {
+    const { kind } = report.outcome;
+    if (kind === 'retryable' && report.attempts.at(-1)?.response?.status === 429) return this.#rateLimited(merchantId, nowMs);
+    if (kind === 'succeeded' || kind === 'results_failed' || kind === 'refused') this.#merchants.delete(merchantId);
+    return undefined;
+  }
+
+  isPaused(merchantId: string, nowMs: number): boolean {
+    return (this.#merchants.get(merchantId)?.untilMs ?? 0) > nowMs;
+  }
+
+  /** The merchants paused at `nowMs`. */
+  paused(nowMs: number): string[] {
+    return [...this.#merchants].filter(([, pause]) => pause.untilMs > nowMs).map(([id]) => id);
+  }
+
+  #rateLimited(merchantId: string, nowMs: number): number | undefined {
+    const current = this.#merchants.get(merchantId);
+    // Rounds already out when the pause began end in 429s too: they do not lengthen it.
+    if (current && current.untilMs > nowMs) return undefined;
+    const storms = (current?.storms ?? 0) + 1;
+    const untilMs = nowMs + roundPauseMs(storms, this.options);
+    this.#merchants.set(merchantId, { untilMs, storms });
+    return untilMs;
+  }
+}
