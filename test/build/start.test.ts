@@ -461,6 +461,8 @@ describe('the image: dist/, config/ and production-only node_modules, no TypeScr
     const bridge = run('npm', ['start'], image, cleanEnv({ PORT: String(port), LEDGER_URL: `file:${ledger}` }));
     const url = `http://127.0.0.1:${port}`;
     await waitHealthy(bridge, url);
+    // The banner comes once sandbox has made its demo merchants, after the bridge listens.
+    await waitFor('the banner naming both demo merchants', () => /demo-bakery[\s\S]*demo-cafe|demo-cafe[\s\S]*demo-bakery/.test(bridge.output()), 20_000, bridge.output);
     expect(bridge.output()).not.toContain('build:');
     const checkout = await fetch(`${url}/v1/checkouts/generic`, {
       method: 'POST',
