@@ -137,6 +137,15 @@ export class DeliveryService {
     return { nowMs, limit, perMerchant, skipMerchants: this.rateLimits.paused(nowMs), canVerify: await this.upstreams.canVerifyAny(), claim };
   }
 
+  /**
+   * Whether a new checkout or refund of this merchant is delivered as it arrives: yes, unless the
+   * loyalty service is rate-limiting the merchant and another of its checkouts is already probing
+   * (RateLimitPauses.mayProbe); then it is recorded and answered 202, the worker delivering it.
+   */
+  mayDeliverInline(merchantId: string): boolean {
+    return this.rateLimits.mayProbe(merchantId, this.writer.now().getTime(), 2 * this.options.answerBudgetMs);
+  }
+
   /** The merchant's due work is held: the loyalty service is rate-limiting it (see RateLimitPauses). */
   isRateLimited(merchantId: string): boolean {
     return this.rateLimits.isPaused(merchantId, this.writer.now().getTime());

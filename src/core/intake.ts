@@ -41,7 +41,9 @@ export class IntakeService {
     failpoint('checkout:before-ledger-write');
     // A new order is recorded already marked in flight (see newCheckout), but only when no call for
     // this record is out from here: then the insert can only find the order, never race our own call.
-    const claiming = contact && !this.delivery.calling.has(key);
+    // Not while the merchant's app token is being rate-limited and another checkout is probing (rate-limits.ts).
+    const inline = contact && this.delivery.mayDeliverInline(merchantId);
+    const claiming = inline && !this.delivery.calling.has(key);
     if (claiming) this.delivery.calling.enter(key);
     let inserted: { record: LedgerRecord; created: boolean };
     try {
@@ -52,14 +54,15 @@ export class IntakeService {
       if (!(error instanceof AccrualKeyHeldError)) throw error;
       inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now));
       if (inserted.created) this.logger.info({ transactionId, behind: error.holder }, 'checkout recorded; it waits behind an unsettled accrual of the same customer and amount');
-      return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined);
+      return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined, inline);
     }
     const claimed = claiming && inserted.created;
     if (claiming && !inserted.created) this.delivery.calling.leave(key);
-    return this.#afterInsert(pos, intent, inserted.record, inserted.created, claimed ? { record: inserted.record, operation: 'accrue' } : undefined);
+    return this.#afterInsert(pos, intent, inserted.record, inserted.created, claimed ? { record: inserted.record, operation: 'accrue' } : undefined, inline);
   }
 
-  async #afterInsert(pos: string, intent: CheckoutIntent, record: LedgerRecord, created: boolean, claimed: Parameters<DeliveryService['deliverWithinBudget']>[1]): Promise<Answer> {
+  /** `inline`: deliver now, within the answer budget; otherwise the record is answered as recorded and the worker delivers it. */
+  async #afterInsert(pos: string, intent: CheckoutIntent, record: LedgerRecord, created: boolean, claimed: Parameters<DeliveryService['deliverWithinBudget']>[1], inline: boolean): Promise<Answer> {
     if (created) {
       failpoint('checkout:after-ledger-write');
       this.logger.info({ transactionId: record.transactionId, pos, status: record.status }, 'checkout recorded');
@@ -68,7 +71,7 @@ export class IntakeService {
     if (changed) await this.#noteChangedRepeat(keyOf(record), intent.check.amount, record.accrual.check?.amount);
     const answer = !created
       ? await answerFor(this.writer.store, record, true)
-      : await answerFor(this.writer.store, record.accrual.state === 'skipped' ? record : await this.delivery.deliverWithinBudget(keyOf(record), claimed), false);
+      : await answerFor(this.writer.store, record.accrual.state === 'skipped' || !inline ? record : await this.delivery.deliverWithinBudget(keyOf(record), claimed), false);
     this.metrics.checkouts.inc({ pos, result: answer.repeat ? (changed ? 'repeat_changed' : 'repeat') : answer.record.status, ...this.metrics.merchant(merchantOf(record)) });
     return answer;
   }
@@ -158,7 +161,7 @@ export class IntakeService {
 
   async #deliverRefund(pos: string, record: LedgerRecord, repeat: boolean, refundId: string | undefined): Promise<Answer> {
     if (!repeat) failpoint('refund:after-ledger-write');
-    const delivered = !repeat && isOpen(record) ? await this.delivery.deliverWithinBudget(keyOf(record)) : record;
+    const delivered = !repeat && isOpen(record) && this.delivery.mayDeliverInline(merchantOf(record)) ? await this.delivery.deliverWithinBudget(keyOf(record)) : record;
     this.metrics.refunds.inc({ pos, result: repeat ? 'repeat' : delivered.status, ...this.metrics.merchant(merchantOf(record)) });
     return answerFor(this.writer.store, delivered, repeat, refundId);
   }

@@ -7,15 +7,19 @@
  *
  * The pause follows the schedule a record's own rounds follow (30, 60, 120 … units,
  * `roundPauseMs`), growing while storms follow one another, and ends at once when a call for the
- * merchant is answered (one of its checkouts went through: the storm is over). Its checkouts are
- * still tried as they arrive: they are the merchant's own, and the first to go through lifts the
- * pause. Kept in memory, per process: another instance learns of a storm from its own calls.
+ * merchant is answered (one of its checkouts went through: the storm is over). While it is paused,
+ * one of its checkouts (or refunds) at a time is still tried as it arrives, a probe: the first to
+ * go through lifts the pause. The others are recorded and answered `202` at once, without a call:
+ * each would otherwise hold one of the POS requests the bridge handles at once (POS_MAX_IN_FLIGHT,
+ * shared by every merchant) for the whole answer budget, and a storm's checkouts would crowd out
+ * every other merchant's. Kept in memory, per process: another instance learns of a storm from its
+ * own calls.
  */
 import type { CallReport } from '../loyalty/client.js';
 import { roundPauseMs, type TransitionOptions } from './transitions.js';
 
 export class RateLimitPauses {
-  readonly #merchants = new Map<string, { untilMs: number; storms: number }>();
+  readonly #merchants = new Map<string, { untilMs: number; storms: number; probeUntilMs?: number }>();
 
   constructor(private readonly options: Pick<TransitionOptions, 'retryBaseMs'>) {}
 
@@ -30,6 +34,19 @@ export class RateLimitPauses {
     return undefined;
   }
 
+  /**
+   * Whether a new checkout or refund of this merchant may call now: always when it is not paused;
+   * while it is, when no other probe is out (taken for `probeMs`, the answer budget twice over, so a
+   * probe that never reported does not stop the next for long).
+   */
+  mayProbe(merchantId: string, nowMs: number, probeMs: number): boolean {
+    const pause = this.#merchants.get(merchantId);
+    if (!pause || pause.untilMs <= nowMs) return true;
+    if ((pause.probeUntilMs ?? 0) > nowMs) return false;
+    pause.probeUntilMs = nowMs + probeMs;
+    return true;
+  }
+
   isPaused(merchantId: string, nowMs: number): boolean {
     return (this.#merchants.get(merchantId)?.untilMs ?? 0) > nowMs;
   }
@@ -42,7 +59,11 @@ export class RateLimitPauses {
   #rateLimited(merchantId: string, nowMs: number): number | undefined {
     const current = this.#merchants.get(merchantId);
     // Rounds already out when the pause began end in 429s too: they do not lengthen it.
-    if (current && current.untilMs > nowMs) return undefined;
+    if (current && current.untilMs > nowMs) {
+      // A probe that met the storm again: the next checkout may probe.
+      current.probeUntilMs = undefined;
+      return undefined;
+    }
     const storms = (current?.storms ?? 0) + 1;
     const untilMs = nowMs + roundPauseMs(storms, this.options);
     this.#merchants.set(merchantId, { untilMs, storms });

@@ -200,6 +200,37 @@ describe('a merchant the loyalty service rate-limits', () => {
     expect(await store.countOpen()).toBe(1);
   });
 
+  it("sends one of its new checkouts at a time while held (a probe); the others are recorded and answered at once, holding no POS request for the budget", async () => {
+    const storm = new Upstream();
+    const up = { 'm-a': storm, 'm-b': new Upstream(succeeded) };
+    const { core, store, worker } = bridge(up, 1);
+    await seed(store, 'm-a', 1);
+    const pass = worker.reconcile(false);
+    await storm.made(1);
+    storm.calls[0]!.answer(stormed);
+    await pass;
+    expect(core.delivery.isRateLimited('m-a')).toBe(true);
+    const order = (n: number, merchantId: string) =>
+      core.intake.checkout('generic', { orderId: `HELD-${n}`, check: { amount: 100 + n, currency: 'USD', selections: [{ quantity: 1, totalPrice: 100 + n }] }, customer: { phone: `+1555000${2000 + n}` } }, merchantId);
+    // The probe goes out and is held unanswered; five more of A's are answered pending without a call.
+    const probe = order(0, 'm-a');
+    await storm.made(2);
+    const others = await Promise.all([1, 2, 3, 4, 5].map((n) => order(n, 'm-a')));
+    expect(others.map((a) => [a.record.status, a.record.attempts.length])).toEqual(Array.from({ length: 5 }, () => ['pending', 0]));
+    expect(storm.calls).toHaveLength(2);
+    // B's go through as ever.
+    expect((await order(9, 'm-b')).record.status).toBe('accrued');
+    // The probe meets the storm again: the next checkout may probe.
+    storm.calls[1]!.answer(stormed);
+    expect((await probe).record.status).toBe('pending');
+    const next = order(6, 'm-a');
+    await storm.made(3);
+    storm.calls[2]!.answer(succeeded(88));
+    expect((await next).record.status).toBe('accrued');
+    expect(core.delivery.isRateLimited('m-a')).toBe(false);
+    expect((await store.get('m-a/generic:HELD-1'))!.status).toBe('pending');
+  });
+
   it('is not held for 5xx rounds, nor past a round whose last answer was not a 429', () => {
     const pauses = new RateLimitPauses({ retryBaseMs: RETRY_BASE_MS });
     expect(pauses.note('m-a', serverError, 0)).toBeUndefined();
