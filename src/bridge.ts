@@ -18,7 +18,7 @@ import { FileLedgerStore } from './ledger/file-store.js';
 import type { LedgerStore } from './ledger/store.js';
 import { openStore } from './ledger/open-store.js';
 import type { Logger } from './logger.js';
-import { sharedAgents } from './loyalty/client.js';
+import { MERCHANT_SOCKET_SHARE, sharedAgents } from './loyalty/client.js';
 import { MerchantAdmin } from './merchants/admin.js';
 import { MerchantRegistry } from './merchants/registry.js';
 import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
@@ -101,7 +101,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       );
     }
   }
-  const clientOptions = { baseUrl, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs, agents: sharedAgents() };
+  const clientOptions = { baseUrl, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs, agents: sharedAgents(), maxInFlight: MERCHANT_SOCKET_SHARE };
   const posSettings = { ...config.pos, ...overrides.posSettings };
   const registry = new MerchantRegistry({
     store,

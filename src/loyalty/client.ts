@@ -57,11 +57,44 @@ export interface LoyaltyClientOptions {
    * merchants must not mean a thousand pools of idle sockets to the same host.
    */
   agents?: { http: http.Agent; https: https.Agent };
+  /**
+   * Requests of this client out at once, at most (further ones wait their turn here, before they
+   * are sent). With shared pools, one merchant whose calls hang (the loyalty service slow for its
+   * app token alone) would otherwise hold every socket, and every other merchant's calls would
+   * queue behind its timeouts; capped below the pool, a share of it is always left to the others.
+   */
+  maxInFlight?: number;
 }
 
-/** One keep-alive pool per protocol: 64 sockets to the loyalty service, shared by the clients given it. */
+/** Sockets to the loyalty service in each shared pool. */
+export const SHARED_SOCKETS = 64;
+/** One merchant's requests at most (LoyaltyClientOptions.maxInFlight): three quarters of the pool, a quarter always left to the others. */
+export const MERCHANT_SOCKET_SHARE = 48;
+
+/** One keep-alive pool per protocol: SHARED_SOCKETS sockets to the loyalty service, shared by the clients given it. */
 export function sharedAgents(): { http: http.Agent; https: https.Agent } {
-  return { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
+  return { http: new http.Agent({ keepAlive: true, maxSockets: SHARED_SOCKETS }), https: new https.Agent({ keepAlive: true, maxSockets: SHARED_SOCKETS }) };
+}
+
+/** At most `limit` tasks running at once; the rest start in the order they came. */
+class Gate {
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#running >= this.limit) await new Promise<void>((start) => this.#waiting.push(start));
+    else this.#running++;
+    try {
+      return await task();
+    } finally {
+      // The slot passes straight to the next waiting task, if any.
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running--;
+    }
+  }
 }
 
 /** What `resolve-credentials` answered (a read: no fault makes it uncertain). */
@@ -94,9 +127,11 @@ declare module 'axios' {
 export class LoyaltyClient {
   readonly #http: AxiosInstance;
   readonly #apiKey?: string;
+  readonly #gate?: Gate;
 
   constructor(readonly options: LoyaltyClientOptions) {
     this.#apiKey = options.apiKey;
+    this.#gate = options.maxInFlight ? new Gate(options.maxInFlight) : undefined;
     this.#http = axios.create({
       baseURL: options.baseUrl,
       timeout: options.timeoutMs,
@@ -107,8 +142,8 @@ export class LoyaltyClient {
       transformResponse: (data: unknown) => data,
       // The point-of-sale endpoints answer; they never redirect a POST, so no redirect-following layer.
       maxRedirects: 0,
-      httpAgent: options.agents?.http ?? new http.Agent({ keepAlive: true, maxSockets: 64 }),
-      httpsAgent: options.agents?.https ?? new https.Agent({ keepAlive: true, maxSockets: 64 }),
+      httpAgent: options.agents?.http ?? new http.Agent({ keepAlive: true, maxSockets: SHARED_SOCKETS }),
+      httpsAgent: options.agents?.https ?? new https.Agent({ keepAlive: true, maxSockets: SHARED_SOCKETS }),
     });
     this.#http.interceptors.request.use((config: TrackedConfig) => {
       if (config.attemptLog) config.attemptLog.startedAt = Date.now();
@@ -143,6 +178,11 @@ export class LoyaltyClient {
     });
   }
 
+  /** Through this client's share of the pool (`maxInFlight`), when it has one. */
+  #send<T>(request: () => Promise<T>): Promise<T> {
+    return this.#gate ? this.#gate.run(request) : request();
+  }
+
   get canVerify(): boolean {
     return this.#apiKey !== undefined;
   }
@@ -161,7 +201,7 @@ export class LoyaltyClient {
    */
   async resolveCredentials(names: string[] = []): Promise<CredentialsAnswer> {
     try {
-      const response = await this.#http.post('/api/v2/marketplace/resolve-credentials', { names });
+      const response = await this.#send(() => this.#http.post('/api/v2/marketplace/resolve-credentials', { names }));
       const body = parseBody(response);
       if (response.status === 200) {
         const parsed = z.object({ credentials: z.array(Credential) }).safeParse(body);
@@ -196,10 +236,12 @@ export class LoyaltyClient {
     const all: z.infer<T>[] = [];
     // meta has no totalPages: the last page is ceil(totalItems / itemsPerPage) (upstream Limits).
     for (let page = 1; ; page++) {
-      const response = await this.#http.get(path, {
-        params: { ...params, page, itemsPerPage: MAX_ITEMS_PER_PAGE },
-        headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined },
-      });
+      const response = await this.#send(() =>
+        this.#http.get(path, {
+          params: { ...params, page, itemsPerPage: MAX_ITEMS_PER_PAGE },
+          headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined },
+        }),
+      );
       if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
       const parsed = schema.safeParse(parseBody(response));
       if (!parsed.success) throw new Error(`GET ${path} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
@@ -213,7 +255,7 @@ export class LoyaltyClient {
     const attemptLog = new AttemptLog(operation);
     let outcome: CallOutcome;
     try {
-      const response = await this.#http.post(`/api/v2/marketplace/${operation}`, body, { attemptLog } as AxiosRequestConfig);
+      const response = await this.#send(() => this.#http.post(`/api/v2/marketplace/${operation}`, body, { attemptLog } as AxiosRequestConfig));
       outcome = classifyResponse(response);
     } catch (error) {
       outcome = classifyError(error, this.options.timeoutMs);

@@ -7,7 +7,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { LoyaltyClient, type CallOutcome, type CallReport, type LoyaltyClientOptions } from '../../src/loyalty/client.js';
+import { LoyaltyClient, sharedAgents, type CallOutcome, type CallReport, type LoyaltyClientOptions } from '../../src/loyalty/client.js';
 import type { AccrueRequest } from '../../src/loyalty/contract.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { listenLocally, type LocalServer } from '../support/local-server.js';
@@ -410,6 +410,59 @@ describe('LoyaltyClient against a misbehaving upstream', () => {
     expect(requests).toBe(5);
     const body = report.attempts[0]!.response!.body as string;
     expect(body.length).toBeLessThanOrEqual(501);
+  });
+});
+
+describe('merchants sharing one pool of sockets', () => {
+  let server: LocalServer;
+  /** Requests the server holds unanswered, by app token, and how to answer them. */
+  const held: { token: string; answer: () => void }[] = [];
+  let arrived: () => void = () => undefined;
+
+  beforeAll(async () => {
+    server = await listenLocally((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const token = String(req.headers['x-app-token']);
+        const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ transactionId: 'x', results: [{ isSuccess: true, errorMessage: null, serialNumber: '1', checkAmount: 1, accruedValue: 0, operationId: 1, createdAt: '2026-01-01T00:00:00Z', reversedAt: null }] }));
+        // One merchant's app token hangs; the other's is answered at once.
+        if (token === 'hanging') held.push({ token, answer });
+        else answer();
+        arrived();
+      });
+    });
+  });
+  afterAll(() => server.close());
+
+  const arrivals = (count: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${held.length} requests held, waited for ${count}`)), 2000);
+      arrived = () => {
+        if (held.length >= count) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      arrived();
+    });
+
+  it("one merchant's hanging calls take at most its share: another merchant's calls still find sockets", async () => {
+    const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 4 }), https: sharedAgents().https };
+    const options = { baseUrl: server.url, timeoutMs: 5000, retryBaseMs: 1, random: () => 0, agents, maxInFlight: 3 };
+    const hanging = new LoyaltyClient({ ...options, appToken: 'hanging' });
+    const healthy = new LoyaltyClient({ ...options, appToken: 'healthy' });
+    const stuck = Array.from({ length: 6 }, (_, i) => hanging.accrue(accrueBody(`h-${i}`)));
+    await arrivals(3);
+    // Three of six are out (its share); the other three wait in its own queue, not on the pool.
+    expect(held).toHaveLength(3);
+    const fine = await Promise.all([healthy.accrue(accrueBody('ok-1')), healthy.accrue(accrueBody('ok-2'))]);
+    expect(fine.map((r) => r.outcome.kind)).toEqual(['succeeded', 'succeeded']);
+    // As its calls are answered, its waiting ones go out in turn.
+    for (const h of held.splice(0)) h.answer();
+    await arrivals(3);
+    for (const h of held.splice(0)) h.answer();
+    expect((await Promise.all(stuck)).map((r) => r.outcome.kind)).toEqual(Array(6).fill('succeeded'));
+    agents.http.destroy();
   });
 });
 
