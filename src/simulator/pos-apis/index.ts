@@ -7,6 +7,7 @@
  */
 import type express from 'express';
 import type { FakePos, PosContext, PosName } from './kit.js';
+import { FakeShopify } from './shopify.js';
 import { FakeSquare } from './square.js';
 
 export { PosFaultQueue, POS_FAULT_KINDS, POS_FAULT_TARGETS } from './faults.js';
@@ -16,6 +17,8 @@ export type { FakePos, PosName, SignedDelivery } from './kit.js';
 export type { CustomerInput, LineInput, OrderRequest, RefundRequest } from './model.js';
 export { FakeSquare } from './square.js';
 export type { SquareAccountOptions, SquareAccountView, SquareCustomer, SquareOrder, SquarePaymentRefund, SquareWebhookRequest } from './square.js';
+export { FakeShopify } from './shopify.js';
+export type { ShopifyAccountOptions, ShopifyAccountView, ShopifyOrder, ShopifyRefund, ShopifyWebhookRequest } from './shopify.js';
 
 /** Where each POS's API is mounted on the simulator. */
 export const POS_PREFIXES: Readonly<Record<PosName, string>> = {
@@ -28,13 +31,15 @@ export const POS_PREFIXES: Readonly<Record<PosName, string>> = {
 
 export class FakePosApis {
   readonly square: FakeSquare;
+  readonly shopify: FakeShopify;
 
   constructor(ctx: PosContext) {
     this.square = new FakeSquare(ctx);
+    this.shopify = new FakeShopify(ctx);
   }
 
   all(): FakePos[] {
-    return [this.square];
+    return [this.square, this.shopify];
   }
 
   byName(name: string): FakePos | undefined {
