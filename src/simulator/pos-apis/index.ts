@@ -6,6 +6,7 @@
  * their domain, SHOPIFY_API_BASE_URL=http://127.0.0.1:PORT/shopify/{shop}.
  */
 import type express from 'express';
+import { FakeClover } from './clover.js';
 import type { FakePos, PosContext, PosName } from './kit.js';
 import { FakeShopify } from './shopify.js';
 import { FakeSquare } from './square.js';
@@ -19,6 +20,8 @@ export { FakeSquare } from './square.js';
 export type { SquareAccountOptions, SquareAccountView, SquareCustomer, SquareOrder, SquarePaymentRefund, SquareWebhookRequest } from './square.js';
 export { FakeShopify } from './shopify.js';
 export type { ShopifyAccountOptions, ShopifyAccountView, ShopifyOrder, ShopifyRefund, ShopifyWebhookRequest } from './shopify.js';
+export { FakeClover } from './clover.js';
+export type { CloverAccountOptions, CloverAccountView, CloverWebhookRequest } from './clover.js';
 
 /** Where each POS's API is mounted on the simulator. */
 export const POS_PREFIXES: Readonly<Record<PosName, string>> = {
@@ -32,14 +35,16 @@ export const POS_PREFIXES: Readonly<Record<PosName, string>> = {
 export class FakePosApis {
   readonly square: FakeSquare;
   readonly shopify: FakeShopify;
+  readonly clover: FakeClover;
 
   constructor(ctx: PosContext) {
     this.square = new FakeSquare(ctx);
     this.shopify = new FakeShopify(ctx);
+    this.clover = new FakeClover(ctx);
   }
 
   all(): FakePos[] {
-    return [this.square, this.shopify];
+    return [this.square, this.shopify, this.clover];
   }
 
   byName(name: string): FakePos | undefined {
