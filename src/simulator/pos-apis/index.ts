@@ -10,6 +10,7 @@ import { FakeClover } from './clover.js';
 import type { FakePos, PosContext, PosName } from './kit.js';
 import { FakeShopify } from './shopify.js';
 import { FakeSquare } from './square.js';
+import { FakeToast } from './toast.js';
 
 export { PosFaultQueue, POS_FAULT_KINDS, POS_FAULT_TARGETS } from './faults.js';
 export type { PosFaultKind, PosFaultSpec, PosFaultTarget } from './faults.js';
@@ -22,6 +23,8 @@ export { FakeShopify } from './shopify.js';
 export type { ShopifyAccountOptions, ShopifyAccountView, ShopifyOrder, ShopifyRefund, ShopifyWebhookRequest } from './shopify.js';
 export { FakeClover } from './clover.js';
 export type { CloverAccountOptions, CloverAccountView, CloverWebhookRequest } from './clover.js';
+export { FakeToast } from './toast.js';
+export type { ToastAccountOptions, ToastAccountView, ToastOrder, ToastWebhookRequest } from './toast.js';
 
 /** Where each POS's API is mounted on the simulator. */
 export const POS_PREFIXES: Readonly<Record<PosName, string>> = {
@@ -36,15 +39,17 @@ export class FakePosApis {
   readonly square: FakeSquare;
   readonly shopify: FakeShopify;
   readonly clover: FakeClover;
+  readonly toast: FakeToast;
 
   constructor(ctx: PosContext) {
     this.square = new FakeSquare(ctx);
     this.shopify = new FakeShopify(ctx);
     this.clover = new FakeClover(ctx);
+    this.toast = new FakeToast(ctx);
   }
 
   all(): FakePos[] {
-    return [this.square, this.shopify, this.clover];
+    return [this.square, this.shopify, this.clover, this.toast];
   }
 
   byName(name: string): FakePos | undefined {
