@@ -8,6 +8,7 @@
 import type express from 'express';
 import { FakeClover } from './clover.js';
 import type { FakePos, PosContext, PosName } from './kit.js';
+import { FakeLoyverse } from './loyverse.js';
 import { FakeShopify } from './shopify.js';
 import { FakeSquare } from './square.js';
 import { FakeToast } from './toast.js';
@@ -25,6 +26,8 @@ export { FakeClover } from './clover.js';
 export type { CloverAccountOptions, CloverAccountView, CloverWebhookRequest } from './clover.js';
 export { FakeToast } from './toast.js';
 export type { ToastAccountOptions, ToastAccountView, ToastOrder, ToastWebhookRequest } from './toast.js';
+export { FakeLoyverse } from './loyverse.js';
+export type { LoyverseAccountOptions, LoyverseAccountView, LoyverseReceipt, LoyverseWebhookRequest } from './loyverse.js';
 
 /** Where each POS's API is mounted on the simulator. */
 export const POS_PREFIXES: Readonly<Record<PosName, string>> = {
@@ -40,16 +43,18 @@ export class FakePosApis {
   readonly shopify: FakeShopify;
   readonly clover: FakeClover;
   readonly toast: FakeToast;
+  readonly loyverse: FakeLoyverse;
 
   constructor(ctx: PosContext) {
     this.square = new FakeSquare(ctx);
     this.shopify = new FakeShopify(ctx);
     this.clover = new FakeClover(ctx);
     this.toast = new FakeToast(ctx);
+    this.loyverse = new FakeLoyverse(ctx);
   }
 
   all(): FakePos[] {
-    return [this.square, this.shopify, this.clover, this.toast];
+    return [this.square, this.shopify, this.clover, this.toast, this.loyverse];
   }
 
   byName(name: string): FakePos | undefined {
