@@ -5,7 +5,7 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import type express from 'express';
-import { PosFaultQueue, type PosFaultSpec } from './faults.js';
+import type { PosFaultQueue } from './faults.js';
 
 export const POS_NAMES = ['square', 'shopify', 'clover', 'toast', 'loyverse'] as const;
 export type PosName = (typeof POS_NAMES)[number];
@@ -158,4 +158,3 @@ export function copy<T>(value: T): T {
   return structuredClone(value);
 }
 
-export type { PosFaultSpec };

@@ -143,7 +143,10 @@ const WITH_PAGE_INFO = new Set(['page_info', 'limit', 'fields']);
 export class FakeShopify implements FakePos {
   readonly name = 'shopify' as const;
   readonly #accounts = new Accounts<ShopifyAccount>('Shopify shop');
-  /** Shopify ids are one increasing 64-bit space; these stay below 2^53 so JSON numbers carry them exactly. */
+  /**
+   * Shopify ids are one increasing 64-bit space; these stay below 2^53 so JSON numbers carry them
+   * exactly. reset() keeps counting, so a long-lived bridge ledger never meets an id twice.
+   */
   #nextId = 5_310_000_000_001;
 
   constructor(private readonly ctx: PosContext) {}

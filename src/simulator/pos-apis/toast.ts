@@ -79,6 +79,7 @@ const TOAST_ERRORS: PosErrors = {
   rateLimited: (res, retryAfter) => {
     if (retryAfter !== null) {
       res.setHeader('Retry-After', String(retryAfter));
+      // The wall clock, not the simulator's: a client waits against its own clock.
       res.setHeader('X-Toast-RateLimit-Reset', String(Math.ceil(Date.now() / 1000 + retryAfter)));
     }
     toastError(res, 429, 'Rate limit exceeded');
