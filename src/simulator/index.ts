@@ -6,6 +6,9 @@
  * It holds one or more merchants (merchant.ts), each with its own app token, API key, books and
  * faults. createSimulator() makes the "default" one from its options; the Simulator's own faults,
  * books(), addCustomer() and reset() are that merchant's, so a single-merchant caller sees no change.
+ *
+ * The same server also serves fake APIs of the POSes the bridge reads from (`sim.pos`, mounted
+ * under /square, /shopify/{shop}, /clover, /toast and /loyverse; docs/simulator-pos-apis.md).
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
