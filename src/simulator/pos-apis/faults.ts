@@ -1,7 +1,8 @@
 /**
  * Scripted misbehaviour of one fake POS account's API (docs/simulator-pos-apis.md, "Faults"): the
  * ways a POS's own API refuses or delays a reader such as the backfill poller. Kept apart from the
- * loyalty service's FaultQueue (../faults.ts): those model ambiguous writes, these model reads.
+ * loyalty service's FaultQueue (../faults.ts), whose CountedQueue it shares: those model ambiguous
+ * writes, these model reads.
  *
  * - `rate_limit`: 429 in the POS's own shape, with a Retry-After header when that POS sends one
  *   (`retryAfter` undefined), with the given seconds (a number), or without it (null);
@@ -12,6 +13,8 @@
  * A fault is taken only by a request that passed authentication (the account must be known to
  * choose its queue), so a refused request never uses up a fault meant for a real read.
  */
+import { CountedQueue } from '../faults.js';
+
 export const POS_FAULT_KINDS = ['rate_limit', 'server_error', 'slow'] as const;
 export type PosFaultKind = (typeof POS_FAULT_KINDS)[number];
 
@@ -40,13 +43,8 @@ export interface PosFault {
   delayMs?: number;
 }
 
-interface Entry {
-  fault: PosFault;
-  remaining: number;
-}
-
 export class PosFaultQueue {
-  #entries: Entry[] = [];
+  readonly #queue = new CountedQueue<PosFault>();
 
   inject(spec: PosFaultSpec): void {
     const { kind, times = 1, on = 'any', retryAfter, status, delayMs } = spec;
@@ -60,25 +58,20 @@ export class PosFaultQueue {
     if (retryAfter !== undefined) fault.retryAfter = retryAfter;
     if (status !== undefined) fault.status = status;
     if (delayMs !== undefined) fault.delayMs = delayMs;
-    this.#entries.push({ fault, remaining: times });
+    this.#queue.push(fault, times);
   }
 
   /** The oldest fault aimed at this kind of read, using up one of its times. */
   take(target: 'list' | 'get'): PosFault | undefined {
-    const index = this.#entries.findIndex((e) => e.fault.on === 'any' || e.fault.on === target);
-    if (index < 0) return undefined;
-    const entry = this.#entries[index]!;
-    entry.remaining -= 1;
-    if (entry.remaining === 0) this.#entries.splice(index, 1);
-    return entry.fault;
+    return this.#queue.take((fault) => fault.on === 'any' || fault.on === target);
   }
 
   clear(): void {
-    this.#entries = [];
+    this.#queue.clear();
   }
 
   /** Remaining applications, a fault injected with times: 3 counting 3. */
   pending(): number {
-    return this.#entries.reduce((sum, e) => sum + e.remaining, 0);
+    return this.#queue.pending();
   }
 }
