@@ -3,13 +3,15 @@
  * benchmark driver). Deliberately outside /api/v2 so it can never be mistaken for the contract.
  *
  * Every merchant's books, faults and customers are under /__sim/merchants/<id>/...; the default
- * merchant's are also at the paths that predate merchants (/__sim/books, /__sim/faults, ...).
+ * merchant's are also at the paths that predate merchants (/__sim/books, /__sim/faults, ...). The
+ * fake POS APIs are driven under /__sim/pos/... (docs/simulator-pos-apis.md).
  */
 import express, { type Response } from 'express';
 import { z } from 'zod';
 import { FAULT_KINDS } from './faults.js';
 import type { Simulator } from './index.js';
 import { DEFAULT_MERCHANT_ID, type SimMerchant } from './merchant.js';
+import { posControlRouter } from './pos-apis/control.js';
 
 const FaultBody = z.object({
   kind: z.enum(FAULT_KINDS),
@@ -134,9 +136,12 @@ function merchantRouter(merchantOf: (res: Response) => SimMerchant): express.Rou
   return router;
 }
 
-export function controlRouter(sim: Pick<Simulator, 'merchant' | 'merchants' | 'addMerchant'>): express.Router {
+export function controlRouter(sim: Pick<Simulator, 'merchant' | 'merchants' | 'addMerchant' | 'pos'>): express.Router {
   const router = express.Router();
   router.use(express.json());
+
+  // The fake POS APIs' accounts, orders, refunds, customers, faults and webhooks (pos-apis/control.ts).
+  router.use('/pos', posControlRouter(sim.pos));
 
   router.get('/merchants', (_req, res) => {
     res.json({ merchants: sim.merchants().map(describe) });

@@ -37,13 +37,41 @@ export interface Fault {
   message?: string;
 }
 
-interface Entry {
-  fault: Fault;
-  remaining: number;
+/**
+ * Faults that are used up: each is taken by the oldest-first match of a request and lasts its
+ * `times`. What the loyalty service's FaultQueue and the fake POS APIs' PosFaultQueue
+ * (pos-apis/faults.ts) are made of.
+ */
+export class CountedQueue<T> {
+  #entries: { item: T; remaining: number }[] = [];
+
+  /** `times` must be an integer >= 1 (the callers check it, with their own message). */
+  push(item: T, times: number): void {
+    this.#entries.push({ item, remaining: times });
+  }
+
+  /** The oldest item `matches` accepts, using up one of its times. */
+  take(matches: (item: T) => boolean): T | undefined {
+    const index = this.#entries.findIndex((e) => matches(e.item));
+    if (index < 0) return undefined;
+    const entry = this.#entries[index]!;
+    entry.remaining -= 1;
+    if (entry.remaining === 0) this.#entries.splice(index, 1);
+    return entry.item;
+  }
+
+  clear(): void {
+    this.#entries = [];
+  }
+
+  /** Remaining uses: an item pushed with times 3 counts 3. */
+  pending(): number {
+    return this.#entries.reduce((sum, e) => sum + e.remaining, 0);
+  }
 }
 
 export class FaultQueue {
-  #entries: Entry[] = [];
+  readonly #queue = new CountedQueue<Fault>();
   #rateLimitAll = false;
 
   /**
@@ -72,7 +100,7 @@ export class FaultQueue {
     if (delayMs !== undefined) fault.delayMs = delayMs;
     if (status !== undefined) fault.status = status;
     if (message !== undefined) fault.message = message;
-    this.#entries.push({ fault, remaining: times });
+    this.#queue.push(fault, times);
   }
 
   /**
@@ -80,24 +108,17 @@ export class FaultQueue {
    * and X-App-Token passed, so refused requests never eat a fault meant for a real write.
    */
   take(operation: 'accrue' | 'reverse'): Fault | undefined {
-    const index = this.#entries.findIndex((e) => e.fault.on === 'any' || e.fault.on === operation);
-    if (index < 0) return undefined;
-    const entry = this.#entries[index]!;
-    entry.remaining -= 1;
-    if (entry.remaining === 0) this.#entries.splice(index, 1);
-    return entry.fault;
+    return this.#queue.take((fault) => fault.on === 'any' || fault.on === operation);
   }
 
   /** Drops every queued fault and ends a rateLimitAll storm. */
   clear(): void {
-    this.#entries = [];
+    this.#queue.clear();
     this.#rateLimitAll = false;
   }
 
   /** Remaining queued fault applications (a fault injected with times: 3 counts 3); a storm is not counted. */
   pending(): number {
-    let total = 0;
-    for (const entry of this.#entries) total += entry.remaining;
-    return total;
+    return this.#queue.pending();
   }
 }

@@ -6,6 +6,9 @@
  * It holds one or more merchants (merchant.ts), each with its own app token, API key, books and
  * faults. createSimulator() makes the "default" one from its options; the Simulator's own faults,
  * books(), addCustomer() and reset() are that merchant's, so a single-merchant caller sees no change.
+ *
+ * The same server also serves fake APIs of the POSes the bridge reads from (`sim.pos`, mounted
+ * under /square, /shopify/{shop}, /clover, /toast and /loyverse; docs/simulator-pos-apis.md).
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -17,6 +20,7 @@ import type { FaultQueue } from './faults.js';
 import { historyRouter } from './history.js';
 import { DEFAULT_MERCHANT_ID, type MerchantOptions, Merchants, type NewCustomerInput, type SimMerchant } from './merchant.js';
 import { posRouter } from './pos.js';
+import { FakePosApis } from './pos-apis/index.js';
 import { type Books, COMPANY_ID } from './state.js';
 
 export { FaultQueue, FAULT_KINDS } from './faults.js';
@@ -24,6 +28,7 @@ export type { Fault, FaultKind, FaultSpec, FaultTarget } from './faults.js';
 export type { Books, TransactionBook } from './state.js';
 export { DEFAULT_MERCHANT_ID } from './merchant.js';
 export type { MerchantOptions, NewCustomerInput, SimMerchant } from './merchant.js';
+export * from './pos-apis/index.js';
 
 export interface SimulatorOptions {
   /** The default merchant's app token; default `sim-app-token`. */
@@ -71,6 +76,12 @@ export interface Simulator {
   merchant(id: string): SimMerchant;
   /** Every merchant, the default one first. */
   merchants(): SimMerchant[];
+  /**
+   * The fake POS APIs served beside the loyalty service (docs/simulator-pos-apis.md): their
+   * accounts, orders, refunds, customers and faults. Independent of the loyalty merchants: a bridge
+   * merchant names its POS account, and the fake knows nothing of loyalty.
+   */
+  pos: FakePosApis;
 }
 
 export function createSimulator(opts: SimulatorOptions = {}): Simulator {
@@ -124,6 +135,7 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
       return found;
     },
     merchants: () => merchants.list(),
+    pos: new FakePosApis(ctx),
     listen: (port = 0, host = '127.0.0.1') => listen(app, port, host, () => {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
@@ -132,6 +144,8 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
 
   app.use('/api/v2/marketplace', posRouter(ctx));
   app.use('/api/v2', historyRouter(ctx));
+  // Under prefixes of their own (/square, /shopify/{shop}, …), never /api or /__sim.
+  sim.pos.mount(app);
   app.use('/__sim', controlRouter(sim));
   app.use((req, res) => {
     res.status(404).json({ message: `No route for ${req.method} ${req.path}` });
