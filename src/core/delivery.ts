@@ -21,7 +21,7 @@ import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
 import type { Metrics } from '../metrics.js';
 import type { HistoryVerifier } from './history-verifier.js';
-import { RateLimitPauses } from './rate-limits.js';
+import { RateLimitPauses, type InlineDelivery } from './rate-limits.js';
 import type { RecordWriter } from './record-writer.js';
 import { applyVerdict, describeVerdict, keyless, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, reversalNotNeeded, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
 
@@ -142,8 +142,13 @@ export class DeliveryService {
    * loyalty service is rate-limiting the merchant and another of its checkouts is already probing
    * (RateLimitPauses.mayProbe); then it is recorded and answered 202, the worker delivering it.
    */
-  mayDeliverInline(merchantId: string): boolean {
+  mayDeliverInline(merchantId: string): InlineDelivery {
     return this.rateLimits.mayProbe(merchantId, this.writer.now().getTime(), 2 * this.options.answerBudgetMs);
+  }
+
+  /** The probe's delivery within the budget is over (`mayDeliverInline` said probe): another may probe. */
+  inlineDone(merchantId: string): void {
+    this.rateLimits.probeDone(merchantId);
   }
 
   /** The merchant's due work is held: the loyalty service is rate-limiting it (see RateLimitPauses). */

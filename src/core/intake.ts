@@ -33,16 +33,25 @@ export class IntakeService {
 
   /** `merchantId`: whose order (the POS token's or the webhook's merchant). */
   async checkout(pos: string, intent: CheckoutIntent, merchantId: string = DEFAULT_MERCHANT): Promise<Answer> {
-    const ids = { transactionId: deriveTransactionId(pos, intent.orderId, intent.scope), merchantId, pos, orderId: intent.orderId };
-    const { transactionId } = ids;
-    const key = ledgerKey(merchantId, transactionId);
+    const ids: RecordIds = { transactionId: deriveTransactionId(pos, intent.orderId, intent.scope), merchantId, pos, orderId: intent.orderId };
     const now = this.writer.now();
     const contact = hasContact(intent.customer);
     failpoint('checkout:before-ledger-write');
+    // Delivered as it arrives, except while the merchant's app token is being rate-limited and
+    // another of its checkouts is probing (rate-limits.ts): then recorded for the worker.
+    const delivery = contact ? this.delivery.mayDeliverInline(merchantId) : 'later';
+    try {
+      return await this.#record(pos, intent, ids, contact, now, delivery !== 'later');
+    } finally {
+      if (delivery === 'probe') this.delivery.inlineDone(merchantId);
+    }
+  }
+
+  async #record(pos: string, intent: CheckoutIntent, ids: RecordIds, contact: boolean, now: Date, inline: boolean): Promise<Answer> {
+    const { transactionId, merchantId } = ids;
+    const key = ledgerKey(merchantId, transactionId);
     // A new order is recorded already marked in flight (see newCheckout), but only when no call for
     // this record is out from here: then the insert can only find the order, never race our own call.
-    // Not while the merchant's app token is being rate-limited and another checkout is probing (rate-limits.ts).
-    const inline = contact && this.delivery.mayDeliverInline(merchantId);
     const claiming = inline && !this.delivery.calling.has(key);
     if (claiming) this.delivery.calling.enter(key);
     let inserted: { record: LedgerRecord; created: boolean };
@@ -161,7 +170,14 @@ export class IntakeService {
 
   async #deliverRefund(pos: string, record: LedgerRecord, repeat: boolean, refundId: string | undefined): Promise<Answer> {
     if (!repeat) failpoint('refund:after-ledger-write');
-    const delivered = !repeat && isOpen(record) && this.delivery.mayDeliverInline(merchantOf(record)) ? await this.delivery.deliverWithinBudget(keyOf(record)) : record;
+    const merchantId = merchantOf(record);
+    const delivery = !repeat && isOpen(record) ? this.delivery.mayDeliverInline(merchantId) : 'later';
+    let delivered = record;
+    try {
+      if (delivery !== 'later') delivered = await this.delivery.deliverWithinBudget(keyOf(record));
+    } finally {
+      if (delivery === 'probe') this.delivery.inlineDone(merchantId);
+    }
     this.metrics.refunds.inc({ pos, result: repeat ? 'repeat' : delivered.status, ...this.metrics.merchant(merchantOf(record)) });
     return answerFor(this.writer.store, delivered, repeat, refundId);
   }

@@ -18,6 +18,9 @@
 import type { CallReport } from '../loyalty/client.js';
 import { roundPauseMs, type TransitionOptions } from './transitions.js';
 
+/** A new checkout or refund: delivered now, delivered now as the held merchant's probe, or left to the worker. */
+export type InlineDelivery = 'now' | 'probe' | 'later';
+
 export class RateLimitPauses {
   readonly #merchants = new Map<string, { untilMs: number; storms: number; probeUntilMs?: number }>();
 
@@ -36,15 +39,21 @@ export class RateLimitPauses {
 
   /**
    * Whether a new checkout or refund of this merchant may call now: always when it is not paused;
-   * while it is, when no other probe is out (taken for `probeMs`, the answer budget twice over, so a
-   * probe that never reported does not stop the next for long).
+   * while it is, when no other probe is out. A probe is given back (`probeDone`) when its answer
+   * budget is over; one never given back lapses after `probeMs`.
    */
-  mayProbe(merchantId: string, nowMs: number, probeMs: number): boolean {
+  mayProbe(merchantId: string, nowMs: number, probeMs: number): InlineDelivery {
     const pause = this.#merchants.get(merchantId);
-    if (!pause || pause.untilMs <= nowMs) return true;
-    if ((pause.probeUntilMs ?? 0) > nowMs) return false;
+    if (!pause || pause.untilMs <= nowMs) return 'now';
+    if ((pause.probeUntilMs ?? 0) > nowMs) return 'later';
     pause.probeUntilMs = nowMs + probeMs;
-    return true;
+    return 'probe';
+  }
+
+  /** The probe's answer is given (its call may still be out): the next checkout may probe. */
+  probeDone(merchantId: string): void {
+    const pause = this.#merchants.get(merchantId);
+    if (pause) pause.probeUntilMs = undefined;
   }
 
   isPaused(merchantId: string, nowMs: number): boolean {
