@@ -15,7 +15,7 @@ import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { BRIDGE_PROCESS_POS_TOKEN } from '../../scripts/bridge-process.js';
 import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { ADMIN_TOKEN, checkout } from '../support/harness.js';
-import { bannerOf, type Banner } from '../support/sandbox-banner.js';
+import { bannerOf, simulatorBooks, type Banner } from '../support/sandbox.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
 describe('sandbox: demo merchants and its own SECRETS_KEY', () => {
@@ -31,7 +31,7 @@ describe('sandbox: demo merchants and its own SECRETS_KEY', () => {
   const admin = (bridge: BridgeProcess, path: string, token = ADMIN_TOKEN) => fetch(`${bridge.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
   const post = (bridge: BridgeProcess, path: string, body: unknown, token: string) =>
     fetch(`${bridge.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
-  const books = async (banner: Banner, id: string) => (await (await fetch(`${banner.simulator}/__sim/merchants/${id}/books`)).json()) as any;
+  const books = simulatorBooks;
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'bridge-sandbox-'));

@@ -8,15 +8,13 @@
  * from the fake POS APIs sandbox points it at, with the demo merchant's sealed access token.
  * Needs `npm run build` first (npm test does it).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { DEMO_MERCHANTS } from '../../src/sandbox.js';
 import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { ADMIN_TOKEN } from '../support/harness.js';
-import { bannerOf, type Banner } from '../support/sandbox-banner.js';
+import { bannerOf, sandboxLedgerUrl, simulatorBooks, startSandbox, type Banner } from '../support/sandbox.js';
 import { postRaw } from '../support/webhooks.js';
 
 type Pos = 'square' | 'shopify' | 'clover' | 'toast' | 'loyverse';
@@ -72,15 +70,12 @@ describe('sandbox: signed webhooks from every POS accrue and reverse, completed 
     if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(json)}`);
     return json;
   };
-  const books = async (merchantId: string) => (await sim('GET', `/__sim/merchants/${merchantId}/books`)) as any;
+  const books = (merchantId: string) => simulatorBooks(banner, merchantId);
   /** Posts the fake's delivery byte for byte, with its headers, to the bridge's webhook route. */
   const deliver = async (pos: Pos, delivery: { headers: Record<string, string>; body: string }) => postRaw(`${bridge.url}/v1/webhooks/${pos}`, delivery.body, Object.entries(delivery.headers));
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'bridge-sandbox-pos-'));
-    // No LOYALTY_BASE_URL: sandbox.
-    bridge = await spawnBridge({ LEDGER_URL: `file:${join(dir, 'data', 'ledger.json')}`, LOG_LEVEL: 'info' });
-    banner = await bannerOf(bridge);
+    ({ dir, bridge, banner } = await startSandbox('bridge-sandbox-pos-'));
   }, 30_000);
   afterAll(async () => {
     await bridge?.kill('SIGKILL');
@@ -152,7 +147,7 @@ describe('sandbox: signed webhooks from every POS accrue and reverse, completed 
     expect(await bridge.kill('SIGTERM')).toBe(0);
 
     // Nothing listens on port 9: a Square API set there is refused, and the bridge must use it all the same.
-    bridge = await spawnBridge({ LEDGER_URL: `file:${join(dir, 'data', 'ledger.json')}`, LOG_LEVEL: 'info', SQUARE_API_BASE_URL: 'http://127.0.0.1:9' });
+    bridge = await spawnBridge({ LEDGER_URL: sandboxLedgerUrl(dir), LOG_LEVEL: 'info', SQUARE_API_BASE_URL: 'http://127.0.0.1:9' });
     banner = await bannerOf(bridge);
     expect(banner.demos['demo-bakery']).toMatchObject({ created: false });
     expect(banner.text).toContain(`POS APIs:   ${banner.simulator}/clover, ${banner.simulator}/loyverse (the simulator's fakes)`);
