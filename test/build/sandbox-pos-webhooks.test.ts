@@ -11,7 +11,8 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
-import { DEMO_MERCHANTS } from '../../src/sandbox.js';
+import { DEMO_MERCHANTS, SANDBOX_POS_APIS } from '../../src/sandbox.js';
+import { POS_API_BASE_PATHS } from '../../src/simulator/index.js';
 import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { ADMIN_TOKEN } from '../support/harness.js';
 import { bannerOf, sandboxLedgerUrl, simulatorBooks, startSandbox, type Banner } from '../support/sandbox.js';
@@ -84,7 +85,9 @@ describe('sandbox: signed webhooks from every POS accrue and reverse, completed 
 
   it('the banner names the fake POS APIs and the URL Square signs; the demo merchants hold their POS accounts and sealed tokens', async () => {
     expect(banner.squareNotificationUrl).toBe(`http://localhost:${bridge.port}/v1/webhooks/square`);
-    expect(banner.text).toContain(`POS APIs:   ${banner.simulator}/square, ${banner.simulator}/clover, ${banner.simulator}/loyverse (the simulator's fakes)`);
+    // Square, Clover and Loyverse today: each POS with an API base URL variable (SANDBOX_POS_APIS).
+    expect(SANDBOX_POS_APIS).toEqual(expect.arrayContaining(['square', 'clover', 'loyverse']));
+    expect(banner.text).toContain(`POS APIs:   ${SANDBOX_POS_APIS.map((pos) => `${banner.simulator}${POS_API_BASE_PATHS[pos]}`).join(', ')} (the simulator's fakes)`);
     const merchant = (await (await fetch(`${bridge.url}/v1/admin/merchants/demo-bakery`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as any;
     // The API shows a token's hint only: the merchant holds it sealed, as every POS secret.
     expect(merchant.pos).toMatchObject({
@@ -97,6 +100,10 @@ describe('sandbox: signed webhooks from every POS accrue and reverse, completed 
     const squareAccounts = (await sim('GET', '/__sim/pos/square/accounts')).accounts;
     expect(squareAccounts).toEqual(expect.arrayContaining([expect.objectContaining({ merchantId: 'DEMOBAKERYSQ1', accessToken: 'sandbox-square-token-demo-bakery' })]));
     expect(banner.text).toContain("POS API tokens (public, at the simulator's fake POSes): sandbox-<pos>-token-demo-bakery");
+    // Printed for the person at the terminal, never logged.
+    const logs = bridge.output().split('\n').filter((l) => l.startsWith('{'));
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs.filter((l) => /sandbox-[a-z]+-token-/.test(l))).toEqual([]);
   }, 30_000);
 
   const cases: [Pos, (typeof DEMO_MERCHANTS)[number]['id'], string][] = [
@@ -150,7 +157,8 @@ describe('sandbox: signed webhooks from every POS accrue and reverse, completed 
     bridge = await spawnBridge({ LEDGER_URL: sandboxLedgerUrl(dir), LOG_LEVEL: 'info', SQUARE_API_BASE_URL: 'http://127.0.0.1:9' });
     banner = await bannerOf(bridge);
     expect(banner.demos['demo-bakery']).toMatchObject({ created: false });
-    expect(banner.text).toContain(`POS APIs:   ${banner.simulator}/clover, ${banner.simulator}/loyverse (the simulator's fakes)`);
+    const pointed = SANDBOX_POS_APIS.filter((pos) => pos !== 'square').map((pos) => `${banner.simulator}${POS_API_BASE_PATHS[pos]}`);
+    expect(banner.text).toContain(`POS APIs:   ${pointed.join(', ')} (the simulator's fakes)`);
     const merchant = (await (await fetch(`${bridge.url}/v1/admin/merchants/demo-bakery`, { headers: adminHeaders })).json()) as any;
     expect(merchant.pos.clover).toEqual({ merchantId: 'DEMOBAKERYCL1', accessToken: expect.stringMatching(/^…/) });
 
