@@ -212,7 +212,7 @@ export async function ensureDemoMerchants(admin: MerchantAdmin, sim: Simulator):
         () => false,
       );
       // A merchant made at an earlier start is given any demo POS account or token it lacks (one
-      // made before the fake POS APIs had none but Square and Shopify); what it has is left alone.
+      // made before the fake POS APIs has only its Square and Shopify accounts); what it has stays.
       if (exists) await admin.refresh(demo.id);
       // Nothing but the app token (and the API key, for verification): the rest comes from resolve-credentials.
       const made = exists ? await admin.rotateTokens(demo.id) : await admin.create({ id: demo.id, name: demo.name, loyalty: { appToken: installed.appToken, apiKey: installed.apiKey } });
