@@ -8,7 +8,8 @@
  * from the fake POS APIs sandbox points it at, with the demo merchant's sealed access token.
  * Needs `npm run build` first (npm test does it).
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { DEMO_MERCHANTS, SANDBOX_POS_APIS } from '../../src/sandbox.js';
@@ -96,6 +97,10 @@ describe('sandbox: signed webhooks from every POS accrue and reverse, completed 
       loyverse: { merchantId: 'b0000000-0000-4000-8000-000000000002', accessToken: expect.stringMatching(/^…/) },
     });
     expect(JSON.stringify(merchant)).not.toContain('sandbox-square-token-demo-bakery');
+    // Sealed in the ledger too: the merchant's file holds no token in the clear.
+    const stored = readFileSync(join(dir, 'data', 'ledger.merchants', 'demo-bakery.json'), 'utf8');
+    expect(stored).toContain('DEMOBAKERYCL1');
+    expect(stored).not.toMatch(/sandbox-[a-z]+-token-/);
     // The fakes hold the same accounts, with the tokens the banner documents.
     const squareAccounts = (await sim('GET', '/__sim/pos/square/accounts')).accounts;
     expect(squareAccounts).toEqual(expect.arrayContaining([expect.objectContaining({ merchantId: 'DEMOBAKERYSQ1', accessToken: 'sandbox-square-token-demo-bakery' })]));
