@@ -7,6 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import { posSettingDeclarations } from '../adapters/index.js';
 import { loadConfig } from '../src/config.js';
 import { SANDBOX_POS_APIS, withSandboxPosApis } from '../src/sandbox.js';
+import { POS_API_BASE_PATHS } from '../src/simulator/index.js';
 
 const SIM = 'http://127.0.0.1:4100';
 
@@ -15,7 +16,8 @@ describe('sandbox: POS API base URLs', () => {
 
   it('points each listed POS whose variable is unset at the simulator, and leaves a set one and every other POS alone', () => {
     const { pos, pointed } = withSandboxPosApis(config.pos, posSettingDeclarations, SIM, (variable) => variable === 'SQUARE_API_BASE_URL');
-    expect(pointed).toEqual({ clover: `${SIM}/clover`, loyverse: `${SIM}/loyverse` });
+    expect(SANDBOX_POS_APIS).toEqual(expect.arrayContaining(['square', 'clover', 'loyverse']));
+    expect(pointed).toEqual(Object.fromEntries(SANDBOX_POS_APIS.filter((name) => name !== 'square').map((name) => [name, `${SIM}${POS_API_BASE_PATHS[name]}`])));
     expect(pos.square!.apiBaseUrl).toBe('https://connect.squareupsandbox.com');
     expect(pos.clover).toEqual({ ...config.pos.clover, apiBaseUrl: `${SIM}/clover` });
     expect(pos.loyverse!.apiBaseUrl).toBe(`${SIM}/loyverse`);
