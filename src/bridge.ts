@@ -158,6 +158,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     logger,
     metrics,
     adminToken,
+    namedAdminTokens: config.namedAdminTokens,
     posAuth: config.posAuth,
     merchants,
     tokens: registry,

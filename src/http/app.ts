@@ -1,6 +1,6 @@
 /** The Express app: request ids and logging, the routes, and the one error handler. */
 import express from 'express';
-import type { PosAuthConfig } from '../config.js';
+import type { NamedAdminToken, PosAuthConfig } from '../config.js';
 import type { Ingest } from '../core/ingest.js';
 import type { OperatorActions } from '../core/operator.js';
 import type { Worker } from '../core/worker.js';
@@ -26,6 +26,8 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   adminToken: string;
+  /** ADMIN_TOKENS: named operators with global tokens. */
+  namedAdminTokens?: readonly NamedAdminToken[];
   posAuth: PosAuthConfig;
   /** Managing merchants (`/v1/admin/merchants`). */
   merchants: MerchantAdmin;

@@ -55,11 +55,14 @@ function challenge(res: Response, realm: string): void {
 }
 
 /**
- * `/v1/admin/*`: ADMIN_TOKEN is the bridge's operator, who sees every merchant; a merchant's admin
- * token sees that merchant only (the routes scope every read and action to it).
+ * `/v1/admin/*`: ADMIN_TOKEN is the bridge's operator (actor `admin`), who sees every merchant; so
+ * is each named token of ADMIN_TOKENS (actor: its name), so that two people are told apart in the
+ * history and the audit trail. A merchant's admin token (actor `merchant:<id>`) sees that merchant
+ * only (the routes scope every read and action to it).
  */
-export function adminAuth(globalToken: string, merchants: Pick<TokenDirectory, 'byAdminToken'>): RequestHandler {
-  const isGlobal = tokenMatcher(globalToken);
+export function adminAuth(globalTokens: { token: string; named?: readonly { name: string; token: string }[] }, merchants: Pick<TokenDirectory, 'byAdminToken'>): RequestHandler {
+  // Every global token is compared, whichever matches: the time taken does not tell which one did.
+  const matchers = [{ actor: 'admin', matches: tokenMatcher(globalTokens.token) }, ...(globalTokens.named ?? []).map((t) => ({ actor: t.name, matches: tokenMatcher(t.token) }))];
   return (req, res, next) => {
     const given = bearerToken(req.headers.authorization);
     const refuse = () => {
@@ -67,8 +70,9 @@ export function adminAuth(globalToken: string, merchants: Pick<TokenDirectory, '
       next(new UnauthorizedError());
     };
     if (given === undefined) return refuse();
-    if (isGlobal(given)) {
-      req.adminPrincipal = { scope: 'global', actor: 'admin' };
+    const global = matchers.map((m) => (m.matches(given) ? m.actor : undefined)).find((actor) => actor !== undefined);
+    if (global) {
+      req.adminPrincipal = { scope: 'global', actor: global };
       return next();
     }
     merchants.byAdminToken(given).then((merchant) => {

@@ -10,7 +10,8 @@ import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
 import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { deadLetterDueAtMs, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { needsAttention, type AttentionInput } from './attention.js';
+import { auditMatches, deadLetterDueAtMs, listMatches, statusesOf, type AuditEntry, type AuditQuery, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
 export interface MemoryLedgerState {
@@ -23,10 +24,12 @@ export interface MemoryLedgerState {
   webhookEvents: Set<string>;
   deadLetters: Map<string, DeadLetter>;
   merchants: Map<string, StoredMerchant>;
+  /** Operator actions, in the order written. */
+  audit: AuditEntry[];
 }
 
 export function emptyMemoryLedger(): MemoryLedgerState {
-  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map() };
+  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), audit: [] };
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -71,11 +74,22 @@ export class MemoryLedgerStore implements LedgerStore {
   }
 
   async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
-    const fromMs = query.from?.getTime() ?? -Infinity;
-    const toMs = query.to?.getTime() ?? Infinity;
-    const matching = [...this.state.records.values()]
-      .filter((r) => (!query.merchantId || merchantOf(r) === query.merchantId) && (!query.status || r.status === query.status) && (!query.pos || r.pos === query.pos) && Date.parse(r.createdAt) >= fromMs && Date.parse(r.createdAt) <= toMs)
-      .sort((a, b) => -byAge(a, b));
+    const statuses = statusesOf(query);
+    const matching = [...this.state.records.values()].filter((r) => listMatches(r, query, statuses)).sort((a, b) => -byAge(a, b));
+    return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
+  }
+
+  async listAttention(merchantId?: string): Promise<AttentionInput[]> {
+    return [...this.state.records.values()].filter((r) => (!merchantId || merchantOf(r) === merchantId) && needsAttention(r)).map(copy);
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<void> {
+    this.state.audit.push(copy(entry));
+  }
+
+  async listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }> {
+    const matching = this.state.audit.filter((e) => auditMatches(e, query)).reverse();
+    matching.sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
     return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
   }
 

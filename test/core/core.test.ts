@@ -97,7 +97,7 @@ describe('one customer and one amount, two orders a moment apart', () => {
     expect((await store.get('generic:B-2'))!.history.filter((e) => e.event.startsWith('waits behind'))).toHaveLength(1);
     expect(loyalty.calls).toHaveLength(1);
 
-    await c.operator.resolve('generic:B-1', { outcome: 'accrued', note: 'seen on the card' });
+    await c.operator.resolve('generic:B-1', { outcome: 'accrued', note: 'seen on the card' }, { actor: 'admin', reason: 'seen on the card' });
     const sending = c.delivery.advance('generic:B-2', true);
     await loyalty.made(2);
     loyalty.calls[1]!.answer(succeeded(7));
