@@ -17,9 +17,11 @@ import { acknowledgeRepeats, close, operatorActions, resolve, retry, type Action
 
 export type { ResolveInput };
 
-/** `deliver: false` (bulk actions): the record is changed and left to the worker, instead of delivered within the answer budget. */
 export interface ActOptions {
+  /** false: the record is changed and left to the worker, instead of delivered within the answer budget (bulk actions). */
   deliver?: boolean;
+  /** Part of a bulk action: audited as `bulk:<action>`. */
+  bulk?: boolean;
 }
 
 export class OperatorActions {
@@ -36,7 +38,7 @@ export class OperatorActions {
     return this.#done('retry', act, changed, options);
   }
 
-  async reverse(key: string, act: OperatorAct): Promise<Answer> {
+  async reverse(key: string, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {
     const refundId = `operator:${this.writer.now().toISOString()}${act.reason ? `:${act.reason.slice(0, 40)}` : ''}`;
     const note = `by ${act.actor}${act.reason ? `: ${act.reason.slice(0, 200)}` : ''}`;
     // What remains of the order may have moved to remainder records: the operator reverses the last.
@@ -45,7 +47,7 @@ export class OperatorActions {
       if (!current) throw new NotFoundError(`no ledger record ${key}`);
       const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId, note);
       if (answer !== MOVED) {
-        await this.audit('reverse', act, answer.record);
+        await this.audit(`${options.bulk ? 'bulk:' : ''}reverse`, act, answer.record);
         return answer;
       }
     }
@@ -61,10 +63,10 @@ export class OperatorActions {
   }
 
   /** An orphan `reverse_failed` (a refund of an order the loyalty service never knew): kept, marked closed, audited. */
-  async close(key: string, act: OperatorAct & { reason: string }): Promise<Answer> {
+  async close(key: string, act: OperatorAct & { reason: string }, options: ActOptions = {}): Promise<Answer> {
     await this.delivery.passFinished(key);
     const changed = await this.writer.change(key, (r) => close(r, act, this.writer.now()));
-    return this.#done('close', act, changed, { deliver: false });
+    return this.#done('close', act, changed, { ...options, deliver: false });
   }
 
   /** Deliveries of the order with another amount have been seen: they leave the attention queue until another comes. */
@@ -118,7 +120,7 @@ export class OperatorActions {
   async #done(action: string, act: OperatorAct, changed: LedgerRecord, options: ActOptions): Promise<Answer> {
     const key = keyOf(changed);
     const record = options.deliver === false ? changed : await this.delivery.deliverWithinBudget(key);
-    await this.audit(action, act, record);
+    await this.audit(`${options.bulk ? 'bulk:' : ''}${action}`, act, record);
     return answerFor(this.writer.store, record, false);
   }
 }

@@ -296,19 +296,19 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
         continue;
       }
       try {
-        const options = { deliver: false };
+        const options = { deliver: false, bulk: true };
         switch (body.action) {
           case 'retry':
             await deps.operator.retry(target.key, act, options);
             break;
           case 'reverse':
-            await deps.operator.reverse(target.key, act);
+            await deps.operator.reverse(target.key, act, options);
             break;
           case 'resolve':
             await deps.operator.resolve(target.key, { outcome: body.outcome!, note: body.reason }, act, options);
             break;
           case 'close':
-            await deps.operator.close(target.key, act);
+            await deps.operator.close(target.key, act, options);
             break;
         }
         answer.done.push(target.id);
