@@ -31,26 +31,41 @@ function letterItem(letter: DeadLetter): AttentionItem {
   return { kind: 'dead_letter', deadLetterId: letter.id, merchantId: letter.merchantId ?? 'unknown', since: letter.receivedAt, why, pos: letter.pos };
 }
 
-export async function attentionQueue(store: LedgerStore, query: { merchantId?: string; limit: number }): Promise<AttentionQueue> {
-  const records = await store.listAttention(query.merchantId);
-  const letters = await store.listDeadLetters({ merchantId: query.merchantId, open: true, offset: 0, limit: ATTENTION_DEAD_LETTERS_READ });
+/** Everything that needs a person, oldest first, and the open dead letters not read (past ATTENTION_DEAD_LETTERS_READ). */
+async function everything(store: LedgerStore, merchantId: string | undefined): Promise<{ all: AttentionItem[]; lettersTotal: number; lettersUnread: number }> {
+  const records = await store.listAttention(merchantId);
+  const letters = await store.listDeadLetters({ merchantId, open: true, offset: 0, limit: ATTENTION_DEAD_LETTERS_READ });
   const all = [...records.flatMap((r) => attentionOf(r)), ...letters.items.map(letterItem)];
   // Oldest first; ties by the record or letter id, so pages of the same state read the same.
   all.sort((a, b) => Date.parse(a.since) - Date.parse(b.since) || (a.transactionId ?? a.deadLetterId ?? '').localeCompare(b.transactionId ?? b.deadLetterId ?? '') || a.kind.localeCompare(b.kind));
+  return { all, lettersTotal: letters.total, lettersUnread: letters.total - letters.items.length };
+}
+
+function countsOf(all: AttentionItem[], lettersTotal: number): Record<AttentionKind, number> {
   const counts = Object.fromEntries(ATTENTION_KINDS.map((k) => [k, 0])) as Record<AttentionKind, number>;
+  for (const item of all) counts[item.kind]++;
+  counts.dead_letter = lettersTotal;
+  return counts;
+}
+
+export async function attentionQueue(store: LedgerStore, query: { merchantId?: string; limit: number }): Promise<AttentionQueue> {
+  const { all, lettersTotal, lettersUnread } = await everything(store, query.merchantId);
   const perMerchant: Record<string, number> = {};
-  for (const item of all) {
-    counts[item.kind]++;
-    perMerchant[item.merchantId] = (perMerchant[item.merchantId] ?? 0) + 1;
-  }
-  const truncated = letters.total > letters.items.length;
-  counts.dead_letter = letters.total;
+  for (const item of all) perMerchant[item.merchantId] = (perMerchant[item.merchantId] ?? 0) + 1;
   return {
     items: all.slice(0, query.limit),
-    counts,
+    counts: countsOf(all, lettersTotal),
     perMerchant,
     ...(all[0] ? { oldestSince: all[0].since } : {}),
-    total: all.length + (letters.total - letters.items.length),
-    ...(truncated ? { deadLettersTruncated: true } : {}),
+    total: all.length + lettersUnread,
+    ...(lettersUnread > 0 ? { deadLettersTruncated: true } : {}),
   };
+}
+
+/** For the metrics: how many of each kind, and since when the oldest of each has waited (epoch ms). */
+export async function attentionByKind(store: LedgerStore): Promise<{ counts: Record<AttentionKind, number>; oldestSinceMs: Partial<Record<AttentionKind, number>> }> {
+  const { all, lettersTotal } = await everything(store, undefined);
+  const oldestSinceMs: Partial<Record<AttentionKind, number>> = {};
+  for (const item of all) oldestSinceMs[item.kind] ??= Date.parse(item.since);
+  return { counts: countsOf(all, lettersTotal), oldestSinceMs };
 }

@@ -186,6 +186,7 @@ export const DeadLetter = z
     lastReceivedAt: timestamp,
     deliveries: z.number().int().meta({ description: 'How often the POS delivered it.' }),
     reason: z.string(),
+    reasonCode: z.string().optional().meta({ description: "The first cause's code (unknown_merchant, merchant_suspended, invalid_payload, pos_api_failed, pos_api_not_configured, …), as the dead-letter gauge labels it; absent on letters kept before it." }),
     issues: z.array(FieldIssue).optional(),
     headers: z.record(z.string(), z.string()).meta({ description: 'The headers processing reads (event type, ids); never credentials or signatures.' }),
     body: z.string().meta({ description: 'The delivery, byte for byte: UTF-8 text, or base64 when it is not.' }),

@@ -3,6 +3,7 @@
  * `/openapi.json` documents (`schemas.ts`), so a field added here and not there fails to compile.
  */
 import { merchantOf, type LedgerRecord } from '../ledger/record.js';
+import { maskContacts } from '../mask.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
 import type { DeadLetter as StoredDeadLetter } from '../ledger/store.js';
 import type { DeadLetter, PosAnswer, RecordDetail, RecordSummary } from './schemas.js';
@@ -68,16 +69,9 @@ export function deadLetterSummary(letter: StoredDeadLetter): Omit<StoredDeadLett
 
 /** Keys whose values are a customer's phone number or email, in any POS's payload (Square's phone_number, Shopify's email, …). */
 const CONTACT_KEY = /phone|e-?mail/i;
-const EMAIL = /[^\s"'<>@,;:]+@[^\s"'<>@,;:]+\.[A-Za-z]{2,}/g;
-/** A phone number written as one (a +, then digits and separators): a bare run of digits is more often an id or an amount. */
-const PHONE = /\+\d[\d ().-]{5,}\d/g;
-
-function maskText(text: string): string {
-  return text.replace(EMAIL, '***@***').replace(PHONE, '+***');
-}
 
 function maskJson(value: unknown, key = ''): unknown {
-  if (typeof value === 'string') return CONTACT_KEY.test(key) && value ? '***' : maskText(value);
+  if (typeof value === 'string') return CONTACT_KEY.test(key) && value ? '***' : maskContacts(value);
   if (typeof value === 'number' && CONTACT_KEY.test(key)) return '***';
   if (Array.isArray(value)) return value.map((v) => maskJson(v, key));
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskJson(v, k)]));
@@ -97,7 +91,7 @@ export function deadLetterDetail(letter: StoredDeadLetter, unmask: boolean): Dea
   try {
     body = JSON.stringify(maskJson(JSON.parse(letter.body)));
   } catch {
-    body = maskText(letter.body);
+    body = maskContacts(letter.body);
   }
   return { ...letter, body, masked: true };
 }

@@ -15,6 +15,12 @@ export type AttentionKind = (typeof ATTENTION_KINDS)[number];
  */
 export const ATTENTION_STATUSES: readonly LedgerStatus[] = ['in_doubt', 'failed', 'partially_accrued', 'reverse_failed'];
 
+/** Of those, the statuses of records the bridge has settled (no pass moves them): a person has not. */
+export const SETTLED_ATTENTION_STATUSES: readonly LedgerStatus[] = ['failed', 'partially_accrued', 'reverse_failed'];
+
+/** The dead-letter gauge's label for letters kept before `reasonCode` existed. */
+export const UNCLASSIFIED = 'unclassified';
+
 export interface AttentionItem {
   kind: AttentionKind;
   transactionId?: string;

@@ -46,7 +46,7 @@ import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
 import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
-import { ATTENTION_STATUSES, needsAttention, type AttentionInput } from './attention.js';
+import { ATTENTION_STATUSES, needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import { auditMatches, deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 const FORMAT_VERSION = 2;
@@ -403,6 +403,21 @@ export class FileLedgerStore implements LedgerStore {
 
   async countOpen(): Promise<number> {
     return this.#open.size;
+  }
+
+  async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
+    const counts: Partial<Record<LedgerStatus, number>> = {};
+    const add = (status: LedgerStatus) => (counts[status] = (counts[status] ?? 0) + 1);
+    for (const key of this.#open) add(this.#index.get(key)!.status);
+    // `attention` is false for a closed record; a settled status with it set needs a person.
+    for (const e of this.#index.values()) if (!e.open && e.attention && SETTLED_ATTENTION_STATUSES.includes(e.status)) add(e.status);
+    return counts;
+  }
+
+  async countOpenDeadLetters(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const e of this.#deadLetters.values()) if (e.open) counts[e.reasonCode] = (counts[e.reasonCode] ?? 0) + 1;
+    return counts;
   }
 
   async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {
@@ -861,11 +876,12 @@ interface DeadLetterEntry {
   open: boolean;
   merchantId?: string;
   dueAtMs?: number;
+  reasonCode: string;
 }
 
 function deadLetterEntry(letter: DeadLetter): DeadLetterEntry {
   const dueAtMs = deadLetterDueAtMs(letter);
-  return { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, ...(letter.merchantId ? { merchantId: letter.merchantId } : {}), ...(dueAtMs !== undefined ? { dueAtMs } : {}) };
+  return { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, reasonCode: letter.reasonCode ?? UNCLASSIFIED, ...(letter.merchantId ? { merchantId: letter.merchantId } : {}), ...(dueAtMs !== undefined ? { dueAtMs } : {}) };
 }
 
 /** Oldest first by createdAt, ties by id: `listOpen`'s order, the same before and after a restart. */

@@ -8,9 +8,9 @@
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
-import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord } from './record.js';
+import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { needsAttention, type AttentionInput } from './attention.js';
+import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import { auditMatches, deadLetterDueAtMs, listMatches, statusesOf, type AuditEntry, type AuditQuery, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
@@ -125,6 +125,20 @@ export class MemoryLedgerStore implements LedgerStore {
 
   async countOpen(): Promise<number> {
     return [...this.state.records.values()].filter(isOpen).length;
+  }
+
+  async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
+    const counts: Partial<Record<LedgerStatus, number>> = {};
+    for (const r of this.state.records.values()) {
+      if (isOpen(r) || (SETTLED_ATTENTION_STATUSES.includes(r.status) && !r.closed)) counts[r.status] = (counts[r.status] ?? 0) + 1;
+    }
+    return counts;
+  }
+
+  async countOpenDeadLetters(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const l of this.state.deadLetters.values()) if (!l.resolvedAt) counts[l.reasonCode ?? UNCLASSIFIED] = (counts[l.reasonCode ?? UNCLASSIFIED] ?? 0) + 1;
+    return counts;
   }
 
   async rememberWebhookEvent(pos: string, key: string): Promise<boolean> {

@@ -12,8 +12,8 @@ import pg from 'pg';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { accrualKeyColumns, ATTENTION_PREDICATE, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord } from './record.js';
-import { needsAttention, type AttentionInput } from './attention.js';
+import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
+import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import { deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
@@ -459,6 +459,21 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async countOpen(): Promise<number> {
     return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records WHERE open')).rows[0]!.n);
+  }
+
+  async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
+    const open = await this.pool.query<{ status: LedgerStatus; n: string }>('SELECT status, count(*) AS n FROM ledger_records WHERE open GROUP BY status');
+    // Through migration 9's attention index (its predicate word for word); settled records are never open.
+    const settled = await this.pool.query<{ status: LedgerStatus; n: string }>(
+      `SELECT status, count(*) AS n FROM ledger_records WHERE (${ATTENTION_PREDICATE}) AND NOT open AND status = ANY ($1::text[]) AND NOT (record ? 'closed') GROUP BY status`,
+      [[...SETTLED_ATTENTION_STATUSES]],
+    );
+    return Object.fromEntries([...open.rows, ...settled.rows].map((r) => [r.status, Number(r.n)]));
+  }
+
+  async countOpenDeadLetters(): Promise<Record<string, number>> {
+    const { rows } = await this.pool.query<{ code: string; n: string }>(`SELECT coalesce(letter ->> 'reasonCode', $1) AS code, count(*) AS n FROM ledger_dead_letters WHERE NOT resolved GROUP BY 1`, [UNCLASSIFIED]);
+    return Object.fromEntries(rows.map((r) => [r.code, Number(r.n)]));
   }
 
   async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {

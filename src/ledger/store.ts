@@ -41,6 +41,12 @@ export interface DeadLetter {
   lastReceivedAt: string;
   deliveries: number;
   reason: string;
+  /**
+   * The code of the first cause (unknown_merchant, merchant_suspended, invalid_payload,
+   * pos_api_failed, pos_api_not_configured, …): a small set, the dead-letter gauge's reason label.
+   * Absent on letters kept before it existed.
+   */
+  reasonCode?: string;
   issues?: FieldIssue[];
   /** The headers that matter to processing (event type, ids, content type). */
   headers: Record<string, string>;
@@ -265,6 +271,13 @@ export interface LedgerStore {
   count(): Promise<number>;
   /** How many records have work left (a metric; cheaper than listing them). */
   countOpen(): Promise<number>;
+  /**
+   * The open-records gauge: records with work left (`isOpen`) by status, and the settled records a
+   * person must still look at (`SETTLED_ATTENTION_STATUSES`, not closed) by status.
+   */
+  countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>>;
+  /** Open dead letters (not resolved nor dismissed) by `reasonCode` (`unclassified` for letters kept before codes). */
+  countOpenDeadLetters(): Promise<Record<string, number>>;
   /** Records that a webhook event (by the POS's dedupe key) was processed; false when it already was. */
   rememberWebhookEvent(pos: string, key: string): Promise<boolean>;
   hasWebhookEvent(pos: string, key: string): Promise<boolean>;

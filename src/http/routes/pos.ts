@@ -1,5 +1,7 @@
 /** POS-facing endpoints: `/v1/checkouts/{pos}`, `/v1/refunds/{pos}`, `/v1/webhooks/{pos}`. */
-import { Router, type RequestHandler } from 'express';
+import { Router, type ErrorRequestHandler, type RequestHandler } from 'express';
+import { BridgeError, UnauthorizedError } from '../../errors.js';
+import type { Metrics } from '../../metrics.js';
 import type { Ingest, IngestMerchant } from '../../core/ingest.js';
 import type { PosAuthConfig } from '../../config.js';
 import { parseJsonBody } from '../../json-body.js';
@@ -15,7 +17,7 @@ declare module 'express-serve-static-core' {
   }
 }
 
-export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig; tokens: Pick<TokenDirectory, 'byPosToken'> }): Router {
+export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig; tokens: Pick<TokenDirectory, 'byPosToken'>; metrics: Pick<Metrics, 'webhookOutcomes'> }): Router {
   const router = Router();
   // Unknown POS first (404 without reading the body), then content type (415), then size (413).
   const knownPos: RequestHandler = (req, _res, next) => {
@@ -45,10 +47,35 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
 
   // The signature is computed over these exact bytes, so nothing may parse or re-encode them first;
   // each part of the delivery is attributed to the merchant it names.
+  /** A known POS's name, or `unknown`: a label's values stay the POS systems the bridge has. */
+  const posLabel = (pos: string) => {
+    try {
+      return deps.ingest.adapter(pos).name;
+    } catch {
+      return 'unknown';
+    }
+  };
+
   router.post('/v1/webhooks/:pos', ...body, async (req, res) => {
     const outcome = await deps.ingest.webhook(req.params.pos as string, req.rawBody ?? Buffer.alloc(0), req.headers, req.rawHeaders);
+    const pos = outcome.pos;
+    const handshake = outcome.results.length === 1 && outcome.results[0]!.key === 'handshake';
+    if (!handshake) deps.metrics.webhookOutcomes.inc({ pos, outcome: 'verified', reason: '' });
+    for (const result of outcome.results) {
+      const counted = result.action === 'checkout' || result.action === 'refund' ? 'processed' : result.action;
+      deps.metrics.webhookOutcomes.inc({ pos, outcome: counted, reason: '' });
+    }
     res.status(outcome.inProgress ? 202 : 200).json({ pos: outcome.pos, results: outcome.results } satisfies WebhookAnswer);
   });
+
+  // A delivery refused before anything of it was carried out (bad signature, too large, not JSON): counted by reason, then answered by the error handler.
+  router.use('/v1/webhooks/:pos', ((error, req, _res, next) => {
+    if (error instanceof BridgeError && error.status < 500) {
+      const reason = error instanceof UnauthorizedError && error.reason ? error.reason : error.code;
+      deps.metrics.webhookOutcomes.inc({ pos: posLabel(req.params.pos as string), outcome: 'refused', reason });
+    }
+    next(error);
+  }) as ErrorRequestHandler);
 
   return router;
 }
