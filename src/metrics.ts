@@ -37,6 +37,22 @@ export interface Metrics {
 
 const NO_LABEL = Object.freeze({});
 
+/** A gauge read at each scrape: one series per label value `read` answers (none: nothing is known, e.g. no source). */
+function labelledGauge<L extends string>(registry: Registry, name: string, help: string, label: L, read: () => Promise<Record<string, number> | undefined>): Gauge<L> {
+  return new Gauge({
+    name,
+    help,
+    labelNames: [label],
+    registers: [registry],
+    async collect() {
+      const values = await read();
+      if (!values) return;
+      this.reset();
+      for (const [value, n] of Object.entries(values)) this.set({ [label]: value } as Record<L, string>, n);
+    },
+  });
+}
+
 /** What the gauges read from the ledger at each scrape. */
 export interface MetricSources {
   openRecords(): Promise<Partial<Record<string, number>>>;
@@ -79,63 +95,24 @@ export function createMetrics(sources: MetricSources, withDefaults = true, merch
       return label;
     },
     posInFlight: new Gauge({ name: 'bridge_pos_requests_in_flight', help: 'POS requests being handled now (body read, not yet answered); more than POS_MAX_IN_FLIGHT are shed.', registers: [registry] }),
-    openRecords: new Gauge({
-      name: 'bridge_ledger_open_records',
-      help: 'Ledger records by status: those with work left (pending, in_doubt, reversal_pending), and settled ones a person must still look at (failed, partially_accrued, reverse_failed not closed).',
-      labelNames: ['status'],
-      registers: [registry],
-      async collect() {
-        const counts = await sources.openRecords();
-        this.reset();
-        // Every status a person may have to act on is always present, 0 included, so alerts and panels see the series.
-        for (const status of ['pending', 'in_doubt', 'reversal_pending', 'failed', 'partially_accrued', 'reverse_failed']) this.set({ status }, counts[status] ?? 0);
-        for (const [status, n] of Object.entries(counts)) this.set({ status }, n ?? 0);
-      },
+    openRecords: labelledGauge(registry, 'bridge_ledger_open_records', 'Ledger records by status: those with work left (pending, in_doubt, reversal_pending), and settled ones a person must still look at (failed, partially_accrued, reverse_failed not closed).', 'status', async () => {
+      // Every status a person may have to act on is always present, 0 included, so alerts and panels see the series.
+      const always = Object.fromEntries(['pending', 'in_doubt', 'reversal_pending', 'failed', 'partially_accrued', 'reverse_failed'].map((status) => [status, 0]));
+      return { ...always, ...(await sources.openRecords()) } as Record<string, number>;
     }),
-    deadLetters: new Gauge({
-      name: 'bridge_dead_letters_open',
-      help: 'Open dead letters (neither carried out by a replay nor dismissed), by the code of their cause: unknown_merchant, merchant_suspended, invalid_payload, pos_api_failed, pos_api_not_configured, …; unclassified for letters kept before codes.',
-      labelNames: ['reason'],
-      registers: [registry],
-      async collect() {
-        const counts = await sources.openDeadLetters();
-        this.reset();
-        for (const [reason, n] of Object.entries(counts)) this.set({ reason }, n);
-      },
-    }),
+    deadLetters: labelledGauge(registry, 'bridge_dead_letters_open', 'Open dead letters (neither carried out by a replay nor dismissed), by the code of their cause: unknown_merchant, merchant_suspended, invalid_payload, pos_api_failed, pos_api_not_configured, …; unclassified for letters kept before codes.', 'reason', () => sources.openDeadLetters()),
     webhookOutcomes: new Counter({
       name: 'bridge_webhook_outcomes_total',
       help: 'Webhook deliveries by POS: verified (authentic), or refused (reason: signature_missing, signature_mismatch, not_configured, signed_header_missing, signed_time_invalid, replay_window, payload_too_large, unsupported_media_type, …); and each event of a verified delivery: processed, ignored or dead_lettered.',
       labelNames: ['pos', 'outcome', 'reason'],
       registers: [registry],
     }),
-    attentionItems: new Gauge({
-      name: 'bridge_attention_items',
-      help: 'What needs a person (GET /v1/admin/attention), by kind: in_doubt, ambiguous, failed, partially_accrued, reverse_failed, changed_repeats, dead_letter.',
-      labelNames: ['kind'],
-      registers: [registry],
-      async collect() {
-        const read = await attention();
-        if (!read) return;
-        this.reset();
-        for (const [kind, n] of Object.entries(read.counts)) this.set({ kind }, n);
-      },
-    }),
-    attentionOldest: new Gauge({
-      name: 'bridge_attention_oldest_age_seconds',
-      help: 'How long the oldest item of each kind has needed a person (0 when there is none): in_doubt over 3600 is the alert "in doubt older than an hour".',
-      labelNames: ['kind'],
-      registers: [registry],
-      async collect() {
-        const read = await attention();
-        if (!read) return;
-        this.reset();
-        const nowMs = Date.now();
-        for (const kind of Object.keys(read.counts)) {
-          const since = read.oldestSinceMs[kind];
-          this.set({ kind }, since === undefined ? 0 : Math.max(0, (nowMs - since) / 1000));
-        }
-      },
+    attentionItems: labelledGauge(registry, 'bridge_attention_items', 'What needs a person (GET /v1/admin/attention), by kind: in_doubt, ambiguous, failed, partially_accrued, reverse_failed, changed_repeats, dead_letter.', 'kind', async () => (await attention())?.counts),
+    attentionOldest: labelledGauge(registry, 'bridge_attention_oldest_age_seconds', 'How long the oldest item of each kind has needed a person (0 when there is none): in_doubt over 3600 is the alert "in doubt older than an hour".', 'kind', async () => {
+      const read = await attention();
+      if (!read) return undefined;
+      const nowMs = Date.now();
+      return Object.fromEntries(Object.keys(read.counts).map((kind) => [kind, read.oldestSinceMs[kind] === undefined ? 0 : Math.max(0, (nowMs - read.oldestSinceMs[kind]!) / 1000)]));
     }),
     upstreamLatency: new Histogram({
       name: 'bridge_upstream_request_duration_seconds',
