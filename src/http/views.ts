@@ -2,6 +2,7 @@
  * How ledger records are shown to a POS and to operators. Each view is typed as the schema
  * `/openapi.json` documents (`schemas.ts`), so a field added here and not there fails to compile.
  */
+import type { Response } from 'express';
 import { merchantOf, type LedgerRecord } from '../ledger/record.js';
 import { maskContacts } from '../mask.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
@@ -13,6 +14,16 @@ const ANSWER_STATUS: Record<AnswerOutcome, number> = { settled: 200, in_progress
 
 export function answerStatus(answer: Pick<Answer, 'outcome'>): number {
   return ANSWER_STATUS[answer.outcome];
+}
+
+/**
+ * Sends the POS's answer with its status. A 404 (a refund of an order nobody knows) is an answer,
+ * not an error, but a refusal all the same: the request log says why (`res.locals.refusal`).
+ */
+export function sendAnswer(res: Response, answer: Answer): void {
+  const status = answerStatus(answer);
+  if (answer.outcome === 'unknown_order') res.locals.refusal = { code: 'unknown_order', message: `neither the ledger nor the loyalty service knows the order of ${answer.record.transactionId}` };
+  res.status(status).json(posAnswer(answer));
 }
 
 /** The POS's answer: at least `transactionId` and `status`, plus the upstream results when there are any. */

@@ -119,6 +119,8 @@ describe('refusals in the log', () => {
     expect(await line('refused-401-none')).toMatchObject({ refusal: { code: 'unauthorized', reason: 'token_missing' } });
     expect(await line('refused-400')).toMatchObject({ res: { statusCode: 400 }, refusal: { code: 'invalid_payload', message: expect.stringContaining('unknown status "lost"') } });
     expect(await line('refused-400-payload')).toMatchObject({ res: { statusCode: 400 }, refusal: { code: 'invalid_payload', message: expect.stringContaining('currency') } });
+    await request(h.bridge.url).post('/v1/refunds/generic').set('x-request-id', 'refused-404-order').set('content-type', 'application/json').send(JSON.stringify({ orderId: 'NOBODY-KNOWS', refundId: 'R-9' }));
+    expect(await line('refused-404-order')).toMatchObject({ res: { statusCode: 404 }, refusal: { code: 'unknown_order', message: expect.stringContaining('generic:NOBODY-KNOWS') } });
     const shop = h.sim.addMerchant({ id: 'log-shop' });
     const created = await request(h.bridge.url).post('/v1/admin/merchants').set('authorization', `Bearer ${ADMIN_TOKEN}`).send({ id: 'log-shop', loyalty: { appToken: shop.appToken } });
     expect(created.status).toBe(201);

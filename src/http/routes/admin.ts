@@ -20,7 +20,7 @@ import type { Request } from 'express';
 import type { LedgerStore } from '../../ledger/store.js';
 import { parseWith } from '../../validation.js';
 import type { AttentionAnswer, AuditList, BulkAnswer, DeadLetter, DeadLetterList, ReconcileReport, ReplayAnswer, ReplayFailure, TransactionList, WhoAmI } from '../schemas.js';
-import { answerStatus, deadLetterDetail, deadLetterSummary, posAnswer, recordDetail, recordSummary } from '../views.js';
+import { deadLetterDetail, deadLetterSummary, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
 
 /** Well inside the server's 30 s request timeout (bridge.ts), so the report always reaches the operator. */
 export const RECONCILE_BUDGET_MS = 20_000;
@@ -230,20 +230,20 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
   router.post('/v1/admin/transactions/:transactionId/retry', async (req, res) => {
     const body = parseWith(RetryBody, req.body ?? {});
     const answer = await deps.operator.retry(keyOf(req), actOf(req, body.reason));
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    sendAnswer(res, answer);
   });
 
   router.post('/v1/admin/transactions/:transactionId/reverse', async (req, res) => {
     const body = parseWith(ReverseBody, req.body ?? {});
     const answer = await deps.operator.reverse(keyOf(req), actOf(req, body.reason));
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    sendAnswer(res, answer);
   });
 
   router.post('/v1/admin/transactions/:transactionId/resolve', async (req, res) => {
     const body = parseWith(ResolveBody, req.body);
     const reason = body.reason ?? body.note;
     const answer = await deps.operator.resolve(keyOf(req), { outcome: body.outcome, operationId: body.operationId, note: reason }, actOf(req, reason));
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    sendAnswer(res, answer);
   });
 
   router.post('/v1/admin/transactions/:transactionId/close', async (req, res) => {
@@ -360,7 +360,8 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
       res.json({ deadLetter: deadLetterDetail(letter, false), ...results } satisfies ReplayAnswer);
       return;
     }
-    // The one error envelope, with the letter as kept (its replays record this run).
+    // The one error envelope, with the letter as kept (its replays record this run); the request log says why.
+    res.locals.refusal = { code: 'replay_failed', message: error };
     res.status(422).json({ error: { code: 'replay_failed', message: error, deadLetterId: letter.id }, requestId: req.id, deadLetter: deadLetterDetail(letter, false), ...results } satisfies ReplayFailure);
   });
 

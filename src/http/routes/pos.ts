@@ -8,7 +8,7 @@ import { parseJsonBody } from '../../json-body.js';
 import { posAuth, type TokenDirectory } from '../auth.js';
 import { rawBody, requireJson } from '../body.js';
 import type { WebhookAnswer } from '../schemas.js';
-import { answerStatus, posAnswer } from '../views.js';
+import { sendAnswer } from '../views.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -37,12 +37,12 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
 
   router.post('/v1/checkouts/:pos', ...direct, async (req, res) => {
     const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true);
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    sendAnswer(res, answer);
   });
 
   router.post('/v1/refunds/:pos', ...direct, async (req, res) => {
     const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true);
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    sendAnswer(res, answer);
   });
 
   // The signature is computed over these exact bytes, so nothing may parse or re-encode them first;
