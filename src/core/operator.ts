@@ -40,12 +40,12 @@ export class OperatorActions {
 
   async reverse(key: string, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {
     const refundId = `operator:${this.writer.now().toISOString()}${act.reason ? `:${act.reason.slice(0, 40)}` : ''}`;
-    const note = `by ${act.actor}${act.reason ? `: ${act.reason.slice(0, 200)}` : ''}`;
+    const note = `asked by ${act.actor}`;
     // What remains of the order may have moved to remainder records: the operator reverses the last.
     for (let attempt = 0; attempt < 5; attempt++) {
       const current = (await chainOf(this.writer, key)).at(-1);
       if (!current) throw new NotFoundError(`no ledger record ${key}`);
-      const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId, note);
+      const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId, note, act);
       if (answer !== MOVED) {
         await this.audit(`${options.bulk ? 'bulk:' : ''}reverse`, act, answer.record);
         return answer;

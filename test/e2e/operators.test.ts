@@ -201,6 +201,14 @@ for (const store of STORES) {
       expect((await admin('get', '/v1/admin/attention')).body.counts.reverse_failed).toBe(0);
     });
 
+    it('reverse by a named operator: the history line names who and why', async () => {
+      const res = await alice('post', '/v1/admin/transactions/generic:C-1/reverse').send({ reason: 'customer left the program' });
+      expect(res.body.status).toBe('reversed');
+      const history = (await admin('get', '/v1/admin/transactions/generic:C-1')).body.history;
+      expect(history).toEqual(expect.arrayContaining([expect.objectContaining({ actor: 'alice', detail: 'customer left the program', event: expect.stringContaining('asked by alice') })]));
+      expect((await admin('get', '/v1/admin/audit?actor=alice&limit=1')).body.items[0]).toMatchObject({ action: 'reverse', target: 'generic:C-1', reason: 'customer left the program', outcome: 'reversed' });
+    });
+
     it('resolve by a named operator: the record leaves the queue; history and audit name who and why', async () => {
       const res = await alice('post', '/v1/admin/transactions/generic:D-1/resolve').send({ outcome: 'accrued', reason: 'seen on the card in the loyalty back office' });
       expect(res.status).toBe(200);
@@ -211,7 +219,7 @@ for (const store of STORES) {
       expect(queue.body.items.map((i: { transactionId?: string }) => i.transactionId)).not.toContain('generic:D-1');
       const audit = await admin('get', '/v1/admin/audit?actor=alice');
       expect(audit.body.items[0]).toMatchObject({ actor: 'alice', action: 'resolve accrued', target: 'generic:D-1', reason: 'seen on the card in the loyalty back office', merchantId: 'default', outcome: 'accrued' });
-      expect(audit.body.items.map((e: { action: string }) => e.action)).toEqual(['resolve accrued', 'close', 'dismiss', 'unmask']);
+      expect(audit.body.items.map((e: { action: string }) => e.action)).toEqual(['resolve accrued', 'reverse', 'close', 'dismiss', 'unmask']);
     });
 
     it('bulk: by ids or a filter, each done or refused with why, bounded, reason required, scoped to a merchant', async () => {
