@@ -18,7 +18,8 @@ import { FileLedgerStore } from './ledger/file-store.js';
 import type { LedgerStore } from './ledger/store.js';
 import { openStore } from './ledger/open-store.js';
 import type { Logger } from './logger.js';
-import { MERCHANT_SOCKET_SHARE, sharedAgents } from './loyalty/client.js';
+import { attentionByKind } from './core/attention-queue.js';
+import { MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from './loyalty/client.js';
 import { MerchantAdmin } from './merchants/admin.js';
 import { MerchantRegistry } from './merchants/registry.js';
 import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
@@ -101,7 +102,19 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       );
     }
   }
-  const clientOptions = { baseUrl, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs, agents: sharedAgents(), maxInFlight: MERCHANT_SOCKET_SHARE };
+  const metrics = createMetrics(
+    { openRecords: () => store.countOpenByStatus(), openDeadLetters: () => store.countOpenDeadLetters(), attention: () => attentionByKind(store) },
+    overrides.defaultMetrics ?? true,
+    config.metricsMerchantLabel,
+  );
+  const clientOptions = {
+    baseUrl,
+    timeoutMs: config.loyalty.timeoutMs,
+    retryBaseMs: config.loyalty.retryBaseMs,
+    agents: sharedAgents(),
+    maxInFlight: MERCHANT_SOCKET_SHARE,
+    onRequest: (sample: UpstreamRequestSample) => metrics.upstreamLatency.observe({ operation: sample.operation, outcome: sample.outcome }, sample.seconds),
+  };
   const posSettings = { ...config.pos, ...overrides.posSettings };
   const registry = new MerchantRegistry({
     store,
@@ -114,7 +127,6 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     defaultMerchant: { appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, posToken: config.posAuth.mode === 'token' ? config.posAuth.token : undefined },
     logger,
   });
-  const metrics = createMetrics(() => store.countOpen(), overrides.defaultMetrics ?? true, config.metricsMerchantLabel);
   const core = createCore({
     store,
     upstreams: registry,
@@ -158,6 +170,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     logger,
     metrics,
     adminToken,
+    namedAdminTokens: config.namedAdminTokens,
     posAuth: config.posAuth,
     merchants,
     tokens: registry,

@@ -1,6 +1,6 @@
 /** The Express app: request ids and logging, the routes, and the one error handler. */
 import express from 'express';
-import type { PosAuthConfig } from '../config.js';
+import type { NamedAdminToken, PosAuthConfig } from '../config.js';
 import type { Ingest } from '../core/ingest.js';
 import type { OperatorActions } from '../core/operator.js';
 import type { Worker } from '../core/worker.js';
@@ -26,6 +26,8 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   adminToken: string;
+  /** ADMIN_TOKENS: named operators with global tokens. */
+  namedAdminTokens?: readonly NamedAdminToken[];
   posAuth: PosAuthConfig;
   /** Managing merchants (`/v1/admin/merchants`). */
   merchants: MerchantAdmin;
@@ -53,7 +55,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(opsRoutes(deps));
   // Before the POS routes read a byte of the body (and before POS_TOKEN: cheaper to refuse first).
   app.use(SHED_PATHS, loadShedding({ maxInFlight: deps.posMaxInFlight, metrics: deps.metrics }));
-  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth, tokens: deps.tokens }));
+  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth, tokens: deps.tokens, metrics: deps.metrics }));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

@@ -64,6 +64,29 @@ export interface LoyaltyClientOptions {
    * queue behind its timeouts; capped below the pool, a share of it is always left to the others.
    */
   maxInFlight?: number;
+  /** Told of every request (retries included) once it is answered or fails: the latency histogram. */
+  onRequest?: (sample: UpstreamRequestSample) => void;
+}
+
+/** One request to the loyalty service, as the metrics see it. */
+export interface UpstreamRequestSample {
+  /** accrue, reverse, resolve_credentials, operations, cards. */
+  operation: string;
+  /** ok (2xx), refused (another 4xx), rate_limited (429), server_error (5xx), timeout, network. */
+  outcome: 'ok' | 'refused' | 'rate_limited' | 'server_error' | 'timeout' | 'network';
+  seconds: number;
+}
+
+/** The operation a request's path names: its last segment, `resolve-credentials` as resolve_credentials. */
+function operationOf(url: string | undefined): string {
+  const last = (url ?? '').split('?')[0]!.split('/').filter(Boolean).at(-1) ?? 'unknown';
+  return last.replace(/-/g, '_');
+}
+
+function outcomeOf(response: AxiosResponse | undefined, error: AxiosError | undefined): UpstreamRequestSample['outcome'] {
+  if (response) return response.status === 429 ? 'rate_limited' : response.status >= 500 ? 'server_error' : response.status >= 400 ? 'refused' : 'ok';
+  const code = error?.code ?? '';
+  return code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'ERR_CANCELED' || error?.name === 'CanceledError' ? 'timeout' : 'network';
 }
 
 /** Sockets to the loyalty service in each shared pool. */
@@ -117,10 +140,12 @@ class AttemptLog {
   startedAt?: number;
   constructor(readonly operation: UpstreamOperation) {}
 }
-type TrackedConfig = InternalAxiosRequestConfig & { attemptLog?: AttemptLog };
+type TrackedConfig = InternalAxiosRequestConfig & { attemptLog?: AttemptLog; sentAtMs?: number };
 declare module 'axios' {
   interface AxiosRequestConfig {
     attemptLog?: AttemptLog;
+    /** When this request (this retry) went out: the latency sample's start. */
+    sentAtMs?: number;
   }
 }
 
@@ -145,8 +170,11 @@ export class LoyaltyClient {
       httpAgent: options.agents?.http ?? new http.Agent({ keepAlive: true, maxSockets: SHARED_SOCKETS }),
       httpsAgent: options.agents?.https ?? new https.Agent({ keepAlive: true, maxSockets: SHARED_SOCKETS }),
     });
+    const observe = (config: TrackedConfig, response: AxiosResponse | undefined, error: AxiosError | undefined) =>
+      options.onRequest?.({ operation: operationOf(config.url), outcome: outcomeOf(response, error), seconds: (Date.now() - (config.sentAtMs ?? Date.now())) / 1000 });
     this.#http.interceptors.request.use((config: TrackedConfig) => {
-      if (config.attemptLog) config.attemptLog.startedAt = Date.now();
+      config.sentAtMs = Date.now();
+      if (config.attemptLog) config.attemptLog.startedAt = config.sentAtMs;
       // A hard deadline for each request (retries included, each gets its own): axios's `timeout`
       // only fires on an idle socket, and a round must end well inside the in-flight lease.
       config.signal = AbortSignal.timeout(options.timeoutMs);
@@ -156,11 +184,15 @@ export class LoyaltyClient {
     this.#http.interceptors.response.use(
       (response) => {
         logAttempt(response.config as TrackedConfig, response, undefined);
+        observe(response.config as TrackedConfig, response, undefined);
         if (shouldRetryStatus(response)) throw new RetryableStatus(response);
         return response;
       },
       (error: AxiosError) => {
-        if (error.config && !(error instanceof RetryableStatus)) logAttempt(error.config as TrackedConfig, undefined, error);
+        if (error.config && !(error instanceof RetryableStatus)) {
+          logAttempt(error.config as TrackedConfig, undefined, error);
+          observe(error.config as TrackedConfig, undefined, error);
+        }
         throw error;
       },
     );
