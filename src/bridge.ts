@@ -25,6 +25,8 @@ import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
 import { createMetrics } from './metrics.js';
 import type { PosAdapter, PosSettings } from './pos/contract.js';
+import type { PosOrderSource } from './reconcile/pos-source.js';
+import { ReconcileReporter } from './reconcile/report.js';
 
 export interface Bridge {
   url: string;
@@ -63,6 +65,8 @@ export interface BridgeOverrides {
   /** SECRETS_KEY when it comes from elsewhere (sandbox keeps one beside its ledger). */
   secretsKey?: string;
   posDeclarations?: PosSettingDeclarations;
+  /** Where the three-way report lists the POS's orders (tests give a fake). */
+  posOrderSource?: PosOrderSource;
 }
 
 export const VERSION: string = (() => {
@@ -161,6 +165,13 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     posAuth: config.posAuth,
     merchants,
     tokens: registry,
+    reporter: new ReconcileReporter({
+      merchants: registry,
+      store,
+      posSource: overrides.posOrderSource,
+      clockSkewMs: config.inDoubt.clockSkewMs,
+      now: () => (overrides.clock?.() ?? new Date()).getTime(),
+    }),
     bodyLimitBytes: config.bodyLimitBytes,
     posMaxInFlight: config.posMaxInFlight,
     upstreamConfigured: true,

@@ -16,7 +16,7 @@
  *   lie outside the days read), and a reversal nobody explains (its order may be older than the
  *   range), are looked up in that card's own history before they are reported.
  */
-import { BridgeError, ValidationError } from '../errors.js';
+import { BridgeError, NotFoundError, ValidationError } from '../errors.js';
 import { ledgerKey, type LedgerRecord } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
@@ -95,6 +95,8 @@ export interface ReportProgress {
 }
 
 export interface ReconcileReporterDeps {
+  /** The merchants the bridge serves (the registry): whose client reads the history, whose POS accounts are listed. */
+  merchants: { get(id: string): Promise<ActiveMerchant | undefined> };
   store: Pick<LedgerStore, 'get' | 'list' | 'findOperationClaim'>;
   /** Where the POS's orders come from; absent: no POS is read (every account named in `sources`). */
   posSource?: PosOrderSource;
@@ -106,7 +108,9 @@ export interface ReconcileReporterDeps {
 export class ReconcileReporter {
   constructor(private readonly deps: ReconcileReporterDeps) {}
 
-  async report(merchant: ActiveMerchant, range: ReportRange, onProgress: (progress: ReportProgress) => void = () => {}): Promise<ThreeWayReport> {
+  async report(merchantId: string, range: ReportRange, onProgress: (progress: ReportProgress) => void = () => {}): Promise<ThreeWayReport> {
+    const merchant = await this.deps.merchants.get(merchantId);
+    if (!merchant) throw new NotFoundError(`no merchant ${merchantId}`);
     if (!merchant.client.canVerify) {
       throw new BridgeError(`merchant ${merchant.id} has no loyalty API key (LOYALTY_API_KEY, or the merchant's loyalty.apiKey): its operations history cannot be read`, 422, 'history_unavailable');
     }
