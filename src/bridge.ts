@@ -105,19 +105,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       );
     }
   }
-  const clientOptions = { baseUrl, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs, agents: sharedAgents(), maxInFlight: MERCHANT_SOCKET_SHARE };
-  const posSettings = { ...config.pos, ...overrides.posSettings };
-  const registry = new MerchantRegistry({
-    store,
-    box,
-    declarations: overrides.posDeclarations ?? posSettingDeclarations,
-    posSettings,
-    client: clientOptions,
-    verifier: { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs },
-    defaults: { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion },
-    defaultMerchant: { appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, posToken: config.posAuth.mode === 'token' ? config.posAuth.token : undefined },
-    logger,
-  });
+  const { registry, clientOptions } = merchantRegistry(config, store, box, logger, { ...overrides, loyaltyBaseUrl: baseUrl, loyaltyAppToken: appToken });
   const metrics = createMetrics(() => store.countOpen(), overrides.defaultMetrics ?? true, config.metricsMerchantLabel);
   const core = createCore({
     store,
@@ -203,6 +191,36 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     })());
 
   return { url: `http://${local}:${port}`, server, store, core, worker, deadLetterRetrier, adminToken, registry, merchants, close };
+}
+
+/**
+ * The merchants a bridge serves, from its configuration and ledger (`box` opens created merchants'
+ * secrets), with the loyalty client options every merchant's client shares. Also what an operator
+ * command that acts for merchants (`npm run reconcile-report`) serves them from.
+ */
+export function merchantRegistry(
+  config: Config,
+  store: LedgerStore,
+  box: SecretBox | undefined,
+  logger: Logger,
+  overrides: Pick<BridgeOverrides, 'loyaltyBaseUrl' | 'loyaltyAppToken' | 'loyaltyApiKey' | 'posSettings' | 'posDeclarations'> = {},
+) {
+  const baseUrl = overrides.loyaltyBaseUrl ?? config.loyalty.baseUrl;
+  const appToken = overrides.loyaltyAppToken ?? config.loyalty.appToken;
+  if (!baseUrl || !appToken) throw new ConfigError('the loyalty service address and app token are required (LOYALTY_BASE_URL, LOYALTY_APP_TOKEN)');
+  const clientOptions = { baseUrl, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs, agents: sharedAgents(), maxInFlight: MERCHANT_SOCKET_SHARE };
+  const registry = new MerchantRegistry({
+    store,
+    box,
+    declarations: overrides.posDeclarations ?? posSettingDeclarations,
+    posSettings: { ...config.pos, ...overrides.posSettings },
+    client: clientOptions,
+    verifier: { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs },
+    defaults: { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion },
+    defaultMerchant: { appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, posToken: config.posAuth.mode === 'token' ? config.posAuth.token : undefined },
+    logger,
+  });
+  return { registry, clientOptions };
 }
 
 /** The stored merchants with a secret sealed under a key other than `fingerprint`'s, and that key. */
