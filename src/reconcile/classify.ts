@@ -55,6 +55,14 @@ export function classify(input: ReconcileInput): Difference[] {
   const byTransaction = new Map(input.ledger.map((r) => [r.transactionId, r]));
   for (const r of input.claimants) if (!byTransaction.has(r.transactionId)) byTransaction.set(r.transactionId, r);
   const operations = new Map(input.history.map((op) => [op.id, op]));
+  /** Each card's operations: every search below is of one card. */
+  const byCard = new Map<string, Operation[]>();
+  for (const op of input.history) {
+    const ops = byCard.get(op.cardId);
+    if (ops) ops.push(op);
+    else byCard.set(op.cardId, [op]);
+  }
+  const onCard = (card: string) => byCard.get(card) ?? [];
   /** Operation id → the transactionId that accounts for it (its accrual or its reversal). */
   const explained = new Map<number, string>();
   for (const r of byTransaction.values()) for (const id of r.accrual.operationIds) explained.set(id, r.transactionId);
@@ -62,7 +70,7 @@ export function classify(input: ReconcileInput): Difference[] {
   // Ledger → history: every accrual the ledger holds as done has its operations.
   for (const record of input.ledger) {
     if (!accrued(record)) continue;
-    const found = accrualOperations(record, operations, explained, input.clockSkewMs);
+    const found = accrualOperations(record, operations, onCard, explained, input.clockSkewMs);
     const missing = found.missing;
     if (missing.length > 0) differences.push(notInHistory(record, missing));
     for (const op of found.operations) {
@@ -96,7 +104,7 @@ export function classify(input: ReconcileInput): Difference[] {
     const amount = record.accrual.check!.amount;
     const since = Date.parse(record.reversal.requestedAt ?? record.createdAt) - input.clockSkewMs;
     for (const card of cardsOf(record, operations)) {
-      const reversal = earliest(input.history, (op) => op.cardId === card && !explained.has(op.id) && Date.parse(op.createdAt) >= since && centsEqualsMajor(-amount, op.purchaseSum ?? NaN));
+      const reversal = earliest(onCard(card), (op) => !explained.has(op.id) && Date.parse(op.createdAt) >= since && centsEqualsMajor(-amount, op.purchaseSum ?? NaN));
       if (reversal) {
         explained.set(reversal.id, record.transactionId);
         continue;
@@ -176,12 +184,13 @@ export function classify(input: ReconcileInput): Difference[] {
   }
 
   // History → ledger: purchases in the range that nothing accounts for.
+  const unsettled = [...byTransaction.values()].filter((r) => isAccrualUnsettled(r));
   const fromMs = input.from.getTime();
   const toMs = input.to.getTime();
   for (const op of input.history) {
     const at = Date.parse(op.createdAt);
     if (op.purchaseSum == null || explained.has(op.id) || at < fromMs || at >= toMs) continue;
-    differences.push({ kind: 'unclaimed_operation', operationId: op.id, why: unclaimedWhy(op, input.history, explained, byTransaction), next: UNCLAIMED_NEXT });
+    differences.push({ kind: 'unclaimed_operation', operationId: op.id, why: unclaimedWhy(op, onCard(op.cardId), explained, unsettled), next: UNCLAIMED_NEXT });
   }
   return differences.sort(byKindThenIds);
 }
@@ -197,7 +206,7 @@ function accrued(record: LedgerRecord): boolean {
  * The operations of a done accrual: those it claims by id, or else, by card, the earliest fitting
  * one nothing else accounts for (marked as its own in `explained`). `missing`: what cannot be found.
  */
-function accrualOperations(record: LedgerRecord, operations: Map<number, Operation>, explained: Map<number, string>, clockSkewMs: number): { operations: Operation[]; missing: string[] } {
+function accrualOperations(record: LedgerRecord, operations: Map<number, Operation>, onCard: (card: string) => Operation[], explained: Map<number, string>, clockSkewMs: number): { operations: Operation[]; missing: string[] } {
   const claimed = record.accrual.operationIds;
   if (claimed.length > 0) {
     return { operations: claimed.flatMap((id) => operations.get(id) ?? []), missing: claimed.filter((id) => !operations.has(id)).map((id) => `operation ${id}`) };
@@ -208,7 +217,7 @@ function accrualOperations(record: LedgerRecord, operations: Map<number, Operati
   const found: Operation[] = [];
   const missing: string[] = [];
   for (const card of cards) {
-    const op = earliest([...operations.values()], (o) => o.cardId === card && !explained.has(o.id) && Date.parse(o.createdAt) >= since && centsEqualsMajor(record.accrual.check!.amount, o.purchaseSum ?? NaN));
+    const op = earliest(onCard(card), (o) => !explained.has(o.id) && Date.parse(o.createdAt) >= since && centsEqualsMajor(record.accrual.check!.amount, o.purchaseSum ?? NaN));
     if (!op) {
       missing.push(`an operation on card ${card}`);
       continue;
@@ -238,13 +247,14 @@ function backfillStep(merchantId: string, pos: string, updatedAt: string): strin
   return `backfill: POST /v1/admin/backfill {"merchantId":"${merchantId}","pos":"${pos}","since":"${updatedAt}"} (or npm run backfill -- --merchant ${merchantId} --pos ${pos} --since ${updatedAt})`;
 }
 
-function unclaimedWhy(op: Operation, history: readonly Operation[], explained: Map<number, string>, byTransaction: Map<string, LedgerRecord>): string {
+/** `sameCard`: the operation's card's operations; `unsettled`: the accruals not known yet to have happened or not. */
+function unclaimedWhy(op: Operation, sameCard: readonly Operation[], explained: Map<number, string>, unsettled: readonly LedgerRecord[]): string {
   const what = `operation ${op.id} on card ${op.cardId}, a ${op.purchaseSum! < 0 ? 'reversal' : 'purchase'} of ${op.purchaseSum} at ${op.createdAt}${op.source ? ` (source ${op.source})` : ''}, is claimed by no ledger record`;
-  const twin = history.find((o) => o.id !== op.id && o.cardId === op.cardId && o.purchaseSum === op.purchaseSum && explained.has(o.id));
+  const twin = sameCard.find((o) => o.id !== op.id && o.purchaseSum === op.purchaseSum && explained.has(o.id));
   if (twin) return `${what}; operation ${twin.id} of the same card and sum is ${explained.get(twin.id)}'s: possibly a double`;
   if (op.purchaseSum! > 0) {
-    const unsettled = [...byTransaction.values()].find((r) => isAccrualUnsettled(r) && centsEqualsMajor(r.accrual.check?.amount ?? NaN, op.purchaseSum!));
-    if (unsettled) return `${what}; ${unsettled.transactionId}, an accrual of the same amount, is unsettled and may have made it`;
+    const maker = unsettled.find((r) => centsEqualsMajor(r.accrual.check?.amount ?? NaN, op.purchaseSum!));
+    if (maker) return `${what}; ${maker.transactionId}, an accrual of the same amount, is unsettled and may have made it`;
   }
   return what;
 }

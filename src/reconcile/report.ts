@@ -177,7 +177,9 @@ export class ReconcileReporter {
   /** Records created in the range, and every record of an order the POS listed, with its remainders. */
   async #readLedger(merchantId: string, range: ReportRange, pos: readonly PosEntry[], onProgress: (p: ReportProgress) => void): Promise<LedgerRecord[]> {
     const byTransaction = new Map<string, LedgerRecord>();
-    // The store's bounds are inclusive; `to` is not part of the range.
+    // The store's bounds are inclusive; `to` is not part of the range. Pages are newest first and
+    // records are never removed: one created while this reads pushes the rest down, so a record is
+    // at worst read twice (kept once by id), never skipped.
     const to = new Date(range.to.getTime() - 1);
     for (let offset = 0; ; offset += LEDGER_PAGE) {
       const { items, total } = await this.deps.store.list({ merchantId, from: range.from, to, offset, limit: LEDGER_PAGE });
