@@ -17,7 +17,7 @@
 import { isAccrualUnsettled, type LedgerRecord } from '../ledger/record.js';
 import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor, centsToDecimalString as money } from '../money.js';
-import type { PosEntry, PosRefund, PosSale } from './pos-source.js';
+import type { PosEntry, PosRefund, PosSale, PosUnreadable } from './pos-source.js';
 
 export const DIFFERENCE_KINDS = ['missing_in_ledger', 'not_in_history', 'unclaimed_operation', 'amount_mismatch', 'refund_not_reversed'] as const;
 export type DifferenceKind = (typeof DIFFERENCE_KINDS)[number];
@@ -140,6 +140,15 @@ export function classify(input: ReconcileInput): Difference[] {
         next: `decide whether the difference is owed; the bridge sends one accrual per order, so an operator adjusts the card at the loyalty service by hand`,
       });
     }
+  }
+  for (const unreadable of latestBy(input.pos.filter((e): e is PosUnreadable => e.kind === 'unreadable'), (u) => `${u.orderId}\u0000${u.refundId ?? ''}`)) {
+    const what = unreadable.refundId ? `refund ${unreadable.refundId} of ${unreadable.pos} order ${unreadable.orderId}` : `paid ${unreadable.pos} order ${unreadable.orderId}`;
+    differences.push({
+      kind: 'missing_in_ledger',
+      orderId: unreadable.orderId,
+      why: `the ${what} (changed ${unreadable.updatedAt}) cannot be translated exactly, so the ledger cannot hold it: ${unreadable.why}`,
+      next: `GET /v1/admin/dead-letters?pos=${unreadable.pos}&merchantId=${merchantId}: its webhook was kept there; fix what it names, then replay it or backfill`,
+    });
   }
   const refunds = latestBy(input.pos.filter((e): e is PosRefund => e.kind === 'refund'), (r) => `${r.transactionId}\u0000${r.refundId ?? ''}`);
   for (const refund of refunds) {

@@ -36,7 +36,51 @@ export interface PosRefund {
   updatedAt: string;
 }
 
-export type PosEntry = PosSale | PosRefund;
+/**
+ * A paid order or a refund the adapter cannot translate exactly (a webhook of it would have become a
+ * dead letter): the ledger cannot hold it, and the POS names no transactionId it could be found by.
+ */
+export interface PosUnreadable {
+  kind: 'unreadable';
+  pos: string;
+  orderId: string;
+  refundId?: string;
+  updatedAt: string;
+  /** What the adapter refused: the field and the reason. */
+  why: string;
+}
+
+export type PosEntry = PosSale | PosRefund | PosUnreadable;
+
+/**
+ * One object a POS listing found, as the backfill's listing gives it (`listPosChanges`): the
+ * adapter's intent and the transactionId where it parsed it, or why it did not.
+ */
+export interface ListedObject {
+  pos: string;
+  kind: 'checkout' | 'refund';
+  orderId: string;
+  refundId?: string;
+  updatedAt: string;
+  paid: boolean;
+  transactionId?: string;
+  intent?: { check: { amount: number } } | { refundId?: string; amountCents?: number };
+  refused?: string;
+}
+
+/** What the report compares of a listed object; undefined for an unpaid sale (nothing accrues for it, so nothing can differ). */
+export function posEntryOf(item: ListedObject): PosEntry | undefined {
+  const { pos, orderId, updatedAt } = item;
+  if (item.refused !== undefined) return { kind: 'unreadable', pos, orderId, ...(item.refundId ? { refundId: item.refundId } : {}), updatedAt, why: item.refused };
+  if (!item.paid || !item.transactionId || !item.intent) return undefined;
+  const { transactionId, intent } = item;
+  if (item.kind === 'checkout' && 'check' in intent) return { kind: 'sale', pos, orderId, transactionId, paid: true, amountCents: intent.check.amount, updatedAt };
+  if (item.kind === 'refund' && !('check' in intent)) {
+    const refundId = item.refundId ?? intent.refundId;
+    return { kind: 'refund', pos, orderId, transactionId, ...(refundId ? { refundId } : {}), ...(intent.amountCents !== undefined ? { amountCents: intent.amountCents } : {}), updatedAt };
+  }
+  return undefined;
+}
 
 export interface PosOrderSource {
   /**

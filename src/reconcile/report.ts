@@ -187,7 +187,7 @@ export class ReconcileReporter {
       onProgress({ phase: 'ledger', detail: `${Math.min(offset + items.length, total)} of ${total} records created in the range` });
       if (items.length < LEDGER_PAGE) break;
     }
-    for (const transactionId of new Set(pos.map((e) => e.transactionId))) {
+    for (const transactionId of new Set(pos.flatMap((e) => (e.kind === 'unreadable' ? [] : [e.transactionId])))) {
       for (let id: string | undefined = transactionId, depth = 0; id && depth < 1000; depth++) {
         const record: LedgerRecord | undefined = byTransaction.get(id) ?? (await this.deps.store.get(ledgerKey(merchantId, id)));
         if (!record) break;

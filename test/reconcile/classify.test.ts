@@ -8,7 +8,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { LedgerRecord } from '../../src/ledger/record.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import { classify, type ReconcileInput } from '../../src/reconcile/classify.js';
-import type { PosRefund, PosSale } from '../../src/reconcile/pos-source.js';
+import { posEntryOf, type PosRefund, type PosSale } from '../../src/reconcile/pos-source.js';
 import { makeRecord, minutes } from '../ledger/store-contract.js';
 
 const CARD = '11-100001-2';
@@ -70,6 +70,11 @@ describe('each kind, found once', () => {
   it('missing_in_ledger: a refund of an order the ledger never saw, once, and not twice when the sale is listed too', () => {
     expect(run({ pos: [refund('O-1', 'R-1')] })).toEqual([expect.objectContaining({ kind: 'missing_in_ledger', transactionId: 'generic:O-1', why: expect.stringContaining('refund R-1') })]);
     expect(run({ pos: [sale('O-1'), refund('O-1', 'R-1')] })).toEqual([expect.objectContaining({ kind: 'missing_in_ledger', why: expect.stringContaining('paid generic order') })]);
+  });
+
+  it('missing_in_ledger: a paid order the adapter cannot translate (its webhook became a dead letter)', () => {
+    const differences = run({ pos: [{ kind: 'unreadable', pos: 'clover', orderId: 'X-1', updatedAt: minutes(4), why: 'lineItems.0.price: must be a whole number of cents' }] });
+    expect(differences).toEqual([{ kind: 'missing_in_ledger', orderId: 'X-1', why: expect.stringContaining('cannot be translated exactly, so the ledger cannot hold it: lineItems.0.price'), next: expect.stringContaining('GET /v1/admin/dead-letters?pos=clover&merchantId=m1') }]);
   });
 
   it('not_in_history: an accrual whose operation the history does not hold', () => {
@@ -163,5 +168,21 @@ describe('what is explained, and what is out of the range', () => {
   it('sorts by kind, then ids', () => {
     const differences = run({ pos: [sale('Z-1'), sale('A-1')], history: [op(9)], ledger: [accrued('N-1', 7)] });
     expect(differences.map((d) => `${d.kind} ${d.transactionId ?? d.operationId}`)).toEqual(['missing_in_ledger generic:A-1', 'missing_in_ledger generic:Z-1', 'not_in_history generic:N-1', 'unclaimed_operation 9']);
+  });
+});
+
+describe('posEntryOf: what the report compares of what the POS listing found', () => {
+  const base = { pos: 'clover', orderId: 'O-1', updatedAt: minutes(0) };
+  it('a paid sale: its transactionId and Check amount', () => {
+    expect(posEntryOf({ ...base, kind: 'checkout', paid: true, transactionId: 'clover:M:O-1', intent: { check: { amount: 1250 } } })).toEqual({ kind: 'sale', pos: 'clover', orderId: 'O-1', transactionId: 'clover:M:O-1', paid: true, amountCents: 1250, updatedAt: minutes(0) });
+  });
+  it('an unpaid sale: nothing (it cannot differ)', () => {
+    expect(posEntryOf({ ...base, kind: 'checkout', paid: false })).toBeUndefined();
+  });
+  it("a refund: its order's transactionId, the refund id (the listing's, else the intent's) and the part refunded", () => {
+    expect(posEntryOf({ ...base, kind: 'refund', paid: true, transactionId: 'clover:M:O-1', intent: { refundId: 'R-1', amountCents: 300 } })).toEqual({ kind: 'refund', pos: 'clover', orderId: 'O-1', transactionId: 'clover:M:O-1', refundId: 'R-1', amountCents: 300, updatedAt: minutes(0) });
+  });
+  it('refused by the adapter: unreadable, with why', () => {
+    expect(posEntryOf({ ...base, kind: 'checkout', paid: true, refused: 'total: must not be negative' })).toEqual({ kind: 'unreadable', pos: 'clover', orderId: 'O-1', updatedAt: minutes(0), why: 'total: must not be negative' });
   });
 });
