@@ -9,6 +9,7 @@
  * Layout for `file:./data/ledger.json`:
  *   ./data/ledger.json                      lowdb manifest: format version and the journal's segments
  *   ./data/ledger.journal/000001.jsonl …    record versions and processed webhook events, one a line
+ *   ./data/ledger.backfill.json             backfill watermarks, one per merchant and POS account
  *   ./data/ledger.journal/.write-probe      empty; written while writes fail, to tell when they work again
  *   ./data/ledger.dead-letters/<id>.json    one lowdb document per dead letter (rare, kept whole)
  *   ./data/ledger.json.lock                 the owning process's pid and the machine's boot id
@@ -46,7 +47,7 @@ import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
 import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
-import { deadLetterDueAtMs, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { backfillKey, deadLetterDueAtMs, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 const FORMAT_VERSION = 2;
 
@@ -126,6 +127,9 @@ export class FileLedgerStore implements LedgerStore {
   readonly deadLettersDir: string;
   /** One private JSON document per merchant (`<stem>.merchants/<id>.json`); all held in memory (merchants are few). */
   readonly merchantsDir: string;
+  /** Every merchant's backfill state in one private JSON document (`<stem>.backfill.json`): one per merchant and POS, few. */
+  readonly backfillPath: string;
+  readonly #backfill = new Map<string, BackfillState>();
   readonly #merchants = new Map<string, StoredMerchant>();
   readonly #journal: Journal;
   readonly #lock: ProcessLock;
@@ -164,6 +168,7 @@ export class FileLedgerStore implements LedgerStore {
     this.journalDir = `${stem}.journal`;
     this.deadLettersDir = `${stem}.dead-letters`;
     this.merchantsDir = `${stem}.merchants`;
+    this.backfillPath = `${stem}.backfill.json`;
     this.#journal = new Journal(this.journalDir, undefined, options.writeFile);
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
     this.#restartedMarker = `${this.manifestPath}.restarted`;
@@ -214,6 +219,7 @@ export class FileLedgerStore implements LedgerStore {
       await mkdir(this.merchantsDir, { recursive: true, mode: PRIVATE_DIR });
       await makePrivate(this.merchantsDir, PRIVATE_DIR);
       await this.#loadMerchants();
+      await this.#loadBackfill();
       const active = this.#journal.active;
       if (this.#journal.sizeOf(active) >= COMPACT_ACTIVE_FROM_BYTES && this.#liveShare(active) < COMPACT_BELOW_LIVE_SHARE) await this.#roll();
       await this.#compactSealed();
@@ -390,6 +396,34 @@ export class FileLedgerStore implements LedgerStore {
       this.#merchants.set(merchant.id, structuredClone(merchant));
       return merchant;
     });
+  }
+
+  async getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined> {
+    const state = this.#backfill.get(backfillKey(merchantId, pos));
+    return state && structuredClone(state);
+  }
+
+  updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined> {
+    return this.#locks.run('backfill', async () => {
+      const key = backfillKey(merchantId, pos);
+      const current = this.#backfill.get(key);
+      const next = change(current && structuredClone(current));
+      if (!next) return current && structuredClone(current);
+      const states = new Map(this.#backfill).set(key, structuredClone({ ...next, merchantId, pos }));
+      // Synced: a watermark taken back by a crash is only read again (the pass repeats), but one
+      // moved ahead of what was recorded would skip orders; the journal is synced before any call, this file at once.
+      const db = new Low<BackfillState[]>(new PrivateJSONFile(this.backfillPath, { syncData: true }), [...states.values()]);
+      await this.#writingFile(() => db.write());
+      this.#backfill.set(key, states.get(key)!);
+      return structuredClone(states.get(key)!);
+    });
+  }
+
+  async listBackfillStates(merchantId?: string): Promise<BackfillState[]> {
+    return [...this.#backfill.values()]
+      .filter((s) => !merchantId || s.merchantId === merchantId)
+      .sort((a, b) => backfillKey(a.merchantId, a.pos).localeCompare(backfillKey(b.merchantId, b.pos)))
+      .map((s) => structuredClone(s));
   }
 
   async getMerchant(id: string): Promise<StoredMerchant | undefined> {
@@ -739,6 +773,14 @@ export class FileLedgerStore implements LedgerStore {
       const merchant = JSON.parse(await readFile(join(this.merchantsDir, file), 'utf8')) as StoredMerchant;
       this.#merchants.set(merchant.id, merchant);
     }
+  }
+
+  async #loadBackfill(): Promise<void> {
+    this.#backfill.clear();
+    if (!existsSync(this.backfillPath)) return;
+    await makePrivate(this.backfillPath, PRIVATE_FILE);
+    const states = JSON.parse(await readFile(this.backfillPath, 'utf8')) as BackfillState[];
+    for (const state of states) this.#backfill.set(backfillKey(state.merchantId, state.pos), state);
   }
 
   async #loadDeadLetters(): Promise<void> {
