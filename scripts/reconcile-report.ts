@@ -11,14 +11,14 @@
  * Exit codes: 0 the report found no difference; 3 it found differences (or could not read
  * everything: `complete` is false); 1 it could not be made; 2 a missing or bad argument or variable.
  */
-import { posSettingDeclarations } from '../adapters/index.js';
+import { adapters, posSettingDeclarations } from '../adapters/index.js';
 import { merchantRegistry } from '../src/bridge.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { ValidationError } from '../src/errors.js';
 import { openStore } from '../src/ledger/open-store.js';
 import { silentLogger } from '../src/logger.js';
 import { parseSecretsKey, SecretBox, SecretsKeyError } from '../src/merchants/secrets.js';
-import type { PosOrderSource } from '../src/reconcile/pos-source.js';
+import { backfillListing, type PosOrderSource } from '../src/reconcile/pos-source.js';
 import { parseRange, ReconcileReporter, reportCsv, type ThreeWayReport } from '../src/reconcile/report.js';
 import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions, StatusLine, type ProgressStream } from './cli.js';
 
@@ -27,7 +27,7 @@ const USAGE = 'usage: npm run reconcile-report -- --merchant <id> --from <2026-1
 export interface ReportCommandIo {
   stdout: ProgressStream;
   stderr: ProgressStream;
-  /** Where the POS's orders are listed from. */
+  /** Where the POS's orders are listed from (default: the backfill's listing of each POS's API). */
   posSource?: PosOrderSource;
 }
 
@@ -57,7 +57,8 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
     try {
       const box = config.secretsKey ? new SecretBox(usage(() => parseSecretsKey(config.secretsKey!))) : undefined;
       const { registry } = usage(() => merchantRegistry(config, store, box, silentLogger));
-      const reporter = new ReconcileReporter({ merchants: registry, store, posSource: io.posSource, clockSkewMs: config.inDoubt.clockSkewMs });
+      const posSource = io.posSource ?? backfillListing(adapters, { timeoutMs: config.posApiTimeoutMs });
+      const reporter = new ReconcileReporter({ merchants: registry, store, posSource, clockSkewMs: config.inDoubt.clockSkewMs });
       const report = await reporter.report(merchantId, range, (p) => status.update(`${p.phase}: ${p.detail}`));
       status.update(summary(report));
       status.finish();

@@ -25,7 +25,8 @@ import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
 import { createMetrics } from './metrics.js';
 import type { PosAdapter, PosSettings } from './pos/contract.js';
-import type { PosOrderSource } from './reconcile/pos-source.js';
+import { backfillListing, type PosOrderSource } from './reconcile/pos-source.js';
+import type { HistoryReadOptions } from './reconcile/history-reader.js';
 import { ReconcileReporter } from './reconcile/report.js';
 
 export interface Bridge {
@@ -67,6 +68,8 @@ export interface BridgeOverrides {
   posDeclarations?: PosSettingDeclarations;
   /** Where the three-way report lists the POS's orders (tests give a fake). */
   posOrderSource?: PosOrderSource;
+  /** The reconcile report's history page size and overlap (tests make pages small, to read across several). */
+  reconcileHistoryRead?: Pick<HistoryReadOptions, 'maxItemsPerPage' | 'overlap'>;
 }
 
 export const VERSION: string = (() => {
@@ -156,8 +159,9 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     reporter: new ReconcileReporter({
       merchants: registry,
       store,
-      posSource: overrides.posOrderSource,
+      posSource: overrides.posOrderSource ?? backfillListing(overrides.adapters ?? allAdapters, { timeoutMs: config.posApiTimeoutMs }),
       clockSkewMs: config.inDoubt.clockSkewMs,
+      historyRead: overrides.reconcileHistoryRead,
       now: () => (overrides.clock?.() ?? new Date()).getTime(),
     }),
     bodyLimitBytes: config.bodyLimitBytes,

@@ -3,7 +3,9 @@
  * POS that changed in a window, as the adapter parsed it. Read-only: listing changes nothing in the
  * POS, the ledger or the loyalty service.
  */
+import { listPosChanges, type FoundItem, type ListingRetry } from '../backfill/index.js';
 import type { ActiveMerchant } from '../merchants/registry.js';
+import type { PosAdapter } from '../pos/contract.js';
 
 /** A sale as the POS shows it now. */
 export interface PosSale {
@@ -52,24 +54,8 @@ export interface PosUnreadable {
 
 export type PosEntry = PosSale | PosRefund | PosUnreadable;
 
-/**
- * One object a POS listing found, as the backfill's listing gives it (`listPosChanges`): the
- * adapter's intent and the transactionId where it parsed it, or why it did not.
- */
-export interface ListedObject {
-  pos: string;
-  kind: 'checkout' | 'refund';
-  orderId: string;
-  refundId?: string;
-  updatedAt: string;
-  paid: boolean;
-  transactionId?: string;
-  intent?: { check: { amount: number } } | { refundId?: string; amountCents?: number };
-  refused?: string;
-}
-
 /** What the report compares of a listed object; undefined for an unpaid sale (nothing accrues for it, so nothing can differ). */
-export function posEntryOf(item: ListedObject): PosEntry | undefined {
+export function posEntryOf(item: FoundItem): PosEntry | undefined {
   const { pos, orderId, updatedAt } = item;
   if (item.refused !== undefined) return { kind: 'unreadable', pos, orderId, ...(item.refundId ? { refundId: item.refundId } : {}), updatedAt, why: item.refused };
   if (!item.paid || !item.transactionId || !item.intent) return undefined;
@@ -88,4 +74,19 @@ export interface PosOrderSource {
    * each once. Throws when the POS cannot be read whole (a page that fails fails the listing).
    */
   list(merchant: ActiveMerchant, pos: string, since: Date, until: Date): AsyncIterable<PosEntry>;
+}
+
+/**
+ * The POS side read through the backfill's listing (`listPosChanges`): the same requests, paging
+ * and retries as a backfill pass, and nothing fed anywhere.
+ */
+export function backfillListing(adapters: ReadonlyMap<string, PosAdapter>, options: { timeoutMs?: number; retry?: ListingRetry } = {}): PosOrderSource {
+  return {
+    async *list(merchant, pos, since, until) {
+      for await (const item of listPosChanges({ adapters, merchant, pos, window: { since, until }, ...options })) {
+        const entry = posEntryOf(item);
+        if (entry) yield entry;
+      }
+    },
+  };
 }

@@ -21,9 +21,8 @@ import { ledgerKey, type LedgerRecord } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
 import type { ActiveMerchant } from '../merchants/registry.js';
-import { PosApiNotConfiguredError } from '../pos-api.js';
 import { classify, DIFFERENCE_KINDS, type Difference, type DifferenceKind } from './classify.js';
-import { readOperations, type HistoryProgress, type OperationsPages } from './history-reader.js';
+import { readOperations, type HistoryProgress, type HistoryReadOptions, type OperationsPages } from './history-reader.js';
 import type { PosEntry, PosOrderSource } from './pos-source.js';
 
 /** The widest range one report covers: a month and a day, so that any calendar month fits. */
@@ -101,6 +100,8 @@ export interface ReconcileReporterDeps {
   /** Where the POS's orders come from; absent: no POS is read (every account named in `sources`). */
   posSource?: PosOrderSource;
   clockSkewMs: number;
+  /** Page size and overlap of history reads (default the upstream's largest page; tests make pages small). */
+  historyRead?: Pick<HistoryReadOptions, 'maxItemsPerPage' | 'overlap'>;
   /** The bridge's clock (epoch ms): how far forward a card's history is read again. */
   now?: () => number;
 }
@@ -163,7 +164,8 @@ export class ReconcileReporter {
         }
       } catch (error) {
         // What was listed before the failure is left out whole: a report on part of a POS would look complete.
-        const why = error instanceof PosApiNotConfiguredError ? error.message : `listing failed: ${(error as Error).message}`;
+        // A BridgeError says what is missing (no account, no token: backfill_not_possible); anything else failed.
+        const why = error instanceof BridgeError && error.status < 500 ? error.message : `listing failed: ${(error as Error).message}`;
         sources.push({ pos: name, read: false, why });
         continue;
       }
@@ -201,7 +203,7 @@ export class ReconcileReporter {
   async #readHistory(client: OperationsPages, query: { cardId?: string; startDate: string; endDate: string }, into: Map<number, Operation>, onPage?: (p: HistoryProgress) => void) {
     let read;
     try {
-      read = await readOperations(client, query, { onPage });
+      read = await readOperations(client, query, { ...this.deps.historyRead, onPage });
     } catch (error) {
       throw new BridgeError(`the operations history could not be read: ${(error as Error).message}`, 502, 'history_unavailable');
     }

@@ -172,15 +172,16 @@ describe('what is explained, and what is out of the range', () => {
 });
 
 describe('posEntryOf: what the report compares of what the POS listing found', () => {
-  const base = { pos: 'clover', orderId: 'O-1', updatedAt: minutes(0) };
+  const base = { pos: 'clover', orderId: 'O-1', updatedAt: minutes(0), payload: {} };
+  const check = { amount: 1250, currency: 'USD', selections: [] };
   it('a paid sale: its transactionId and Check amount', () => {
-    expect(posEntryOf({ ...base, kind: 'checkout', paid: true, transactionId: 'clover:M:O-1', intent: { check: { amount: 1250 } } })).toEqual({ kind: 'sale', pos: 'clover', orderId: 'O-1', transactionId: 'clover:M:O-1', paid: true, amountCents: 1250, updatedAt: minutes(0) });
+    expect(posEntryOf({ ...base, kind: 'checkout', paid: true, transactionId: 'clover:M:O-1', intent: { orderId: 'O-1', check, customer: {} } })).toEqual({ kind: 'sale', pos: 'clover', orderId: 'O-1', transactionId: 'clover:M:O-1', paid: true, amountCents: 1250, updatedAt: minutes(0) });
   });
   it('an unpaid sale: nothing (it cannot differ)', () => {
     expect(posEntryOf({ ...base, kind: 'checkout', paid: false })).toBeUndefined();
   });
   it("a refund: its order's transactionId, the refund id (the listing's, else the intent's) and the part refunded", () => {
-    expect(posEntryOf({ ...base, kind: 'refund', paid: true, transactionId: 'clover:M:O-1', intent: { refundId: 'R-1', amountCents: 300 } })).toEqual({ kind: 'refund', pos: 'clover', orderId: 'O-1', transactionId: 'clover:M:O-1', refundId: 'R-1', amountCents: 300, updatedAt: minutes(0) });
+    expect(posEntryOf({ ...base, kind: 'refund', paid: true, transactionId: 'clover:M:O-1', intent: { orderId: 'O-1', refundId: 'R-1', amountCents: 300 } })).toEqual({ kind: 'refund', pos: 'clover', orderId: 'O-1', transactionId: 'clover:M:O-1', refundId: 'R-1', amountCents: 300, updatedAt: minutes(0) });
   });
   it('refused by the adapter: unreadable, with why', () => {
     expect(posEntryOf({ ...base, kind: 'checkout', paid: true, refused: 'total: must not be negative' })).toEqual({ kind: 'unreadable', pos: 'clover', orderId: 'O-1', updatedAt: minutes(0), why: 'total: must not be negative' });
