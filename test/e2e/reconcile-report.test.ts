@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { ActiveMerchant } from '../../src/merchants/registry.js';
+import { PosApiError } from '../../src/pos-api.js';
 import type { PosEntry, PosOrderSource, PosSale } from '../../src/reconcile/pos-source.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
@@ -20,6 +21,8 @@ const STORES = [{ name: 'file' }, ...(pgBase ? [{ name: 'PostgreSQL' }] : [])];
 class ScriptedPos implements PosOrderSource {
   readonly entries = new Map<string, PosEntry[]>();
   readonly calls: { merchantId: string; pos: string; since: string; until: string }[] = [];
+  /** The next listing yields what it has, then fails with this. */
+  failNext?: Error;
 
   add(merchantId: string, ...entries: PosEntry[]): void {
     this.entries.set(merchantId, [...(this.entries.get(merchantId) ?? []), ...entries]);
@@ -31,6 +34,9 @@ class ScriptedPos implements PosOrderSource {
       const at = Date.parse(e.updatedAt);
       if (e.pos === pos && at >= since.getTime() && at < until.getTime()) yield e;
     }
+    const failure = this.failNext;
+    this.failNext = undefined;
+    if (failure) throw failure;
   }
 }
 
@@ -128,6 +134,15 @@ describe.each(STORES)('the three-way report ($name store)', ({ name }) => {
     expect(lines.at(-1)).toBe('');
     expect(lines[1]).toMatch(/^missing_in_ledger,generic:M-1,M-1,,.*,"backfill: POST \/v1\/admin\/backfill \{""merchantId"":""default"",/);
     expect(lines[3]).toMatch(new RegExp(`^unclaimed_operation,,,${outsideOperation},`));
+  });
+
+  it('a POS that cannot be listed: named in sources, the report incomplete, and nothing of it half-compared', async () => {
+    pos.failNext = new PosApiError('generic API GET /orders answered 429', true);
+    const res = await report();
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ complete: false, sources: [{ pos: 'generic', read: false, why: 'listing failed: generic API GET /orders answered 429' }], examined: { pos: 0 } });
+    // The ledger and the history are still compared with each other.
+    expect(res.body.differences.map((d: { kind: string }) => d.kind)).toEqual(['not_in_history', 'unclaimed_operation']);
   });
 
   it('a range that holds none of it: nothing', async () => {
