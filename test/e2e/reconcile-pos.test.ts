@@ -66,7 +66,7 @@ describe.each(CASES)('the three-way report, $p.pos, $store ledger', ({ p, store 
       .get(`/v1/admin/reports/reconcile?from=${encodeURIComponent(new Date(Date.now() - HOUR).toISOString())}&to=${encodeURIComponent(new Date(Date.now() + HOUR).toISOString())}`)
       .set('authorization', `Bearer ${ADMIN_TOKEN}`);
 
-  it('a clean range: sales accrued, one refunded and reversed: no difference', async () => {
+  it('a clean range: sales accrued, one refunded and reversed, one refunded in part: no difference', async () => {
     const a = addSale();
     expect((await post(`/v1/checkouts/${p.pos}`, await payloadOf(a, 'checkout'))).body.status).toBe('accrued');
     const b = addSale();
@@ -75,11 +75,19 @@ describe.each(CASES)('the three-way report, $p.pos, $store ledger', ({ p, store 
     const refunded = await post(`/v1/refunds/${p.pos}`, await payloadOf(b, 'refund'));
     expect(refunded.body.status).toBe('reversed');
 
+    // A partial refund: the accrual reversed whole, what remains accrued again (README, Partial refunds).
+    const c = addSale();
+    expect((await post(`/v1/checkouts/${p.pos}`, await payloadOf(c, 'checkout'))).body.status).toBe('accrued');
+    fake().addRefund(account.account, { orderId: c, lines: [{ line: 0, quantity: 1 }], at: now() });
+    const partial = await post(`/v1/refunds/${p.pos}`, await payloadOf(c, 'refund'));
+    expect(partial.body).toMatchObject({ status: 'reversed', remainder: { status: 'accrued' } });
+
     const res = await report();
     expect(res.status).toBe(200);
     expect(res.body.differences).toEqual([]);
     expect(res.body).toMatchObject({ complete: true, sources: [{ pos: p.pos, read: true }] });
-    expect(res.body.examined.history).toBe(3);
+    // Accrued A, B, C; reversed B, C; accrued C's remainder.
+    expect(res.body.examined.history).toBe(6);
   });
 
   it('one difference of each kind, each found exactly once, while the history moves between pages', async () => {
