@@ -123,7 +123,7 @@ export class ReconcileReporter {
     );
     const claimants = new Map<string, LedgerRecord>();
     await this.#loadClaimants(merchant.id, history, ledger, claimants);
-    const input = () => ({ merchantId: merchant.id, from: range.from, to: range.to, pos, ledger, claimants: [...claimants.values()], history: [...history.values()], clockSkewMs: this.deps.clockSkewMs });
+    const input = () => ({ merchantId: merchant.id, from: range.from, to: range.to, pos, ledger: [...ledger.values()], claimants: [...claimants.values()], history: [...history.values()], clockSkewMs: this.deps.clockSkewMs });
     let differences = classify(input());
     const looked = await this.#secondLook(merchant, differences, ledger, history, claimants, onProgress);
     if (looked) differences = classify(input());
@@ -134,7 +134,7 @@ export class ReconcileReporter {
       merchantId: merchant.id,
       from: range.from.toISOString(),
       to: range.to.toISOString(),
-      examined: { pos: pos.length, ledger: ledger.length, history: inRange },
+      examined: { pos: pos.length, ledger: ledger.size, history: inRange },
       sources,
       history: read,
       complete: read.settled && sources.every((s) => s.read),
@@ -177,7 +177,7 @@ export class ReconcileReporter {
   }
 
   /** Records created in the range, and every record of an order the POS listed, with its remainders. */
-  async #readLedger(merchantId: string, range: ReportRange, pos: readonly PosEntry[], onProgress: (p: ReportProgress) => void): Promise<LedgerRecord[]> {
+  async #readLedger(merchantId: string, range: ReportRange, pos: readonly PosEntry[], onProgress: (p: ReportProgress) => void): Promise<Map<string, LedgerRecord>> {
     const byTransaction = new Map<string, LedgerRecord>();
     // The store's bounds are inclusive; `to` is not part of the range. Pages are newest first and
     // records are never removed: one created while this reads pushes the rest down, so a record is
@@ -197,7 +197,7 @@ export class ReconcileReporter {
         id = record.remainderTransactionId;
       }
     }
-    return [...byTransaction.values()];
+    return byTransaction;
   }
 
   async #readHistory(client: OperationsPages, query: { cardId?: string; startDate: string; endDate: string }, into: Map<number, Operation>, onPage?: (p: HistoryProgress) => void) {
@@ -211,18 +211,21 @@ export class ReconcileReporter {
     return { passes: read.passes, requests: read.requests, settled: read.settled };
   }
 
-  /** The records, other than those examined, that claim an operation read. */
-  async #loadClaimants(merchantId: string, history: Map<number, Operation>, ledger: readonly LedgerRecord[], claimants: Map<string, LedgerRecord>): Promise<void> {
+  /**
+   * The records that claim an operation read and are not examined (they explain it), and examined
+   * records read again when the store says they claim one their copy does not: the worker may have
+   * settled them while the report read the rest. Keyed by transactionId.
+   */
+  async #loadClaimants(merchantId: string, history: Map<number, Operation>, ledger: Map<string, LedgerRecord>, claimants: Map<string, LedgerRecord>): Promise<void> {
     const claimed = new Set<number>();
-    for (const r of [...ledger, ...claimants.values()]) for (const id of r.accrual.operationIds) claimed.add(id);
-    const examined = new Set(ledger.map((r) => r.transactionId));
+    for (const r of [...ledger.values(), ...claimants.values()]) for (const id of r.accrual.operationIds) claimed.add(id);
     for (const op of history.values()) {
       if (op.purchaseSum == null || claimed.has(op.id)) continue;
       const transactionId = await this.deps.store.findOperationClaim(merchantId, op.id);
-      if (!transactionId || examined.has(transactionId) || claimants.has(transactionId)) continue;
+      if (!transactionId || claimants.has(transactionId)) continue;
       const record = await this.deps.store.get(ledgerKey(merchantId, transactionId));
       if (!record) continue;
-      claimants.set(transactionId, record);
+      (ledger.has(transactionId) ? ledger : claimants).set(transactionId, record);
       for (const id of record.accrual.operationIds) claimed.add(id);
     }
   }
@@ -232,14 +235,13 @@ export class ReconcileReporter {
    * the record's time (or, for an unexplained reversal, REVERSAL_LOOKBACK_DAYS back) to now. Answers
    * true when it read anything.
    */
-  async #secondLook(merchant: ActiveMerchant, differences: Difference[], ledger: readonly LedgerRecord[], history: Map<number, Operation>, claimants: Map<string, LedgerRecord>, onProgress: (p: ReportProgress) => void): Promise<boolean> {
-    const byTransaction = new Map(ledger.map((r) => [r.transactionId, r]));
+  async #secondLook(merchant: ActiveMerchant, differences: Difference[], ledger: Map<string, LedgerRecord>, history: Map<number, Operation>, claimants: Map<string, LedgerRecord>, onProgress: (p: ReportProgress) => void): Promise<boolean> {
     const endDate = day((this.deps.now ?? Date.now)() + DAY_MS);
     /** Card → the earliest day to read it from. */
     const cards = new Map<string, number>();
     const want = (card: string, fromMs: number) => cards.set(card, Math.min(cards.get(card) ?? Infinity, fromMs));
     for (const d of differences) {
-      const record = d.transactionId ? byTransaction.get(d.transactionId) : undefined;
+      const record = d.transactionId ? ledger.get(d.transactionId) : undefined;
       if (record && (d.kind === 'not_in_history' || (d.kind === 'refund_not_reversed' && record.reversal.state === 'reversed'))) {
         for (const card of cardsNamedBy(record)) want(card, Date.parse(record.createdAt) - DAY_MS);
       }
