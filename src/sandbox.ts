@@ -94,7 +94,7 @@ export async function sandboxSecretsKey(path: string): Promise<{ key: string; cr
  * those whose webhooks the bridge completes from the POS's API, the ones with a `<POS>_API_BASE_URL`.
  * A POS that gets such a variable is one more name here.
  */
-export const SANDBOX_POS_APIS: readonly PosName[] = ['square', 'clover', 'loyverse'];
+export const SANDBOX_POS_APIS: readonly PosName[] = ['square', 'shopify', 'clover', 'toast', 'loyverse'];
 
 /**
  * `pos` (Config.pos) with the API base URL of each of SANDBOX_POS_APIS at the simulator's fake, unless

@@ -86,7 +86,7 @@ describe('sandbox: signed webhooks from every POS accrue and reverse, completed 
 
   it('the banner names the fake POS APIs and the URL Square signs; the demo merchants hold their POS accounts and sealed tokens', async () => {
     expect(banner.squareNotificationUrl).toBe(`http://localhost:${bridge.port}/v1/webhooks/square`);
-    // Square, Clover and Loyverse today: each POS with an API base URL variable (SANDBOX_POS_APIS).
+    // Every POS: each has an API base URL variable (SANDBOX_POS_APIS).
     expect(SANDBOX_POS_APIS).toEqual(expect.arrayContaining(['square', 'clover', 'loyverse']));
     expect(banner.text).toContain(`POS APIs:   ${SANDBOX_POS_APIS.map((pos) => `${banner.simulator}${POS_API_BASE_PATHS[pos]}`).join(', ')} (the simulator's fakes)`);
     const merchant = (await (await fetch(`${bridge.url}/v1/admin/merchants/demo-bakery`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as any;
