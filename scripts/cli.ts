@@ -185,6 +185,7 @@ export class StatusLine {
   #last = -Infinity;
   #text = '';
   #written = '';
+  #finished = false;
 
   constructor(options: Pick<ProgressOptions, 'stream' | 'intervalMs' | 'plainIntervalMs' | 'now'> = {}) {
     this.#stream = options.stream ?? process.stderr;
@@ -201,8 +202,10 @@ export class StatusLine {
     this.#draw();
   }
 
-  /** Writes the latest status (unless it was the last written) and ends the line. */
+  /** Writes the latest status (unless it was the last written) and ends the line; once. */
   finish(): void {
+    if (this.#finished) return;
+    this.#finished = true;
     if (this.#text !== this.#written) this.#draw();
     if (this.#tty && this.#written) this.#stream.write('\n');
   }

@@ -67,6 +67,8 @@ describe('npm run reconcile-report', () => {
     const report = JSON.parse(out.stdout);
     expect(report).toMatchObject({ merchantId: 'default', examined: { ledger: 2, history: 1 }, complete: true });
     expect(report.differences.map((d: { kind: string; transactionId: string }) => [d.kind, d.transactionId])).toEqual([['not_in_history', 'generic:N-1']]);
+    // What it is doing, as it goes (plain lines when stderr is not a terminal), then the summary.
+    expect(out.stderr.split('\n')[0]).toBe('ledger: 2 of 2 records created in the range');
     expect(out.stderr.trim().split('\n').at(-1)).toMatch(/^default .* … .*: 0 POS entries, 2 ledger records, 1 operations; 1 not_in_history$/);
     // It reads only.
     expect(readFileSync(new URL(ledgerFile).pathname, 'utf8')).toBe(ledgerBefore);
