@@ -73,17 +73,17 @@ export function classify(input: ReconcileInput): Difference[] {
     const found = accrualOperations(record, operations, onCard, explained, input.clockSkewMs);
     const missing = found.missing;
     if (missing.length > 0) differences.push(notInHistory(record, missing));
-    for (const op of found.operations) {
-      if (!centsEqualsMajor(record.accrual.check!.amount, op.purchaseSum ?? NaN)) {
-        differences.push({
-          kind: 'amount_mismatch',
-          transactionId: record.transactionId,
-          orderId: record.orderId,
-          operationId: op.id,
-          why: `the ledger accrued ${money(record.accrual.check!.amount)} but operation ${op.id} on card ${op.cardId} is a purchase of ${op.purchaseSum}`,
-          next: `verify at the loyalty service which amount is right; correct the card there by hand (the bridge sends one accrual per transactionId)`,
-        });
-      }
+    // One difference per record, however many of its cards' operations differ.
+    const differing = found.operations.filter((op) => !centsEqualsMajor(record.accrual.check!.amount, op.purchaseSum ?? NaN));
+    if (differing.length > 0) {
+      differences.push({
+        kind: 'amount_mismatch',
+        transactionId: record.transactionId,
+        orderId: record.orderId,
+        operationId: differing[0]!.id,
+        why: `the ledger accrued ${money(record.accrual.check!.amount)} but ${differing.map((op) => `operation ${op.id} on card ${op.cardId} is a purchase of ${op.purchaseSum}`).join(', ')}`,
+        next: `verify at the loyalty service which amount is right; correct the card there by hand (the bridge sends one accrual per transactionId)`,
+      });
     }
   }
   // Unsettled accruals: the ledger does not know yet whether they happened.
@@ -103,21 +103,21 @@ export function classify(input: ReconcileInput): Difference[] {
     if (record.reversal.state !== 'reversed' || !accrued(record)) continue;
     const amount = record.accrual.check!.amount;
     const since = Date.parse(record.reversal.requestedAt ?? record.createdAt) - input.clockSkewMs;
+    const unreversed: string[] = [];
     for (const card of cardsOf(record, operations)) {
       const reversal = earliest(onCard(card), (op) => !explained.has(op.id) && Date.parse(op.createdAt) >= since && centsEqualsMajor(-amount, op.purchaseSum ?? NaN));
-      if (reversal) {
-        explained.set(reversal.id, record.transactionId);
-        continue;
-      }
-      if (!examined.has(record)) continue;
-      differences.push({
-        kind: 'refund_not_reversed',
-        transactionId: record.transactionId,
-        orderId: record.orderId,
-        why: `the ledger reversed it${refundsOf(record)} at ${record.reversal.requestedAt ?? record.updatedAt}, but the history shows no reversing operation of ${money(-amount)} on card ${card}`,
-        next: `verify card ${card} at the loyalty service; if the points are still there, take them back by hand there (the ledger holds the reversal as done)`,
-      });
+      if (reversal) explained.set(reversal.id, record.transactionId);
+      else unreversed.push(card);
     }
+    if (unreversed.length === 0 || !examined.has(record)) continue;
+    const cards = unreversed.length === 1 ? `card ${unreversed[0]}` : `cards ${unreversed.join(', ')}`;
+    differences.push({
+      kind: 'refund_not_reversed',
+      transactionId: record.transactionId,
+      orderId: record.orderId,
+      why: `the ledger reversed it${refundsOf(record)} at ${record.reversal.requestedAt ?? record.updatedAt}, but the history shows no reversing operation of ${money(-amount)} on ${cards}`,
+      next: `verify ${cards} at the loyalty service; where the points are still there, take them back by hand there (the ledger holds the reversal as done)`,
+    });
   }
 
   // POS → ledger.

@@ -136,6 +136,32 @@ describe('each kind, found once', () => {
   });
 });
 
+describe('a customer with two cards (one per loyalty program): one accrue, one operation per card', () => {
+  const CARD_B = '12-100001-2';
+  function twoCards(): LedgerRecord {
+    const r = accrued('T-1', 1);
+    r.accrual.operationIds = [1, 2];
+    r.accrual.results = [...r.accrual.results, { ...r.accrual.results[0]!, serialNumber: CARD_B, operationId: 2 }];
+    return r;
+  }
+
+  it('reversed on both cards: nothing', () => {
+    const history = [op(1), op(2, { cardId: CARD_B }), op(3, { purchaseSum: -59.97, createdAt: minutes(31) }), op(4, { cardId: CARD_B, purchaseSum: -59.97, createdAt: minutes(31) })];
+    expect(run({ ledger: [reversed(twoCards(), 'R-1')], history })).toEqual([]);
+  });
+
+  it('reversed on one card only: one difference, naming the other card', () => {
+    const history = [op(1), op(2, { cardId: CARD_B }), op(3, { purchaseSum: -59.97, createdAt: minutes(31) })];
+    expect(run({ ledger: [reversed(twoCards(), 'R-1')], history })).toEqual([expect.objectContaining({ kind: 'refund_not_reversed', why: expect.stringMatching(new RegExp(`on card ${CARD_B}$`)) })]);
+  });
+
+  it('both operations of another sum: one amount_mismatch naming both', () => {
+    const history = [op(1, { purchaseSum: 5 }), op(2, { cardId: CARD_B, purchaseSum: 5 })];
+    const differences = run({ ledger: [twoCards()], history });
+    expect(differences).toEqual([expect.objectContaining({ kind: 'amount_mismatch', operationId: 1, why: expect.stringContaining(`operation 2 on card ${CARD_B} is a purchase of 5`) })]);
+  });
+});
+
 describe('what is explained, and what is out of the range', () => {
   it('a partial refund: the record reversed, its remainder accrued; each operation explained', () => {
     const root = reversed(accrued('P-1', 1), 'R-1');
