@@ -202,3 +202,23 @@ describe.each(STORES)('the three-way report ($name store)', ({ name }) => {
     expect(res.body.error).toMatchObject({ code: 'history_unavailable', message: expect.stringContaining('answered 429, retries spent') });
   });
 });
+
+describe('a customer with a card per loyalty program (two templates)', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ simulator: { templateIds: [1, 2] }, overrides: { startWorker: false } });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('one accrue makes an operation on each card, one reverse a reversing operation on each: no difference', async () => {
+    const post = (path: string, body: unknown) => request(h.bridge.url).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+    const accrued = await post('/v1/checkouts/generic', checkout({ orderId: 'TWO-1' }));
+    expect(accrued.body.results).toHaveLength(2);
+    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'TWO-2', customer: { phone: '+15550004444' } }))).body.status).toBe('accrued');
+    expect((await post('/v1/refunds/generic', { orderId: 'TWO-2', refundId: 'R-2' })).body.status).toBe('reversed');
+    const res = await request(h.bridge.url).get(`/v1/admin/reports/reconcile?from=${today()}&to=${today()}`).set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    expect(res.body).toMatchObject({ examined: { ledger: 2, history: 6 }, differences: [], complete: true });
+  });
+});
