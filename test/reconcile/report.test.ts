@@ -10,7 +10,7 @@ import type { LedgerRecord } from '../../src/ledger/record.js';
 import type { OperationsQuery } from '../../src/loyalty/client.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import type { ActiveMerchant } from '../../src/merchants/registry.js';
-import { ReconcileReporter } from '../../src/reconcile/report.js';
+import { ReconcileReporter, reportCsv } from '../../src/reconcile/report.js';
 import { makeRecord, minutes } from '../ledger/store-contract.js';
 
 const CARD = '11-100001-2';
@@ -87,5 +87,22 @@ describe('gathering the sides', () => {
     await store.insert(makeRecord('generic:G-1', { accrual: 'accrued', operationIds: [9] }));
     const report = await reporter(merchantWith(() => [])).report('default', range);
     expect(report.differences.map((d) => [d.kind, d.transactionId])).toEqual([['not_in_history', 'generic:G-1']]);
+  });
+});
+
+describe('reportCsv (RFC 4180)', () => {
+  it('quotes a field with a comma, a quote or a line break, doubles its quotes, ends lines with CRLF', () => {
+    const csv = reportCsv({
+      differences: [
+        { kind: 'missing_in_ledger', transactionId: 'square:A-1', orderId: 'A-1', why: 'one, two "three"\nfour', next: 'plain' },
+        { kind: 'unclaimed_operation', operationId: 42, why: 'no comma here', next: 'x' },
+      ],
+    });
+    expect(csv).toBe('kind,transactionId,orderId,operationId,why,next\r\nmissing_in_ledger,square:A-1,A-1,,"one, two ""three""\nfour",plain\r\nunclaimed_operation,,,42,no comma here,x\r\n');
+  });
+
+  it("keeps a field a spreadsheet would run as a formula as text (a leading ')", () => {
+    const csv = reportCsv({ differences: [{ kind: 'missing_in_ledger', orderId: '=HYPERLINK("http://x")', why: '-1', next: '@sum' }] });
+    expect(csv.split('\r\n')[1]).toBe(`missing_in_ledger,,"'=HYPERLINK(""http://x"")",,'-1,'@sum`);
   });
 });
