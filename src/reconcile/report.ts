@@ -97,8 +97,8 @@ export interface ReconcileReporterDeps {
   /** The merchants the bridge serves (the registry): whose client reads the history, whose POS accounts are listed. */
   merchants: { get(id: string): Promise<ActiveMerchant | undefined> };
   store: Pick<LedgerStore, 'get' | 'list' | 'findOperationClaim'>;
-  /** Where the POS's orders come from; absent: no POS is read (every account named in `sources`). */
-  posSource?: PosOrderSource;
+  /** Where the POS's orders come from (the backfill's listing). */
+  posSource: PosOrderSource;
   clockSkewMs: number;
   /** Page size and overlap of history reads (default the upstream's largest page; tests make pages small). */
   historyRead?: Pick<HistoryReadOptions, 'maxItemsPerPage' | 'overlap'>;
@@ -152,10 +152,6 @@ export class ReconcileReporter {
       .map(([name]) => name)
       .sort();
     for (const name of names) {
-      if (!this.deps.posSource) {
-        sources.push({ pos: name, read: false, why: 'this bridge has no POS listing' });
-        continue;
-      }
       const entries: PosEntry[] = [];
       try {
         for await (const entry of this.deps.posSource.list(merchant, name, range.from, range.to)) {

@@ -38,8 +38,15 @@ beforeEach(async () => {
   await store.init();
 });
 
+/** These merchants hold no POS account: the listing is never asked. */
+const noPos = {
+  list(): AsyncIterable<never> {
+    throw new Error('no POS account, nothing to list');
+  },
+};
+
 /** `nowMs`: the bridge's clock, by default an hour after the range began. */
-const reporter = (merchant: ActiveMerchant, nowMs = Date.parse(minutes(0))) => new ReconcileReporter({ merchants: { get: async () => merchant }, store, clockSkewMs: 60_000, now: () => nowMs });
+const reporter = (merchant: ActiveMerchant, nowMs = Date.parse(minutes(0))) => new ReconcileReporter({ merchants: { get: async () => merchant }, store, posSource: noPos, clockSkewMs: 60_000, now: () => nowMs });
 
 describe('gathering the sides', () => {
   it('a record settled while the report reads is read again: its operation is its own, not unclaimed', async () => {
