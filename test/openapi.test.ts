@@ -194,6 +194,8 @@ function expectDocumented(method: 'get' | 'post' | 'patch', path: string, res: {
   expect(COMPONENT_SCHEMAS[name].parse(res.body)).toEqual(res.body);
 }
 
+const REPORT = '/v1/admin/reports/reconcile';
+const today = () => new Date().toISOString().slice(0, 10);
 const admin = (method: 'get' | 'post' | 'patch', path: string) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
 const pos = (path: string, body: unknown, contentType = 'application/json') =>
   request(h.bridge.url).post(path).set('authorization', `Bearer ${POS_TOKEN}`).set('content-type', contentType).send(typeof body === 'string' ? body : JSON.stringify(body));
@@ -284,6 +286,14 @@ describe('real answers validate against the documented schema of their status', 
     expectDocumented('post', `${T}/reverse`, await admin('post', '/v1/admin/transactions/generic:A-1/reverse').set('content-type', 'application/json').send('x'.repeat(20_000)));
     expectDocumented('post', '/v1/admin/reconcile', await admin('post', '/v1/admin/reconcile?budgetMs=5000'));
     expectDocumented('post', '/v1/admin/reconcile', await admin('post', '/v1/admin/reconcile?budgetMs=soon'));
+    const report = await admin('get', `${REPORT}?from=${today()}&to=${today()}`);
+    expect(report.status).toBe(200);
+    expectDocumented('get', REPORT, report);
+    const csv = await admin('get', `${REPORT}?from=${today()}&to=${today()}`).set('accept', 'text/csv');
+    expect(csv.text.split('\r\n')[0]).toBe('kind,transactionId,orderId,operationId,why,next');
+    expectDocumented('get', REPORT, csv);
+    expectDocumented('get', REPORT, await admin('get', `${REPORT}?from=${today()}`));
+    expectDocumented('get', REPORT, await admin('get', `${REPORT}?from=${today()}&to=${today()}&merchantId=nobody`));
   });
 
   it('operators: who am I, the attention queue, search, close, acknowledge, dismiss, bulk and the audit trail', async () => {
@@ -364,6 +374,8 @@ describe('real answers validate against the documented schema of their status', 
     shop.faults.rateLimitAll = false;
     expect(unavailable.status).toBe(502);
     expectDocumented('post', `${M}/{merchantId}/refresh`, unavailable);
+    // No loyalty API key: its history cannot be read, so no three-way report.
+    expectDocumented('get', REPORT, await request(h.bridge.url).get(`${REPORT}?from=${today()}&to=${today()}`).set('authorization', `Bearer ${created.body.adminToken}`));
     // Its own records only, through its own token; and a suspended merchant's posts are refused.
     expectDocumented('post', '/v1/admin/reconcile', await request(h.bridge.url).post('/v1/admin/reconcile').set('authorization', `Bearer ${rotated.body.adminToken}`));
     expectDocumented('get', '/v1/admin/transactions/{transactionId}', await admin('get', '/v1/admin/transactions/generic:A-1?merchantId=Bad'));

@@ -8,6 +8,7 @@ import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { MerchantAdmin } from '../merchants/admin.js';
 import type { Metrics } from '../metrics.js';
+import type { ReconcileReporter } from '../reconcile/report.js';
 import type { TokenDirectory } from './auth.js';
 import { errorHandler, notFoundHandler } from './error-handler.js';
 import { loadShedding, SHED_PATHS } from './load-shedding.js';
@@ -15,6 +16,7 @@ import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
 import { opsRoutes } from './routes/ops.js';
 import { posRoutes } from './routes/pos.js';
+import { reportRoutes } from './routes/reports.js';
 
 export interface AppDeps {
   ingest: Ingest;
@@ -33,6 +35,8 @@ export interface AppDeps {
   merchants: MerchantAdmin;
   /** Which merchant a POS or admin token belongs to (the merchant registry). */
   tokens: TokenDirectory;
+  /** The three-way reconcile report (`/v1/admin/reports/reconcile`). */
+  reporter: ReconcileReporter;
   bodyLimitBytes: number;
   /** POS requests handled at once before more are shed (POS_MAX_IN_FLIGHT). */
   posMaxInFlight: number;
@@ -56,6 +60,7 @@ export function createApp(deps: AppDeps): express.Express {
   // Before the POS routes read a byte of the body (and before POS_TOKEN: cheaper to refuse first).
   app.use(SHED_PATHS, loadShedding({ maxInFlight: deps.posMaxInFlight, metrics: deps.metrics }));
   app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth, tokens: deps.tokens, metrics: deps.metrics }));
+  app.use(reportRoutes(deps));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

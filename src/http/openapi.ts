@@ -12,6 +12,8 @@ import { RETRY_AFTER_SECONDS } from './load-shedding.js';
 import { posSettingDeclarations } from '../../adapters/index.js';
 import { merchantSchemas } from '../merchants/admin.js';
 import { AttentionQuery, AuditQuery, BULK_MAX, BulkBody, DeadLetterDetailQuery, DeadLetterQuery, ListQuery, PageQuery, ReasonBody, ReconcileScopedQuery, ResolveBody, RetryBody, ReverseBody, ScopeQuery } from './routes/admin.js';
+import { ReconcileReportQuery, REPORT_PATH } from './routes/reports.js';
+import { MAX_RANGE_DAYS } from '../reconcile/report.js';
 import * as S from './schemas.js';
 
 /** `{pos}` (bridge-contract "POS-facing endpoints"); test/openapi.test.ts holds these to the adapters the bridge registers. */
@@ -34,6 +36,7 @@ export const COMPONENT_SCHEMAS = {
   RecordDetail: S.RecordDetail,
   TransactionList: S.TransactionList,
   ReconcileReport: S.ReconcileReport,
+  ThreeWayReport: S.ThreeWayReport,
   DeadLetter: S.DeadLetter,
   DeadLetterList: S.DeadLetterList,
   WebhookResult: S.WebhookResult,
@@ -240,6 +243,7 @@ function buildDocument(version: string) {
       { name: 'Webhooks', description: "A POS's own webhook deliveries, verified by their signature." },
       { name: 'Transactions', description: 'Ledger records and what an operator can do with them.' },
       { name: 'Dead letters', description: 'Authentic webhook deliveries the bridge could not carry out, kept whole: retried by the bridge itself when the cause is transient, replayed by an operator otherwise.' },
+      { name: 'Reports', description: 'Read-only comparisons of the POS, the ledger and the loyalty service.' },
       { name: 'Merchants', description: 'The merchants one bridge serves (global ADMIN_TOKEN only): their loyalty app install, POS accounts and tokens.' },
       { name: 'Operations', description: 'Health, readiness, metrics and this document.' },
     ],
@@ -527,6 +531,28 @@ function buildDocument(version: string) {
           responses: {
             '200': { description: 'The report; complete false: call again for the rest.', content: json(ref('ReconcileReport')) },
             '400': errorResponse('budgetMs is not a whole number from 0 to the maximum, merchantId is not a merchant id, or another parameter was given (invalid_payload).'),
+            ...adminCommon,
+          },
+        },
+      },
+      [REPORT_PATH]: {
+        get: {
+          operationId: 'reconcileReport',
+          tags: ['Reports'],
+          summary: 'The three-way reconcile: POS ↔ ledger ↔ loyalty history for one merchant and range',
+          description:
+            "Lists the merchant's POS orders and refunds changed in the range, its ledger records and its operations history (read whole even while it moves), and classifies every difference with why and the next step. Reads only: nothing changes. CSV with Accept: text/csv.",
+          ...admin,
+          parameters: queryParameters(ReconcileReportQuery),
+          responses: {
+            '200': {
+              description: 'The report (complete false: a POS account could not be listed, or the history kept moving; differences may be missing, never invented).',
+              content: { ...json(ref('ThreeWayReport')), 'text/csv': { schema: { type: 'string', description: 'kind,transactionId,orderId,operationId,why,next; RFC 4180 quoting, CRLF line ends; a cell a spreadsheet would run as a formula starts with an apostrophe.' } } },
+            },
+            '400': errorResponse(`from or to is missing or not a day or a date-time with an offset, to is not after from, the range spans more than ${MAX_RANGE_DAYS} days, merchantId is not a merchant id, or another parameter was given (invalid_payload, the field named).`),
+            '404': errorResponse("No such merchant, or another merchant's, asked with a merchant's admin token (not_found)."),
+            '422': errorResponse("The merchant has no loyalty API key: its operations history cannot be read (history_unavailable)."),
+            '502': errorResponse('The operations history could not be read: the loyalty service kept answering 429 past the back-off, or failed (history_unavailable).'),
             ...adminCommon,
           },
         },

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { LEDGER_STATUSES } from '../ledger/record.js';
 import { AccrualResult as UpstreamResult, Check as UpstreamCheck } from '../loyalty/contract.js';
+import { DIFFERENCE_KINDS } from '../reconcile/classify.js';
 
 const timestamp = z.iso.datetime({ offset: true });
 const cents = z.number().int();
@@ -349,3 +350,42 @@ export const MerchantWithTokens = z
   .meta({ description: 'A merchant created, or given new tokens (the old ones stop working).' });
 
 export const MerchantList = z.object({ items: z.array(MerchantView), ...page }).meta({ description: 'Merchants, oldest first.' });
+
+export const ThreeWayDifference = z
+  .object({
+    kind: z.enum(DIFFERENCE_KINDS).meta({
+      description:
+        'missing_in_ledger: a paid POS order (or a refund of an order) the ledger lacks. not_in_history: a ledger accrual with no matching operation, or one in doubt. unclaimed_operation: a purchase operation on the merchant\'s cards that no record claims. amount_mismatch: the POS total differs from the ledger Check (a reopened check), or the ledger from the operation. refund_not_reversed: a POS refund whose reversal is missing in the ledger or the history.',
+    }),
+    transactionId: z.string().optional(),
+    orderId: z.string().optional().meta({ description: "The POS's own order id." }),
+    operationId: z.number().int().optional().meta({ description: "The loyalty service's operation id." }),
+    why: z.string().meta({ description: 'What differs, and where each side stands.' }),
+    next: z.string().meta({ description: 'The next step: a command or a check, by whom.' }),
+  })
+  .meta({ description: 'One difference between the POS, the ledger and the operations history.' });
+
+export const ThreeWayReport = z
+  .object({
+    merchantId: z.string(),
+    from: timestamp.meta({ description: 'Start of the range (inclusive).' }),
+    to: timestamp.meta({ description: 'End of the range (exclusive; a day given as `to` is included whole).' }),
+    examined: z
+      .object({
+        pos: z.number().int().meta({ description: 'Orders and refunds the POS listed as changed in the range.' }),
+        ledger: z.number().int().meta({ description: 'Ledger records created in the range, or of an order the POS listed.' }),
+        history: z.number().int().meta({ description: 'Operations created in the range.' }),
+      })
+      .meta({ description: 'How much of each side was compared.' }),
+    sources: z
+      .array(z.object({ pos: z.string(), read: z.boolean(), entries: z.number().int().optional(), why: z.string().optional().meta({ description: 'Why it was not read.' }) }))
+      .meta({ description: "Each of the merchant's POS accounts, and whether its orders could be listed." }),
+    history: z
+      .object({ passes: z.number().int(), requests: z.number().int(), settled: z.boolean().meta({ description: 'The last full read found nothing the one before had not: the list held still long enough.' }) })
+      .meta({ description: 'How the operations history was read.' }),
+    complete: z.boolean().meta({ description: 'Every POS account was read and the history settled; when false, differences may be missing (never invented).' }),
+    counts: z.record(z.string(), z.number().int()).meta({ description: 'Differences by kind.' }),
+    differences: z.array(ThreeWayDifference),
+  })
+  .meta({ description: 'POS ↔ ledger ↔ loyalty history for one merchant and range. Made by reading only: nothing was changed.' });
+export type ThreeWayReport = z.infer<typeof ThreeWayReport>;

@@ -21,6 +21,7 @@ import {
   Credential,
   MAX_ITEMS_PER_PAGE,
   Operation,
+  PageMeta,
   PosErrorBody,
   PosResponse,
   envelopeList,
@@ -39,6 +40,13 @@ export type CallOutcome =
   | { kind: 'retryable'; reason: string }
   /** Sent, but no usable answer: it may or may not have happened upstream. */
   | { kind: 'unknown'; reason: string };
+
+/** Filters of GET /api/v2/operations (dates are Y-m-d, as the upstream takes them). */
+export interface OperationsQuery {
+  cardId?: string;
+  startDate?: string;
+  endDate?: string;
+}
 
 export interface CallReport {
   outcome: CallOutcome;
@@ -262,25 +270,44 @@ export class LoyaltyClient {
     return this.#listAll('/api/v2/operations', { cardId, startDate, endDate }, Operation);
   }
 
+  /**
+   * One page of the operations history as it stands (the standard envelope's `data` and `meta`).
+   * For readers that page themselves (the three-way report reads a list that may move between pages):
+   * a 429 is retried here as every call of this client is (1, 2, 4, 8 units), and what is left of it
+   * after that, or any other status, throws.
+   */
+  async operationsPage(query: OperationsQuery, page: number, itemsPerPage: number): Promise<{ data: Operation[]; meta: z.infer<typeof PageMeta> }> {
+    return this.#page('/api/v2/operations', { ...query }, Operation, page, itemsPerPage);
+  }
+
   async #listAll<T extends z.ZodType>(path: string, params: Record<string, string>, item: T): Promise<z.infer<T>[]> {
-    if (!this.#apiKey) throw new Error('LOYALTY_API_KEY is not set: the history cannot be read');
-    const schema = envelopeList(item);
     const all: z.infer<T>[] = [];
     // meta has no totalPages: the last page is ceil(totalItems / itemsPerPage) (upstream Limits).
     for (let page = 1; ; page++) {
-      const response = await this.#send(() =>
+      const { data, meta } = await this.#page(path, params, item, page, MAX_ITEMS_PER_PAGE);
+      all.push(...data);
+      if (page >= Math.ceil(meta.totalItems / meta.itemsPerPage) || data.length === 0) return all;
+    }
+  }
+
+  async #page<T extends z.ZodType>(path: string, params: Record<string, string>, item: T, page: number, itemsPerPage: number): Promise<{ data: z.infer<T>[]; meta: z.infer<typeof PageMeta> }> {
+    if (!this.#apiKey) throw new Error('LOYALTY_API_KEY is not set: the history cannot be read');
+    let response: AxiosResponse;
+    try {
+      response = await this.#send(() =>
         this.#http.get(path, {
-          params: { ...params, page, itemsPerPage: MAX_ITEMS_PER_PAGE },
+          params: { ...params, page, itemsPerPage },
           headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined },
         }),
       );
-      if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
-      const parsed = schema.safeParse(parseBody(response));
-      if (!parsed.success) throw new Error(`GET ${path} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
-      all.push(...(parsed.data.data as z.infer<T>[]));
-      const { totalItems, itemsPerPage } = parsed.data.meta;
-      if (page >= Math.ceil(totalItems / itemsPerPage) || parsed.data.data.length === 0) return all;
+    } catch (error) {
+      if (error instanceof RetryableStatus) throw new Error(`GET ${path} answered ${error.response!.status}, retries spent`);
+      throw error;
     }
+    if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
+    const parsed = envelopeList(item).safeParse(parseBody(response));
+    if (!parsed.success) throw new Error(`GET ${path} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
+    return { data: parsed.data.data as z.infer<T>[], meta: parsed.data.meta };
   }
 
   async #posCall(operation: UpstreamOperation, body: AccrueRequest | ReverseRequest): Promise<CallReport> {

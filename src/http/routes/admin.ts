@@ -157,7 +157,7 @@ export const DeadLetterQuery = z.strictObject({
  * is the same 404 as a record it cannot see); ADMIN_TOKEN, the one `?merchantId=` names, or all
  * (`undefined`) where listing allows it.
  */
-function scopeOf(req: Request, requested: string | undefined): string | undefined {
+export function scopeOf(req: Request, requested: string | undefined): string | undefined {
   const principal = req.adminPrincipal as AdminPrincipal;
   if (principal.scope === 'global') return requested;
   if (requested && requested !== principal.merchantId) throw new NotFoundError(`no merchant ${requested}`);
