@@ -6,6 +6,7 @@
  * by the next scheduled pass; an instance that stops mid-pass loses and doubles nothing once another
  * takes over; on PostgreSQL two instances never read one account at once.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
@@ -212,5 +213,64 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
       expect(again.body).toMatchObject({ examined: 4, new: [], known: 4 });
       await accruedOnce(h, ran.body.new as string[]);
     });
+  });
+});
+
+describe('backfill for created merchants: who may ask for whose pass', () => {
+  let h: Harness;
+  let shop: { adminToken: string; account: string };
+  beforeAll(async () => {
+    h = await startHarness({ env: { BACKFILL_INTERVAL_MS: '0' }, overrides: { startBackfill: false, backfill: FAST, secretsKey: randomBytes(32).toString('base64') } });
+    const installed = h.sim.addMerchant({ id: 'shop-a' });
+    const account = h.sim.pos.loyverse.addAccount({});
+    await h.restart({ posSettings: { loyverse: { ...h.config.pos.loyverse!, apiBaseUrl: `${h.simServer.url}/loyverse` } } });
+    const res = await request(h.bridge.url)
+      .post('/v1/admin/merchants')
+      .set('authorization', `Bearer ${ADMIN_TOKEN}`)
+      .send({ id: 'shop-a', loyalty: { appToken: installed.appToken }, pos: { loyverse: { merchantId: account.merchantId, accessToken: account.accessToken } } });
+    expect(res.status).toBe(201);
+    shop = { adminToken: res.body.adminToken as string, account: account.merchantId };
+    h.sim.pos.loyverse.addOrder(account.merchantId, sale('+14155550261', ago(5)));
+  });
+  afterAll(() => h.close());
+  const as = (token: string) => ({
+    post: (body: Record<string, unknown>) => request(h.bridge.url).post('/v1/admin/backfill').set('authorization', `Bearer ${token}`).send(body),
+    get: (query = '') => request(h.bridge.url).get(`/v1/admin/backfill${query}`).set('authorization', `Bearer ${token}`),
+  });
+
+  it("a merchant's admin token runs and sees its own merchant's passes only; the global token names the merchant", async () => {
+    const own = await as(shop.adminToken).post({ pos: 'loyverse', since: ago(60) });
+    expect(own.status).toBe(200);
+    expect(own.body).toMatchObject({ merchantId: 'shop-a', examined: 1 });
+    expect(own.body.new).toHaveLength(1);
+    expect((await as(shop.adminToken).post({ merchantId: 'default', pos: 'loyverse', since: ago(60) })).status).toBe(404);
+    const rows = (await as(shop.adminToken).get()).body.items as { merchantId: string; account: string }[];
+    expect(rows).toEqual([expect.objectContaining({ merchantId: 'shop-a', pos: 'loyverse', account: shop.account })]);
+    expect((await as(shop.adminToken).get('?merchantId=default')).status).toBe(404);
+    const global = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'loyverse', since: ago(60) });
+    expect(global.body).toMatchObject({ merchantId: 'shop-a', new: [], known: 1 });
+  });
+
+  it('refuses clearly: an unknown POS or a bad time is 400 naming the field, an account the merchant lacks is 422, no token is 401', async () => {
+    const unknown = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'abacus', since: ago(60) });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body.error)).toContain('pos');
+    const badTime = await as(ADMIN_TOKEN).post({ pos: 'loyverse', since: 'last week' });
+    expect(badTime.status).toBe(400);
+    expect(JSON.stringify(badTime.body.error)).toContain('since');
+    const backwards = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'loyverse', since: ago(10), until: ago(20) });
+    expect(backwards.status).toBe(400);
+    expect(JSON.stringify(backwards.body.error)).toContain('until');
+    const noAccount = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'square', since: ago(60) });
+    expect(noAccount.status).toBe(422);
+    expect(noAccount.body.error.code).toBe('backfill_not_possible');
+    expect((await request(h.bridge.url).post('/v1/admin/backfill').send({ pos: 'loyverse', since: ago(60) })).status).toBe(401);
+  });
+
+  it('counts what it found per POS and merchant in the metrics', async () => {
+    const metrics = (await request(h.bridge.url).get('/metrics')).text;
+    expect(metrics).toMatch(/bridge_backfill_found_total\{pos="loyverse",result="new",merchant="shop-a"\} 1/);
+    expect(metrics).toMatch(/bridge_backfill_found_total\{pos="loyverse",result="known",merchant="shop-a"\} 1/);
+    expect(metrics).toMatch(/bridge_backfill_passes_total\{pos="loyverse",outcome="complete",merchant="shop-a"\} 2/);
   });
 });
