@@ -13,6 +13,7 @@ import { errorHandler, notFoundHandler } from './error-handler.js';
 import { loadShedding, SHED_PATHS } from './load-shedding.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
+import { consoleRoutes } from './routes/console.js';
 import { opsRoutes } from './routes/ops.js';
 import { posRoutes } from './routes/pos.js';
 
@@ -55,6 +56,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(SHED_PATHS, loadShedding({ maxInFlight: deps.posMaxInFlight, metrics: deps.metrics }));
   app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth, tokens: deps.tokens }));
   app.use(adminRoutes(deps));
+  app.use(consoleRoutes());
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));
   return app;

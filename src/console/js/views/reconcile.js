@@ -1,0 +1,119 @@
+/**
+ * Reconcile: run one pass over the open work now and read what it fixed and left open; and the
+ * three-way report (POS ↔ ledger ↔ loyalty history) where the bridge serves it.
+ */
+import { api, ApiError, describeError } from '../api.js';
+import { h, recordLink, replace, statusBadge, table, time } from '../dom.js';
+
+export async function reconcileView({ section, principal, announce }) {
+  const report = h('div', { class: 'report' });
+  const run = h(
+    'button',
+    {
+      type: 'button',
+      class: 'primary',
+      onclick: async () => {
+        run.disabled = true;
+        replace(report, h('p', { class: 'loading' }, 'Running a pass (at most 20 seconds)…'));
+        try {
+          const result = await api('/v1/admin/reconcile', { method: 'POST' });
+          replace(report, passReport(result));
+          announce(`Reconcile examined ${result.examined}: ${result.fixed.length} fixed, ${result.open.length} open.`);
+        } catch (error) {
+          replace(report, h('p', { class: 'problem', role: 'alert' }, describeError(error)));
+        } finally {
+          run.disabled = false;
+        }
+      },
+    },
+    'Run reconcile now',
+  );
+
+  replace(
+    section,
+    h('h1', {}, 'Reconcile'),
+    h(
+      'section',
+      { 'aria-labelledby': 'pass-heading' },
+      h('h2', { id: 'pass-heading' }, 'A pass over open work'),
+      h(
+        'p',
+        {},
+        `What will happen: the bridge examines every open record${principal.scope === 'merchant' ? ` of merchant ${principal.merchantId}` : ''} now, as its worker does on its own: it settles in-doubt accruals from the loyalty service's operations history, delivers what is due, and reports what it fixed and what stays open, with why. It never guesses an outcome. A pass stops after 20 seconds; run it again for the rest.`,
+      ),
+      run,
+      report,
+    ),
+    threeWaySection(principal),
+  );
+}
+
+function passReport(result) {
+  return [
+    h('p', { class: 'summary' }, `Examined ${result.examined} between `, time(result.startedAt), ' and ', time(result.finishedAt), '. ', result.complete ? 'Every open record was examined.' : h('strong', {}, 'Not complete: run it again for the rest.')),
+    table(
+      `Fixed (${result.fixed.length})`,
+      ['Record', 'Merchant', 'From', 'To', 'Why'],
+      result.fixed.map((f) => [recordLink(f.merchantId, f.transactionId), f.merchantId, statusBadge(f.from), statusBadge(f.to), f.why]),
+    ),
+    table(
+      `Still open (${result.open.length})`,
+      ['Record', 'Merchant', 'Status', 'Why'],
+      result.open.map((o) => [recordLink(o.merchantId, o.transactionId), o.merchantId, statusBadge(o.status), o.why]),
+    ),
+  ];
+}
+
+function threeWaySection(principal) {
+  const out = h('div', { class: 'report' });
+  const today = new Date().toISOString().slice(0, 10);
+  const form = h(
+    'form',
+    {
+      class: 'filters inline',
+      'aria-label': 'Three-way report',
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const data = new FormData(event.target);
+        replace(out, h('p', { class: 'loading' }, 'Reading the POS, the ledger and the loyalty history…'));
+        try {
+          const merchantId = principal.scope === 'merchant' ? principal.merchantId : String(data.get('merchantId') ?? '').trim();
+          const result = await api('/v1/admin/reports/reconcile', { query: { merchantId, from: data.get('from'), to: data.get('to') } });
+          replace(out, threeWayReport(result, merchantId));
+        } catch (error) {
+          const missing = error instanceof ApiError && error.status === 404 && /^no route/.test(error.message);
+          replace(out, missing ? h('p', { role: 'status' }, 'This bridge does not serve the three-way report yet.') : h('p', { class: 'problem', role: 'alert' }, describeError(error)));
+        }
+      },
+    },
+    principal.scope === 'global' ? [h('label', { for: 'three-merchant' }, 'Merchant'), h('input', { id: 'three-merchant', name: 'merchantId', value: 'default', required: true })] : null,
+    h('label', { for: 'three-from' }, 'From'),
+    h('input', { id: 'three-from', name: 'from', type: 'date', value: today, required: true }),
+    h('label', { for: 'three-to' }, 'To'),
+    h('input', { id: 'three-to', name: 'to', type: 'date', value: today, required: true }),
+    h('button', { type: 'submit', class: 'secondary' }, 'Read report'),
+  );
+  return h(
+    'section',
+    { 'aria-labelledby': 'three-heading' },
+    h('h2', { id: 'three-heading' }, 'Three-way report'),
+    h('p', {}, 'Compares the POS\u2019s orders and refunds, the ledger and the loyalty service\u2019s operations history for one merchant and a date range, and names every difference with why and the next step. It only reads: it fixes nothing.'),
+    form,
+    out,
+  );
+}
+
+function threeWayReport(result, merchantId) {
+  const examined = result.examined ?? {};
+  const differences = result.differences ?? [];
+  return [
+    h('p', { class: 'summary' }, `From ${result.from} to ${result.to}: ${examined.pos ?? 0} POS orders and refunds, ${examined.ledger ?? 0} ledger records and ${examined.history ?? 0} operations examined; ${differences.length} ${differences.length === 1 ? 'difference' : 'differences'}.`),
+    differences.length
+      ? table(
+          'Differences',
+          ['Kind', 'Record', 'POS order', 'Operation', 'Why', 'Next step'],
+          differences.map((d) => [d.kind, d.transactionId ? recordLink(merchantId, d.transactionId) : '', d.orderId ?? '', d.operationId === undefined ? '' : String(d.operationId), d.why, d.next]),
+        )
+      : null,
+  ];
+}

@@ -1,0 +1,312 @@
+/**
+ * The operator console (README "Console") driven as a person would, in Debian's Chromium: the
+ * bridge and the loyalty simulator run for real over HTTP, elements are found by their role and
+ * visible text, and every wait fails the test when what it waits for does not appear. The tests
+ * save the screenshots the README shows (docs/screenshots/).
+ */
+import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Browser, Locator, Page } from 'playwright-core';
+import request from 'supertest';
+import { CONSOLE_CSP } from '../../src/http/routes/console.js';
+import { launchChromium, openConsole, seriousViolations, type ConsolePage } from '../support/browser.js';
+import { ADMIN_TOKEN, checkout, postJson, startHarness, type Harness } from '../support/harness.js';
+
+const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+const WAIT_MS = 10_000;
+const TEST_MS = 60_000;
+
+let h: Harness;
+let browser: Browser;
+let open: ConsolePage | undefined;
+const merchants: Record<string, { adminToken: string; posToken: string }> = {};
+
+const admin = (method: 'get' | 'post', path: string, token = ADMIN_TOKEN) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${token}`);
+
+/** A merchant installed at the simulator and created in the bridge; answers its tokens. */
+async function createMerchant(id: string) {
+  const appToken = `app-${id}-${randomBytes(8).toString('hex')}`;
+  h.sim.addMerchant({ id, appToken });
+  const res = await admin('post', '/v1/admin/merchants').send({ id, loyalty: { appToken } });
+  expect(res.status).toBe(201);
+  merchants[id] = { adminToken: res.body.adminToken, posToken: res.body.posToken };
+  return h.sim.merchant(id);
+}
+
+async function merchantCheckout(id: string, body: Record<string, unknown>) {
+  const res = await request(h.bridge.url).post('/v1/checkouts/generic').set('authorization', `Bearer ${merchants[id]!.posToken}`).set('content-type', 'application/json').send(JSON.stringify(body));
+  expect(res.status).toBeLessThan(300);
+  return res.body;
+}
+
+beforeAll(async () => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  // No API key and no worker: an in-doubt accrual stays in doubt until a person resolves it.
+  h = await startHarness({ withApiKey: false, overrides: { startWorker: false, secretsKey: randomBytes(32).toString('base64') } });
+  const post = (body: Record<string, unknown>) => postJson(h.bridge.url, '/v1/checkouts/generic', body);
+
+  expect((await post(checkout({ orderId: 'A-1' }))).body.status).toBe('accrued');
+  expect((await post(checkout({ orderId: 'H-1', customer: { phone: '+15550003333' } }))).body.status).toBe('accrued');
+  h.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+  expect((await post(checkout({ orderId: 'D-1', customer: { phone: '+15550004444' } }))).body.status).toBe('in_doubt');
+  h.sim.faults.inject({ kind: 'result_failure', on: 'accrue', times: 2 });
+  expect((await post(checkout({ orderId: 'F-1', customer: { phone: '+15550005555' } }))).body.status).toBe('failed');
+  expect((await post(checkout({ orderId: 'F-2', customer: { phone: '+15550006666' } }))).body.status).toBe('failed');
+
+  const north = await createMerchant('north');
+  expect((await merchantCheckout('north', checkout({ orderId: 'N-2' }))).status).toBe('accrued');
+  north.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+  expect((await merchantCheckout('north', checkout({ orderId: 'N-1', customer: { phone: '+15550007777' } }))).status).toBe('in_doubt');
+  const south = await createMerchant('south');
+  south.faults.inject({ kind: 'result_failure', on: 'accrue' });
+  expect((await merchantCheckout('south', checkout({ orderId: 'S-1' }))).status).toBe('failed');
+
+  browser = await launchChromium();
+}, TEST_MS);
+
+afterEach(async () => {
+  // Whatever a test did in the page, it loaded nothing from elsewhere and broke no policy.
+  if (open) {
+    const { foreignRequests, errors } = open;
+    await open.close();
+    open = undefined;
+    expect(foreignRequests).toEqual([]);
+    expect(errors).toEqual([]);
+  }
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await h?.close();
+});
+
+/** Waits for `locator` to be visible; fails the test when it is not within WAIT_MS. */
+async function visible(locator: Locator): Promise<Locator> {
+  await locator.waitFor({ state: 'visible', timeout: WAIT_MS });
+  return locator;
+}
+
+/** Waits until `locator` matches nothing; fails the test when it still does after WAIT_MS. */
+async function gone(locator: Locator): Promise<void> {
+  await locator.first().waitFor({ state: 'detached', timeout: WAIT_MS });
+  expect(await locator.count()).toBe(0);
+}
+
+async function signedIn(token = ADMIN_TOKEN): Promise<Page> {
+  open = await openConsole(browser, h.bridge.url);
+  const { page } = open;
+  await page.goto('/admin/');
+  await visible(page.getByRole('heading', { level: 1, name: 'Sign in to the operator console' }));
+  await page.getByLabel('Admin token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await visible(page.getByText('Signed in as'));
+  await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
+  return page;
+}
+
+async function goTo(page: Page, section: string, heading: string): Promise<void> {
+  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: section }).click();
+  await visible(page.getByRole('heading', { level: 1, name: heading }));
+}
+
+/** The attention queue's table of items, once loaded. */
+async function queue(page: Page): Promise<Locator> {
+  await goTo(page, 'Needs attention', 'Needs attention');
+  return visible(page.getByRole('table', { name: /^Oldest first/ }));
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
+}
+
+describe('the page itself', () => {
+  it('is served at /admin with a strict Content-Security-Policy, no framing, no referrer, no sniffing', async () => {
+    const redirect = await request(h.bridge.url).get('/admin');
+    expect(redirect.status).toBe(301);
+    expect(redirect.headers.location).toBe('/admin/');
+    for (const path of ['/admin/', '/admin/js/main.js', '/admin/console.css', '/admin/no-such-file.js']) {
+      const res = await request(h.bridge.url).get(path);
+      expect(res.status).toBe(path.includes('no-such') ? 404 : 200);
+      expect(res.headers['content-security-policy']).toBe(CONSOLE_CSP);
+      expect(res.headers['x-frame-options']).toBe('DENY');
+      expect(res.headers['referrer-policy']).toBe('no-referrer');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+    }
+    expect(CONSOLE_CSP).toContain("script-src 'self';");
+    expect(CONSOLE_CSP).toContain("frame-ancestors 'none'");
+    const html = (await request(h.bridge.url).get('/admin/')).text;
+    // No inline script or style, and nothing from another origin.
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    expect(html).not.toMatch(/<style|style=/);
+    expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+    expect((await request(h.bridge.url).get('/admin/js/main.js')).headers['content-type']).toMatch(/^text\/javascript/);
+  });
+
+  it('keeps the token in this tab only: never in a URL, a cookie or localStorage; a wrong token is refused', async () => {
+    open = await openConsole(browser, h.bridge.url);
+    const { page, context } = open;
+    await page.goto('/admin/');
+    await page.getByLabel('Admin token').fill('not-a-token-of-this-bridge');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await visible(page.getByRole('alert').filter({ hasText: 'The bridge does not accept this token.' }));
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'sign-in');
+
+    await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
+    expect(page.url()).not.toContain(ADMIN_TOKEN);
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([ADMIN_TOKEN]);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(await context.cookies()).toEqual([]);
+    // A reload of the tab keeps the session; signing out ends it.
+    await page.reload();
+    await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Sign in to the operator console' }));
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  }, TEST_MS);
+});
+
+describe('as a person would', () => {
+  it("signs in with a merchant's token and sees only that merchant", async () => {
+    const page = await signedIn(merchants.north!.adminToken);
+    await visible(page.getByText('merchant:north'));
+    await visible(page.getByText('(merchant north only)'));
+    const items = await queue(page);
+    await visible(items.getByRole('link', { name: 'generic:N-1' }));
+    for (const other of ['generic:D-1', 'generic:F-1', 'generic:S-1']) expect(await page.getByText(other).count()).toBe(0);
+    // No merchant to choose: the token decides.
+    expect(await page.getByLabel('Merchant').count()).toBe(0);
+    expect(await page.getByRole('table', { name: 'By merchant' }).count()).toBe(0);
+    await screenshot(page, 'merchant-attention');
+
+    await goTo(page, 'Search', 'Search records');
+    expect(await page.getByLabel('Merchant').count()).toBe(0);
+    await page.getByRole('button', { name: 'Search' }).click();
+    const records = await visible(page.getByRole('table', { name: 'Records, newest first' }));
+    await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
+    expect((await records.getByRole('link').allTextContents()).sort()).toEqual(['generic:N-1', 'generic:N-2']);
+
+    // Another merchant's record, asked for by its route, is not found.
+    await page.goto('/admin/#/transactions/default/generic%3AD-1');
+    await visible(page.getByRole('alert').filter({ hasText: '404' }));
+    expect(await page.getByText('Latte').count()).toBe(0);
+  }, TEST_MS);
+
+  it('finds an order by its POS order id and shows its Check, attempts and history', async () => {
+    const page = await signedIn();
+    await goTo(page, 'Search', 'Search records');
+    await page.getByLabel('POS order id').fill('H-1');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await visible(page.getByRole('heading', { level: 2, name: '1 record matches' }));
+    await screenshot(page, 'search');
+    await page.getByRole('table', { name: 'Records, newest first' }).getByRole('link', { name: 'generic:H-1' }).click();
+
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }));
+    const selections = await visible(page.getByRole('table', { name: 'Selections' }));
+    expect(await selections.getByRole('row').nth(1).getByRole('cell').allTextContents()).toEqual(['Latte', 'coffee', '3', '19.99 USD', '59.97 USD']);
+    await visible(page.getByRole('heading', { level: 2, name: /^Attempts \(1/ }));
+    await page.getByText('What was sent').click();
+    await visible(page.getByText('"transactionId": "generic:H-1"').first());
+    await visible(page.getByRole('heading', { level: 2, name: 'History' }));
+    await visible(page.locator('.timeline').getByText('Pending → Accrued'));
+    // Contact details are masked on the page.
+    await visible(page.getByText('phone ••••••3333'));
+    expect(await page.getByText('+15550003333').count()).toBe(0);
+    await screenshot(page, 'record');
+    expect(await seriousViolations(page)).toEqual([]);
+  }, TEST_MS);
+
+  it('shows an action that is not allowed disabled, with the reason the API gives', async () => {
+    const detail = await admin('get', '/v1/admin/transactions/generic:A-1');
+    const why = detail.body.actions.retry.why as string;
+    expect(detail.body.actions.retry.allowed).toBe(false);
+    expect(why).toBeTruthy();
+
+    const page = await signedIn();
+    await page.goto('/admin/#/transactions/default/generic%3AA-1');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:A-1' }));
+    const retry = page.getByRole('button', { name: 'Retry', exact: true });
+    expect(await retry.isDisabled()).toBe(true);
+    const describedBy = await retry.getAttribute('aria-describedby');
+    expect(await page.locator(`#${describedBy}`).textContent()).toBe(`Not available: ${why}`);
+    await visible(page.getByText(`Not available: ${why}`));
+  }, TEST_MS);
+
+  it('resolves an in-doubt record with a reason: it leaves the queue and the audit log shows who, what and why', async () => {
+    const page = await signedIn();
+    const items = await queue(page);
+    await visible(items.getByRole('link', { name: 'generic:D-1' }));
+    await visible(page.getByRole('table', { name: 'By kind' }).getByRole('cell', { name: 'In doubt' }));
+    await visible(page.getByRole('table', { name: 'By merchant' }).getByRole('link', { name: 'north' }));
+    await visible(page.getByText(/The oldest has waited/));
+    await screenshot(page, 'attention');
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await items.getByRole('link', { name: 'generic:D-1' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:D-1' }));
+    await page.getByRole('button', { name: 'Resolve…' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Resolve generic:D-1' }));
+    await dialog.getByRole('radio', { name: 'Accrued', exact: true }).check();
+    await visible(dialog.getByText('the record becomes accrued'));
+    // No reason, no action.
+    await dialog.getByRole('button', { name: 'Resolve', exact: true }).click();
+    await visible(dialog.getByRole('alert').filter({ hasText: 'Give a reason' }));
+    await dialog.getByLabel('Reason').fill('Found the accrual in the loyalty history, operation 2');
+    await screenshot(page, 'resolve-dialog');
+    expect(await seriousViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Resolve', exact: true }).click();
+    await gone(page.getByRole('dialog'));
+    await visible(page.locator('.facts').getByText('Accrued', { exact: true }));
+    expect((await admin('get', '/v1/admin/transactions/generic:D-1')).body.status).toBe('accrued');
+
+    const after = await queue(page);
+    await visible(after.getByRole('link', { name: 'generic:F-1' }));
+    expect(await after.getByRole('link', { name: 'generic:D-1' }).count()).toBe(0);
+
+    await goTo(page, 'Audit log', 'Audit log');
+    const log = await visible(page.getByRole('table', { name: 'Operator actions, newest first' }));
+    const row = await visible(log.getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:D-1' }) }));
+    const cells = await row.getByRole('cell').allTextContents();
+    expect(cells.slice(1)).toEqual(['admin', 'resolve', 'generic:D-1', 'Found the accrual in the loyalty history, operation 2', 'default']);
+    await screenshot(page, 'audit');
+  }, TEST_MS);
+
+  it('retries several failed records in one bulk action, confirmed with their count', async () => {
+    const page = await signedIn();
+    await goTo(page, 'Search', 'Search records');
+    await page.getByLabel('Merchant').fill('default');
+    await page.getByRole('checkbox', { name: 'Failed', exact: true }).check();
+    await page.getByRole('button', { name: 'Search' }).click();
+    await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
+    await page.getByRole('checkbox', { name: 'Select generic:F-1' }).check();
+    await page.getByRole('checkbox', { name: 'Select generic:F-2' }).check();
+    await page.getByLabel('Action').selectOption('retry');
+    await page.getByRole('button', { name: 'Review bulk action…' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Retry 2 records' }));
+    await visible(dialog.getByText('The 2 records selected: generic:F-1, generic:F-2.'));
+    await dialog.getByLabel('Reason').fill('The card block was lifted');
+    await screenshot(page, 'bulk-dialog');
+    await dialog.getByRole('button', { name: 'Retry 2 records' }).click();
+    await visible(page.getByText('Retry: 2 done, 0 refused.').first());
+    for (const id of ['generic:F-1', 'generic:F-2']) {
+      expect((await admin('get', `/v1/admin/transactions/${id}`)).body.status).toBe('accrued');
+      expect(h.sim.books().transactions[id]!.accruals).toBe(1);
+    }
+  }, TEST_MS);
+
+  it('runs a reconcile pass and shows its report', async () => {
+    const page = await signedIn();
+    await goTo(page, 'Reconcile', 'Reconcile');
+    await page.getByRole('button', { name: 'Run reconcile now' }).click();
+    await visible(page.getByText(/^Examined \d+ between/));
+    const open = await visible(page.getByRole('table', { name: /^Still open/ }));
+    await visible(open.getByRole('link', { name: 'generic:N-1' }));
+    await screenshot(page, 'reconcile');
+    expect(await seriousViolations(page)).toEqual([]);
+  }, TEST_MS);
+});
