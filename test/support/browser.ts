@@ -19,7 +19,7 @@ export interface ConsolePage {
   context: BrowserContext;
   /** URLs the page asked for outside the bridge's origin (each was aborted). */
   foreignRequests: string[];
-  /** Console messages of type error and uncaught page errors. */
+  /** Console errors (a Content-Security-Policy violation among them) and uncaught page errors; not the 4xx answers the page handles. */
   errors: string[];
   close(): Promise<void>;
 }
@@ -41,7 +41,8 @@ export async function openConsole(browser: Browser, origin: string): Promise<Con
   });
   const page = await context.newPage();
   page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(message.text());
+    // Chromium logs every 4xx the page's calls are answered with; the page shows those itself.
+    if (message.type() === 'error' && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(message.text())) errors.push(message.text());
   });
   page.on('pageerror', (error) => errors.push(error.message));
   return { page, context, foreignRequests, errors, close: () => context.close() };

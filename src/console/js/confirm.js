@@ -17,7 +17,8 @@ export function confirmAction({ title, effect, choices, confirmLabel }) {
   const dialog = h('dialog', { class: 'confirm', 'aria-labelledby': 'confirm-title' });
   const effectBox = h('div', { class: 'effect', id: 'confirm-effect' });
   const problem = h('p', { class: 'problem', role: 'alert' });
-  const reason = h('textarea', { id: 'confirm-reason', name: 'reason', rows: '3', maxlength: '500', required: true, 'aria-describedby': 'confirm-reason-hint' });
+  // Checked here rather than with `required`, so the message is the console's own and is announced.
+  const reason = h('textarea', { id: 'confirm-reason', name: 'reason', rows: '3', maxlength: '500', 'aria-required': 'true', 'aria-describedby': 'confirm-reason-hint' });
   const choiceInputs = (choices ?? []).map((choice, i) =>
     h(
       'label',
@@ -26,6 +27,10 @@ export function confirmAction({ title, effect, choices, confirmLabel }) {
       ` ${choice.label}`,
     ),
   );
+  reason.addEventListener('input', () => {
+    problem.textContent = '';
+    reason.removeAttribute('aria-invalid');
+  });
   const chosen = () => dialog.querySelector('input[name="choice"]:checked')?.value;
   const showEffect = () => replace(effectBox, h('h3', {}, 'What will happen'), typeof effect === 'function' ? effect(chosen()) : effect);
 

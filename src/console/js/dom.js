@@ -96,9 +96,36 @@ export function money(cents, currency) {
   return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}${currency ? ` ${currency}` : ''}`;
 }
 
-/** JSON shown as indented text (what was sent, what came back). */
+/**
+ * A customer's phone number or email masked to its last characters: enough to tell customers apart
+ * on a screen (or a screenshot), not to reach them.
+ */
+export function maskContact(text, kind) {
+  if (typeof text !== 'string' || !text) return text;
+  // At most half of it shown, so a short one is not shown whole.
+  const tail = (value, keep) => {
+    const shown = Math.min(keep, Math.floor(value.length / 2));
+    return `${'•'.repeat(Math.max(1, Math.min(6, value.length - shown)))}${shown ? value.slice(-shown) : ''}`;
+  };
+  if (kind === 'email') {
+    const at = text.lastIndexOf('@');
+    return at < 0 ? tail(text, 2) : `${tail(text.slice(0, at), 1)}${text.slice(at)}`;
+  }
+  return tail(text, 4);
+}
+
+const CONTACT_KEY = /phone|e-?mail/i;
+
+function maskedContacts(value, key = '') {
+  if (typeof value === 'string' && CONTACT_KEY.test(key)) return maskContact(value, /mail/i.test(key) ? 'email' : 'phone');
+  if (Array.isArray(value)) return value.map((v) => maskedContacts(v, key));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskedContacts(v, k)]));
+  return value;
+}
+
+/** JSON shown as indented text (what was sent, what came back), customers' phone numbers and emails masked. */
 export function json(value) {
-  return h('pre', { class: 'json', tabindex: '0' }, JSON.stringify(value, null, 2) ?? '');
+  return h('pre', { class: 'json', tabindex: '0' }, JSON.stringify(maskedContacts(value), null, 2) ?? '');
 }
 
 const STATUS_LABELS = {

@@ -174,6 +174,8 @@ function showPrincipal() {
 }
 
 whenTokenRefused(() => {
+  // Signing in answers a refusal itself; this is for a token refused while in use.
+  if (!principal) return;
   session.signOut();
   principal = undefined;
   renderSignIn('The bridge no longer accepts your token (it may have been rotated). Sign in again.');

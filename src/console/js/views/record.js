@@ -5,7 +5,7 @@
  */
 import { api, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
-import { facts, h, json, money, recordLink, replace, statusBadge, statusLabel, table, time } from '../dom.js';
+import { facts, h, json, maskContact, money, recordLink, replace, statusBadge, statusLabel, table, time } from '../dom.js';
 
 /** What each action does, as the README's admin API says it; shown before the operator confirms. */
 export const ACTION_EFFECTS = {
@@ -78,11 +78,9 @@ function describeSide(side) {
   return parts.join('; ');
 }
 
-/** Contact details masked to their last characters: enough to tell customers apart on a screen, not to reach them. */
 function customer(c) {
   if (!c) return undefined;
-  const mask = (text, keep) => (text ? `${'•'.repeat(Math.max(0, Math.min(6, text.length - keep)))}${text.slice(-keep)}` : undefined);
-  const parts = [c.phone && `phone ${mask(c.phone, 4)}`, c.email && `email ${mask(c.email.split('@')[0] ?? '', 1)}@${c.email.split('@')[1] ?? ''}`, c.serialNumber && `card ${mask(c.serialNumber, 4)}`];
+  const parts = [c.phone && `phone ${maskContact(c.phone, 'phone')}`, c.email && `email ${maskContact(c.email, 'email')}`, c.serialNumber && `card ${maskContact(c.serialNumber, 'card')}`];
   return parts.filter(Boolean).join(', ') || undefined;
 }
 
@@ -181,11 +179,11 @@ function attemptsSection(record) {
     h(
       'ol',
       { class: 'attempts' },
-      attempts.map((a, i) =>
+      attempts.map((a) =>
         h(
           'li',
           {},
-          h('h3', {}, `${i + 1}. ${a.operation} at `, time(a.startedAt), ` — ${a.response ? `answered ${a.response.status}` : `no answer${a.error ? `: ${a.error}` : ''}`}`),
+          h('h3', {}, `${a.operation} at `, time(a.startedAt), ` — ${a.response ? `answered ${a.response.status}` : `no answer${a.error ? `: ${a.error}` : ''}`}`),
           h('details', {}, h('summary', {}, 'What was sent'), json(a.request)),
           a.response ? h('details', {}, h('summary', {}, `What came back (${a.response.status})`), json(a.response.body)) : null,
         ),

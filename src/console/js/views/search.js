@@ -16,12 +16,11 @@ export async function searchView({ section, params, principal, navigate, announc
   if (principal.scope === 'merchant') query.merchantId = principal.merchantId;
   const statuses = (params.get('status') ?? '').split(',').filter(Boolean);
   const page = Math.max(1, Number(params.get('page')) || 1);
-  const searched = params.size > 0;
 
   const form = searchForm(query, statuses, principal, (values) => navigate('/search', values));
   const results = h('div', { class: 'results' });
+  // With no filter, the newest records: what a person looking around expects to see first.
   replace(section, h('h1', {}, 'Search records'), form, results);
-  if (!searched) return;
 
   replace(results, h('p', { class: 'loading' }, 'Searching…'));
   const found = await find(query, statuses, page);
