@@ -73,7 +73,13 @@ export async function deadLetterView({ section, announce, refresh }, id) {
   const letter = await api(`/v1/admin/dead-letters/${encodeURIComponent(id)}`);
   const state = stateOf(letter);
   const outcome = h('div', { class: 'action-result' });
-  const closedWhy = state === 'open' ? undefined : state === 'resolved' ? 'it went through already: a resolved letter is never run again' : 'it was dismissed: a dismissed letter is never run again';
+  // Why neither action applies to a letter that is no longer open.
+  const closedWhy =
+    state === 'open'
+      ? undefined
+      : state === 'resolved'
+        ? { replay: 'it went through already: a resolved letter is never run again', dismiss: 'it went through already: there is nothing to dismiss' }
+        : { replay: 'it was dismissed: a dismissed letter is never run again', dismiss: 'it is dismissed already' };
 
   async function act(name, label, effect) {
     const confirmed = await confirmAction({ title: `${label} dead letter ${letter.id}`, effect: h('p', {}, effect), confirmLabel: label });
@@ -97,7 +103,7 @@ export async function deadLetterView({ section, announce, refresh }, id) {
       'li',
       {},
       h('button', { type: 'button', class: 'action', disabled: Boolean(closedWhy), 'aria-describedby': closedWhy ? `why-${name}` : undefined, onclick: () => act(name, label, effect) }, label),
-      closedWhy ? h('span', { class: 'why', id: `why-${name}` }, `Not available: ${closedWhy}`) : null,
+      closedWhy ? h('span', { class: 'why', id: `why-${name}` }, `Not available: ${closedWhy[name]}`) : null,
     );
 
   replace(
