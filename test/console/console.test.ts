@@ -21,6 +21,8 @@ const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta
 const WAIT_MS = 10_000;
 const TEST_MS = 60_000;
 
+/** A named operator's global token (ADMIN_TOKENS): her actions are recorded under her name. */
+const ALICE_TOKEN = 'alice-operator-token-0123456789';
 const shopify: PosSettings = { webhookSecret: 'shpss_console_secret_0123456789', apiBaseUrl: '' };
 
 let h: Harness;
@@ -51,7 +53,7 @@ async function merchantCheckout(id: string, body: Record<string, unknown>) {
 beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   // No API key and no worker: an in-doubt accrual stays in doubt until a person resolves it.
-  h = await startHarness({ withApiKey: false, overrides: { startWorker: false, secretsKey: randomBytes(32).toString('base64'), posSettings: { shopify } } });
+  h = await startHarness({ withApiKey: false, env: { ADMIN_TOKENS: `alice=${ALICE_TOKEN}` }, overrides: { startWorker: false, secretsKey: randomBytes(32).toString('base64'), posSettings: { shopify } } });
   const post = (body: Record<string, unknown>) => postJson(h.bridge.url, '/v1/checkouts/generic', body);
 
   expect((await post(checkout({ orderId: 'A-1' }))).body.status).toBe('accrued');
@@ -61,6 +63,8 @@ beforeAll(async () => {
   h.sim.faults.inject({ kind: 'result_failure', on: 'accrue', times: 2 });
   expect((await post(checkout({ orderId: 'F-1', customer: { phone: '+15550005555' } }))).body.status).toBe('failed');
   expect((await post(checkout({ orderId: 'F-2', customer: { phone: '+15550006666' } }))).body.status).toBe('failed');
+  // A refund of an order neither the ledger nor the loyalty service knows: an orphan reverse_failed record.
+  expect((await postJson(h.bridge.url, '/v1/refunds/generic', { orderId: 'O-404', refundId: 'R-404' })).status).toBe(404);
 
   const north = await createMerchant('north');
   expect((await merchantCheckout('north', checkout({ orderId: 'N-2' }))).status).toBe('accrued');
@@ -353,6 +357,26 @@ describe('as a person would', () => {
     expect((await row.getByRole('cell').allTextContents()).slice(1, 5)).toEqual(['admin', 'dismiss', deadLetterId, 'A test order from the shop owner']);
   }, TEST_MS);
 
+  it("closes an orphan reverse_failed as a named operator: kept in its status, marked closed with her name and reason", async () => {
+    const page = await signedIn(ALICE_TOKEN);
+    await visible(page.getByText('alice'));
+    await page.goto('/admin/#/transactions/default/generic%3AO-404');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:O-404' }));
+    await visible(page.getByText('No Check: this record was created by a refund of an order the bridge never saw.'));
+    await page.getByRole('button', { name: 'Close', exact: true }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Close generic:O-404' }));
+    await visible(dialog.getByText('kept in the ledger with your reason, never deleted'));
+    await dialog.getByLabel('Reason').fill('Refund of an order from before the loyalty program');
+    await dialog.getByRole('button', { name: 'Close', exact: true }).click();
+    await gone(page.getByRole('dialog'));
+    await visible(page.getByText('by alice: Refund of an order from before the loyalty program').first());
+    await visible(page.locator('.facts').getByText('Reverse failed', { exact: true }));
+    expect(await page.getByRole('button', { name: 'Close', exact: true }).isDisabled()).toBe(true);
+    const detail = (await admin('get', '/v1/admin/transactions/generic:O-404')).body;
+    expect(detail.closed).toMatchObject({ actor: 'alice', reason: 'Refund of an order from before the loyalty program' });
+    expect((await admin('get', '/v1/admin/attention')).body.items.map((i: { transactionId?: string }) => i.transactionId)).not.toContain('generic:O-404');
+  }, TEST_MS);
+
   it('runs a reconcile pass and shows its report', async () => {
     const page = await signedIn();
     await goTo(page, 'Reconcile', 'Reconcile');
@@ -362,5 +386,14 @@ describe('as a person would', () => {
     await visible(open.getByRole('link', { name: 'generic:N-1' }));
     await screenshot(page, 'reconcile');
     expect(await seriousViolations(page)).toEqual([]);
+  }, TEST_MS);
+
+  it('signs the page out when the bridge stops accepting its token (rotated), and forgets it', async () => {
+    const page = await signedIn(merchants.south!.adminToken);
+    await visible(page.getByText('(merchant south only)'));
+    expect((await admin('post', '/v1/admin/merchants/south/tokens')).status).toBe(200);
+    await goTo(page, 'Search', 'Sign in to the operator console');
+    await visible(page.getByRole('alert').filter({ hasText: 'no longer accepts your token' }));
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
   }, TEST_MS);
 });
