@@ -350,11 +350,19 @@ describe('as a person would', () => {
     await visible(page.getByText('Not available: it was dismissed').first());
     await screenshot(page, 'dead-letter');
     expect(await seriousViolations(page)).toEqual([]);
+    // Asked for explicitly, the contact details are shown, and that is audited too.
+    await page.getByRole('button', { name: 'Show phone numbers and emails' }).click();
+    await visible(page.getByText('"email": "pat.doe@example.test"'));
 
     await goTo(page, 'Audit log', 'Audit log');
     const log = await visible(page.getByRole('table', { name: 'Operator actions, newest first' }));
-    const row = await visible(log.getByRole('row').filter({ has: page.getByRole('link', { name: deadLetterId }) }));
-    expect((await row.getByRole('cell').allTextContents()).slice(1, 5)).toEqual(['admin', 'dismiss', deadLetterId, 'A test order from the shop owner']);
+    const rows = log.getByRole('row').filter({ has: page.getByRole('link', { name: deadLetterId }) });
+    await visible(rows.first());
+    const actions = await Promise.all((await rows.all()).map(async (row) => (await row.getByRole('cell').allTextContents()).slice(1, 5)));
+    expect(actions).toEqual([
+      ['admin', 'unmask', deadLetterId, ''],
+      ['admin', 'dismiss', deadLetterId, 'A test order from the shop owner'],
+    ]);
   }, TEST_MS);
 
   it("closes an orphan reverse_failed as a named operator: kept in its status, marked closed with her name and reason", async () => {

@@ -37,7 +37,7 @@ export function whenTokenRefused(listener) {
 
 /**
  * Calls `path` with the session's token. `query` entries that are empty are left out. Answers the
- * parsed JSON body of a 2xx; throws ApiError otherwise, with the API's own message.
+ * body of a 2xx (parsed when it is JSON); throws ApiError otherwise, with the API's own message.
  */
 export async function api(path, { method = 'GET', query, body, token = session.token(), accept = 'application/json' } = {}) {
   const url = new URL(path, location.origin);
@@ -49,11 +49,14 @@ export async function api(path, { method = 'GET', query, body, token = session.t
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
   const text = await response.text();
-  let data;
-  try {
-    data = text ? JSON.parse(text) : undefined;
-  } catch {
-    data = text;
+  // JSON when the answer says so (every answer and error of the API); other text as it is (a CSV report).
+  let data = text;
+  if (/^application\/(.+\+)?json/.test(response.headers.get('content-type') ?? '')) {
+    try {
+      data = text ? JSON.parse(text) : undefined;
+    } catch {
+      data = text;
+    }
   }
   if (response.ok) return data;
   if (response.status === 401) for (const listener of onRefused) listener();

@@ -92,10 +92,14 @@ async function render() {
   if (section.isConnected) focusHeading(section);
 }
 
-/** Moves focus to the page's heading, so keyboard and screen-reader users start at the new content. */
+/**
+ * Moves focus to the page's heading, so keyboard and screen-reader users start at the new content,
+ * and names the tab after it.
+ */
 function focusHeading(section) {
   const heading = section.querySelector('h1');
   if (!heading) return;
+  document.title = `${heading.textContent} · loyalty-bridge console`;
   heading.setAttribute('tabindex', '-1');
   heading.focus({ preventScroll: false });
 }
@@ -130,6 +134,7 @@ function renderSignIn(problem) {
     h('button', { type: 'submit', class: 'primary' }, 'Sign in'),
   );
   replace(main, h('section', { class: 'view' }, h('h1', { tabindex: '-1' }, 'Sign in to the operator console'), form));
+  document.title = 'Sign in · loyalty-bridge console';
   token.focus();
 }
 

@@ -145,9 +145,38 @@ export async function deadLetterView({ section, announce, refresh }, id) {
       { 'aria-labelledby': 'body-heading' },
       h('h2', { id: 'body-heading' }, 'Delivery'),
       letter.headers ? table('Headers the bridge reads', ['Header', 'Value'], Object.entries(letter.headers).map(([k, v]) => [k, v])) : null,
-      letter.body !== undefined ? [h('h3', {}, `Body (${letter.bodyEncoding ?? 'utf8'}${letter.masked ? '; customers\u2019 phone numbers and emails masked' : ''})`), h('pre', { class: 'json', tabindex: '0' }, letter.masked && letter.bodyEncoding === 'base64' ? 'Withheld while masked: a base64 body cannot be searched for contact details.' : prettyBody(letter))] : null,
+      letter.body !== undefined ? body(letter) : null,
     ),
   );
+}
+
+/** The delivery's body, masked as the API gives it; a person may ask for it in clear, which the API records in the audit log. */
+function body(letter) {
+  const box = h('div', {});
+  const show = (shown) => {
+    const heading = h('h3', {}, `Body (${shown.bodyEncoding ?? 'utf8'}${shown.masked ? '; customers\u2019 phone numbers and emails masked' : ''})`);
+    const text = shown.masked && shown.bodyEncoding === 'base64' ? 'Withheld while masked: a base64 body cannot be searched for contact details.' : prettyBody(shown);
+    const unmask = shown.masked
+      ? h(
+          'p',
+          {},
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'secondary',
+              'aria-describedby': 'unmask-hint',
+              onclick: async () => show(await api(`/v1/admin/dead-letters/${encodeURIComponent(letter.id)}`, { query: { unmask: 'true' } })),
+            },
+            'Show phone numbers and emails',
+          ),
+          h('span', { class: 'hint', id: 'unmask-hint' }, ' Recorded in the audit log with your name.'),
+        )
+      : null;
+    replace(box, heading, unmask, h('pre', { class: 'json', tabindex: '0' }, text));
+  };
+  show(letter);
+  return box;
 }
 
 function prettyBody(letter) {

@@ -78,8 +78,9 @@ function threeWaySection(principal) {
         replace(out, h('p', { class: 'loading' }, 'Reading the POS, the ledger and the loyalty history…'));
         try {
           const merchantId = principal.scope === 'merchant' ? principal.merchantId : String(data.get('merchantId') ?? '').trim();
-          const result = await api('/v1/admin/reports/reconcile', { query: { merchantId, from: data.get('from'), to: data.get('to') } });
-          replace(out, threeWayReport(result, merchantId));
+          const query = { merchantId, from: String(data.get('from')), to: String(data.get('to')) };
+          const result = await api('/v1/admin/reports/reconcile', { query });
+          replace(out, threeWayReport(result, merchantId, query));
         } catch (error) {
           const missing = error instanceof ApiError && error.status === 404 && /^no route/.test(error.message);
           replace(out, missing ? h('p', { role: 'status' }, 'This bridge does not serve the three-way report yet.') : h('p', { class: 'problem', role: 'alert' }, describeError(error)));
@@ -103,11 +104,15 @@ function threeWaySection(principal) {
   );
 }
 
-function threeWayReport(result, merchantId) {
+function threeWayReport(result, merchantId, query) {
   const examined = result.examined ?? {};
   const differences = result.differences ?? [];
+  const counts = Object.entries(result.counts ?? {}).filter(([, n]) => n > 0);
+  const unread = (result.sources ?? []).filter((source) => !source.read);
   return [
-    h('p', { class: 'summary' }, `From ${result.from} to ${result.to}: ${examined.pos ?? 0} POS orders and refunds, ${examined.ledger ?? 0} ledger records and ${examined.history ?? 0} operations examined; ${differences.length} ${differences.length === 1 ? 'difference' : 'differences'}.`),
+    h('p', { class: 'summary' }, `Merchant ${result.merchantId ?? merchantId}, from ${result.from} to ${result.to}: ${examined.pos ?? 0} POS orders and refunds, ${examined.ledger ?? 0} ledger records and ${examined.history ?? 0} operations examined; ${differences.length} ${differences.length === 1 ? 'difference' : 'differences'}.`),
+    result.complete === false ? h('p', { role: 'status' }, h('strong', {}, 'Incomplete: '), unread.length ? `not read: ${unread.map((s) => `${s.pos} (${s.why ?? 'unknown'})`).join('; ')}.` : 'the operations history moved while it was read; read the report again.') : null,
+    counts.length ? table('Differences by kind', ['Kind', 'Count'], counts.map(([kind, n]) => [kind, String(n)]), { class: 'compact' }) : null,
     differences.length
       ? table(
           'Differences',
@@ -115,5 +120,21 @@ function threeWayReport(result, merchantId) {
           differences.map((d) => [d.kind, d.transactionId ? recordLink(merchantId, d.transactionId) : '', d.orderId ?? '', d.operationId === undefined ? '' : String(d.operationId), d.why, d.next]),
         )
       : null,
+    h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: (event) => downloadCsv(event.target, query) }, 'Download as CSV')),
   ];
+}
+
+/** The same report as CSV (the API answers it for Accept: text/csv), saved through a link to its text: the token never leaves the page. */
+async function downloadCsv(button, query) {
+  button.disabled = true;
+  try {
+    const text = await api('/v1/admin/reports/reconcile', { query, accept: 'text/csv' });
+    const link = h('a', { href: URL.createObjectURL(new Blob([text], { type: 'text/csv' })), download: `reconcile-${query.merchantId || 'default'}-${query.from}-${query.to}.csv` });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    URL.revokeObjectURL(link.href);
+  } finally {
+    button.disabled = false;
+  }
 }
