@@ -21,6 +21,8 @@ const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta
 const WAIT_MS = 10_000;
 const TEST_MS = 60_000;
 
+const MARKUP_ORDER_ID = '<img src=x id=injected onerror=alert(1)>';
+
 /** A named operator's global token (ADMIN_TOKENS): her actions are recorded under her name. */
 const ALICE_TOKEN = 'alice-operator-token-0123456789';
 const shopify: PosSettings = { webhookSecret: 'shpss_console_secret_0123456789', apiBaseUrl: '' };
@@ -63,6 +65,8 @@ beforeAll(async () => {
   h.sim.faults.inject({ kind: 'result_failure', on: 'accrue', times: 2 });
   expect((await post(checkout({ orderId: 'F-1', customer: { phone: '+15550005555' } }))).body.status).toBe('failed');
   expect((await post(checkout({ orderId: 'F-2', customer: { phone: '+15550006666' } }))).body.status).toBe('failed');
+  // An order id that is markup: the page must show it as text.
+  expect((await post(checkout({ orderId: MARKUP_ORDER_ID, customer: { phone: '+15550002222' } }))).body.status).toBe('accrued');
   // A refund of an order neither the ledger nor the loyalty service knows: an orphan reverse_failed record.
   expect((await postJson(h.bridge.url, '/v1/refunds/generic', { orderId: 'O-404', refundId: 'R-404' })).status).toBe(404);
 
@@ -191,6 +195,21 @@ describe('the page itself', () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await visible(page.getByRole('heading', { level: 1, name: 'Sign in to the operator console' }));
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  }, TEST_MS);
+  it("shows what the API returns as text: an order id that is markup stays text and runs nothing", async () => {
+    const page = await signedIn();
+    let dialogs = 0;
+    page.on('dialog', (dialog) => {
+      dialogs++;
+      void dialog.dismiss();
+    });
+    await goTo(page, 'Search', 'Search records');
+    await page.getByLabel('POS order id').fill(MARKUP_ORDER_ID);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await visible(page.getByRole('heading', { level: 2, name: '1 record matches' }));
+    await visible(page.getByRole('cell', { name: MARKUP_ORDER_ID, exact: true }));
+    expect(await page.locator('#injected').count()).toBe(0);
+    expect(dialogs).toBe(0);
   }, TEST_MS);
 });
 
