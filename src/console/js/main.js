@@ -47,7 +47,7 @@ function currentRoute() {
 }
 
 /** Goes to `path` with `params` (empty values left out). */
-export function navigate(path, params = {}) {
+function navigate(path, params = {}) {
   const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ''));
   const hash = `#${path}${query.size ? `?${query}` : ''}`;
   if (location.hash === hash) render();
@@ -107,7 +107,7 @@ function focusHeading(section) {
 function renderSignIn(problem) {
   replace(who);
   nav.hidden = true;
-  const token = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, 'aria-describedby': 'token-hint' });
+  const token = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', 'aria-required': 'true', 'aria-describedby': 'token-hint' });
   const message = h('p', { class: 'problem', role: 'alert' }, problem ?? '');
   const form = h(
     'form',
@@ -186,7 +186,11 @@ whenTokenRefused(() => {
   renderSignIn('The bridge no longer accepts your token (it may have been rotated). Sign in again.');
 });
 
-window.addEventListener('hashchange', () => render());
+window.addEventListener('hashchange', () => {
+  // What was said about the last page is not about the next one.
+  status.textContent = '';
+  render();
+});
 
 // A reload of the tab keeps the session: ask again who the kept token is.
 const kept = session.token();
