@@ -170,7 +170,7 @@ function bulkForm({ query, statuses, total, selected, byFilter, announce, refres
           const confirmed = await confirmAction({
             title: `${label} ${noun}`,
             choices: name === 'resolve' ? RESOLVE_OUTCOMES : undefined,
-            effect: (choice) => [target, h('p', {}, name === 'resolve' ? RESOLVE_OUTCOMES.find((o) => o.value === choice)?.effect : ACTION_EFFECTS[name]), h('p', {}, 'Each record is decided on its own: any the bridge refuses is listed with why, and the others go ahead.')],
+            effect: (choice) => [target, h('p', {}, name === 'resolve' ? RESOLVE_OUTCOMES.find((o) => o.value === choice)?.effect : ACTION_EFFECTS[name]), h('p', {}, 'Each record is decided on its own: any the bridge refuses is listed with why, and the others go ahead.'), name === 'retry' || name === 'resolve' ? h('p', {}, 'What is to be sent goes out on the bridge\u2019s next delivery passes (Reconcile runs one now).') : null],
             confirmLabel: `${label} ${noun}`,
           });
           if (!confirmed) return;
