@@ -279,6 +279,17 @@ describe('as a person would', () => {
     const describedBy = await retry.getAttribute('aria-describedby');
     expect(await page.locator(`#${describedBy}`).textContent()).toBe(`Not available: ${why}`);
     await visible(page.getByText(`Not available: ${why}`));
+
+    // An allowed action asks first: the dialog takes the focus, Escape leaves it, and nothing was done.
+    const reverse = page.getByRole('button', { name: 'Reverse', exact: true });
+    await reverse.click();
+    await visible(page.getByRole('dialog', { name: 'Reverse generic:A-1' }));
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('confirm-reason');
+    await page.keyboard.press('Escape');
+    await gone(page.getByRole('dialog'));
+    expect(await reverse.evaluate((button) => button === document.activeElement)).toBe(true);
+    expect((await admin('get', '/v1/admin/transactions/generic:A-1')).body.status).toBe('accrued');
+    expect(h.sim.books().transactions['generic:A-1']!.reversals).toBe(0);
   }, TEST_MS);
 
   it('resolves an in-doubt record with a reason: it leaves the queue and the audit log shows who, what and why', async () => {
