@@ -4,7 +4,8 @@
  * and scripts/ to dist/ when dist/ is not current, and only then. Plain JavaScript, so that it runs
  * where TypeScript is not installed (the image), where it never builds: it runs what is there.
  *
- * The compiled JavaScript, and src/console/ (the operator console's static files) copied as it is.
+ * dist/ holds the compiled JavaScript and, copied as they are, the operator console's static files
+ * (src/console/: HTML, CSS and hand-written ES modules, which the compiler does not touch).
  *
  * Current: dist/.build-stamp (written last) holds a hash of every file under src/, adapters/ and
  * scripts/, of tsconfig*.json, package.json, package-lock.json and of the compiler's version; dist/
