@@ -7,7 +7,7 @@
 import { AccrualKeyHeldError, ConflictError, NotFoundError, ValidationError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { hasContact } from '../customer.js';
-import { DEFAULT_MERCHANT, isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord } from '../ledger/record.js';
+import { DEFAULT_MERCHANT, isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorAct } from '../ledger/record.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { proRataCents } from '../money.js';
@@ -121,7 +121,8 @@ export class IntakeService {
    * A full reversal of `ids.transactionId` (a refund, or an operator's /reverse); MOVED when a
    * remainder holds the order now. `note`: how the refund was measured, kept in the record's history.
    */
-  async reversal(ids: RecordIds, refundId: string | undefined, note?: string): Promise<Answer | typeof MOVED> {
+  /** `act`: an operator's reversal, its actor and reason on the history line. */
+  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, act?: OperatorAct): Promise<Answer | typeof MOVED> {
     const key = ledgerKey(ids.merchantId, ids.transactionId);
     const unknown = await this.writer.locked(key, async () => {
       if (await this.writer.store.get(key)) return undefined;
@@ -137,7 +138,8 @@ export class IntakeService {
       if (moved) return moved === true ? undefined : moved;
       const transition = requestReversal(r, refundId, this.writer.now());
       if (!transition) decided.result = 'repeat';
-      return withNote(transition, note);
+      const noted = withNote(transition, note);
+      return noted && act ? { ...noted, act } : noted;
     });
     if (decided.result === 'moved') return MOVED;
     return this.#deliverRefund(ids.pos, record, decided.result === 'repeat', refundId);

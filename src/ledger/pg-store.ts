@@ -10,14 +10,17 @@
  */
 import pg from 'pg';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
-import { accrualKeyColumns, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
+import { accrualKeyColumns, ATTENTION_PREDICATE, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord } from './record.js';
-import { deadLetterDueAtMs, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { DEFAULT_MERCHANT, isOpen, keyOf, type LedgerRecord, type LedgerStatus, merchantOf } from './record.js';
+import { type AuditEntry, type AuditQuery, backfillKey, type BackfillState, type DeadLetter, deadLetterDueAtMs, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor, statusesOf } from './store.js';
+import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
 /** 'LBDL': the class of the advisory locks that make each dead letter's read-change-write one step (`updateDeadLetter`). */
 const DEAD_LETTER_LOCK = 0x4c42_444c;
+/** 'LBBF': the class of the advisory locks that make each backfill state's read-change-write one step (`updateBackfillState`). */
+const BACKFILL_LOCK = 0x4c42_4246;
 const CLAIM_LOCK = 0x4c42_434c; // 'LBCL': held by an instance's worker while it claims due records
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Records per transaction in `importRecords`. */
@@ -249,8 +252,11 @@ export class PostgresLedgerStore implements LedgerStore {
     const where: string[] = [];
     const params: unknown[] = [];
     if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
-    if (query.status) where.push(`status = $${params.push(query.status)}`);
+    const statuses = statusesOf(query);
+    if (statuses) where.push(`status = ANY ($${params.push([...statuses])}::text[])`);
     if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
+    if (query.orderId) where.push(`order_id = $${params.push(query.orderId)}`);
+    if (query.refundId) where.push(`record -> 'reversal' -> 'refundIds' @> $${params.push(JSON.stringify([query.refundId]))}::jsonb`);
     if (query.from) where.push(`created_at >= $${params.push(query.from)}`);
     if (query.to) where.push(`created_at <= $${params.push(query.to)}`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
@@ -260,6 +266,35 @@ export class PostgresLedgerStore implements LedgerStore {
       params,
     );
     return { items: rows.map((r) => r.record), total };
+  }
+
+  /** Through migration 9's partial index; the attempt log stays in the database. */
+  async listAttention(merchantId?: string): Promise<AttentionInput[]> {
+    const params: unknown[] = [];
+    const merchant = merchantId ? `AND merchant_id = $${params.push(merchantId)}` : '';
+    // The condition is migration 9's index predicate, word for word, so the planner uses the index.
+    const { rows } = await this.pool.query<{ record: AttentionInput }>(`SELECT record - 'attempts' AS record FROM ledger_records WHERE (${ATTENTION_PREDICATE}) ${merchant}`, params);
+    return rows.map((r) => r.record).filter((r) => needsAttention(r));
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<void> {
+    await this.pool.query('INSERT INTO ledger_audit (at, actor, merchant_id, entry) VALUES ($1, $2, $3, $4)', [entry.at, entry.actor, entry.merchantId ?? null, jsonb(entry)]);
+  }
+
+  async listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
+    if (query.actor) where.push(`actor = $${params.push(query.actor)}`);
+    if (query.from) where.push(`at >= $${params.push(query.from)}`);
+    if (query.to) where.push(`at <= $${params.push(query.to)}`);
+    const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const total = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_audit ${filter}`, params)).rows[0]!.n);
+    const { rows } = await this.pool.query<{ entry: AuditEntry }>(
+      `SELECT entry FROM ledger_audit ${filter} ORDER BY at DESC, id DESC LIMIT $${params.push(query.limit)} OFFSET $${params.push(query.offset)}`,
+      params,
+    );
+    return { items: rows.map((r) => r.entry), total };
   }
 
   /**
@@ -428,6 +463,21 @@ export class PostgresLedgerStore implements LedgerStore {
     return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records WHERE open')).rows[0]!.n);
   }
 
+  async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
+    const open = await this.pool.query<{ status: LedgerStatus; n: string }>('SELECT status, count(*) AS n FROM ledger_records WHERE open GROUP BY status');
+    // Through migration 9's attention index (its predicate word for word); settled records are never open.
+    const settled = await this.pool.query<{ status: LedgerStatus; n: string }>(
+      `SELECT status, count(*) AS n FROM ledger_records WHERE (${ATTENTION_PREDICATE}) AND NOT open AND status = ANY ($1::text[]) AND NOT (record ? 'closed') GROUP BY status`,
+      [[...SETTLED_ATTENTION_STATUSES]],
+    );
+    return Object.fromEntries([...open.rows, ...settled.rows].map((r) => [r.status, Number(r.n)]));
+  }
+
+  async countOpenDeadLetters(): Promise<Record<string, number>> {
+    const { rows } = await this.pool.query<{ code: string; n: string }>(`SELECT coalesce(letter ->> 'reasonCode', $1) AS code, count(*) AS n FROM ledger_dead_letters WHERE NOT resolved GROUP BY 1`, [UNCLASSIFIED]);
+    return Object.fromEntries(rows.map((r) => [r.code, Number(r.n)]));
+  }
+
   async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {
     const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE unsettled_amount = $1 AND merchant_id = $2 ORDER BY created_at, transaction_id', [amountCents, merchantId]);
     return rows.map((r) => r.record);
@@ -568,6 +618,32 @@ export class PostgresLedgerStore implements LedgerStore {
       await this.#saveDeadLetter(stored, client);
       return JSON.parse(jsonb(stored)) as DeadLetter;
     });
+  }
+
+  async getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined> {
+    const { rows } = await this.pool.query<{ state: BackfillState }>('SELECT state FROM ledger_backfill WHERE merchant_id = $1 AND pos = $2', [merchantId, pos]);
+    return rows[0]?.state;
+  }
+
+  async updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined> {
+    return inTransaction(this.pool, async (client) => {
+      // As for dead letters: the lock holds for a state not written yet too, so two instances
+      // taking the first lease of an account at once are one after the other, and one gets it.
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [BACKFILL_LOCK, backfillKey(merchantId, pos)]);
+      const current = (await client.query<{ state: BackfillState }>('SELECT state FROM ledger_backfill WHERE merchant_id = $1 AND pos = $2', [merchantId, pos])).rows[0]?.state;
+      const next = change(current);
+      if (!next) return current;
+      const stored = { ...next, merchantId, pos };
+      await client.query('INSERT INTO ledger_backfill (merchant_id, pos, state) VALUES ($1, $2, $3) ON CONFLICT (merchant_id, pos) DO UPDATE SET state = EXCLUDED.state', [merchantId, pos, jsonb(stored)]);
+      return JSON.parse(jsonb(stored)) as BackfillState;
+    });
+  }
+
+  async listBackfillStates(merchantId?: string): Promise<BackfillState[]> {
+    const { rows } = merchantId
+      ? await this.pool.query<{ state: BackfillState }>('SELECT state FROM ledger_backfill WHERE merchant_id = $1 ORDER BY merchant_id, pos', [merchantId])
+      : await this.pool.query<{ state: BackfillState }>('SELECT state FROM ledger_backfill ORDER BY merchant_id, pos');
+    return rows.map((r) => r.state);
   }
 
   async listDueDeadLetters(query: { nowMs: number; limit: number }): Promise<DeadLetter[]> {
