@@ -37,10 +37,10 @@ const merchants: Record<string, { adminToken: string; posToken: string }> = {};
 const admin = (method: 'get' | 'post', path: string, token = ADMIN_TOKEN) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${token}`);
 
 /** A merchant installed at the simulator and created in the bridge; answers its tokens. */
-async function createMerchant(id: string) {
+async function createMerchant(id: string, apiKey?: string) {
   const appToken = `app-${id}-${randomBytes(8).toString('hex')}`;
-  h.sim.addMerchant({ id, appToken });
-  const res = await admin('post', '/v1/admin/merchants').send({ id, loyalty: { appToken } });
+  h.sim.addMerchant({ id, appToken, ...(apiKey ? { apiKey } : {}) });
+  const res = await admin('post', '/v1/admin/merchants').send({ id, loyalty: { appToken, ...(apiKey ? { apiKey } : {}) } });
   expect(res.status).toBe(201);
   merchants[id] = { adminToken: res.body.adminToken, posToken: res.body.posToken };
   return h.sim.merchant(id);
@@ -74,6 +74,9 @@ beforeAll(async () => {
   expect((await merchantCheckout('north', checkout({ orderId: 'N-2' }))).status).toBe('accrued');
   north.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
   expect((await merchantCheckout('north', checkout({ orderId: 'N-1', customer: { phone: '+15550007777' } }))).status).toBe('in_doubt');
+  // With an API key: its operations history can be read for the three-way report.
+  await createMerchant('east', `key-east-${randomBytes(8).toString('hex')}`);
+  expect((await merchantCheckout('east', checkout({ orderId: 'E-1' }))).status).toBe('accrued');
   const south = await createMerchant('south');
   south.faults.inject({ kind: 'result_failure', on: 'accrue' });
   expect((await merchantCheckout('south', checkout({ orderId: 'S-1' }))).status).toBe('failed');
@@ -419,11 +422,20 @@ describe('as a person would', () => {
     const page = await signedIn();
     await goTo(page, 'Reconcile', 'Reconcile');
     await page.getByRole('button', { name: 'Run reconcile now' }).click();
-    await visible(page.getByText(/^Examined \d+ between/));
+    await visible(page.getByText(/^Examined \d+ records? between/));
     const open = await visible(page.getByRole('table', { name: /^Still open/ }));
     await visible(open.getByRole('link', { name: 'generic:N-1' }));
+
+    // The three-way report of a merchant whose history the bridge can read, for today.
+    await page.getByLabel('Merchant').fill('east');
+    await page.getByRole('button', { name: 'Read report' }).click();
+    await visible(page.getByText(/^Merchant east, from .* UTC to .* UTC \(not included\): 0 POS orders and refunds, 1 ledger record and 1 operation examined; 0 differences\.$/));
     await screenshot(page, 'reconcile');
     expect(await seriousViolations(page)).toEqual([]);
+    // Where it cannot be read, the page says why, in the API's words.
+    await page.getByLabel('Merchant').fill('north');
+    await page.getByRole('button', { name: 'Read report' }).click();
+    await visible(page.getByRole('alert').filter({ hasText: 'merchant north has no loyalty API key' }));
   }, TEST_MS);
 
   it('signs the page out when the bridge stops accepting its token (rotated), and forgets it', async () => {

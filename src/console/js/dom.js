@@ -147,6 +147,11 @@ export function statusLabel(status) {
   return STATUS_LABELS[status] ?? String(status ?? '');
 }
 
+/** `n` and the noun that goes with it: `1 record`, `2 records`. */
+export function count(n, singular, plural = `${singular}s`) {
+  return `${n} ${n === 1 ? singular : plural}`;
+}
+
 /** A status as a badge whose colour is backed by its text (never colour alone). */
 export function statusBadge(status) {
   return h('span', { class: `badge status-${status}` }, statusLabel(status));

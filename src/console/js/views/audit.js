@@ -1,6 +1,6 @@
 /** The audit log: who did what, when, why, to which record. */
 import { api } from '../api.js';
-import { deadLetterHref, h, pager, recordLink, replace, table, time } from '../dom.js';
+import { count, deadLetterHref, h, pager, recordLink, replace, table, time } from '../dom.js';
 
 const PAGE_SIZE = 50;
 const FIELDS = ['actor', 'merchantId', 'from', 'to'];
@@ -41,7 +41,7 @@ export async function auditView({ section, params, principal, navigate }) {
     section,
     h('h1', {}, 'Audit log'),
     form,
-    h('p', { class: 'summary' }, `${log.total} ${log.total === 1 ? 'entry' : 'entries'}.`),
+    h('p', { class: 'summary' }, `${count(log.total, 'entry', 'entries')}.`),
     log.items.length
       ? table(
           'Operator actions, newest first',

@@ -1,7 +1,7 @@
 /** Dead letters: authentic POS deliveries the bridge could not carry out; replay one, or dismiss it with a reason. */
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
-import { deadLetterHref, facts, h, pager, POS_NAMES, replace, table, time } from '../dom.js';
+import { count, deadLetterHref, facts, h, pager, POS_NAMES, replace, table, time } from '../dom.js';
 
 const PAGE_SIZE = 50;
 
@@ -48,7 +48,7 @@ export async function deadLettersView({ section, params, navigate }) {
     section,
     h('h1', {}, 'Dead letters'),
     form,
-    h('p', { class: 'summary' }, `${list.total} ${list.total === 1 ? 'dead letter' : 'dead letters'}.`),
+    h('p', { class: 'summary' }, `${count(list.total, 'dead letter')}.`),
     list.items.length
       ? table(
           'Dead letters, newest first',

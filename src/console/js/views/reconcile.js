@@ -3,7 +3,7 @@
  * three-way report (POS ↔ ledger ↔ loyalty history) where the bridge serves it.
  */
 import { api, ApiError, describeError } from '../api.js';
-import { h, recordLink, replace, statusBadge, table, time } from '../dom.js';
+import { count, h, recordLink, replace, statusBadge, table, time } from '../dom.js';
 
 export async function reconcileView({ section, principal, announce }) {
   const report = h('div', { class: 'report' });
@@ -18,7 +18,7 @@ export async function reconcileView({ section, principal, announce }) {
         try {
           const result = await api('/v1/admin/reconcile', { method: 'POST' });
           replace(report, passReport(result));
-          announce(`Reconcile examined ${result.examined}: ${result.fixed.length} fixed, ${result.open.length} open.`);
+          announce(`Reconcile examined ${count(result.examined, 'record')}: ${result.fixed.length} fixed, ${result.open.length} open.`);
         } catch (error) {
           replace(report, h('p', { class: 'problem', role: 'alert' }, describeError(error)));
         } finally {
@@ -50,17 +50,13 @@ export async function reconcileView({ section, principal, announce }) {
 
 function passReport(result) {
   return [
-    h('p', { class: 'summary' }, `Examined ${result.examined} between `, time(result.startedAt), ' and ', time(result.finishedAt), '. ', result.complete ? 'Every open record was examined.' : h('strong', {}, 'Not complete: run it again for the rest.')),
-    table(
-      `Fixed (${result.fixed.length})`,
-      ['Record', 'Merchant', 'From', 'To', 'Why'],
-      result.fixed.map((f) => [recordLink(f.merchantId, f.transactionId), f.merchantId, statusBadge(f.from), statusBadge(f.to), f.why]),
-    ),
-    table(
-      `Still open (${result.open.length})`,
-      ['Record', 'Merchant', 'Status', 'Why'],
-      result.open.map((o) => [recordLink(o.merchantId, o.transactionId), o.merchantId, statusBadge(o.status), o.why]),
-    ),
+    h('p', { class: 'summary' }, `Examined ${count(result.examined, 'record')} between `, time(result.startedAt), ' and ', time(result.finishedAt), '. ', result.complete ? 'Every open record was examined.' : h('strong', {}, 'Not complete: run it again for the rest.')),
+    result.fixed.length
+      ? table(`Fixed (${result.fixed.length})`, ['Record', 'Merchant', 'From', 'To', 'Why'], result.fixed.map((f) => [recordLink(f.merchantId, f.transactionId), f.merchantId, statusBadge(f.from), statusBadge(f.to), f.why]))
+      : h('p', {}, 'Nothing was fixed by this pass.'),
+    result.open.length
+      ? table(`Still open (${result.open.length})`, ['Record', 'Merchant', 'Status', 'Why'], result.open.map((o) => [recordLink(o.merchantId, o.transactionId), o.merchantId, statusBadge(o.status), o.why]))
+      : h('p', {}, 'Nothing is left open.'),
   ];
 }
 
@@ -110,7 +106,15 @@ function threeWayReport(result, merchantId, query) {
   const counts = Object.entries(result.counts ?? {}).filter(([, n]) => n > 0);
   const unread = (result.sources ?? []).filter((source) => !source.read);
   return [
-    h('p', { class: 'summary' }, `Merchant ${result.merchantId ?? merchantId}, from ${result.from} to ${result.to}: ${examined.pos ?? 0} POS orders and refunds, ${examined.ledger ?? 0} ledger records and ${examined.history ?? 0} operations examined; ${differences.length} ${differences.length === 1 ? 'difference' : 'differences'}.`),
+    h(
+      'p',
+      { class: 'summary' },
+      `Merchant ${result.merchantId ?? merchantId}, from `,
+      time(result.from),
+      ' to ',
+      time(result.to),
+      ` (not included): ${count(examined.pos ?? 0, 'POS order or refund', 'POS orders and refunds')}, ${count(examined.ledger ?? 0, 'ledger record')} and ${count(examined.history ?? 0, 'operation')} examined; ${count(differences.length, 'difference')}.`,
+    ),
     result.complete === false ? h('p', { role: 'status' }, h('strong', {}, 'Incomplete: '), unread.length ? `not read: ${unread.map((s) => `${s.pos} (${s.why ?? 'unknown'})`).join('; ')}.` : 'the operations history moved while it was read; read the report again.') : null,
     counts.length ? table('Differences by kind', ['Kind', 'Count'], counts.map(([kind, n]) => [kind, String(n)]), { class: 'compact' }) : null,
     differences.length

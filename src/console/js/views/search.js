@@ -5,7 +5,7 @@
  */
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
-import { h, LEDGER_STATUSES, money, POS_NAMES, recordLink, pager, replace, statusBadge, statusLabel, table, time } from '../dom.js';
+import { count, h, LEDGER_STATUSES, money, POS_NAMES, recordLink, pager, replace, statusBadge, statusLabel, table, time } from '../dom.js';
 import { ACTION_EFFECTS, RESOLVE_OUTCOMES } from './record.js';
 
 const PAGE_SIZE = 50;
@@ -160,9 +160,9 @@ function bulkForm({ query, statuses, total, selected, byFilter, announce, refres
             outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, 'Select at least one record first.'));
             return;
           }
-          const count = scope === 'selected' ? ids.length : total;
+          const targets = scope === 'selected' ? ids.length : total;
           const label = BULK_ACTIONS.find(([value]) => value === name)[1];
-          const noun = `${count} ${count === 1 ? 'record' : 'records'}`;
+          const noun = count(targets, 'record');
           const target =
             scope === 'selected'
               ? h('p', {}, `The ${noun} selected: ${ids.join(', ')}.`)
