@@ -156,9 +156,9 @@ describe('the page itself', () => {
     const redirect = await request(h.bridge.url).get('/admin');
     expect(redirect.status).toBe(301);
     expect(redirect.headers.location).toBe('/admin/');
-    for (const path of ['/admin/', '/admin/js/main.js', '/admin/console.css', '/admin/no-such-file.js']) {
+    for (const path of ['/admin', '/admin/', '/admin/js/main.js', '/admin/console.css', '/admin/no-such-file.js']) {
       const res = await request(h.bridge.url).get(path);
-      expect(res.status).toBe(path.includes('no-such') ? 404 : 200);
+      expect(res.status).toBe(path === '/admin' ? 301 : path.includes('no-such') ? 404 : 200);
       expect(res.headers['content-security-policy']).toBe(CONSOLE_CSP);
       expect(res.headers['x-frame-options']).toBe('DENY');
       expect(res.headers['referrer-policy']).toBe('no-referrer');

@@ -31,12 +31,15 @@ export function consoleRoutes(dir: string = CONSOLE_DIR): Router {
   const router = Router();
   router.use(
     '/admin',
-    (_req, res, next) => {
+    (req, res, next) => {
       // On every answer under /admin, the redirect to /admin/ and a 404 included.
       res.set(CONSOLE_HEADERS);
+      // The page's relative URLs (console.css, js/main.js) resolve under /admin/ only. Redirected
+      // here rather than by express.static, which would replace the policy with its own.
+      if (req.path === '/' && !req.originalUrl.split('?')[0]!.endsWith('/')) return res.redirect(301, '/admin/');
       next();
     },
-    express.static(dir, { index: 'index.html', dotfiles: 'ignore', redirect: true, fallthrough: true }),
+    express.static(dir, { index: 'index.html', dotfiles: 'ignore', redirect: false, fallthrough: true }),
   );
   return router;
 }
