@@ -13,6 +13,8 @@
  *    checked after every phase. No reachable database: one line says it is skipped.
  * M. Many merchants (scripts/bench-merchants.ts): the bridge's CPU per checkout with checkouts spread
  *    over 1,000 merchants' tokens, next to the same checkouts of one merchant.
+ * F. Backfill (scripts/bench-backfill.ts): a pass over 10,000 Square orders already in the ledger,
+ *    in orders per second, and the checkout path's p99 beside it with and without passes running.
  * B. The file ledger at 1k / 10k / 100k records: per-write cost, start-up time, resident memory.
  *
  * Figures only: targets are printed beside them, nothing fails. Knobs (flag wins over env):
@@ -26,7 +28,8 @@
  *   --rate=N           BENCH_RATE           offered load of the latency phase, requests/s (200)
  *   --database-url=U   BENCH_DATABASE_URL   PostgreSQL for part D (postgres://postgres@127.0.0.1:5432/test)
  *   --merchants=N      BENCH_MERCHANTS      merchants in part M (1000)
- *   --only=http|ledger|pg|merchants  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M)
+ *   --backfill-orders=N BENCH_BACKFILL_ORDERS orders in the ledger for part F (10000)
+ *   --only=http|ledger|pg|merchants|backfill  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M, backfill = F)
  *   BENCH_BRIDGE_NODE_ARGS  extra node flags for the part A bridge process, e.g.
  *                           "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
  */
@@ -66,6 +69,7 @@ import {
   type PhaseSpec,
 } from './bench-lib.js';
 import { accrueBodyFor, accruedRecord, checkoutPayload } from './bench-records.js';
+import { backfillPart } from './bench-backfill.js';
 import { merchantsPart } from './bench-merchants.js';
 import { pgPart, type PartASummary } from './bench-pg.js';
 import { serialDiagnostic } from './bench-serial.js';
@@ -110,11 +114,12 @@ const opts = {
   ledgerWrites: intOption('ledger-writes', 'BENCH_LEDGER_WRITES', 1000),
   only: option('only', 'BENCH_ONLY', ''),
   merchants: intOption('merchants', 'BENCH_MERCHANTS', 1000),
+  backfillOrders: intOption('backfill-orders', 'BENCH_BACKFILL_ORDERS', 10_000),
   rate: intOption('rate', 'BENCH_RATE', 200),
   databaseUrl: option('database-url', 'BENCH_DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/test'),
 };
-if (opts.only && !['http', 'ledger', 'pg', 'merchants'].includes(opts.only)) throw new Error('--only must be http, ledger, pg or merchants');
-const runs = (part: 'http' | 'ledger' | 'pg' | 'merchants') => !opts.only || opts.only === part;
+if (opts.only && !['http', 'ledger', 'pg', 'merchants', 'backfill'].includes(opts.only)) throw new Error('--only must be http, ledger, pg, merchants or backfill');
+const runs = (part: 'http' | 'ledger' | 'pg' | 'merchants' | 'backfill') => !opts.only || opts.only === part;
 
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const verdict = (met: boolean) => (met ? 'met' : 'not met');
@@ -625,6 +630,9 @@ async function main(): Promise<void> {
   }
   if (runs('merchants')) {
     await merchantsPart({ merchants: opts.merchants, requests: opts.requests, concurrency: opts.concurrency, warmup: opts.warmup, rounds: opts.rounds, runId, here, distDir, projectRoot, adminToken: ADMIN_TOKEN, out, gc });
+  }
+  if (runs('backfill')) {
+    await backfillPart({ orders: opts.backfillOrders, rate: opts.rate, rounds: opts.rounds, concurrency: opts.concurrency, runId, here, distDir, projectRoot, adminToken: ADMIN_TOKEN, out, gc });
   }
   if (runs('ledger')) await ledgerPart();
   out(`total wall time: ${fmt((performance.now() - started) / 1000, 1)} s`);

@@ -1,5 +1,5 @@
 /**
- * What the operator commands (`npm run migrate`, `npm run ledger:copy`, `npm run secrets:rotate`) share: an error that carries
+ * What the operator commands (`npm run migrate`, `npm run ledger:copy`, `npm run secrets:rotate`, `npm run backfill`) share: an error that carries
  * its exit code, telling whether a module is the process's entry point, keeping passwords out of
  * what is printed, and a progress bar without a dependency.
  */

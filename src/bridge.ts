@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { adapters as allAdapters, posSettingDeclarations } from '../adapters/index.js';
+import { BackfillPoller, type BackfillOptions } from './backfill/poller.js';
 import { ConfigError, type Config } from './config.js';
 import { DeadLetterRetrier } from './core/dead-letter-retry.js';
 import { Ingest } from './core/ingest.js';
@@ -38,6 +39,8 @@ export interface Bridge {
   worker: Worker;
   /** Runs dead letters with a transient cause again, on their schedule. */
   deadLetterRetrier: DeadLetterRetrier;
+  /** Reads POS accounts back from the POSes' APIs (README "Backfill"): on request, and every BACKFILL_INTERVAL_MS when set. */
+  backfill: BackfillPoller;
   adminToken: string;
   registry: MerchantRegistry;
   merchants: MerchantAdmin;
@@ -60,6 +63,10 @@ export interface BridgeOverrides {
   startWorker?: boolean;
   /** Default true; the loop that runs dead letters with a transient cause again (tests that run it by hand turn it off). */
   startDeadLetterRetrier?: boolean;
+  /** Default true; scheduled backfill passes (when BACKFILL_INTERVAL_MS is set); tests that run passes by hand turn them off. */
+  startBackfill?: boolean;
+  /** Backfill's page size, retries and waits between a page's tries (tests page by 2 and do not wait). */
+  backfill?: Pick<BackfillOptions, 'pageSize' | 'retry' | 'sleep' | 'leaseMs'>;
   /** Default true; several apps in one process (tests) skip process-wide default metrics. */
   defaultMetrics?: boolean;
   /** How long a client may take to send a request's headers (default 10 s); tests use a short one. */
@@ -151,6 +158,16 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     owner: core.delivery.instanceId,
   });
   const deadLetterRetrier = new DeadLetterRetrier(store, ingest, { intervalMs: config.worker.intervalMs }, logger, overrides.clock);
+  const backfill = new BackfillPoller(
+    overrides.adapters ?? allAdapters,
+    store,
+    ingest,
+    registry,
+    metrics,
+    logger,
+    { ...config.backfill, owner: core.delivery.instanceId, posApiTimeoutMs: config.posApiTimeoutMs, ...overrides.backfill },
+    overrides.clock,
+  );
   const merchants = new MerchantAdmin(store, registry, overrides.posDeclarations ?? posSettingDeclarations, clientOptions, logger);
   const scrubbed = await ingest.scrubDeadLetterHeaders();
   if (scrubbed) logger.warn({ scrubbed }, 'dead letters kept webhook credentials or signatures (an earlier build kept them): removed; rotate the webhook secrets of the POS systems concerned if others could read the dead letters');
@@ -179,6 +196,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     posMaxInFlight: config.posMaxInFlight,
     upstreamConfigured: true,
     version: VERSION,
+    backfill: { poller: backfill, ...config.backfill },
   });
   // Slow clients are cut off (408): headers within 10 s, the whole request within 30 s; Node's
   // default 16 KiB header cap applies. Node checks both only every connectionsCheckingInterval
@@ -193,6 +211,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   const local = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   if (overrides.startWorker ?? true) worker.start();
   if (overrides.startDeadLetterRetrier ?? true) deadLetterRetrier.start();
+  if (overrides.startBackfill ?? true) backfill.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -200,12 +219,13 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await deadLetterRetrier.stop();
+      await backfill.stop();
       await worker.stop();
       await stopped;
       await store.close();
     })());
 
-  return { url: `http://${local}:${port}`, server, store, core, worker, deadLetterRetrier, adminToken, registry, merchants, close };
+  return { url: `http://${local}:${port}`, server, store, core, worker, deadLetterRetrier, backfill, adminToken, registry, merchants, close };
 }
 
 /**

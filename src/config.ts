@@ -104,6 +104,8 @@ const RawConfig = z.object({
   IN_FLIGHT_LEASE_MS: positiveInt,
   DEAD_LETTER_RETRY_BASE_MS: positiveInt,
   DEAD_LETTER_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(0).max(20),
+  BACKFILL_INTERVAL_MS: z.coerce.number().int().min(0).optional(),
+  BACKFILL_OVERLAP_MS: z.coerce.number().int().min(0),
   // Checked here for its shape only; the key itself is parsed where secrets are sealed.
   SECRETS_KEY: z
     .string()
@@ -188,6 +190,12 @@ export interface Config {
    * schedule of automatic runs (core/dead-letter-retry.ts) and how many runs before a person is needed.
    */
   deadLetterRetry: { baseMs: number; maxAttempts: number };
+  /**
+   * Backfill (README "Backfill"): scheduled passes every `intervalMs` (0: none; BACKFILL_INTERVAL_MS
+   * unset is 0 outside sandbox and SANDBOX_BACKFILL_INTERVAL_MS in sandbox), each starting
+   * `overlapMs` before the account's watermark.
+   */
+  backfill: { intervalMs: number; overlapMs: number };
   failpoints: string[];
   /** Per POS: webhook secret, notification URL, API token and base URL (see src/pos/contract.ts PosSettings). */
   pos: Record<string, PosSettings>;
@@ -300,6 +308,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
     partialRefundPolicy: raw.PARTIAL_REFUND_POLICY,
     inFlightLeaseMs: raw.IN_FLIGHT_LEASE_MS,
     deadLetterRetry: { baseMs: raw.DEAD_LETTER_RETRY_BASE_MS, maxAttempts: raw.DEAD_LETTER_RETRY_MAX_ATTEMPTS },
+    backfill: { intervalMs: raw.BACKFILL_INTERVAL_MS ?? (sandbox ? SANDBOX_BACKFILL_INTERVAL_MS : 0), overlapMs: raw.BACKFILL_OVERLAP_MS },
     failpoints: raw.BRIDGE_FAILPOINTS ?? [],
     pos,
   };
@@ -323,6 +332,13 @@ function posAuthConfig(raw: RawConfig, sandbox: boolean, nodeEnv: string): PosAu
  * the secret `sandbox-webhook-secret`, so webhooks are still verified, with a key anyone can sign with.
  */
 export const SANDBOX_WEBHOOK_SECRET = 'sandbox-webhook-secret';
+
+/**
+ * Sandbox reads its fake POS APIs back every minute, so a webhook left out (the "missed webhook"
+ * demo) is accrued within a minute. Outside sandbox scheduled passes are off until BACKFILL_INTERVAL_MS
+ * is set: each pass calls every merchant's POS API with that merchant's token (README "Backfill").
+ */
+export const SANDBOX_BACKFILL_INTERVAL_MS = 60_000;
 
 /** Each POS's settings from its declared variables; a POS without an API has the base URL ''. */
 function posSettings(declarations: PosSettingDeclarations, values: Record<string, string | undefined>, sandbox: boolean, port: number): Record<string, PosSettings> {

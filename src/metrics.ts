@@ -12,6 +12,10 @@ export interface Metrics {
   refunds: Counter<'pos' | 'result' | 'merchant'>;
   upstreamCalls: Counter<'operation' | 'outcome' | 'merchant'>;
   accrualsHeldBack: Counter<'merchant'>;
+  /** Orders and refunds backfill found (src/backfill/poller.ts), by POS and what came of them: new (its webhook never arrived), known, refused, unpaid. */
+  backfillFound: Counter<'pos' | 'result' | 'merchant'>;
+  /** Backfill passes, by POS and outcome (complete: the watermark moved; failed: it stayed). */
+  backfillPasses: Counter<'pos' | 'outcome' | 'merchant'>;
   /**
    * `{ merchant }` for the per-merchant counters above, or nothing when the label is off
    * (METRICS_MERCHANT_LABEL=off): each merchant is one series per label combination, bounded by the
@@ -86,6 +90,13 @@ export function createMetrics(sources: MetricSources, withDefaults = true, merch
       labelNames: ['merchant'],
       registers: [registry],
     }),
+    backfillFound: new Counter({
+      name: 'bridge_backfill_found_total',
+      help: 'Orders and refunds backfill read back from a POS, by POS and result: new (recorded by backfill: its webhook never arrived), known (recorded already), refused (not recorded: see the pass), unpaid (an unpaid sale, left alone).',
+      labelNames: ['pos', 'result', 'merchant'],
+      registers: [registry],
+    }),
+    backfillPasses: new Counter({ name: 'bridge_backfill_passes_total', help: 'Backfill passes, by POS and outcome (complete: the watermark moved; failed: it stayed where it was).', labelNames: ['pos', 'outcome', 'merchant'], registers: [registry] }),
     httpDuration: new Histogram({ name: 'bridge_http_request_duration_seconds', help: 'Time to answer HTTP requests.', labelNames: ['route', 'code'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [registry] }),
     shed: new Counter({ name: 'bridge_pos_requests_shed_total', help: 'POS requests answered 503 with Retry-After before their body was read (nothing recorded), by endpoint (checkouts, refunds, webhooks) and reason (in_flight: POS_MAX_IN_FLIGHT requests were being handled).', labelNames: ['endpoint', 'reason'], registers: [registry] }),
     merchant(merchantId) {

@@ -343,6 +343,21 @@ describe('real answers validate against the documented schema of their status', 
     expectDocumented('get', '/v1/admin/audit', await admin('get', '/v1/admin/audit?from=yesterday'));
   });
 
+  it('backfill: a pass on request and the accounts it reads', async () => {
+    const B = '/v1/admin/backfill';
+    expectDocumented('post', B, await admin('post', B).send({ pos: 'square', since: '2026-11-21T10:00:00Z' }));
+    expectDocumented('post', B, await admin('post', B).send({ pos: 'loyverse', since: 'yesterday' }));
+    expectDocumented('get', B, await admin('get', `${B}?merchantId=Not An Id`));
+    // A Loyverse account on the simulator's fake API: a real pass, and the account it leaves behind.
+    const { merchantId, accessToken } = h.sim.pos.loyverse.addAccount({});
+    h.sim.pos.loyverse.addOrder(merchantId, { lines: [{ name: 'Latte', unitPrice: 450 }], customer: { phone: '+14155550123' } });
+    await h.restart({ posSettings: { shopify: shopifySettings, loyverse: { apiBaseUrl: `${h.simServer.url}/loyverse`, accessToken, account: merchantId } } });
+    const ran = await admin('post', B).send({ pos: 'loyverse', since: new Date(Date.now() - 3_600_000).toISOString() });
+    expect(ran.body).toMatchObject({ examined: 1, refused: [] });
+    expectDocumented('post', B, ran);
+    expectDocumented('get', B, await admin('get', B));
+  });
+
   it('merchants: managed by the global token alone', async () => {
     const M = '/v1/admin/merchants';
     const shop = h.sim.addMerchant({ id: 'openapi-shop', credentials: { currency: 'EUR', phoneRegion: 'DE', 'square.merchantId': 'MLOPENAPI' } });

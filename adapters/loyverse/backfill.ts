@@ -1,8 +1,8 @@
 /**
  * Backfill from Loyverse (README "Backfill"): `GET /v1.0/receipts` with `updated_at_min` and
  * `updated_at_max` (both included, so the window [since, until) ends one millisecond early), at
- * most 250 a page, paged by `cursor` sent alone (a cursor carries its own filters; Loyverse refuses
- * one sent with other filters). Receipts come newest first.
+ * most 250 a page, paged by `cursor` with only `limit` beside it (a cursor carries its own filters;
+ * Loyverse refuses one sent with other filters). Receipts come newest first.
  *
  * Refunds are REFUND receipts of their own, naming the sale in `refund_for`, listed in the window of
  * their own time. As in the webhook (webhook.ts): a cancelled SALE never happened (listed unpaid,
@@ -38,6 +38,7 @@ export const loyverseBackfill: BackfillSpec = {
   page(answer, request) {
     const found = listAt(answer.data, 'receipts').flatMap(listed);
     const cursor = textOf(answer.data, 'cursor');
-    return { found, ...(cursor ? { next: { method: 'GET' as const, path: request.path, query: { cursor } } } : {}) };
+    // The cursor carries the filters; `limit` is not one, and without it the next page is Loyverse's default size.
+    return { found, ...(cursor ? { next: { method: 'GET' as const, path: request.path, query: { cursor, limit: request.query!.limit! } } } : {}) };
   },
 };

@@ -19,6 +19,7 @@ import { withMerchant } from '../log-context.js';
 import type { DeadLetter, DeadLetterRetry, LedgerStore } from '../ledger/store.js';
 import { deadLetterDueAtMs, deadLetterHeld } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
+import { PeriodicLoop } from './periodic.js';
 
 /**
  * Automatic runs come this many units after the failure before them: 1, 2, 5, 10, 30, 60, 120,
@@ -67,13 +68,14 @@ export interface DeadLetterRunner {
 const BATCH = 20;
 
 export class DeadLetterRetrier {
-  #timer?: NodeJS.Timeout;
-  #pass?: Promise<unknown>;
-  #stopped = true;
-  /** Set by stop(): a pass under way runs no further letter. */
-  #stopping = false;
-  #passes = 0;
-  #waiting: { until: number; done: () => void }[] = [];
+  readonly #loop = new PeriodicLoop(
+    () =>
+      this.pass().then(({ ran, resolved }) => {
+        if (ran) this.logger.info({ ran, resolved }, 'dead letters run again');
+      }),
+    () => this.options.intervalMs,
+    (error) => this.logger.error({ err: error }, 'dead-letter pass failed'),
+  );
 
   constructor(
     private readonly store: LedgerStore,
@@ -84,17 +86,12 @@ export class DeadLetterRetrier {
   ) {}
 
   start(): void {
-    this.#stopped = false;
-    this.#stopping = false;
-    this.#schedule();
+    this.#loop.start();
   }
 
   /** Stops scheduling and waits for the pass under way (its run is written before this resolves). */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#stopping = true;
-    clearTimeout(this.#timer);
-    await this.#pass;
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /** One pass: every letter due now, earliest first, up to a batch. Answers how many ran and how many of those went through. */
@@ -103,7 +100,7 @@ export class DeadLetterRetrier {
     let ran = 0;
     let resolved = 0;
     for (const letter of due) {
-      if (this.#stopping) break;
+      if (this.#loop.stopping) break;
       try {
         // Its lines name the letter's merchant, when one is known (log-context.ts).
         const run = () => this.runner.retryDeadLetter(letter.id);
@@ -119,25 +116,6 @@ export class DeadLetterRetrier {
 
   /** Resolves once `count` more scheduled passes have finished (tests wait on this, not on sleeps). */
   passes(count = 1): Promise<void> {
-    return new Promise((done) => this.#waiting.push({ until: this.#passes + count, done }));
-  }
-
-  #schedule(): void {
-    if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#pass = this.pass()
-        .then(({ ran, resolved }) => {
-          if (ran) this.logger.info({ ran, resolved }, 'dead letters run again');
-        })
-        .catch((error: unknown) => this.logger.error({ err: error }, 'dead-letter pass failed'))
-        .finally(() => {
-          this.#passes++;
-          const done = this.#waiting.filter((w) => w.until <= this.#passes);
-          this.#waiting = this.#waiting.filter((w) => w.until > this.#passes);
-          for (const w of done) w.done();
-          this.#schedule();
-        });
-    }, this.options.intervalMs);
-    this.#timer.unref();
+    return this.#loop.passes(count);
   }
 }

@@ -14,7 +14,7 @@ import { parseJsonBody } from '../json-body.js';
 import { DEFAULT_MERCHANT, FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
 import { deadLetterHeld, type DeadLetter, type LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
-import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosSettings, WebhookAction } from '../pos/contract.js';
+import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosSettings, RefundIntent, WebhookAction } from '../pos/contract.js';
 import { posApi, PosApiError, PosApiNotConfiguredError } from '../pos-api.js';
 import { singleHeader, verifySignature } from '../webhooks/signature.js';
 import type { Answer } from './answer.js';
@@ -175,8 +175,20 @@ export class Ingest implements DeadLetterRunner {
 
   async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false): Promise<Answer> {
     const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
-    const intent = await this.#withCustomer(adapter, adapter.parseCheckout(payload, context), merchant);
-    return this.intake.checkout(adapter.name, intent, merchant.id);
+    return this.checkoutIntent(adapter, adapter.parseCheckout(payload, context), merchant);
+  }
+
+  /**
+   * A sale the adapter has read already (backfill reads it while listing): its customer filled in
+   * from the POS's API as for a webhook, then intake. `via`: said in the record's history.
+   */
+  async checkoutIntent(adapter: PosAdapter, intent: CheckoutIntent, merchant: IngestMerchant, via?: string): Promise<Answer> {
+    return this.intake.checkout(adapter.name, await this.#withCustomer(adapter, intent, merchant), merchant.id, via);
+  }
+
+  /** A refund the adapter has read already, as a webhook's refund goes to intake. */
+  async refundIntent(adapter: PosAdapter, intent: RefundIntent, merchant: IngestMerchant, via?: string): Promise<Answer> {
+    return this.intake.refund(adapter.name, intent, merchant.id, via);
   }
 
   /**

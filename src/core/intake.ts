@@ -31,8 +31,11 @@ export class IntakeService {
     private readonly metrics: Metrics,
   ) {}
 
-  /** `merchantId`: whose order (the POS token's or the webhook's merchant). */
-  async checkout(pos: string, intent: CheckoutIntent, merchantId: string = DEFAULT_MERCHANT): Promise<Answer> {
+  /**
+   * `merchantId`: whose order (the POS token's or the webhook's merchant). `via`: how it reached the
+   * bridge when not by the POS's post or webhook ("found by backfill"), said in the record's history.
+   */
+  async checkout(pos: string, intent: CheckoutIntent, merchantId: string = DEFAULT_MERCHANT, via?: string): Promise<Answer> {
     const ids: RecordIds = { transactionId: deriveTransactionId(pos, intent.orderId, intent.scope), merchantId, pos, orderId: intent.orderId };
     const now = this.writer.now();
     const contact = hasContact(intent.customer);
@@ -41,13 +44,13 @@ export class IntakeService {
     // another of its checkouts is probing (rate-limits.ts): then recorded for the worker.
     const delivery = contact ? this.delivery.mayDeliverInline(merchantId) : 'later';
     try {
-      return await this.#record(pos, intent, ids, contact, now, delivery !== 'later');
+      return await this.#record(pos, intent, ids, contact, now, delivery !== 'later', via);
     } finally {
       if (delivery === 'probe') this.delivery.inlineDone(merchantId);
     }
   }
 
-  async #record(pos: string, intent: CheckoutIntent, ids: RecordIds, contact: boolean, now: Date, inline: boolean): Promise<Answer> {
+  async #record(pos: string, intent: CheckoutIntent, ids: RecordIds, contact: boolean, now: Date, inline: boolean, via: string | undefined): Promise<Answer> {
     const { transactionId, merchantId } = ids;
     const key = ledgerKey(merchantId, transactionId);
     // A new order is recorded already marked in flight (see newCheckout), but only when no call for
@@ -56,12 +59,12 @@ export class IntakeService {
     if (claiming) this.delivery.calling.enter(key);
     let inserted: { record: LedgerRecord; created: boolean };
     try {
-      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, claiming ? this.delivery.instanceId : undefined));
+      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, claiming ? this.delivery.instanceId : undefined, via));
     } catch (error) {
       if (claiming) this.delivery.calling.leave(key);
       // Another accrual of this customer and amount is unsettled: recorded pending; delivery makes it wait behind that one.
       if (!(error instanceof AccrualKeyHeldError)) throw error;
-      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now));
+      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, undefined, via));
       if (inserted.created) this.logger.info({ transactionId, behind: error.holder }, 'checkout recorded; it waits behind an unsettled accrual of the same customer and amount');
       return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined, inline);
     }
@@ -95,7 +98,8 @@ export class IntakeService {
     }
   }
 
-  async refund(pos: string, intent: RefundIntent, merchantId: string = DEFAULT_MERCHANT): Promise<Answer> {
+  /** `via`: as for `checkout`, said in the history event the refund writes. */
+  async refund(pos: string, intent: RefundIntent, merchantId: string = DEFAULT_MERCHANT, via?: string): Promise<Answer> {
     const rootId = deriveTransactionId(pos, intent.orderId, intent.scope);
     const { refundId } = intent;
     if (refundId !== undefined) checkId('refundId', refundId);
@@ -105,13 +109,14 @@ export class IntakeService {
       const chain = await chainOf(this.writer, ledgerKey(merchantId, rootId));
       const seen = refundId ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
       if (seen) return answerFor(this.writer.store, seen, true, refundId);
-      const measured: MeasuredRefund = intent.paidBack ? measureFromLedger(intent, intent.paidBack, chain) : intent;
+      const measuredAs: MeasuredRefund = intent.paidBack ? measureFromLedger(intent, intent.paidBack, chain) : intent;
+      const measured: MeasuredRefund = via ? { ...measuredAs, note: measuredAs.note ? `${measuredAs.note}; ${via}` : via } : measuredAs;
       const partial = measured.amountCents !== undefined || measured.items !== undefined;
       const current = chain.at(-1);
       if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
       const answer = partial
         ? await this.#partialReversal(keyOf(current!), refundId!, measured)
-        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note);
+        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note, { via });
       if (answer !== MOVED) return answer;
     }
     throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
@@ -121,12 +126,15 @@ export class IntakeService {
    * A full reversal of `ids.transactionId` (a refund, or an operator's /reverse); MOVED when a
    * remainder holds the order now. `note`: how the refund was measured, kept in the record's history.
    */
-  /** `act`: an operator's reversal, its actor and reason on the history line. */
-  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, act?: OperatorAct): Promise<Answer | typeof MOVED> {
+  /**
+   * `by.act`: an operator's reversal, its actor and reason on the history line. `by.via`: what found
+   * the refund when not its webhook or a direct post (backfill), for the history of a record it creates.
+   */
+  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, by: { act?: OperatorAct; via?: string } = {}): Promise<Answer | typeof MOVED> {
     const key = ledgerKey(ids.merchantId, ids.transactionId);
     const unknown = await this.writer.locked(key, async () => {
       if (await this.writer.store.get(key)) return undefined;
-      const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now()));
+      const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now(), by.via));
       return { record, repeat: !created };
     });
     if (unknown) return this.#deliverRefund(ids.pos, unknown.record, unknown.repeat, refundId);
@@ -139,7 +147,7 @@ export class IntakeService {
       const transition = requestReversal(r, refundId, this.writer.now());
       if (!transition) decided.result = 'repeat';
       const noted = withNote(transition, note);
-      return noted && act ? { ...noted, act } : noted;
+      return noted && by.act ? { ...noted, act: by.act } : noted;
     });
     if (decided.result === 'moved') return MOVED;
     return this.#deliverRefund(ids.pos, record, decided.result === 'repeat', refundId);

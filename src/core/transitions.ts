@@ -290,21 +290,24 @@ export function newCheckout(
   hasContact: boolean,
   now: Date,
   owner?: string,
+  /** How it reached the bridge, when not by its POS's own post or webhook (e.g. "found by backfill"): said in its first history event. */
+  via?: string,
 ): LedgerRecord {
   const record = newRecord(ids, now);
   record.accrual.check = intent.check;
   record.accrual.customer = intent.customer;
   record.accrual.state = hasContact ? 'pending' : 'skipped';
   if (hasContact && owner) record.inFlight = { operation: 'accrue', startedAt: now.toISOString(), owner };
-  return born(record, hasContact ? 'checkout recorded' : 'recorded without phone, email or card serial: nothing to accrue');
+  const event = hasContact ? 'checkout recorded' : 'recorded without phone, email or card serial: nothing to accrue';
+  return born(record, via ? `${event} (${via})` : event);
 }
 
 /** A refund of an order this ledger never saw (accrued before the ledger existed, or lost): reversed by the derived id. */
-export function newRefundOfUnknownOrder(ids: RecordIds, refundId: string | undefined, now: Date): LedgerRecord {
+export function newRefundOfUnknownOrder(ids: RecordIds, refundId: string | undefined, now: Date, via?: string): LedgerRecord {
   const record = newRecord(ids, now);
   record.accrual.state = 'none';
   record.reversal = { ...record.reversal, state: 'pending', requestedAt: now.toISOString(), refundIds: refundId ? [refundId] : [] };
-  return born(record, `refund${refundId ? ` ${refundId}` : ''} for an order this ledger never saw: reversing by its derived id`);
+  return born(record, `refund${refundId ? ` ${refundId}` : ''} for an order this ledger never saw: reversing by its derived id${via ? ` (${via})` : ''}`);
 }
 
 /**

@@ -16,6 +16,7 @@ import type { Logger } from '../logger.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { FINAL_STATUSES, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
 import type { DeliveryService, StepReport } from './delivery.js';
+import { PeriodicLoop } from './periodic.js';
 
 export interface ReconcileReport {
   startedAt: string;
@@ -43,14 +44,16 @@ export const PER_MERCHANT = 50;
 const SETTLED_BUT_OPEN: ReadonlySet<AttentionKind> = new Set(['failed', 'partially_accrued', 'reverse_failed']);
 
 export class Worker {
-  #timer?: NodeJS.Timeout;
-  #tick?: Promise<unknown>;
-  #stopped = true;
-  /** Scheduled passes finished so far, and who waits for a count of them. */
-  #passes = 0;
-  #waiting: { until: number; done: () => void }[] = [];
   /** The last scheduled pass took a full share of someone's due work and moved something: the next one runs at once. */
   #moreDue = false;
+  readonly #loop = new PeriodicLoop(
+    () =>
+      this.reconcile(false).then((report) => {
+        if (report.fixed.length) this.logger.info({ examined: report.examined, settled: report.fixed.length, open: report.open.length }, 'worker pass');
+      }),
+    () => (this.#moreDue ? 0 : this.options.intervalMs),
+    (error) => this.logger.error({ err: error }, 'worker pass failed'),
+  );
 
   constructor(
     private readonly store: LedgerStore,
@@ -60,15 +63,12 @@ export class Worker {
   ) {}
 
   start(): void {
-    this.#stopped = false;
-    this.#schedule();
+    this.#loop.start();
   }
 
   /** Stops scheduling and waits for the pass and deliveries under way. */
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    await this.#tick;
+    await this.#loop.stop();
     await this.service.drain();
   }
 
@@ -169,26 +169,7 @@ export class Worker {
    * when it was called has been taken up (a test waits for this instead of sleeping and hoping).
    */
   passes(count = 1): Promise<void> {
-    return new Promise((done) => this.#waiting.push({ until: this.#passes + count, done }));
-  }
-
-  #schedule(): void {
-    if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#tick = this.reconcile(false)
-        .then((report) => {
-          if (report.fixed.length) this.logger.info({ examined: report.examined, settled: report.fixed.length, open: report.open.length }, 'worker pass');
-        })
-        .catch((error: unknown) => this.logger.error({ err: error }, 'worker pass failed'))
-        .finally(() => {
-          this.#passes++;
-          const done = this.#waiting.filter((w) => w.until <= this.#passes);
-          this.#waiting = this.#waiting.filter((w) => w.until > this.#passes);
-          for (const w of done) w.done();
-          this.#schedule();
-        });
-    }, this.#moreDue ? 0 : this.options.intervalMs);
-    this.#timer.unref();
+    return this.#loop.passes(count);
   }
 }
 

@@ -1,5 +1,6 @@
 /** The Express app: request ids and logging, the routes, and the one error handler. */
 import express from 'express';
+import type { BackfillPoller } from '../backfill/poller.js';
 import type { NamedAdminToken, PosAuthConfig } from '../config.js';
 import type { Ingest } from '../core/ingest.js';
 import type { OperatorActions } from '../core/operator.js';
@@ -14,6 +15,7 @@ import { errorHandler, notFoundHandler } from './error-handler.js';
 import { loadShedding, SHED_PATHS } from './load-shedding.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
+import { backfillRoutes } from './routes/backfill.js';
 import { consoleRoutes } from './routes/console.js';
 import { opsRoutes } from './routes/ops.js';
 import { posRoutes } from './routes/pos.js';
@@ -43,6 +45,8 @@ export interface AppDeps {
   posMaxInFlight: number;
   upstreamConfigured: boolean;
   version: string;
+  /** Backfill on request and its state (`/v1/admin/backfill`), with the schedule's settings it reports. */
+  backfill: { poller: BackfillPoller; intervalMs: number; overlapMs: number };
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -62,6 +66,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(SHED_PATHS, loadShedding({ maxInFlight: deps.posMaxInFlight, metrics: deps.metrics }));
   app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth, tokens: deps.tokens, metrics: deps.metrics }));
   app.use(reportRoutes(deps));
+  app.use(backfillRoutes({ adminToken: deps.adminToken, namedAdminTokens: deps.namedAdminTokens, tokens: deps.tokens, backfill: deps.backfill.poller, intervalMs: deps.backfill.intervalMs, overlapMs: deps.backfill.overlapMs }));
   app.use(adminRoutes(deps));
   app.use(consoleRoutes());
   app.use(notFoundHandler());

@@ -12,6 +12,7 @@ import { RETRY_AFTER_SECONDS } from './load-shedding.js';
 import { posSettingDeclarations } from '../../adapters/index.js';
 import { merchantSchemas } from '../merchants/admin.js';
 import { AttentionQuery, AuditQuery, BULK_MAX, BulkBody, DeadLetterDetailQuery, DeadLetterQuery, ListQuery, PageQuery, ReasonBody, ReconcileScopedQuery, ResolveBody, RetryBody, ReverseBody, ScopeQuery } from './routes/admin.js';
+import { BackfillAnswer, BackfillQuery, BackfillRequest, BackfillStatusList } from './routes/backfill.js';
 import { ReconcileReportQuery, REPORT_PATH } from './routes/reports.js';
 import { MAX_RANGE_DAYS } from '../reconcile/report.js';
 import * as S from './schemas.js';
@@ -63,6 +64,9 @@ export const COMPONENT_SCHEMAS = {
   MerchantList: S.MerchantList,
   MerchantCreate: merchantBodies.create,
   MerchantUpdate: merchantBodies.update,
+  BackfillRequest,
+  BackfillAnswer,
+  BackfillStatusList,
 } satisfies Record<string, z.ZodType>;
 type SchemaName = keyof typeof COMPONENT_SCHEMAS;
 
@@ -244,6 +248,7 @@ function buildDocument(version: string) {
       { name: 'Transactions', description: 'Ledger records and what an operator can do with them.' },
       { name: 'Dead letters', description: 'Authentic webhook deliveries the bridge could not carry out, kept whole: retried by the bridge itself when the cause is transient, replayed by an operator otherwise.' },
       { name: 'Reports', description: 'Read-only comparisons of the POS, the ledger and the loyalty service.' },
+      { name: 'Backfill', description: "Reading each merchant's POS accounts back from the POSes' own APIs, because webhooks are not guaranteed: what a lost webhook left out is recorded, what is recorded changes nothing." },
       { name: 'Merchants', description: 'The merchants one bridge serves (global ADMIN_TOKEN only): their loyalty app install, POS accounts and tokens.' },
       { name: 'Operations', description: 'Health, readiness, metrics and this document.' },
     ],
@@ -602,6 +607,40 @@ function buildDocument(version: string) {
             '404': errorResponse('No such dead letter (not_found).'),
             '409': errorResponse('The letter is resolved already (a resolved letter is never run again), or a run of it is under way (the bridge retrying it, on this or another instance): conflict, with deadLetterId.'),
             '422': { description: 'It failed again (replay_failed): error says why; the dead letter keeps the run among its replays, and its retry says whether the bridge will run it again by itself.', content: json(ref('ReplayFailure')) },
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/backfill': {
+        post: {
+          operationId: 'runBackfill',
+          tags: ['Backfill'],
+          summary: "One backfill pass now: read one merchant's account on one POS back for a window and record what its webhooks left out",
+          description:
+            "Lists every order and refund the POS changed in [since, until) from its own API (Square SearchOrders, Shopify orders.json?status=any, Clover orders, Toast ordersBulk, Loyverse receipts), page by page, and feeds each through the same path as its webhook: an order recorded already changes nothing (known), one missing is recorded and accrued (new, its history says backfill found it), one that cannot be translated is reported (refused). A 429 or 5xx from the POS is asked again (after its Retry-After, or backing off); a page still refused ends the pass (502) and the account's watermark stays where it was. The watermark moves to `until` when the window started at or before it. ADMIN_TOKEN names the merchant (merchantId, default `default`); a merchant's admin token reads its own accounts only.",
+          ...admin,
+          requestBody: { required: true, content: json(ref('BackfillRequest')) },
+          responses: {
+            '200': { description: 'The pass read the whole window: what it found.', content: json(ref('BackfillAnswer')) },
+            '400': errorResponse('The body is not valid: pos missing or unknown, since or until not an ISO 8601 date-time, until not after since, an unknown field (invalid_payload, each named).'),
+            '403': errorResponse('The merchant is suspended (merchant_suspended): nothing is read or recorded for it.'),
+            '404': errorResponse("No such merchant, or a merchant's admin token named another (unknown_merchant, not_found)."),
+            '409': errorResponse('A pass of this account is running (on this instance or another on the same ledger): ask again once it is done (conflict).'),
+            '422': errorResponse('The merchant has no account or no access token on this POS, or the POS has no API to list orders from (backfill_not_possible).'),
+            '502': errorResponse("The POS's API kept refusing a page (429, 5xx, a timeout) or refused the token: the pass stopped, what it recorded stays recorded, the watermark did not move (pos_api_failed)."),
+            ...adminCommon,
+          },
+        },
+        get: {
+          operationId: 'getBackfill',
+          tags: ['Backfill'],
+          summary: "Every merchant's POS accounts backfill reads: watermark, last pass, its counts, next pass",
+          ...admin,
+          parameters: queryParameters(BackfillQuery),
+          responses: {
+            '200': { description: 'One row per merchant and POS account with an access token.', content: json(ref('BackfillStatusList')) },
+            '400': errorResponse(`${SCOPE_INVALID}, or another parameter was given.`),
+            '404': errorResponse("A merchant's admin token named another merchant (not_found)."),
             ...adminCommon,
           },
         },

@@ -4,7 +4,7 @@
  * name its ids, whatever the POS's own objects look like.
  */
 import type { PosSettings } from '../../src/pos/contract.js';
-import type { Simulator } from '../../src/simulator/index.js';
+import type { SignedDelivery, Simulator } from '../../src/simulator/index.js';
 import type { OrderRequest } from '../../src/simulator/pos-apis/model.js';
 import { TWO_LINES } from './pos-http.js';
 
@@ -16,6 +16,8 @@ export interface BackfillPos {
   baseUrl(simUrl: string): string;
   /** The POS's own id of an object it answered (order, receipt). */
   orderId(order: unknown): string;
+  /** The signed webhook the POS would send for this order, as the bridge's settings (secret, Square's URL) verify it. */
+  webhook(sim: Simulator, account: string, orderId: string, settings: PosSettings): SignedDelivery;
 }
 
 const field = (object: unknown, name: string) => String((object as Record<string, unknown>)[name]);
@@ -29,6 +31,7 @@ export const BACKFILL_POSES: BackfillPos[] = [
     },
     baseUrl: (url) => `${url}/square`,
     orderId: (o) => field(o, 'id'),
+    webhook: (sim, account, id, s) => sim.pos.square.webhook(account, { event: 'order.updated', id, signatureKey: s.webhookSecret!, notificationUrl: s.notificationUrl! }),
   },
   {
     pos: 'shopify',
@@ -38,6 +41,7 @@ export const BACKFILL_POSES: BackfillPos[] = [
     },
     baseUrl: (url) => `${url}/shopify/{shop}`,
     orderId: (o) => field(o, 'id'),
+    webhook: (sim, account, id, s) => sim.pos.shopify.webhook(account, { topic: 'orders/paid', id, secret: s.webhookSecret! }),
   },
   {
     pos: 'clover',
@@ -47,6 +51,7 @@ export const BACKFILL_POSES: BackfillPos[] = [
     },
     baseUrl: (url) => `${url}/clover`,
     orderId: (o) => field(o, 'id'),
+    webhook: (sim, account, id, s) => sim.pos.clover.webhook(account, { type: 'UPDATE', id, authCode: s.webhookSecret! }),
   },
   {
     pos: 'toast',
@@ -56,6 +61,7 @@ export const BACKFILL_POSES: BackfillPos[] = [
     },
     baseUrl: (url) => `${url}/toast`,
     orderId: (o) => field(o, 'guid'),
+    webhook: (sim, account, id, s) => sim.pos.toast.webhook(account, { id, secret: s.webhookSecret! }),
   },
   {
     pos: 'loyverse',
@@ -65,6 +71,7 @@ export const BACKFILL_POSES: BackfillPos[] = [
     },
     baseUrl: (url) => `${url}/loyverse`,
     orderId: (o) => field(o, 'receipt_number'),
+    webhook: (sim, account, id, s) => sim.pos.loyverse.webhook(account, { id, secret: s.webhookSecret! }),
   },
 ];
 

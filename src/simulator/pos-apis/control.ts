@@ -27,6 +27,7 @@ const FaultBody = z.strictObject({
   retryAfter: z.number().nonnegative().nullable().optional(),
   status: z.number().int().min(500).max(599).optional(),
   delayMs: z.number().int().nonnegative().optional(),
+  after: z.number().int().nonnegative().optional(),
 });
 
 const TouchBody = z.strictObject({ at: z.string().optional() });

@@ -33,6 +33,8 @@ export interface PosFaultSpec {
   status?: number;
   /** slow: default 5000. */
   delayMs?: number;
+  /** Matching requests let through before it hits (default 0): a 429 on a listing's third page is `after: 2`. */
+  after?: number;
 }
 
 export interface PosFault {
@@ -41,29 +43,41 @@ export interface PosFault {
   retryAfter?: number | null;
   status?: number;
   delayMs?: number;
+  /** Matching requests still to let through before it hits. */
+  after?: number;
 }
 
 export class PosFaultQueue {
   readonly #queue = new CountedQueue<PosFault>();
 
   inject(spec: PosFaultSpec): void {
-    const { kind, times = 1, on = 'any', retryAfter, status, delayMs } = spec;
+    const { kind, times = 1, on = 'any', retryAfter, status, delayMs, after } = spec;
     if (!POS_FAULT_KINDS.includes(kind)) throw new RangeError(`unknown fault kind ${String(kind)}`);
     if (!POS_FAULT_TARGETS.includes(on)) throw new RangeError(`on must be one of ${POS_FAULT_TARGETS.join(', ')}`);
     if (!Number.isInteger(times) || times < 1) throw new RangeError('times must be an integer >= 1');
     if (status !== undefined && (!Number.isInteger(status) || status < 500 || status > 599)) throw new RangeError('status must be a 5xx integer');
     if (delayMs !== undefined && (!Number.isFinite(delayMs) || delayMs < 0)) throw new RangeError('delayMs must be >= 0');
     if (retryAfter !== undefined && retryAfter !== null && (!Number.isFinite(retryAfter) || retryAfter < 0)) throw new RangeError('retryAfter must be >= 0 seconds, or null');
+    if (after !== undefined && (!Number.isInteger(after) || after < 0)) throw new RangeError('after must be an integer >= 0');
     const fault: PosFault = { kind, on };
     if (retryAfter !== undefined) fault.retryAfter = retryAfter;
     if (status !== undefined) fault.status = status;
     if (delayMs !== undefined) fault.delayMs = delayMs;
+    if (after) fault.after = after;
     this.#queue.push(fault, times);
   }
 
   /** The oldest fault aimed at this kind of read, using up one of its times. */
   take(target: 'list' | 'get'): PosFault | undefined {
-    return this.#queue.take((fault) => fault.on === 'any' || fault.on === target);
+    return this.#queue.take((fault) => {
+      if (fault.on !== 'any' && fault.on !== target) return false;
+      // Still letting requests through: this one passes it (and may meet an older-queued one after it).
+      if (fault.after) {
+        fault.after -= 1;
+        return false;
+      }
+      return true;
+    });
   }
 
   clear(): void {

@@ -1,0 +1,207 @@
+/**
+ * Part F of the benchmark: backfill (README "Backfill"). One simulator (the loyalty service and the
+ * fake Square API) and one bridge (file ledger), both child processes. ORDERS Square orders are
+ * made in the fake Square account and posted to the bridge as checkouts, so the ledger holds every
+ * one; then backfill passes (POST /v1/admin/backfill, the poller's default page size of 100) read
+ * them all back: each is listed, parsed and found known. The figure is orders per second of such a
+ * pass, and beside it the checkout path's latency at RATE/s, open loop, with no pass running and
+ * with passes running back to back, alternating, medians of the rounds.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import {
+  BENCH_POS_TOKEN,
+  BRIDGE_POST_HEADERS,
+  fmt,
+  freePort,
+  keepAliveAgent,
+  median,
+  progress,
+  runPhase,
+  runRatePhase,
+  startChild,
+  table,
+  trackTempDir,
+  waitForHttp,
+  waitForLine,
+  type PhaseResult,
+} from './bench-lib.js';
+import { checkoutPayload } from './bench-records.js';
+
+export interface BackfillPartOptions {
+  orders: number;
+  rate: number;
+  rounds: number;
+  concurrency: number;
+  runId: string;
+  here: string;
+  distDir: string;
+  projectRoot: string;
+  adminToken: string;
+  out: (line?: string) => void;
+  gc?: () => void;
+}
+
+const SQUARE_MERCHANT = 'MLBENCHBACKF1';
+const SQUARE_TOKEN = 'bench-square-token';
+const SQUARE_LOCATION = 'LOCBENCHBACK1';
+
+async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+interface PassFigures {
+  seconds: number;
+  examined: number;
+  known: number;
+  new: number;
+  pages: number;
+}
+
+export async function backfillPart(o: BackfillPartOptions): Promise<void> {
+  progress(`backfill: starting a simulator and a bridge; ${o.orders} Square orders`);
+  const sim = startChild(process.execPath, [join(o.here, 'bench-sim.js'), '0'], { cwd: o.projectRoot });
+  const simUrl = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
+  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-backfill-')));
+  const port = await freePort();
+  const bridge = startChild(process.execPath, [join(o.distDir, 'src', 'main.js')], {
+    cwd: o.projectRoot,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      LOYALTY_BASE_URL: simUrl,
+      LOYALTY_APP_TOKEN: 'sim-app-token',
+      LOYALTY_API_KEY: 'sim-api-key',
+      ADMIN_TOKEN: o.adminToken,
+      POS_TOKEN: BENCH_POS_TOKEN,
+      LEDGER_URL: `file:${join(dir, 'ledger.json')}`,
+      LOG_LEVEL: 'silent',
+      SQUARE_API_BASE_URL: `${simUrl}/square`,
+      SQUARE_ACCESS_TOKEN: SQUARE_TOKEN,
+      SQUARE_MERCHANT_ID: SQUARE_MERCHANT,
+      BACKFILL_INTERVAL_MS: '0',
+    },
+  });
+  const bridgeUrl = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(`${bridgeUrl}/readyz`, bridge);
+    const made = await postJson(`${simUrl}/__sim/pos/square/accounts`, { merchantId: SQUARE_MERCHANT, accessToken: SQUARE_TOKEN, locationIds: [SQUARE_LOCATION] });
+    if (made.status !== 201) throw new Error(`simulator refused the Square account: HTTP ${made.status} ${JSON.stringify(made.body)}`);
+    const since = new Date(Date.now() - 2 * 3_600_000).toISOString();
+    const orders: string[] = [];
+    const started = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let i = next++; i < o.orders; i = next++) {
+          const at = new Date(Date.now() - 3_600_000 + i).toISOString();
+          const order = await postJson(`${simUrl}/__sim/pos/square/accounts/${SQUARE_MERCHANT}/orders`, {
+            lines: [{ name: 'Latte', unitPrice: 450, quantity: 2, tax: 40 }],
+            customer: { phone: `+1415${String(5_000_000 + i).padStart(7, '0')}` },
+            createdAt: at,
+          });
+          if (order.status !== 201) throw new Error(`simulator refused order ${i}: HTTP ${order.status} ${JSON.stringify(order.body)}`);
+          orders[i] = JSON.stringify(order.body);
+        }
+      }),
+    );
+    progress(`backfill: ${o.orders} orders made in the fake Square API in ${fmt((performance.now() - started) / 1000, 1)} s; posting them to the bridge`);
+    const agent = keepAliveAgent(o.concurrency);
+    const recorded = await runPhase({
+      name: 'record',
+      baseUrl: bridgeUrl,
+      path: '/v1/checkouts/square',
+      headers: BRIDGE_POST_HEADERS,
+      bodies: orders,
+      concurrency: o.concurrency,
+      agent,
+      accept: (status) => status === 200,
+    });
+    if (recorded.unexpected || recorded.errors) throw new Error(`${recorded.unexpected + recorded.errors} orders were not recorded; first: ${recorded.firstProblem}`);
+
+    const pass = async (): Promise<PassFigures> => {
+      const t0 = performance.now();
+      const res = await postJson(`${bridgeUrl}/v1/admin/backfill`, { pos: 'square', since }, { authorization: `Bearer ${o.adminToken}` });
+      if (res.status !== 200) throw new Error(`backfill pass answered HTTP ${res.status} ${JSON.stringify(res.body)}`);
+      return { seconds: (performance.now() - t0) / 1000, examined: res.body.examined, known: res.body.known, new: res.body.new.length, pages: res.body.pages };
+    };
+    progress('backfill: warm-up pass');
+    await pass();
+    const passes: PassFigures[] = [];
+    const rateAgent = keepAliveAgent(64);
+    const spec = (tag: string) => ({
+      name: tag,
+      baseUrl: bridgeUrl,
+      path: '/v1/checkouts/generic',
+      headers: BRIDGE_POST_HEADERS,
+      bodies: Array.from({ length: o.rate * 5 }, (_, i) => JSON.stringify(checkoutPayload(`F-${o.runId}-${tag}-${i}`, i))),
+      agent: rateAgent,
+      rate: o.rate,
+      accept: (status: number, body: string) => status === 200 && body.includes('"status":"accrued"'),
+    });
+    progress(`backfill: warm-up, checkouts at ${o.rate}/s for 5 s`);
+    await runRatePhase(spec('warm'));
+    const rounds: { alone: PhaseResult; beside: PhaseResult }[] = [];
+    for (let round = 1; round <= o.rounds; round++) {
+      o.gc?.();
+      progress(`backfill round ${round}/${o.rounds}: one pass over ${o.orders} known orders, alone`);
+      passes.push(await pass());
+      progress(`backfill round ${round}/${o.rounds}: checkouts at ${o.rate}/s for 5 s, no pass running`);
+      const alone = await runRatePhase(spec(`alone${round}`));
+      progress(`backfill round ${round}/${o.rounds}: checkouts at ${o.rate}/s for 5 s, passes running back to back`);
+      let running = true;
+      const besidePasses: PassFigures[] = [];
+      const loop = (async () => {
+        while (running) besidePasses.push(await pass());
+      })();
+      const beside = await runRatePhase(spec(`beside${round}`));
+      running = false;
+      await loop;
+      rounds.push({ alone, beside });
+      progress(`backfill round ${round}: ${besidePasses.length} passes ran beside the checkouts`);
+    }
+    agent.destroy();
+    rateAgent.destroy();
+
+    const rate = median(passes.map((p) => p.examined / p.seconds));
+    const p99 = (kind: 'alone' | 'beside') => median(rounds.map((r) => r[kind].latency.p99));
+    const p50 = (kind: 'alone' | 'beside') => median(rounds.map((r) => r[kind].latency.p50));
+    const failed = rounds.reduce((n, r) => n + r.alone.unexpected + r.alone.errors + r.beside.unexpected + r.beside.errors, 0);
+    o.out(`F. Backfill: a pass over ${o.orders} Square orders already in the ledger (file ledger, fake Square API in the simulator, pages of 100)`);
+    o.out('   each order listed (POST /v2/orders/search), parsed by the Square adapter and found known; then checkouts at');
+    o.out(`   ${o.rate}/s, open loop, 5 s, with no pass running and with passes running back to back.`);
+    o.out();
+    o.out(
+      table([
+        ['pass', 'seconds', 'examined', 'known', 'new', 'pages', 'orders/s'],
+        ...passes.map((p, i) => [String(i + 1), fmt(p.seconds, 2), String(p.examined), String(p.known), String(p.new), String(p.pages), fmt(p.examined / p.seconds, 0)]),
+      ]),
+    );
+    o.out();
+    o.out(
+      table([
+        ['checkouts at ' + o.rate + '/s', 'round', 'p50 ms', 'p99 ms', 'max ms', 'not-200-ok'],
+        ...rounds.flatMap((r, i) => [
+          ['no pass', String(i + 1), fmt(r.alone.latency.p50), fmt(r.alone.latency.p99), fmt(r.alone.latency.max), String(r.alone.unexpected + r.alone.errors)],
+          ['passes running', String(i + 1), fmt(r.beside.latency.p50), fmt(r.beside.latency.p99), fmt(r.beside.latency.max), String(r.beside.unexpected + r.beside.errors)],
+        ]),
+      ]),
+    );
+    o.out();
+    o.out(
+      table([
+        ['figure (medians of the rounds)', 'value'],
+        [`backfill pass over ${o.orders} known orders`, `${fmt(rate, 0)} orders/s`],
+        [`checkout p99 at ${o.rate}/s, no pass / passes running`, `${fmt(p99('alone'))} / ${fmt(p99('beside'))} ms`],
+        [`checkout p50 at ${o.rate}/s, no pass / passes running`, `${fmt(p50('alone'))} / ${fmt(p50('beside'))} ms`],
+        ['checkouts not answered 200 accrued', String(failed)],
+      ]),
+    );
+    o.out();
+  } finally {
+    await Promise.all([bridge.stop(), sim.stop()]);
+  }
+}

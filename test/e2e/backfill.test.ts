@@ -1,0 +1,276 @@
+/**
+ * Backfill over HTTP against the simulator's fake POS APIs, for each of the five POSes (README
+ * "Backfill"): a lost webhook recovered (accrued exactly once at the loyalty simulator); the webhook
+ * arriving afterwards changes nothing; paging across several pages; a 429 mid-window leaves the
+ * watermark where it was and a later pass completes; late data inside the overlap window is found
+ * by the next scheduled pass; an instance that stops mid-pass loses and doubles nothing once another
+ * takes over; on PostgreSQL two instances never read one account at once.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
+import { emptyMemoryLedger, MemoryLedgerStore } from '../../src/ledger/memory-store.js';
+import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
+import { silentLogger } from '../../src/logger.js';
+import type { PosSettings } from '../../src/pos/contract.js';
+import { BACKFILL_POSES, sale, settingsFor, type BackfillPos } from '../support/backfill-pos.js';
+import { ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';
+import { describeWithDatabase, freshSchema } from '../support/postgres.js';
+
+const HOUR = 3_600_000;
+/** Two objects a page, so a handful of orders spans several pages; a 429 is tried twice, without waiting. */
+const FAST: BridgeOverrides['backfill'] = { pageSize: 2, retry: { attempts: 2, baseMs: 1, maxMs: 1 }, sleep: async () => {} };
+const ago = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
+
+interface Setup {
+  h: Harness;
+  account: { account: string; accessToken: string };
+  settings: PosSettings;
+  overrides: Partial<BridgeOverrides>;
+}
+
+/** A harness whose default merchant holds an account on the POS's fake API, with its token. */
+async function setUp(p: BackfillPos, env: Record<string, string> = {}, extra: Partial<BridgeOverrides> = {}): Promise<Setup> {
+  const h = await startHarness({ env: { BACKFILL_INTERVAL_MS: '0', BACKFILL_OVERLAP_MS: String(HOUR), ...env }, overrides: { startBackfill: false } });
+  const account = p.addAccount(h.sim);
+  const settings = { ...h.config.pos[p.pos]!, ...settingsFor(p, h.simServer.url, account) };
+  const overrides: Partial<BridgeOverrides> = { posSettings: { [p.pos]: settings }, backfill: FAST, ...extra };
+  await h.restart(overrides);
+  return { h, account, settings, overrides };
+}
+
+const backfill = (bridge: Bridge, body: Record<string, unknown>) => request(bridge.url).post('/v1/admin/backfill').set('authorization', `Bearer ${ADMIN_TOKEN}`).send(body);
+const status = async (bridge: Bridge, pos: string) => {
+  const res = await request(bridge.url).get('/v1/admin/backfill').set('authorization', `Bearer ${ADMIN_TOKEN}`);
+  expect(res.status).toBe(200);
+  return (res.body.items as { pos: string; watermark?: string; lastPass?: { error?: string; new: number }; running?: unknown }[]).find((i) => i.pos === pos);
+};
+const history = async (bridge: Bridge, transactionId: string) => {
+  const res = await request(bridge.url).get(`/v1/admin/transactions/${encodeURIComponent(transactionId)}`).set('authorization', `Bearer ${ADMIN_TOKEN}`);
+  expect(res.status).toBe(200);
+  return (res.body.history as { event: string }[]).map((e) => e.event);
+};
+/** Waits until each transaction was accrued at the loyalty simulator, and asserts exactly once. */
+async function accruedOnce(h: Harness, transactionIds: string[]): Promise<void> {
+  await eventually(
+    () => transactionIds.map((id) => h.sim.books().transactions[id]?.accruals ?? 0),
+    (counts) => counts.every((n) => n >= 1),
+  );
+  expect(transactionIds.map((id) => h.sim.books().transactions[id]!.accruals)).toEqual(transactionIds.map(() => 1));
+  expect(h.sim.books().doubleAccruals).toEqual([]);
+}
+
+describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
+  let s: Setup | undefined;
+  afterEach(async () => {
+    await s?.h.close();
+    s = undefined;
+  });
+  const addOrder = (phone: string, at: string) => p.orderId(s!.h.sim.pos[p.pos].addOrder(s!.account.account, sale(phone, at)));
+
+  it('recovers an order whose webhook was lost: accrued once, its history says backfill found it; a second pass and the webhook arriving afterwards change nothing', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    const orderId = addOrder('+14155550201', ago(10));
+    const first = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ merchantId: 'default', pos: p.pos, examined: 1, known: 0, refused: [], unpaid: 0 });
+    expect(first.body.new).toHaveLength(1);
+    const [transactionId] = first.body.new as string[];
+    await accruedOnce(h, [transactionId!]);
+    expect((await history(h.bridge, transactionId!))[0]).toMatch(/found by backfill/);
+    expect(first.body.watermark).toEqual(expect.any(String));
+
+    const second = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(second.body).toMatchObject({ examined: 1, new: [], known: 1, refused: [] });
+
+    // The webhook finally arrives: recognised as the order recorded, nothing sent.
+    const requests = h.sim.books().accrueRequests;
+    const delivery = p.webhook(h.sim, s.account.account, orderId, s.settings);
+    const res = await request(h.bridge.url).post(`/v1/webhooks/${p.pos}`).set(delivery.headers).send(delivery.body);
+    expect([200, 202]).toContain(res.status);
+    expect(JSON.stringify(res.body)).toContain(transactionId!);
+    expect(h.sim.books().accrueRequests).toBe(requests);
+    await accruedOnce(h, [transactionId!]);
+  });
+
+  it('pages through a window of several pages: every order once', async () => {
+    s = await setUp(p);
+    for (let i = 0; i < 5; i++) addOrder(`+1415555021${i}`, ago(20 - i));
+    const res = await backfill(s.h.bridge, { pos: p.pos, since: ago(60) });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ examined: 5, known: 0, refused: [] });
+    expect(res.body.pages).toBeGreaterThanOrEqual(3);
+    expect(new Set(res.body.new).size).toBe(5);
+    await accruedOnce(s.h, res.body.new as string[]);
+  });
+
+  it('a 429 mid-window (retried, then still refused) leaves the watermark where it was; a later pass completes the window', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    const empty = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    const watermark = empty.body.watermark as string;
+    for (let i = 0; i < 5; i++) addOrder(`+1415555022${i}`, ago(20 - i));
+    // The first page is read; the second is refused on every try.
+    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'rate_limit', on: 'list', after: 1, times: 2 });
+    const failed = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(failed.status).toBe(502);
+    expect(failed.body.error.code).toBe('pos_api_failed');
+    const after = await status(h.bridge, p.pos);
+    expect(after!.watermark).toBe(watermark);
+    expect(after!.lastPass!.error).toMatch(/429/);
+
+    const done = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(done.status).toBe(200);
+    expect(done.body.examined).toBe(5);
+    expect(done.body.new.length + done.body.known).toBe(5);
+    expect(Date.parse(done.body.watermark)).toBeGreaterThan(Date.parse(watermark));
+    const all = (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
+    expect(all).toHaveLength(5);
+    await accruedOnce(h, all.map((r) => r.transactionId));
+  });
+
+  it('scheduled passes start the overlap before the watermark: an order that turns up late inside it is found; one older than the overlap is not', async () => {
+    s = await setUp(p, { BACKFILL_INTERVAL_MS: '50' }, { startBackfill: true });
+    const { h } = s;
+    await h.bridge.backfill.rounds(1);
+    const watermark = (await eventually(() => status(h.bridge, p.pos), (row) => row?.watermark !== undefined))!.watermark!;
+    // Modified 10 minutes before the watermark, listed by the POS only now (an offline sale synced late).
+    addOrder('+14155550231', new Date(Date.parse(watermark) - 10 * 60_000).toISOString());
+    addOrder('+14155550232', new Date(Date.parse(watermark) - 2 * HOUR).toISOString());
+    const listed = async () => (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
+    await eventually(listed, (items) => items.length > 0);
+    // Two more passes over the same overlap: the older order stays out, the found one is not found again.
+    await h.bridge.backfill.rounds(2);
+    const records = await listed();
+    expect(records).toHaveLength(1);
+    const row = await status(h.bridge, p.pos);
+    await accruedOnce(h, [records[0]!.transactionId]);
+    expect((await history(h.bridge, records[0]!.transactionId))[0]).toMatch(/found by backfill/);
+    expect(Date.parse(row!.watermark!)).toBeGreaterThanOrEqual(Date.parse(watermark));
+  });
+
+  it('an instance that stops mid-pass loses and doubles nothing: its lease runs out, another instance reads the window again, and the stopped one can no longer move the watermark', async () => {
+    const state = emptyMemoryLedger();
+    const lease = { ...FAST, leaseMs: 300 };
+    s = await setUp(p, {}, { store: new MemoryLedgerStore(state), backfill: lease, startWorker: false });
+    const { h } = s;
+    for (let i = 0; i < 5; i++) addOrder(`+1415555024${i}`, ago(20 - i));
+    // The first page is read and recorded; the second answers only after a long while.
+    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 1500 });
+    const stalled = backfill(h.bridge, { pos: p.pos, since: ago(60) }).then((r) => r);
+    await eventually(() => status(h.bridge, p.pos), (row) => row?.running !== undefined);
+
+    // A second instance on the same ledger: refused while the first one's lease holds, then it takes over.
+    const other = await startBridge(h.config, silentLogger, { ...s.overrides, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new MemoryLedgerStore(state), backfill: lease, startBackfill: false });
+    try {
+      expect((await backfill(other, { pos: p.pos, since: ago(60) })).status).toBe(409);
+      const taken = await eventually(() => backfill(other, { pos: p.pos, since: ago(60) }), (r) => r.status !== 409, 5000);
+      expect(taken.status).toBe(200);
+      expect(taken.body.examined).toBe(5);
+      expect(taken.body.new.length + taken.body.known).toBe(5);
+      // The first instance's page comes back: it finds its lease gone and stops without writing its watermark.
+      const late = await stalled;
+      expect(late.status).toBe(409);
+      expect((await status(other, p.pos))!.watermark).toBe(taken.body.watermark);
+      const all = (await request(other.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
+      expect(all).toHaveLength(5);
+      await accruedOnce(h, all.map((r) => r.transactionId));
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+const { url: pgBase, describeIf } = await describeWithDatabase();
+
+describeIf('backfill: two instances on one PostgreSQL ledger', () => {
+  describe.each(BACKFILL_POSES)('$pos', (p) => {
+    let schema: Awaited<ReturnType<typeof freshSchema>>;
+    let s: Setup;
+    let other: Bridge;
+    beforeAll(async () => {
+      schema = await freshSchema(pgBase!, `backfill_${p.pos}`);
+      s = await setUp(p, { LEDGER_URL: schema.url }, { store: new PostgresLedgerStore(schema.url) });
+      other = await startBridge(s.h.config, silentLogger, { ...s.overrides, loyaltyBaseUrl: s.h.simServer.url, loyaltyAppToken: s.h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new PostgresLedgerStore(schema.url), startBackfill: false });
+    });
+    afterAll(async () => {
+      await other.close();
+      await s.h.close();
+      await schema.drop();
+    });
+
+    it('never read one account at once: of two passes asked together one runs and the other is refused (409); afterwards the other finds everything recorded', async () => {
+      const { h } = s;
+      for (let i = 0; i < 4; i++) p.orderId(h.sim.pos[p.pos].addOrder(s.account.account, sale(`+1415555025${i}`, ago(20 - i))));
+      h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 300 });
+      const [a, b] = await Promise.all([backfill(h.bridge, { pos: p.pos, since: ago(60) }), backfill(other, { pos: p.pos, since: ago(60) })]);
+      expect([a.status, b.status].sort()).toEqual([200, 409]);
+      const ran = a.status === 200 ? a : b;
+      expect(ran.body).toMatchObject({ examined: 4, known: 0 });
+      const again = await backfill(a.status === 200 ? other : h.bridge, { pos: p.pos, since: ago(60) });
+      expect(again.body).toMatchObject({ examined: 4, new: [], known: 4 });
+      await accruedOnce(h, ran.body.new as string[]);
+    });
+  });
+});
+
+describe('backfill for created merchants: who may ask for whose pass', () => {
+  let h: Harness;
+  let shop: { adminToken: string; account: string };
+  beforeAll(async () => {
+    h = await startHarness({ env: { BACKFILL_INTERVAL_MS: '0' }, overrides: { startBackfill: false, backfill: FAST, secretsKey: randomBytes(32).toString('base64') } });
+    const installed = h.sim.addMerchant({ id: 'shop-a' });
+    const account = h.sim.pos.loyverse.addAccount({});
+    await h.restart({ posSettings: { loyverse: { ...h.config.pos.loyverse!, apiBaseUrl: `${h.simServer.url}/loyverse` } } });
+    const res = await request(h.bridge.url)
+      .post('/v1/admin/merchants')
+      .set('authorization', `Bearer ${ADMIN_TOKEN}`)
+      .send({ id: 'shop-a', loyalty: { appToken: installed.appToken }, pos: { loyverse: { merchantId: account.merchantId, accessToken: account.accessToken } } });
+    expect(res.status).toBe(201);
+    shop = { adminToken: res.body.adminToken as string, account: account.merchantId };
+    h.sim.pos.loyverse.addOrder(account.merchantId, sale('+14155550261', ago(5)));
+  });
+  afterAll(() => h.close());
+  const as = (token: string) => ({
+    post: (body: Record<string, unknown>) => request(h.bridge.url).post('/v1/admin/backfill').set('authorization', `Bearer ${token}`).send(body),
+    get: (query = '') => request(h.bridge.url).get(`/v1/admin/backfill${query}`).set('authorization', `Bearer ${token}`),
+  });
+
+  it("a merchant's admin token runs and sees its own merchant's passes only; the global token names the merchant", async () => {
+    const own = await as(shop.adminToken).post({ pos: 'loyverse', since: ago(60) });
+    expect(own.status).toBe(200);
+    expect(own.body).toMatchObject({ merchantId: 'shop-a', examined: 1 });
+    expect(own.body.new).toHaveLength(1);
+    expect((await as(shop.adminToken).post({ merchantId: 'default', pos: 'loyverse', since: ago(60) })).status).toBe(404);
+    const rows = (await as(shop.adminToken).get()).body.items as { merchantId: string; account: string }[];
+    expect(rows).toEqual([expect.objectContaining({ merchantId: 'shop-a', pos: 'loyverse', account: shop.account })]);
+    expect((await as(shop.adminToken).get('?merchantId=default')).status).toBe(404);
+    const global = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'loyverse', since: ago(60) });
+    expect(global.body).toMatchObject({ merchantId: 'shop-a', new: [], known: 1 });
+  });
+
+  it('refuses clearly: an unknown POS or a bad time is 400 naming the field, an account the merchant lacks is 422, no token is 401', async () => {
+    const unknown = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'abacus', since: ago(60) });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body.error)).toContain('pos');
+    const badTime = await as(ADMIN_TOKEN).post({ pos: 'loyverse', since: 'last week' });
+    expect(badTime.status).toBe(400);
+    expect(JSON.stringify(badTime.body.error)).toContain('since');
+    const backwards = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'loyverse', since: ago(10), until: ago(20) });
+    expect(backwards.status).toBe(400);
+    expect(JSON.stringify(backwards.body.error)).toContain('until');
+    const noAccount = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'square', since: ago(60) });
+    expect(noAccount.status).toBe(422);
+    expect(noAccount.body.error.code).toBe('backfill_not_possible');
+    expect((await request(h.bridge.url).post('/v1/admin/backfill').send({ pos: 'loyverse', since: ago(60) })).status).toBe(401);
+  });
+
+  it('counts what it found per POS and merchant in the metrics', async () => {
+    const metrics = (await request(h.bridge.url).get('/metrics')).text;
+    expect(metrics).toMatch(/bridge_backfill_found_total\{pos="loyverse",result="new",merchant="shop-a"\} 1/);
+    expect(metrics).toMatch(/bridge_backfill_found_total\{pos="loyverse",result="known",merchant="shop-a"\} 1/);
+    expect(metrics).toMatch(/bridge_backfill_passes_total\{pos="loyverse",outcome="complete",merchant="shop-a"\} 2/);
+  });
+});
