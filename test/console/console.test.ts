@@ -65,6 +65,9 @@ beforeAll(async () => {
   h.sim.faults.inject({ kind: 'result_failure', on: 'accrue', times: 2 });
   expect((await post(checkout({ orderId: 'F-1', customer: { phone: '+15550005555' } }))).body.status).toBe('failed');
   expect((await post(checkout({ orderId: 'F-2', customer: { phone: '+15550006666' } }))).body.status).toBe('failed');
+  // A reopened check: the same order delivered again with another amount (counted, nothing sent).
+  expect((await post(checkout({ orderId: 'C-1', customer: { phone: '+15550001212' } }))).body.status).toBe('accrued');
+  await post(checkout({ orderId: 'C-1', customer: { phone: '+15550001212' }, total: '9.99', items: [{ id: 'sku-1', name: 'Latte', quantity: 1, unitPrice: '9.99', total: '9.99' }] }));
   // An order id that is markup: the page must show it as text.
   expect((await post(checkout({ orderId: MARKUP_ORDER_ID, customer: { phone: '+15550002222' } }))).body.status).toBe('accrued');
   // A refund of an order neither the ledger nor the loyalty service knows: an orphan reverse_failed record.
@@ -416,6 +419,27 @@ describe('as a person would', () => {
     const detail = (await admin('get', '/v1/admin/transactions/generic:O-404')).body;
     expect(detail.closed).toMatchObject({ actor: 'alice', reason: 'Refund of an order from before the loyalty program' });
     expect((await admin('get', '/v1/admin/attention')).body.items.map((i: { transactionId?: string }) => i.transactionId)).not.toContain('generic:O-404');
+  }, TEST_MS);
+
+  it('acknowledges the deliveries of an order with another amount: counted on its page, then out of the queue', async () => {
+    const page = await signedIn();
+    const items = await queue(page);
+    const row = items.getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:C-1' }) });
+    await visible(row.getByRole('cell', { name: 'Changed repeats', exact: true }));
+    await row.getByRole('link', { name: 'generic:C-1' }).click();
+    await visible(page.getByRole('heading', { level: 2, name: 'Delivered again with another amount (1 time)' }));
+    await visible(page.getByRole('table', { name: 'Deliveries kept (the first and the latest)' }).getByRole('cell', { name: '9.99 USD' }));
+    await page.getByRole('button', { name: 'Acknowledge changed repeats' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Acknowledge changed repeats generic:C-1' }));
+    await visible(dialog.getByText('nothing is sent'));
+    await dialog.getByLabel('Reason').fill('The till reopened the check; the customer keeps the first accrual');
+    await dialog.getByRole('button', { name: 'Acknowledge changed repeats' }).click();
+    await gone(page.getByRole('dialog'));
+    await visible(page.getByText('Not available: no deliveries with another amount wait to be acknowledged'));
+    await visible(page.getByRole('heading', { level: 2, name: 'Delivered again with another amount (1 time, 1 acknowledged)' }));
+    const after = await queue(page);
+    expect(await after.getByRole('link', { name: 'generic:C-1' }).count()).toBe(0);
+    expect(h.sim.books().transactions['generic:C-1']!.accruals).toBe(1);
   }, TEST_MS);
 
   it('runs a reconcile pass and shows its report', async () => {

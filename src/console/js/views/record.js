@@ -5,7 +5,7 @@
  */
 import { api, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
-import { facts, h, json, maskContact, money, recordLink, replace, statusBadge, statusLabel, table, time } from '../dom.js';
+import { count, facts, h, json, maskContact, money, recordLink, replace, statusBadge, statusLabel, table, time } from '../dom.js';
 
 /** What each action does, as the README's admin API says it; shown before the operator confirms. */
 export const ACTION_EFFECTS = {
@@ -221,7 +221,7 @@ function changedRepeatsSection(record, currency) {
   return h(
     'section',
     { 'aria-labelledby': 'repeats-heading' },
-    h('h2', { id: 'repeats-heading' }, `Delivered again with another amount (${changed.count} times)`),
+    h('h2', { id: 'repeats-heading' }, `Delivered again with another amount (${count(changed.count, 'time')}${changed.acknowledged ? `, ${changed.acknowledged} acknowledged` : ''})`),
     table('Deliveries kept (the first and the latest)', ['At', 'Amount'], deliveries.map((d) => [time(d.at), money(d.amountCents, currency)])),
   );
 }
