@@ -20,7 +20,7 @@ export async function attentionView({ section, params, principal, navigate }) {
   const merchantId = principal.scope === 'merchant' ? principal.merchantId : (params.get('merchantId') ?? '');
   replace(section, h('h1', {}, 'Needs attention'), h('p', { class: 'loading' }, 'Loading the queue…'));
   const queue = await api('/v1/admin/attention', { query: { merchantId } });
-  const total = Object.values(queue.counts ?? {}).reduce((sum, n) => sum + n, 0);
+  const total = queue.total ?? Object.values(queue.counts ?? {}).reduce((sum, n) => sum + n, 0);
 
   const merchantFilter =
     principal.scope === 'global'
@@ -58,6 +58,7 @@ export async function attentionView({ section, params, principal, navigate }) {
     h('h1', {}, 'Needs attention'),
     merchantFilter,
     summary,
+    queue.deadLettersTruncated ? h('p', {}, 'There are more open dead letters than one answer reads: the newest are listed; the count of open dead letters covers them all.') : null,
     h(
       'div',
       { class: 'columns' },
