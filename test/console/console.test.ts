@@ -2,9 +2,12 @@
  * The operator console (README "Console") driven as a person would, in Debian's Chromium: the
  * bridge and the loyalty simulator run for real over HTTP, elements are found by their role and
  * visible text, and every wait fails the test when what it waits for does not appear. The tests
- * save the screenshots the README shows (docs/screenshots/).
+ * take the screenshots the README shows: into docs/screenshots/ with UPDATE_SCREENSHOTS=1 (so a plain
+ * test run leaves the checkout as it was), else into a temporary folder.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
@@ -17,7 +20,7 @@ import { launchChromium, openConsole, seriousViolations, type ConsolePage } from
 import { ADMIN_TOKEN, checkout, postJson, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
-const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url)) : `${mkdtempSync(join(tmpdir(), 'console-screenshots-'))}/`;
 const WAIT_MS = 10_000;
 const TEST_MS = 60_000;
 
