@@ -182,6 +182,9 @@ export class BackfillPoller {
           renewedAt = pages;
           await this.#renew(merchant.id, pos);
         }
+        // A known order is a parse and a ledger read, both synchronous on the file ledger: without a
+        // turn of the event loop between them a page of them would hold up every checkout meanwhile.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
       for (const item of refunds) await this.#take(adapter, merchant, item, result);
     } catch (error) {

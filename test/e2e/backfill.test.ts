@@ -95,6 +95,27 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     await accruedOnce(h, [transactionId!]);
   });
 
+  it('a sale and its partial refund found together: accrued, reversed once and the rest re-accrued; a second pass changes nothing', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    const orderId = addOrder('+14155550271', ago(10));
+    h.sim.pos[p.pos].addRefund(s.account.account, { orderId, lines: [{ line: 0, quantity: 1 }], at: ago(5) });
+    const first = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ examined: 2, known: 0, refused: [] });
+    const [sale, ...others] = first.body.new as string[];
+    expect(others.every((id) => id === sale)).toBe(true);
+    await eventually(() => h.sim.books().transactions[sale!], (t) => t?.reversals === 1);
+    const books = h.sim.books();
+    expect(books.transactions[sale!]).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(books.doubleAccruals).toEqual([]);
+    expect(books.doubleReversals).toEqual([]);
+    const second = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(second.body).toMatchObject({ examined: 2, new: [], known: 2 });
+    expect(h.sim.books().transactions[sale!]).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(h.sim.books().reverseRequests).toBe(books.reverseRequests);
+  });
+
   it('pages through a window of several pages: every order once', async () => {
     s = await setUp(p);
     for (let i = 0; i < 5; i++) addOrder(`+1415555021${i}`, ago(20 - i));
