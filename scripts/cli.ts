@@ -171,3 +171,48 @@ export class ProgressBar {
     this.#drawn = true;
   }
 }
+
+/**
+ * A one-line status for work whose total is not known ahead (phases, each with what it has done):
+ * on a terminal it redraws the line at most ~10 times a second; elsewhere it writes plain lines, a
+ * few seconds apart, and the last one when finished.
+ */
+export class StatusLine {
+  readonly #stream: ProgressStream;
+  readonly #tty: boolean;
+  readonly #interval: number;
+  readonly #now: () => number;
+  #last = -Infinity;
+  #text = '';
+  #written = '';
+  #finished = false;
+
+  constructor(options: Pick<ProgressOptions, 'stream' | 'intervalMs' | 'plainIntervalMs' | 'now'> = {}) {
+    this.#stream = options.stream ?? process.stderr;
+    this.#tty = this.#stream.isTTY === true;
+    this.#interval = this.#tty ? (options.intervalMs ?? 100) : (options.plainIntervalMs ?? 2000);
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  update(text: string): void {
+    this.#text = text;
+    const now = this.#now();
+    if (now - this.#last < this.#interval) return;
+    this.#last = now;
+    this.#draw();
+  }
+
+  /** Writes the latest status (unless it was the last written) and ends the line; once. */
+  finish(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    if (this.#text !== this.#written) this.#draw();
+    if (this.#tty && this.#written) this.#stream.write('\n');
+  }
+
+  #draw(): void {
+    // \x1b[K clears what a longer earlier line left on a terminal.
+    this.#stream.write(this.#tty ? `\r${this.#text}\x1b[K` : `${this.#text}\n`);
+    this.#written = this.#text;
+  }
+}

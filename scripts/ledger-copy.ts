@@ -23,7 +23,7 @@ import { FileLedgerStore } from '../src/ledger/file-store.js';
 import { migrate, parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-store.js';
 import { keyOf, type LedgerRecord } from '../src/ledger/record.js';
 import type { StoredMerchant } from '../src/merchants/merchant.js';
-import type { DeadLetter } from '../src/ledger/store.js';
+import type { AuditEntry, DeadLetter, LedgerStore } from '../src/ledger/store.js';
 import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions, ProgressBar, type ProgressOptions } from './cli.js';
 
 const USAGE = 'usage: npm run ledger:copy -- --from file:./data/ledger.json --to postgres://user@host:5432/db[?schema=name]';
@@ -71,6 +71,8 @@ export interface CopyResult {
   merchants: CopyCounts;
   records: CopyCounts;
   deadLetters: CopyCounts;
+  /** The operators' audit trail (entries). */
+  audit: CopyCounts;
   /** The count check: PostgreSQL holds everything the file ledger holds (merchants and records at the file's version or newer). */
   ok: boolean;
   migrationsApplied: number[];
@@ -216,6 +218,24 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     }
     log(`dead letters: ${fmt(deadLetters.imported)} imported, ${fmt(deadLetters.skipped)} skipped (already in PostgreSQL)`);
 
+    // The operators' audit trail, oldest first, each entry once: one PostgreSQL already holds (the
+    // same entry, field for field) is not written again, so a re-run adds nothing.
+    const audit = { inFile: 0, imported: 0, skipped: 0, inPostgres: 0 };
+    const entries = await everyAuditEntry(file);
+    const held = new Set((await everyAuditEntry(pg)).map(auditKey));
+    audit.inFile = entries.length;
+    for (const entry of entries) {
+      if (held.has(auditKey(entry))) {
+        audit.skipped++;
+        continue;
+      }
+      await pg.appendAudit(entry);
+      held.add(auditKey(entry));
+      audit.imported++;
+    }
+    audit.inPostgres = entries.filter((e) => held.has(auditKey(e))).length;
+    if (audit.inFile) log(`audit trail: ${fmt(audit.imported)} entries imported, ${fmt(audit.skipped)} skipped (already in PostgreSQL)`);
+
     // The count check: of the file ledger's ids, how many PostgreSQL holds (records: at the file's
     // version or newer).
     const ids = [...versions.keys()];
@@ -243,7 +263,7 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
           )
         ).rows[0]!.n
       : 0;
-    const ok = merchants.inFile === merchants.inPostgres && records.inFile === records.inPostgres && deadLetters.inFile === deadLetters.inPostgres;
+    const ok = merchants.inFile === merchants.inPostgres && records.inFile === records.inPostgres && deadLetters.inFile === deadLetters.inPostgres && audit.inFile === audit.inPostgres;
     const stale = present - records.inPostgres;
     log(
       `count check: merchants: file ledger ${fmt(merchants.inFile)}, PostgreSQL ${fmt(merchants.inPostgres)}; ` +
@@ -253,7 +273,7 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     );
     const seconds = (performance.now() - started) / 1000;
     log(`${ok ? 'copied' : 'copy incomplete'} in ${seconds.toFixed(1)} s (${fmt(seconds > 0 ? total / seconds : total)} records/s)`);
-    return { merchants, records, deadLetters, ok, migrationsApplied, seconds };
+    return { merchants, records, deadLetters, audit, ok, migrationsApplied, seconds };
   } finally {
     await file.close().catch(() => undefined);
     await pg.close().catch(() => undefined);
@@ -269,6 +289,22 @@ function explainImportError(error: unknown, page: LedgerRecord[]): unknown {
     `${ids.length === 1 ? 'record' : 'records'} ${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''} ` +
       `${ids.length === 1 ? 'holds' : 'hold'} a NUL character (\\u0000), which PostgreSQL cannot store in jsonb; their batch was not written (${describeError(error)})`,
   );
+}
+
+/** A store's whole audit trail, oldest first (it is listed newest first, the later written first among equal times). */
+async function everyAuditEntry(store: Pick<LedgerStore, 'listAudit'>): Promise<AuditEntry[]> {
+  const entries: AuditEntry[] = [];
+  for (let offset = 0; ; offset += 500) {
+    const { items } = await store.listAudit({ offset, limit: 500 });
+    entries.push(...items);
+    if (items.length < 500) break;
+  }
+  return entries.reverse();
+}
+
+/** An audit entry's identity: all of it, fields in one order. */
+function auditKey(entry: AuditEntry): string {
+  return JSON.stringify([entry.at, entry.actor, entry.action, entry.target, entry.reason ?? null, entry.merchantId ?? null, entry.outcome ?? null]);
 }
 
 /** How far a dead letter has come: POS redeliveries, replays, resolution only ever add. */

@@ -19,13 +19,17 @@ import { FileLedgerStore } from './ledger/file-store.js';
 import type { LedgerStore } from './ledger/store.js';
 import { openStore } from './ledger/open-store.js';
 import type { Logger } from './logger.js';
-import { MERCHANT_SOCKET_SHARE, sharedAgents } from './loyalty/client.js';
+import { attentionByKind } from './core/attention-queue.js';
+import { MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from './loyalty/client.js';
 import { MerchantAdmin } from './merchants/admin.js';
 import { MerchantRegistry } from './merchants/registry.js';
 import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
 import { createMetrics } from './metrics.js';
 import type { PosAdapter, PosSettings } from './pos/contract.js';
+import { backfillListing, type PosOrderSource } from './reconcile/pos-source.js';
+import type { HistoryReadOptions } from './reconcile/history-reader.js';
+import { ReconcileReporter } from './reconcile/report.js';
 
 export interface Bridge {
   url: string;
@@ -70,6 +74,10 @@ export interface BridgeOverrides {
   /** SECRETS_KEY when it comes from elsewhere (sandbox keeps one beside its ledger). */
   secretsKey?: string;
   posDeclarations?: PosSettingDeclarations;
+  /** Where the three-way report lists the POS's orders (tests give a fake). */
+  posOrderSource?: PosOrderSource;
+  /** The reconcile report's history page size and overlap (tests make pages small, to read across several). */
+  reconcileHistoryRead?: Pick<HistoryReadOptions, 'maxItemsPerPage' | 'overlap'>;
 }
 
 export const VERSION: string = (() => {
@@ -108,20 +116,17 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       );
     }
   }
-  const clientOptions = { baseUrl, timeoutMs: config.loyalty.timeoutMs, retryBaseMs: config.loyalty.retryBaseMs, agents: sharedAgents(), maxInFlight: MERCHANT_SOCKET_SHARE };
-  const posSettings = { ...config.pos, ...overrides.posSettings };
-  const registry = new MerchantRegistry({
-    store,
-    box,
-    declarations: overrides.posDeclarations ?? posSettingDeclarations,
-    posSettings,
-    client: clientOptions,
-    verifier: { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs },
-    defaults: { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion },
-    defaultMerchant: { appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, posToken: config.posAuth.mode === 'token' ? config.posAuth.token : undefined },
-    logger,
+  const metrics = createMetrics(
+    { openRecords: () => store.countOpenByStatus(), openDeadLetters: () => store.countOpenDeadLetters(), attention: () => attentionByKind(store) },
+    overrides.defaultMetrics ?? true,
+    config.metricsMerchantLabel,
+  );
+  const { registry, clientOptions } = merchantRegistry(config, store, box, logger, {
+    ...overrides,
+    loyaltyBaseUrl: baseUrl,
+    loyaltyAppToken: appToken,
+    onUpstreamRequest: (sample) => metrics.upstreamLatency.observe({ operation: sample.operation, outcome: sample.outcome }, sample.seconds),
   });
-  const metrics = createMetrics(() => store.countOpen(), overrides.defaultMetrics ?? true, config.metricsMerchantLabel);
   const core = createCore({
     store,
     upstreams: registry,
@@ -175,9 +180,18 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     logger,
     metrics,
     adminToken,
+    namedAdminTokens: config.namedAdminTokens,
     posAuth: config.posAuth,
     merchants,
     tokens: registry,
+    reporter: new ReconcileReporter({
+      merchants: registry,
+      store,
+      posSource: overrides.posOrderSource ?? backfillListing(overrides.adapters ?? allAdapters, { timeoutMs: config.posApiTimeoutMs }),
+      clockSkewMs: config.inDoubt.clockSkewMs,
+      historyRead: overrides.reconcileHistoryRead,
+      now: () => (overrides.clock?.() ?? new Date()).getTime(),
+    }),
     bodyLimitBytes: config.bodyLimitBytes,
     posMaxInFlight: config.posMaxInFlight,
     upstreamConfigured: true,
@@ -212,6 +226,46 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     })());
 
   return { url: `http://${local}:${port}`, server, store, core, worker, deadLetterRetrier, backfill, adminToken, registry, merchants, close };
+}
+
+/**
+ * The merchants a bridge serves, from its configuration and ledger (`box` opens created merchants'
+ * secrets), with the loyalty client options every merchant's client shares. Also what an operator
+ * command that acts for merchants (`npm run reconcile-report`) serves them from.
+ */
+export function merchantRegistry(
+  config: Config,
+  store: LedgerStore,
+  box: SecretBox | undefined,
+  logger: Logger,
+  overrides: Pick<BridgeOverrides, 'loyaltyBaseUrl' | 'loyaltyAppToken' | 'loyaltyApiKey' | 'posSettings' | 'posDeclarations'> & {
+    /** Each loyalty call's duration and outcome (the bridge's upstream latency histogram). */
+    onUpstreamRequest?: (sample: UpstreamRequestSample) => void;
+  } = {},
+) {
+  const baseUrl = overrides.loyaltyBaseUrl ?? config.loyalty.baseUrl;
+  const appToken = overrides.loyaltyAppToken ?? config.loyalty.appToken;
+  if (!baseUrl || !appToken) throw new ConfigError('the loyalty service address and app token are required (LOYALTY_BASE_URL, LOYALTY_APP_TOKEN)');
+  const clientOptions = {
+    baseUrl,
+    timeoutMs: config.loyalty.timeoutMs,
+    retryBaseMs: config.loyalty.retryBaseMs,
+    agents: sharedAgents(),
+    maxInFlight: MERCHANT_SOCKET_SHARE,
+    onRequest: overrides.onUpstreamRequest,
+  };
+  const registry = new MerchantRegistry({
+    store,
+    box,
+    declarations: overrides.posDeclarations ?? posSettingDeclarations,
+    posSettings: { ...config.pos, ...overrides.posSettings },
+    client: clientOptions,
+    verifier: { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs },
+    defaults: { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion },
+    defaultMerchant: { appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, posToken: config.posAuth.mode === 'token' ? config.posAuth.token : undefined },
+    logger,
+  });
+  return { registry, clientOptions };
 }
 
 /** The stored merchants with a secret sealed under a key other than `fingerprint`'s, and that key. */

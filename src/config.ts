@@ -27,6 +27,44 @@ const posApiUrl = z
   .trim()
   .refine((value) => url.safeParse(value.replaceAll('{shop}', 'shop.example')).success, 'must be an http(s) URL ({shop} may stand for the shop domain)');
 
+export interface NamedAdminToken {
+  name: string;
+  token: string;
+}
+
+/** Names an operator may have: they are the actor in the audit trail, beside `admin` and `merchant:<id>`. */
+const OPERATOR_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/i;
+
+/**
+ * ADMIN_TOKENS=`name=token,name=token`: several global operators, told apart in the history and the
+ * audit trail. A name is never `admin` nor starts with `merchant:` (the other actors); names and
+ * tokens are unique; a token is 16 characters or more, like ADMIN_TOKEN. Errors name the entry by
+ * its position and name, never the token.
+ */
+function parseNamedTokens(text: string, ctx: z.RefinementCtx): NamedAdminToken[] {
+  const tokens: NamedAdminToken[] = [];
+  const entries = text.split(',').map((e) => e.trim()).filter(Boolean);
+  entries.forEach((entry, i) => {
+    const at = entry.indexOf('=');
+    const name = at > 0 ? entry.slice(0, at).trim() : '';
+    const token = at > 0 ? entry.slice(at + 1).trim() : '';
+    const problem = !name
+      ? 'must be name=token'
+      : !OPERATOR_NAME.test(name) || name.toLowerCase() === 'admin'
+        ? `has a name that is not allowed (letters, digits, . _ -, up to 64, not "admin")`
+        : token.length < 16
+          ? 'has a token shorter than 16 characters'
+          : tokens.some((t) => t.name === name)
+            ? 'repeats a name'
+            : tokens.some((t) => t.token === token)
+              ? 'repeats a token'
+              : undefined;
+    if (problem) ctx.addIssue({ code: 'custom', message: `entry ${i + 1}${name && OPERATOR_NAME.test(name) ? ` (${name})` : ''} ${problem}` });
+    else tokens.push({ name, token });
+  });
+  return tokens;
+}
+
 const RawConfig = z.object({
   NODE_ENV: z.string().optional(),
   PORT: z.coerce.number().int().min(0).max(65535),
@@ -42,6 +80,10 @@ const RawConfig = z.object({
   LOYALTY_RETRY_BASE_MS: z.coerce.number().int().min(0),
   LEDGER_URL: z.string().regex(/^(file:.+|postgres(ql)?:\/\/.+)$/, 'must be file:<path> or postgres://…'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  ADMIN_TOKENS: z
+    .string()
+    .transform((text, ctx) => parseNamedTokens(text, ctx))
+    .optional(),
   POS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   POS_AUTH: z.enum(['token', 'off'], 'must be token or off').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -120,6 +162,8 @@ export interface Config {
   };
   ledgerUrl: string;
   adminToken?: string;
+  /** ADMIN_TOKENS: named operators' global tokens, each action recorded under its name. */
+  namedAdminTokens: NamedAdminToken[];
   /** Seals merchants' secrets (base64 of 32 bytes). Required outside sandbox once a merchant is created; sandbox makes one. */
   secretsKey?: string;
   /** Who may post to `/v1/checkouts/*` and `/v1/refunds/*` (webhooks have their signatures instead). */
@@ -247,6 +291,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
     },
     ledgerUrl: raw.LEDGER_URL,
     adminToken: raw.ADMIN_TOKEN,
+    namedAdminTokens: raw.ADMIN_TOKENS ?? [],
     secretsKey: raw.SECRETS_KEY,
     posAuth,
     logLevel: raw.LOG_LEVEL,

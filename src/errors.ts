@@ -34,7 +34,11 @@ export class ValidationError extends BridgeError {
 
 /** 401: a webhook signature, the admin bearer token or the POS token is missing or wrong (indistinguishably). */
 export class UnauthorizedError extends BridgeError {
-  constructor(message = 'missing or invalid credentials') {
+  constructor(
+    message = 'missing or invalid credentials',
+    /** Which check failed, for logs and metrics (never in the answer): signature_missing, signature_mismatch, not_configured, … */
+    readonly reason?: string,
+  ) {
     super(message, 401, 'unauthorized');
   }
 }

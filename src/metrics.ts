@@ -1,4 +1,9 @@
-/** Prometheus metrics, one registry per app instance (tests build several apps in one process). */
+/**
+ * Prometheus metrics, one registry per app instance (tests build several apps in one process). The
+ * process metrics are prom-client's defaults under their standard names (process_cpu_seconds_total,
+ * nodejs_heap_size_used_bytes, …), so stock dashboards work; the bridge's own carry `bridge_`.
+ * README "Observability" lists them; ops/grafana-dashboard.json and ops/alerts.yml use them.
+ */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface Metrics {
@@ -18,7 +23,17 @@ export interface Metrics {
    */
   merchant(merchantId: string): { merchant?: string };
   httpDuration: Histogram<'route' | 'code'>;
-  openRecords: Gauge;
+  /** Records with work left, and settled ones a person must still look at, by status. */
+  openRecords: Gauge<'status'>;
+  /** Open dead letters by the code of their cause. */
+  deadLetters: Gauge<'reason'>;
+  /** Webhook deliveries (verified, or refused by reason) and the events of verified ones (processed, ignored, dead_lettered), by POS. */
+  webhookOutcomes: Counter<'pos' | 'outcome' | 'reason'>;
+  /** Each request to the loyalty service (retries included), by operation and outcome. */
+  upstreamLatency: Histogram<'operation' | 'outcome'>;
+  /** The attention queue: items by kind, and the age of the oldest of each kind. */
+  attentionItems: Gauge<'kind'>;
+  attentionOldest: Gauge<'kind'>;
   /** POS requests answered 503 before their body was read (src/http/load-shedding.ts). */
   shed: Counter<'endpoint' | 'reason'>;
   posInFlight: Gauge;
@@ -26,10 +41,44 @@ export interface Metrics {
 
 const NO_LABEL = Object.freeze({});
 
-export function createMetrics(openRecords: () => Promise<number>, withDefaults = true, merchantLabel = true): Metrics {
+/** A gauge read at each scrape: one series per label value `read` answers (none: nothing is known, e.g. no source). */
+function labelledGauge<L extends string>(registry: Registry, name: string, help: string, label: L, read: () => Promise<Record<string, number> | undefined>): Gauge<L> {
+  return new Gauge({
+    name,
+    help,
+    labelNames: [label],
+    registers: [registry],
+    async collect() {
+      const values = await read();
+      if (!values) return;
+      this.reset();
+      for (const [value, n] of Object.entries(values)) this.set({ [label]: value } as Record<L, string>, n);
+    },
+  });
+}
+
+/** What the gauges read from the ledger at each scrape. */
+export interface MetricSources {
+  openRecords(): Promise<Partial<Record<string, number>>>;
+  openDeadLetters(): Promise<Record<string, number>>;
+  /** The attention queue by kind: how many, and since when (epoch ms) the oldest has waited. */
+  attention?(): Promise<{ counts: Record<string, number>; oldestSinceMs: Partial<Record<string, number>> }>;
+}
+
+
+
+export function createMetrics(sources: MetricSources, withDefaults = true, merchantLabel = true): Metrics {
   const registry = new Registry();
   const labels = new Map<string, { merchant: string }>();
-  if (withDefaults) collectDefaultMetrics({ register: registry, prefix: 'bridge_' });
+  if (withDefaults) collectDefaultMetrics({ register: registry });
+  // The attention queue reads every record that needs a person: one read serves both of its gauges
+  // (a scrape collects them together) and every scrape that comes while it is under way.
+  let attentionRead: ReturnType<NonNullable<MetricSources['attention']>> | undefined;
+  const attention = () => {
+    if (!sources.attention) return undefined;
+    attentionRead ??= sources.attention().finally(() => (attentionRead = undefined));
+    return attentionRead;
+  };
   return {
     registry,
     checkouts: new Counter({ name: 'bridge_checkouts_total', help: 'Checkouts received, by POS and resulting status (repeat = already recorded; repeat_changed = already recorded, delivered again with another amount).', labelNames: ['pos', 'result', 'merchant'], registers: [registry] }),
@@ -57,13 +106,31 @@ export function createMetrics(openRecords: () => Promise<number>, withDefaults =
       return label;
     },
     posInFlight: new Gauge({ name: 'bridge_pos_requests_in_flight', help: 'POS requests being handled now (body read, not yet answered); more than POS_MAX_IN_FLIGHT are shed.', registers: [registry] }),
-    openRecords: new Gauge({
-      name: 'bridge_ledger_open_records',
-      help: 'Ledger records with work left (pending, in doubt, reversal pending).',
+    openRecords: labelledGauge(registry, 'bridge_ledger_open_records', 'Ledger records by status: those with work left (pending, in_doubt, reversal_pending), and settled ones a person must still look at (failed, partially_accrued, reverse_failed not closed).', 'status', async () => {
+      // Every status a person may have to act on is always present, 0 included, so alerts and panels see the series.
+      const always = Object.fromEntries(['pending', 'in_doubt', 'reversal_pending', 'failed', 'partially_accrued', 'reverse_failed'].map((status) => [status, 0]));
+      return { ...always, ...(await sources.openRecords()) } as Record<string, number>;
+    }),
+    deadLetters: labelledGauge(registry, 'bridge_dead_letters_open', 'Open dead letters (neither carried out by a replay nor dismissed), by the code of their cause: unknown_merchant, merchant_suspended, invalid_payload, pos_api_failed, pos_api_not_configured, …; unclassified for letters kept before codes.', 'reason', () => sources.openDeadLetters()),
+    webhookOutcomes: new Counter({
+      name: 'bridge_webhook_outcomes_total',
+      help: 'Webhook deliveries by POS: verified (authentic), or refused (reason: signature_missing, signature_mismatch, not_configured, signed_header_missing, signed_time_invalid, replay_window, payload_too_large, unsupported_media_type, …); and each event of a verified delivery: processed, ignored or dead_lettered.',
+      labelNames: ['pos', 'outcome', 'reason'],
       registers: [registry],
-      async collect() {
-        this.set(await openRecords());
-      },
+    }),
+    attentionItems: labelledGauge(registry, 'bridge_attention_items', 'What needs a person (GET /v1/admin/attention), by kind: in_doubt, ambiguous, failed, partially_accrued, reverse_failed, changed_repeats, dead_letter.', 'kind', async () => (await attention())?.counts),
+    attentionOldest: labelledGauge(registry, 'bridge_attention_oldest_age_seconds', 'How long the oldest item of each kind has needed a person (0 when there is none): in_doubt over 3600 is the alert "in doubt older than an hour".', 'kind', async () => {
+      const read = await attention();
+      if (!read) return undefined;
+      const nowMs = Date.now();
+      return Object.fromEntries(Object.keys(read.counts).map((kind) => [kind, read.oldestSinceMs[kind] === undefined ? 0 : Math.max(0, (nowMs - read.oldestSinceMs[kind]!) / 1000)]));
+    }),
+    upstreamLatency: new Histogram({
+      name: 'bridge_upstream_request_duration_seconds',
+      help: 'Each request to the loyalty service, retries included, by operation (accrue, reverse, resolve_credentials, operations, cards) and outcome (ok, refused, rate_limited, server_error, timeout, network).',
+      labelNames: ['operation', 'outcome'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
     }),
   };
 }

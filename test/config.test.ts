@@ -47,6 +47,22 @@ describe('configuration', () => {
     expect(load(env)).toThrow(name);
   });
 
+  it('ADMIN_TOKENS names operators, each with a token of their own; a wrong entry is named by position and name, never by its token', () => {
+    expect(loadConfig({}).namedAdminTokens).toEqual([]);
+    expect(loadConfig({ ADMIN_TOKENS: ' alice=alice-token-0123456789 , bob.smith=bob-token-0123456789abc' }).namedAdminTokens).toEqual([
+      { name: 'alice', token: 'alice-token-0123456789' },
+      { name: 'bob.smith', token: 'bob-token-0123456789abc' },
+    ]);
+    expect(load({ ADMIN_TOKENS: 'alice=short-secret' })).toThrow('invalid configuration: ADMIN_TOKENS entry 1 (alice) has a token shorter than 16 characters');
+    expect(load({ ADMIN_TOKENS: 'admin=admin-token-0123456789' })).toThrow(/ADMIN_TOKENS entry 1 \(admin\) has a name that is not allowed/);
+    expect(load({ ADMIN_TOKENS: 'merchant:x=admin-token-0123456789' })).toThrow(/ADMIN_TOKENS entry 1 has a name that is not allowed/);
+    expect(load({ ADMIN_TOKENS: 'alice=same-token-0123456789,bob=same-token-0123456789' })).toThrow(/entry 2 \(bob\) repeats a token/);
+    expect(load({ ADMIN_TOKENS: 'alice=one-token-0123456789,alice=two-token-0123456789' })).toThrow(/entry 2 \(alice\) repeats a name/);
+    expect(load({ ADMIN_TOKENS: 'just-a-token-0123456789' })).toThrow(/entry 1 must be name=token/);
+    // The message never quotes a token.
+    expect(load({ ADMIN_TOKENS: 'alice=short-secret' })).toThrow(/^(?![\s\S]*short-secret)/);
+  });
+
   it('production refuses to start without the upstream and admin token, and never in sandbox', () => {
     expect(load({ NODE_ENV: 'production' })).toThrow(/LOYALTY_BASE_URL, LOYALTY_APP_TOKEN, ADMIN_TOKEN/);
     expect(load({ NODE_ENV: 'production', LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't' })).toThrow(/ADMIN_TOKEN/);

@@ -194,6 +194,8 @@ function expectDocumented(method: 'get' | 'post' | 'patch', path: string, res: {
   expect(COMPONENT_SCHEMAS[name].parse(res.body)).toEqual(res.body);
 }
 
+const REPORT = '/v1/admin/reports/reconcile';
+const today = () => new Date().toISOString().slice(0, 10);
 const admin = (method: 'get' | 'post' | 'patch', path: string) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
 const pos = (path: string, body: unknown, contentType = 'application/json') =>
   request(h.bridge.url).post(path).set('authorization', `Bearer ${POS_TOKEN}`).set('content-type', contentType).send(typeof body === 'string' ? body : JSON.stringify(body));
@@ -284,6 +286,61 @@ describe('real answers validate against the documented schema of their status', 
     expectDocumented('post', `${T}/reverse`, await admin('post', '/v1/admin/transactions/generic:A-1/reverse').set('content-type', 'application/json').send('x'.repeat(20_000)));
     expectDocumented('post', '/v1/admin/reconcile', await admin('post', '/v1/admin/reconcile?budgetMs=5000'));
     expectDocumented('post', '/v1/admin/reconcile', await admin('post', '/v1/admin/reconcile?budgetMs=soon'));
+    const report = await admin('get', `${REPORT}?from=${today()}&to=${today()}`);
+    expect(report.status).toBe(200);
+    expectDocumented('get', REPORT, report);
+    const csv = await admin('get', `${REPORT}?from=${today()}&to=${today()}`).set('accept', 'text/csv');
+    expect(csv.text.split('\r\n')[0]).toBe('kind,transactionId,orderId,operationId,why,next');
+    expectDocumented('get', REPORT, csv);
+    expectDocumented('get', REPORT, await admin('get', `${REPORT}?from=${today()}`));
+    expectDocumented('get', REPORT, await admin('get', `${REPORT}?from=${today()}&to=${today()}&merchantId=nobody`));
+  });
+
+  it('operators: who am I, the attention queue, search, close, acknowledge, dismiss, bulk and the audit trail', async () => {
+    const T = '/v1/admin/transactions/{transactionId}';
+    expectDocumented('get', '/v1/admin/whoami', await admin('get', '/v1/admin/whoami'));
+    expectDocumented('get', '/v1/admin/whoami', await request(h.bridge.url).get('/v1/admin/whoami'));
+    const orphan = await pos('/v1/refunds/generic', { orderId: 'ORPHAN-1', refundId: 'R-9' });
+    expect(orphan.status).toBe(404);
+    await pos('/v1/checkouts/generic', checkout({ orderId: 'CR-1' }));
+    await pos('/v1/checkouts/generic', checkout({ orderId: 'CR-1', total: '9.99', items: [{ id: 'sku-1', quantity: 1, unitPrice: '9.99', total: '9.99' }] }));
+    const queue = await admin('get', '/v1/admin/attention?limit=5');
+    expect(queue.body.counts.reverse_failed).toBeGreaterThanOrEqual(1);
+    expect(queue.body.counts.changed_repeats).toBeGreaterThanOrEqual(1);
+    expectDocumented('get', '/v1/admin/attention', queue);
+    expectDocumented('get', '/v1/admin/attention', await admin('get', '/v1/admin/attention?limit=0'));
+    expectDocumented('get', '/v1/admin/transactions', await admin('get', '/v1/admin/transactions?status=reverse_failed,failed&orderId=ORPHAN-1&refundId=R-9&from=2020-01-01&to=2099-12-31'));
+    expectDocumented('get', '/v1/admin/transactions', await admin('get', '/v1/admin/transactions?status=failed,lost'));
+    expectDocumented('get', T, await admin('get', '/v1/admin/transactions/generic:ORPHAN-1'));
+    expectDocumented('post', `${T}/close`, await admin('post', '/v1/admin/transactions/generic:ORPHAN-1/close').send({}));
+    expectDocumented('post', `${T}/close`, await admin('post', '/v1/admin/transactions/generic:ORPHAN-1/close').send({ reason: 'order from before the loyalty program' }));
+    expectDocumented('post', `${T}/close`, await admin('post', '/v1/admin/transactions/generic:ORPHAN-1/close').send({ reason: 'again' }));
+    expectDocumented('post', `${T}/close`, await admin('post', '/v1/admin/transactions/nope/close').send({ reason: 'x' }));
+    expectDocumented('post', `${T}/acknowledge`, await admin('post', '/v1/admin/transactions/generic:CR-1/acknowledge').send({ reason: 'customer paid the difference' }));
+    expectDocumented('post', `${T}/acknowledge`, await admin('post', '/v1/admin/transactions/generic:CR-1/acknowledge').send({ reason: 'again' }));
+    expectDocumented('post', `${T}/acknowledge`, await admin('post', '/v1/admin/transactions/generic:CR-1/acknowledge').send({}));
+    expectDocumented('post', `${T}/acknowledge`, await admin('post', '/v1/admin/transactions/nope/acknowledge').send({ reason: 'x' }));
+    const B = '/v1/admin/transactions/bulk';
+    const bulk = await admin('post', B).send({ action: 'retry', ids: ['generic:CR-1', 'nope'], reason: 'test' });
+    expect(bulk.body.refused).toHaveLength(2);
+    expectDocumented('post', B, bulk);
+    expectDocumented('post', B, await admin('post', B).send({ action: 'retry', filter: { status: 'failed' }, reason: 'test' }));
+    expectDocumented('post', B, await admin('post', B).send({ action: 'retry', ids: ['generic:CR-1'] }));
+    expectDocumented('post', B, await admin('post', B).send({ action: 'retry', ids: ['generic:CR-1'], reason: 'x', merchantId: 'Bad' }));
+    const dead = await webhook('{"id": 9, "email": "a@b.test"}', 'orders/paid', 'evt-9');
+    const id = dead.body.results[0].deadLetterId as string;
+    expectDocumented('get', '/v1/admin/dead-letters/{id}', await admin('get', `/v1/admin/dead-letters/${id}?unmask=true`));
+    expectDocumented('get', '/v1/admin/dead-letters/{id}', await admin('get', `/v1/admin/dead-letters/${id}?unmask=yes`));
+    const D = '/v1/admin/dead-letters/{id}/dismiss';
+    expectDocumented('post', D, await admin('post', `/v1/admin/dead-letters/${id}/dismiss`).send({}));
+    expectDocumented('post', D, await admin('post', `/v1/admin/dead-letters/${id}/dismiss`).send({ reason: 'test order' }));
+    expectDocumented('post', D, await admin('post', `/v1/admin/dead-letters/${id}/dismiss`).send({ reason: 'again' }));
+    expectDocumented('post', D, await admin('post', '/v1/admin/dead-letters/nope/dismiss').send({ reason: 'x' }));
+    expectDocumented('post', D, await admin('post', '/v1/admin/dead-letters/%E0%A4%A/dismiss').send({ reason: 'x' }));
+    const audit = await admin('get', '/v1/admin/audit?actor=admin&from=2020-01-01');
+    expect(audit.body.items.map((e: { action: string }) => e.action)).toEqual(expect.arrayContaining(['close', 'acknowledge', 'dismiss', 'unmask']));
+    expectDocumented('get', '/v1/admin/audit', audit);
+    expectDocumented('get', '/v1/admin/audit', await admin('get', '/v1/admin/audit?from=yesterday'));
   });
 
   it('backfill: a pass on request and the accounts it reads', async () => {
@@ -332,6 +389,8 @@ describe('real answers validate against the documented schema of their status', 
     shop.faults.rateLimitAll = false;
     expect(unavailable.status).toBe(502);
     expectDocumented('post', `${M}/{merchantId}/refresh`, unavailable);
+    // No loyalty API key: its history cannot be read, so no three-way report.
+    expectDocumented('get', REPORT, await request(h.bridge.url).get(`${REPORT}?from=${today()}&to=${today()}`).set('authorization', `Bearer ${created.body.adminToken}`));
     // Its own records only, through its own token; and a suspended merchant's posts are refused.
     expectDocumented('post', '/v1/admin/reconcile', await request(h.bridge.url).post('/v1/admin/reconcile').set('authorization', `Bearer ${rotated.body.adminToken}`));
     expectDocumented('get', '/v1/admin/transactions/{transactionId}', await admin('get', '/v1/admin/transactions/generic:A-1?merchantId=Bad'));

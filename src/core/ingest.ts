@@ -445,7 +445,7 @@ export class Ingest implements DeadLetterRunner {
     const transient = errors.some(isTransient);
     const reason = describeFailures(errors);
     const issues = errors.flatMap((e) => (e instanceof ValidationError ? e.issues : [])).slice(0, 20);
-    const letter = replay ? { id: replay.letterId, retry: undefined } : await this.#deadLetter(pos, merchantId, raw, headers, reason, issues, transient);
+    const letter = replay ? { id: replay.letterId, retry: undefined } : await this.#deadLetter(pos, merchantId, raw, headers, { reason, reasonCode: errors[0]!.code }, issues, transient);
     const retryAt = letter.retry?.nextAt;
     if (!replay) this.logger.warn({ pos, merchantId, deadLetterId: letter.id, transient, retryAt, reasons: failures.map((f) => f.error.code) }, 'webhook kept as a dead letter');
     const ids = merchantId && merchantId !== DEFAULT_MERCHANT ? { merchantId } : {};
@@ -463,7 +463,8 @@ export class Ingest implements DeadLetterRunner {
     };
   }
 
-  async #deadLetter(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, reason: string, issues: FieldIssue[], transient: boolean): Promise<DeadLetter> {
+  async #deadLetter(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, cause: { reason: string; reasonCode: string }, issues: FieldIssue[], transient: boolean): Promise<DeadLetter> {
+    const { reason, reasonCode } = cause;
     // By POS, merchant and bytes: the POS delivering it again finds the same letter; two merchants' equal parts are two letters.
     const id = createHash('sha256').update(`${pos}\u0000${merchantId ?? ''}\u0000`).update(raw).digest('hex').slice(0, 24);
     const nowMs = this.clock().getTime();
@@ -476,7 +477,7 @@ export class Ingest implements DeadLetterRunner {
         // otherwise the new cause decides, and a run under way keeps its claim.
         const held = existing.retry?.claim ? { claim: existing.retry.claim } : {};
         const retry = transient && existing.retry?.nextAt ? existing.retry : { ...retryAfterFailure(this.deadLetters, existing.retry, transient, nowMs, false), ...held };
-        return { ...rest, lastReceivedAt: now, deliveries: existing.deliveries + 1, reason, ...(issues.length ? { issues } : {}), retry };
+        return { ...rest, lastReceivedAt: now, deliveries: existing.deliveries + 1, reason, reasonCode, ...(issues.length ? { issues } : {}), retry };
       }
       return {
         id,
@@ -486,6 +487,7 @@ export class Ingest implements DeadLetterRunner {
         lastReceivedAt: now,
         deliveries: 1,
         reason,
+        reasonCode,
         ...(issues.length ? { issues } : {}),
         headers: headersToKeep(headers, this.adapters.get(pos)?.webhook?.signature.header),
         // Kept as text when that is byte-exact and storable everywhere (PostgreSQL's jsonb refuses NUL).

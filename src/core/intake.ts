@@ -7,7 +7,7 @@
 import { AccrualKeyHeldError, ConflictError, NotFoundError, ValidationError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { hasContact } from '../customer.js';
-import { DEFAULT_MERCHANT, isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord } from '../ledger/record.js';
+import { DEFAULT_MERCHANT, isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorAct } from '../ledger/record.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { proRataCents } from '../money.js';
@@ -116,7 +116,7 @@ export class IntakeService {
       if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
       const answer = partial
         ? await this.#partialReversal(keyOf(current!), refundId!, measured)
-        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note, via);
+        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note, undefined, via);
       if (answer !== MOVED) return answer;
     }
     throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
@@ -126,7 +126,8 @@ export class IntakeService {
    * A full reversal of `ids.transactionId` (a refund, or an operator's /reverse); MOVED when a
    * remainder holds the order now. `note`: how the refund was measured, kept in the record's history.
    */
-  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, via?: string): Promise<Answer | typeof MOVED> {
+  /** `act`: an operator's reversal, its actor and reason on the history line. `via`: as for `checkout`. */
+  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, act?: OperatorAct, via?: string): Promise<Answer | typeof MOVED> {
     const key = ledgerKey(ids.merchantId, ids.transactionId);
     const unknown = await this.writer.locked(key, async () => {
       if (await this.writer.store.get(key)) return undefined;
@@ -142,7 +143,8 @@ export class IntakeService {
       if (moved) return moved === true ? undefined : moved;
       const transition = requestReversal(r, refundId, this.writer.now());
       if (!transition) decided.result = 'repeat';
-      return withNote(transition, note);
+      const noted = withNote(transition, note);
+      return noted && act ? { ...noted, act } : noted;
     });
     if (decided.result === 'moved') return MOVED;
     return this.#deliverRefund(ids.pos, record, decided.result === 'repeat', refundId);

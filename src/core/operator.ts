@@ -1,18 +1,28 @@
 /**
  * What an operator does to a record through the admin API: deliver again what provably did not
- * happen, reverse an accrual, settle by hand a call whose outcome is unknown. Each waits for a pass
- * over the same record that runs here (short unless a call is out) and is decided by the pure
- * transitions on the record as it then is.
+ * happen, reverse an accrual, settle by hand a call whose outcome is unknown, close what cannot
+ * succeed, acknowledge deliveries with another amount. Each waits for a pass over the same record
+ * that runs here (short unless a call is out) and is decided by the pure transitions on the record
+ * as it then is. Each carries who did it and why (`OperatorAct`): written into the record's history
+ * and, once it is done, into the audit trail.
  */
-import { ConflictError, NotFoundError } from '../errors.js';
-import { merchantOf } from '../ledger/record.js';
+import { ConflictError, NotFoundError, type BridgeError } from '../errors.js';
+import { keyOf, merchantOf, type LedgerRecord, type OperatorAct } from '../ledger/record.js';
+import { deadLetterHeld, type AuditEntry, type DeadLetter } from '../ledger/store.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
 import type { RecordWriter } from './record-writer.js';
-import { resolve, retry, type ResolveInput } from './transitions.js';
+import { acknowledgeRepeats, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
 
 export type { ResolveInput };
+
+export interface ActOptions {
+  /** false: the record is changed and left to the worker, instead of delivered within the answer budget (bulk actions). */
+  deliver?: boolean;
+  /** Part of a bulk action: audited as `bulk:<action>`. */
+  bulk?: boolean;
+}
 
 export class OperatorActions {
   constructor(
@@ -22,29 +32,95 @@ export class OperatorActions {
   ) {}
 
   /** Each action names the record by its ledger key (`ledgerKey`: the transactionId within its merchant). */
-  async retry(key: string): Promise<Answer> {
+  async retry(key: string, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {
     await this.delivery.passFinished(key);
-    await this.writer.change(key, (r) => retry(r));
-    return answerFor(this.writer.store, await this.delivery.deliverWithinBudget(key), false);
+    const changed = await this.writer.change(key, (r) => retry(r, act));
+    return this.#done('retry', act, changed, options);
   }
 
-  async reverse(key: string, reason?: string): Promise<Answer> {
-    const refundId = `operator:${this.writer.now().toISOString()}${reason ? `:${reason.slice(0, 40)}` : ''}`;
+  async reverse(key: string, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {
+    const refundId = `operator:${this.writer.now().toISOString()}${act.reason ? `:${act.reason.slice(0, 40)}` : ''}`;
+    const note = `asked by ${act.actor}`;
     // What remains of the order may have moved to remainder records: the operator reverses the last.
     for (let attempt = 0; attempt < 5; attempt++) {
       const current = (await chainOf(this.writer, key)).at(-1);
       if (!current) throw new NotFoundError(`no ledger record ${key}`);
-      const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId);
-      if (answer !== MOVED) return answer;
+      const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId, note, act);
+      if (answer !== MOVED) {
+        await this.audit(`${options.bulk ? 'bulk:' : ''}reverse`, act, answer.record);
+        return answer;
+      }
     }
     throw new ConflictError('the record kept changing; try again');
   }
 
-  async resolve(key: string, input: ResolveInput): Promise<Answer> {
+  async resolve(key: string, input: ResolveInput, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {
     await this.delivery.passFinished(key);
     const record = await this.writer.require(key);
     const claimedBy = input.operationId !== undefined ? await this.writer.store.findOperationClaim(merchantOf(record), input.operationId) : undefined;
-    await this.writer.change(key, (r) => resolve(r, input, claimedBy));
-    return answerFor(this.writer.store, await this.delivery.deliverWithinBudget(key), false);
+    const changed = await this.writer.change(key, (r) => resolve(r, input, claimedBy, act));
+    return this.#done(`resolve ${input.outcome}`, act, changed, options);
+  }
+
+  /** An orphan `reverse_failed` (a refund of an order the loyalty service never knew): kept, marked closed, audited. */
+  async close(key: string, act: OperatorAct & { reason: string }, options: ActOptions = {}): Promise<Answer> {
+    await this.delivery.passFinished(key);
+    const changed = await this.writer.change(key, (r) => close(r, act, this.writer.now()));
+    return this.#done('close', act, changed, { ...options, deliver: false });
+  }
+
+  /** Deliveries of the order with another amount have been seen: they leave the attention queue until another comes. */
+  async acknowledge(key: string, act: OperatorAct): Promise<Answer> {
+    const changed = await this.writer.change(key, (r) => acknowledgeRepeats(r, act));
+    return this.#done('acknowledge', act, changed, { deliver: false });
+  }
+
+  /**
+   * Closes a dead letter without running it (an event there is nothing to do about): kept whole,
+   * marked resolved and dismissed with who and why, never run again by anyone. Refused while a run
+   * holds it, and once resolved.
+   */
+  async dismissDeadLetter(id: string, act: OperatorAct & { reason: string }): Promise<DeadLetter> {
+    const nowMs = this.writer.now().getTime();
+    let refused: BridgeError | undefined;
+    const letter = await this.writer.store.updateDeadLetter(id, (current) => {
+      if (!current) refused = new NotFoundError(`no dead letter ${id}`);
+      else if (current.dismissed) refused = new ConflictError(`dead letter ${id} was dismissed by ${current.dismissed.actor} at ${current.dismissed.at}`, { deadLetterId: id });
+      else if (current.resolvedAt) refused = new ConflictError(`dead letter ${id} was resolved at ${current.resolvedAt}: a replay carried it out`, { deadLetterId: id });
+      else if (deadLetterHeld(current, nowMs)) refused = new ConflictError(`dead letter ${id} is being run now; dismiss it once that run is written, if it is still open`, { deadLetterId: id });
+      if (refused || !current) return undefined;
+      const at = new Date(nowMs).toISOString();
+      return { ...current, resolvedAt: at, dismissed: { at, actor: act.actor, reason: act.reason.slice(0, 500) }, ...(current.retry ? { retry: { ...current.retry, nextAt: undefined, claim: undefined } } : {}) };
+    });
+    if (refused || !letter) throw refused ?? new NotFoundError(`no dead letter ${id}`);
+    await this.audit('dismiss', act, { id, merchantId: letter.merchantId }, 'dismissed');
+    return letter;
+  }
+
+  /** What may be done to the record now, and why not (the same transitions the actions run). */
+  async allowed(record: LedgerRecord): Promise<Record<OperatorActionName, ActionAllowed>> {
+    const chainLast = record.remainderTransactionId ? (await chainOf(this.writer, keyOf(record))).at(-1) : undefined;
+    return operatorActions(record, this.writer.now(), chainLast ?? record);
+  }
+
+  /** Keeps an operator action in the audit trail. */
+  async audit(action: string, act: OperatorAct, target: { transactionId?: string; id?: string; merchantId?: string; status?: string }, outcome?: string): Promise<void> {
+    const entry: AuditEntry = {
+      at: this.writer.now().toISOString(),
+      actor: act.actor,
+      action,
+      target: target.transactionId ?? target.id ?? '',
+      ...(act.reason ? { reason: act.reason } : {}),
+      ...(target.transactionId ? { merchantId: merchantOf(target) } : target.merchantId ? { merchantId: target.merchantId } : {}),
+      ...(outcome ?? target.status ? { outcome: outcome ?? target.status } : {}),
+    };
+    await this.writer.store.appendAudit(entry);
+  }
+
+  async #done(action: string, act: OperatorAct, changed: LedgerRecord, options: ActOptions): Promise<Answer> {
+    const key = keyOf(changed);
+    const record = options.deliver === false ? changed : await this.delivery.deliverWithinBudget(key);
+    await this.audit(`${options.bulk ? 'bulk:' : ''}${action}`, act, record);
+    return answerFor(this.writer.store, record, false);
   }
 }

@@ -29,6 +29,7 @@ import {
   type Due,
   type LedgerRecord,
   type LedgerStatus,
+  type OperatorAct,
   type PartialRefundPlan,
 } from '../ledger/record.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
@@ -50,6 +51,8 @@ export interface Transition {
   record: LedgerRecord;
   /** For the record's history; undefined when the change needs no line (a status change still gets one). */
   event?: string;
+  /** An operator's action: who, and their reason (the history line's `detail`). */
+  act?: OperatorAct;
 }
 
 /** Pause before the worker's next round after a round ended without an answer: 30 units, growing to 1 hour. */
@@ -211,6 +214,7 @@ export function nextVersion(previous: LedgerRecord, transition: Transition, now:
       at,
       event: transition.event ?? 'status changed',
       ...(next.status !== previous.status ? { from: previous.status, to: next.status } : {}),
+      ...(transition.act ? { actor: transition.act.actor, ...(transition.act.reason ? { detail: transition.act.reason } : {}) } : {}),
     });
   }
   return next;
@@ -220,10 +224,10 @@ export function nextVersion(previous: LedgerRecord, transition: Transition, now:
  * A copy `change` may mutate: top-level fields, the `accrual` and `reversal` objects; arrays and
  * objects inside them are reassigned, never mutated. Cheaper than a deep clone of the attempt log.
  */
-function changed(record: LedgerRecord, change: (draft: LedgerRecord) => string | undefined): Transition {
+function changed(record: LedgerRecord, change: (draft: LedgerRecord) => string | undefined, act?: OperatorAct): Transition {
   const draft: LedgerRecord = { ...record, accrual: { ...record.accrual }, reversal: { ...record.reversal }, history: [...record.history] };
   const event = change(draft);
-  return { record: draft, event };
+  return { record: draft, event, ...(act ? { act } : {}) };
 }
 
 const later = (now: Date, ms: number): string => new Date(now.getTime() + ms).toISOString();
@@ -628,7 +632,7 @@ export function noteChangedRepeat(record: LedgerRecord, amountCents: number, now
 // ------------------------------------------------------------------ operator actions
 
 /** Deliver again what provably did not happen (a refusal, pending rounds). Throws where a retry could double. */
-export function retry(record: LedgerRecord): Transition {
+export function retry(record: LedgerRecord, act?: OperatorAct): Transition {
   if (record.inFlight) throw new ConflictError(`a ${record.inFlight.operation} call is in flight for this record; try again when it has finished`);
   if (record.accrual.state === 'in_doubt' || record.reversal.state === 'in_doubt') {
     throw new ConflictError('the last call may have reached the loyalty service: settle it with /resolve (or reconcile) first; a retry could double it');
@@ -644,8 +648,8 @@ export function retry(record: LedgerRecord): Transition {
       throw new ConflictError(`nothing to retry in status ${r.status}`);
     }
     settledRounds(r);
-    return 'operator asked for a retry';
-  });
+    return `${act?.actor ?? 'operator'} asked for a retry`;
+  }, act);
 }
 
 export interface ResolveInput {
@@ -655,7 +659,7 @@ export interface ResolveInput {
 }
 
 /** An operator settles a call by hand. `operationClaimedBy`: who holds `input.operationId`, when it is claimed. */
-export function resolve(record: LedgerRecord, input: ResolveInput, operationClaimedBy?: string): Transition {
+export function resolve(record: LedgerRecord, input: ResolveInput, operationClaimedBy?: string, act?: OperatorAct): Transition {
   if (record.inFlight) throw new ConflictError(`a ${record.inFlight.operation} call is in flight for this record; try again when it has finished`);
   if (input.operationId !== undefined && operationClaimedBy && operationClaimedBy !== record.transactionId) {
     throw new ConflictError(`operation ${input.operationId} is already claimed by ${operationClaimedBy}`);
@@ -676,6 +680,9 @@ export function resolve(record: LedgerRecord, input: ResolveInput, operationClai
         break;
       case 'reversed':
       case 'not_reversed':
+        if (input.outcome === 'reversed' && isOrphanReversal(r)) {
+          throw new ConflictError('the loyalty service never knew this order, so nothing was reversed: close it (POST .../close with a reason) instead');
+        }
         if (input.outcome === 'reversed' && r.reversal.state === 'failed') {
           // A reverse that failed on some cards cannot be retried (it would reverse the others
           // twice): the operator finishes those cards in the loyalty service and attests it here.
@@ -691,9 +698,88 @@ export function resolve(record: LedgerRecord, input: ResolveInput, operationClai
         return unreachable(input.outcome);
     }
     r.nextAttemptAt = undefined;
-    return `operator resolved: ${input.outcome}${note}`;
-  });
+    return `${act?.actor ?? 'operator'} resolved: ${input.outcome}${note}`;
+  }, act);
 }
+
+/** A refund of an order the loyalty service never knew: nothing was accrued under its id, so nothing can be reversed. */
+export function isOrphanReversal(record: Pick<LedgerRecord, 'reversal' | 'accrual'>): boolean {
+  return record.reversal.state === 'failed' && record.reversal.unknownUpstream === true && record.accrual.state === 'none';
+}
+
+/**
+ * An operator closes a record that cannot succeed: an orphan `reverse_failed`. Retrying it meets the
+ * same "unknown" answer, `not_reversed` would leave it open for ever, and `reversed` would be a lie;
+ * closing keeps it whole and in its status, with who closed it and why, and takes it out of the
+ * attention queue. Anything else has an honest way out (retry, reverse or resolve): 409 naming why.
+ */
+export function close(record: LedgerRecord, act: OperatorAct & { reason: string }, now: Date): Transition {
+  if (record.closed) throw new ConflictError(`already closed by ${record.closed.actor} at ${record.closed.at}`);
+  if (!isOrphanReversal(record)) {
+    throw new ConflictError(
+      record.status === 'reverse_failed'
+        ? 'only a refund of an order the loyalty service never knew can be closed; this reversal was refused for another reason: retry it, or resolve it reversed once finished by hand'
+        : `only an orphan reverse_failed record (a refund of an order the loyalty service never knew) can be closed; this one is ${record.status}`,
+    );
+  }
+  return changed(record, (r) => {
+    r.closed = { at: now.toISOString(), actor: act.actor, reason: act.reason.slice(0, 500) };
+    return `${act.actor} closed it: the loyalty service never knew this order, so there is nothing to reverse`;
+  }, act);
+}
+
+/** An operator has seen the deliveries with another amount (and settled any difference outside the bridge). */
+export function acknowledgeRepeats(record: LedgerRecord, act: OperatorAct): Transition {
+  const repeats = record.changedRepeats;
+  if (!repeats || repeats.count === (repeats.acknowledged ?? 0)) throw new ConflictError('no deliveries with another amount wait to be acknowledged');
+  return changed(record, (r) => {
+    r.changedRepeats = { ...repeats, acknowledged: repeats.count };
+    return `${act.actor} acknowledged ${repeats.count - (repeats.acknowledged ?? 0)} deliveries with another amount`;
+  }, act);
+}
+
+export type OperatorActionName = 'retry' | 'reverse' | 'resolve' | 'close' | 'acknowledge';
+export interface ActionAllowed {
+  allowed: boolean;
+  /** Why not, when not allowed: the refusal the action itself would answer. */
+  why?: string;
+  /** resolve: the outcomes it accepts now. */
+  outcomes?: ResolveInput['outcome'][];
+}
+
+/**
+ * What an operator may do to `record` now, decided by running the very transitions the actions run
+ * (on a copy; nothing is written): allowed when the transition applies, and otherwise the reason it
+ * refuses. `chainLast`: the last record of the order's chain (a partial refund's remainder), which an
+ * operator's reverse acts on; the record itself when it has none.
+ */
+export function operatorActions(record: LedgerRecord, now: Date, chainLast: LedgerRecord = record): Record<OperatorActionName, ActionAllowed> {
+  const act: OperatorAct & { reason: string } = { actor: 'probe', reason: 'probe' };
+  const attempt = (run: () => Transition | undefined, refusedWhy: string): ActionAllowed => {
+    try {
+      return run() ? { allowed: true } : { allowed: false, why: refusedWhy };
+    } catch (error) {
+      if (error instanceof ConflictError) return { allowed: false, why: error.message };
+      throw error;
+    }
+  };
+  const outcomes = (['accrued', 'not_accrued', 'reversed', 'not_reversed'] as const).filter((outcome) => attempt(() => resolve(record, { outcome }), '').allowed);
+  const reversal = requestReversal(chainLast, `${REVERSE_PROBE}`, now);
+  const reverse: ActionAllowed =
+    reversal && reversal.record.reversal.state === 'pending'
+      ? { allowed: true }
+      : { allowed: false, why: reversal ? `nothing to reverse: the accrual is ${chainLast.accrual.state}` : `the reversal is already ${chainLast.reversal.state === 'not_needed' ? 'not needed' : chainLast.reversal.state}${chainLast === record ? '' : ` (on ${chainLast.transactionId}, what remains of the order)`}` };
+  return {
+    retry: attempt(() => retry(record), 'nothing to retry'),
+    reverse,
+    resolve: outcomes.length ? { allowed: true, outcomes } : { allowed: false, why: attempt(() => resolve(record, { outcome: record.reversal.state === 'none' ? 'accrued' : 'reversed' }), '').why ?? 'nothing in doubt', outcomes: [] },
+    close: attempt(() => close(record, act, now), 'cannot be closed'),
+    acknowledge: attempt(() => acknowledgeRepeats(record, act), 'nothing to acknowledge'),
+  };
+}
+
+/** The refund id a probe of `operatorActions` asks with: never one a POS sends. */
+const REVERSE_PROBE = '\u0000probe';
 
 // ------------------------------------------------------------------ recovery
 

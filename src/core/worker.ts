@@ -10,6 +10,7 @@
  * calls is answered (`RateLimitPauses`). A pass that took a full share of someone's work, and moved something, is
  * followed by the next at once, so a lone merchant's backlog drains as fast as lanes allow.
  */
+import { attentionOf, type AttentionKind } from '../ledger/attention.js';
 import { withMerchant } from '../log-context.js';
 import type { Logger } from '../logger.js';
 import type { LedgerStore } from '../ledger/store.js';
@@ -38,6 +39,9 @@ const BATCH = 500;
  * share one batch of 500.
  */
 export const PER_MERCHANT = 50;
+
+/** Attention kinds of records no pass moves: the bridge has settled them, a person has not. */
+const SETTLED_BUT_OPEN: ReadonlySet<AttentionKind> = new Set(['failed', 'partially_accrued', 'reverse_failed']);
 
 export class Worker {
   /** The last scheduled pass took a full share of someone's due work and moved something: the next one runs at once. */
@@ -103,7 +107,25 @@ export class Worker {
       if (FINAL_STATUSES.has(r.after)) report.fixed.push({ transactionId: r.transactionId, merchantId: r.merchantId, from: r.before, to: r.after, why: r.note });
       else report.open.push({ transactionId: r.transactionId, merchantId: r.merchantId, status: r.after, why: r.note });
     }
+    if (force) await this.#addSettledButOpen(report, merchantId);
     return report;
+  }
+
+  /**
+   * An operator's reconcile also lists, as open, the records the bridge has settled but a person
+   * must still look at (attention.ts): failed, partially accrued, reverse_failed (not closed). No
+   * pass moves them, so the report would otherwise never name them.
+   */
+  async #addSettledButOpen(report: ReconcileReport, merchantId: string | undefined): Promise<void> {
+    const listed = new Set(report.open.map((o) => `${o.merchantId}/${o.transactionId}`));
+    for (const record of await this.store.listAttention(merchantId)) {
+      for (const item of attentionOf(record)) {
+        const key = `${item.merchantId}/${item.transactionId}`;
+        if (!SETTLED_BUT_OPEN.has(item.kind) || listed.has(key)) continue;
+        listed.add(key);
+        report.open.push({ transactionId: item.transactionId!, merchantId: item.merchantId, status: item.status!, why: item.why });
+      }
+    }
   }
 
   /**

@@ -1,7 +1,7 @@
 /** The Express app: request ids and logging, the routes, and the one error handler. */
 import express from 'express';
 import type { BackfillPoller } from '../backfill/poller.js';
-import type { PosAuthConfig } from '../config.js';
+import type { NamedAdminToken, PosAuthConfig } from '../config.js';
 import type { Ingest } from '../core/ingest.js';
 import type { OperatorActions } from '../core/operator.js';
 import type { Worker } from '../core/worker.js';
@@ -9,6 +9,7 @@ import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { MerchantAdmin } from '../merchants/admin.js';
 import type { Metrics } from '../metrics.js';
+import type { ReconcileReporter } from '../reconcile/report.js';
 import type { TokenDirectory } from './auth.js';
 import { errorHandler, notFoundHandler } from './error-handler.js';
 import { loadShedding, SHED_PATHS } from './load-shedding.js';
@@ -17,6 +18,7 @@ import { adminRoutes } from './routes/admin.js';
 import { backfillRoutes } from './routes/backfill.js';
 import { opsRoutes } from './routes/ops.js';
 import { posRoutes } from './routes/pos.js';
+import { reportRoutes } from './routes/reports.js';
 
 export interface AppDeps {
   ingest: Ingest;
@@ -28,11 +30,15 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   adminToken: string;
+  /** ADMIN_TOKENS: named operators with global tokens. */
+  namedAdminTokens?: readonly NamedAdminToken[];
   posAuth: PosAuthConfig;
   /** Managing merchants (`/v1/admin/merchants`). */
   merchants: MerchantAdmin;
   /** Which merchant a POS or admin token belongs to (the merchant registry). */
   tokens: TokenDirectory;
+  /** The three-way reconcile report (`/v1/admin/reports/reconcile`). */
+  reporter: ReconcileReporter;
   bodyLimitBytes: number;
   /** POS requests handled at once before more are shed (POS_MAX_IN_FLIGHT). */
   posMaxInFlight: number;
@@ -57,8 +63,9 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(opsRoutes(deps));
   // Before the POS routes read a byte of the body (and before POS_TOKEN: cheaper to refuse first).
   app.use(SHED_PATHS, loadShedding({ maxInFlight: deps.posMaxInFlight, metrics: deps.metrics }));
-  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth, tokens: deps.tokens }));
-  app.use(backfillRoutes({ adminToken: deps.adminToken, tokens: deps.tokens, backfill: deps.backfill.poller, intervalMs: deps.backfill.intervalMs, overlapMs: deps.backfill.overlapMs }));
+  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth, tokens: deps.tokens, metrics: deps.metrics }));
+  app.use(reportRoutes(deps));
+  app.use(backfillRoutes({ adminToken: deps.adminToken, namedAdminTokens: deps.namedAdminTokens, tokens: deps.tokens, backfill: deps.backfill.poller, intervalMs: deps.backfill.intervalMs, overlapMs: deps.backfill.overlapMs }));
   app.use(adminRoutes(deps));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

@@ -55,24 +55,28 @@ function challenge(res: Response, realm: string): void {
 }
 
 /**
- * `/v1/admin/*`: ADMIN_TOKEN is the bridge's operator, who sees every merchant; a merchant's admin
- * token sees that merchant only (the routes scope every read and action to it).
+ * `/v1/admin/*`: ADMIN_TOKEN is the bridge's operator (actor `admin`), who sees every merchant; so
+ * is each named token of ADMIN_TOKENS (actor: its name), so that two people are told apart in the
+ * history and the audit trail. A merchant's admin token (actor `merchant:<id>`) sees that merchant
+ * only (the routes scope every read and action to it).
  */
-export function adminAuth(globalToken: string, merchants: Pick<TokenDirectory, 'byAdminToken'>): RequestHandler {
-  const isGlobal = tokenMatcher(globalToken);
+export function adminAuth(globalTokens: { token: string; named?: readonly { name: string; token: string }[] }, merchants: Pick<TokenDirectory, 'byAdminToken'>): RequestHandler {
+  // Every global token is compared, whichever matches: the time taken does not tell which one did.
+  const matchers = [{ actor: 'admin', matches: tokenMatcher(globalTokens.token) }, ...(globalTokens.named ?? []).map((t) => ({ actor: t.name, matches: tokenMatcher(t.token) }))];
   return (req, res, next) => {
     const given = bearerToken(req.headers.authorization);
-    const refuse = () => {
+    const refuse = (reason: string) => {
       challenge(res, 'loyalty-bridge admin');
-      next(new UnauthorizedError());
+      next(new UnauthorizedError(undefined, reason));
     };
-    if (given === undefined) return refuse();
-    if (isGlobal(given)) {
-      req.adminPrincipal = { scope: 'global', actor: 'admin' };
+    if (given === undefined) return refuse('token_missing');
+    const global = matchers.map((m) => (m.matches(given) ? m.actor : undefined)).find((actor) => actor !== undefined);
+    if (global) {
+      req.adminPrincipal = { scope: 'global', actor: global };
       return next();
     }
     merchants.byAdminToken(given).then((merchant) => {
-      if (!merchant) return refuse();
+      if (!merchant) return refuse('token_unknown');
       req.adminPrincipal = { scope: 'merchant', merchantId: merchant.id, actor: `merchant:${merchant.id}` };
       nameMerchant(merchant.id);
       next();
@@ -94,9 +98,9 @@ export function requireGlobalAdmin(): RequestHandler {
 export function posAuth(config: PosAuthConfig, tokens: Pick<TokenDirectory, 'byPosToken'>): RequestHandler {
   return (req, res, next) => {
     const given = bearerToken(req.headers.authorization);
-    const refuse = () => {
+    const refuse = (reason: string) => {
       challenge(res, 'loyalty-bridge pos');
-      next(new UnauthorizedError('missing or invalid credentials: direct POS posts need a merchant\'s POS token (or POS_TOKEN, the default merchant\'s)'));
+      next(new UnauthorizedError('missing or invalid credentials: direct POS posts need a merchant\'s POS token (or POS_TOKEN, the default merchant\'s)', reason));
     };
     if (given === undefined) {
       if (config.mode === 'open') {
@@ -104,12 +108,12 @@ export function posAuth(config: PosAuthConfig, tokens: Pick<TokenDirectory, 'byP
         nameMerchant(DEFAULT_MERCHANT);
         return next();
       }
-      return refuse();
+      return refuse('token_missing');
     }
     tokens.byPosToken(given).then((merchant) => {
       if (merchant) req.posPrincipal = { merchantId: merchant.id };
       else if (config.mode === 'open') req.posPrincipal = { merchantId: DEFAULT_MERCHANT };
-      else return refuse();
+      else return refuse('token_unknown');
       nameMerchant(req.posPrincipal.merchantId);
       next();
     }, next);

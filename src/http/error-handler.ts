@@ -9,7 +9,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import { BridgeError, NotFoundError, OverloadedError, PayloadTooLargeError, ValidationError } from '../errors.js';
+import { BridgeError, NotFoundError, OverloadedError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 
 /** Enough of a path to recognise it; a URL can be kilobytes of the caller's choosing. */
@@ -30,6 +30,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const known = toBridgeError(error, req);
     // A shed request is the bridge working as designed: counted in a metric, one request-log line.
     if (known.status >= 500 && !(error instanceof OverloadedError)) (req.log ?? logger).error({ err: error }, 'request failed');
+    // The request log's line for this answer gives the reason of a refusal (request-log.ts).
+    if (known.status < 500) res.locals.refusal = { code: known.code, message: known.message, ...(known instanceof UnauthorizedError && known.reason ? { reason: known.reason } : {}) };
     if (res.headersSent) return;
     if (error instanceof OverloadedError) res.setHeader('Retry-After', String(error.retryAfterSeconds));
     res.status(known.status).json({

@@ -11,8 +11,10 @@ import { GenericCheckout, GenericRefund } from '../../adapters/generic/schema.js
 import { RETRY_AFTER_SECONDS } from './load-shedding.js';
 import { posSettingDeclarations } from '../../adapters/index.js';
 import { merchantSchemas } from '../merchants/admin.js';
-import { DeadLetterQuery, ListQuery, PageQuery, ReconcileScopedQuery, ResolveBody, ReverseBody, ScopeQuery } from './routes/admin.js';
+import { AttentionQuery, AuditQuery, BULK_MAX, BulkBody, DeadLetterDetailQuery, DeadLetterQuery, ListQuery, PageQuery, ReasonBody, ReconcileScopedQuery, ResolveBody, RetryBody, ReverseBody, ScopeQuery } from './routes/admin.js';
 import { BackfillAnswer, BackfillQuery, BackfillRequest, BackfillStatusList } from './routes/backfill.js';
+import { ReconcileReportQuery, REPORT_PATH } from './routes/reports.js';
+import { MAX_RANGE_DAYS } from '../reconcile/report.js';
 import * as S from './schemas.js';
 
 /** `{pos}` (bridge-contract "POS-facing endpoints"); test/openapi.test.ts holds these to the adapters the bridge registers. */
@@ -35,11 +37,22 @@ export const COMPONENT_SCHEMAS = {
   RecordDetail: S.RecordDetail,
   TransactionList: S.TransactionList,
   ReconcileReport: S.ReconcileReport,
+  ThreeWayReport: S.ThreeWayReport,
   DeadLetter: S.DeadLetter,
   DeadLetterList: S.DeadLetterList,
   WebhookResult: S.WebhookResult,
   WebhookAnswer: S.WebhookAnswer,
   ReplayAnswer: S.ReplayAnswer,
+  ReplayFailure: S.ReplayFailure,
+  DeadLetterSummary: S.DeadLetterSummary,
+  ActionAllowed: S.ActionAllowed,
+  WhoAmI: S.WhoAmI,
+  AttentionAnswer: S.AttentionAnswer,
+  BulkAnswer: S.BulkAnswer,
+  AuditList: S.AuditList,
+  RetryBody,
+  ReasonBody,
+  BulkBody,
   Health: S.Health,
   Readiness: S.Readiness,
   GenericCheckout,
@@ -235,6 +248,7 @@ function buildDocument(version: string) {
       { name: 'Transactions', description: 'Ledger records and what an operator can do with them.' },
       { name: 'Dead letters', description: 'Authentic webhook deliveries the bridge could not carry out, kept whole: retried by the bridge itself when the cause is transient, replayed by an operator otherwise.' },
       { name: 'Backfill', description: "Reading each merchant's POS accounts back from the POSes' own APIs, because webhooks are not guaranteed: what a lost webhook left out is recorded, what is recorded changes nothing." },
+      { name: 'Reports', description: 'Read-only comparisons of the POS, the ledger and the loyalty service.' },
       { name: 'Merchants', description: 'The merchants one bridge serves (global ADMIN_TOKEN only): their loyalty app install, POS accounts and tokens.' },
       { name: 'Operations', description: 'Health, readiness, metrics and this document.' },
     ],
@@ -332,11 +346,122 @@ function buildDocument(version: string) {
           },
         },
       },
+      '/v1/admin/whoami': {
+        get: {
+          operationId: 'whoami',
+          tags: ['Operators'],
+          summary: 'Who this token is: its actor and scope',
+          ...admin,
+          responses: { '200': { description: 'The actor recorded for its actions, and what it sees.', content: json(ref('WhoAmI')) }, ...adminCommon },
+        },
+      },
+      '/v1/admin/attention': {
+        get: {
+          operationId: 'attention',
+          tags: ['Operators'],
+          summary: 'Everything that needs a person, oldest first',
+          description:
+            'Records in doubt (ambiguous: the history matches several), failed, partially accrued, reverse_failed (not closed), with deliveries of another amount not yet acknowledged, and open dead letters. Counts per kind and per merchant cover everything; items are bounded by limit.',
+          ...admin,
+          parameters: queryParameters(AttentionQuery),
+          responses: {
+            '200': { description: 'The queue.', content: json(ref('AttentionAnswer')) },
+            '400': errorResponse('A query parameter is not valid, or unknown (invalid_payload, each named).'),
+            '404': errorResponse("A merchant's admin token naming another merchant (not_found)."),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/audit': {
+        get: {
+          operationId: 'audit',
+          tags: ['Operators'],
+          summary: 'Operator actions: who did what, when, why, to which record or letter',
+          description: "Newest first. A merchant's admin token sees its own merchant's only.",
+          ...admin,
+          parameters: queryParameters(AuditQuery),
+          responses: {
+            '200': { description: 'One page of the audit trail.', content: json(ref('AuditList')) },
+            '400': errorResponse('A query parameter is not valid, or unknown (invalid_payload, each named).'),
+            '404': errorResponse("A merchant's admin token naming another merchant (not_found)."),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/transactions/bulk': {
+        post: {
+          operationId: 'bulkAction',
+          tags: ['Transactions'],
+          summary: 'One action on several records, each with the actor and the reason',
+          description: `Records named by ids, or every record a filter matches (at most ${BULK_MAX}: a filter matching more is a 400 naming its count). Each record goes through the same action and rules as alone; retry and resolve leave delivery to the worker. The answer names each id done or refused, with why.`,
+          ...admin,
+          requestBody: { required: true, content: json(ref('BulkBody')) },
+          responses: {
+            '200': { description: 'What was done to each.', content: json(ref('BulkAnswer')) },
+            '400': errorResponse('The body is not valid (invalid_payload, each field named): no reason, neither or both of ids and filter, resolve without outcome, or a filter matching too many records.'),
+            '404': errorResponse("A merchant's admin token naming another merchant (not_found)."),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/transactions/{transactionId}/close': {
+        post: {
+          operationId: 'closeTransaction',
+          tags: ['Transactions'],
+          summary: 'Close an orphan reverse_failed record: a refund of an order the loyalty service never knew',
+          description: 'The record is kept whole in its status, marked closed with the actor and reason, and leaves the attention queue; recorded in the audit trail.',
+          ...admin,
+          parameters: [transactionId, ...queryParameters(ScopeQuery)],
+          requestBody: { required: true, content: json(ref('ReasonBody')) },
+          responses: {
+            '200': { description: 'Closed: the record as it stands.', content: json(ref('Answer')) },
+            '400': errorResponse(`No reason, or the body is not valid (invalid_payload), ${SCOPE_INVALID}, or ${BAD_PATH}.`),
+            '404': errorResponse("No such record (not_found), or not this merchant's."),
+            '409': errorResponse('Anything but an open orphan reverse_failed: the message says why (conflict).'),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/transactions/{transactionId}/acknowledge': {
+        post: {
+          operationId: 'acknowledgeTransaction',
+          tags: ['Transactions'],
+          summary: 'Acknowledge deliveries of this order with another amount',
+          description: 'They leave the attention queue until another comes; recorded in the history and the audit trail.',
+          ...admin,
+          parameters: [transactionId, ...queryParameters(ScopeQuery)],
+          requestBody: { required: true, content: json(ref('ReasonBody')) },
+          responses: {
+            '200': { description: 'Acknowledged: the record as it stands.', content: json(ref('Answer')) },
+            '400': errorResponse(`No reason, or the body is not valid (invalid_payload), ${SCOPE_INVALID}, or ${BAD_PATH}.`),
+            '404': errorResponse("No such record (not_found), or not this merchant's."),
+            '409': errorResponse('No delivery with another amount waits to be acknowledged (conflict).'),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/dead-letters/{id}/dismiss': {
+        post: {
+          operationId: 'dismissDeadLetter',
+          tags: ['Dead letters'],
+          summary: 'Dismiss a dead letter with a reason: kept, never run again',
+          ...admin,
+          parameters: [deadLetterId],
+          requestBody: { required: true, content: json(ref('ReasonBody')) },
+          responses: {
+            '200': { description: 'Dismissed: the letter, masked.', content: json(ref('DeadLetter')) },
+            '400': errorResponse(`No reason, or the body is not valid (invalid_payload), or ${BAD_PATH}.`),
+            '404': errorResponse('No such dead letter (not_found).'),
+            '409': errorResponse('Resolved or dismissed already, or a run of it is under way (conflict, with deadLetterId).'),
+            ...adminCommon,
+          },
+        },
+      },
       '/v1/admin/transactions/{transactionId}': {
         get: {
           operationId: 'getTransaction',
           tags: ['Transactions'],
-          summary: 'One record with every attempt and its history',
+          summary: 'One record with every attempt, its history, and the actions allowed now (and why not)',
           ...admin,
           parameters: [transactionId, ...queryParameters(ScopeQuery)],
           responses: {
@@ -355,6 +480,7 @@ function buildDocument(version: string) {
           description: 'For a record the loyalty service refused, or one still pending: sends its accrue or reverse now.',
           ...admin,
           parameters: [transactionId, ...queryParameters(ScopeQuery)],
+          requestBody: { required: false, content: json(ref('RetryBody')) },
           responses: {
             ...answers,
             '400': errorResponse(`${BAD_PATH}, ${SCOPE_INVALID}.`),
@@ -414,6 +540,28 @@ function buildDocument(version: string) {
           },
         },
       },
+      [REPORT_PATH]: {
+        get: {
+          operationId: 'reconcileReport',
+          tags: ['Reports'],
+          summary: 'The three-way reconcile: POS ↔ ledger ↔ loyalty history for one merchant and range',
+          description:
+            "Lists the merchant's POS orders and refunds changed in the range, its ledger records and its operations history (read whole even while it moves), and classifies every difference with why and the next step. Reads only: nothing changes. CSV with Accept: text/csv.",
+          ...admin,
+          parameters: queryParameters(ReconcileReportQuery),
+          responses: {
+            '200': {
+              description: 'The report (complete false: a POS account could not be listed, or the history kept moving; differences may be missing, never invented).',
+              content: { ...json(ref('ThreeWayReport')), 'text/csv': { schema: { type: 'string', description: 'kind,transactionId,orderId,operationId,why,next; RFC 4180 quoting, CRLF line ends; a cell a spreadsheet would run as a formula starts with an apostrophe.' } } },
+            },
+            '400': errorResponse(`from or to is missing or not a day or a date-time with an offset, to is not after from, the range spans more than ${MAX_RANGE_DAYS} days, merchantId is not a merchant id, or another parameter was given (invalid_payload, the field named).`),
+            '404': errorResponse("No such merchant, or another merchant's, asked with a merchant's admin token (not_found)."),
+            '422': errorResponse("The merchant has no loyalty API key: its operations history cannot be read (history_unavailable)."),
+            '502': errorResponse('The operations history could not be read: the loyalty service kept answering 429 past the back-off, or failed (history_unavailable).'),
+            ...adminCommon,
+          },
+        },
+      },
       '/v1/admin/dead-letters': {
         get: {
           operationId: 'listDeadLetters',
@@ -432,9 +580,9 @@ function buildDocument(version: string) {
         get: {
           operationId: 'getDeadLetter',
           tags: ['Dead letters'],
-          summary: 'One dead letter, with the delivery kept whole',
+          summary: "One dead letter, with the delivery kept whole (customers' phone numbers and emails masked unless unmask=true, which is audited)",
           ...admin,
-          parameters: [deadLetterId],
+          parameters: [deadLetterId, ...queryParameters(DeadLetterDetailQuery)],
           responses: {
             '200': { description: 'The dead letter.', content: json(ref('DeadLetter')) },
             '400': errorResponse(BAD_PATH),
@@ -452,12 +600,13 @@ function buildDocument(version: string) {
             "After fixing configuration, or once its order arrived; also a letter the bridge is retrying by itself, ahead of its schedule (a transient failure then keeps its schedule; the operator's run does not count among the automatic attempts). Its signature is not checked again: it was when the delivery arrived. What was carried out before is skipped (each event is remembered by its key), so a replay never accrues or reverses twice.",
           ...admin,
           parameters: [deadLetterId],
+          requestBody: { required: false, content: json(ref('RetryBody')) },
           responses: {
             '200': { description: 'It went through: the dead letter is resolved, with the results.', content: json(ref('ReplayAnswer')) },
             '400': errorResponse(BAD_PATH),
             '404': errorResponse('No such dead letter (not_found).'),
             '409': errorResponse('The letter is resolved already (a resolved letter is never run again), or a run of it is under way (the bridge retrying it, on this or another instance): conflict, with deadLetterId.'),
-            '422': { description: 'It failed again: error says why; the dead letter keeps the run among its replays, and its retry says whether the bridge will run it again by itself.', content: json(ref('ReplayAnswer')) },
+            '422': { description: 'It failed again (replay_failed): error says why; the dead letter keeps the run among its replays, and its retry says whether the bridge will run it again by itself.', content: json(ref('ReplayFailure')) },
             ...adminCommon,
           },
         },

@@ -1,6 +1,9 @@
 /**
  * A request id on every request and response, and one JSON log line per finished request:
  * method, path, status and time, never the body or query (they can carry customer contact details).
+ * A 4xx line says why it was refused (`refusal`: the error code and message the client got, contact
+ * details masked; a 401 says which check failed without echoing any credential), so an on-call
+ * engineer can tell a wrong token from a bad payload from the log alone.
  * A POS's own plain `X-Request-Id` is kept, so one id follows a checkout end to end. Written for
  * the hot path: nothing is allocated for logging when the level would drop the line.
  */
@@ -8,8 +11,21 @@ import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { logContext, withLogContext } from '../log-context.js';
 import type { Logger } from '../logger.js';
+import { maskContacts } from '../mask.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+interface Refusal {
+  code: string;
+  message: string;
+  reason?: string;
+}
+
+/** What a log line keeps of a refusal: the code, the reason, and the message cut short and masked. */
+function refusalOf(refusal: Refusal): Refusal {
+  const message = refusal.message.length > 300 ? `${refusal.message.slice(0, 300)}…` : refusal.message;
+  return { code: refusal.code, message: maskContacts(message), ...(refusal.reason ? { reason: refusal.reason } : {}) };
+}
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -36,6 +52,7 @@ export function requestLog(logger: Logger): RequestHandler {
             ...(context?.merchantId ? { merchantId: context.merchantId } : {}),
             req: { id: req.id, method: req.method, path: req.path },
             res: { statusCode: res.statusCode },
+            ...(res.statusCode < 500 && res.locals.refusal ? { refusal: refusalOf(res.locals.refusal as Refusal) } : {}),
             responseTime: Number(process.hrtime.bigint() - started) / 1e6,
           },
           'request completed',

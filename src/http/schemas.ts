@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { LEDGER_STATUSES } from '../ledger/record.js';
 import { AccrualResult as UpstreamResult, Check as UpstreamCheck } from '../loyalty/contract.js';
+import { DIFFERENCE_KINDS } from '../reconcile/classify.js';
 
 const timestamp = z.iso.datetime({ offset: true });
 const cents = z.number().int();
@@ -49,7 +50,7 @@ export const ErrorEnvelope = z
     error: z.object({
       code: z.string().meta({
         description:
-          'invalid_payload, invalid_path, invalid_body, invalid_body_encoding, request_aborted (400); unauthorized (401); not_found, unknown_pos, unknown_order (404); conflict, refund_exceeds_remainder (409); payload_too_large (413); unsupported_media_type (415); pos_api_not_configured (422); internal (500); pos_api_failed (502: a direct post needing the POS API, which failed); overloaded (503). A webhook is never answered with these for what it carries: what the bridge cannot carry out is kept as a dead letter and answered 202 (WebhookResult dead_lettered).',
+          'invalid_payload, invalid_path, invalid_body, invalid_body_encoding, request_aborted (400); unauthorized (401); not_found, unknown_pos, unknown_order (404); conflict, refund_exceeds_remainder (409); payload_too_large (413); unsupported_media_type (415); pos_api_not_configured, replay_failed (422); internal (500); pos_api_failed (502: a direct post needing the POS API, which failed); overloaded (503). A webhook is never answered with these for what it carries: what the bridge cannot carry out is kept as a dead letter and answered 202 (WebhookResult dead_lettered).',
       }),
       message: z.string(),
       issues: z.array(FieldIssue).optional().meta({ description: 'invalid_payload: each field and why, at most 20 listed, the rest counted.' }),
@@ -68,6 +69,8 @@ export const ErrorEnvelope = z
   })
   .meta({ description: 'Every error, in one envelope.' });
 export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+
+const Closed = z.object({ at: timestamp, actor: z.string(), reason: z.string() });
 
 const Customer = z.object({ phone: z.string().optional(), email: z.string().optional(), serialNumber: z.string().optional(), firstName: z.string().optional(), lastName: z.string().optional() });
 
@@ -107,6 +110,7 @@ export const RecordSummary = z
     parentTransactionId: z.string().optional().meta({ description: 'On a record that accrues what a partial refund left: the original.' }),
     remainderTransactionId: z.string().optional().meta({ description: "Once a partial refund's remainder exists: its record." }),
     partialRefund: PartialRefund.optional(),
+    closed: Closed.optional().meta({ description: 'Closed by an operator (an orphan reverse_failed: the loyalty service never knew the order). The status stays; the record leaves the attention queue.' }),
   })
   .meta({ description: 'One ledger record: the Check sent and the results, without the attempt log.' });
 export type RecordSummary = z.infer<typeof RecordSummary>;
@@ -122,6 +126,15 @@ const Attempt = z.object({
 
 const ChangedDelivery = z.object({ at: timestamp, amountCents: cents });
 
+export const ActionAllowed = z
+  .object({
+    allowed: z.boolean(),
+    why: z.string().optional().meta({ description: 'Why not, when not allowed: what the action would answer (409).' }),
+    outcomes: z.array(z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed'])).optional().meta({ description: 'resolve: the outcomes it accepts now.' }),
+  })
+  .meta({ description: 'Whether an operator action is allowed now, and why not.' });
+
+
 export const RecordDetail = RecordSummary.extend({
   version: z.number().int(),
   customer: Customer.optional(),
@@ -129,9 +142,23 @@ export const RecordDetail = RecordSummary.extend({
   rounds: z.number().int(),
   attempts: z.array(Attempt).meta({ description: 'Every request to the loyalty service: what was sent, what came back, when (the first and latest kept).' }),
   attemptsOmitted: z.number().int().optional(),
-  history: z.array(z.object({ at: timestamp, event: z.string(), from: LedgerStatus.optional(), to: LedgerStatus.optional(), detail: z.string().optional(), omitted: z.number().int().optional() })),
-  changedRepeats: z.object({ count: z.number().int(), first: z.array(ChangedDelivery), latest: z.array(ChangedDelivery) }).optional().meta({ description: 'Deliveries of this order with another amount (a reopened check): counted, nothing sent.' }),
-}).meta({ description: 'One ledger record in full: customer, every attempt and the history of its status.' });
+  history: z.array(
+    z.object({
+      at: timestamp,
+      event: z.string(),
+      from: LedgerStatus.optional(),
+      to: LedgerStatus.optional(),
+      detail: z.string().optional().meta({ description: "An operator's action: their reason." }),
+      actor: z.string().optional().meta({ description: "An operator's action: who (admin, a name from ADMIN_TOKENS, merchant:<id>)." }),
+      omitted: z.number().int().optional(),
+    }),
+  ),
+  changedRepeats: z
+    .object({ count: z.number().int(), first: z.array(ChangedDelivery), latest: z.array(ChangedDelivery), acknowledged: z.number().int().optional().meta({ description: 'count when an operator last acknowledged them.' }) })
+    .optional()
+    .meta({ description: 'Deliveries of this order with another amount (a reopened check): counted, nothing sent.' }),
+  actions: z.object({ retry: ActionAllowed, reverse: ActionAllowed, resolve: ActionAllowed, close: ActionAllowed, acknowledge: ActionAllowed }).meta({ description: 'What an operator may do to this record now, decided by the same rules the actions enforce.' }),
+}).meta({ description: 'One ledger record in full: customer, every attempt, the history of its status, and the actions allowed now.' });
 export type RecordDetail = z.infer<typeof RecordDetail>;
 
 const page = { total: z.number().int(), page: z.number().int(), limit: z.number().int() };
@@ -160,6 +187,7 @@ export const DeadLetter = z
     lastReceivedAt: timestamp,
     deliveries: z.number().int().meta({ description: 'How often the POS delivered it.' }),
     reason: z.string(),
+    reasonCode: z.string().optional().meta({ description: "The first cause's code (unknown_merchant, merchant_suspended, invalid_payload, pos_api_failed, pos_api_not_configured, …), as the dead-letter gauge labels it; absent on letters kept before it." }),
     issues: z.array(FieldIssue).optional(),
     headers: z.record(z.string(), z.string()).meta({ description: 'The headers processing reads (event type, ids); never credentials or signatures.' }),
     body: z.string().meta({ description: 'The delivery, byte for byte: UTF-8 text, or base64 when it is not.' }),
@@ -173,7 +201,9 @@ export const DeadLetter = z
         }),
       )
       .meta({ description: 'Every run since it was kept, oldest first.' }),
-    resolvedAt: timestamp.optional().meta({ description: 'Set when a run went through; a resolved letter is never run again.' }),
+    resolvedAt: timestamp.optional().meta({ description: 'Set when a run went through, or when an operator dismissed it; a resolved letter is never run again.' }),
+    dismissed: Closed.optional().meta({ description: 'An operator dismissed it (nothing to carry out): kept whole, never run again.' }),
+    masked: z.boolean().optional().meta({ description: "True when customer phone numbers and emails in the body are masked (the default; ?unmask=true shows them, and is audited). A base64 body is withheld while masked." }),
     retry: z
       .object({
         transient: z
@@ -192,7 +222,9 @@ export const DeadLetter = z
   .meta({ description: 'An authentic webhook delivery the bridge could not carry out, kept whole: run again by the bridge when the cause is transient, otherwise by an operator.' });
 export type DeadLetter = z.infer<typeof DeadLetter>;
 
-export const DeadLetterList = z.object({ items: z.array(DeadLetter), ...page }).meta({ description: 'Dead letters, newest first.' });
+export const DeadLetterSummary = DeadLetter.omit({ headers: true, body: true, bodyEncoding: true, masked: true }).meta({ description: 'A dead letter without its delivery (no body, no headers): GET /v1/admin/dead-letters/{id} has them.' });
+
+export const DeadLetterList = z.object({ items: z.array(DeadLetterSummary), ...page }).meta({ description: 'Dead letters, newest first, as summaries.' });
 export type DeadLetterList = z.infer<typeof DeadLetterList>;
 
 export const WebhookResult = z.object({
@@ -212,6 +244,66 @@ export const WebhookAnswer = z
   .object({ pos: z.string(), results: z.array(WebhookResult) })
   .meta({ description: 'What the bridge did with each event of one delivery; events it could not carry out are dead_lettered, each naming the dead letter that keeps it.' });
 export type WebhookAnswer = z.infer<typeof WebhookAnswer>;
+
+export const ReplayFailure = ErrorEnvelope.extend({
+  deadLetter: DeadLetter,
+  results: z.array(WebhookResult).optional(),
+}).meta({ description: 'A replay that failed again (422, error.code replay_failed): the error envelope, the letter as kept (its replays record this run), and what each event came to.' });
+export type ReplayFailure = z.infer<typeof ReplayFailure>;
+
+export const WhoAmI = z
+  .object({
+    actor: z.string().meta({ description: 'admin (ADMIN_TOKEN), a name from ADMIN_TOKENS, or merchant:<id>: the actor recorded for this token\'s actions.' }),
+    scope: z.enum(['global', 'merchant']),
+    merchantId: z.string().optional().meta({ description: "scope merchant: the merchant whose data this token sees." }),
+  })
+  .meta({ description: 'Who the bearer token is.' });
+export type WhoAmI = z.infer<typeof WhoAmI>;
+
+export const AttentionItem = z.object({
+  kind: z.enum(['in_doubt', 'ambiguous', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter']),
+  transactionId: z.string().optional(),
+  deadLetterId: z.string().optional(),
+  merchantId: z.string().meta({ description: 'Whose; unknown for a dead letter of no known merchant.' }),
+  since: timestamp.meta({ description: 'Since when it has needed a person.' }),
+  why: z.string(),
+  status: LedgerStatus.optional(),
+  pos: z.string().optional(),
+  orderId: z.string().optional(),
+});
+
+export const AttentionAnswer = z
+  .object({
+    items: z.array(AttentionItem).meta({ description: 'Oldest first, at most limit.' }),
+    counts: z.record(z.string(), z.number().int()).meta({ description: 'Per kind, over everything that needs a person (not only the items listed).' }),
+    perMerchant: z.record(z.string(), z.number().int()),
+    oldestSince: timestamp.optional(),
+    total: z.number().int(),
+    deadLettersTruncated: z.boolean().optional().meta({ description: 'More open dead letters than one answer reads (1000): the newest are listed and counted per merchant; counts.dead_letter counts them all.' }),
+  })
+  .meta({ description: 'Everything that needs a person, oldest first.' });
+export type AttentionAnswer = z.infer<typeof AttentionAnswer>;
+
+export const BulkAnswer = z
+  .object({
+    done: z.array(z.string()).meta({ description: 'The ids acted on.' }),
+    refused: z.array(z.object({ id: z.string(), why: z.string() })).meta({ description: 'The ids not acted on, each with why (what the action answered).' }),
+  })
+  .meta({ description: 'What a bulk action did to each record.' });
+export type BulkAnswer = z.infer<typeof BulkAnswer>;
+
+export const AuditEntry = z.object({
+  at: timestamp,
+  actor: z.string(),
+  action: z.string().meta({ description: 'retry, reverse, resolve <outcome>, close, acknowledge, dismiss, replay, unmask; bulk:<action> for each record of a bulk action.' }),
+  target: z.string().meta({ description: 'The transactionId or dead-letter id.' }),
+  reason: z.string().optional(),
+  merchantId: z.string().optional(),
+  outcome: z.string().optional().meta({ description: 'What came of it: the status after, or the replay outcome.' }),
+});
+
+export const AuditList = z.object({ items: z.array(AuditEntry), ...page }).meta({ description: 'Operator actions, newest first.' });
+export type AuditList = z.infer<typeof AuditList>;
 
 export const ReplayAnswer = z
   .object({
@@ -258,3 +350,42 @@ export const MerchantWithTokens = z
   .meta({ description: 'A merchant created, or given new tokens (the old ones stop working).' });
 
 export const MerchantList = z.object({ items: z.array(MerchantView), ...page }).meta({ description: 'Merchants, oldest first.' });
+
+export const ThreeWayDifference = z
+  .object({
+    kind: z.enum(DIFFERENCE_KINDS).meta({
+      description:
+        'missing_in_ledger: a paid POS order (or a refund of an order) the ledger lacks. not_in_history: a ledger accrual with no matching operation, or one in doubt. unclaimed_operation: a purchase operation on the merchant\'s cards that no record claims. amount_mismatch: the POS total differs from the ledger Check (a reopened check), or the ledger from the operation. refund_not_reversed: a POS refund whose reversal is missing in the ledger or the history.',
+    }),
+    transactionId: z.string().optional(),
+    orderId: z.string().optional().meta({ description: "The POS's own order id." }),
+    operationId: z.number().int().optional().meta({ description: "The loyalty service's operation id." }),
+    why: z.string().meta({ description: 'What differs, and where each side stands.' }),
+    next: z.string().meta({ description: 'The next step: a command or a check, by whom.' }),
+  })
+  .meta({ description: 'One difference between the POS, the ledger and the operations history.' });
+
+export const ThreeWayReport = z
+  .object({
+    merchantId: z.string(),
+    from: timestamp.meta({ description: 'Start of the range (inclusive).' }),
+    to: timestamp.meta({ description: 'End of the range (exclusive; a day given as `to` is included whole).' }),
+    examined: z
+      .object({
+        pos: z.number().int().meta({ description: 'Orders and refunds the POS listed as changed in the range.' }),
+        ledger: z.number().int().meta({ description: 'Ledger records created in the range, or of an order the POS listed.' }),
+        history: z.number().int().meta({ description: 'Operations created in the range.' }),
+      })
+      .meta({ description: 'How much of each side was compared.' }),
+    sources: z
+      .array(z.object({ pos: z.string(), read: z.boolean(), entries: z.number().int().optional(), why: z.string().optional().meta({ description: 'Why it was not read.' }) }))
+      .meta({ description: "Each of the merchant's POS accounts, and whether its orders could be listed." }),
+    history: z
+      .object({ passes: z.number().int(), requests: z.number().int(), settled: z.boolean().meta({ description: 'The last full read found nothing the one before had not: the list held still long enough.' }) })
+      .meta({ description: 'How the operations history was read.' }),
+    complete: z.boolean().meta({ description: 'Every POS account was read and the history settled; when false, differences may be missing (never invented).' }),
+    counts: z.record(z.string(), z.number().int()).meta({ description: 'Differences by kind.' }),
+    differences: z.array(ThreeWayDifference),
+  })
+  .meta({ description: 'POS ↔ ledger ↔ loyalty history for one merchant and range. Made by reading only: nothing was changed.' });
+export type ThreeWayReport = z.infer<typeof ThreeWayReport>;

@@ -2,15 +2,28 @@
  * How ledger records are shown to a POS and to operators. Each view is typed as the schema
  * `/openapi.json` documents (`schemas.ts`), so a field added here and not there fails to compile.
  */
+import type { Response } from 'express';
 import { merchantOf, type LedgerRecord } from '../ledger/record.js';
+import { maskContacts } from '../mask.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
-import type { PosAnswer, RecordDetail, RecordSummary } from './schemas.js';
+import type { DeadLetter as StoredDeadLetter } from '../ledger/store.js';
+import type { DeadLetter, PosAnswer, RecordDetail, RecordSummary } from './schemas.js';
 
 /** The one mapping of the core's outcomes to HTTP (bridge-contract: 200 final now, 202 still being delivered, 404 an order nobody knows). */
 const ANSWER_STATUS: Record<AnswerOutcome, number> = { settled: 200, in_progress: 202, unknown_order: 404 };
 
 export function answerStatus(answer: Pick<Answer, 'outcome'>): number {
   return ANSWER_STATUS[answer.outcome];
+}
+
+/**
+ * Sends the POS's answer with its status. A 404 (a refund of an order nobody knows) is an answer,
+ * not an error, but a refusal all the same: the request log says why (`res.locals.refusal`).
+ */
+export function sendAnswer(res: Response, answer: Answer): void {
+  const status = answerStatus(answer);
+  if (answer.outcome === 'unknown_order') res.locals.refusal = { code: 'unknown_order', message: `neither the ledger nor the loyalty service knows the order of ${answer.record.transactionId}` };
+  res.status(status).json(posAnswer(answer));
 }
 
 /** The POS's answer: at least `transactionId` and `status`, plus the upstream results when there are any. */
@@ -50,10 +63,46 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
     parentTransactionId: record.parentTransactionId,
     remainderTransactionId: record.remainderTransactionId,
     partialRefund: record.reversal.partial,
+    closed: record.closed,
   };
 }
 
-/** One record in full: customer, every attempt and the history of status changes. */
-export function recordDetail(record: LedgerRecord): RecordDetail {
-  return { ...recordSummary(record), version: record.version, customer: record.accrual.customer, inFlight: record.inFlight, rounds: record.rounds, attempts: record.attempts, attemptsOmitted: record.attemptsOmitted, history: record.history, changedRepeats: record.changedRepeats };
+/** One record in full: customer, every attempt, the history of status changes, and what an operator may do now. */
+export function recordDetail(record: LedgerRecord, actions: RecordDetail['actions']): RecordDetail {
+  return { ...recordSummary(record), actions, version: record.version, customer: record.accrual.customer, inFlight: record.inFlight, rounds: record.rounds, attempts: record.attempts, attemptsOmitted: record.attemptsOmitted, history: record.history, changedRepeats: record.changedRepeats };
+}
+
+/** A dead letter in a list: what it is and where it stands, without the delivery (no body, headers or signatures). */
+export function deadLetterSummary(letter: StoredDeadLetter): Omit<StoredDeadLetter, 'headers' | 'body' | 'bodyEncoding'> {
+  const { headers: _headers, body: _body, bodyEncoding: _encoding, ...summary } = letter;
+  return summary;
+}
+
+/** Keys whose values are a customer's phone number or email, in any POS's payload (Square's phone_number, Shopify's email, …). */
+const CONTACT_KEY = /phone|e-?mail/i;
+
+function maskJson(value: unknown, key = ''): unknown {
+  if (typeof value === 'string') return CONTACT_KEY.test(key) && value ? '***' : maskContacts(value);
+  if (typeof value === 'number' && CONTACT_KEY.test(key)) return '***';
+  if (Array.isArray(value)) return value.map((v) => maskJson(v, key));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskJson(v, k)]));
+  return value;
+}
+
+/**
+ * A dead letter's detail. Masked (the default), customers' phone numbers and emails in the body are
+ * replaced: in JSON, every value under a key that names a phone or an email, and anything written
+ * like one in other strings; in other text, anything written like one. A base64 body cannot be read
+ * for them and is withheld. `unmask`: the delivery as kept, byte for byte.
+ */
+export function deadLetterDetail(letter: StoredDeadLetter, unmask: boolean): DeadLetter {
+  if (unmask) return { ...letter, masked: false };
+  if (letter.bodyEncoding === 'base64') return { ...letter, body: '', masked: true };
+  let body: string;
+  try {
+    body = JSON.stringify(maskJson(JSON.parse(letter.body)));
+  } catch {
+    body = maskContacts(letter.body);
+  }
+  return { ...letter, body, masked: true };
 }

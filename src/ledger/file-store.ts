@@ -34,7 +34,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
@@ -47,7 +47,8 @@ import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
 import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
-import { backfillKey, deadLetterDueAtMs, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { type AuditEntry, auditMatches, type AuditQuery, backfillKey, type BackfillState, type DeadLetter, deadLetterDueAtMs, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor, statusesOf } from './store.js';
+import { ATTENTION_STATUSES, needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
 
 const FORMAT_VERSION = 2;
 
@@ -63,9 +64,12 @@ interface Manifest {
  * `d` (open records only): the due time (`dueOf`) in epoch ms, null when only an operator can move
  * the record; `dv: 1` when only the history verifier can. Lines written before due times existed
  * have no `d`: start-up derives it from their bodies, for the open records among them only.
+ * `oi` (the POS order id), `rf` (refund ids, when any) and `na: 1` (`needsAttention`) serve the
+ * operators' search and attention queue; lines written before them have no `oi`, and their records
+ * are read when a search or the queue needs them.
  */
 type LineHeader =
-  | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number }
+  | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number; oi?: string; rf?: string[]; na?: 1 }
   | { k: 'w'; key: string; t: number };
 
 /** What start-up found unreadable in the journal; no record contents (they hold customer contacts). */
@@ -99,6 +103,10 @@ interface IndexEntry {
   /** `accrualKeys` of the latest version, and the amount of an unsettled accrual (`unsettledAmount`). */
   accrualKeys: string[];
   unsettledAmount?: number;
+  /** Undefined on lines written before the header held it: the record is read to know. */
+  orderId?: string;
+  refundIds?: string[];
+  attention: boolean;
   location: Location;
 }
 
@@ -130,6 +138,9 @@ export class FileLedgerStore implements LedgerStore {
   /** Every merchant's backfill state in one private JSON document (`<stem>.backfill.json`): one per merchant and POS, few. */
   readonly backfillPath: string;
   readonly #backfill = new Map<string, BackfillState>();
+  /** The operators' audit trail: one JSON line per action, appended and synced, all held in memory. */
+  readonly auditPath: string;
+  readonly #audit: AuditEntry[] = [];
   readonly #merchants = new Map<string, StoredMerchant>();
   readonly #journal: Journal;
   readonly #lock: ProcessLock;
@@ -169,6 +180,7 @@ export class FileLedgerStore implements LedgerStore {
     this.deadLettersDir = `${stem}.dead-letters`;
     this.merchantsDir = `${stem}.merchants`;
     this.backfillPath = `${stem}.backfill.json`;
+    this.auditPath = `${stem}.audit.jsonl`;
     this.#journal = new Journal(this.journalDir, undefined, options.writeFile);
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
     this.#restartedMarker = `${this.manifestPath}.restarted`;
@@ -220,6 +232,7 @@ export class FileLedgerStore implements LedgerStore {
       await makePrivate(this.merchantsDir, PRIVATE_DIR);
       await this.#loadMerchants();
       await this.#loadBackfill();
+      await this.#loadAudit();
       const active = this.#journal.active;
       if (this.#journal.sizeOf(active) >= COMPACT_ACTIVE_FROM_BYTES && this.#liveShare(active) < COMPACT_BELOW_LIVE_SHARE) await this.#roll();
       await this.#compactSealed();
@@ -297,18 +310,79 @@ export class FileLedgerStore implements LedgerStore {
   async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
     const fromMs = query.from?.getTime() ?? -Infinity;
     const toMs = query.to?.getTime() ?? Infinity;
+    const statuses = statusesOf(query);
     const matching = [...this.#index.values()].filter(
       (e) =>
         (!query.merchantId || e.merchantId === query.merchantId) &&
-        (!query.status || e.status === query.status) &&
+        (!statuses || statuses.has(e.status)) &&
         (!query.pos || e.pos === query.pos) &&
         e.createdAtMs >= fromMs &&
-        e.createdAtMs <= toMs,
+        e.createdAtMs <= toMs &&
+        this.#matchesIds(e, query),
     );
     // Newest first by createdAt (ties by key), the same before and after a restart.
     matching.sort((a, b) => b.createdAtMs - a.createdAtMs || (a.key < b.key ? 1 : -1));
     const items = matching.slice(query.offset, query.offset + query.limit).map((e) => this.#read(e.key)!);
     return { items, total: matching.length };
+  }
+
+  /** The order and refund ids a search names, from the index, or from the record on a line from before the index held them. */
+  #matchesIds(entry: IndexEntry, query: Pick<ListQuery, 'orderId' | 'refundId'>): boolean {
+    if (!query.orderId && !query.refundId) return true;
+    const ids = entry.orderId !== undefined ? { orderId: entry.orderId, refundIds: entry.refundIds ?? [] } : (() => {
+      const record = this.#read(entry.key)!;
+      return { orderId: record.orderId, refundIds: record.reversal.refundIds };
+    })();
+    return (!query.orderId || ids.orderId === query.orderId) && (!query.refundId || ids.refundIds.includes(query.refundId));
+  }
+
+  async listAttention(merchantId?: string): Promise<AttentionInput[]> {
+    return [...this.#index.values()]
+      .filter((e) => e.attention && (!merchantId || e.merchantId === merchantId))
+      .map((e) => this.#read(e.key)!)
+      .filter((r) => needsAttention(r));
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<void> {
+    const file = await open(this.auditPath, 'a', PRIVATE_FILE);
+    try {
+      await file.appendFile(`${JSON.stringify(entry)}\n`);
+      await file.datasync();
+    } finally {
+      await file.close();
+    }
+    this.#audit.push(entry);
+  }
+
+  async listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }> {
+    const matching = this.#audit.filter((e) => auditMatches(e, query)).reverse();
+    matching.sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
+    return { items: matching.slice(query.offset, query.offset + query.limit), total: matching.length };
+  }
+
+  /**
+   * The audit trail, one JSON line per action, read whole at start-up (operator actions are few). A
+   * line cut by a crash mid-append is the last one: it is left out, and the next append starts a new line.
+   */
+  async #loadAudit(): Promise<void> {
+    this.#audit.length = 0;
+    let text: string;
+    try {
+      text = await readFile(this.auditPath, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    await makePrivate(this.auditPath, PRIVATE_FILE);
+    for (const line of text.split('\n')) {
+      if (!line.trim()) continue;
+      try {
+        this.#audit.push(JSON.parse(line) as AuditEntry);
+      } catch {
+        // The torn tail of a crash mid-append; what was acknowledged was synced before.
+      }
+    }
+    if (text.length && !text.endsWith('\n')) await writeFile(this.auditPath, '\n', { flag: 'a', mode: PRIVATE_FILE });
   }
 
   /** One process owns this ledger, so claims (for shared stores) have nothing to arbitrate. */
@@ -335,6 +409,21 @@ export class FileLedgerStore implements LedgerStore {
 
   async countOpen(): Promise<number> {
     return this.#open.size;
+  }
+
+  async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
+    const counts: Partial<Record<LedgerStatus, number>> = {};
+    const add = (status: LedgerStatus) => (counts[status] = (counts[status] ?? 0) + 1);
+    for (const key of this.#open) add(this.#index.get(key)!.status);
+    // `attention` is false for a closed record; a settled status with it set needs a person.
+    for (const e of this.#index.values()) if (!e.open && e.attention && SETTLED_ATTENTION_STATUSES.includes(e.status)) add(e.status);
+    return counts;
+  }
+
+  async countOpenDeadLetters(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const e of this.#deadLetters.values()) if (e.open) counts[e.reasonCode] = (counts[e.reasonCode] ?? 0) + 1;
+    return counts;
   }
 
   async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {
@@ -557,6 +646,9 @@ export class FileLedgerStore implements LedgerStore {
       ...(record.accrual.operationIds.length ? { ops: record.accrual.operationIds } : {}),
       ...(keys.length ? { ak: keys } : {}),
       ...(amount !== undefined ? { ua: amount } : {}),
+      oi: record.orderId,
+      ...(record.reversal.refundIds.length ? { rf: record.reversal.refundIds } : {}),
+      ...(needsAttention(record) ? { na: 1 } : {}),
     };
     const location = this.#journal.append(header, JSON.stringify(record));
     this.#keep(record);
@@ -597,7 +689,7 @@ export class FileLedgerStore implements LedgerStore {
     const due = h.o === 1 && typeof h.d === 'number' ? { atMs: h.d, needsVerifier: h.dv === 1 } : undefined;
     const keys = h.ak ?? [];
     const merchantId = h.m ?? DEFAULT_MERCHANT;
-    this.#index.set(h.id, { key: h.id, merchantId, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], accrualKeys: keys, unsettledAmount: h.ua, location });
+    this.#index.set(h.id, { key: h.id, merchantId, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], accrualKeys: keys, unsettledAmount: h.ua, ...(h.oi !== undefined ? { orderId: h.oi, refundIds: h.rf ?? [] } : {}), attention: h.oi !== undefined ? h.na === 1 : ATTENTION_STATUSES.includes(h.s), location });
     if (h.o === 1) this.#open.add(h.id);
     else this.#open.delete(h.id);
     for (const id of previous?.operationIds ?? []) this.#claims.delete(claimKey(merchantId, id));
@@ -826,11 +918,12 @@ interface DeadLetterEntry {
   open: boolean;
   merchantId?: string;
   dueAtMs?: number;
+  reasonCode: string;
 }
 
 function deadLetterEntry(letter: DeadLetter): DeadLetterEntry {
   const dueAtMs = deadLetterDueAtMs(letter);
-  return { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, ...(letter.merchantId ? { merchantId: letter.merchantId } : {}), ...(dueAtMs !== undefined ? { dueAtMs } : {}) };
+  return { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, reasonCode: letter.reasonCode ?? UNCLASSIFIED, ...(letter.merchantId ? { merchantId: letter.merchantId } : {}), ...(dueAtMs !== undefined ? { dueAtMs } : {}) };
 }
 
 /** Oldest first by createdAt, ties by id: `listOpen`'s order, the same before and after a restart. */

@@ -8,9 +8,10 @@
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
-import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord } from './record.js';
+import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { backfillKey, deadLetterDueAtMs, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { type AuditEntry, auditMatches, type AuditQuery, backfillKey, type BackfillState, type DeadLetter, deadLetterDueAtMs, type DeadLetterQuery, type DueQuery, type LedgerStore, listMatches, type ListQuery, type OpenClaim, type OpenCursor, statusesOf } from './store.js';
+import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
 export interface MemoryLedgerState {
@@ -25,10 +26,12 @@ export interface MemoryLedgerState {
   merchants: Map<string, StoredMerchant>;
   /** By `backfillKey`. */
   backfill: Map<string, BackfillState>;
+  /** Operator actions, in the order written. */
+  audit: AuditEntry[];
 }
 
 export function emptyMemoryLedger(): MemoryLedgerState {
-  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), backfill: new Map() };
+  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), backfill: new Map(), audit: [] };
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -73,11 +76,22 @@ export class MemoryLedgerStore implements LedgerStore {
   }
 
   async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
-    const fromMs = query.from?.getTime() ?? -Infinity;
-    const toMs = query.to?.getTime() ?? Infinity;
-    const matching = [...this.state.records.values()]
-      .filter((r) => (!query.merchantId || merchantOf(r) === query.merchantId) && (!query.status || r.status === query.status) && (!query.pos || r.pos === query.pos) && Date.parse(r.createdAt) >= fromMs && Date.parse(r.createdAt) <= toMs)
-      .sort((a, b) => -byAge(a, b));
+    const statuses = statusesOf(query);
+    const matching = [...this.state.records.values()].filter((r) => listMatches(r, query, statuses)).sort((a, b) => -byAge(a, b));
+    return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
+  }
+
+  async listAttention(merchantId?: string): Promise<AttentionInput[]> {
+    return [...this.state.records.values()].filter((r) => (!merchantId || merchantOf(r) === merchantId) && needsAttention(r)).map(copy);
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<void> {
+    this.state.audit.push(copy(entry));
+  }
+
+  async listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }> {
+    const matching = this.state.audit.filter((e) => auditMatches(e, query)).reverse();
+    matching.sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
     return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
   }
 
@@ -113,6 +127,20 @@ export class MemoryLedgerStore implements LedgerStore {
 
   async countOpen(): Promise<number> {
     return [...this.state.records.values()].filter(isOpen).length;
+  }
+
+  async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
+    const counts: Partial<Record<LedgerStatus, number>> = {};
+    for (const r of this.state.records.values()) {
+      if (isOpen(r) || (SETTLED_ATTENTION_STATUSES.includes(r.status) && !r.closed)) counts[r.status] = (counts[r.status] ?? 0) + 1;
+    }
+    return counts;
+  }
+
+  async countOpenDeadLetters(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const l of this.state.deadLetters.values()) if (!l.resolvedAt) counts[l.reasonCode ?? UNCLASSIFIED] = (counts[l.reasonCode ?? UNCLASSIFIED] ?? 0) + 1;
+    return counts;
   }
 
   async rememberWebhookEvent(pos: string, key: string): Promise<boolean> {

@@ -55,6 +55,12 @@ async function backfillAccrualKeys(client: pg.PoolClient): Promise<void> {
   await client.query('CLOSE ledger_keys_backfill');
 }
 
+/**
+ * The records a person may have to look at (attention.ts: a status that needs one, or deliveries
+ * with another amount), as SQL: migration 9's partial index and the query it serves share it.
+ */
+export const ATTENTION_PREDICATE = "status IN ('in_doubt', 'failed', 'partially_accrued', 'reverse_failed') OR record ? 'changedRepeats'";
+
 /** Rows per round trip when migration 2 fills in the due times of open records. */
 const BACKFILL_BATCH = 1000;
 
@@ -415,6 +421,29 @@ CREATE TABLE ledger_backfill (
   state jsonb NOT NULL,
   PRIMARY KEY (merchant_id, pos)
 );
+`,
+  },
+  {
+    version: 9,
+    name: 'operators: attention queue, order and refund search, audit trail',
+    sql: `
+-- The attention queue (pg-store.ts listAttention) reads the records a person may have to look at:
+-- those in a status that needs one, and those delivered again with another amount. Few among
+-- many: a partial index holds just them.
+CREATE INDEX ledger_records_attention ON ledger_records (merchant_id) WHERE ${ATTENTION_PREDICATE};
+-- Operators find a record by the POS's own order id (the transactionId may be a hash of it), and by a refund id.
+CREATE INDEX ledger_records_order_id ON ledger_records (order_id);
+CREATE INDEX ledger_records_refund_ids ON ledger_records USING gin ((record -> 'reversal' -> 'refundIds'));
+-- Every operator action, kept for good: who, what, to which record or letter, why.
+CREATE TABLE ledger_audit (
+  id bigserial PRIMARY KEY,
+  at timestamptz NOT NULL,
+  actor text NOT NULL,
+  merchant_id text,
+  entry jsonb NOT NULL
+);
+CREATE INDEX ledger_audit_at ON ledger_audit (at DESC, id DESC);
+CREATE INDEX ledger_audit_merchant ON ledger_audit (merchant_id, at DESC, id DESC);
 `,
   },
 ];

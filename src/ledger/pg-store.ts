@@ -10,10 +10,11 @@
  */
 import pg from 'pg';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
-import { accrualKeyColumns, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
+import { accrualKeyColumns, ATTENTION_PREDICATE, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord } from './record.js';
-import { backfillKey, deadLetterDueAtMs, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { DEFAULT_MERCHANT, isOpen, keyOf, type LedgerRecord, type LedgerStatus, merchantOf } from './record.js';
+import { type AuditEntry, type AuditQuery, backfillKey, type BackfillState, type DeadLetter, deadLetterDueAtMs, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor, statusesOf } from './store.js';
+import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
 /** 'LBDL': the class of the advisory locks that make each dead letter's read-change-write one step (`updateDeadLetter`). */
@@ -251,8 +252,11 @@ export class PostgresLedgerStore implements LedgerStore {
     const where: string[] = [];
     const params: unknown[] = [];
     if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
-    if (query.status) where.push(`status = $${params.push(query.status)}`);
+    const statuses = statusesOf(query);
+    if (statuses) where.push(`status = ANY ($${params.push([...statuses])}::text[])`);
     if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
+    if (query.orderId) where.push(`order_id = $${params.push(query.orderId)}`);
+    if (query.refundId) where.push(`record -> 'reversal' -> 'refundIds' @> $${params.push(JSON.stringify([query.refundId]))}::jsonb`);
     if (query.from) where.push(`created_at >= $${params.push(query.from)}`);
     if (query.to) where.push(`created_at <= $${params.push(query.to)}`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
@@ -262,6 +266,35 @@ export class PostgresLedgerStore implements LedgerStore {
       params,
     );
     return { items: rows.map((r) => r.record), total };
+  }
+
+  /** Through migration 9's partial index; the attempt log stays in the database. */
+  async listAttention(merchantId?: string): Promise<AttentionInput[]> {
+    const params: unknown[] = [];
+    const merchant = merchantId ? `AND merchant_id = $${params.push(merchantId)}` : '';
+    // The condition is migration 9's index predicate, word for word, so the planner uses the index.
+    const { rows } = await this.pool.query<{ record: AttentionInput }>(`SELECT record - 'attempts' AS record FROM ledger_records WHERE (${ATTENTION_PREDICATE}) ${merchant}`, params);
+    return rows.map((r) => r.record).filter((r) => needsAttention(r));
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<void> {
+    await this.pool.query('INSERT INTO ledger_audit (at, actor, merchant_id, entry) VALUES ($1, $2, $3, $4)', [entry.at, entry.actor, entry.merchantId ?? null, jsonb(entry)]);
+  }
+
+  async listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
+    if (query.actor) where.push(`actor = $${params.push(query.actor)}`);
+    if (query.from) where.push(`at >= $${params.push(query.from)}`);
+    if (query.to) where.push(`at <= $${params.push(query.to)}`);
+    const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const total = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_audit ${filter}`, params)).rows[0]!.n);
+    const { rows } = await this.pool.query<{ entry: AuditEntry }>(
+      `SELECT entry FROM ledger_audit ${filter} ORDER BY at DESC, id DESC LIMIT $${params.push(query.limit)} OFFSET $${params.push(query.offset)}`,
+      params,
+    );
+    return { items: rows.map((r) => r.entry), total };
   }
 
   /**
@@ -428,6 +461,21 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async countOpen(): Promise<number> {
     return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records WHERE open')).rows[0]!.n);
+  }
+
+  async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
+    const open = await this.pool.query<{ status: LedgerStatus; n: string }>('SELECT status, count(*) AS n FROM ledger_records WHERE open GROUP BY status');
+    // Through migration 9's attention index (its predicate word for word); settled records are never open.
+    const settled = await this.pool.query<{ status: LedgerStatus; n: string }>(
+      `SELECT status, count(*) AS n FROM ledger_records WHERE (${ATTENTION_PREDICATE}) AND NOT open AND status = ANY ($1::text[]) AND NOT (record ? 'closed') GROUP BY status`,
+      [[...SETTLED_ATTENTION_STATUSES]],
+    );
+    return Object.fromEntries([...open.rows, ...settled.rows].map((r) => [r.status, Number(r.n)]));
+  }
+
+  async countOpenDeadLetters(): Promise<Record<string, number>> {
+    const { rows } = await this.pool.query<{ code: string; n: string }>(`SELECT coalesce(letter ->> 'reasonCode', $1) AS code, count(*) AS n FROM ledger_dead_letters WHERE NOT resolved GROUP BY 1`, [UNCLASSIFIED]);
+    return Object.fromEntries(rows.map((r) => [r.code, Number(r.n)]));
   }
 
   async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {

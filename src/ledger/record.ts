@@ -55,6 +55,17 @@ export interface HistoryEvent {
   detail?: string;
   /** Set on the one event that stands for events dropped to keep the history bounded: how many. */
   omitted?: number;
+  /** An operator's action: who (`admin`, a name from ADMIN_TOKENS, or `merchant:<id>`); `detail` holds their reason. */
+  actor?: string;
+}
+
+/**
+ * Who did an operator action and why: the actor comes from the token (`admin` for ADMIN_TOKEN, a
+ * name from ADMIN_TOKENS, `merchant:<id>` for a merchant's admin token), the reason from the body.
+ */
+export interface OperatorAct {
+  actor: string;
+  reason?: string;
 }
 
 /** One delivery of a recorded order with another amount. */
@@ -73,6 +84,8 @@ export interface ChangedRepeats {
   count: number;
   first: ChangedDelivery[];
   latest: ChangedDelivery[];
+  /** `count` when an operator last acknowledged them: only deliveries after that need a person again. */
+  acknowledged?: number;
 }
 
 /** The merchant of every record written before merchants existed, and of the one built from the variables. */
@@ -172,6 +185,12 @@ export interface LedgerRecord {
   attemptsOmitted?: number;
   history: HistoryEvent[];
   changedRepeats?: ChangedRepeats;
+  /**
+   * Closed by an operator: a record that cannot succeed (an orphan `reverse_failed`: a refund of an
+   * order the loyalty service never knew). Its status stays what it is (the contract's statuses are
+   * fixed); the record is kept whole and leaves the attention queue.
+   */
+  closed?: { at: string; actor: string; reason: string };
 }
 
 /**

@@ -8,13 +8,19 @@
  */
 import type { FieldIssue } from '../errors.js';
 import type { StoredMerchant } from '../merchants/merchant.js';
-import type { LedgerRecord, LedgerStatus } from './record.js';
+import type { AttentionInput } from './attention.js';
+import { merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
 
 export interface ListQuery {
   /** Only this merchant's records. */
   merchantId?: string;
-  status?: LedgerStatus;
+  /** Only records in this status, or in any of these. */
+  status?: LedgerStatus | readonly LedgerStatus[];
   pos?: string;
+  /** The POS's own order id (`orderId`, as the POS sent it): the order's record and its remainders. */
+  orderId?: string;
+  /** Records whose reversal was asked for by this refund id. */
+  refundId?: string;
   /** Inclusive bounds on `createdAt`. */
   from?: Date;
   to?: Date;
@@ -35,6 +41,12 @@ export interface DeadLetter {
   lastReceivedAt: string;
   deliveries: number;
   reason: string;
+  /**
+   * The code of the first cause (unknown_merchant, merchant_suspended, invalid_payload,
+   * pos_api_failed, pos_api_not_configured, …): a small set, the dead-letter gauge's reason label.
+   * Absent on letters kept before it existed.
+   */
+  reasonCode?: string;
   issues?: FieldIssue[];
   /** The headers that matter to processing (event type, ids, content type). */
   headers: Record<string, string>;
@@ -42,8 +54,10 @@ export interface DeadLetter {
   bodyEncoding: 'utf8' | 'base64';
   /** Each run since it was kept: an operator's replay or the bridge's own run (`by`; absent on runs from before the bridge ran any). */
   replays: { at: string; outcome: string; by?: 'operator' | 'bridge' }[];
-  /** Set when a replay went through. */
+  /** Set when a replay went through, or when an operator dismissed it (`dismissed`). */
   resolvedAt?: string;
+  /** An operator closed it without running it (nothing to carry out): kept whole, never run again. */
+  dismissed?: { at: string; actor: string; reason: string };
   /** Who moves it on: the bridge by itself, or a person. Absent on letters kept before the bridge retried any: a person's. */
   retry?: DeadLetterRetry;
 }
@@ -175,6 +189,61 @@ export function backfillKey(merchantId: string, pos: string): string {
   return `${merchantId}/${pos}`;
 }
 
+/**
+ * One operator action, kept for the audit trail (`GET /v1/admin/audit`) whatever became of it in
+ * the record: who, what, to which record or dead letter, why, when. Never changed or removed.
+ */
+export interface AuditEntry {
+  at: string;
+  /** `admin`, a name from ADMIN_TOKENS, or `merchant:<id>`. */
+  actor: string;
+  /** retry, reverse, resolve, close, acknowledge, dismiss, replay, unmask, or bulk:<action>. */
+  action: string;
+  /** The transactionId or dead-letter id acted on (a bulk action: one entry per record). */
+  target: string;
+  reason?: string;
+  /** Whose record or letter; absent for a letter of no known merchant. */
+  merchantId?: string;
+  /** What came of it, in words (e.g. the status after, or why it was refused). */
+  outcome?: string;
+}
+
+export interface AuditQuery {
+  merchantId?: string;
+  actor?: string;
+  /** Inclusive bounds on `at`. */
+  from?: Date;
+  to?: Date;
+  offset: number;
+  limit: number;
+}
+
+/** `list`'s status filter as a set (undefined: any status). */
+export function statusesOf(query: Pick<ListQuery, 'status'>): ReadonlySet<LedgerStatus> | undefined {
+  if (query.status === undefined) return undefined;
+  return new Set(typeof query.status === 'string' ? [query.status] : query.status);
+}
+
+/** Whether `record` passes `list`'s filters (stores that filter in memory use this one rule). */
+export function listMatches(record: Pick<LedgerRecord, 'merchantId' | 'status' | 'pos' | 'orderId' | 'createdAt' | 'reversal'>, query: ListQuery, statuses = statusesOf(query)): boolean {
+  const createdMs = Date.parse(record.createdAt);
+  return (
+    (!query.merchantId || merchantOf(record) === query.merchantId) &&
+    (!statuses || statuses.has(record.status)) &&
+    (!query.pos || record.pos === query.pos) &&
+    (!query.orderId || record.orderId === query.orderId) &&
+    (!query.refundId || record.reversal.refundIds.includes(query.refundId)) &&
+    (!query.from || createdMs >= query.from.getTime()) &&
+    (!query.to || createdMs <= query.to.getTime())
+  );
+}
+
+/** Whether an audit entry passes `listAudit`'s filters. */
+export function auditMatches(entry: AuditEntry, query: AuditQuery): boolean {
+  const atMs = Date.parse(entry.at);
+  return (!query.merchantId || entry.merchantId === query.merchantId) && (!query.actor || entry.actor === query.actor) && (!query.from || atMs >= query.from.getTime()) && (!query.to || atMs <= query.to.getTime());
+}
+
 export interface LedgerStore {
   /** A short name for logs and readiness (`file`, `postgres`). */
   readonly kind: string;
@@ -214,6 +283,15 @@ export interface LedgerStore {
   /** Newest first. */
   list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }>;
   /**
+   * Every record that needs a person (`attentionOf` finds something), in any order, of one merchant
+   * or all; the attempt log may be left out of what is read. The caller sorts, counts and bounds.
+   */
+  listAttention(merchantId?: string): Promise<AttentionInput[]>;
+  /** Keeps one operator action for good. */
+  appendAudit(entry: AuditEntry): Promise<void>;
+  /** Newest first (ties: the later written first). */
+  listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }>;
+  /**
    * Records with work left (see `isOpen`), due or not, oldest first (by createdAt, then
    * ledger key), at most `limit`, after `after` when given (to page through them all). With
    * `claim`, a shared store hands each instance records no other live instance holds, and holds
@@ -239,6 +317,13 @@ export interface LedgerStore {
   count(): Promise<number>;
   /** How many records have work left (a metric; cheaper than listing them). */
   countOpen(): Promise<number>;
+  /**
+   * The open-records gauge: records with work left (`isOpen`) by status, and the settled records a
+   * person must still look at (`SETTLED_ATTENTION_STATUSES`, not closed) by status.
+   */
+  countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>>;
+  /** Open dead letters (not resolved nor dismissed) by `reasonCode` (`unclassified` for letters kept before codes). */
+  countOpenDeadLetters(): Promise<Record<string, number>>;
   /** Records that a webhook event (by the POS's dedupe key) was processed; false when it already was. */
   rememberWebhookEvent(pos: string, key: string): Promise<boolean>;
   hasWebhookEvent(pos: string, key: string): Promise<boolean>;

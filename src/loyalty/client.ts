@@ -21,6 +21,7 @@ import {
   Credential,
   MAX_ITEMS_PER_PAGE,
   Operation,
+  PageMeta,
   PosErrorBody,
   PosResponse,
   envelopeList,
@@ -39,6 +40,13 @@ export type CallOutcome =
   | { kind: 'retryable'; reason: string }
   /** Sent, but no usable answer: it may or may not have happened upstream. */
   | { kind: 'unknown'; reason: string };
+
+/** Filters of GET /api/v2/operations (dates are Y-m-d, as the upstream takes them). */
+export interface OperationsQuery {
+  cardId?: string;
+  startDate?: string;
+  endDate?: string;
+}
 
 export interface CallReport {
   outcome: CallOutcome;
@@ -64,6 +72,29 @@ export interface LoyaltyClientOptions {
    * queue behind its timeouts; capped below the pool, a share of it is always left to the others.
    */
   maxInFlight?: number;
+  /** Told of every request (retries included) once it is answered or fails: the latency histogram. */
+  onRequest?: (sample: UpstreamRequestSample) => void;
+}
+
+/** One request to the loyalty service, as the metrics see it. */
+export interface UpstreamRequestSample {
+  /** accrue, reverse, resolve_credentials, operations, cards. */
+  operation: string;
+  /** ok (2xx), refused (another 4xx), rate_limited (429), server_error (5xx), timeout, network. */
+  outcome: 'ok' | 'refused' | 'rate_limited' | 'server_error' | 'timeout' | 'network';
+  seconds: number;
+}
+
+/** The operation a request's path names: its last segment, `resolve-credentials` as resolve_credentials. */
+function operationOf(url: string | undefined): string {
+  const last = (url ?? '').split('?')[0]!.split('/').filter(Boolean).at(-1) ?? 'unknown';
+  return last.replace(/-/g, '_');
+}
+
+function outcomeOf(response: AxiosResponse | undefined, error: AxiosError | undefined): UpstreamRequestSample['outcome'] {
+  if (response) return response.status === 429 ? 'rate_limited' : response.status >= 500 ? 'server_error' : response.status >= 400 ? 'refused' : 'ok';
+  const code = error?.code ?? '';
+  return code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'ERR_CANCELED' || error?.name === 'CanceledError' ? 'timeout' : 'network';
 }
 
 /** Sockets to the loyalty service in each shared pool. */
@@ -117,10 +148,12 @@ class AttemptLog {
   startedAt?: number;
   constructor(readonly operation: UpstreamOperation) {}
 }
-type TrackedConfig = InternalAxiosRequestConfig & { attemptLog?: AttemptLog };
+type TrackedConfig = InternalAxiosRequestConfig & { attemptLog?: AttemptLog; sentAtMs?: number };
 declare module 'axios' {
   interface AxiosRequestConfig {
     attemptLog?: AttemptLog;
+    /** When this request (this retry) went out: the latency sample's start. */
+    sentAtMs?: number;
   }
 }
 
@@ -145,8 +178,11 @@ export class LoyaltyClient {
       httpAgent: options.agents?.http ?? new http.Agent({ keepAlive: true, maxSockets: SHARED_SOCKETS }),
       httpsAgent: options.agents?.https ?? new https.Agent({ keepAlive: true, maxSockets: SHARED_SOCKETS }),
     });
+    const observe = (config: TrackedConfig, response: AxiosResponse | undefined, error: AxiosError | undefined) =>
+      options.onRequest?.({ operation: operationOf(config.url), outcome: outcomeOf(response, error), seconds: (Date.now() - (config.sentAtMs ?? Date.now())) / 1000 });
     this.#http.interceptors.request.use((config: TrackedConfig) => {
-      if (config.attemptLog) config.attemptLog.startedAt = Date.now();
+      config.sentAtMs = Date.now();
+      if (config.attemptLog) config.attemptLog.startedAt = config.sentAtMs;
       // A hard deadline for each request (retries included, each gets its own): axios's `timeout`
       // only fires on an idle socket, and a round must end well inside the in-flight lease.
       config.signal = AbortSignal.timeout(options.timeoutMs);
@@ -156,11 +192,15 @@ export class LoyaltyClient {
     this.#http.interceptors.response.use(
       (response) => {
         logAttempt(response.config as TrackedConfig, response, undefined);
+        observe(response.config as TrackedConfig, response, undefined);
         if (shouldRetryStatus(response)) throw new RetryableStatus(response);
         return response;
       },
       (error: AxiosError) => {
-        if (error.config && !(error instanceof RetryableStatus)) logAttempt(error.config as TrackedConfig, undefined, error);
+        if (error.config && !(error instanceof RetryableStatus)) {
+          logAttempt(error.config as TrackedConfig, undefined, error);
+          observe(error.config as TrackedConfig, undefined, error);
+        }
         throw error;
       },
     );
@@ -230,25 +270,44 @@ export class LoyaltyClient {
     return this.#listAll('/api/v2/operations', { cardId, startDate, endDate }, Operation);
   }
 
+  /**
+   * One page of the operations history as it stands (the standard envelope's `data` and `meta`).
+   * For readers that page themselves (the three-way report reads a list that may move between pages):
+   * a 429 is retried here as every call of this client is (1, 2, 4, 8 units), and what is left of it
+   * after that, or any other status, throws.
+   */
+  async operationsPage(query: OperationsQuery, page: number, itemsPerPage: number): Promise<{ data: Operation[]; meta: z.infer<typeof PageMeta> }> {
+    return this.#page('/api/v2/operations', { ...query }, Operation, page, itemsPerPage);
+  }
+
   async #listAll<T extends z.ZodType>(path: string, params: Record<string, string>, item: T): Promise<z.infer<T>[]> {
-    if (!this.#apiKey) throw new Error('LOYALTY_API_KEY is not set: the history cannot be read');
-    const schema = envelopeList(item);
     const all: z.infer<T>[] = [];
     // meta has no totalPages: the last page is ceil(totalItems / itemsPerPage) (upstream Limits).
     for (let page = 1; ; page++) {
-      const response = await this.#send(() =>
+      const { data, meta } = await this.#page(path, params, item, page, MAX_ITEMS_PER_PAGE);
+      all.push(...data);
+      if (page >= Math.ceil(meta.totalItems / meta.itemsPerPage) || data.length === 0) return all;
+    }
+  }
+
+  async #page<T extends z.ZodType>(path: string, params: Record<string, string>, item: T, page: number, itemsPerPage: number): Promise<{ data: z.infer<T>[]; meta: z.infer<typeof PageMeta> }> {
+    if (!this.#apiKey) throw new Error('LOYALTY_API_KEY is not set: the history cannot be read');
+    let response: AxiosResponse;
+    try {
+      response = await this.#send(() =>
         this.#http.get(path, {
-          params: { ...params, page, itemsPerPage: MAX_ITEMS_PER_PAGE },
+          params: { ...params, page, itemsPerPage },
           headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined },
         }),
       );
-      if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
-      const parsed = schema.safeParse(parseBody(response));
-      if (!parsed.success) throw new Error(`GET ${path} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
-      all.push(...(parsed.data.data as z.infer<T>[]));
-      const { totalItems, itemsPerPage } = parsed.data.meta;
-      if (page >= Math.ceil(totalItems / itemsPerPage) || parsed.data.data.length === 0) return all;
+    } catch (error) {
+      if (error instanceof RetryableStatus) throw new Error(`GET ${path} answered ${error.response!.status}, retries spent`);
+      throw error;
     }
+    if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
+    const parsed = envelopeList(item).safeParse(parseBody(response));
+    if (!parsed.success) throw new Error(`GET ${path} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
+    return { data: parsed.data.data as z.infer<T>[], meta: parsed.data.meta };
   }
 
   async #posCall(operation: UpstreamOperation, body: AccrueRequest | ReverseRequest): Promise<CallReport> {

@@ -16,10 +16,11 @@ import { posControlRouter } from './pos-apis/control.js';
 const FaultBody = z.object({
   kind: z.enum(FAULT_KINDS),
   times: z.number().int().positive().optional(),
-  on: z.enum(['accrue', 'reverse', 'any']).optional(),
+  on: z.enum(['accrue', 'reverse', 'any', 'history']).optional(),
   delayMs: z.number().int().nonnegative().optional(),
   status: z.number().int().min(500).max(599).optional(),
   message: z.string().optional(),
+  shift: z.number().int().positive().optional(),
 });
 
 const StormBody = z.object({ on: z.boolean() });
@@ -83,7 +84,13 @@ function merchantRouter(merchantOf: (res: Response) => SimMerchant): express.Rou
     const parsed = FaultBody.safeParse(req.body);
     if (!parsed.success) return void res.status(400).json({ errors: problems(parsed.error) });
     const merchant = merchantOf(res);
-    merchant.faults.inject(parsed.data);
+    try {
+      merchant.faults.inject(parsed.data);
+    } catch (err) {
+      // The shape was checked above: what inject still refuses is a fault aimed where it cannot apply.
+      if (err instanceof RangeError) return void res.status(400).json({ errors: [err.message] });
+      throw err;
+    }
     res.status(201).json(faultState(merchant));
   });
 

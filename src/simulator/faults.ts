@@ -2,7 +2,9 @@
  * Scripted misbehaviour of the fake loyalty service. Each kind reproduces one way the real upstream
  * can leave a point-of-sale write ambiguous or refused (loyalty-service-api.md, Errors: 429 from the
  * front proxy, 5xx, and rule 3 "after a network timeout on a write, verify ... because no operation
- * is idempotent").
+ * is idempotent"). Aimed `on: 'history'`, a fault hits the operations history reads instead (a 429 or
+ * a 5xx there, or `history_moves`: the list moves between page requests, as "paging through a
+ * changing collection can skip or repeat rows" warns, Limits).
  */
 export const FAULT_KINDS = [
   'rate_limit',
@@ -11,10 +13,16 @@ export const FAULT_KINDS = [
   'drop_before_commit',
   'drop_after_commit',
   'result_failure',
+  'history_moves',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-export type FaultTarget = 'accrue' | 'reverse' | 'any';
+/** `any`: accrue or reverse. `history`: GET /api/v2/operations only (never hit by `any`). */
+export type FaultTarget = 'accrue' | 'reverse' | 'any' | 'history';
+/** What a history read can be made to do. */
+const HISTORY_FAULTS: readonly FaultKind[] = ['rate_limit', 'server_error', 'history_moves'];
+/** history_moves: rows the list turns by on each read, unless told. */
+const DEFAULT_SHIFT = 10;
 
 export interface FaultSpec {
   kind: FaultKind;
@@ -27,12 +35,19 @@ export interface FaultSpec {
   status?: number;
   /** result_failure: the failed result's errorMessage; server_error: the body's message. */
   message?: string;
+  /**
+   * history_moves only (default 10): on each read it hits, the operations list turns by this many
+   * more rows (the row at position n is then served at n − shift), so a reader paging through it
+   * without overlap skips rows. Once its times are used up the list stays in its last order.
+   */
+  shift?: number;
 }
 
 export interface Fault {
   kind: FaultKind;
   on: FaultTarget;
   delayMs?: number;
+  shift?: number;
   status?: number;
   message?: string;
 }
@@ -73,6 +88,8 @@ export class CountedQueue<T> {
 export class FaultQueue {
   readonly #queue = new CountedQueue<Fault>();
   #rateLimitAll = false;
+  /** Rows the operations list is turned by (history_moves): the order it is served in now. */
+  historyRotation = 0;
 
   /**
    * While true, every point-of-sale call carrying this merchant's app token (resolve-credentials
@@ -89,8 +106,11 @@ export class FaultQueue {
   }
 
   inject(spec: FaultSpec): void {
-    const { kind, times = 1, on = 'any', delayMs, status, message } = spec;
+    const { kind, times = 1, on = kind === 'history_moves' ? 'history' : 'any', delayMs, status, message, shift } = spec;
     if (!FAULT_KINDS.includes(kind)) throw new RangeError(`unknown fault kind ${String(kind)}`);
+    if (on === 'history' && !HISTORY_FAULTS.includes(kind)) throw new RangeError(`on: history takes ${HISTORY_FAULTS.join(', ')} only`);
+    if (kind === 'history_moves' && on !== 'history') throw new RangeError('history_moves is on: history only');
+    if (shift !== undefined && (!Number.isInteger(shift) || shift < 1)) throw new RangeError('shift must be an integer >= 1');
     if (!Number.isInteger(times) || times < 1) throw new RangeError('times must be an integer >= 1');
     if (status !== undefined && (!Number.isInteger(status) || status < 500 || status > 599)) {
       throw new RangeError('status must be a 5xx integer');
@@ -100,6 +120,7 @@ export class FaultQueue {
     if (delayMs !== undefined) fault.delayMs = delayMs;
     if (status !== undefined) fault.status = status;
     if (message !== undefined) fault.message = message;
+    if (kind === 'history_moves') fault.shift = shift ?? DEFAULT_SHIFT;
     this.#queue.push(fault, times);
   }
 
@@ -111,10 +132,16 @@ export class FaultQueue {
     return this.#queue.take((fault) => fault.on === 'any' || fault.on === operation);
   }
 
-  /** Drops every queued fault and ends a rateLimitAll storm. */
+  /** The oldest fault aimed at history reads (`on: 'history'`), consuming one of its uses. */
+  takeHistory(): Fault | undefined {
+    return this.#queue.take((fault) => fault.on === 'history');
+  }
+
+  /** Drops every queued fault, ends a rateLimitAll storm and puts the history back in its own order. */
   clear(): void {
     this.#queue.clear();
     this.#rateLimitAll = false;
+    this.historyRotation = 0;
   }
 
   /** Remaining queued fault applications (a fault injected with times: 3 counts 3); a storm is not counted. */

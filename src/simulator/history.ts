@@ -8,6 +8,7 @@ import express, { type Request, type Response } from 'express';
 import { MAX_ITEMS_PER_PAGE } from '../loyalty/contract.js';
 import type { SimContext } from './context.js';
 import type { Merchant } from './merchant.js';
+import { rateLimitPage, serverErrorPage } from './pos.js';
 import { isoWithOffset } from './state.js';
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
@@ -47,6 +48,19 @@ function date(req: Request, name: string): string | undefined {
     throw new QueryError(`${name}: expected a date in Y-m-d format.`);
   }
   return raw;
+}
+
+/**
+ * The list turned by `rotation` rows: the row at position n is served at n − rotation (wrapping).
+ * The contract declares no order, so any order is one the real service could serve; turning it
+ * between two page requests moves rows to earlier pages, where a reader already was.
+ */
+function turned<T>(list: { total: number; page(offset: number, limit: number): T[] }, rotation: number): { total: number; page(offset: number, limit: number): T[] } {
+  const by = list.total === 0 ? 0 : rotation % list.total;
+  if (by === 0) return list;
+  const rows = list.page(0, list.total);
+  const order = [...rows.slice(by), ...rows.slice(0, by)];
+  return { total: list.total, page: (offset, limit) => order.slice(offset, offset + limit) };
 }
 
 export function historyRouter(ctx: SimContext): express.Router {
@@ -100,15 +114,21 @@ export function historyRouter(ctx: SimContext): express.Router {
   router.get('/operations', (req, res) => {
     const merchant = authorise(req, res);
     if (merchant === undefined) return;
+    // Faults aimed at history reads (faults.ts): after the key, as the real service checks it first.
+    const fault = merchant.faults.takeHistory();
+    if (fault?.kind === 'rate_limit') return void rateLimitPage(res);
+    if (fault?.kind === 'server_error') return void serverErrorPage(res, fault);
+    if (fault?.kind === 'history_moves') merchant.faults.historyRotation += fault.shift!;
     list(res, req, () =>
-      merchant.ledger.listOperations(
-        {
+      turned(
+        merchant.ledger.listOperations({
           cardId: single(req, 'cardId'),
           customerId: uuid(req, 'customerId'),
           templateId: integer(req, 'templateId', 1),
           startDate: date(req, 'startDate'),
           endDate: date(req, 'endDate'),
-        },
+        }),
+        merchant.faults.historyRotation,
       ),
     );
   });

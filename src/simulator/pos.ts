@@ -23,8 +23,19 @@ const ResolveCredentialsRequest = z.object({
 const RATE_LIMIT_PAGE =
   '<html>\r\n<head><title>429 Too Many Requests</title></head>\r\n<body>\r\n<center><h1>429 Too Many Requests</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
 
-function rateLimitPage(res: Response): void {
+export function rateLimitPage(res: Response): void {
   res.status(429).type('text/html').send(RATE_LIMIT_PAGE);
+}
+
+/** A server_error fault's answer: gateway statuses come from the front proxy as HTML; anything else from the app as JSON. */
+export function serverErrorPage(res: Response, fault: Pick<Fault, 'status' | 'message'>): void {
+  const status = fault.status ?? 503;
+  const text = fault.message ?? (status === 503 ? 'Service Temporarily Unavailable' : 'Internal Server Error');
+  if (status >= 502 && status <= 504) {
+    res.status(status).type('text/html').send(`<html><head><title>${status} ${text}</title></head><body><h1>${status} ${text}</h1></body></html>`);
+  } else {
+    res.status(status).json({ message: text });
+  }
 }
 
 const jsonBody = express.json({ limit: '1mb' });
@@ -140,17 +151,9 @@ export function posRouter(ctx: SimContext): express.Router {
       case 'rate_limit':
         rateLimitPage(res);
         return;
-      case 'server_error': {
-        const status = fault.status ?? 503;
-        const text = fault.message ?? (status === 503 ? 'Service Temporarily Unavailable' : 'Internal Server Error');
-        // Gateway statuses come from the front proxy as HTML; anything else from the app as JSON.
-        if (status >= 502 && status <= 504) {
-          res.status(status).type('text/html').send(`<html><head><title>${status} ${text}</title></head><body><h1>${status} ${text}</h1></body></html>`);
-        } else {
-          res.status(status).json({ message: text });
-        }
+      case 'server_error':
+        serverErrorPage(res, fault);
         return;
-      }
       case 'drop_before_commit':
         req.socket.destroy();
         return;

@@ -37,17 +37,17 @@ export function parseSignedTime(text: string): number | undefined {
 /** `now` is the bridge's clock (injectable in tests), against which signed times are judged. */
 export function verifySignature(scheme: SignatureScheme, settings: PosSettings, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[], now: Date = new Date()): void {
   const given = singleHeader(rawHeaders, scheme.header);
-  if (!given) throw new UnauthorizedError(`webhook signature header ${scheme.header} is missing, empty or repeated`);
-  if (!settings.webhookSecret) throw new UnauthorizedError('webhooks of this POS are not configured (no signing secret)');
+  if (!given) throw new UnauthorizedError(`webhook signature header ${scheme.header} is missing, empty or repeated`, 'signature_missing');
+  if (!settings.webhookSecret) throw new UnauthorizedError('webhooks of this POS are not configured (no signing secret)', 'not_configured');
   if (scheme.kind === 'static') {
-    if (!safeEqual(given, settings.webhookSecret)) throw new UnauthorizedError('webhook signature does not match');
+    if (!safeEqual(given, settings.webhookSecret)) throw new UnauthorizedError('webhook signature does not match', 'signature_mismatch');
     return;
   }
   const message = scheme.message(raw, headers, settings);
-  if (!message) throw new UnauthorizedError('webhook is missing a header its signature covers');
+  if (!message) throw new UnauthorizedError('webhook is missing a header its signature covers', 'signed_header_missing');
   const mac = createHmac(scheme.algorithm, settings.webhookSecret).update(message).digest();
   const ok = scheme.encodings.map((encoding) => safeEqual(given, mac.toString(encoding))).some(Boolean);
-  if (!ok) throw new UnauthorizedError('webhook signature does not match');
+  if (!ok) throw new UnauthorizedError('webhook signature does not match', 'signature_mismatch');
   if (scheme.replay) checkReplayWindow(scheme.replay, raw, headers, now);
 }
 
@@ -56,11 +56,11 @@ function checkReplayWindow(replay: ReplayWindow, raw: Buffer, headers: IncomingH
   const text = replay.signedAt(raw, headers);
   if (text === undefined) return;
   const signedMs = parseSignedTime(text);
-  if (signedMs === undefined) throw new UnauthorizedError('webhook signed time is not a date-time or epoch time');
+  if (signedMs === undefined) throw new UnauthorizedError('webhook signed time is not a date-time or epoch time', 'signed_time_invalid');
   const ageMs = now.getTime() - signedMs;
   if (Math.abs(ageMs) > replay.windowMs) {
     const minutes = (ms: number) => `${Math.round(Math.abs(ms) / 60_000)} min`;
-    throw new UnauthorizedError(`webhook was signed ${minutes(ageMs)} ${ageMs >= 0 ? 'ago' : 'ahead'}, outside the ${minutes(replay.windowMs)} replay window (${replay.why}): refused as a possible replay`);
+    throw new UnauthorizedError(`webhook was signed ${minutes(ageMs)} ${ageMs >= 0 ? 'ago' : 'ahead'}, outside the ${minutes(replay.windowMs)} replay window (${replay.why}): refused as a possible replay`, 'replay_window');
   }
 }
 

@@ -53,7 +53,7 @@ function core(loyalty: ScriptedLoyalty, answerBudgetMs = 1000): { core: Core; st
   const verifier = new HistoryVerifier(noHistory, store, { graceMs: 0, clockSkewMs: 0 });
   const options = { answerBudgetMs, retryBaseMs: 10, inDoubtVerifyAfterMs: 100, partialRefundPolicy: 'reaccrue' as const, inFlightLeaseMs: 60_000 };
   const upstreams = { upstreamOf: async () => ({ calls: loyalty, verifier, suspended: false }), canVerifyAny: async () => false };
-  return { core: createCore({ store, upstreams, options, logger: silentLogger, metrics: createMetrics(async () => 0, false) }), store };
+  return { core: createCore({ store, upstreams, options, logger: silentLogger, metrics: createMetrics({ openRecords: async () => ({}), openDeadLetters: async () => ({}) }, false) }), store };
 }
 
 const intent = (orderId: string, phone = '+15550003333', amount = 5997): CheckoutIntent => ({
@@ -97,7 +97,7 @@ describe('one customer and one amount, two orders a moment apart', () => {
     expect((await store.get('generic:B-2'))!.history.filter((e) => e.event.startsWith('waits behind'))).toHaveLength(1);
     expect(loyalty.calls).toHaveLength(1);
 
-    await c.operator.resolve('generic:B-1', { outcome: 'accrued', note: 'seen on the card' });
+    await c.operator.resolve('generic:B-1', { outcome: 'accrued', note: 'seen on the card' }, { actor: 'admin', reason: 'seen on the card' });
     const sending = c.delivery.advance('generic:B-2', true);
     await loyalty.made(2);
     loyalty.calls[1]!.answer(succeeded(7));

@@ -512,7 +512,7 @@ for (const store of STORES) {
       const id = delivered.body.results[0].deadLetterId as string;
       const early = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
       expect(early.status).toBe(422);
-      expect(early.body.error).toMatch(/no merchant has the shopify account "late.myshopify.com"/);
+      expect(early.body.error.message).toMatch(/no merchant has the shopify account "late.myshopify.com"/);
       const letter = (await admin('get', `/v1/admin/dead-letters/${id}`)).body;
       expect(letter).toMatchObject({ deliveries: 1, replays: [{ outcome: expect.stringMatching(/^failed: no merchant has/) }] });
       expect(letter.resolvedAt).toBeUndefined();
@@ -535,7 +535,7 @@ for (const store of STORES) {
       const id = delivered.body.results[0].deadLetterId as string;
       const replay = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
       expect(replay.status).toBe(422);
-      expect(replay.body.error).toMatch(/suspended/);
+      expect(replay.body.error.message).toMatch(/suspended/);
       const letter = (await admin('get', `/v1/admin/dead-letters/${id}`)).body;
       expect(letter).toMatchObject({ merchantId: 'paused-replay', deliveries: 1 });
       expect(letter.resolvedAt).toBeUndefined();

@@ -41,7 +41,7 @@ describe('operations endpoints', () => {
     expect(res.headers['content-type']).toMatch(/text\/plain/);
     expect(res.text).toMatch(/bridge_checkouts_total\{pos="generic",result="accrued",merchant="default"\} 1/);
     expect(res.text).toMatch(/bridge_upstream_calls_total\{operation="accrue",outcome="succeeded",merchant="default"\} 1/);
-    expect(res.text).toMatch(/bridge_ledger_open_records 0/);
+    expect(res.text).toMatch(/bridge_ledger_open_records{status="pending"} 0/);
   });
 
   it('/openapi.json describes the contract paths', async () => {

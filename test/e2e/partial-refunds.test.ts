@@ -159,7 +159,7 @@ describe('a partial refund whose reverse failed on one of two cards', () => {
     expect(resolved.status).toBe(200);
     expect(resolved.body).toMatchObject({ status: 'reversed', remainder: { transactionId: 'generic:A-1001~r1', status: 'accrued' } });
     const record = await two.bridge.store.get('generic:A-1001');
-    expect(record!.history.at(-2)!.event).toContain('operator resolved: reversed: reversed the blocked card by hand');
+    expect(record!.history.at(-2)!.event).toContain('admin resolved: reversed: reversed the blocked card by hand');
 
     const books = two.sim.books();
     expect(books.transactions['generic:A-1001']).toMatchObject({ accruals: 1, reversals: 1 });

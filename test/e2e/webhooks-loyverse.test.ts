@@ -243,7 +243,7 @@ describe('dead letters', () => {
 
     const replay = await request(h.bridge.url).post(`/v1/admin/dead-letters/${id}/replay`).set('authorization', `Bearer ${ADMIN_TOKEN}`);
     expect(replay.status).toBe(422);
-    expect(replay.body.error).toContain('total_money');
+    expect(replay.body.error).toMatchObject({ code: 'replay_failed', message: expect.stringContaining('total_money') });
     expect(h.sim.books().accrueRequests).toBe(1);
   });
 

@@ -210,7 +210,8 @@ describe('Toast orders webhook', () => {
 
     const list = await admin('get', '/v1/admin/dead-letters');
     expect(list.status).toBe(200);
-    expect(list.body.items).toEqual([expect.objectContaining({ id, pos: 'toast', deliveries: 1, body: JSON.stringify(idOnly) })]);
+    expect(list.body.items).toEqual([expect.objectContaining({ id, pos: 'toast', deliveries: 1 })]);
+    expect((await admin('get', `/v1/admin/dead-letters/${id}?unmask=true`)).body.body).toBe(JSON.stringify(idOnly));
     expect(h.sim.books().accrueRequests).toBe(0);
 
     const still = await admin('post', `/v1/admin/dead-letters/${id}/replay`);

@@ -95,6 +95,8 @@ async function buildFileLedger(path: string): Promise<{ records: Map<string, Led
     }
     const letters = [deadLetter('dl-1', 1, false), deadLetter('dl-2', 2, true)];
     for (const letter of letters) await store.saveDeadLetter(letter);
+    // Two operators' actions at the same instant: both kept, in the order written.
+    for (const actor of ['alice', 'bob']) await store.appendAudit({ at: '2026-03-01T10:00:00.000Z', actor, action: 'retry', target: 'generic:ORD-1', reason: 'card unblocked', merchantId: 'default', outcome: 'accrued' });
     await store.rememberWebhookEvent('square', 'evt-1');
     return { records, letters };
   } finally {
@@ -201,6 +203,8 @@ describeIf('ledger:copy into PostgreSQL', () => {
     expect(result.migrationsApplied).toEqual(MIGRATIONS.map((m) => m.version));
     expect(result.records).toEqual({ inFile: RECORDS, imported: RECORDS, skipped: 0, inPostgres: RECORDS });
     expect(result.deadLetters).toEqual({ inFile: 2, imported: 2, skipped: 0, inPostgres: 2 });
+    expect(result.audit).toEqual({ inFile: 2, imported: 2, skipped: 0, inPostgres: 2 });
+    expect((await pg.listAudit({ offset: 0, limit: 10 })).items.map((e) => e.actor)).toEqual(['bob', 'alice']);
 
     const stored = await allRecords(pg);
     expect(stored.size).toBe(RECORDS);
@@ -250,6 +254,7 @@ describeIf('ledger:copy into PostgreSQL', () => {
     expect(result.migrationsApplied).toEqual([]);
     expect(result.records).toEqual({ inFile: RECORDS, imported: 0, skipped: RECORDS, inPostgres: RECORDS });
     expect(result.deadLetters).toEqual({ inFile: 2, imported: 0, skipped: 2, inPostgres: 2 });
+    expect(result.audit).toEqual({ inFile: 2, imported: 0, skipped: 2, inPostgres: 2 });
     expect(output).toMatch(/records: 0 imported, 300 skipped \(already in PostgreSQL at the same or a newer version\)/);
     expect(await pg.count()).toBe(RECORDS);
   });

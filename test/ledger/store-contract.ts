@@ -913,6 +913,77 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
       });
     });
 
+    describe('operators: search, attention, audit trail', () => {
+      /** A refund of an order the loyalty service never knew: reverse_failed, nothing accrued. */
+      const orphan = (transactionId: string, at: number): LedgerRecord => {
+        const r = makeRecord(transactionId, { at, accrual: 'none', reversal: 'failed' });
+        r.reversal = { ...r.reversal, refundIds: ['R-orphan'], unknownUpstream: true, errors: ['Transaction not found'] };
+        r.status = deriveStatus(r);
+        return r;
+      };
+
+      it('lists by several statuses, the POS order id and a refund id, alone or together, after a reopen too', async () => {
+        await store.insert(makeRecord('generic:a', { at: 0, accrual: 'failed' }));
+        await store.insert(makeRecord('square:b', { pos: 'square', orderId: 'H-1', at: 10, accrual: 'in_doubt' }));
+        await store.insert(makeRecord('generic:c', { at: 20, accrual: 'accrued' }));
+        const refunded = makeRecord('generic:d', { at: 30, accrual: 'accrued', reversal: 'reversed' });
+        refunded.reversal.refundIds = ['R-1', 'R-2'];
+        await store.insert(refunded);
+        await store.insert(makeRecord('generic:H-1', { orderId: 'H-1', at: 40, accrual: 'accrued' }));
+        for (const restart of [false, true]) {
+          const s = restart ? await reopen() : store;
+          expect(ids((await s.list({ status: ['failed', 'in_doubt'], offset: 0, limit: 100 })).items)).toEqual(['square:b', 'generic:a']);
+          expect((await s.list({ status: ['failed', 'in_doubt'], offset: 1, limit: 1 })).total).toBe(2);
+          expect(ids((await s.list({ status: 'failed', offset: 0, limit: 100 })).items)).toEqual(['generic:a']);
+          expect(ids((await s.list({ orderId: 'H-1', offset: 0, limit: 100 })).items)).toEqual(['generic:H-1', 'square:b']);
+          expect(ids((await s.list({ orderId: 'H-1', pos: 'square', offset: 0, limit: 100 })).items)).toEqual(['square:b']);
+          expect(ids((await s.list({ refundId: 'R-2', offset: 0, limit: 100 })).items)).toEqual(['generic:d']);
+          expect((await s.list({ refundId: 'R-3', offset: 0, limit: 100 })).total).toBe(0);
+          expect((await s.list({ orderId: 'H-1', status: ['failed'], offset: 0, limit: 100 })).total).toBe(0);
+        }
+      });
+
+      it('lists what needs a person, of one merchant or all, and follows updates: a closed record leaves, changed repeats come and go', async () => {
+        await store.insert(makeRecord('generic:settled', { at: 0, accrual: 'accrued' }));
+        await store.insert(makeRecord('generic:pending', { at: 1, accrual: 'pending' }));
+        await store.insert(makeRecord('generic:failed', { at: 2, accrual: 'failed' }));
+        await store.insert(makeRecord('generic:doubt', { at: 3, accrual: 'in_doubt' }));
+        await store.insert({ ...makeRecord('generic:other', { at: 4, accrual: 'failed' }), merchantId: 'bakery-17' });
+        const lost = await store.insert(orphan('generic:lost', 5));
+        const repeated = (await store.insert(makeRecord('generic:repeated', { at: 6, accrual: 'accrued' }))).record;
+        const names = async (merchantId?: string) => (await store.listAttention(merchantId)).map((r) => r.transactionId).sort();
+        expect(await names()).toEqual(['generic:doubt', 'generic:failed', 'generic:lost', 'generic:other']);
+        expect(await names('bakery-17')).toEqual(['generic:other']);
+        expect(await names('default')).toEqual(['generic:doubt', 'generic:failed', 'generic:lost']);
+
+        const changed = await store.update(nextVersion(repeated, (r) => (r.changedRepeats = { count: 2, first: [{ at: minutes(7), amountCents: 100 }], latest: [] })));
+        await store.update(nextVersion(lost.record, (r) => (r.closed = { at: minutes(8), actor: 'admin', reason: 'never known' })));
+        expect(await names('default')).toEqual(['generic:doubt', 'generic:failed', 'generic:repeated']);
+        await store.update(nextVersion(changed, (r) => (r.changedRepeats = { ...r.changedRepeats!, acknowledged: 2 })));
+        expect(await names('default')).toEqual(['generic:doubt', 'generic:failed']);
+        expect(await (await reopen()).listAttention('default').then((rs) => rs.map((r) => r.transactionId).sort())).toEqual(['generic:doubt', 'generic:failed']);
+      });
+
+      it('keeps the audit trail newest first, filtered by merchant, actor and time, across a reopen', async () => {
+        const entry = (n: number, actor: string, merchantId?: string) => ({ at: minutes(n), actor, action: 'retry', target: `generic:${n}`, reason: `because ${n}`, ...(merchantId ? { merchantId } : {}), outcome: 'accrued' });
+        await store.appendAudit(entry(1, 'admin', 'default'));
+        await store.appendAudit(entry(2, 'alice', 'bakery-17'));
+        await store.appendAudit(entry(3, 'merchant:bakery-17', 'bakery-17'));
+        await store.appendAudit(entry(3, 'alice'));
+        for (const restart of [false, true]) {
+          const s = restart ? await reopen() : store;
+          const all = await s.listAudit({ offset: 0, limit: 10 });
+          expect(all.total).toBe(4);
+          // Newest first; of two at the same time, the one written later first.
+          expect(all.items).toEqual([entry(3, 'alice'), entry(3, 'merchant:bakery-17', 'bakery-17'), entry(2, 'alice', 'bakery-17'), entry(1, 'admin', 'default')]);
+          expect((await s.listAudit({ merchantId: 'bakery-17', offset: 0, limit: 10 })).items.map((e) => e.actor)).toEqual(['merchant:bakery-17', 'alice']);
+          expect((await s.listAudit({ actor: 'alice', offset: 0, limit: 1 })).total).toBe(2);
+          expect((await s.listAudit({ actor: 'alice', offset: 1, limit: 1 })).items).toEqual([entry(2, 'alice', 'bakery-17')]);
+          expect((await s.listAudit({ from: new Date(minutes(2)), to: new Date(minutes(2)), offset: 0, limit: 10 })).items).toEqual([entry(2, 'alice', 'bakery-17')]);
+        }
+      });
+    });
+
     describe('durability across reopen', () => {
       it('keeps every record, the listing, the open set, the claims and the versions', async () => {
         const records = [

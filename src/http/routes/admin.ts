@@ -6,19 +6,21 @@
  */
 import express, { Router } from 'express';
 import { z } from 'zod';
+import type { NamedAdminToken } from '../../config.js';
 import type { Ingest } from '../../core/ingest.js';
 import type { OperatorActions } from '../../core/operator.js';
 import type { Worker } from '../../core/worker.js';
-import { NotFoundError } from '../../errors.js';
+import { attentionQueue } from '../../core/attention-queue.js';
+import { BridgeError, NotFoundError, ValidationError } from '../../errors.js';
 import { adminAuth, requireGlobalAdmin, type AdminPrincipal, type TokenDirectory } from '../auth.js';
-import { DEFAULT_MERCHANT, LEDGER_STATUSES, ledgerKey } from '../../ledger/record.js';
+import { DEFAULT_MERCHANT, LEDGER_STATUSES, ledgerKey, type LedgerStatus, type OperatorAct } from '../../ledger/record.js';
 import type { MerchantAdmin } from '../../merchants/admin.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import type { Request } from 'express';
 import type { LedgerStore } from '../../ledger/store.js';
 import { parseWith } from '../../validation.js';
-import type { DeadLetter, DeadLetterList, ReconcileReport, ReplayAnswer, TransactionList } from '../schemas.js';
-import { answerStatus, posAnswer, recordDetail, recordSummary } from '../views.js';
+import type { AttentionAnswer, AuditList, BulkAnswer, DeadLetter, DeadLetterList, ReconcileReport, ReplayAnswer, ReplayFailure, TransactionList, WhoAmI } from '../schemas.js';
+import { deadLetterDetail, deadLetterSummary, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
 
 /** Well inside the server's 30 s request timeout (bridge.ts), so the report always reaches the operator. */
 export const RECONCILE_BUDGET_MS = 20_000;
@@ -33,44 +35,121 @@ export const ReconcileQuery = z.strictObject({
     .meta({ description: `Milliseconds the pass may take (at most ${RECONCILE_BUDGET_MS}, inside the server's 30 s request timeout); what it leaves is reported open with complete: false.` }),
 });
 
+export const PageQuery = z.strictObject({ page: z.coerce.number().int().min(1).default(1), limit: z.coerce.number().int().min(1).max(500).default(50) });
 const merchantIdParam = z.string().regex(MERCHANT_ID, 'must be a merchant id').optional().meta({ description: "A merchant's records only (ADMIN_TOKEN; a merchant's admin token sees its own, whatever this says)." });
 /** On a record's own routes: whose record (ADMIN_TOKEN; default `default`). */
 export const ScopeQuery = z.strictObject({ merchantId: merchantIdParam });
 export const ReconcileScopedQuery = ReconcileQuery.extend({ merchantId: merchantIdParam });
-export const PageQuery = z.strictObject({ page: z.coerce.number().int().min(1).default(1), limit: z.coerce.number().int().min(1).max(500).default(50) });
+
+/** At most this many records one bulk action touches; a filter matching more is refused (400) with its count. */
+export const BULK_MAX = 100;
+/** A bulk action stops taking new records after this long, inside the server's 30 s request timeout; the rest are refused as not attempted. */
+export const BULK_BUDGET_MS = 20_000;
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * A bound on a date: a day (`2026-01-01`, UTC) or an ISO 8601 date-time. A day as `from` is its
+ * first instant; as `to`, its last, so `from=D&to=D` is the whole day.
+ */
+function dateBound(end: 'start' | 'end', description: string) {
+  return z
+    .string()
+    .refine((text) => (DAY.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) && new Date(`${text}T00:00:00Z`).toISOString().startsWith(text)) || z.iso.datetime({ offset: true }).safeParse(text).success, 'must be a day (2026-01-01) or an ISO 8601 date-time (2026-01-01T09:30:00Z)')
+    .transform((text) => (DAY.test(text) ? new Date(`${text}T${end === 'start' ? '00:00:00.000' : '23:59:59.999'}Z`) : new Date(text)))
+    .optional()
+    .meta({ description });
+}
+
+const fromParam = dateBound('start', 'At or after: a day (its first instant, UTC) or an ISO 8601 date-time.');
+const toParam = dateBound('end', 'At or before: a day (up to its end, UTC) or an ISO 8601 date-time.');
+
+/** `status=a,b`: one or several ledger statuses; an unknown one is named. */
+const statusList = z
+  .string()
+  .transform((text, ctx) => {
+    const statuses = text.split(',').map((s) => s.trim()).filter(Boolean);
+    const unknown = statuses.filter((s) => !(LEDGER_STATUSES as readonly string[]).includes(s));
+    if (unknown.length || statuses.length === 0) {
+      ctx.addIssue({ code: 'custom', message: `${unknown.length ? `unknown status ${unknown.map((u) => JSON.stringify(u)).join(', ')}` : 'names no status'}; one or more of ${LEDGER_STATUSES.join(', ')}, comma-separated` });
+      return z.NEVER;
+    }
+    return statuses as LedgerStatus[];
+  })
+  .optional()
+  .meta({ description: `Only records in these statuses, comma-separated: ${LEDGER_STATUSES.join(', ')}.` });
+
+const pageParams = { page: z.coerce.number().int().min(1).default(1), limit: z.coerce.number().int().min(1).max(500).default(50) };
 
 export const ListQuery = z.strictObject({
   merchantId: merchantIdParam,
-  status: z.enum(LEDGER_STATUSES).optional().meta({ description: 'Only records in this status.' }),
+  status: statusList,
   pos: z.string().max(32).optional().meta({ description: 'Only records of this POS, e.g. square.' }),
-  from: z.iso.datetime({ offset: true }).optional().meta({ description: 'Created at or after (ISO 8601 date-time).' }),
-  to: z.iso.datetime({ offset: true }).optional().meta({ description: 'Created at or before (ISO 8601 date-time).' }),
-  page: z.coerce.number().int().min(1).default(1),
-  limit: z.coerce.number().int().min(1).max(500).default(50),
+  orderId: z.string().min(1).max(256).optional().meta({ description: "The POS's own order id (H-1 finds generic:H-1, and the order whatever its transactionId, hashed or not), with its remainders." }),
+  refundId: z.string().min(1).max(256).optional().meta({ description: 'The records a refund with this id acted on.' }),
+  from: fromParam,
+  to: toParam,
+  ...pageParams,
 });
+
+export const AttentionQuery = z.strictObject({
+  merchantId: merchantIdParam,
+  limit: z.coerce.number().int().min(1).max(500).default(100).meta({ description: 'Items listed, oldest first; counts cover everything.' }),
+});
+
+export const AuditQuery = z.strictObject({
+  merchantId: merchantIdParam,
+  actor: z.string().min(1).max(80).optional().meta({ description: 'admin, a name from ADMIN_TOKENS, or merchant:<id>.' }),
+  from: fromParam,
+  to: toParam,
+  ...pageParams,
+});
+
+const reasonRequired = z.string().trim().min(1).max(500).meta({ description: 'Why: kept in the history and the audit trail.' });
+const reasonOptional = z.string().trim().min(1).max(500).optional().meta({ description: 'Why: kept in the history and the audit trail.' });
 
 export const ResolveBody = z
   .strictObject({
     outcome: z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed']).meta({
-      description: "What happened upstream, as the operator established it. reversed also closes a reverse_failed record whose failed cards were finished by hand (a partial refund's remainder is then accrued).",
+      description: "What happened upstream, as the operator established it. reversed also closes a reverse_failed record whose failed cards were finished by hand (a partial refund's remainder is then accrued); never an orphan (close it).",
     }),
     operationId: z.number().int().positive().optional().meta({ description: "accrued: the loyalty service's operation that shows it; no other record may claim it." }),
-    note: z.string().max(500).optional().meta({ description: "Kept in the record's history." }),
+    reason: reasonOptional,
+    note: z.string().max(500).optional().meta({ description: 'The reason, as earlier builds named it (reason wins).' }),
   })
   .meta({ description: 'Settles an in-doubt call by hand.' });
 
-export const ReverseBody = z.strictObject({ reason: z.string().max(200).optional().meta({ description: "Kept in the record's history." }) }).meta({ description: 'Optional.' });
+export const ReverseBody = z.strictObject({ reason: reasonOptional }).meta({ description: 'Optional.' });
+export const RetryBody = z.strictObject({ reason: reasonOptional }).meta({ description: 'Optional.' });
+export const ReasonBody = z.strictObject({ reason: reasonRequired }).meta({ description: 'Why (required).' });
+
+export const BulkBody = z
+  .strictObject({
+    action: z.enum(['retry', 'reverse', 'resolve', 'close']),
+    ids: z.array(z.string().min(1).max(300)).min(1).max(BULK_MAX).optional().meta({ description: `At most ${BULK_MAX} transactionIds of merchantId (the token's merchant, else default), or <merchantId>/<transactionId> with ADMIN_TOKEN.` }),
+    merchantId: merchantIdParam.meta({ description: 'Whose records ids names (ADMIN_TOKEN; default: default).' }),
+    filter: z
+      .strictObject({ status: statusList, pos: z.string().max(32).optional(), merchantId: merchantIdParam, from: fromParam, to: toParam })
+      .optional()
+      .meta({ description: `Every record matching it, at most ${BULK_MAX}: a filter matching more is refused (400) with its count.` }),
+    outcome: ResolveBody.shape.outcome.optional().meta({ description: 'resolve: required.' }),
+    reason: reasonRequired,
+  })
+  .meta({ description: 'One action on several records: named by ids or by a filter (one of the two).' });
+
+export const DeadLetterDetailQuery = z.strictObject({
+  unmask: z.enum(['true', 'false']).optional().meta({ description: "true: the body as kept, customers' phone numbers and emails in clear (recorded in the audit trail)." }),
+});
 
 export const DeadLetterQuery = z.strictObject({
   merchantId: merchantIdParam,
   pos: z.string().max(32).optional().meta({ description: 'Only dead letters of this POS.' }),
-  open: z.enum(['true', 'false']).optional().meta({ description: 'true: not yet replayed successfully; false: resolved.' }),
+  open: z.enum(['true', 'false']).optional().meta({ description: 'true: not yet replayed successfully nor dismissed; false: resolved.' }),
   awaiting: z
     .enum(['bridge', 'operator'])
     .optional()
     .meta({ description: 'Open letters only: bridge, those the bridge runs again by itself (a transient cause, runs left); operator, those waiting for a person.' }),
-  page: z.coerce.number().int().min(1).default(1),
-  limit: z.coerce.number().int().min(1).max(500).default(50),
+  ...pageParams,
 });
 
 /**
@@ -78,7 +157,7 @@ export const DeadLetterQuery = z.strictObject({
  * is the same 404 as a record it cannot see); ADMIN_TOKEN, the one `?merchantId=` names, or all
  * (`undefined`) where listing allows it.
  */
-function scopeOf(req: Request, requested: string | undefined): string | undefined {
+export function scopeOf(req: Request, requested: string | undefined): string | undefined {
   const principal = req.adminPrincipal as AdminPrincipal;
   if (principal.scope === 'global') return requested;
   if (requested && requested !== principal.merchantId) throw new NotFoundError(`no merchant ${requested}`);
@@ -91,9 +170,19 @@ function keyOf(req: Request): string {
   return ledgerKey(scopeOf(req, merchantId) ?? DEFAULT_MERCHANT, req.params.transactionId as string);
 }
 
-export function adminRoutes(deps: { adminToken: string; store: LedgerStore; operator: OperatorActions; worker: Worker; ingest: Ingest; merchants: MerchantAdmin; tokens: Pick<TokenDirectory, 'byAdminToken'> }): Router {
+/** Who acts, from the token, and why, from the body. */
+function actOf(req: Request, reason: string | undefined): OperatorAct {
+  return { actor: (req.adminPrincipal as AdminPrincipal).actor, ...(reason ? { reason } : {}) };
+}
+
+export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: readonly NamedAdminToken[]; store: LedgerStore; operator: OperatorActions; worker: Worker; ingest: Ingest; merchants: MerchantAdmin; tokens: Pick<TokenDirectory, 'byAdminToken'> }): Router {
   const router = Router();
-  router.use('/v1/admin', adminAuth(deps.adminToken, deps.tokens), express.json({ limit: '16kb' }));
+  router.use('/v1/admin', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), express.json({ limit: '16kb' }));
+
+  router.get('/v1/admin/whoami', (req, res) => {
+    const principal = req.adminPrincipal as AdminPrincipal;
+    res.json({ actor: principal.actor, scope: principal.scope, ...(principal.scope === 'merchant' ? { merchantId: principal.merchantId } : {}) } satisfies WhoAmI);
+  });
 
   router.get('/v1/admin/transactions', async (req, res) => {
     const q = parseWith(ListQuery, req.query);
@@ -101,18 +190,36 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
       merchantId: scopeOf(req, q.merchantId),
       status: q.status,
       pos: q.pos,
-      from: q.from ? new Date(q.from) : undefined,
-      to: q.to ? new Date(q.to) : undefined,
+      orderId: q.orderId,
+      refundId: q.refundId,
+      from: q.from,
+      to: q.to,
       offset: (q.page - 1) * q.limit,
       limit: q.limit,
     });
     res.json({ items: items.map(recordSummary), total, page: q.page, limit: q.limit } satisfies TransactionList);
   });
 
+  router.get('/v1/admin/attention', async (req, res) => {
+    const q = parseWith(AttentionQuery, req.query);
+    res.json((await attentionQueue(deps.store, { merchantId: scopeOf(req, q.merchantId), limit: q.limit })) satisfies AttentionAnswer);
+  });
+
+  router.get('/v1/admin/audit', async (req, res) => {
+    const q = parseWith(AuditQuery, req.query);
+    const { items, total } = await deps.store.listAudit({ merchantId: scopeOf(req, q.merchantId), actor: q.actor, from: q.from, to: q.to, offset: (q.page - 1) * q.limit, limit: q.limit });
+    res.json({ items, total, page: q.page, limit: q.limit } satisfies AuditList);
+  });
+
+  router.post('/v1/admin/transactions/bulk', async (req, res) => {
+    const body = parseWith(BulkBody, req.body ?? {});
+    res.json((await bulk(req, body)) satisfies BulkAnswer);
+  });
+
   router.get('/v1/admin/transactions/:transactionId', async (req, res) => {
     const record = await deps.store.get(keyOf(req));
     if (!record) throw new NotFoundError(`no ledger record ${req.params.transactionId}`);
-    res.json(recordDetail(record));
+    res.json(recordDetail(record, await deps.operator.allowed(record)));
   });
 
   router.post('/v1/admin/reconcile', async (req, res) => {
@@ -121,21 +228,97 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
   });
 
   router.post('/v1/admin/transactions/:transactionId/retry', async (req, res) => {
-    const answer = await deps.operator.retry(keyOf(req));
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    const body = parseWith(RetryBody, req.body ?? {});
+    const answer = await deps.operator.retry(keyOf(req), actOf(req, body.reason));
+    sendAnswer(res, answer);
   });
 
   router.post('/v1/admin/transactions/:transactionId/reverse', async (req, res) => {
     const body = parseWith(ReverseBody, req.body ?? {});
-    const answer = await deps.operator.reverse(keyOf(req), body.reason);
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    const answer = await deps.operator.reverse(keyOf(req), actOf(req, body.reason));
+    sendAnswer(res, answer);
   });
 
   router.post('/v1/admin/transactions/:transactionId/resolve', async (req, res) => {
     const body = parseWith(ResolveBody, req.body);
-    const answer = await deps.operator.resolve(keyOf(req), body);
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    const reason = body.reason ?? body.note;
+    const answer = await deps.operator.resolve(keyOf(req), { outcome: body.outcome, operationId: body.operationId, note: reason }, actOf(req, reason));
+    sendAnswer(res, answer);
   });
+
+  router.post('/v1/admin/transactions/:transactionId/close', async (req, res) => {
+    const body = parseWith(ReasonBody, req.body ?? {});
+    const answer = await deps.operator.close(keyOf(req), { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
+    res.status(200).json(posAnswer(answer));
+  });
+
+  router.post('/v1/admin/transactions/:transactionId/acknowledge', async (req, res) => {
+    const body = parseWith(ReasonBody, req.body ?? {});
+    const answer = await deps.operator.acknowledge(keyOf(req), actOf(req, body.reason));
+    res.status(200).json(posAnswer(answer));
+  });
+
+  /**
+   * One action on many records, one by one through the same operator actions (and rules) as a
+   * single one, each with the actor and the reason. Retry and resolve leave delivery to the worker
+   * (delivering each within the answer budget would take minutes); reverse delivers as a single one
+   * does. Bounded by BULK_MAX records and BULK_BUDGET_MS: what the budget leaves is refused as not
+   * attempted, to be sent again.
+   */
+  async function bulk(req: Request, body: z.infer<typeof BulkBody>): Promise<BulkAnswer> {
+    if (Boolean(body.ids) === Boolean(body.filter)) throw ValidationError.field('', 'name the records by ids or by filter (one of the two)');
+    if (body.action === 'resolve' && !body.outcome) throw ValidationError.field('outcome', 'is required for resolve');
+    const principal = req.adminPrincipal as AdminPrincipal;
+    const targets: { id: string; key: string }[] = [];
+    if (body.ids) {
+      const merchant = scopeOf(req, body.merchantId) ?? DEFAULT_MERCHANT;
+      for (const id of body.ids) {
+        const slash = id.indexOf('/');
+        const named = slash > 0 && principal.scope === 'global' ? { merchantId: id.slice(0, slash), transactionId: id.slice(slash + 1) } : { merchantId: merchant, transactionId: id };
+        targets.push({ id, key: ledgerKey(named.merchantId, named.transactionId) });
+      }
+    } else {
+      const f = body.filter!;
+      const merchantId = scopeOf(req, f.merchantId ?? body.merchantId);
+      const found = await deps.store.list({ merchantId, status: f.status, pos: f.pos, from: f.from, to: f.to, offset: 0, limit: BULK_MAX });
+      if (found.total > BULK_MAX) throw ValidationError.field('filter', `matches ${found.total} records; a bulk action takes at most ${BULK_MAX}: narrow it (merchantId, pos, from, to) and repeat`);
+      for (const r of found.items) {
+        const key = ledgerKey(r.merchantId ?? DEFAULT_MERCHANT, r.transactionId);
+        targets.push({ id: principal.scope === 'global' && (r.merchantId ?? DEFAULT_MERCHANT) !== DEFAULT_MERCHANT ? key : r.transactionId, key });
+      }
+    }
+    const act: OperatorAct & { reason: string } = { actor: principal.actor, reason: body.reason };
+    const answer: BulkAnswer = { done: [], refused: [] };
+    const deadline = Date.now() + BULK_BUDGET_MS;
+    for (const target of targets) {
+      if (Date.now() > deadline) {
+        answer.refused.push({ id: target.id, why: `not attempted: the bulk action's ${BULK_BUDGET_MS / 1000} s budget ran out; send it again` });
+        continue;
+      }
+      try {
+        const options = { deliver: false, bulk: true };
+        switch (body.action) {
+          case 'retry':
+            await deps.operator.retry(target.key, act, options);
+            break;
+          case 'reverse':
+            await deps.operator.reverse(target.key, act, options);
+            break;
+          case 'resolve':
+            await deps.operator.resolve(target.key, { outcome: body.outcome!, note: body.reason }, act, options);
+            break;
+          case 'close':
+            await deps.operator.close(target.key, act, options);
+            break;
+        }
+        answer.done.push(target.id);
+      } catch (error) {
+        if (!(error instanceof BridgeError) || error.status >= 500) throw error;
+        answer.refused.push({ id: target.id, why: error.status === 404 ? `no ledger record ${target.id}` : error.message });
+      }
+    }
+    return answer;
+  }
 
   router.get('/v1/admin/dead-letters', async (req, res) => {
     const q = parseWith(DeadLetterQuery, req.query);
@@ -147,7 +330,7 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
       offset: (q.page - 1) * q.limit,
       limit: q.limit,
     });
-    res.json({ items, total, page: q.page, limit: q.limit } satisfies DeadLetterList);
+    res.json({ items: items.map(deadLetterSummary), total, page: q.page, limit: q.limit } satisfies DeadLetterList);
   });
 
   /** A dead letter the request may see: a merchant's admin, its own only (404 otherwise). */
@@ -159,13 +342,34 @@ export function adminRoutes(deps: { adminToken: string; store: LedgerStore; oper
   }
 
   router.get('/v1/admin/dead-letters/:id', async (req, res) => {
-    res.json((await letterOf(req)) satisfies DeadLetter);
+    const q = parseWith(DeadLetterDetailQuery, req.query);
+    const letter = await letterOf(req);
+    const unmask = q.unmask === 'true';
+    // Reading customers' contact details in clear is an action like any other: who, when, which letter.
+    if (unmask) await deps.operator.audit('unmask', actOf(req, undefined), { id: letter.id, merchantId: letter.merchantId });
+    res.json(deadLetterDetail(letter, unmask) satisfies DeadLetter);
   });
 
   router.post('/v1/admin/dead-letters/:id/replay', async (req, res) => {
-    await letterOf(req);
+    const body = parseWith(RetryBody, req.body ?? {});
+    const seen = await letterOf(req);
     const { letter, outcome, error } = await deps.ingest.replayDeadLetter(req.params.id as string);
-    res.status(error ? 422 : 200).json({ deadLetter: letter, ...(outcome ? { results: outcome.results } : {}), ...(error ? { error } : {}) } satisfies ReplayAnswer);
+    await deps.operator.audit('replay', actOf(req, body.reason), { id: seen.id, merchantId: seen.merchantId }, error ? `failed: ${error}` : 'processed');
+    const results = outcome ? { results: outcome.results } : {};
+    if (!error) {
+      res.json({ deadLetter: deadLetterDetail(letter, false), ...results } satisfies ReplayAnswer);
+      return;
+    }
+    // The one error envelope, with the letter as kept (its replays record this run); the request log says why.
+    res.locals.refusal = { code: 'replay_failed', message: error };
+    res.status(422).json({ error: { code: 'replay_failed', message: error, deadLetterId: letter.id }, requestId: req.id, deadLetter: deadLetterDetail(letter, false), ...results } satisfies ReplayFailure);
+  });
+
+  router.post('/v1/admin/dead-letters/:id/dismiss', async (req, res) => {
+    const body = parseWith(ReasonBody, req.body ?? {});
+    await letterOf(req);
+    const letter = await deps.operator.dismissDeadLetter(req.params.id as string, { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
+    res.json(deadLetterDetail(letter, false) satisfies DeadLetter);
   });
 
   // ---------------------------------------------------------------- merchants (ADMIN_TOKEN only)

@@ -4,14 +4,15 @@
  * last pass and next pass. ADMIN_TOKEN names the merchant (`merchantId`, default `default`); a
  * merchant's admin token acts for its own merchant only (another named is a 404, as for records).
  */
-import express, { Router, type Request } from 'express';
+import express, { Router } from 'express';
 import { z } from 'zod';
 import type { BackfillPoller } from '../../backfill/poller.js';
-import { NotFoundError } from '../../errors.js';
 import { DEFAULT_MERCHANT } from '../../ledger/record.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import { parseWith } from '../../validation.js';
-import { adminAuth, type AdminPrincipal, type TokenDirectory } from '../auth.js';
+import type { NamedAdminToken } from '../../config.js';
+import { adminAuth, type TokenDirectory } from '../auth.js';
+import { scopeOf } from './admin.js';
 
 const timestamp = z.iso.datetime({ offset: true });
 const merchantId = z.string().regex(MERCHANT_ID, 'must be a merchant id');
@@ -78,22 +79,22 @@ export const BackfillStatusList = z
   })
   .meta({ description: "Every merchant's POS accounts backfill can read (an account and an access token set), and their backfill." });
 
-/** The merchant the request acts for: a merchant's admin token, its own; ADMIN_TOKEN, the one named (or all, or `fallback`). */
-function merchantOf(req: Request, requested: string | undefined, fallback?: string): string | undefined {
-  const principal = req.adminPrincipal as AdminPrincipal;
-  if (principal.scope === 'global') return requested ?? fallback;
-  if (requested && requested !== principal.merchantId) throw new NotFoundError(`no merchant ${requested}`);
-  return principal.merchantId;
-}
-
-export function backfillRoutes(deps: { adminToken: string; tokens: Pick<TokenDirectory, 'byAdminToken'>; backfill: BackfillPoller; intervalMs: number; overlapMs: number }): Router {
+export function backfillRoutes(deps: {
+  adminToken: string;
+  namedAdminTokens?: readonly NamedAdminToken[];
+  tokens: Pick<TokenDirectory, 'byAdminToken'>;
+  backfill: BackfillPoller;
+  intervalMs: number;
+  overlapMs: number;
+}): Router {
   const router = Router();
-  router.use('/v1/admin/backfill', adminAuth(deps.adminToken, deps.tokens), express.json({ limit: '16kb' }));
+  // As every /v1/admin route: the same auth, and the same 16 KB body limit.
+  router.use('/v1/admin/backfill', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), express.json({ limit: '16kb' }));
 
   router.post('/v1/admin/backfill', async (req, res) => {
     const body = parseWith(BackfillRequest, req.body ?? {});
     const result = await deps.backfill.runPass({
-      merchantId: merchantOf(req, body.merchantId, DEFAULT_MERCHANT)!,
+      merchantId: scopeOf(req, body.merchantId) ?? DEFAULT_MERCHANT,
       pos: body.pos,
       since: new Date(body.since),
       ...(body.until ? { until: new Date(body.until) } : {}),
@@ -104,7 +105,7 @@ export function backfillRoutes(deps: { adminToken: string; tokens: Pick<TokenDir
 
   router.get('/v1/admin/backfill', async (req, res) => {
     const q = parseWith(BackfillQuery, req.query);
-    const items = await deps.backfill.status(merchantOf(req, q.merchantId));
+    const items = await deps.backfill.status(scopeOf(req, q.merchantId));
     res.json({ scheduled: deps.intervalMs > 0, intervalMs: deps.intervalMs, overlapMs: deps.overlapMs, items } satisfies z.infer<typeof BackfillStatusList>);
   });
 

@@ -1,12 +1,14 @@
 /** POS-facing endpoints: `/v1/checkouts/{pos}`, `/v1/refunds/{pos}`, `/v1/webhooks/{pos}`. */
-import { Router, type RequestHandler } from 'express';
+import { Router, type ErrorRequestHandler, type RequestHandler } from 'express';
+import { BridgeError, UnauthorizedError } from '../../errors.js';
+import type { Metrics } from '../../metrics.js';
 import type { Ingest, IngestMerchant } from '../../core/ingest.js';
 import type { PosAuthConfig } from '../../config.js';
 import { parseJsonBody } from '../../json-body.js';
 import { posAuth, type TokenDirectory } from '../auth.js';
 import { rawBody, requireJson } from '../body.js';
 import type { WebhookAnswer } from '../schemas.js';
-import { answerStatus, posAnswer } from '../views.js';
+import { sendAnswer } from '../views.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -15,7 +17,7 @@ declare module 'express-serve-static-core' {
   }
 }
 
-export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig; tokens: Pick<TokenDirectory, 'byPosToken'> }): Router {
+export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAuth: PosAuthConfig; tokens: Pick<TokenDirectory, 'byPosToken'>; metrics: Pick<Metrics, 'webhookOutcomes'> }): Router {
   const router = Router();
   // Unknown POS first (404 without reading the body), then content type (415), then size (413).
   const knownPos: RequestHandler = (req, _res, next) => {
@@ -35,20 +37,45 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
 
   router.post('/v1/checkouts/:pos', ...direct, async (req, res) => {
     const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true);
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    sendAnswer(res, answer);
   });
 
   router.post('/v1/refunds/:pos', ...direct, async (req, res) => {
     const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true);
-    res.status(answerStatus(answer)).json(posAnswer(answer));
+    sendAnswer(res, answer);
   });
 
   // The signature is computed over these exact bytes, so nothing may parse or re-encode them first;
   // each part of the delivery is attributed to the merchant it names.
+  /** A known POS's name, or `unknown`: a label's values stay the POS systems the bridge has. */
+  const posLabel = (pos: string) => {
+    try {
+      return deps.ingest.adapter(pos).name;
+    } catch {
+      return 'unknown';
+    }
+  };
+
   router.post('/v1/webhooks/:pos', ...body, async (req, res) => {
     const outcome = await deps.ingest.webhook(req.params.pos as string, req.rawBody ?? Buffer.alloc(0), req.headers, req.rawHeaders);
+    const pos = outcome.pos;
+    const handshake = outcome.results.length === 1 && outcome.results[0]!.key === 'handshake';
+    if (!handshake) deps.metrics.webhookOutcomes.inc({ pos, outcome: 'verified', reason: '' });
+    for (const result of outcome.results) {
+      const counted = result.action === 'checkout' || result.action === 'refund' ? 'processed' : result.action;
+      deps.metrics.webhookOutcomes.inc({ pos, outcome: counted, reason: '' });
+    }
     res.status(outcome.inProgress ? 202 : 200).json({ pos: outcome.pos, results: outcome.results } satisfies WebhookAnswer);
   });
+
+  // A delivery refused before anything of it was carried out (bad signature, too large, not JSON): counted by reason, then answered by the error handler.
+  router.use('/v1/webhooks/:pos', ((error, req, _res, next) => {
+    if (error instanceof BridgeError && error.status < 500) {
+      const reason = error instanceof UnauthorizedError && error.reason ? error.reason : error.code;
+      deps.metrics.webhookOutcomes.inc({ pos: posLabel(req.params.pos as string), outcome: 'refused', reason });
+    }
+    next(error);
+  }) as ErrorRequestHandler);
 
   return router;
 }

@@ -1,0 +1,91 @@
+/**
+ * What needs a person, read off a record: the one rule behind the attention queue
+ * (`GET /v1/admin/attention`), the stores' attention listing and the open-records gauge. Pure: the
+ * stores use it to keep their attention index, the core to answer.
+ */
+import { merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
+
+export const ATTENTION_KINDS = ['in_doubt', 'ambiguous', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter'] as const;
+export type AttentionKind = (typeof ATTENTION_KINDS)[number];
+
+/**
+ * Statuses whose records a person must look at: a call whose outcome is unknown, or an outcome the
+ * loyalty service refused in whole or in part. A store may narrow its reads to these (and to
+ * records with changed repeats) before `attentionOf` decides.
+ */
+export const ATTENTION_STATUSES: readonly LedgerStatus[] = ['in_doubt', 'failed', 'partially_accrued', 'reverse_failed'];
+
+/** Of those, the statuses of records the bridge has settled (no pass moves them): a person has not. */
+export const SETTLED_ATTENTION_STATUSES: readonly LedgerStatus[] = ['failed', 'partially_accrued', 'reverse_failed'];
+
+/** The dead-letter gauge's label for letters kept before `reasonCode` existed. */
+export const UNCLASSIFIED = 'unclassified';
+
+export interface AttentionItem {
+  kind: AttentionKind;
+  transactionId?: string;
+  deadLetterId?: string;
+  merchantId: string;
+  /** Since when it has needed a person (ISO 8601). */
+  since: string;
+  why: string;
+  status?: LedgerStatus;
+  pos?: string;
+  orderId?: string;
+}
+
+/** What `attentionOf` reads: everything but the attempt log, which stores may leave out of the read. */
+export type AttentionInput = Pick<LedgerRecord, 'transactionId' | 'merchantId' | 'status' | 'pos' | 'orderId' | 'updatedAt' | 'accrual' | 'reversal' | 'history' | 'changedRepeats' | 'closed' | 'inFlight'>;
+
+/** When the record came into its status (its history's last line that moved it there), else its last write. */
+function statusSince(record: AttentionInput): string {
+  for (let i = record.history.length - 1; i >= 0; i--) if (record.history[i]!.to === record.status) return record.history[i]!.at;
+  return record.updatedAt;
+}
+
+/** Unacknowledged deliveries of this order with another amount: a person decides whether a difference is owed. */
+function changedRepeatsPending(record: Pick<LedgerRecord, 'changedRepeats'>): number {
+  const repeats = record.changedRepeats;
+  return repeats ? repeats.count - (repeats.acknowledged ?? 0) : 0;
+}
+
+/** True when `attentionOf` finds something: what a store's attention index keeps. */
+export function needsAttention(record: AttentionInput): boolean {
+  return attentionOf(record).length > 0;
+}
+
+/** Each reason the record needs a person now (none for a record closed by an operator or one the bridge is still moving). */
+export function attentionOf(record: AttentionInput): AttentionItem[] {
+  if (record.closed) return [];
+  const base = { transactionId: record.transactionId, merchantId: merchantOf(record), status: record.status, pos: record.pos, orderId: record.orderId };
+  const items: AttentionItem[] = [];
+  const { accrual, reversal } = record;
+  if (!record.inFlight && reversal.state === 'in_doubt') {
+    items.push({ ...base, kind: 'in_doubt', since: reversal.inDoubtSince ?? statusSince(record), why: 'reverse outcome unknown; the operations history cannot prove a reversal, so a person must resolve it (reversed or not_reversed)' });
+  } else if (!record.inFlight && accrual.state === 'in_doubt') {
+    const rivals = accrual.ambiguousWith?.length ? accrual.ambiguousWith : undefined;
+    items.push(
+      rivals
+        ? { ...base, kind: 'ambiguous', since: accrual.inDoubtSince ?? statusSince(record), why: `accrual outcome unknown; the operations history matches it and ${rivals.join(', ')} alike: a person must resolve which accrued` }
+        : { ...base, kind: 'in_doubt', since: accrual.inDoubtSince ?? statusSince(record), why: 'accrual outcome unknown; settled by the operations history when LOYALTY_API_KEY is set, otherwise a person must resolve it (accrued or not_accrued)' },
+    );
+  }
+  if (record.status === 'failed') {
+    items.push({ ...base, kind: 'failed', since: statusSince(record), why: `the loyalty service refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}` });
+  } else if (record.status === 'partially_accrued') {
+    items.push({ ...base, kind: 'partially_accrued', since: statusSince(record), why: `some cards refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}` });
+  } else if (record.status === 'reverse_failed') {
+    const orphan = reversal.unknownUpstream && accrual.state === 'none';
+    const why = orphan
+      ? 'a refund of an order the loyalty service never knew: nothing to reverse; close it with a reason'
+      : `the loyalty service refused the reversal${reversal.errors.length ? `: ${reversal.errors[0]}` : ''}`;
+    items.push({ ...base, kind: 'reverse_failed', since: statusSince(record), why });
+  }
+  const repeats = changedRepeatsPending(record);
+  if (repeats > 0) {
+    const latest = record.changedRepeats!.latest.at(-1) ?? record.changedRepeats!.first.at(-1)!;
+    const firstUnseen = record.changedRepeats!.acknowledged ? latest.at : record.changedRepeats!.first[0]!.at;
+    items.push({ ...base, kind: 'changed_repeats', since: firstUnseen, why: `delivered again ${repeats} time(s) with another amount (latest ${latest.amountCents} cents, recorded ${accrual.check?.amount ?? 'none'}): nothing was sent; a person decides whether a difference is owed` });
+  }
+  return items;
+}

@@ -1,0 +1,137 @@
+/**
+ * The operator's rules as pure functions: what needs a person (attention.ts), what may be done to a
+ * record now and why not (`operatorActions`, from the very transitions the actions run), closing an
+ * orphan reversal and acknowledging changed repeats, each with the actor in the history.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { acknowledgeRepeats, close, nextVersion, operatorActions, resolve, retry } from '../../src/core/transitions.js';
+import { ConflictError } from '../../src/errors.js';
+import { ATTENTION_STATUSES, attentionOf } from '../../src/ledger/attention.js';
+import { ATTENTION_PREDICATE } from '../../src/ledger/pg-migrations.js';
+import { deriveStatus, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
+import { makeRecord, minutes } from '../ledger/store-contract.js';
+
+const NOW = new Date(minutes(60));
+const ALICE = { actor: 'alice', reason: 'checked with the loyalty team' };
+
+function record(accrual: AccrualState, reversal: ReversalState = 'none', change: (r: LedgerRecord) => void = () => {}): LedgerRecord {
+  const r = makeRecord('generic:T-1', { accrual, reversal, operationIds: accrual === 'accrued' ? [11] : [] });
+  change(r);
+  r.status = deriveStatus(r);
+  return r;
+}
+
+/** A refund of an order the loyalty service never knew. */
+const orphan = () =>
+  record('none', 'failed', (r) => {
+    r.reversal.unknownUpstream = true;
+    r.reversal.errors = ['Transaction not found'];
+  });
+
+describe('attentionOf', () => {
+  it.each([
+    ['accrued', 'none', []],
+    ['pending', 'none', []],
+    ['skipped', 'none', []],
+    ['accrued', 'reversed', []],
+    ['in_doubt', 'none', ['in_doubt']],
+    ['failed', 'none', ['failed']],
+    ['partially_accrued', 'none', ['partially_accrued']],
+    ['accrued', 'failed', ['reverse_failed']],
+    ['accrued', 'in_doubt', ['in_doubt']],
+  ] as const)('accrual %s, reversal %s → %j', (accrual, reversal, kinds) => {
+    expect(attentionOf(record(accrual, reversal)).map((i) => i.kind)).toEqual(kinds);
+  });
+
+  it('an accrual the history matches with others is ambiguous, since it went in doubt', () => {
+    const r = record('in_doubt', 'none', (x) => {
+      x.accrual.ambiguousWith = ['generic:T-2'];
+      x.accrual.inDoubtSince = minutes(3);
+    });
+    expect(attentionOf(r)).toEqual([expect.objectContaining({ kind: 'ambiguous', since: minutes(3), transactionId: 'generic:T-1', merchantId: 'default', why: expect.stringContaining('generic:T-2') })]);
+  });
+
+  it('a call in flight is the bridge\'s, not a person\'s', () => {
+    expect(attentionOf(record('in_doubt', 'none', (x) => (x.inFlight = { operation: 'accrue', startedAt: minutes(1), owner: 'a' })))).toEqual([]);
+  });
+
+  it('an orphan reverse_failed says to close it, and leaves once closed', () => {
+    expect(attentionOf(orphan())[0]!.why).toMatch(/never knew.*close it/);
+    expect(attentionOf({ ...orphan(), closed: { at: minutes(5), actor: 'admin', reason: 'x' } })).toEqual([]);
+  });
+
+  it('changed repeats need a person until acknowledged, and again when another comes', () => {
+    const repeats = { count: 2, first: [{ at: minutes(4), amountCents: 100 }, { at: minutes(5), amountCents: 200 }], latest: [] };
+    expect(attentionOf(record('accrued', 'none', (r) => (r.changedRepeats = repeats)))).toEqual([expect.objectContaining({ kind: 'changed_repeats', since: minutes(4) })]);
+    expect(attentionOf(record('accrued', 'none', (r) => (r.changedRepeats = { ...repeats, acknowledged: 2 })))).toEqual([]);
+    const again = { ...repeats, count: 3, latest: [{ at: minutes(9), amountCents: 300 }], acknowledged: 2 };
+    expect(attentionOf(record('accrued', 'none', (r) => (r.changedRepeats = again)))).toEqual([expect.objectContaining({ kind: 'changed_repeats', since: minutes(9) })]);
+  });
+
+  it("PostgreSQL's attention index covers every status that needs a person", () => {
+    for (const status of ATTENTION_STATUSES) expect(ATTENTION_PREDICATE).toContain(`'${status}'`);
+    expect(ATTENTION_PREDICATE).toContain("record ? 'changedRepeats'");
+  });
+});
+
+describe('operatorActions: the same rules the actions run, nothing written', () => {
+  it('an accrual in doubt: resolve accrued or not_accrued; retry refused with why', () => {
+    const actions = operatorActions(record('in_doubt'), NOW);
+    expect(actions.resolve).toEqual({ allowed: true, outcomes: ['accrued', 'not_accrued'] });
+    expect(actions.retry).toEqual({ allowed: false, why: expect.stringContaining('settle it with /resolve') });
+    expect(actions.close.allowed).toBe(false);
+  });
+
+  it('a failed accrual: retry; reverse has nothing to reverse; resolve says why not', () => {
+    const actions = operatorActions(record('failed'), NOW);
+    expect(actions.retry).toEqual({ allowed: true });
+    expect(actions.reverse).toEqual({ allowed: false, why: 'nothing to reverse: the accrual is failed' });
+    expect(actions.resolve).toEqual({ allowed: false, why: 'the accrual is failed, not in doubt', outcomes: [] });
+  });
+
+  it('an accrued record may be reversed; a reversed one not again', () => {
+    expect(operatorActions(record('accrued'), NOW).reverse).toEqual({ allowed: true });
+    expect(operatorActions(record('accrued', 'reversed'), NOW).reverse).toEqual({ allowed: false, why: 'the reversal is already reversed' });
+  });
+
+  it('an orphan: close allowed; resolve reversed refused (it would be a lie)', () => {
+    const actions = operatorActions(orphan(), NOW);
+    expect(actions.close).toEqual({ allowed: true });
+    expect(actions.resolve.outcomes ?? []).not.toContain('reversed');
+    expect(() => resolve(orphan(), { outcome: 'reversed' })).toThrow(/never knew this order/);
+  });
+});
+
+describe('close and acknowledge', () => {
+  it('closes an orphan with who and why, keeps its status, and refuses a second close', () => {
+    const t = close(orphan(), ALICE, NOW);
+    const closed = nextVersion(orphan(), t, NOW);
+    expect(closed.status).toBe('reverse_failed');
+    expect(closed.closed).toEqual({ at: NOW.toISOString(), actor: 'alice', reason: ALICE.reason });
+    expect(closed.history.at(-1)).toMatchObject({ actor: 'alice', detail: ALICE.reason, event: expect.stringContaining('closed') });
+    expect(() => close(closed, ALICE, NOW)).toThrow(/already closed by alice/);
+  });
+
+  it.each([
+    ['a reverse refused for another reason', record('accrued', 'failed')],
+    ['an accrued record', record('accrued')],
+    ['an accrual in doubt', record('in_doubt')],
+  ])('refuses %s with why', (_name, r) => {
+    expect(() => close(r, ALICE, NOW)).toThrow(ConflictError);
+  });
+
+  it('acknowledges changed repeats once', () => {
+    const r = record('accrued', 'none', (x) => (x.changedRepeats = { count: 2, first: [{ at: minutes(4), amountCents: 1 }], latest: [] }));
+    const acked = nextVersion(r, acknowledgeRepeats(r, ALICE), NOW);
+    expect(acked.changedRepeats!.acknowledged).toBe(2);
+    expect(() => acknowledgeRepeats(acked, ALICE)).toThrow(/no deliveries/);
+  });
+
+  it('retry and resolve name the actor and keep the reason in the history', () => {
+    const retried = nextVersion(record('failed'), retry(record('failed'), ALICE), NOW);
+    expect(retried.history.at(-1)).toMatchObject({ event: 'alice asked for a retry', actor: 'alice', detail: ALICE.reason });
+    const resolved = nextVersion(record('in_doubt'), resolve(record('in_doubt'), { outcome: 'accrued' }, undefined, { actor: 'merchant:bakery-17' }), NOW);
+    expect(resolved.history.at(-1)).toMatchObject({ event: 'merchant:bakery-17 resolved: accrued', actor: 'merchant:bakery-17' });
+    expect(resolved.history.at(-1)!.detail).toBeUndefined();
+  });
+});
