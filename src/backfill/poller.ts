@@ -293,8 +293,10 @@ export class BackfillPoller {
       unpaid: result.unpaid,
       ...(error ? { error: error instanceof Error ? error.message : String(error) } : {}),
     };
+    // A pass whose lease another instance took writes nothing: the state is that instance's now.
+    const lost = error instanceof BackfillRunningError;
     const stored = await this.store.updateBackfillState(merchantId, pos, (current) => {
-      if (!current) return undefined;
+      if (!current || lost) return undefined;
       const ours = current.lease?.owner === this.options.owner;
       const watermark = error ? current.watermark : advanced(current.watermark, result.since, result.until);
       return {

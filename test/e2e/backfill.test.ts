@@ -7,12 +7,13 @@
  * takes over; on PostgreSQL two instances never read one account at once.
  */
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
 import { emptyMemoryLedger, MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
-import { silentLogger } from '../../src/logger.js';
+import { createLogger, silentLogger } from '../../src/logger.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import { BACKFILL_POSES, sale, settingsFor, type BackfillPos } from '../support/backfill-pos.js';
 import { ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';
@@ -194,7 +195,10 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
       // The first instance's page comes back: it finds its lease gone and stops without writing its watermark.
       const late = await stalled;
       expect(late.status).toBe(409);
-      expect((await status(other, p.pos))!.watermark).toBe(taken.body.watermark);
+      const after = (await status(other, p.pos))!;
+      expect(after.watermark).toBe(taken.body.watermark);
+      // Nor its last pass: the state is the instance's that took over.
+      expect(after.lastPass!.error).toBeUndefined();
       const all = (await request(other.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
       expect(all).toHaveLength(5);
       await accruedOnce(h, all.map((r) => r.transactionId));
@@ -239,9 +243,16 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
 
 describe('backfill for created merchants: who may ask for whose pass', () => {
   let h: Harness;
-  let shop: { adminToken: string; account: string };
+  let shop: { adminToken: string; account: string; accessToken: string };
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const text of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(text) as Record<string, unknown>);
+      done();
+    },
+  });
   beforeAll(async () => {
-    h = await startHarness({ env: { BACKFILL_INTERVAL_MS: '0' }, overrides: { startBackfill: false, backfill: FAST, secretsKey: randomBytes(32).toString('base64') } });
+    h = await startHarness({ logger: createLogger('info', sink), env: { BACKFILL_INTERVAL_MS: '0' }, overrides: { startBackfill: false, backfill: FAST, secretsKey: randomBytes(32).toString('base64') } });
     const installed = h.sim.addMerchant({ id: 'shop-a' });
     const account = h.sim.pos.loyverse.addAccount({});
     await h.restart({ posSettings: { loyverse: { ...h.config.pos.loyverse!, apiBaseUrl: `${h.simServer.url}/loyverse` } } });
@@ -250,7 +261,7 @@ describe('backfill for created merchants: who may ask for whose pass', () => {
       .set('authorization', `Bearer ${ADMIN_TOKEN}`)
       .send({ id: 'shop-a', loyalty: { appToken: installed.appToken }, pos: { loyverse: { merchantId: account.merchantId, accessToken: account.accessToken } } });
     expect(res.status).toBe(201);
-    shop = { adminToken: res.body.adminToken as string, account: account.merchantId };
+    shop = { adminToken: res.body.adminToken as string, account: account.merchantId, accessToken: account.accessToken };
     h.sim.pos.loyverse.addOrder(account.merchantId, sale('+14155550261', ago(5)));
   });
   afterAll(() => h.close());
@@ -286,6 +297,15 @@ describe('backfill for created merchants: who may ask for whose pass', () => {
     expect(noAccount.status).toBe(422);
     expect(noAccount.body.error.code).toBe('backfill_not_possible');
     expect((await request(h.bridge.url).post('/v1/admin/backfill').send({ pos: 'loyverse', since: ago(60) })).status).toBe(401);
+  });
+
+  it("logs each pass naming the merchant, and never the POS's access token or a customer's phone", async () => {
+    const passes = lines.filter((l) => typeof l.msg === 'string' && (l.msg as string).startsWith('backfill pass'));
+    expect(passes.length).toBeGreaterThan(0);
+    expect(passes.filter((l) => l.pos === 'loyverse').every((l) => l.merchantId === 'shop-a')).toBe(true);
+    const text = JSON.stringify(lines);
+    expect(text).not.toContain(shop.accessToken);
+    expect(text).not.toContain('4155550261');
   });
 
   it('counts what it found per POS and merchant in the metrics', async () => {
