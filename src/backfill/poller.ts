@@ -13,6 +13,7 @@
  */
 import { BridgeError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { withMerchant } from '../log-context.js';
+import { maskContacts } from '../mask.js';
 import { DEFAULT_MERCHANT, ledgerKey } from '../ledger/record.js';
 import type { BackfillPassSummary, BackfillState, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
@@ -205,7 +206,7 @@ export class BackfillPoller {
     }
     if (!item.intent || item.refused) {
       result.refused.push({ id, why: item.refused ?? 'not read' });
-      this.logger.warn({ pos: item.pos, orderId: item.orderId, refundId: item.refundId, why: item.refused }, 'backfill found an order the adapter cannot translate');
+      this.logger.warn({ pos: item.pos, orderId: item.orderId, refundId: item.refundId, why: maskContacts(item.refused ?? '') }, 'backfill found an order the adapter cannot translate');
       return count('refused');
     }
     try {
