@@ -151,7 +151,10 @@ export class BackfillPoller {
       throw ValidationError.field('until', `must be after since (${since.toISOString()})`);
     }
     const result: PassResult = { merchantId: merchant.id, pos, since: since.toISOString(), until: until.toISOString(), examined: 0, new: [], known: 0, refused: [], unpaid: 0, pages: 0 };
-    this.logger.info({ pos, account, since: result.since, until: result.until, by: request.by }, 'backfill pass started');
+    // A scheduled pass that finds nothing new is routine: its lines are debug, so a round of every
+    // merchant's accounts each interval does not fill the log; what it recorded is always info.
+    const routine = request.by === 'scheduled';
+    this.logger[routine ? 'debug' : 'info']({ pos, account, since: result.since, until: result.until, by: request.by }, 'backfill pass started');
     try {
       // Refunds after every sale of the window: a partial refund needs the sale it reduces recorded.
       const refunds: FoundItem[] = [];
@@ -311,7 +314,8 @@ export class BackfillPoller {
     this.metrics.backfillPasses.inc({ pos, outcome: error ? 'failed' : 'complete', ...this.metrics.merchant(merchantId) });
     const fields = { pos, since: result.since, until: result.until, examined: result.examined, new: result.new.length, known: result.known, refused: result.refused.length, unpaid: result.unpaid, watermark: stored?.watermark };
     if (error) this.logger.warn({ ...fields, err: error }, 'backfill pass stopped before the end of its window: the watermark did not move');
-    else this.logger.info(fields, result.new.length ? 'backfill pass recorded orders whose webhooks never arrived' : 'backfill pass complete');
+    else if (result.new.length) this.logger.info(fields, 'backfill pass recorded orders whose webhooks never arrived');
+    else this.logger[by === 'scheduled' ? 'debug' : 'info'](fields, 'backfill pass complete');
     return { ...result, ...(stored?.watermark ? { watermark: stored.watermark } : {}) };
   }
 
