@@ -134,8 +134,8 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     const empty = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
     const watermark = empty.body.watermark as string;
     for (let i = 0; i < 5; i++) addOrder(`+1415555022${i}`, ago(20 - i));
-    // The first page is read; the second is refused on every try.
-    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'rate_limit', on: 'list', after: 1, times: 2 });
+    // The first pages are read; a later one is refused on every try.
+    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'rate_limit', on: 'list', after: 2, times: 2 });
     const failed = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
     expect(failed.status).toBe(502);
     expect(failed.body.error.code).toBe('pos_api_failed');
@@ -179,8 +179,8 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     s = await setUp(p, {}, { store: new MemoryLedgerStore(state), backfill: lease, startWorker: false });
     const { h } = s;
     for (let i = 0; i < 5; i++) addOrder(`+1415555024${i}`, ago(20 - i));
-    // The first page is read and recorded; the second answers only after a long while.
-    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 1500 });
+    // The first pages are read and recorded; a later one answers only after a long while.
+    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 2, delayMs: 1500 });
     const stalled = backfill(h.bridge, { pos: p.pos, since: ago(60) }).then((r) => r);
     await eventually(() => status(h.bridge, p.pos), (row) => row?.running !== undefined);
 
