@@ -378,8 +378,10 @@ export class BackfillPoller {
   async round(): Promise<{ passes: number; failed: number }> {
     let passes = 0;
     let failed = 0;
+    const rows = await this.status();
+    // After status(): an account never read shows its next pass as due now, status()'s now.
     const nowMs = this.clock().getTime();
-    for (const row of await this.status()) {
+    for (const row of rows) {
       if (this.#loop.stopping) break;
       if (row.running || (row.nextPassAt && Date.parse(row.nextPassAt) > nowMs)) continue;
       try {

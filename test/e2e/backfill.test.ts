@@ -238,6 +238,46 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
       expect(again.body).toMatchObject({ examined: 4, new: [], known: 4 });
       await accruedOnce(h, ran.body.new as string[]);
     });
+
+    it('scheduled rounds of two instances take turns: a lease is never granted while another instance holds one, and every order is recorded once', async () => {
+      const { h } = s;
+      const granted: string[] = [];
+      const overlaps: string[] = [];
+      let held: { owner: string; until: string } | undefined;
+      // Sees every change of the account's state as it is written, under the store's own lock.
+      class Observed extends PostgresLedgerStore {
+        override updateBackfillState(merchantId: string, pos: string, change: Parameters<PostgresLedgerStore['updateBackfillState']>[2]) {
+          return super.updateBackfillState(merchantId, pos, (current) => {
+            const next = change(current);
+            if (next && pos === p.pos) {
+              const lease = next.lease;
+              if (lease && current?.lease?.owner !== lease.owner) {
+                if (held && held.owner !== lease.owner && Date.parse(held.until) > Date.now()) overlaps.push(`${lease.owner} while ${held.owner} held it`);
+                granted.push(lease.owner);
+              }
+              held = lease;
+            }
+            return next;
+          });
+        }
+      }
+      for (let i = 0; i < 4; i++) h.sim.pos[p.pos].addOrder(s.account.account, sale(`+1415555026${i}`, ago(15 - i)));
+      const config = { ...h.config, backfill: { intervalMs: 20, overlapMs: HOUR } };
+      const start = () => startBridge(config, silentLogger, { ...s.overrides, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new Observed(schema.url) });
+      const instances = await Promise.all([start(), start()]);
+      try {
+        await Promise.all(instances.map((b) => b.backfill.rounds(5)));
+      } finally {
+        await Promise.all(instances.map((b) => b.close()));
+      }
+      expect(overlaps).toEqual([]);
+      // Rounds meet while a pass runs (the other instance's round leaves the account to it): a few passes in all.
+      expect(granted.length).toBeGreaterThanOrEqual(2);
+      const records = (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
+      // The four of the test before, and these four: each once.
+      expect(records).toHaveLength(8);
+      await accruedOnce(h, records.map((r) => r.transactionId));
+    });
   });
 });
 
