@@ -180,16 +180,18 @@ export class BackfillPoller {
         const key = `${item.kind}\u0000${item.orderId}\u0000${item.refundId ?? ''}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        if (item.kind === 'refund') refunds.push(item);
-        else await this.#take(adapter, merchant, item, result);
+        // Still ours before anything of a new page is taken: a pass that lost its lease stops here.
         if (pages > renewedAt) {
           renewedAt = pages;
           await this.#renew(merchant.id, pos);
         }
+        if (item.kind === 'refund') refunds.push(item);
+        else await this.#take(adapter, merchant, item, result);
         // A known order is a parse and a ledger read, both synchronous on the file ledger: without a
         // turn of the event loop between them a page of them would hold up every checkout meanwhile.
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
+      if (refunds.length > 0) await this.#renew(merchant.id, pos);
       for (const item of refunds) await this.#take(adapter, merchant, item, result);
     } catch (error) {
       await this.#finish(merchant.id, pos, result, startedAt, request.by, error);
@@ -245,7 +247,7 @@ export class BackfillPoller {
     let held: { owner: string; until: string } | undefined;
     const state = await this.store.updateBackfillState(merchantId, pos, (current) => {
       const lease = current?.lease;
-      if (lease && Date.parse(lease.until) > nowMs) {
+      if (lease && this.#holds(lease, nowMs)) {
         held = lease;
         return undefined;
       }
@@ -255,6 +257,16 @@ export class BackfillPoller {
     });
     if (held) throw new BackfillRunningError(merchantId, pos, held);
     return state!;
+  }
+
+  /**
+   * Whether a lease still keeps this instance out. On a store one process holds (the file ledger),
+   * another instance's lease was left by a process that is gone (it stopped mid-pass): taken over
+   * at once, as records left in flight are, rather than waiting for it to run out.
+   */
+  #holds(lease: { owner: string; until: string }, nowMs: number): boolean {
+    if (Date.parse(lease.until) <= nowMs) return false;
+    return lease.owner === this.options.owner || this.store.sharedByInstances === true;
   }
 
   /** Keeps the lease while pages are read; a lease lost meanwhile (it ran out and another instance took it) ends the pass. */
@@ -334,7 +346,7 @@ export class BackfillPoller {
         if (!account || !merchant.pos[pos]?.accessToken) continue;
         const state = states.get(`${merchant.id}/${pos}`);
         const current = state?.account === account ? state : undefined;
-        const running = current?.lease && Date.parse(current.lease.until) > nowMs ? current.lease : undefined;
+        const running = current?.lease && this.#holds(current.lease, nowMs) ? current.lease : undefined;
         rows.push({
           merchantId: merchant.id,
           pos,
