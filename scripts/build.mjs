@@ -4,6 +4,9 @@
  * and scripts/ to dist/ when dist/ is not current, and only then. Plain JavaScript, so that it runs
  * where TypeScript is not installed (the image), where it never builds: it runs what is there.
  *
+ * dist/ holds the compiled JavaScript and, copied as they are, the operator console's static files
+ * (src/console/: HTML, CSS and hand-written ES modules, which the compiler does not touch).
+ *
  * Current: dist/.build-stamp (written last) holds a hash of every file under src/, adapters/ and
  * scripts/, of tsconfig*.json, package.json, package-lock.json and of the compiler's version; dist/
  * is current when that hash is today's. Content, not mtimes: a checkout or a copy that touches
@@ -30,6 +33,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   closeSync,
+  cpSync,
   existsSync,
   fsyncSync,
   linkSync,
@@ -53,6 +57,8 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** What tsconfig.build.json compiles, and what else decides its output. */
 const SOURCE_DIRS = ['src', 'adapters', 'scripts'];
 const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+/** Files the compiler does not produce, copied as they are to the same place under dist/ (the console's page, styles and scripts). */
+const COPIED_DIRS = ['src/console'];
 export const STAMP = '.build-stamp';
 const LEFTOVER = /^dist\.(tmp|old)-\d+$/;
 /** A waiter says it is still waiting this often, and gives up after LOCK_GIVE_UP_MS. */
@@ -376,6 +382,7 @@ export async function ensureBuilt(options = {}) {
     const code = await runCompiler(compiler, root, tmp, signal);
     signal?.throwIfAborted();
     if (code !== 0) throw new BuildError(`build: tsc failed (exit ${code}); dist/ is unchanged`);
+    for (const dir of COPIED_DIRS) if (existsSync(join(root, dir))) cpSync(join(root, dir), join(tmp, dir), { recursive: true });
     // The hash taken before the compiler read the sources: should they have changed under it, the
     // next run finds a different hash and builds again.
     writeFileSync(join(tmp, STAMP), `${JSON.stringify({ hash: now, typescript: compiler.version, node: process.version, builtAt: new Date().toISOString() })}\n`);

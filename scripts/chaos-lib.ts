@@ -39,6 +39,8 @@ export interface ChaosReport {
   faultsInjected: number;
   kills: number;
   operatorResolutions: number;
+  /** Refusals the faults caused, retried by the operator once they were over. */
+  operatorRetries: number;
   /** How many transactions the simulator booked 0, 1, 2… accruals for. */
   accrualsPerTransaction: Record<string, number>;
   doubleAccruals: string[];
@@ -134,7 +136,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   let bridge: BridgeProcess = await spawnBridge(env);
   let restarting: Promise<void> | undefined;
-  const counters = { deliveries: 0, faults: 0, kills: 0, operator: 0 };
+  const counters = { deliveries: 0, faults: 0, kills: 0, operator: 0, operatorRetries: 0 };
 
   const maybeFault = () => {
     if (random() >= options.faultRate) return;
@@ -210,7 +212,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let report: any;
   for (let round = 0; round < 120; round++) {
     report = await admin('/v1/admin/reconcile', 'POST');
-    for (const open of report.open as { transactionId: string; why: string }[]) {
+    for (const open of report.open as { transactionId: string; status: string; why: string }[]) {
+      // A refusal the faults caused (a card blocked for a moment): the fault is over, so an operator
+      // retries it, as the attention queue asks; the bridge never retries a refusal by itself.
+      if (['failed', 'partially_accrued', 'reverse_failed'].includes(open.status)) {
+        await admin(`/v1/admin/transactions/${encodeURIComponent(open.transactionId)}/retry`, 'POST', { reason: 'chaos operator: the fault is over' });
+        counters.operatorRetries++;
+        continue;
+      }
       if (!/reverse outcome unknown/.test(open.why)) continue;
       const booked = sim.books().transactions[open.transactionId]?.reversals ?? 0;
       await admin(`/v1/admin/transactions/${encodeURIComponent(open.transactionId)}/resolve`, 'POST', { outcome: booked > 0 ? 'reversed' : 'not_reversed', note: 'chaos operator checked the card' });
@@ -293,6 +302,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     faultsInjected: counters.faults,
     kills: counters.kills,
     operatorResolutions: counters.operator,
+    operatorRetries: counters.operatorRetries,
     accrualsPerTransaction: histogram,
     doubleAccruals: books.doubleAccruals,
     doubleReversals: books.doubleReversals,
@@ -316,6 +326,7 @@ export function formatChaosReport(r: ChaosReport, options: ChaosOptions): string
     `  upstream faults injected     ${r.faultsInjected}`,
     `  SIGKILL restarts             ${r.kills}`,
     `  operator resolutions         ${r.operatorResolutions} (in-doubt reverses, checked against the card)`,
+    `  operator retries             ${r.operatorRetries} (refusals the faults caused, retried once they were over)`,
     `  accruals booked per transaction: ${Object.entries(r.accrualsPerTransaction).map(([n, count]) => `${count} × ${n}`).join(', ')}`,
     `  double accruals              ${r.doubleAccruals.length}${r.doubleAccruals.length ? `  ${r.doubleAccruals.slice(0, 10).join(', ')}` : ''}`,
     `  double reversals             ${r.doubleReversals.length}${r.doubleReversals.length ? `  ${r.doubleReversals.slice(0, 10).join(', ')}` : ''}`,

@@ -116,7 +116,7 @@ export class IntakeService {
       if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
       const answer = partial
         ? await this.#partialReversal(keyOf(current!), refundId!, measured)
-        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note, undefined, via);
+        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note, { via });
       if (answer !== MOVED) return answer;
     }
     throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
@@ -126,12 +126,15 @@ export class IntakeService {
    * A full reversal of `ids.transactionId` (a refund, or an operator's /reverse); MOVED when a
    * remainder holds the order now. `note`: how the refund was measured, kept in the record's history.
    */
-  /** `act`: an operator's reversal, its actor and reason on the history line. `via`: as for `checkout`. */
-  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, act?: OperatorAct, via?: string): Promise<Answer | typeof MOVED> {
+  /**
+   * `by.act`: an operator's reversal, its actor and reason on the history line. `by.via`: what found
+   * the refund when not its webhook or a direct post (backfill), for the history of a record it creates.
+   */
+  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, by: { act?: OperatorAct; via?: string } = {}): Promise<Answer | typeof MOVED> {
     const key = ledgerKey(ids.merchantId, ids.transactionId);
     const unknown = await this.writer.locked(key, async () => {
       if (await this.writer.store.get(key)) return undefined;
-      const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now(), via));
+      const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now(), by.via));
       return { record, repeat: !created };
     });
     if (unknown) return this.#deliverRefund(ids.pos, unknown.record, unknown.repeat, refundId);
@@ -144,7 +147,7 @@ export class IntakeService {
       const transition = requestReversal(r, refundId, this.writer.now());
       if (!transition) decided.result = 'repeat';
       const noted = withNote(transition, note);
-      return noted && act ? { ...noted, act } : noted;
+      return noted && by.act ? { ...noted, act: by.act } : noted;
     });
     if (decided.result === 'moved') return MOVED;
     return this.#deliverRefund(ids.pos, record, decided.result === 'repeat', refundId);

@@ -45,7 +45,7 @@ export class OperatorActions {
     for (let attempt = 0; attempt < 5; attempt++) {
       const current = (await chainOf(this.writer, key)).at(-1);
       if (!current) throw new NotFoundError(`no ledger record ${key}`);
-      const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId, note, act);
+      const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId, note, { act });
       if (answer !== MOVED) {
         await this.audit(`${options.bulk ? 'bulk:' : ''}reverse`, act, answer.record);
         return answer;

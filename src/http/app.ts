@@ -16,6 +16,7 @@ import { loadShedding, SHED_PATHS } from './load-shedding.js';
 import { requestLog } from './request-log.js';
 import { adminRoutes } from './routes/admin.js';
 import { backfillRoutes } from './routes/backfill.js';
+import { consoleRoutes } from './routes/console.js';
 import { opsRoutes } from './routes/ops.js';
 import { posRoutes } from './routes/pos.js';
 import { reportRoutes } from './routes/reports.js';
@@ -67,6 +68,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(reportRoutes(deps));
   app.use(backfillRoutes({ adminToken: deps.adminToken, namedAdminTokens: deps.namedAdminTokens, tokens: deps.tokens, backfill: deps.backfill.poller, intervalMs: deps.backfill.intervalMs, overlapMs: deps.backfill.overlapMs }));
   app.use(adminRoutes(deps));
+  app.use(consoleRoutes());
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));
   return app;

@@ -70,7 +70,9 @@ export function attentionOf(record: AttentionInput): AttentionItem[] {
         : { ...base, kind: 'in_doubt', since: accrual.inDoubtSince ?? statusSince(record), why: 'accrual outcome unknown; settled by the operations history when LOYALTY_API_KEY is set, otherwise a person must resolve it (accrued or not_accrued)' },
     );
   }
-  if (record.status === 'failed') {
+  // A refused accrual whose order has been refunded since (`reversal.state` not_needed): nothing was
+  // accrued and nothing is left to reverse, so there is nothing a person could do (retry is refused).
+  if (record.status === 'failed' && reversal.state !== 'not_needed') {
     items.push({ ...base, kind: 'failed', since: statusSince(record), why: `the loyalty service refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}` });
   } else if (record.status === 'partially_accrued') {
     items.push({ ...base, kind: 'partially_accrued', since: statusSince(record), why: `some cards refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}` });

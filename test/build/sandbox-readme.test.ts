@@ -2,9 +2,13 @@
  * The README's sandbox commands, run as written: the shell blocks of "Signing a webhook by hand"
  * and "Creating an order in the fake POS" are taken from README.md and run with bash (curl, openssl,
  * base64) against a started sandbox, so the documented headers, signing recipes, URLs and ids cannot
- * drift from what the bridge accepts. Two things are put in place first, as a reader would: the
- * banner's simulator address in `SIM`, and this bridge's port for the documented 8080. The table of
- * the demo merchants' POS accounts is checked against what sandbox installs.
+ * drift from what the bridge accepts. What a reader puts in place is put in place first: the
+ * banner's simulator address in `SIM`, demo-cafe's admin token in `CAFE_ADMIN`, this bridge's port
+ * for the documented 8080, and the sandbox is started as the missed-webhook demo says
+ * (BACKFILL_INTERVAL_MS=0: no scheduled pass comes between a sale and the pass the demo asks for).
+ * Every answer a command documents (`# {…}`) is checked against the one it gives
+ * (test/support/documented-answer.ts). The table of the demo merchants' POS accounts is checked
+ * against what sandbox installs.
  * Needs `npm run build` first (npm test does it).
  */
 import { execFile } from 'node:child_process';
@@ -15,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { DEMO_MERCHANTS, demoPosToken } from '../../src/sandbox.js';
 import type { BridgeProcess } from '../support/bridge-process.js';
+import { answerMismatches, parseDocumentedAnswer } from '../support/documented-answer.js';
 import { ADMIN_TOKEN } from '../support/harness.js';
 import { simulatorBooks, startSandbox, type Banner } from '../support/sandbox.js';
 
@@ -34,19 +39,47 @@ function shellBlocks(text: string): string[] {
   return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
-/** The answer a documented command's comment says it gives (`# {"pos":…}`, its last such line). */
-function documentedAnswer(block: string): { pos: string; results: Record<string, string>[] } {
-  const lines = block.split('\n').filter((l) => l.startsWith('# {'));
-  return JSON.parse(lines.at(-1)!.slice(2));
+/** One step of a documented shell block: its commands, and the answer the `# {…}` comment after them documents (continued on `#  ` lines). */
+interface Step {
+  commands: string;
+  answer?: string;
 }
 
-/** What the comment states, as a matcher: each `…` in a value stands for whatever the run made (its ids). */
-function asMatcher(documented: Record<string, string>): Record<string, unknown> {
-  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return Object.fromEntries(
-    Object.entries(documented).map(([key, value]) => [key, value.includes('…') ? expect.stringMatching(new RegExp(`^${value.split('…').map(escape).join('.+')}$`)) : value]),
-  );
+/** A shell block cut after each documented answer. */
+function documentedSteps(block: string): Step[] {
+  const steps: Step[] = [];
+  const lines = block.split('\n');
+  let commands: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (!line.startsWith('# {')) {
+      commands.push(line);
+      continue;
+    }
+    const answer = [line.slice(2)];
+    while (lines[i + 1]?.startsWith('#  ')) answer.push(lines[++i]!.slice(1));
+    steps.push({ commands: commands.join('\n'), answer: answer.join(' ') });
+    commands = [];
+  }
+  if (commands.some((l) => l.trim() && !l.startsWith('#'))) steps.push({ commands: commands.join('\n') });
+  return steps;
 }
+
+/** Where an answer differs from its documented one, each line prefixed with the command's first line. */
+function undocumented(step: Step, output: string): string[] {
+  const command = step.commands.split('\n').find((l) => l.trim() && !l.startsWith('#'))!;
+  if (!step.answer) return output ? [`${command}: answered ${output.slice(0, 200)}, documented nothing`] : [];
+  let actual: unknown;
+  try {
+    actual = JSON.parse(output);
+  } catch {
+    return [`${command}: answered ${JSON.stringify(output.slice(0, 200))}, not one JSON answer`];
+  }
+  return answerMismatches(actual, parseDocumentedAnswer(step.answer)).map((m) => `${command}: ${m}`);
+}
+
+/** How the missed-webhook demo says to start the sandbox, beside ADMIN_TOKEN (see beforeAll). */
+const DEMO_ENV = { BACKFILL_INTERVAL_MS: '0' };
 
 describe('README: the sandbox commands for signing webhooks and making orders in the fake POSes', () => {
   let dir: string;
@@ -56,18 +89,26 @@ describe('README: the sandbox commands for signing webhooks and making orders in
   const preface = signing[0]!;
   const byPos = new Map(signing.slice(1).map((block) => [/\/v1\/webhooks\/([a-z]+)/.exec(block)![1]!, block]));
 
-  /** Runs the README's preface and `block` as a reader would, with this sandbox's addresses. */
-  const run = async (block: string): Promise<string[]> => {
+  /**
+   * Runs the README's preface and then `steps` in one shell, as a reader would, with this sandbox's
+   * addresses and demo-cafe's admin token; answers what each step printed, trimmed.
+   */
+  const run = async (steps: Step[]): Promise<string[]> => {
     const setSim = /^SIM=\S+/m;
+    const setCafeAdmin = /^CAFE_ADMIN=\S+/m;
     expect(preface).toMatch(setSim);
-    const script = `${preface.replace(setSim, `SIM=${banner.simulator}`)}\n${block}`.replaceAll('localhost:8080', `localhost:${bridge.port}`);
-    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd: dir, timeout: 20_000 });
-    return stdout.split('\n').filter(Boolean);
+    const end = '@@end-of-step@@';
+    const commands = steps.map((step) => `${step.commands.replace(setCafeAdmin, `CAFE_ADMIN=${banner.demos['demo-cafe']!.adminToken}`)}\nprintf '\\n${end}\\n'`);
+    const script = [preface.replace(setSim, `SIM=${banner.simulator}`), ...commands].join('\n').replaceAll('localhost:8080', `localhost:${bridge.port}`);
+    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd: dir, timeout: 30_000 });
+    const outputs = stdout.split(`\n${end}\n`).map((output) => output.trim());
+    expect(outputs).toHaveLength(steps.length + 1);
+    return outputs.slice(0, -1);
   };
   const books = (merchantId: string) => simulatorBooks(banner, merchantId);
 
   beforeAll(async () => {
-    ({ dir, bridge, banner } = await startSandbox('bridge-sandbox-readme-'));
+    ({ dir, bridge, banner } = await startSandbox('bridge-sandbox-readme-', DEMO_ENV));
   }, 30_000);
   afterAll(async () => {
     await bridge?.kill('SIGKILL');
@@ -92,25 +133,73 @@ describe('README: the sandbox commands for signing webhooks and making orders in
   });
 
   it.each(['square', 'shopify', 'clover', 'toast', 'loyverse'])('%s: the documented commands deliver a signed webhook that accrues 8.50 once, as the comment says', async (pos) => {
-    const block = byPos.get(pos)!;
-    const expected = documentedAnswer(block);
-    const answer = JSON.parse((await run(block)).at(-1)!);
-    expect(answer).toEqual({ pos: expected.pos, results: expected.results.map(asMatcher) });
-    const [result] = answer.results;
+    const steps = documentedSteps(byPos.get(pos)!);
+    expect(steps).toHaveLength(1);
+    const [output] = await run(steps);
+    expect(undocumented(steps[0]!, output!)).toEqual([]);
+    const [result] = JSON.parse(output!).results;
     expect((await books(result.merchantId)).transactions[result.transactionId]).toMatchObject({ accruals: 1, reversals: 0, amount: 850 });
   }, 30_000);
 
-  it('"Creating an order in the fake POS": the documented calls make a sale and a refund the bridge never hears of', async () => {
-    const [block] = shellBlocks(section('Creating an order in the fake POS'));
-    const [orderLine, refundLine] = await run(block!);
-    const order = JSON.parse(orderLine!);
-    expect(order).toMatchObject({ id: expect.stringMatching(/^MISSED-\d+$/), state: 'COMPLETED', location_id: expect.any(String) });
-    const refund = JSON.parse(refundLine!);
-    expect(refund.refund).toMatchObject({ order_id: refund.order.id, status: 'COMPLETED' });
-    expect(refund.order.returns[0].source_order_id).toBe(order.id);
-    // Nothing reached the bridge or the loyalty service.
-    expect((await books('demo-cafe')).transactions[`square:${order.id}`]).toBeUndefined();
-    const record = await fetch(`${bridge.url}/v1/admin/transactions/square:${order.id}?merchantId=demo-cafe`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    expect(record.status).toBe(404);
-  }, 30_000);
+  it('"Creating an order in the fake POS": the missed-webhook demo runs as written, each command answering as its comment says', async () => {
+    const text = section('Creating an order in the fake POS');
+    // Started as the demo says: no scheduled pass between the sale and the passes it asks for.
+    expect(text).toContain(`BACKFILL_INTERVAL_MS=${DEMO_ENV.BACKFILL_INTERVAL_MS} npm start`);
+    expect(text).toMatch(/^CAFE_ADMIN=\S+/m);
+    const steps = documentedSteps(shellBlocks(text).join('\n'));
+    expect(steps.every((step) => step.answer)).toBe(true);
+    const outputs = await run(steps);
+    expect(steps.flatMap((step, i) => undocumented(step, outputs[i]!))).toEqual([]);
+
+    // What the comments cannot say with their "…": every answer is about this run's sale.
+    const answers = outputs.map((output) => JSON.parse(output));
+    const sale = answers[0];
+    const transactionId = `square:${sale.id}`;
+    expect(sale.id).toMatch(/^MISSED-\d+$/);
+    const passes = answers.filter((_, i) => steps[i]!.commands.includes('/v1/admin/backfill'));
+    expect(passes.map((pass) => ({ new: pass.new, known: pass.known }))).toEqual([
+      { new: [transactionId], known: 0 }, // the sale, found
+      { new: [], known: 1 }, // again: nothing new
+      { new: [transactionId], known: 1 }, // its refund, found; the sale known
+    ]);
+    const records = answers.filter((_, i) => steps[i]!.commands.includes('/v1/admin/transactions/'));
+    expect(records.map((record) => record.transactionId ?? record.error.code)).toEqual(['not_found', transactionId, transactionId]);
+    const refund = answers.find((answer) => answer.refund);
+    expect(refund.refund.order_id).toBe(refund.order.id);
+    expect(refund.order.returns[0].source_order_id).toBe(sale.id);
+    // Accrued once, reversed once, the remainder accrued once.
+    const cafe = await books('demo-cafe');
+    expect(cafe.transactions[transactionId]).toMatchObject({ accruals: 1, reversals: 1, amount: 660 });
+    expect(cafe.transactions[`${transactionId}~r1`]).toMatchObject({ accruals: 1, reversals: 0, amount: 440 });
+    // Every pass of the account was one the demo asked for.
+    const status = await (await fetch(`${bridge.url}/v1/admin/backfill?merchantId=demo-cafe`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json();
+    expect(status.scheduled).toBe(false);
+    expect(status.items.find((item: { pos: string }) => item.pos === 'square').lastPass).toMatchObject({ by: 'request', new: 1, known: 1 });
+  }, 60_000);
+});
+
+describe('README answers: how a documented answer is read', () => {
+  const check = (actual: unknown, documented: string) => answerMismatches(actual, parseDocumentedAnswer(documented));
+
+  it('"…" in a string stands for some text, in an object for other members, in an array for other items', () => {
+    expect(check({ id: 'MISSED-17', state: 'COMPLETED', total: 7 }, '{"id":"MISSED-…",…,"state":"COMPLETED",…}')).toEqual([]);
+    expect(check({ id: 'MISSED-', state: 'COMPLETED' }, '{"id":"MISSED-…",…}')).toEqual(['$.id: documented "MISSED-…", got "MISSED-"']);
+    expect(check({ a: 1, b: 2 }, '{"a":1}')).toEqual(['$: "b" is not documented (no "…" member)']);
+    expect(check({ h: [{ e: 'x' }, { e: 'y' }, { e: 'z' }] }, '{"h":[…,{"e":"y"},…]}')).toEqual([]);
+    expect(check({ h: [{ e: 'x' }, { e: 'y' }] }, '{"h":[{"e":"y"}]}')).toEqual(['$.h: documented 1 items, got 2: [{"e":"x"},{"e":"y"}]']);
+    expect(check({ n: [] }, '{"n":[…]}')).toEqual([]);
+    expect(check({ r: { x: 1 } }, '{"r":...}')).toEqual([]);
+  });
+
+  it('a key with "…" matches the key whose value is the documented one', () => {
+    const books = { transactions: { 'square:M-1': { accruals: 1, reversals: 1 }, 'square:M-1~r1': { accruals: 1, reversals: 0 } } };
+    expect(check(books, '{"transactions":{"square:M-…":{"accruals":1,"reversals":1},"square:M-…~r1":{"accruals":1,"reversals":0}}}')).toEqual([]);
+    expect(check(books, '{"transactions":{"square:M-…":{"accruals":2,"reversals":1},…}}')).toEqual(['$.transactions: no key like "square:M-…" has the documented value']);
+  });
+
+  it('numbers, booleans and null are exact, and a malformed answer names where', () => {
+    expect(check({ a: 660, b: false, c: null }, '{"a":660,"b":false,"c":null}')).toEqual([]);
+    expect(check({ a: '660' }, '{"a":660}')).toEqual(['$.a: documented 660, got "660"']);
+    expect(() => parseDocumentedAnswer('{"a":1')).toThrow(/"," or "}" expected at 6/);
+  });
 });

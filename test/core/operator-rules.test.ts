@@ -36,6 +36,8 @@ describe('attentionOf', () => {
     ['accrued', 'reversed', []],
     ['in_doubt', 'none', ['in_doubt']],
     ['failed', 'none', ['failed']],
+    // Refunded after the refusal: nothing was accrued, nothing is left to reverse, retry is refused.
+    ['failed', 'not_needed', []],
     ['partially_accrued', 'none', ['partially_accrued']],
     ['accrued', 'failed', ['reverse_failed']],
     ['accrued', 'in_doubt', ['in_doubt']],

@@ -7,10 +7,10 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
 import type { BackfillPoller } from '../../backfill/poller.js';
+import type { NamedAdminToken } from '../../config.js';
 import { DEFAULT_MERCHANT } from '../../ledger/record.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import { parseWith } from '../../validation.js';
-import type { NamedAdminToken } from '../../config.js';
 import { adminAuth, type TokenDirectory } from '../auth.js';
 import { scopeOf } from './admin.js';
 
@@ -79,16 +79,8 @@ export const BackfillStatusList = z
   })
   .meta({ description: "Every merchant's POS accounts backfill can read (an account and an access token set), and their backfill." });
 
-export function backfillRoutes(deps: {
-  adminToken: string;
-  namedAdminTokens?: readonly NamedAdminToken[];
-  tokens: Pick<TokenDirectory, 'byAdminToken'>;
-  backfill: BackfillPoller;
-  intervalMs: number;
-  overlapMs: number;
-}): Router {
+export function backfillRoutes(deps: { adminToken: string; namedAdminTokens?: readonly NamedAdminToken[]; tokens: Pick<TokenDirectory, 'byAdminToken'>; backfill: BackfillPoller; intervalMs: number; overlapMs: number }): Router {
   const router = Router();
-  // As every /v1/admin route: the same auth, and the same 16 KB body limit.
   router.use('/v1/admin/backfill', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), express.json({ limit: '16kb' }));
 
   router.post('/v1/admin/backfill', async (req, res) => {

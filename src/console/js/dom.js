@@ -1,0 +1,183 @@
+/**
+ * Building the page. Every text the API gives is set as text (`textContent`), never parsed as HTML:
+ * an order id or a dead letter's body is data, and a `<script>` or `<img onerror>` in it stays text.
+ */
+
+/**
+ * An element: `h('a', { href: '#/x', class: 'link' }, 'text', child)`. Attributes whose value is
+ * `undefined`, `null` or `false` are left out; `true` sets an empty attribute. `on*` functions
+ * become listeners. Children are nodes or text; arrays are flattened; `null`/`undefined`/`false`
+ * are skipped.
+ */
+export function h(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on') && typeof value === 'function') element.addEventListener(name.slice(2), value);
+    else if (name === 'checked' || name === 'value' || name === 'selected') element[name] = value;
+    else element.setAttribute(name, value === true ? '' : String(value));
+  }
+  append(element, children);
+  return element;
+}
+
+function append(parent, children) {
+  for (const child of children) {
+    if (child === undefined || child === null || child === false) continue;
+    if (Array.isArray(child)) append(parent, child);
+    else parent.append(child instanceof Node ? child : String(child));
+  }
+}
+
+/** Replaces what `parent` holds with `children`. */
+export function replace(parent, ...children) {
+  parent.replaceChildren();
+  append(parent, children);
+}
+
+/** A table with a caption and header cells: `rows` are arrays of cells (nodes or text). */
+export function table(caption, headers, rows, attributes = {}) {
+  return h(
+    'table',
+    attributes,
+    h('caption', {}, caption),
+    h('thead', {}, h('tr', {}, headers.map((text) => h('th', { scope: 'col' }, text)))),
+    h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((cell) => h('td', {}, cell))))),
+  );
+}
+
+/** A definition list of label → value, leaving out values that are absent. */
+export function facts(pairs) {
+  return h(
+    'dl',
+    { class: 'facts' },
+    pairs.filter(([, value]) => value !== undefined && value !== null && value !== '').map(([label, value]) => [h('dt', {}, label), h('dd', {}, value)]),
+  );
+}
+
+/** A timestamp as UTC text in a `<time>` element (operators in several time zones read the same). */
+export function time(iso) {
+  if (!iso) return '';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return String(iso);
+  return h('time', { datetime: iso }, `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC`);
+}
+
+/** How long ago `iso` was, in the two largest units: `3 h 12 min`, `2 d 4 h`, `45 s`. */
+export function age(iso, now = Date.now()) {
+  const ms = now - new Date(iso).getTime();
+  if (!Number.isFinite(ms)) return '';
+  let seconds = Math.max(0, Math.floor(ms / 1000));
+  const units = [
+    ['d', 86400],
+    ['h', 3600],
+    ['min', 60],
+    ['s', 1],
+  ];
+  const parts = [];
+  for (const [name, size] of units) {
+    const n = Math.floor(seconds / size);
+    seconds -= n * size;
+    if (n > 0 || (parts.length === 0 && name === 's')) parts.push(`${n} ${name}`);
+    if (parts.length === 2) break;
+  }
+  // Once a larger unit is named, a zero after it is left out ("2 h", not "2 h 0 min").
+  return parts.join(' ');
+}
+
+/**
+ * Integer cents (the loyalty service's Check: the decimal amount × 100 in every currency) as the
+ * decimal amount with its currency, computed on integers so nothing is rounded: `5997` → `59.97 USD`.
+ */
+export function money(cents, currency) {
+  if (typeof cents !== 'number' || !Number.isInteger(cents)) return '';
+  const sign = cents < 0 ? '−' : '';
+  const abs = Math.abs(cents);
+  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}${currency ? ` ${currency}` : ''}`;
+}
+
+/**
+ * A customer's phone number or email masked to its last characters: enough to tell customers apart
+ * on a screen (or a screenshot), not to reach them.
+ */
+export function maskContact(text, kind) {
+  if (typeof text !== 'string' || !text) return text;
+  // At most half of it shown, so a short one is not shown whole.
+  const tail = (value, keep) => {
+    const shown = Math.min(keep, Math.floor(value.length / 2));
+    return `${'•'.repeat(Math.max(1, Math.min(6, value.length - shown)))}${shown ? value.slice(-shown) : ''}`;
+  };
+  if (kind === 'email') {
+    const at = text.lastIndexOf('@');
+    return at < 0 ? tail(text, 2) : `${tail(text.slice(0, at), 1)}${text.slice(at)}`;
+  }
+  return tail(text, 4);
+}
+
+const CONTACT_KEY = /phone|e-?mail/i;
+
+function maskedContacts(value, key = '') {
+  if (typeof value === 'string' && CONTACT_KEY.test(key)) return maskContact(value, /mail/i.test(key) ? 'email' : 'phone');
+  if (Array.isArray(value)) return value.map((v) => maskedContacts(v, key));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskedContacts(v, k)]));
+  return value;
+}
+
+/** JSON shown as indented text (what was sent, what came back), customers' phone numbers and emails masked. */
+export function json(value) {
+  return h('pre', { class: 'json', tabindex: '0' }, JSON.stringify(maskedContacts(value), null, 2) ?? '');
+}
+
+const STATUS_LABELS = {
+  skipped: 'Skipped',
+  pending: 'Pending',
+  in_doubt: 'In doubt',
+  accrued: 'Accrued',
+  partially_accrued: 'Partially accrued',
+  failed: 'Failed',
+  reversal_pending: 'Reversal pending',
+  reversed: 'Reversed',
+  reverse_failed: 'Reverse failed',
+  closed: 'Closed',
+};
+export const LEDGER_STATUSES = ['skipped', 'pending', 'in_doubt', 'accrued', 'partially_accrued', 'failed', 'reversal_pending', 'reversed', 'reverse_failed'];
+export const POS_NAMES = ['generic', 'square', 'shopify', 'clover', 'toast', 'loyverse'];
+
+export function statusLabel(status) {
+  return STATUS_LABELS[status] ?? String(status ?? '');
+}
+
+/** `n` and the noun that goes with it: `1 record`, `2 records`. */
+export function count(n, singular, plural = `${singular}s`) {
+  return `${n} ${n === 1 ? singular : plural}`;
+}
+
+/** A status as a badge whose colour is backed by its text (never colour alone). */
+export function statusBadge(status) {
+  return h('span', { class: `badge status-${status}` }, statusLabel(status));
+}
+
+/** The hash route of a record's page: the merchant is part of a record's identity. */
+export function recordHref(merchantId, transactionId) {
+  return `#/transactions/${encodeURIComponent(merchantId ?? 'default')}/${encodeURIComponent(transactionId)}`;
+}
+
+export function recordLink(merchantId, transactionId) {
+  return h('a', { href: recordHref(merchantId, transactionId) }, transactionId);
+}
+
+export function deadLetterHref(id) {
+  return `#/dead-letters/${encodeURIComponent(id)}`;
+}
+
+/** Previous/next links between result pages; nothing when there is one page. `hrefOf(n)` is page n's route. */
+export function pager(page, pages, hrefOf) {
+  if (pages <= 1) return null;
+  return h(
+    'nav',
+    { class: 'pager', 'aria-label': 'Result pages' },
+    page > 1 ? h('a', { href: hrefOf(page - 1) }, 'Previous page') : null,
+    h('span', {}, ` Page ${page} of ${pages} `),
+    page < pages ? h('a', { href: hrefOf(page + 1) }, 'Next page') : null,
+  );
+}

@@ -1,0 +1,204 @@
+/**
+ * The console's shell: signing in with an admin token, the navigation, and `#/…` routes. A route
+ * holds only what is shown (a view and its filters), never the token, so a copied or logged URL
+ * gives nobody access.
+ */
+import { api, describeError, session, whenTokenRefused } from './api.js';
+import { h, replace } from './dom.js';
+import { attentionView } from './views/attention.js';
+import { auditView } from './views/audit.js';
+import { deadLetterView, deadLettersView } from './views/dead-letters.js';
+import { reconcileView } from './views/reconcile.js';
+import { recordView } from './views/record.js';
+import { searchView } from './views/search.js';
+
+const ROUTES = [
+  [/^\/attention$/, attentionView],
+  [/^\/search$/, searchView],
+  [/^\/transactions\/([^/]+)\/([^/]+)$/, recordView],
+  [/^\/dead-letters$/, deadLettersView],
+  [/^\/dead-letters\/([^/]+)$/, deadLetterView],
+  [/^\/reconcile$/, reconcileView],
+  [/^\/audit$/, auditView],
+];
+const HOME = '/attention';
+
+const NAV = [
+  ['#/attention', 'Needs attention'],
+  ['#/search', 'Search'],
+  ['#/dead-letters', 'Dead letters'],
+  ['#/reconcile', 'Reconcile'],
+  ['#/audit', 'Audit log'],
+];
+
+const main = document.getElementById('main');
+const who = document.getElementById('who');
+const nav = document.getElementById('nav');
+const status = document.getElementById('status');
+
+/** Who the token is: `{ actor, scope: 'global' | 'merchant', merchantId? }`, once signed in. */
+let principal;
+
+/** `#/search?status=a,b` → `{ path: '/search', params }`. */
+function currentRoute() {
+  const hash = location.hash.startsWith('#/') ? location.hash.slice(1) : HOME;
+  const [path, query = ''] = hash.split('?');
+  return { path, params: new URLSearchParams(query) };
+}
+
+/** Goes to `path` with `params` (empty values left out). */
+function navigate(path, params = {}) {
+  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ''));
+  const hash = `#${path}${query.size ? `?${query}` : ''}`;
+  if (location.hash === hash) render();
+  else location.hash = hash;
+}
+
+/** A message for screen readers and eyes alike, in the page's status region. */
+function announce(text) {
+  status.textContent = '';
+  // Set on the next frame, so that the same text twice is announced twice.
+  requestAnimationFrame(() => {
+    status.textContent = text;
+  });
+}
+
+async function render() {
+  if (!session.token() || !principal) return renderSignIn();
+  const { path, params } = currentRoute();
+  const match = ROUTES.map(([pattern, view]) => [pattern.exec(path), view]).find(([m]) => m);
+  for (const link of nav.querySelectorAll('a')) {
+    const active = path === link.getAttribute('href').slice(1) || (link.getAttribute('href') === '#/search' && path.startsWith('/transactions/')) || (link.getAttribute('href') === '#/dead-letters' && path.startsWith('/dead-letters/'));
+    if (active) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  // A view renders into a section of its own: should the operator move on before it has loaded,
+  // it writes into a section no longer on the page.
+  const section = h('section', { class: 'view' });
+  replace(main, section);
+  if (!match) {
+    replace(section, h('h1', { tabindex: '-1' }, 'Not found'), h('p', {}, 'There is no such page in the console. ', h('a', { href: `#${HOME}` }, 'Go to the attention queue.')));
+    return focusHeading(section);
+  }
+  const [m, view] = match;
+  const context = { section, params, principal, navigate, announce, refresh: render };
+  try {
+    await view(context, ...m.slice(1).map(decodeURIComponent));
+  } catch (error) {
+    if (!section.isConnected) return;
+    if (!section.querySelector('h1')) section.prepend(h('h1', { tabindex: '-1' }, 'Could not load this page'));
+    section.append(h('p', { class: 'problem', role: 'alert' }, describeError(error)));
+  }
+  if (section.isConnected) focusHeading(section);
+}
+
+/**
+ * Moves focus to the page's heading, so keyboard and screen-reader users start at the new content,
+ * and names the tab after it.
+ */
+function focusHeading(section) {
+  const heading = section.querySelector('h1');
+  if (!heading) return;
+  document.title = `${heading.textContent} · loyalty-bridge console`;
+  heading.setAttribute('tabindex', '-1');
+  heading.focus({ preventScroll: false });
+}
+
+function renderSignIn(problem) {
+  replace(who);
+  nav.hidden = true;
+  const token = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', 'aria-required': 'true', 'aria-describedby': 'token-hint' });
+  const message = h('p', { class: 'problem', role: 'alert' }, problem ?? '');
+  const form = h(
+    'form',
+    {
+      class: 'sign-in',
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const given = token.value.trim();
+        if (!given) return void (message.textContent = 'Enter an admin token.');
+        try {
+          await signIn(given);
+          token.value = '';
+        } catch (error) {
+          session.signOut();
+          message.textContent = error?.status === 401 ? 'The bridge does not accept this token.' : describeError(error);
+          token.focus();
+        }
+      },
+    },
+    h('label', { for: 'token' }, 'Admin token'),
+    h('p', { id: 'token-hint', class: 'hint' }, 'The bridge\u2019s ADMIN_TOKEN, a named operator\u2019s token, or a merchant\u2019s admin token. It is kept in this browser tab only, until you sign out or close the tab.'),
+    token,
+    message,
+    h('button', { type: 'submit', class: 'primary' }, 'Sign in'),
+  );
+  replace(main, h('section', { class: 'view' }, h('h1', { tabindex: '-1' }, 'Sign in to the operator console'), form));
+  document.title = 'Sign in · loyalty-bridge console';
+  token.focus();
+}
+
+/** Asks the bridge who the token is; keeps it for this tab only when the bridge accepts it. */
+async function signIn(token) {
+  principal = await api('/v1/admin/whoami', { token });
+  session.signIn(token);
+  showPrincipal();
+  if (!location.hash.startsWith('#/')) location.hash = `#${HOME}`;
+  else render();
+}
+
+function showPrincipal() {
+  const scope = principal.scope === 'merchant' ? `merchant ${principal.merchantId} only` : 'all merchants';
+  replace(
+    who,
+    h('span', {}, 'Signed in as ', h('strong', {}, principal.actor), ` (${scope})`),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'secondary',
+        onclick: () => {
+          session.signOut();
+          principal = undefined;
+          announce('Signed out.');
+          renderSignIn();
+        },
+      },
+      'Sign out',
+    ),
+  );
+  replace(
+    nav,
+    h(
+      'ul',
+      {},
+      NAV.map(([href, text]) => h('li', {}, h('a', { href }, text))),
+    ),
+  );
+  nav.hidden = false;
+}
+
+whenTokenRefused(() => {
+  // Signing in answers a refusal itself; this is for a token refused while in use.
+  if (!principal) return;
+  session.signOut();
+  principal = undefined;
+  renderSignIn('The bridge no longer accepts your token (it may have been rotated). Sign in again.');
+});
+
+window.addEventListener('hashchange', () => {
+  // What was said about the last page is not about the next one.
+  status.textContent = '';
+  render();
+});
+
+// A reload of the tab keeps the session: ask again who the kept token is.
+const kept = session.token();
+if (kept) {
+  signIn(kept).catch((error) => {
+    session.signOut();
+    renderSignIn(describeError(error));
+  });
+} else {
+  renderSignIn();
+}

@@ -1,0 +1,94 @@
+/** Everything that needs a person, oldest first: why, how long it has waited, and counts per kind and per merchant. */
+import { api } from '../api.js';
+import { age, deadLetterHref, h, recordLink, replace, statusBadge, table, time } from '../dom.js';
+
+const KIND_LABELS = {
+  in_doubt: 'In doubt',
+  failed: 'Failed',
+  partially_accrued: 'Partially accrued',
+  reverse_failed: 'Reverse failed',
+  ambiguous: 'Ambiguous match',
+  changed_repeats: 'Changed repeats',
+  dead_letter: 'Open dead letter',
+};
+
+export function kindLabel(kind) {
+  return KIND_LABELS[kind] ?? kind;
+}
+
+export async function attentionView({ section, params, principal, navigate }) {
+  const merchantId = principal.scope === 'merchant' ? principal.merchantId : (params.get('merchantId') ?? '');
+  replace(section, h('h1', {}, 'Needs attention'), h('p', { class: 'loading' }, 'Loading the queue…'));
+  const queue = await api('/v1/admin/attention', { query: { merchantId } });
+  const total = queue.total ?? Object.values(queue.counts ?? {}).reduce((sum, n) => sum + n, 0);
+
+  const merchantFilter =
+    principal.scope === 'global'
+      ? h(
+          'form',
+          {
+            class: 'filters inline',
+            onsubmit: (event) => {
+              event.preventDefault();
+              navigate('/attention', { merchantId: new FormData(event.target).get('merchantId')?.trim() });
+            },
+          },
+          h('label', { for: 'attention-merchant' }, 'Merchant'),
+          h('input', { id: 'attention-merchant', name: 'merchantId', value: merchantId, placeholder: 'all merchants' }),
+          h('button', { type: 'submit', class: 'secondary' }, 'Show'),
+        )
+      : null;
+
+  const summary =
+    total === 0
+      ? h('p', { class: 'summary' }, `Nothing needs a person${merchantId ? ` for merchant ${merchantId}` : ''}.`)
+      : h(
+          'p',
+          { class: 'summary' },
+          `${total} ${total === 1 ? 'item needs' : 'items need'} a person${merchantId ? ` for merchant ${merchantId}` : ''}.`,
+          queue.oldestSince ? [' The oldest has waited ', h('strong', {}, age(queue.oldestSince)), ' (since ', time(queue.oldestSince), ').'] : null,
+        );
+
+  const counts = Object.entries(queue.counts ?? {}).filter(([, n]) => n > 0);
+  const perMerchant = Object.entries(queue.perMerchant ?? {}).sort(([, a], [, b]) => b - a);
+  const items = queue.items ?? [];
+
+  replace(
+    section,
+    h('h1', {}, 'Needs attention'),
+    merchantFilter,
+    summary,
+    queue.deadLettersTruncated ? h('p', {}, 'There are more open dead letters than one answer reads: the newest are listed; the count of open dead letters covers them all.') : null,
+    h(
+      'div',
+      { class: 'columns' },
+      counts.length ? table('By kind', ['Kind', 'Count'], counts.map(([kind, n]) => [kindLabel(kind), String(n)]), { class: 'compact' }) : null,
+      principal.scope === 'global' && perMerchant.length
+        ? table(
+            'By merchant',
+            ['Merchant', 'Count'],
+            perMerchant.map(([id, n]) => [h('a', { href: `#/attention?merchantId=${encodeURIComponent(id)}` }, id), String(n)]),
+            { class: 'compact' },
+          )
+        : null,
+    ),
+    items.length
+      ? table(
+          `Oldest first${items.length < total ? ` (the first ${items.length} of ${total})` : ''}`,
+          ['Kind', 'Record', 'Merchant', 'Status', 'POS', 'POS order', 'Waiting', 'Why'],
+          items.map((item) => [
+            kindLabel(item.kind),
+            item.deadLetterId ? h('a', { href: deadLetterHref(item.deadLetterId) }, `dead letter ${item.deadLetterId}`) : recordLink(item.merchantId, item.transactionId),
+            item.merchantId ?? '',
+            item.status ? statusBadge(item.status) : '',
+            item.pos ?? '',
+            item.orderId ?? '',
+            h('span', { title: item.since }, age(item.since)),
+            item.why ?? '',
+          ]),
+          { class: 'queue' },
+        )
+      : null,
+    h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => navigate('/attention', { merchantId: principal.scope === 'global' ? merchantId : undefined }) }, 'Refresh')),
+  );
+}

@@ -1,0 +1,473 @@
+/**
+ * The operator console (README "Console") driven as a person would, in Debian's Chromium: the
+ * bridge and the loyalty simulator run for real over HTTP, elements are found by their role and
+ * visible text, and every wait fails the test when what it waits for does not appear. The tests
+ * save the screenshots the README shows (docs/screenshots/).
+ */
+import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Browser, Locator, Page } from 'playwright-core';
+import request from 'supertest';
+import { shopifyAdapter } from '../../adapters/shopify/index.js';
+import type { PosSettings } from '../../src/pos/contract.js';
+import { CONSOLE_CSP } from '../../src/http/routes/console.js';
+import { launchChromium, openConsole, seriousViolations, type ConsolePage } from '../support/browser.js';
+import { ADMIN_TOKEN, checkout, postJson, startHarness, type Harness } from '../support/harness.js';
+import { postRaw, signature } from '../support/webhooks.js';
+
+const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+const WAIT_MS = 10_000;
+const TEST_MS = 60_000;
+
+const MARKUP_ORDER_ID = '<img src=x id=injected onerror=alert(1)>';
+
+/** A named operator's global token (ADMIN_TOKENS): her actions are recorded under her name. */
+const ALICE_TOKEN = 'alice-operator-token-0123456789';
+const shopify: PosSettings = { webhookSecret: 'shpss_console_secret_0123456789', apiBaseUrl: '' };
+
+let h: Harness;
+let browser: Browser;
+/** A Shopify delivery the bridge could not carry out (an order without a total), kept as a dead letter. */
+let deadLetterId: string;
+let open: ConsolePage | undefined;
+const merchants: Record<string, { adminToken: string; posToken: string }> = {};
+
+const admin = (method: 'get' | 'post', path: string, token = ADMIN_TOKEN) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${token}`);
+
+/** A merchant installed at the simulator and created in the bridge; answers its tokens. */
+async function createMerchant(id: string, apiKey?: string) {
+  const appToken = `app-${id}-${randomBytes(8).toString('hex')}`;
+  h.sim.addMerchant({ id, appToken, ...(apiKey ? { apiKey } : {}) });
+  const res = await admin('post', '/v1/admin/merchants').send({ id, loyalty: { appToken, ...(apiKey ? { apiKey } : {}) } });
+  expect(res.status).toBe(201);
+  merchants[id] = { adminToken: res.body.adminToken, posToken: res.body.posToken };
+  return h.sim.merchant(id);
+}
+
+async function merchantCheckout(id: string, body: Record<string, unknown>) {
+  const res = await request(h.bridge.url).post('/v1/checkouts/generic').set('authorization', `Bearer ${merchants[id]!.posToken}`).set('content-type', 'application/json').send(JSON.stringify(body));
+  expect(res.status).toBeLessThan(300);
+  return res.body;
+}
+
+beforeAll(async () => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  // No API key and no worker: an in-doubt accrual stays in doubt until a person resolves it.
+  h = await startHarness({ withApiKey: false, env: { ADMIN_TOKENS: `alice=${ALICE_TOKEN}` }, overrides: { startWorker: false, secretsKey: randomBytes(32).toString('base64'), posSettings: { shopify } } });
+  const post = (body: Record<string, unknown>) => postJson(h.bridge.url, '/v1/checkouts/generic', body);
+
+  expect((await post(checkout({ orderId: 'A-1' }))).body.status).toBe('accrued');
+  expect((await post(checkout({ orderId: 'H-1', customer: { phone: '+15550003333' } }))).body.status).toBe('accrued');
+  h.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+  expect((await post(checkout({ orderId: 'D-1', customer: { phone: '+15550004444' } }))).body.status).toBe('in_doubt');
+  h.sim.faults.inject({ kind: 'result_failure', on: 'accrue', times: 2 });
+  expect((await post(checkout({ orderId: 'F-1', customer: { phone: '+15550005555' } }))).body.status).toBe('failed');
+  expect((await post(checkout({ orderId: 'F-2', customer: { phone: '+15550006666' } }))).body.status).toBe('failed');
+  // A reopened check: the same order delivered again with another amount (counted, nothing sent).
+  expect((await post(checkout({ orderId: 'C-1', customer: { phone: '+15550001212' } }))).body.status).toBe('accrued');
+  await post(checkout({ orderId: 'C-1', customer: { phone: '+15550001212' }, total: '9.99', items: [{ id: 'sku-1', name: 'Latte', quantity: 1, unitPrice: '9.99', total: '9.99' }] }));
+  // An order id that is markup: the page must show it as text.
+  expect((await post(checkout({ orderId: MARKUP_ORDER_ID, customer: { phone: '+15550002222' } }))).body.status).toBe('accrued');
+  // A refund of an order neither the ledger nor the loyalty service knows: an orphan reverse_failed record.
+  expect((await postJson(h.bridge.url, '/v1/refunds/generic', { orderId: 'O-404', refundId: 'R-404' })).status).toBe(404);
+
+  const north = await createMerchant('north');
+  expect((await merchantCheckout('north', checkout({ orderId: 'N-2' }))).status).toBe('accrued');
+  north.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+  expect((await merchantCheckout('north', checkout({ orderId: 'N-1', customer: { phone: '+15550007777' } }))).status).toBe('in_doubt');
+  // With an API key: its operations history can be read for the three-way report.
+  await createMerchant('east', `key-east-${randomBytes(8).toString('hex')}`);
+  expect((await merchantCheckout('east', checkout({ orderId: 'E-1' }))).status).toBe('accrued');
+  const south = await createMerchant('south');
+  south.faults.inject({ kind: 'result_failure', on: 'accrue' });
+  expect((await merchantCheckout('south', checkout({ orderId: 'S-1' }))).status).toBe('failed');
+
+  const delivery = JSON.stringify({ id: 77, email: 'pat.doe@example.test', phone: '+15550008888' });
+  const dead = await postRaw(`${h.bridge.url}/v1/webhooks/shopify`, delivery, [
+    signature(shopifyAdapter, shopify, delivery),
+    ['X-Shopify-Topic', 'orders/paid'],
+    ['X-Shopify-Event-Id', 'evt-console-1'],
+    ['X-Shopify-Shop-Domain', 'console-shop.myshopify.com'],
+  ]);
+  expect(dead.status).toBe(202);
+  deadLetterId = dead.body.results[0].deadLetterId;
+  expect(deadLetterId).toBeTruthy();
+
+  browser = await launchChromium();
+}, TEST_MS);
+
+afterEach(async () => {
+  // Whatever a test did in the page, it loaded nothing from elsewhere and broke no policy.
+  if (open) {
+    const { foreignRequests, errors } = open;
+    await open.close();
+    open = undefined;
+    expect(foreignRequests).toEqual([]);
+    expect(errors).toEqual([]);
+  }
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await h?.close();
+});
+
+/** Waits for `locator` to be visible; fails the test when it is not within WAIT_MS. */
+async function visible(locator: Locator): Promise<Locator> {
+  await locator.waitFor({ state: 'visible', timeout: WAIT_MS });
+  return locator;
+}
+
+/** Waits until `locator` matches nothing; fails the test when it still does after WAIT_MS. */
+async function gone(locator: Locator): Promise<void> {
+  await locator.first().waitFor({ state: 'detached', timeout: WAIT_MS });
+  expect(await locator.count()).toBe(0);
+}
+
+async function signedIn(token = ADMIN_TOKEN): Promise<Page> {
+  open = await openConsole(browser, h.bridge.url);
+  const { page } = open;
+  await page.goto('/admin/');
+  await visible(page.getByRole('heading', { level: 1, name: 'Sign in to the operator console' }));
+  await page.getByLabel('Admin token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await visible(page.getByText('Signed in as'));
+  await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
+  return page;
+}
+
+async function goTo(page: Page, section: string, heading: string): Promise<void> {
+  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: section }).click();
+  await visible(page.getByRole('heading', { level: 1, name: heading }));
+}
+
+/** The attention queue's table of items, once loaded. */
+async function queue(page: Page): Promise<Locator> {
+  await goTo(page, 'Needs attention', 'Needs attention');
+  return visible(page.getByRole('table', { name: /^Oldest first/ }));
+}
+
+/** The whole page, or what is on screen (a dialog over the page). */
+async function screenshot(page: Page, name: string, fullPage = true): Promise<void> {
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage });
+}
+
+describe('the page itself', () => {
+  it('is served at /admin with a strict Content-Security-Policy, no framing, no referrer, no sniffing', async () => {
+    const redirect = await request(h.bridge.url).get('/admin');
+    expect(redirect.status).toBe(301);
+    expect(redirect.headers.location).toBe('/admin/');
+    for (const path of ['/admin', '/admin/', '/admin/js/main.js', '/admin/console.css', '/admin/no-such-file.js']) {
+      const res = await request(h.bridge.url).get(path);
+      expect(res.status).toBe(path === '/admin' ? 301 : path.includes('no-such') ? 404 : 200);
+      expect(res.headers['content-security-policy']).toBe(CONSOLE_CSP);
+      expect(res.headers['x-frame-options']).toBe('DENY');
+      expect(res.headers['referrer-policy']).toBe('no-referrer');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+    }
+    expect(CONSOLE_CSP).toContain("script-src 'self';");
+    expect(CONSOLE_CSP).toContain("frame-ancestors 'none'");
+    const html = (await request(h.bridge.url).get('/admin/')).text;
+    // No inline script or style, and nothing from another origin.
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    expect(html).not.toMatch(/<style|style=/);
+    expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+    expect((await request(h.bridge.url).get('/admin/js/main.js')).headers['content-type']).toMatch(/^text\/javascript/);
+  });
+
+  it('keeps the token in this tab only: never in a URL, a cookie or localStorage; a wrong token is refused', async () => {
+    open = await openConsole(browser, h.bridge.url);
+    const { page, context } = open;
+    await page.goto('/admin/');
+    await page.getByLabel('Admin token').fill('not-a-token-of-this-bridge');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await visible(page.getByRole('alert').filter({ hasText: 'The bridge does not accept this token.' }));
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'sign-in');
+
+    await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
+    expect(page.url()).not.toContain(ADMIN_TOKEN);
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([ADMIN_TOKEN]);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(await context.cookies()).toEqual([]);
+    // A reload of the tab keeps the session; signing out ends it.
+    await page.reload();
+    await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Sign in to the operator console' }));
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  }, TEST_MS);
+  it("shows what the API returns as text: an order id that is markup stays text and runs nothing", async () => {
+    const page = await signedIn();
+    let dialogs = 0;
+    page.on('dialog', (dialog) => {
+      dialogs++;
+      void dialog.dismiss();
+    });
+    await goTo(page, 'Search', 'Search records');
+    await page.getByLabel('POS order id').fill(MARKUP_ORDER_ID);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await visible(page.getByRole('heading', { level: 2, name: '1 record matches' }));
+    await visible(page.getByRole('cell', { name: MARKUP_ORDER_ID, exact: true }));
+    expect(await page.locator('#injected').count()).toBe(0);
+    expect(dialogs).toBe(0);
+  }, TEST_MS);
+});
+
+describe('as a person would', () => {
+  it("signs in with a merchant's token and sees only that merchant", async () => {
+    const page = await signedIn(merchants.north!.adminToken);
+    await visible(page.getByText('merchant:north'));
+    await visible(page.getByText('(merchant north only)'));
+    const items = await queue(page);
+    await visible(items.getByRole('link', { name: 'generic:N-1' }));
+    for (const other of ['generic:D-1', 'generic:F-1', 'generic:S-1']) expect(await page.getByText(other).count()).toBe(0);
+    // No merchant to choose: the token decides.
+    expect(await page.getByLabel('Merchant').count()).toBe(0);
+    expect(await page.getByRole('table', { name: 'By merchant' }).count()).toBe(0);
+    await screenshot(page, 'merchant-attention');
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await goTo(page, 'Search', 'Search records');
+    expect(await page.getByLabel('Merchant').count()).toBe(0);
+    await page.getByRole('button', { name: 'Search' }).click();
+    const records = await visible(page.getByRole('table', { name: 'Records, newest first' }));
+    await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
+    expect((await records.getByRole('link').allTextContents()).sort()).toEqual(['generic:N-1', 'generic:N-2']);
+
+    // Another merchant's record, asked for by its route, is not found.
+    await page.goto('/admin/#/transactions/default/generic%3AD-1');
+    await visible(page.getByRole('alert').filter({ hasText: '404' }));
+    expect(await page.getByText('Latte').count()).toBe(0);
+  }, TEST_MS);
+
+  it('finds an order by its POS order id and shows its Check, attempts and history', async () => {
+    const page = await signedIn();
+    await goTo(page, 'Search', 'Search records');
+    await page.getByLabel('POS order id').fill('H-1');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await visible(page.getByRole('heading', { level: 2, name: '1 record matches' }));
+    await screenshot(page, 'search');
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByRole('table', { name: 'Records, newest first' }).getByRole('link', { name: 'generic:H-1' }).click();
+
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }));
+    const selections = await visible(page.getByRole('table', { name: 'Selections' }));
+    expect(await selections.getByRole('row').nth(1).getByRole('cell').allTextContents()).toEqual(['Latte', 'coffee', '3', '19.99 USD', '59.97 USD']);
+    await visible(page.getByRole('heading', { level: 2, name: /^Attempts \(1/ }));
+    await page.getByText('What was sent').click();
+    await visible(page.getByText('"transactionId": "generic:H-1"').first());
+    await visible(page.getByRole('heading', { level: 2, name: 'History' }));
+    await visible(page.locator('.timeline').getByText('Pending → Accrued'));
+    // Contact details are masked on the page.
+    await visible(page.getByText('phone ••••••3333'));
+    expect(await page.getByText('+15550003333').count()).toBe(0);
+    await screenshot(page, 'record');
+    expect(await seriousViolations(page)).toEqual([]);
+  }, TEST_MS);
+
+  it('shows an action that is not allowed disabled, with the reason the API gives', async () => {
+    const detail = await admin('get', '/v1/admin/transactions/generic:A-1');
+    const why = detail.body.actions.retry.why as string;
+    expect(detail.body.actions.retry.allowed).toBe(false);
+    expect(why).toBeTruthy();
+
+    const page = await signedIn();
+    await page.goto('/admin/#/transactions/default/generic%3AA-1');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:A-1' }));
+    const retry = page.getByRole('button', { name: 'Retry', exact: true });
+    expect(await retry.isDisabled()).toBe(true);
+    const describedBy = await retry.getAttribute('aria-describedby');
+    expect(await page.locator(`#${describedBy}`).textContent()).toBe(`Not available: ${why}`);
+    await visible(page.getByText(`Not available: ${why}`));
+
+    // An allowed action asks first: the dialog takes the focus, Escape leaves it, and nothing was done.
+    const reverse = page.getByRole('button', { name: 'Reverse', exact: true });
+    await reverse.click();
+    await visible(page.getByRole('dialog', { name: 'Reverse generic:A-1' }));
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('confirm-reason');
+    await page.keyboard.press('Escape');
+    await gone(page.getByRole('dialog'));
+    expect(await reverse.evaluate((button) => button === document.activeElement)).toBe(true);
+    expect((await admin('get', '/v1/admin/transactions/generic:A-1')).body.status).toBe('accrued');
+    expect(h.sim.books().transactions['generic:A-1']!.reversals).toBe(0);
+  }, TEST_MS);
+
+  it('resolves an in-doubt record with a reason: it leaves the queue and the audit log shows who, what and why', async () => {
+    const page = await signedIn();
+    const items = await queue(page);
+    await visible(items.getByRole('link', { name: 'generic:D-1' }));
+    await visible(page.getByRole('table', { name: 'By kind' }).getByRole('cell', { name: 'In doubt' }));
+    await visible(page.getByRole('table', { name: 'By merchant' }).getByRole('link', { name: 'north' }));
+    await visible(page.getByText(/The oldest has waited/));
+    await screenshot(page, 'attention');
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await items.getByRole('link', { name: 'generic:D-1' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:D-1' }));
+    await page.getByRole('button', { name: 'Resolve…' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Resolve generic:D-1' }));
+    await dialog.getByRole('radio', { name: 'Accrued', exact: true }).check();
+    await visible(dialog.getByText('the record becomes accrued'));
+    // No reason, no action.
+    await dialog.getByRole('button', { name: 'Resolve', exact: true }).click();
+    await visible(dialog.getByRole('alert').filter({ hasText: 'Give a reason' }));
+    await dialog.getByLabel('Reason').fill('Found the accrual in the loyalty history, operation 2');
+    await screenshot(page, 'resolve-dialog', false);
+    expect(await seriousViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Resolve', exact: true }).click();
+    await gone(page.getByRole('dialog'));
+    await visible(page.locator('.facts').getByText('Accrued', { exact: true }));
+    expect((await admin('get', '/v1/admin/transactions/generic:D-1')).body.status).toBe('accrued');
+
+    const after = await queue(page);
+    await visible(after.getByRole('link', { name: 'generic:F-1' }));
+    expect(await after.getByRole('link', { name: 'generic:D-1' }).count()).toBe(0);
+
+    await goTo(page, 'Audit log', 'Audit log');
+    const log = await visible(page.getByRole('table', { name: 'Operator actions, newest first' }));
+    const row = await visible(log.getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:D-1' }) }));
+    const cells = await row.getByRole('cell').allTextContents();
+    expect(cells.slice(1)).toEqual(['admin', 'resolve accrued', 'generic:D-1', 'Found the accrual in the loyalty history, operation 2', 'accrued', 'default']);
+    await screenshot(page, 'audit');
+    expect(await seriousViolations(page)).toEqual([]);
+  }, TEST_MS);
+
+  it('retries several failed records in one bulk action, confirmed with their count', async () => {
+    const page = await signedIn();
+    await goTo(page, 'Search', 'Search records');
+    await page.getByLabel('Merchant').fill('default');
+    await page.getByRole('checkbox', { name: 'Failed', exact: true }).check();
+    await page.getByRole('button', { name: 'Search' }).click();
+    await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
+    await page.getByRole('checkbox', { name: 'Select generic:F-1' }).check();
+    await page.getByRole('checkbox', { name: 'Select generic:F-2' }).check();
+    await page.getByLabel('Action', { exact: true }).selectOption('retry');
+    await page.getByRole('button', { name: 'Review bulk action…' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Retry 2 records' }));
+    await visible(dialog.getByText('The 2 records selected: generic:F-1, generic:F-2.'));
+    await dialog.getByLabel('Reason').fill('The card block was lifted');
+    await screenshot(page, 'bulk-dialog', false);
+    expect(await seriousViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Retry 2 records' }).click();
+    await visible(page.getByText('Retry: 2 done, 0 refused.').first());
+    // A bulk retry hands the records back to delivery (this bridge's worker is off: a pass sends them), each once.
+    for (const id of ['generic:F-1', 'generic:F-2']) expect((await admin('get', `/v1/admin/transactions/${id}`)).body.status).toBe('pending');
+    expect((await admin('post', '/v1/admin/reconcile')).body.fixed.map((f: { transactionId: string }) => f.transactionId).sort()).toEqual(['generic:F-1', 'generic:F-2']);
+    for (const id of ['generic:F-1', 'generic:F-2']) {
+      expect((await admin('get', `/v1/admin/transactions/${id}`)).body.status).toBe('accrued');
+      expect(h.sim.books().transactions[id]!.accruals).toBe(1);
+    }
+  }, TEST_MS);
+
+  it('dismisses a dead letter with a reason: its body masked, then kept as dismissed and audited', async () => {
+    const page = await signedIn();
+    await goTo(page, 'Dead letters', 'Dead letters');
+    const letters = await visible(page.getByRole('table', { name: 'Dead letters, newest first' }));
+    await letters.getByRole('link', { name: deadLetterId }).click();
+    await visible(page.getByRole('heading', { level: 1, name: `Dead letter ${deadLetterId}` }));
+    await visible(page.getByRole('heading', { level: 3, name: /phone numbers and emails masked/ }));
+    expect(await page.getByText('pat.doe@example.test').count()).toBe(0);
+    expect(await page.getByText('+15550008888').count()).toBe(0);
+    await page.getByRole('button', { name: 'Dismiss' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: `Dismiss dead letter ${deadLetterId}` }));
+    await visible(dialog.getByText('kept, never deleted, never run again'));
+    await dialog.getByLabel('Reason').fill('A test order from the shop owner');
+    await dialog.getByRole('button', { name: 'Dismiss' }).click();
+    await gone(page.getByRole('dialog'));
+    await visible(page.locator('.facts').getByText('dismissed', { exact: true }));
+    const replay = page.getByRole('button', { name: 'Replay' });
+    expect(await replay.isDisabled()).toBe(true);
+    await visible(page.getByText('Not available: it was dismissed').first());
+    await screenshot(page, 'dead-letter');
+    expect(await seriousViolations(page)).toEqual([]);
+    // Asked for explicitly, the contact details are shown, and that is audited too.
+    await page.getByRole('button', { name: 'Show phone numbers and emails' }).click();
+    await visible(page.getByText('"email": "pat.doe@example.test"'));
+
+    await goTo(page, 'Audit log', 'Audit log');
+    const log = await visible(page.getByRole('table', { name: 'Operator actions, newest first' }));
+    const rows = log.getByRole('row').filter({ has: page.getByRole('link', { name: deadLetterId }) });
+    await visible(rows.first());
+    const actions = await Promise.all((await rows.all()).map(async (row) => (await row.getByRole('cell').allTextContents()).slice(1, 5)));
+    expect(actions).toEqual([
+      ['admin', 'unmask', deadLetterId, ''],
+      ['admin', 'dismiss', deadLetterId, 'A test order from the shop owner'],
+    ]);
+  }, TEST_MS);
+
+  it("closes an orphan reverse_failed as a named operator: kept in its status, marked closed with her name and reason", async () => {
+    const page = await signedIn(ALICE_TOKEN);
+    await visible(page.getByText('alice'));
+    await page.goto('/admin/#/transactions/default/generic%3AO-404');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:O-404' }));
+    await visible(page.getByText('No Check: this record was created by a refund of an order the bridge never saw.'));
+    await page.getByRole('button', { name: 'Close', exact: true }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Close generic:O-404' }));
+    await visible(dialog.getByText('kept in the ledger with your reason, never deleted'));
+    await dialog.getByLabel('Reason').fill('Refund of an order from before the loyalty program');
+    await dialog.getByRole('button', { name: 'Close', exact: true }).click();
+    await gone(page.getByRole('dialog'));
+    await visible(page.getByText('by alice: Refund of an order from before the loyalty program').first());
+    await visible(page.locator('.facts').getByText('Reverse failed', { exact: true }));
+    expect(await page.getByRole('button', { name: 'Close', exact: true }).isDisabled()).toBe(true);
+    const detail = (await admin('get', '/v1/admin/transactions/generic:O-404')).body;
+    expect(detail.closed).toMatchObject({ actor: 'alice', reason: 'Refund of an order from before the loyalty program' });
+    expect((await admin('get', '/v1/admin/attention')).body.items.map((i: { transactionId?: string }) => i.transactionId)).not.toContain('generic:O-404');
+  }, TEST_MS);
+
+  it('acknowledges the deliveries of an order with another amount: counted on its page, then out of the queue', async () => {
+    const page = await signedIn();
+    const items = await queue(page);
+    const row = items.getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:C-1' }) });
+    await visible(row.getByRole('cell', { name: 'Changed repeats', exact: true }));
+    await row.getByRole('link', { name: 'generic:C-1' }).click();
+    await visible(page.getByRole('heading', { level: 2, name: 'Delivered again with another amount (1 time)' }));
+    await visible(page.getByRole('table', { name: 'Deliveries kept (the first and the latest)' }).getByRole('cell', { name: '9.99 USD' }));
+    await page.getByRole('button', { name: 'Acknowledge changed repeats' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Acknowledge changed repeats generic:C-1' }));
+    await visible(dialog.getByText('nothing is sent'));
+    await dialog.getByLabel('Reason').fill('The till reopened the check; the customer keeps the first accrual');
+    await dialog.getByRole('button', { name: 'Acknowledge changed repeats' }).click();
+    await gone(page.getByRole('dialog'));
+    await visible(page.getByText('Not available: no deliveries with another amount wait to be acknowledged'));
+    await visible(page.getByRole('heading', { level: 2, name: 'Delivered again with another amount (1 time, 1 acknowledged)' }));
+    const after = await queue(page);
+    expect(await after.getByRole('link', { name: 'generic:C-1' }).count()).toBe(0);
+    expect(h.sim.books().transactions['generic:C-1']!.accruals).toBe(1);
+  }, TEST_MS);
+
+  it('runs a reconcile pass and shows its report', async () => {
+    const page = await signedIn();
+    await goTo(page, 'Reconcile', 'Reconcile');
+    await page.getByRole('button', { name: 'Run reconcile now' }).click();
+    await visible(page.getByText(/^Examined \d+ records? between/));
+    const open = await visible(page.getByRole('table', { name: /^Still open/ }));
+    await visible(open.getByRole('link', { name: 'generic:N-1' }));
+
+    // The three-way report of a merchant whose history the bridge can read, for today.
+    await page.getByLabel('Merchant').fill('east');
+    await page.getByRole('button', { name: 'Read report' }).click();
+    await visible(page.getByText(/^Merchant east, from .* UTC to .* UTC \(not included\): 0 POS orders and refunds, 1 ledger record and 1 operation examined; 0 differences\.$/));
+    await screenshot(page, 'reconcile');
+    expect(await seriousViolations(page)).toEqual([]);
+    // Where it cannot be read, the page says why, in the API's words.
+    await page.getByLabel('Merchant').fill('north');
+    await page.getByRole('button', { name: 'Read report' }).click();
+    await visible(page.getByRole('alert').filter({ hasText: 'merchant north has no loyalty API key' }));
+  }, TEST_MS);
+
+  it('signs the page out when the bridge stops accepting its token (rotated), and forgets it', async () => {
+    const page = await signedIn(merchants.south!.adminToken);
+    await visible(page.getByText('(merchant south only)'));
+    expect((await admin('post', '/v1/admin/merchants/south/tokens')).status).toBe(200);
+    await goTo(page, 'Search', 'Sign in to the operator console');
+    await visible(page.getByRole('alert').filter({ hasText: 'no longer accepts your token' }));
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  }, TEST_MS);
+});
