@@ -7,26 +7,7 @@
  * pass, and beside it the checkout path's latency at RATE/s, open loop, with no pass running and
  * with passes running back to back, alternating, medians of the rounds.
  */
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import { join } from 'node:path';
-import {
-  BENCH_POS_TOKEN,
-  BRIDGE_POST_HEADERS,
-  fmt,
-  freePort,
-  keepAliveAgent,
-  median,
-  progress,
-  runPhase,
-  runRatePhase,
-  startChild,
-  table,
-  trackTempDir,
-  waitForHttp,
-  waitForLine,
-  type PhaseResult,
-} from './bench-lib.js';
+import { BENCH_POS_TOKEN, BRIDGE_POST_HEADERS, fmt, keepAliveAgent, median, postJson, progress, runPhase, runRatePhase, startSimulatorAndBridge, table, type PhaseResult } from './bench-lib.js';
 import { checkoutPayload } from './bench-records.js';
 
 export interface BackfillPartOptions {
@@ -47,12 +28,6 @@ const SQUARE_MERCHANT = 'MLBENCHBACKF1';
 const SQUARE_TOKEN = 'bench-square-token';
 const SQUARE_LOCATION = 'LOCBENCHBACK1';
 
-async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
-
 interface PassFigures {
   seconds: number;
   examined: number;
@@ -63,31 +38,19 @@ interface PassFigures {
 
 export async function backfillPart(o: BackfillPartOptions): Promise<void> {
   progress(`backfill: starting a simulator and a bridge; ${o.orders} Square orders`);
-  const sim = startChild(process.execPath, [join(o.here, 'bench-sim.js'), '0'], { cwd: o.projectRoot });
-  const simUrl = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
-  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-backfill-')));
-  const port = await freePort();
-  const bridge = startChild(process.execPath, [join(o.distDir, 'src', 'main.js')], {
-    cwd: o.projectRoot,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      LOYALTY_BASE_URL: simUrl,
-      LOYALTY_APP_TOKEN: 'sim-app-token',
-      LOYALTY_API_KEY: 'sim-api-key',
-      ADMIN_TOKEN: o.adminToken,
-      POS_TOKEN: BENCH_POS_TOKEN,
-      LEDGER_URL: `file:${join(dir, 'ledger.json')}`,
-      LOG_LEVEL: 'silent',
-      SQUARE_API_BASE_URL: `${simUrl}/square`,
-      SQUARE_ACCESS_TOKEN: SQUARE_TOKEN,
-      SQUARE_MERCHANT_ID: SQUARE_MERCHANT,
-      BACKFILL_INTERVAL_MS: '0',
-    },
-  });
-  const bridgeUrl = `http://127.0.0.1:${port}`;
+  const { sim, simUrl, bridge, bridgeUrl } = await startSimulatorAndBridge(o, 'backfill', (simUrl) => ({
+    LOYALTY_BASE_URL: simUrl,
+    LOYALTY_APP_TOKEN: 'sim-app-token',
+    LOYALTY_API_KEY: 'sim-api-key',
+    ADMIN_TOKEN: o.adminToken,
+    POS_TOKEN: BENCH_POS_TOKEN,
+    LOG_LEVEL: 'silent',
+    SQUARE_API_BASE_URL: `${simUrl}/square`,
+    SQUARE_ACCESS_TOKEN: SQUARE_TOKEN,
+    SQUARE_MERCHANT_ID: SQUARE_MERCHANT,
+    BACKFILL_INTERVAL_MS: '0',
+  }));
   try {
-    await waitForHttp(`${bridgeUrl}/readyz`, bridge);
     const made = await postJson(`${simUrl}/__sim/pos/square/accounts`, { merchantId: SQUARE_MERCHANT, accessToken: SQUARE_TOKEN, locationIds: [SQUARE_LOCATION] });
     if (made.status !== 201) throw new Error(`simulator refused the Square account: HTTP ${made.status} ${JSON.stringify(made.body)}`);
     const since = new Date(Date.now() - 2 * 3_600_000).toISOString();

@@ -3,7 +3,9 @@
  * child processes that are always cleaned up, and /proc CPU readings. No dependency beyond Node.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
 import http from 'node:http';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -464,4 +466,39 @@ export function problemTransactionIds(bodies: string[], max = 3): string[] {
     })
     .filter((id): id is string => typeof id === 'string')
     .slice(0, max);
+}
+
+/** POSTs JSON and answers the status and the parsed body (the benchmark's set-up calls: control APIs, admin). */
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/**
+ * A simulator (`bench-sim.js`) and a bridge (`dist/src/main.js`, a file ledger in a new temporary
+ * folder) as child processes, the bridge ready; `env` gives the bridge's variables besides PORT and
+ * LEDGER_URL, knowing the simulator's address.
+ */
+export async function startSimulatorAndBridge(
+  paths: { here: string; distDir: string; projectRoot: string },
+  label: string,
+  env: (simUrl: string) => Record<string, string>,
+): Promise<{ sim: Child; simUrl: string; bridge: Child; bridgeUrl: string }> {
+  const sim = startChild(process.execPath, [join(paths.here, 'bench-sim.js'), '0'], { cwd: paths.projectRoot });
+  const simUrl = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
+  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), `bench-${label}-`)));
+  const port = await freePort();
+  const bridge = startChild(process.execPath, [join(paths.distDir, 'src', 'main.js')], {
+    cwd: paths.projectRoot,
+    env: { ...process.env, ...env(simUrl), PORT: String(port), LEDGER_URL: `file:${join(dir, 'ledger.json')}` },
+  });
+  const bridgeUrl = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(`${bridgeUrl}/readyz`, bridge);
+  } catch (error) {
+    await Promise.all([bridge.stop(), sim.stop()]);
+    throw error;
+  }
+  return { sim, simUrl, bridge, bridgeUrl };
 }

@@ -8,26 +8,9 @@
  * app token. The figure is the bridge's CPU per checkout with many merchants over with one (and
  * throughput one over many), medians of the rounds.
  */
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { CACHE_MS } from '../src/merchants/registry.js';
-import {
-  cpuMsOf,
-  fmt,
-  freePort,
-  keepAliveAgent,
-  median,
-  progress,
-  runPhase,
-  startChild,
-  table,
-  trackTempDir,
-  waitForHttp,
-  waitForLine,
-  type PhaseResult,
-} from './bench-lib.js';
+import { cpuMsOf, fmt, keepAliveAgent, median, postJson, progress, runPhase, startSimulatorAndBridge, table, type PhaseResult } from './bench-lib.js';
 import { checkoutPayload } from './bench-records.js';
 
 export interface MerchantsPartOptions {
@@ -50,12 +33,6 @@ interface Created {
   posToken: string;
 }
 
-async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
-
 /** Runs `task` over `items`, `lanes` at a time. */
 async function inLanes<T, R>(items: T[], lanes: number, task: (item: T) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
@@ -70,28 +47,16 @@ async function inLanes<T, R>(items: T[], lanes: number, task: (item: T) => Promi
 
 export async function merchantsPart(o: MerchantsPartOptions): Promise<void> {
   progress(`many merchants: starting a simulator and a bridge for ${o.merchants} merchants`);
-  const sim = startChild(process.execPath, [join(o.here, 'bench-sim.js'), '0'], { cwd: o.projectRoot });
-  const simUrl = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
-  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-merchants-')));
-  const port = await freePort();
-  const bridge = startChild(process.execPath, [join(o.distDir, 'src', 'main.js')], {
-    cwd: o.projectRoot,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      LOYALTY_BASE_URL: simUrl,
-      LOYALTY_APP_TOKEN: 'sim-app-token',
-      LOYALTY_API_KEY: 'sim-api-key',
-      ADMIN_TOKEN: o.adminToken,
-      POS_AUTH: 'token',
-      SECRETS_KEY: randomBytes(32).toString('base64'),
-      LEDGER_URL: `file:${join(dir, 'ledger.json')}`,
-      LOG_LEVEL: 'silent',
-    },
-  });
-  const bridgeUrl = `http://127.0.0.1:${port}`;
+  const { sim, simUrl, bridge, bridgeUrl } = await startSimulatorAndBridge(o, 'merchants', (simUrl) => ({
+    LOYALTY_BASE_URL: simUrl,
+    LOYALTY_APP_TOKEN: 'sim-app-token',
+    LOYALTY_API_KEY: 'sim-api-key',
+    ADMIN_TOKEN: o.adminToken,
+    POS_AUTH: 'token',
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'silent',
+  }));
   try {
-    await waitForHttp(`${bridgeUrl}/readyz`, bridge);
     const ids = Array.from({ length: o.merchants }, (_, i) => `bench-m${i}`);
     const setUpStarted = performance.now();
     const created = await inLanes(ids, 16, async (id): Promise<Created> => {

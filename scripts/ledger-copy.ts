@@ -73,6 +73,8 @@ export interface CopyResult {
   deadLetters: CopyCounts;
   /** The operators' audit trail (entries). */
   audit: CopyCounts;
+  /** Backfill states: one per merchant and POS account. */
+  backfill: CopyCounts;
   /** The count check: PostgreSQL holds everything the file ledger holds (merchants and records at the file's version or newer). */
   ok: boolean;
   migrationsApplied: number[];
@@ -236,6 +238,25 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     audit.inPostgres = entries.filter((e) => held.has(auditKey(e))).length;
     if (audit.inFile) log(`audit trail: ${fmt(audit.imported)} entries imported, ${fmt(audit.skipped)} skipped (already in PostgreSQL)`);
 
+    // Backfill watermarks (README "Backfill"), without their leases (no pass runs while the file
+    // ledger is held for the copy). PostgreSQL's state of an account is kept when its watermark is
+    // as far along already (a re-run, or a bridge on PostgreSQL that read further).
+    const backfill = { inFile: 0, imported: 0, skipped: 0, inPostgres: 0 };
+    for (const state of await file.listBackfillStates()) {
+      backfill.inFile++;
+      const { lease: _lease, ...copied } = state;
+      let imported = false;
+      await pg.updateBackfillState(state.merchantId, state.pos, (current) => {
+        if (current && current.account === state.account && Date.parse(current.watermark ?? '') >= Date.parse(state.watermark ?? '')) return undefined;
+        imported = true;
+        return copied;
+      });
+      if (imported) backfill.imported++;
+      else backfill.skipped++;
+    }
+    backfill.inPostgres = backfill.imported + backfill.skipped;
+    if (backfill.inFile) log(`backfill watermarks: ${fmt(backfill.imported)} imported, ${fmt(backfill.skipped)} skipped (as far along in PostgreSQL already)`);
+
     // The count check: of the file ledger's ids, how many PostgreSQL holds (records: at the file's
     // version or newer).
     const ids = [...versions.keys()];
@@ -273,7 +294,7 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     );
     const seconds = (performance.now() - started) / 1000;
     log(`${ok ? 'copied' : 'copy incomplete'} in ${seconds.toFixed(1)} s (${fmt(seconds > 0 ? total / seconds : total)} records/s)`);
-    return { merchants, records, deadLetters, audit, ok, migrationsApplied, seconds };
+    return { merchants, records, deadLetters, audit, backfill, ok, migrationsApplied, seconds };
   } finally {
     await file.close().catch(() => undefined);
     await pg.close().catch(() => undefined);

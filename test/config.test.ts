@@ -94,6 +94,16 @@ describe('configuration', () => {
     expect(load({ HOST: '0.0.0.0:8080' })).toThrow(/HOST/);
   });
 
+  it('backfill: scheduled passes off outside sandbox unless BACKFILL_INTERVAL_MS says, every minute in sandbox; a 72 h overlap', () => {
+    const outside = { LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't' };
+    expect(loadConfig(outside).backfill).toEqual({ intervalMs: 0, overlapMs: 72 * 3_600_000 });
+    expect(loadConfig({}).backfill).toEqual({ intervalMs: 60_000, overlapMs: 72 * 3_600_000 });
+    expect(loadConfig({ BACKFILL_INTERVAL_MS: '0' }).backfill.intervalMs).toBe(0);
+    expect(loadConfig({ ...outside, BACKFILL_INTERVAL_MS: '300000', BACKFILL_OVERLAP_MS: '3600000' }).backfill).toEqual({ intervalMs: 300_000, overlapMs: 3_600_000 });
+    expect(() => loadConfig({ ...outside, BACKFILL_INTERVAL_MS: '-1' })).toThrow(/BACKFILL_INTERVAL_MS/);
+    expect(() => loadConfig({ ...outside, BACKFILL_OVERLAP_MS: 'a day' })).toThrow(/BACKFILL_OVERLAP_MS/);
+  });
+
   it('POS settings come from the variables each adapter declares, with their defaults', () => {
     expect(loadConfig({ PORT: '9000' }).pos).toEqual({
       generic: { apiBaseUrl: '' },

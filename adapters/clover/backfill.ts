@@ -11,13 +11,15 @@
  * reversal when they cover the payment), a paid one its sale, anything else an unpaid sale. The
  * sale of a refunded order is listed too, as paid: its webhook may be the one that was lost.
  *
- * Clover documents at most three expansions per call while translation needs six (api.ts reads a
- * single order twice); a listing asks for all six at once. The fake API serves them; against
- * Clover itself this is the first thing to check if listed orders are refused for missing lines.
+ * Clover expands at most three collections a call while translation needs six (api.ts reads a
+ * single order twice, as here): each page is listed with the lines and discounts, then the same
+ * page again with payments, refunds and customers, and the two are merged order by order. An order
+ * that changed between the two reads (another `modifiedTime`, or it moved out of the page) is read
+ * whole on its own (`fetchOrder`, which checks the same).
  */
 import type { BackfillSpec, ListedObject, WebhookAction } from '../../src/pos/contract.js';
 import { clampPageSize, listAt, textOf } from '../../src/pos/backfill-kit.js';
-import { ORDER_LINES_EXPAND, ORDER_MONEY_EXPAND } from './api.js';
+import { fetchOrder, ORDER_LINES_EXPAND, ORDER_MONEY_EXPAND } from './api.js';
 import { decideOrder } from './webhook.js';
 
 const MAX_LIMIT = 1000;
@@ -47,6 +49,11 @@ function listed(order: Record<string, unknown>, merchantId: string): ListedObjec
   return [{ kind: 'checkout', payload, orderId, updatedAt, paid }, ...refunds];
 }
 
+/** The merchant a listing's path names (`/v3/merchants/{mId}/orders`). */
+function merchantOfPath(path: string): string {
+  return decodeURIComponent(path.split('/')[3] ?? '');
+}
+
 export const cloverBackfill: BackfillSpec = {
   listings(window, account, pageSize) {
     return [
@@ -56,15 +63,28 @@ export const cloverBackfill: BackfillSpec = {
         query: {
           filter: [`modifiedTime>=${window.since.getTime()}`, `modifiedTime<${window.until.getTime()}`],
           orderBy: 'modifiedTime ASC',
-          expand: `${ORDER_LINES_EXPAND},${ORDER_MONEY_EXPAND}`,
+          expand: ORDER_LINES_EXPAND,
           offset: '0',
           limit: String(clampPageSize(pageSize, MAX_LIMIT)),
         },
       },
     ];
   },
+  async completePage(api, answer, request) {
+    const lines = listAt(answer.data, 'elements');
+    if (lines.length === 0) return answer;
+    const money = new Map(listAt((await api.request({ ...request, query: { ...request.query, expand: ORDER_MONEY_EXPAND } })).data, 'elements').map((o) => [textOf(o, 'id'), o]));
+    const merchantId = merchantOfPath(request.path);
+    const elements: unknown[] = [];
+    for (const order of lines) {
+      const other = money.get(textOf(order, 'id'));
+      if (other && other.modifiedTime === order.modifiedTime) elements.push({ ...order, payments: other.payments, refunds: other.refunds, customers: other.customers });
+      else elements.push(await fetchOrder(api, merchantId, textOf(order, 'id') ?? ''));
+    }
+    return { ...answer, data: { ...(answer.data as object), elements } };
+  },
   page(answer, request) {
-    const account = decodeURIComponent(request.path.split('/')[3] ?? '');
+    const account = merchantOfPath(request.path);
     const orders = listAt(answer.data, 'elements');
     const found = orders.flatMap((order) => listed(order, account));
     const limit = Number(request.query!.limit);

@@ -113,7 +113,8 @@ export async function* listPosChanges(options: ListingOptions): AsyncGenerator<F
   for (const first of spec.listings(options.window, account, options.pageSize ?? 100, prepared)) {
     for (let request: PosRequest | undefined = first; request; ) {
       const current: PosRequest = request;
-      const answer = await withRetry(() => api.request(current), retry, sleep);
+      const listed = await withRetry(() => api.request(current), retry, sleep);
+      const answer = spec.completePage ? await withRetry(() => spec.completePage!(api, listed, current), retry, sleep) : listed;
       const page = spec.page(answer, current);
       pages++;
       for (const object of page.found) {

@@ -13,6 +13,7 @@
  */
 import { BridgeError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { withMerchant } from '../log-context.js';
+import { maskContacts } from '../mask.js';
 import { DEFAULT_MERCHANT, ledgerKey } from '../ledger/record.js';
 import type { BackfillPassSummary, BackfillState, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
@@ -150,7 +151,10 @@ export class BackfillPoller {
       throw ValidationError.field('until', `must be after since (${since.toISOString()})`);
     }
     const result: PassResult = { merchantId: merchant.id, pos, since: since.toISOString(), until: until.toISOString(), examined: 0, new: [], known: 0, refused: [], unpaid: 0, pages: 0 };
-    this.logger.info({ pos, account, since: result.since, until: result.until, by: request.by }, 'backfill pass started');
+    // A scheduled pass that finds nothing new is routine: its lines are debug, so a round of every
+    // merchant's accounts each interval does not fill the log; what it recorded is always info.
+    const routine = request.by === 'scheduled';
+    this.logger[routine ? 'debug' : 'info']({ pos, account, since: result.since, until: result.until, by: request.by }, 'backfill pass started');
     try {
       // Refunds after every sale of the window: a partial refund needs the sale it reduces recorded.
       const refunds: FoundItem[] = [];
@@ -176,13 +180,18 @@ export class BackfillPoller {
         const key = `${item.kind}\u0000${item.orderId}\u0000${item.refundId ?? ''}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        if (item.kind === 'refund') refunds.push(item);
-        else await this.#take(adapter, merchant, item, result);
+        // Still ours before anything of a new page is taken: a pass that lost its lease stops here.
         if (pages > renewedAt) {
           renewedAt = pages;
           await this.#renew(merchant.id, pos);
         }
+        if (item.kind === 'refund') refunds.push(item);
+        else await this.#take(adapter, merchant, item, result);
+        // A known order is a parse and a ledger read, both synchronous on the file ledger: without a
+        // turn of the event loop between them a page of them would hold up every checkout meanwhile.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
+      if (refunds.length > 0) await this.#renew(merchant.id, pos);
       for (const item of refunds) await this.#take(adapter, merchant, item, result);
     } catch (error) {
       await this.#finish(merchant.id, pos, result, startedAt, request.by, error);
@@ -202,7 +211,7 @@ export class BackfillPoller {
     }
     if (!item.intent || item.refused) {
       result.refused.push({ id, why: item.refused ?? 'not read' });
-      this.logger.warn({ pos: item.pos, orderId: item.orderId, refundId: item.refundId, why: item.refused }, 'backfill found an order the adapter cannot translate');
+      this.logger.warn({ pos: item.pos, orderId: item.orderId, refundId: item.refundId, why: maskContacts(item.refused ?? '') }, 'backfill found an order the adapter cannot translate');
       return count('refused');
     }
     try {
@@ -238,7 +247,7 @@ export class BackfillPoller {
     let held: { owner: string; until: string } | undefined;
     const state = await this.store.updateBackfillState(merchantId, pos, (current) => {
       const lease = current?.lease;
-      if (lease && Date.parse(lease.until) > nowMs) {
+      if (lease && this.#holds(lease, nowMs)) {
         held = lease;
         return undefined;
       }
@@ -248,6 +257,16 @@ export class BackfillPoller {
     });
     if (held) throw new BackfillRunningError(merchantId, pos, held);
     return state!;
+  }
+
+  /**
+   * Whether a lease still keeps this instance out. On a store one process holds (the file ledger),
+   * another instance's lease was left by a process that is gone (it stopped mid-pass): taken over
+   * at once, as records left in flight are, rather than waiting for it to run out.
+   */
+  #holds(lease: { owner: string; until: string }, nowMs: number): boolean {
+    if (Date.parse(lease.until) <= nowMs) return false;
+    return lease.owner === this.options.owner || this.store.sharedByInstances === true;
   }
 
   /** Keeps the lease while pages are read; a lease lost meanwhile (it ran out and another instance took it) ends the pass. */
@@ -290,8 +309,10 @@ export class BackfillPoller {
       unpaid: result.unpaid,
       ...(error ? { error: error instanceof Error ? error.message : String(error) } : {}),
     };
+    // A pass whose lease another instance took writes nothing: the state is that instance's now.
+    const lost = error instanceof BackfillRunningError;
     const stored = await this.store.updateBackfillState(merchantId, pos, (current) => {
-      if (!current) return undefined;
+      if (!current || lost) return undefined;
       const ours = current.lease?.owner === this.options.owner;
       const watermark = error ? current.watermark : advanced(current.watermark, result.since, result.until);
       return {
@@ -305,7 +326,8 @@ export class BackfillPoller {
     this.metrics.backfillPasses.inc({ pos, outcome: error ? 'failed' : 'complete', ...this.metrics.merchant(merchantId) });
     const fields = { pos, since: result.since, until: result.until, examined: result.examined, new: result.new.length, known: result.known, refused: result.refused.length, unpaid: result.unpaid, watermark: stored?.watermark };
     if (error) this.logger.warn({ ...fields, err: error }, 'backfill pass stopped before the end of its window: the watermark did not move');
-    else this.logger.info(fields, result.new.length ? 'backfill pass recorded orders whose webhooks never arrived' : 'backfill pass complete');
+    else if (result.new.length) this.logger.info(fields, 'backfill pass recorded orders whose webhooks never arrived');
+    else this.logger[by === 'scheduled' ? 'debug' : 'info'](fields, 'backfill pass complete');
     return { ...result, ...(stored?.watermark ? { watermark: stored.watermark } : {}) };
   }
 
@@ -324,7 +346,7 @@ export class BackfillPoller {
         if (!account || !merchant.pos[pos]?.accessToken) continue;
         const state = states.get(`${merchant.id}/${pos}`);
         const current = state?.account === account ? state : undefined;
-        const running = current?.lease && Date.parse(current.lease.until) > nowMs ? current.lease : undefined;
+        const running = current?.lease && this.#holds(current.lease, nowMs) ? current.lease : undefined;
         rows.push({
           merchantId: merchant.id,
           pos,
@@ -368,8 +390,10 @@ export class BackfillPoller {
   async round(): Promise<{ passes: number; failed: number }> {
     let passes = 0;
     let failed = 0;
+    const rows = await this.status();
+    // After status(): an account never read shows its next pass as due now, status()'s now.
     const nowMs = this.clock().getTime();
-    for (const row of await this.status()) {
+    for (const row of rows) {
       if (this.#loop.stopping) break;
       if (row.running || (row.nextPassAt && Date.parse(row.nextPassAt) > nowMs)) continue;
       try {

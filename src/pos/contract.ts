@@ -143,6 +143,11 @@ export interface BackfillSpec {
    * one listing (Square takes at most 10 locations). `pageSize`: wanted per page, within the POS's limit.
    */
   listings(window: BackfillWindow, account: string, pageSize: number, prepared: unknown): PosRequest[];
+  /**
+   * Reads what one request cannot carry and answers the page whole (Clover expands at most three
+   * collections a call): the same page again with the rest, merged. Absent: the answer is whole.
+   */
+  completePage?(api: PosListingApi, answer: PosAnswer, request: PosRequest): Promise<PosAnswer>;
   /** One page's answer: what it lists, and the request for the next page (absent: the listing is done). */
   page(answer: PosAnswer, request: PosRequest): { found: ListedObject[]; next?: PosRequest };
 }

@@ -412,6 +412,23 @@ describe('checkout: Check.amount = subtotal after discounts, tax, tip and shippi
   });
 });
 
+describe('checkout: only a paid order accrues (financial_status)', () => {
+  it.each(['pending', 'authorized', 'partially_paid', 'voided', 'expired'])('%s is refused, naming financial_status', (status) => {
+    expect(validationIssues(() => checkout(modernOrder({ financial_status: status })))).toEqual([
+      { field: 'financial_status', message: `is "${status}": the order is not paid, so nothing accrues until it is (paid, partially_refunded, refunded)` },
+    ]);
+  });
+
+  it.each(['paid', 'partially_refunded', 'refunded'])('%s accrues (a refunded order was paid; its refunds are their own)', (status) => {
+    expect(checkout(modernOrder({ financial_status: status })).check.amount).toBeGreaterThan(0);
+  });
+
+  it('an order without the field (posted directly, built by hand) is read as before', () => {
+    const { financial_status: _status, ...order } = modernOrder();
+    expect(checkout(order).check.amount).toBeGreaterThan(0);
+  });
+});
+
 describe('checkout: customer', () => {
   it('the order\'s own phone and email come first, then the customer\'s; names from the customer', () => {
     const order = modernOrder({ phone: '', email: null, contact_email: null, customer: { id: 7001, email: 'Ann.Lee@Example.com', phone: '+15550003333', first_name: ' Ann ', last_name: 'Lee' } });

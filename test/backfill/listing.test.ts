@@ -6,6 +6,9 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { adapters } from '../../adapters/index.js';
+import { ORDER_LINES_EXPAND } from '../../adapters/clover/api.js';
+import { cloverBackfill } from '../../adapters/clover/backfill.js';
+import type { PosListingApi, PosRequest } from '../../src/pos/contract.js';
 import { listPosChanges, type FoundItem, type ListingMerchant } from '../../src/backfill/index.js';
 import { BackfillNotPossibleError } from '../../src/backfill/listing.js';
 import { PosApiError } from '../../src/pos-api.js';
@@ -94,5 +97,38 @@ describe.each(BACKFILL_POSES)('listPosChanges: $pos', (p) => {
   it('refuses (422) a merchant without an account on the POS', async () => {
     merchant = { id: 'm1', context: US, pos: {} };
     await expect(list(at(0), at(10))).rejects.toThrow(BackfillNotPossibleError);
+  });
+});
+
+describe('Clover: at most three expansions a call', () => {
+  it('lists a page with the lines, then the same page with the money, and merges them; an order that changed between the reads is read whole', async () => {
+    const sent: PosRequest[] = [];
+    const order = (id: string, modifiedTime: number, extra: Record<string, unknown>) => ({ id, modifiedTime, ...extra });
+    const api: PosListingApi = {
+      get: async (path, query) => {
+        sent.push({ method: 'GET', path, ...(query ? { query } : {}) });
+        return order('ORDERB0000002', 2, query?.expand === ORDER_LINES_EXPAND ? { lineItems: { elements: ['B lines, read again'] } } : { payments: { elements: ['B paid, read again'] } });
+      },
+      request: async (request) => {
+        sent.push(request);
+        const lines = request.query!.expand === ORDER_LINES_EXPAND;
+        return {
+          headers: {},
+          data: {
+            elements: lines
+              ? [order('ORDERA0000001', 1, { lineItems: { elements: ['A lines'] } }), order('ORDERB0000002', 1, { lineItems: { elements: ['B lines'] } })]
+              : [order('ORDERA0000001', 1, { payments: { elements: ['A paid'] } }), order('ORDERB0000002', 2, { payments: { elements: ['B paid'] } })],
+          },
+        };
+      },
+    };
+    const [first] = cloverBackfill.listings({ since: new Date(T0), until: new Date(T0 + 60_000) }, 'MERCHANT00001', 100, undefined);
+    const page = await cloverBackfill.completePage!(api, await api.request(first!), first!);
+    for (const r of sent) expect(String(r.query?.expand ?? '').split(',').length).toBeLessThanOrEqual(3);
+    expect((page.data as { elements: unknown[] }).elements).toEqual([
+      { id: 'ORDERA0000001', modifiedTime: 1, lineItems: { elements: ['A lines'] }, payments: { elements: ['A paid'] }, refunds: undefined, customers: undefined },
+      // Changed between the two reads: fetchOrder's own two reads of it, merged.
+      expect.objectContaining({ id: 'ORDERB0000002', lineItems: { elements: ['B lines, read again'] }, payments: { elements: ['B paid, read again'] } }),
+    ]);
   });
 });

@@ -7,12 +7,13 @@
  * takes over; on PostgreSQL two instances never read one account at once.
  */
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
 import { emptyMemoryLedger, MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
-import { silentLogger } from '../../src/logger.js';
+import { createLogger, silentLogger } from '../../src/logger.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import { BACKFILL_POSES, sale, settingsFor, type BackfillPos } from '../support/backfill-pos.js';
 import { ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';
@@ -95,6 +96,27 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     await accruedOnce(h, [transactionId!]);
   });
 
+  it('a sale and its partial refund found together: accrued, reversed once and the rest re-accrued; a second pass changes nothing', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    const orderId = addOrder('+14155550271', ago(10));
+    h.sim.pos[p.pos].addRefund(s.account.account, { orderId, lines: [{ line: 0, quantity: 1 }], at: ago(5) });
+    const first = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ examined: 2, known: 0, refused: [] });
+    const [sale, ...others] = first.body.new as string[];
+    expect(others.every((id) => id === sale)).toBe(true);
+    await eventually(() => h.sim.books().transactions[sale!], (t) => t?.reversals === 1);
+    const books = h.sim.books();
+    expect(books.transactions[sale!]).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(books.doubleAccruals).toEqual([]);
+    expect(books.doubleReversals).toEqual([]);
+    const second = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(second.body).toMatchObject({ examined: 2, new: [], known: 2 });
+    expect(h.sim.books().transactions[sale!]).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(h.sim.books().reverseRequests).toBe(books.reverseRequests);
+  });
+
   it('pages through a window of several pages: every order once', async () => {
     s = await setUp(p);
     for (let i = 0; i < 5; i++) addOrder(`+1415555021${i}`, ago(20 - i));
@@ -112,8 +134,8 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     const empty = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
     const watermark = empty.body.watermark as string;
     for (let i = 0; i < 5; i++) addOrder(`+1415555022${i}`, ago(20 - i));
-    // The first page is read; the second is refused on every try.
-    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'rate_limit', on: 'list', after: 1, times: 2 });
+    // The first pages are read; a later one is refused on every try.
+    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'rate_limit', on: 'list', after: 2, times: 2 });
     const failed = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
     expect(failed.status).toBe(502);
     expect(failed.body.error.code).toBe('pos_api_failed');
@@ -151,29 +173,29 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(Date.parse(row!.watermark!)).toBeGreaterThanOrEqual(Date.parse(watermark));
   });
 
-  it('an instance that stops mid-pass loses and doubles nothing: its lease runs out, another instance reads the window again, and the stopped one can no longer move the watermark', async () => {
+  it('an instance that stops mid-pass loses and doubles nothing: another on the same single-process ledger takes its lease over at once and reads the window again; the stopped one, should it wake, can no longer move anything', async () => {
     const state = emptyMemoryLedger();
-    const lease = { ...FAST, leaseMs: 300 };
-    s = await setUp(p, {}, { store: new MemoryLedgerStore(state), backfill: lease, startWorker: false });
+    s = await setUp(p, {}, { store: new MemoryLedgerStore(state), startWorker: false });
     const { h } = s;
     for (let i = 0; i < 5; i++) addOrder(`+1415555024${i}`, ago(20 - i));
-    // The first page is read and recorded; the second answers only after a long while.
-    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 1500 });
+    // The first pages are read and recorded; a later one answers only after a long while.
+    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 2, delayMs: 1500 });
     const stalled = backfill(h.bridge, { pos: p.pos, since: ago(60) }).then((r) => r);
     await eventually(() => status(h.bridge, p.pos), (row) => row?.running !== undefined);
 
-    // A second instance on the same ledger: refused while the first one's lease holds, then it takes over.
-    const other = await startBridge(h.config, silentLogger, { ...s.overrides, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new MemoryLedgerStore(state), backfill: lease, startBackfill: false });
+    // A new instance on the same ledger (the file ledger is one process's: the other is gone).
+    const other = await startBridge(h.config, silentLogger, { ...s.overrides, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new MemoryLedgerStore(state), startBackfill: false });
     try {
-      expect((await backfill(other, { pos: p.pos, since: ago(60) })).status).toBe(409);
-      const taken = await eventually(() => backfill(other, { pos: p.pos, since: ago(60) }), (r) => r.status !== 409, 5000);
+      const taken = await backfill(other, { pos: p.pos, since: ago(60) });
       expect(taken.status).toBe(200);
       expect(taken.body.examined).toBe(5);
       expect(taken.body.new.length + taken.body.known).toBe(5);
-      // The first instance's page comes back: it finds its lease gone and stops without writing its watermark.
+      // The stalled instance's page comes back: it finds its lease gone and stops, writing nothing.
       const late = await stalled;
       expect(late.status).toBe(409);
-      expect((await status(other, p.pos))!.watermark).toBe(taken.body.watermark);
+      const after = (await status(other, p.pos))!;
+      expect(after.watermark).toBe(taken.body.watermark);
+      expect(after.lastPass!.error).toBeUndefined();
       const all = (await request(other.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
       expect(all).toHaveLength(5);
       await accruedOnce(h, all.map((r) => r.transactionId));
@@ -213,14 +235,61 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
       expect(again.body).toMatchObject({ examined: 4, new: [], known: 4 });
       await accruedOnce(h, ran.body.new as string[]);
     });
+
+    it('scheduled rounds of two instances take turns: a lease is never granted while another instance holds one, and every order is recorded once', async () => {
+      const { h } = s;
+      const granted: string[] = [];
+      const overlaps: string[] = [];
+      let held: { owner: string; until: string } | undefined;
+      // Sees every change of the account's state as it is written, under the store's own lock.
+      class Observed extends PostgresLedgerStore {
+        override updateBackfillState(merchantId: string, pos: string, change: Parameters<PostgresLedgerStore['updateBackfillState']>[2]) {
+          return super.updateBackfillState(merchantId, pos, (current) => {
+            const next = change(current);
+            if (next && pos === p.pos) {
+              const lease = next.lease;
+              if (lease && current?.lease?.owner !== lease.owner) {
+                if (held && held.owner !== lease.owner && Date.parse(held.until) > Date.now()) overlaps.push(`${lease.owner} while ${held.owner} held it`);
+                granted.push(lease.owner);
+              }
+              held = lease;
+            }
+            return next;
+          });
+        }
+      }
+      for (let i = 0; i < 4; i++) h.sim.pos[p.pos].addOrder(s.account.account, sale(`+1415555026${i}`, ago(15 - i)));
+      const config = { ...h.config, backfill: { intervalMs: 20, overlapMs: HOUR } };
+      const start = () => startBridge(config, silentLogger, { ...s.overrides, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new Observed(schema.url) });
+      const instances = await Promise.all([start(), start()]);
+      try {
+        await Promise.all(instances.map((b) => b.backfill.rounds(5)));
+      } finally {
+        await Promise.all(instances.map((b) => b.close()));
+      }
+      expect(overlaps).toEqual([]);
+      // Rounds meet while a pass runs (the other instance's round leaves the account to it): a few passes in all.
+      expect(granted.length).toBeGreaterThanOrEqual(2);
+      const records = (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
+      // The four of the test before, and these four: each once.
+      expect(records).toHaveLength(8);
+      await accruedOnce(h, records.map((r) => r.transactionId));
+    });
   });
 });
 
 describe('backfill for created merchants: who may ask for whose pass', () => {
   let h: Harness;
-  let shop: { adminToken: string; account: string };
+  let shop: { adminToken: string; account: string; accessToken: string };
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const text of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(text) as Record<string, unknown>);
+      done();
+    },
+  });
   beforeAll(async () => {
-    h = await startHarness({ env: { BACKFILL_INTERVAL_MS: '0' }, overrides: { startBackfill: false, backfill: FAST, secretsKey: randomBytes(32).toString('base64') } });
+    h = await startHarness({ logger: createLogger('info', sink), env: { BACKFILL_INTERVAL_MS: '0' }, overrides: { startBackfill: false, backfill: FAST, secretsKey: randomBytes(32).toString('base64') } });
     const installed = h.sim.addMerchant({ id: 'shop-a' });
     const account = h.sim.pos.loyverse.addAccount({});
     await h.restart({ posSettings: { loyverse: { ...h.config.pos.loyverse!, apiBaseUrl: `${h.simServer.url}/loyverse` } } });
@@ -229,7 +298,7 @@ describe('backfill for created merchants: who may ask for whose pass', () => {
       .set('authorization', `Bearer ${ADMIN_TOKEN}`)
       .send({ id: 'shop-a', loyalty: { appToken: installed.appToken }, pos: { loyverse: { merchantId: account.merchantId, accessToken: account.accessToken } } });
     expect(res.status).toBe(201);
-    shop = { adminToken: res.body.adminToken as string, account: account.merchantId };
+    shop = { adminToken: res.body.adminToken as string, account: account.merchantId, accessToken: account.accessToken };
     h.sim.pos.loyverse.addOrder(account.merchantId, sale('+14155550261', ago(5)));
   });
   afterAll(() => h.close());
@@ -265,6 +334,15 @@ describe('backfill for created merchants: who may ask for whose pass', () => {
     expect(noAccount.status).toBe(422);
     expect(noAccount.body.error.code).toBe('backfill_not_possible');
     expect((await request(h.bridge.url).post('/v1/admin/backfill').send({ pos: 'loyverse', since: ago(60) })).status).toBe(401);
+  });
+
+  it("logs each pass naming the merchant, and never the POS's access token or a customer's phone", async () => {
+    const passes = lines.filter((l) => typeof l.msg === 'string' && (l.msg as string).startsWith('backfill pass'));
+    expect(passes.length).toBeGreaterThan(0);
+    expect(passes.filter((l) => l.pos === 'loyverse').every((l) => l.merchantId === 'shop-a')).toBe(true);
+    const text = JSON.stringify(lines);
+    expect(text).not.toContain(shop.accessToken);
+    expect(text).not.toContain('4155550261');
   });
 
   it('counts what it found per POS and merchant in the metrics', async () => {

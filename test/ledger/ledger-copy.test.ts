@@ -97,6 +97,7 @@ async function buildFileLedger(path: string): Promise<{ records: Map<string, Led
     for (const letter of letters) await store.saveDeadLetter(letter);
     // Two operators' actions at the same instant: both kept, in the order written.
     for (const actor of ['alice', 'bob']) await store.appendAudit({ at: '2026-03-01T10:00:00.000Z', actor, action: 'retry', target: 'generic:ORD-1', reason: 'card unblocked', merchantId: 'default', outcome: 'accrued' });
+    await store.updateBackfillState('default', 'square', () => ({ merchantId: 'default', pos: 'square', account: 'MLSQUARE', watermark: '2026-03-01T10:00:00.000Z', lease: { owner: 'gone', until: '2999-01-01T00:00:00.000Z' } }));
     await store.rememberWebhookEvent('square', 'evt-1');
     return { records, letters };
   } finally {
@@ -205,6 +206,9 @@ describeIf('ledger:copy into PostgreSQL', () => {
     expect(result.deadLetters).toEqual({ inFile: 2, imported: 2, skipped: 0, inPostgres: 2 });
     expect(result.audit).toEqual({ inFile: 2, imported: 2, skipped: 0, inPostgres: 2 });
     expect((await pg.listAudit({ offset: 0, limit: 10 })).items.map((e) => e.actor)).toEqual(['bob', 'alice']);
+    // The backfill watermark, without the lease of the process that held the file ledger.
+    expect(result.backfill).toEqual({ inFile: 1, imported: 1, skipped: 0, inPostgres: 1 });
+    expect(await pg.getBackfillState('default', 'square')).toEqual({ merchantId: 'default', pos: 'square', account: 'MLSQUARE', watermark: '2026-03-01T10:00:00.000Z' });
 
     const stored = await allRecords(pg);
     expect(stored.size).toBe(RECORDS);
@@ -255,6 +259,7 @@ describeIf('ledger:copy into PostgreSQL', () => {
     expect(result.records).toEqual({ inFile: RECORDS, imported: 0, skipped: RECORDS, inPostgres: RECORDS });
     expect(result.deadLetters).toEqual({ inFile: 2, imported: 0, skipped: 2, inPostgres: 2 });
     expect(result.audit).toEqual({ inFile: 2, imported: 0, skipped: 2, inPostgres: 2 });
+    expect(result.backfill).toEqual({ inFile: 1, imported: 0, skipped: 1, inPostgres: 1 });
     expect(output).toMatch(/records: 0 imported, 300 skipped \(already in PostgreSQL at the same or a newer version\)/);
     expect(await pg.count()).toBe(RECORDS);
   });

@@ -56,6 +56,9 @@ describe('fake POS control API over HTTP', () => {
     expect((await control(`/loyverse/accounts/${account.merchantId}/faults`)).body).toEqual({ pending: 1 });
     expect((await control(`/loyverse/accounts/${account.merchantId}/faults`, undefined, 'DELETE')).body).toEqual({ pending: 0 });
     expect((await receipts()).status).toBe(200);
+    // `after`: that many matching requests go through first (a 429 on a listing's third page).
+    await control(`/loyverse/accounts/${account.merchantId}/faults`, { kind: 'rate_limit', on: 'list', after: 2, retryAfter: null });
+    expect([(await receipts()).status, (await receipts()).status, (await receipts()).status, (await receipts()).status]).toEqual([200, 200, 429, 200]);
 
     const sale = await control(`/loyverse/accounts/${account.merchantId}/orders`, { lines: TWO_LINES });
     const delivery = await control(`/loyverse/accounts/${account.merchantId}/webhooks`, { id: sale.body.receipt_number, secret: 's3cret' });

@@ -186,4 +186,12 @@ describe('fake Square API', () => {
     expect((await search({ location_ids: LOCATIONS }, 'nope')).status).toBe(401);
     expect(sim.pos.square.faults(MERCHANT).pending()).toBe(1);
   });
+
+  it("lists the seller's locations (ListLocations), which a search must name", async () => {
+    const res = await square('/v2/locations');
+    expect(res.status).toBe(200);
+    expect(res.body.locations.map((l: { id: string }) => l.id)).toEqual(LOCATIONS);
+    expect(res.body.locations[0]).toMatchObject({ merchant_id: MERCHANT, status: 'ACTIVE' });
+    expect((await square('/v2/locations', { token: null })).status).toBe(401);
+  });
 });

@@ -75,6 +75,13 @@ export const BACKFILL_POSES: BackfillPos[] = [
   },
 ];
 
+/** The variables that give the default merchant this account (a bridge process's environment). */
+export function envFor(p: BackfillPos, simUrl: string, account: { account: string; accessToken: string }): Record<string, string> {
+  const prefix = p.pos.toUpperCase();
+  const accountVariable = { square: 'SQUARE_MERCHANT_ID', shopify: 'SHOPIFY_SHOP_DOMAIN', clover: 'CLOVER_MERCHANT_ID', toast: 'TOAST_RESTAURANT_GUID', loyverse: 'LOYVERSE_MERCHANT_ID' }[p.pos];
+  return { [`${prefix}_API_BASE_URL`]: p.baseUrl(simUrl), [`${prefix}_ACCESS_TOKEN`]: account.accessToken, [accountVariable]: account.account };
+}
+
 /** The settings the bridge holds for the account (its address, token and account id). */
 export function settingsFor(p: BackfillPos, simUrl: string, account: { account: string; accessToken: string }): PosSettings {
   return { apiBaseUrl: p.baseUrl(simUrl), accessToken: account.accessToken, account: account.account, ...(p.pos === 'shopify' ? { accessTokenHeader: 'X-Shopify-Access-Token' } : {}) };
