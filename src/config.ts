@@ -21,6 +21,11 @@ const positiveInt = z.coerce.number().int().positive();
 const optionalSecret = z.string().trim().min(1).optional();
 const url = z.url({ protocol: /^https?$/ });
 const optionalUrl = url.optional();
+/** A POS API address: an http(s) URL once `{shop}` (the merchant's account there) is put in. */
+const posApiUrl = z
+  .string()
+  .trim()
+  .refine((value) => url.safeParse(value.replaceAll('{shop}', 'shop.example')).success, 'must be an http(s) URL ({shop} may stand for the shop domain)');
 
 export interface NamedAdminToken {
   name: string;
@@ -124,7 +129,7 @@ function posSchema(declarations: PosSettingDeclarations): Record<string, z.ZodTy
     if (d.webhookSecret) declare(d.webhookSecret, optionalSecret);
     if (d.notificationUrl) declare(d.notificationUrl.variable, optionalUrl);
     if (d.accessToken) declare(d.accessToken, optionalSecret);
-    if (d.apiBaseUrl) declare(d.apiBaseUrl.variable, url);
+    if (d.apiBaseUrl) declare(d.apiBaseUrl.variable, posApiUrl);
     if (d.account) declare(d.account.variable, optionalSecret);
   }
   return shape;
@@ -323,11 +328,12 @@ export const SANDBOX_WEBHOOK_SECRET = 'sandbox-webhook-secret';
 function posSettings(declarations: PosSettingDeclarations, values: Record<string, string | undefined>, sandbox: boolean, port: number): Record<string, PosSettings> {
   const secret = (value: string | undefined) => value ?? (sandbox ? SANDBOX_WEBHOOK_SECRET : undefined);
   const trim = (url: string) => url.replace(/\/+$/, '');
-  const settings = ({ webhookSecret, notificationUrl, accessToken, apiBaseUrl, account }: PosSettingsDeclaration): PosSettings => ({
+  const settings = ({ webhookSecret, notificationUrl, accessToken, apiBaseUrl, accessTokenHeader, account }: PosSettingsDeclaration): PosSettings => ({
     ...(webhookSecret ? { webhookSecret: secret(values[webhookSecret]) } : {}),
     ...(notificationUrl ? { notificationUrl: values[notificationUrl.variable] ?? (sandbox ? notificationUrl.sandboxDefault(port) : undefined) } : {}),
     ...(accessToken ? { accessToken: values[accessToken] } : {}),
     apiBaseUrl: apiBaseUrl ? trim(values[apiBaseUrl.variable]!) : '',
+    ...(accessTokenHeader ? { accessTokenHeader } : {}),
     ...(account && values[account.variable] ? { account: values[account.variable] } : {}),
   });
   return Object.fromEntries(Object.entries(declarations).map(([pos, declaration]) => [pos, settings(declaration)]));

@@ -3,10 +3,10 @@
  * the upstream, and startup says so loudly. SIGTERM/SIGINT stop it gracefully.
  */
 import { posSettingDeclarations } from '../adapters/index.js';
-import { loadConfig, ConfigError, type Config } from './config.js';
+import { configuredValue, loadConfig, ConfigError, SANDBOX_WEBHOOK_SECRET, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { startBridge, type Bridge } from './bridge.js';
-import { ensureDemoMerchants, installDemoMerchants, sandboxKeyPath, sandboxSecretsKey, type DemoMerchant } from './sandbox.js';
+import { demoPosToken, ensureDemoMerchants, installDemoMerchants, sandboxKeyPath, sandboxSecretsKey, withSandboxPosApis, type DemoMerchant } from './sandbox.js';
 import { createSimulator, type Simulator } from './simulator/index.js';
 
 async function main(): Promise<void> {
@@ -22,7 +22,9 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   let closeSimulator: (() => Promise<void>) | undefined;
-  let sandbox: { url: string; appToken: string; apiKey: string; simulator: Simulator; secretsKey?: string; keyFile?: { path: string; created: boolean } } | undefined;
+  let sandbox:
+    | { url: string; appToken: string; apiKey: string; simulator: Simulator; posApis: Record<string, string>; secretsKey?: string; keyFile?: { path: string; created: boolean } }
+    | undefined;
   if (config.sandbox) {
     // Each run's operations are numbered past any earlier run's (microseconds since 1970: a run
     // would need more than a thousand operations a millisecond to reach the next run's first id),
@@ -31,7 +33,10 @@ async function main(): Promise<void> {
     installDemoMerchants(simulator);
     const listening = await simulator.listen(config.sandboxSimulatorPort ?? 0);
     closeSimulator = listening.close;
-    sandbox = { url: listening.url, appToken: simulator.appToken, apiKey: simulator.apiKey, simulator };
+    // The bridge reads the POSes' APIs at the simulator's fakes, where the demo merchants' POS accounts are.
+    const posApis = withSandboxPosApis(config.pos, posSettingDeclarations, listening.url, (variable) => configuredValue(variable) !== undefined);
+    config = { ...config, pos: posApis.pos };
+    sandbox = { url: listening.url, appToken: simulator.appToken, apiKey: simulator.apiKey, simulator, posApis: posApis.pointed };
     if (!config.secretsKey) {
       // Sandbox makes its own SECRETS_KEY (README "Many merchants"), kept so its merchants open again next time.
       const path = sandboxKeyPath(config.ledgerUrl);
@@ -95,6 +100,7 @@ async function main(): Promise<void> {
         ` simulator:  ${sandbox.url}   (books: ${sandbox.url}/__sim/books)`,
         ` ledger:     ${config.ledgerUrl}`,
         config.adminToken ? ' admin token: ADMIN_TOKEN' : ` admin token (generated for this run): ${bridge.adminToken}`,
+        ...posApiLines(sandbox.posApis, config.pos.square?.notificationUrl),
         ...demoLines(demos, sandbox.url),
         sandbox.keyFile ? ` secrets key: ${sandbox.keyFile.path} (${sandbox.keyFile.created ? 'generated now' : 'generated at an earlier start'}; SECRETS_KEY is not set)` : ' secrets key: SECRETS_KEY',
         line,
@@ -107,6 +113,15 @@ async function main(): Promise<void> {
 
 }
 
+/** The banner's lines on the POS APIs sandbox points at the simulator, and how webhooks are signed (Square: which URL). */
+function posApiLines(pointed: Record<string, string>, squareNotificationUrl: string | undefined): string[] {
+  const square = squareNotificationUrl ? `; Square signs ${squareNotificationUrl} + the body` : '';
+  return [
+    ...(Object.keys(pointed).length ? [` POS APIs:   ${Object.values(pointed).join(', ')} (the simulator's fakes)`] : []),
+    ` webhooks:   signed with ${SANDBOX_WEBHOOK_SECRET}${square} (README "Signing a webhook by hand")`,
+  ];
+}
+
 /** The banner's lines on the demo merchants: their tokens for this run (printed, never logged). */
 function demoLines(demos: DemoMerchant[], simulatorUrl: string): string[] {
   if (demos.length === 0) return [];
@@ -115,12 +130,14 @@ function demoLines(demos: DemoMerchant[], simulatorUrl: string): string[] {
     ...demos.flatMap((d) => {
       if ('problem' in d) return [`   ${d.id}: not available: ${d.problem}`];
       const m = d.merchant;
-      const accounts = Object.entries(m.pos).map(([pos, fields]) => `${pos} ${Object.values(fields).join(' ')}`);
+      // The account only: an access token's hint would say nothing more (the tokens are the line below).
+      const accounts = Object.entries(m.pos).map(([pos, { accessToken: _hint, ...account }]) => `${pos} ${Object.values(account).join(' ')}`);
       return [
         `   ${d.id}${d.created ? ' (created now)' : ''}: ${[...accounts, m.currency, m.phoneRegion].filter(Boolean).join(', ')}`,
         `     POS token:   ${d.posToken}`,
         `     admin token: ${d.adminToken}`,
         `     books:       ${simulatorUrl}/__sim/merchants/${d.id}/books`,
+        `     POS API tokens (public, at the simulator's fake POSes): ${demoPosToken(d.id, '<pos>')}`,
       ];
     }),
   ];

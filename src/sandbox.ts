@@ -6,13 +6,17 @@
  *   folder) beside the file ledger, so that the demo merchants' sealed secrets open again at the
  *   next start;
  * - two demo merchants, each installed at the in-process simulator (its own app token, API key,
- *   books, and what resolve-credentials answers: a Square and a Shopify account, a currency and a
- *   phone region) and created in the bridge from nothing but that app token, once: a later start
- *   finds them in the ledger and creates nothing.
+ *   books, and what resolve-credentials answers: an account on every POS with its access token, a
+ *   currency and a phone region) and created in the bridge from nothing but that app token, once: a
+ *   later start finds them in the ledger and creates nothing;
+ * - the simulator's fake POS APIs as the bridge's POS APIs, each demo merchant's POS accounts held
+ *   there, so that webhooks carrying only ids (Square, Clover) or a customer's id (Loyverse) are
+ *   completed from them as from the real POS (README "Signing a webhook by hand").
  *
  * Their POS and admin tokens are issued anew at every start and printed in the banner, as the
  * sandbox's generated admin token is: nothing about them is fixed or public, tokens of an earlier
- * run stop working, and the ledger keeps only their hashes.
+ * run stop working, and the ledger keeps only their hashes. Their POS API access tokens are fixed
+ * and public (demoPosToken).
  */
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -20,7 +24,9 @@ import { FileLedgerStore } from './ledger/file-store.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE } from './ledger/private-files.js';
 import type { MerchantAdmin, MerchantView } from './merchants/admin.js';
 import { newSecretsKey, parseSecretsKey, SecretsKeyError } from './merchants/secrets.js';
-import type { Simulator } from './simulator/index.js';
+import type { PosSettings } from './pos/contract.js';
+import type { PosSettingDeclarations } from './pos/settings.js';
+import { POS_API_BASE_PATHS, type PosName, type Simulator } from './simulator/index.js';
 
 export const SANDBOX_KEY_FILE = 'sandbox-secrets.key';
 
@@ -83,23 +89,110 @@ export async function sandboxSecretsKey(path: string): Promise<{ key: string; cr
   return { key, created: true };
 }
 
-/** The demo merchants, as the simulator answers resolve-credentials for them. */
+/**
+ * The POSes whose API sandbox points the bridge at the simulator's fake of (docs/simulator-pos-apis.md):
+ * those whose webhooks the bridge completes from the POS's API, the ones with a `<POS>_API_BASE_URL`.
+ * A POS that gets such a variable is one more name here.
+ */
+export const SANDBOX_POS_APIS: readonly PosName[] = ['square', 'shopify', 'clover', 'toast', 'loyverse'];
+
+/**
+ * `pos` (Config.pos) with the API base URL of each of SANDBOX_POS_APIS at the simulator's fake, unless
+ * the operator set that variable (`isSet`): a sandbox may be aimed at a POS's own test environment.
+ * Answers the settings and, by POS, the address each was pointed at.
+ */
+export function withSandboxPosApis(
+  pos: Readonly<Record<string, PosSettings>>,
+  declarations: PosSettingDeclarations,
+  simulatorUrl: string,
+  isSet: (variable: string) => boolean,
+): { pos: Record<string, PosSettings>; pointed: Partial<Record<PosName, string>> } {
+  const next = { ...pos };
+  const pointed: Partial<Record<PosName, string>> = {};
+  for (const name of SANDBOX_POS_APIS) {
+    const variable = declarations[name]?.apiBaseUrl?.variable;
+    // A programming error, not a configuration one: the list names a POS that has no API address.
+    if (!variable || !next[name]) throw new Error(`sandbox points ${name}'s API at the simulator, but ${name} declares no API base URL variable`);
+    if (isSet(variable)) continue;
+    pointed[name] = `${simulatorUrl}${POS_API_BASE_PATHS[name]}`;
+    next[name] = { ...next[name], apiBaseUrl: pointed[name] };
+  }
+  return { pos: next, pointed };
+}
+
+/**
+ * A demo merchant's access token at the fake API of `pos`. Fixed and public, like the sandbox's
+ * webhook secret: the fakes hold only test data and listen on 127.0.0.1, and a fixed token is what
+ * lets a merchant created at an earlier start (its token sealed in the ledger) read the fakes of a
+ * later one, which start empty and are given the same accounts again.
+ */
+export function demoPosToken(merchantId: string, pos: string): string {
+  return `sandbox-${pos}-token-${merchantId}`;
+}
+
+/**
+ * Each fake POS: the credential naming a merchant's account on it (`<pos>.<field>`, the field of the
+ * bridge's POS account, bridge-contract "Merchants"), and the fake's options for that account.
+ */
+const DEMO_POS: Readonly<Record<PosName, { field: string; options(account: string, accessToken: string, currency: string): unknown }>> = {
+  square: { field: 'merchantId', options: (merchantId, accessToken, currency) => ({ merchantId, accessToken, currency }) },
+  shopify: { field: 'shopDomain', options: (shop, accessToken, currency) => ({ shop, accessToken, currency }) },
+  clover: { field: 'merchantId', options: (merchantId, accessToken, currency) => ({ merchantId, accessToken, currency }) },
+  toast: { field: 'restaurantGuid', options: (restaurantGuid, accessToken, currency) => ({ restaurantGuid, accessToken, currency }) },
+  loyverse: { field: 'merchantId', options: (merchantId, accessToken, currency) => ({ merchantId, accessToken, currency }) },
+};
+
+/** The demo merchants (README "Many merchants"): an account on every POS, each also held by the simulator's fake of that POS. */
 export const DEMO_MERCHANTS = [
   {
     id: 'demo-bakery',
     name: 'Demo Bakery',
-    credentials: { 'square.merchantId': 'DEMOBAKERYSQ1', 'shopify.shopDomain': 'demo-bakery.myshopify.com', currency: 'EUR', phoneRegion: 'DE' },
+    currency: 'EUR',
+    phoneRegion: 'DE',
+    accounts: {
+      square: 'DEMOBAKERYSQ1',
+      shopify: 'demo-bakery.myshopify.com',
+      clover: 'DEMOBAKERYCL1',
+      toast: 'b0000000-0000-4000-8000-000000000001',
+      loyverse: 'b0000000-0000-4000-8000-000000000002',
+    },
   },
   {
     id: 'demo-cafe',
     name: 'Demo Cafe',
-    credentials: { 'square.merchantId': 'DEMOCAFESQ001', 'shopify.shopDomain': 'demo-cafe.myshopify.com', currency: 'GBP', phoneRegion: 'GB' },
+    currency: 'GBP',
+    phoneRegion: 'GB',
+    accounts: {
+      square: 'DEMOCAFESQ001',
+      shopify: 'demo-cafe.myshopify.com',
+      clover: 'DEMOCAFECL001',
+      toast: 'c0000000-0000-4000-8000-000000000001',
+      loyverse: 'c0000000-0000-4000-8000-000000000002',
+    },
   },
-] as const;
+] as const satisfies readonly { id: string; name: string; currency: string; phoneRegion: string; accounts: Record<PosName, string> }[];
 
-/** Installs the demo merchants at the simulator (before it listens); their app tokens are the simulator's defaults for their ids. */
+/** What resolve-credentials answers for a demo merchant: each POS account and its token, the currency and the phone region. */
+export function demoCredentials(demo: (typeof DEMO_MERCHANTS)[number]): Record<string, string> {
+  const credentials: Record<string, string> = {};
+  for (const [pos, account] of Object.entries(demo.accounts) as [PosName, string][]) {
+    credentials[`${pos}.${DEMO_POS[pos].field}`] = account;
+    credentials[`${pos}.accessToken`] = demoPosToken(demo.id, pos);
+  }
+  return { ...credentials, currency: demo.currency, phoneRegion: demo.phoneRegion };
+}
+
+/**
+ * Installs the demo merchants at the simulator (before it listens): at the loyalty service, where
+ * their app tokens are the simulator's defaults for their ids, and at each fake POS, with their tokens.
+ */
 export function installDemoMerchants(sim: Simulator): void {
-  for (const demo of DEMO_MERCHANTS) sim.addMerchant({ id: demo.id, credentials: demo.credentials });
+  for (const demo of DEMO_MERCHANTS) {
+    sim.addMerchant({ id: demo.id, credentials: demoCredentials(demo) });
+    for (const [pos, account] of Object.entries(demo.accounts) as [PosName, string][]) {
+      sim.pos.byName(pos)!.addAccount(DEMO_POS[pos].options(account, demoPosToken(demo.id, pos), demo.currency));
+    }
+  }
 }
 
 export type DemoMerchant = { id: string; name: string; created: boolean } & ({ posToken: string; adminToken: string; merchant: MerchantView } | { problem: string });
@@ -118,6 +211,9 @@ export async function ensureDemoMerchants(admin: MerchantAdmin, sim: Simulator):
         () => true,
         () => false,
       );
+      // A merchant made at an earlier start is given any demo POS account or token it lacks (one
+      // made before the fake POS APIs has only its Square and Shopify accounts); what it has stays.
+      if (exists) await admin.refresh(demo.id);
       // Nothing but the app token (and the API key, for verification): the rest comes from resolve-credentials.
       const made = exists ? await admin.rotateTokens(demo.id) : await admin.create({ id: demo.id, name: demo.name, loyalty: { appToken: installed.appToken, apiKey: installed.apiKey } });
       out.push({ id: demo.id, name: demo.name, created: !exists, posToken: made.posToken, adminToken: made.adminToken, merchant: made.merchant });

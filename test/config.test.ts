@@ -98,9 +98,9 @@ describe('configuration', () => {
     expect(loadConfig({ PORT: '9000' }).pos).toEqual({
       generic: { apiBaseUrl: '' },
       square: { webhookSecret: 'sandbox-webhook-secret', notificationUrl: 'http://localhost:9000/v1/webhooks/square', apiBaseUrl: 'https://connect.squareup.com' },
-      shopify: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: '' },
+      shopify: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: 'https://{shop}', accessTokenHeader: 'X-Shopify-Access-Token' },
       clover: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: 'https://api.clover.com' },
-      toast: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: '' },
+      toast: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: 'https://ws-api.toasttab.com' },
       loyverse: { webhookSecret: 'sandbox-webhook-secret', apiBaseUrl: 'https://api.loyverse.com' },
     });
     const outside = { LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't' };
@@ -109,6 +109,9 @@ describe('configuration', () => {
       accessToken: 'a',
       apiBaseUrl: 'https://eu.clover.test',
     });
-    expect(loadConfig(outside).pos.toast).toEqual({ apiBaseUrl: '' });
+    expect(loadConfig(outside).pos.toast).toEqual({ apiBaseUrl: 'https://ws-api.toasttab.com' });
+    // {shop} stands for the shop domain (backfill puts each merchant's in); the rest must be a URL.
+    expect(loadConfig({ ...outside, SHOPIFY_API_BASE_URL: 'http://127.0.0.1:9/shopify/{shop}' }).pos.shopify!.apiBaseUrl).toBe('http://127.0.0.1:9/shopify/{shop}');
+    expect(() => loadConfig({ ...outside, SHOPIFY_API_BASE_URL: '{shop}' })).toThrow(/SHOPIFY_API_BASE_URL/);
   });
 });

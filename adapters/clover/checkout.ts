@@ -22,7 +22,7 @@
  *   line     = price (× unitQty / 1000 for weighed goods) + modifications
  *              − percentage discounts (whole percent, capped at 100 as Clover's OrderCalc does)
  *              − amount discounts (negative in Clover: -100 is 1.00 off)
- *   lines    = Σ lines (refunded and exchanged lines left out)
+ *   lines    = Σ lines (exchanged lines left out; refunded lines kept: see measureOrder)
  *   order    = lines − order-level percentage, then amount discounts + service charge
  *
  * The two must agree to the minor unit (`order + tax = total`) or the order is refused: a list
@@ -177,10 +177,14 @@ export function measureOrder(order: CloverOrder, context: AdapterContext, prefix
   if (!order.lineItems) throw ValidationError.field(`${prefix}lineItems`, 'are required (fetch the order with expand=lineItems.discounts,lineItems.modifications)');
   const total = order.total;
 
-  // Refunded and exchanged lines are not part of the sale (they were given back or swapped).
+  // Exchanged lines are not part of the sale (they were swapped). Refunded lines are: Clover marks
+  // a refunded line `refunded` and keeps the order's `total` and payments as they were, the money
+  // given back being a Refund of its own. Leaving them out made a partly refunded order (as
+  // backfill or a late webhook reads it) no longer add up to its total, so its sale could not be
+  // accrued; its refunds are measured from the Refunds (refund.ts).
   const lines = order.lineItems
     .map((line, index) => ({ line, index }))
-    .filter(({ line }) => !line.refunded && !line.exchanged)
+    .filter(({ line }) => !line.exchanged)
     .map(({ line, index }) => measureLine(line, index, `${prefix}lineItems.${index}`));
   const linesNet = sum(lines.map((l) => l.total));
   const lineDiscounts = sum(lines.map((l) => l.discount));

@@ -4,6 +4,7 @@
  * API reads in api.ts, the webhook in webhook.ts, the shapes in schema.ts.
  */
 import type { PosAdapter } from '../../src/pos/contract.js';
+import { cloverBackfill } from './backfill.js';
 import { fetchCloverCustomer } from './api.js';
 import { parseCloverCheckout } from './checkout.js';
 import { parseCloverRefund } from './refund.js';
@@ -15,4 +16,5 @@ export const cloverAdapter: PosAdapter = {
   parseRefund: parseCloverRefund,
   fetchCustomer: fetchCloverCustomer,
   webhook: cloverWebhook,
+  backfill: cloverBackfill,
 };

@@ -9,6 +9,7 @@
  * - api.ts: `customer_id` → contact details through GET /v1.0/customers/{id}.
  */
 import type { PosAdapter } from '../../src/pos/contract.js';
+import { loyverseBackfill } from './backfill.js';
 import { fetchLoyverseCustomer } from './api.js';
 import { parseLoyverseCheckout } from './checkout.js';
 import { parseLoyverseRefund } from './refund.js';
@@ -20,4 +21,5 @@ export const loyverseAdapter: PosAdapter = {
   parseRefund: (body) => parseLoyverseRefund(body),
   fetchCustomer: fetchLoyverseCustomer,
   webhook: loyverseWebhook,
+  backfill: loyverseBackfill,
 };

@@ -223,6 +223,20 @@ function readCustomer(order: Order, prefix: string, region: string): BridgeCusto
   return customer;
 }
 
+/**
+ * The `financial_status` values of an order whose money was taken: `paid`, and the two only a paid
+ * order can become. `pending`, `authorized` (not captured yet), `partially_paid`, `voided` and
+ * `expired` are not paid, so nothing accrues: the order accrues when it is paid (orders/paid, or the
+ * next backfill pass). The field is optional, as it has always been for orders posted directly;
+ * when it is there, it decides.
+ */
+export const PAID_FINANCIAL_STATUSES: ReadonlySet<string> = new Set(['paid', 'partially_refunded', 'refunded']);
+
+function requirePaid(status: string | null | undefined, field: string): void {
+  if (status === undefined || status === null || PAID_FINANCIAL_STATUSES.has(status)) return;
+  throw ValidationError.field(field, `is ${JSON.stringify(status)}: the order is not paid, so nothing accrues until it is (${[...PAID_FINANCIAL_STATUSES].join(', ')})`);
+}
+
 export function translateOrder(body: unknown, context: AdapterContext): CheckoutIntent {
   const { value, prefix } = unwrap(body, 'order');
   const order = parseWith(Order, value, prefix);
@@ -273,6 +287,8 @@ export function translateOrder(body: unknown, context: AdapterContext): Checkout
     }
   }
 
+  // Checked once the amounts are read, so an order that does not add up is refused for that first.
+  requirePaid(order.financial_status, at(prefix, 'financial_status'));
   const openedAt = timestamp(order.created_at);
   const closedAt = timestamp(order.processed_at);
   return {

@@ -12,6 +12,7 @@
  *   `fetchCustomer` (an order whose buyer left no phone or email is recorded as `skipped`).
  */
 import type { PosAdapter } from '../../src/pos/contract.js';
+import { shopifyBackfill } from './backfill.js';
 import { translateOrder } from './checkout.js';
 import { translateRefund } from './refund.js';
 import { shopifyWebhook } from './webhook.js';
@@ -21,4 +22,5 @@ export const shopifyAdapter: PosAdapter = {
   parseCheckout: (body, context) => translateOrder(body, context),
   parseRefund: (body) => translateRefund(body),
   webhook: shopifyWebhook,
+  backfill: shopifyBackfill,
 };

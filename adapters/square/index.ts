@@ -8,6 +8,7 @@
  * Mapping rules and the Square facts they rest on are in checkout.ts, refund.ts and webhook.ts.
  */
 import type { PosAdapter } from '../../src/pos/contract.js';
+import { squareBackfill } from './backfill.js';
 import { fetchSquareCustomer, retrieveOrder } from './api.js';
 import { checkoutFromOrder } from './checkout.js';
 import { paymentRefundOrderId, refundFromSquare } from './refund.js';
@@ -24,4 +25,5 @@ export const squareAdapter: PosAdapter = {
     return named && { fetch: (api) => retrieveOrder(api, named.orderId), payload: (order) => ({ refund: named.refund, order }) };
   },
   webhook: squareWebhook,
+  backfill: squareBackfill,
 };

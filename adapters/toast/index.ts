@@ -19,6 +19,7 @@
  * no currency, so the Check takes DEFAULT_CURRENCY.
  */
 import type { PosAdapter } from '../../src/pos/contract.js';
+import { toastBackfill } from './backfill.js';
 import { parseCheckout } from './checkout.js';
 import { parseRefund } from './refund.js';
 import { toastWebhook } from './webhook.js';
@@ -28,4 +29,5 @@ export const toastAdapter: PosAdapter = {
   parseCheckout,
   parseRefund,
   webhook: toastWebhook,
+  backfill: toastBackfill,
 };

@@ -117,6 +117,14 @@ function orderOf(details: unknown): { raw: Record<string, unknown>; prefix: stri
 
 function orderActions(eventGuid: string, details: unknown): WebhookAction[] {
   const { raw, prefix } = orderOf(details);
+  return decideOrder(raw, prefix, eventGuid);
+}
+
+/**
+ * What one whole order asks for, by its state: its sale, its refunds, or nothing. Shared by the
+ * webhook and backfill (backfill.ts), so both record the same refunds under the same ids.
+ */
+export function decideOrder(raw: Record<string, unknown>, prefix: string, eventGuid: string): WebhookAction[] {
   const read: ReadOrder = { raw, order: parseWith(Order, raw, prefix), prefix };
   const orderGuid = read.order.guid;
   const state = stateOf(read);

@@ -9,6 +9,7 @@
  * Layout for `file:./data/ledger.json`:
  *   ./data/ledger.json                      lowdb manifest: format version and the journal's segments
  *   ./data/ledger.journal/000001.jsonl …    record versions and processed webhook events, one a line
+ *   ./data/ledger.backfill.json             backfill watermarks, one per merchant and POS account
  *   ./data/ledger.journal/.write-probe      empty; written while writes fail, to tell when they work again
  *   ./data/ledger.dead-letters/<id>.json    one lowdb document per dead letter (rare, kept whole)
  *   ./data/ledger.json.lock                 the owning process's pid and the machine's boot id
@@ -47,7 +48,7 @@ import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
 import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
 import { ATTENTION_STATUSES, needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
-import { auditMatches, deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { auditMatches, backfillKey, deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 const FORMAT_VERSION = 2;
 
@@ -137,6 +138,9 @@ export class FileLedgerStore implements LedgerStore {
   /** The operators' audit trail: one JSON line per action, appended and synced, all held in memory. */
   readonly auditPath: string;
   readonly #audit: AuditEntry[] = [];
+  /** Every merchant's backfill state in one private JSON document (`<stem>.backfill.json`): one per merchant and POS, few. */
+  readonly backfillPath: string;
+  readonly #backfill = new Map<string, BackfillState>();
   readonly #merchants = new Map<string, StoredMerchant>();
   readonly #journal: Journal;
   readonly #lock: ProcessLock;
@@ -176,6 +180,7 @@ export class FileLedgerStore implements LedgerStore {
     this.deadLettersDir = `${stem}.dead-letters`;
     this.merchantsDir = `${stem}.merchants`;
     this.auditPath = `${stem}.audit.jsonl`;
+    this.backfillPath = `${stem}.backfill.json`;
     this.#journal = new Journal(this.journalDir, undefined, options.writeFile);
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
     this.#restartedMarker = `${this.manifestPath}.restarted`;
@@ -227,6 +232,7 @@ export class FileLedgerStore implements LedgerStore {
       await makePrivate(this.merchantsDir, PRIVATE_DIR);
       await this.#loadMerchants();
       await this.#loadAudit();
+      await this.#loadBackfill();
       const active = this.#journal.active;
       if (this.#journal.sizeOf(active) >= COMPACT_ACTIVE_FROM_BYTES && this.#liveShare(active) < COMPACT_BELOW_LIVE_SHARE) await this.#roll();
       await this.#compactSealed();
@@ -479,6 +485,34 @@ export class FileLedgerStore implements LedgerStore {
       this.#merchants.set(merchant.id, structuredClone(merchant));
       return merchant;
     });
+  }
+
+  async getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined> {
+    const state = this.#backfill.get(backfillKey(merchantId, pos));
+    return state && structuredClone(state);
+  }
+
+  updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined> {
+    return this.#locks.run('backfill', async () => {
+      const key = backfillKey(merchantId, pos);
+      const current = this.#backfill.get(key);
+      const next = change(current && structuredClone(current));
+      if (!next) return current && structuredClone(current);
+      const states = new Map(this.#backfill).set(key, structuredClone({ ...next, merchantId, pos }));
+      // Synced: a watermark taken back by a crash is only read again (the pass repeats), but one
+      // moved ahead of what was recorded would skip orders; the journal is synced before any call, this file at once.
+      const db = new Low<BackfillState[]>(new PrivateJSONFile(this.backfillPath, { syncData: true }), [...states.values()]);
+      await this.#writingFile(() => db.write());
+      this.#backfill.set(key, states.get(key)!);
+      return structuredClone(states.get(key)!);
+    });
+  }
+
+  async listBackfillStates(merchantId?: string): Promise<BackfillState[]> {
+    return [...this.#backfill.values()]
+      .filter((s) => !merchantId || s.merchantId === merchantId)
+      .sort((a, b) => backfillKey(a.merchantId, a.pos).localeCompare(backfillKey(b.merchantId, b.pos)))
+      .map((s) => structuredClone(s));
   }
 
   async getMerchant(id: string): Promise<StoredMerchant | undefined> {
@@ -831,6 +865,14 @@ export class FileLedgerStore implements LedgerStore {
       const merchant = JSON.parse(await readFile(join(this.merchantsDir, file), 'utf8')) as StoredMerchant;
       this.#merchants.set(merchant.id, merchant);
     }
+  }
+
+  async #loadBackfill(): Promise<void> {
+    this.#backfill.clear();
+    if (!existsSync(this.backfillPath)) return;
+    await makePrivate(this.backfillPath, PRIVATE_FILE);
+    const states = JSON.parse(await readFile(this.backfillPath, 'utf8')) as BackfillState[];
+    for (const state of states) this.#backfill.set(backfillKey(state.merchantId, state.pos), state);
   }
 
   async #loadDeadLetters(): Promise<void> {

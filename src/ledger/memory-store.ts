@@ -11,7 +11,7 @@ import { takeTurns } from './due-turns.js';
 import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
-import { auditMatches, deadLetterDueAtMs, listMatches, statusesOf, type AuditEntry, type AuditQuery, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { auditMatches, backfillKey, deadLetterDueAtMs, listMatches, statusesOf, type AuditEntry, type AuditQuery, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
 export interface MemoryLedgerState {
@@ -26,10 +26,12 @@ export interface MemoryLedgerState {
   merchants: Map<string, StoredMerchant>;
   /** Operator actions, in the order written. */
   audit: AuditEntry[];
+  /** By `backfillKey`. */
+  backfill: Map<string, BackfillState>;
 }
 
 export function emptyMemoryLedger(): MemoryLedgerState {
-  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), audit: [] };
+  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), audit: [], backfill: new Map() };
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -185,6 +187,28 @@ export class MemoryLedgerStore implements LedgerStore {
       .sort((a, b) => a.due - b.due || (a.letter.id < b.letter.id ? -1 : 1))
       .slice(0, query.limit)
       .map((l) => copy(l.letter));
+  }
+
+  async getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined> {
+    const state = this.state.backfill.get(backfillKey(merchantId, pos));
+    return state && copy(state);
+  }
+
+  async updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined> {
+    // Nothing awaits between the read and the write: no other writer can come between them.
+    const key = backfillKey(merchantId, pos);
+    const current = this.state.backfill.get(key);
+    const next = change(current && copy(current));
+    if (next) this.state.backfill.set(key, copy({ ...next, merchantId, pos }));
+    const stored = this.state.backfill.get(key);
+    return stored && copy(stored);
+  }
+
+  async listBackfillStates(merchantId?: string): Promise<BackfillState[]> {
+    return [...this.state.backfill.values()]
+      .filter((s) => !merchantId || s.merchantId === merchantId)
+      .sort((a, b) => (a.merchantId < b.merchantId ? -1 : a.merchantId > b.merchantId ? 1 : a.pos < b.pos ? -1 : a.pos > b.pos ? 1 : 0))
+      .map(copy);
   }
 
   async saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {

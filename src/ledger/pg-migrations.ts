@@ -406,7 +406,24 @@ CREATE INDEX ledger_dead_letters_due ON ledger_dead_letters (due_at) WHERE NOT r
 -- through it while instances are replaced one by one.
 CREATE INDEX ledger_records_merchant_due ON ledger_records (merchant_id, due_at, created_at, transaction_id) WHERE open;
 `,
-  },  {
+  },
+  {
+    version: 8,
+    name: 'backfill watermarks',
+    sql: `
+-- One row per merchant and POS it is backfilled from (store.ts BackfillState): how far that POS
+-- account's orders have been read back (the watermark), the last pass, and the lease of the
+-- instance running a pass now. Changed only by pg-store.ts updateBackfillState, one row at a time
+-- under a transaction-scoped advisory lock, so one instance at most holds a lease at a time.
+CREATE TABLE ledger_backfill (
+  merchant_id text NOT NULL,
+  pos text NOT NULL,
+  state jsonb NOT NULL,
+  PRIMARY KEY (merchant_id, pos)
+);
+`,
+  },
+  {
     version: 9,
     name: 'operators: attention queue, order and refund search, audit trail',
     sql: `

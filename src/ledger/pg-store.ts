@@ -14,11 +14,13 @@ import { accrualKeyColumns, ATTENTION_PREDICATE, dueColumns, fillDueTimes, MIGRA
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
 import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
-import { deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { backfillKey, deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
 /** 'LBDL': the class of the advisory locks that make each dead letter's read-change-write one step (`updateDeadLetter`). */
 const DEAD_LETTER_LOCK = 0x4c42_444c;
+/** 'LBBF': the class of the advisory locks that make each backfill state's read-change-write one step (`updateBackfillState`). */
+const BACKFILL_LOCK = 0x4c42_4246;
 const CLAIM_LOCK = 0x4c42_434c; // 'LBCL': held by an instance's worker while it claims due records
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Records per transaction in `importRecords`. */
@@ -616,6 +618,32 @@ export class PostgresLedgerStore implements LedgerStore {
       await this.#saveDeadLetter(stored, client);
       return JSON.parse(jsonb(stored)) as DeadLetter;
     });
+  }
+
+  async getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined> {
+    const { rows } = await this.pool.query<{ state: BackfillState }>('SELECT state FROM ledger_backfill WHERE merchant_id = $1 AND pos = $2', [merchantId, pos]);
+    return rows[0]?.state;
+  }
+
+  async updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined> {
+    return inTransaction(this.pool, async (client) => {
+      // As for dead letters: the lock holds for a state not written yet too, so two instances
+      // taking the first lease of an account at once are one after the other, and one gets it.
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [BACKFILL_LOCK, backfillKey(merchantId, pos)]);
+      const current = (await client.query<{ state: BackfillState }>('SELECT state FROM ledger_backfill WHERE merchant_id = $1 AND pos = $2', [merchantId, pos])).rows[0]?.state;
+      const next = change(current);
+      if (!next) return current;
+      const stored = { ...next, merchantId, pos };
+      await client.query('INSERT INTO ledger_backfill (merchant_id, pos, state) VALUES ($1, $2, $3) ON CONFLICT (merchant_id, pos) DO UPDATE SET state = EXCLUDED.state', [merchantId, pos, jsonb(stored)]);
+      return JSON.parse(jsonb(stored)) as BackfillState;
+    });
+  }
+
+  async listBackfillStates(merchantId?: string): Promise<BackfillState[]> {
+    const { rows } = merchantId
+      ? await this.pool.query<{ state: BackfillState }>('SELECT state FROM ledger_backfill WHERE merchant_id = $1 ORDER BY merchant_id, pos', [merchantId])
+      : await this.pool.query<{ state: BackfillState }>('SELECT state FROM ledger_backfill ORDER BY merchant_id, pos');
+    return rows.map((r) => r.state);
   }
 
   async listDueDeadLetters(query: { nowMs: number; limit: number }): Promise<DeadLetter[]> {

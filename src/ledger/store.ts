@@ -198,6 +198,52 @@ export function auditMatches(entry: AuditEntry, query: AuditQuery): boolean {
   return (!query.merchantId || entry.merchantId === query.merchantId) && (!query.actor || entry.actor === query.actor) && (!query.from || atMs >= query.from.getTime()) && (!query.to || atMs <= query.to.getTime());
 }
 
+/** What one backfill pass found (README "Backfill"), kept with its account's state. */
+export interface BackfillPassSummary {
+  startedAt: string;
+  finishedAt: string;
+  /** The window read: [since, until). */
+  since: string;
+  until: string;
+  /** `scheduled` by the poller, `request` by POST /v1/admin/backfill or the CLI. */
+  by: 'scheduled' | 'request';
+  examined: number;
+  new: number;
+  known: number;
+  refused: number;
+  /** Unpaid sales listed and left alone. */
+  unpaid: number;
+  /** Why the pass stopped before the end of its window (the watermark did not move). */
+  error?: string;
+}
+
+/**
+ * One merchant's backfill of one POS account: how far the POS's orders have been read back, and
+ * which instance is reading them now. Kept durably in the ledger store, so it survives restarts and
+ * a change of instances.
+ */
+export interface BackfillState {
+  merchantId: string;
+  pos: string;
+  /** The merchant's account on the POS the watermark belongs to (another account starts over). */
+  account: string;
+  /** Every change the POS made before this instant has been read (ISO 8601); absent before the first complete pass. */
+  watermark?: string;
+  lastPass?: BackfillPassSummary;
+  /** When the poller runs its next scheduled pass. */
+  nextPassAt?: string;
+  /**
+   * The instance running a pass of this account now, and until when it holds it: no other instance
+   * starts one meanwhile. A lease past `until` was left by an instance that stopped.
+   */
+  lease?: { owner: string; until: string };
+}
+
+/** A backfill state's key within a store: merchant ids (MERCHANT_ID) and POS names hold no `/`. */
+export function backfillKey(merchantId: string, pos: string): string {
+  return `${merchantId}/${pos}`;
+}
+
 export interface LedgerStore {
   /** A short name for logs and readiness (`file`, `postgres`). */
   readonly kind: string;
@@ -311,4 +357,15 @@ export interface LedgerStore {
   updateDeadLetter(id: string, change: (current: DeadLetter | undefined) => DeadLetter | undefined): Promise<DeadLetter | undefined>;
   /** Open letters due for an automatic run by `nowMs` (`deadLetterDueAtMs`), earliest first, at most `limit`. */
   listDueDeadLetters(query: { nowMs: number; limit: number }): Promise<DeadLetter[]>;
+  // ---------------------------------------------------------------- backfill
+  getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined>;
+  /**
+   * As `updateDeadLetter`, for one merchant's backfill of one POS: reads the state (undefined when
+   * there is none), hands it to `change` and stores what it answers, as one step no other writer can
+   * come between, in this process or another instance on the same store: how a lease is taken and a
+   * watermark moved. `change` answering undefined writes nothing. Answers the state as stored afterwards.
+   */
+  updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined>;
+  /** Every merchant's, by merchant then POS; `merchantId`: that merchant's only. */
+  listBackfillStates(merchantId?: string): Promise<BackfillState[]>;
 }

@@ -19,6 +19,8 @@ export interface PosSettings {
   /** Access token for the POS's own API (fetching id-only webhook objects and customers). */
   accessToken?: string;
   apiBaseUrl: string;
+  /** The header that carries the access token, when it is not `Authorization: Bearer` (Shopify's `X-Shopify-Access-Token`). */
+  accessTokenHeader?: string;
   /** The merchant's account on this POS (its id there), where one is bound: webhooks naming it are this merchant's. */
   account?: string;
 }
@@ -77,6 +79,72 @@ export interface RefundIntent {
 /** Reads the POS's own API with its access token (GET, JSON). */
 export interface PosApi {
   get(path: string, query?: Record<string, string>): Promise<unknown>;
+}
+
+/** The POS's API as backfill reads it: any one request (a listing's page: POST bodies, repeated parameters, extra headers), answered with its headers. */
+export interface PosListingApi extends PosApi {
+  request(request: PosRequest): Promise<PosAnswer>;
+}
+
+/**
+ * One request to a POS's API. `path` is relative to the POS's base URL, or a whole URL the POS gave
+ * out (Shopify's `Link` header). `query` values that are lists repeat the parameter (Clover's `filter`).
+ */
+export interface PosRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  query?: Record<string, string | string[]>;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** A 200 answer: its JSON and its headers (names in lower case). */
+export interface PosAnswer {
+  data: unknown;
+  headers: Record<string, string>;
+}
+
+/** A window of a POS's modification times: `since` included, `until` excluded. */
+export interface BackfillWindow {
+  since: Date;
+  until: Date;
+}
+
+/**
+ * One order or refund a POS listed, ready for the adapter's `parseCheckout` / `parseRefund`: its
+ * payload is what those read (the order, the return order, `{ order, refundId }`, …).
+ */
+export interface ListedObject {
+  kind: 'checkout' | 'refund';
+  payload: unknown;
+  /** The POS's own order id (for a refund: its sale's). */
+  orderId: string;
+  /** The POS's own refund id (refunds only). */
+  refundId?: string;
+  /** When the POS last changed it (ISO 8601, as the POS states it). */
+  updatedAt: string;
+  /**
+   * A sale the POS counts as paid. An unpaid one (Square OPEN, Shopify `pending`, Clover open,
+   * Toast OPEN) is listed but is not a checkout yet: nothing accrues for it. Always true for a refund.
+   */
+  paid: boolean;
+}
+
+/**
+ * How backfill lists a POS account's orders and refunds changed in a window (README "Backfill").
+ * Pure apart from `prepare`: it says which requests to send and reads their answers; the core
+ * sends them and pages through them.
+ */
+export interface BackfillSpec {
+  /** What the listings need that only the POS knows (Square's locations), read once per pass. */
+  prepare?(api: PosListingApi, account: string): Promise<unknown>;
+  /**
+   * The first request of each listing; together they cover the window. Several when the POS bounds
+   * one listing (Square takes at most 10 locations). `pageSize`: wanted per page, within the POS's limit.
+   */
+  listings(window: BackfillWindow, account: string, pageSize: number, prepared: unknown): PosRequest[];
+  /** One page's answer: what it lists, and the request for the next page (absent: the listing is done). */
+  page(answer: PosAnswer, request: PosRequest): { found: ListedObject[]; next?: PosRequest };
 }
 
 export type SignatureScheme =
@@ -173,4 +241,6 @@ export interface PosAdapter {
    */
   refundFetch?(body: unknown): { fetch(api: PosApi): Promise<unknown>; payload(fetched: unknown): unknown } | undefined;
   webhook?: WebhookSpec;
+  /** How to list the account's orders and refunds by modification time (backfill); absent: the POS has no such API. */
+  backfill?: BackfillSpec;
 }

@@ -14,8 +14,13 @@ export interface PosSettingsDeclaration {
   notificationUrl?: { variable: string; sandboxDefault(port: number): string };
   /** The variable of the access token for the POS's own API. */
   accessToken?: string;
-  /** The variable of the POS API's address, and its default; trailing slashes are dropped. */
+  /**
+   * The variable of the POS API's address, and its default; trailing slashes are dropped. `{shop}`
+   * in it stands for the merchant's account on the POS (Shopify's shop domain).
+   */
   apiBaseUrl?: { variable: string; default: string };
+  /** The header that carries the access token, where the POS does not take `Authorization: Bearer` (Shopify). */
+  accessTokenHeader?: string;
   /**
    * How this POS names a merchant's account (bridge-contract "Merchants"): the field of a merchant's
    * POS account that holds it (`merchantId`, `shopDomain`, `restaurantGuid`), the variable that

@@ -345,9 +345,15 @@ describe('Clover checkout: documented shapes', () => {
     expect(checkout(fromRate).check).toMatchObject({ amount: 1180, serviceAmount: 180, tipAmount: 300 });
   });
 
-  it('refunded and exchanged lines are left out (and must be out of the total too)', () => {
+  it('a refunded line is still part of the sale (Clover keeps it in the total); exchanged lines are left out (and must be out of the total too)', () => {
     const lines = { elements: [{ id: 'L1', item: { id: 'A' }, name: 'A', price: 500 }, { id: 'L2', item: { id: 'B' }, name: 'B', price: 700, refunded: true }, { id: 'L3', item: { id: 'C' }, name: 'C', price: 900, exchanged: true }] };
-    expect(checkout(order({ total: 500, lineItems: lines }, { taxAmount: 0 })).check.selections).toEqual([{ id: 'A', displayName: 'A', quantity: 1, price: 500, totalPrice: 500 }]);
+    expect(checkout(order({ total: 1200, lineItems: lines }, { taxAmount: 0 })).check).toMatchObject({
+      amount: 1200,
+      selections: [
+        { id: 'A', displayName: 'A', quantity: 1, price: 500, totalPrice: 500 },
+        { id: 'B', displayName: 'B', quantity: 1, price: 700, totalPrice: 700 },
+      ],
+    });
   });
 
   it('split payments add up; failed and voided ones are not counted', () => {

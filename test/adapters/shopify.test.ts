@@ -123,6 +123,8 @@ describe('fixtures', () => {
   it('order_fixture_shopify_python_api with its subtotal made consistent translates exactly (no *_set fields, no phone on the order or customer)', () => {
     const body = fixture('order_fixture_shopify_python_api.json');
     body.order.subtotal_price = '597.00';
+    // The fixture is `authorized` (not captured): an order accrues once paid.
+    body.order.financial_status = 'paid';
     const intent = checkout(body);
     expect(intent).toEqual({
       orderId: '450789469',

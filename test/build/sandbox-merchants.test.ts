@@ -14,28 +14,9 @@ import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { BRIDGE_PROCESS_POS_TOKEN } from '../../scripts/bridge-process.js';
 import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
-import { ADMIN_TOKEN, checkout, eventually } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout } from '../support/harness.js';
+import { bannerOf, simulatorBooks, type Banner } from '../support/sandbox.js';
 import { postRaw, signature } from '../support/webhooks.js';
-
-interface Banner {
-  text: string;
-  simulator: string;
-  demos: Record<string, { created: boolean; summary: string; posToken: string; adminToken: string }>;
-}
-
-/** Waits for the whole banner (it is printed once the demo merchants are ready) and reads it. */
-async function bannerOf(bridge: BridgeProcess): Promise<Banner> {
-  const text = await eventually(
-    () => bridge.output(),
-    (o) => /secrets key: .*\n=+\n/.test(o),
-    20_000,
-  );
-  const demos: Banner['demos'] = {};
-  for (const m of text.matchAll(/^ {3}(demo-[a-z-]+)( \(created now\))?: (.*)\n {5}POS token: {3}(\S+)\n {5}admin token: (\S+)\n/gm)) {
-    demos[m[1]!] = { created: Boolean(m[2]), summary: m[3]!, posToken: m[4]!, adminToken: m[5]! };
-  }
-  return { text, simulator: /simulator: +(\S+)/.exec(text)![1]!, demos };
-}
 
 describe('sandbox: demo merchants and its own SECRETS_KEY', () => {
   let dir: string;
@@ -50,7 +31,7 @@ describe('sandbox: demo merchants and its own SECRETS_KEY', () => {
   const admin = (bridge: BridgeProcess, path: string, token = ADMIN_TOKEN) => fetch(`${bridge.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
   const post = (bridge: BridgeProcess, path: string, body: unknown, token: string) =>
     fetch(`${bridge.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
-  const books = async (banner: Banner, id: string) => (await (await fetch(`${banner.simulator}/__sim/merchants/${id}/books`)).json()) as any;
+  const books = simulatorBooks;
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'bridge-sandbox-'));
@@ -74,8 +55,14 @@ describe('sandbox: demo merchants and its own SECRETS_KEY', () => {
     expect(Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'base64')).toHaveLength(32);
 
     expect(Object.keys(banner.demos).sort()).toEqual(['demo-bakery', 'demo-cafe']);
-    expect(banner.demos['demo-bakery']).toMatchObject({ created: true, summary: 'square DEMOBAKERYSQ1, shopify demo-bakery.myshopify.com, EUR, DE' });
-    expect(banner.demos['demo-cafe']).toMatchObject({ created: true, summary: 'square DEMOCAFESQ001, shopify demo-cafe.myshopify.com, GBP, GB' });
+    expect(banner.demos['demo-bakery']).toMatchObject({
+      created: true,
+      summary: 'square DEMOBAKERYSQ1, shopify demo-bakery.myshopify.com, clover DEMOBAKERYCL1, toast b0000000-0000-4000-8000-000000000001, loyverse b0000000-0000-4000-8000-000000000002, EUR, DE',
+    });
+    expect(banner.demos['demo-cafe']).toMatchObject({
+      created: true,
+      summary: 'square DEMOCAFESQ001, shopify demo-cafe.myshopify.com, clover DEMOCAFECL001, toast c0000000-0000-4000-8000-000000000001, loyverse c0000000-0000-4000-8000-000000000002, GBP, GB',
+    });
     // Printed, never logged.
     const logs = bridge.output().split('\n').filter((l) => l.startsWith('{'));
     for (const demo of Object.values(banner.demos)) expect(logs.join('\n')).not.toContain(demo.posToken);

@@ -15,7 +15,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/errors.js';
 import { deriveStatus, isOpen, keyOf, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
-import type { DeadLetter, LedgerStore } from '../../src/ledger/store.js';
+import type { BackfillState, DeadLetter, LedgerStore } from '../../src/ledger/store.js';
 import type { StoredMerchant } from '../../src/merchants/merchant.js';
 
 export interface StoreUnderTest {
@@ -945,6 +945,42 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
           expect((await s.listAudit({ actor: 'alice', offset: 1, limit: 1 })).items).toEqual([entry(2, 'alice', 'bakery-17')]);
           expect((await s.listAudit({ from: new Date(minutes(2)), to: new Date(minutes(2)), offset: 0, limit: 10 })).items).toEqual([entry(2, 'alice', 'bakery-17')]);
         }
+      });
+    });
+
+    describe('backfill states', () => {
+      const state = (merchantId: string, pos: string, watermark?: string): BackfillState => ({ merchantId, pos, account: `${pos}-account`, ...(watermark ? { watermark } : {}) });
+
+      it('keeps one state per merchant and POS, lists them by merchant then POS, and keeps them across a reopen', async () => {
+        expect(await store.getBackfillState('m1', 'square')).toBeUndefined();
+        await store.updateBackfillState('m2', 'clover', () => state('m2', 'clover', minutes(1)));
+        await store.updateBackfillState('m1', 'square', () => state('m1', 'square', minutes(2)));
+        await store.updateBackfillState('m1', 'clover', () => state('m1', 'clover'));
+        // The key is the merchant and POS it is stored under, whatever the document says.
+        await store.updateBackfillState('m1', 'square', (s) => ({ ...s!, merchantId: 'other', watermark: minutes(3) }));
+        expect(await store.getBackfillState('m1', 'square')).toEqual(state('m1', 'square', minutes(3)));
+        const keys = (states: BackfillState[]) => states.map((s) => `${s.merchantId}/${s.pos}`);
+        expect(keys(await store.listBackfillStates())).toEqual(['m1/clover', 'm1/square', 'm2/clover']);
+        expect(keys(await store.listBackfillStates('m2'))).toEqual(['m2/clover']);
+        await reopen();
+        expect(await store.getBackfillState('m1', 'square')).toEqual(state('m1', 'square', minutes(3)));
+        expect(keys(await store.listBackfillStates())).toEqual(['m1/clover', 'm1/square', 'm2/clover']);
+      });
+
+      it('updateBackfillState: answering undefined writes nothing; of two instances leasing one account at once exactly one gets it', async () => {
+        expect(await store.updateBackfillState('m1', 'toast', () => undefined)).toBeUndefined();
+        expect(await store.getBackfillState('m1', 'toast')).toBeUndefined();
+        const lease = (owner: string) => (s: BackfillState | undefined) => (s?.lease ? undefined : { ...(s ?? state('m1', 'toast')), lease: { owner, until: minutes(99) } });
+        // The first lease of an account never written before: both race to create it.
+        const taken = await Promise.all(['instance-a', 'instance-b', 'instance-c'].map((owner) => store.updateBackfillState('m1', 'toast', lease(owner))));
+        const owners = taken.map((s) => s!.lease!.owner);
+        expect(new Set(owners).size).toBe(1);
+        // Given back and taken again: 30 concurrent passes count one each.
+        await store.updateBackfillState('m1', 'toast', (s) => ({ ...s!, lease: undefined, lastPass: undefined }));
+        const count = (s: BackfillState | undefined): BackfillState => ({ ...s!, nextPassAt: String(Number(s!.nextPassAt ?? 0) + 1) });
+        await Promise.all(Array.from({ length: 30 }, () => store.updateBackfillState('m1', 'toast', count)));
+        expect((await store.getBackfillState('m1', 'toast'))!.nextPassAt).toBe('30');
+        expect((await store.getBackfillState('m1', 'toast'))!.lease).toBeUndefined();
       });
     });
 

@@ -59,6 +59,8 @@ describe('fake Clover API', () => {
     expect(cloverAdapter.parseRefund({ order: withRefunds, refundId: refund.id }, US)).toMatchObject({ amountCents: 433 });
     // The refunded unit is marked so, and the order moved.
     expect((withRefunds as { lineItems: { elements: { refunded: boolean }[] } }).lineItems.elements.map((l) => l.refunded)).toEqual([true, false, false, false]);
+    // Still the sale it was (a poller may meet it before the sale was recorded).
+    expect(cloverAdapter.parseCheckout(withRefunds, US).check).toMatchObject({ amount: 1599, taxAmount: 93, tipAmount: 100 });
 
     // The rest back: together the refunds cover the payment, a full reversal.
     sim.pos.clover.addRefund(MERCHANT, { orderId: order.id as string });

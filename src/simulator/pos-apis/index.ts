@@ -38,6 +38,18 @@ export const POS_PREFIXES: Readonly<Record<PosName, string>> = {
   loyverse: '/loyverse',
 };
 
+/**
+ * What follows the simulator's URL in each POS's API base URL (`<POS>_API_BASE_URL`): the prefix, and
+ * for Shopify the shop, which the bridge puts in place of `{shop}` as it does in `https://{shop}`.
+ */
+export const POS_API_BASE_PATHS: Readonly<Record<PosName, string>> = {
+  square: POS_PREFIXES.square,
+  shopify: `${POS_PREFIXES.shopify}/{shop}`,
+  clover: POS_PREFIXES.clover,
+  toast: POS_PREFIXES.toast,
+  loyverse: POS_PREFIXES.loyverse,
+};
+
 export class FakePosApis {
   readonly square: FakeSquare;
   readonly shopify: FakeShopify;

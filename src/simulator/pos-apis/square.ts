@@ -474,6 +474,11 @@ export class FakeSquare implements FakePos {
       if (!refund) return void notFound(res, 'refund', pathParam(req, 'id'));
       res.json({ refund });
     });
+    // ListLocations: a seller's locations, which SearchOrders must name (backfill reads them first).
+    router.get('/v2/locations', faultGate(this.ctx, SQUARE_ERRORS, 'get'), (_req, res) => {
+      const account = accountOf<SquareAccount>(res);
+      res.json({ locations: account.locationIds.map((id) => ({ id, merchant_id: account.merchantId, status: 'ACTIVE', currency: account.currency })) });
+    });
     router.post('/v2/orders/search', faultGate(this.ctx, SQUARE_ERRORS, 'list'), jsonBody, (req, res) => this.#search(req.body, accountOf<SquareAccount>(res), res));
     router.use((req, res) => squareError(res, 404, 'INVALID_REQUEST_ERROR', 'NOT_FOUND', `API endpoint for URL path \`${req.path}\` and HTTP method \`${req.method}\` is not found.`));
     return router;
