@@ -23,12 +23,15 @@ export interface AttentionQueue {
   deadLettersTruncated?: boolean;
 }
 
+/** The merchant of a letter no merchant is known for: not a merchant id (those are `[a-z0-9-]`), so it never counts as one. */
+export const NO_MERCHANT = '(none)';
+
 function letterItem(letter: DeadLetter): AttentionItem {
   const retryAt = letter.retry?.nextAt;
   const why = retryAt
     ? `${letter.reason}; the bridge runs it again by itself at ${retryAt} (a transient cause)`
     : `${letter.reason}; waits for a person: fix the cause and replay it, or dismiss it with a reason`;
-  return { kind: 'dead_letter', deadLetterId: letter.id, merchantId: letter.merchantId ?? 'unknown', since: letter.receivedAt, why, pos: letter.pos };
+  return { kind: 'dead_letter', deadLetterId: letter.id, merchantId: letter.merchantId ?? NO_MERCHANT, since: letter.receivedAt, why, pos: letter.pos };
 }
 
 /** Everything that needs a person, oldest first, and the open dead letters not read (past ATTENTION_DEAD_LETTERS_READ). */

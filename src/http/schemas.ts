@@ -263,7 +263,7 @@ export const AttentionItem = z.object({
   kind: z.enum(['in_doubt', 'ambiguous', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter']),
   transactionId: z.string().optional(),
   deadLetterId: z.string().optional(),
-  merchantId: z.string().meta({ description: 'Whose; unknown for a dead letter of no known merchant.' }),
+  merchantId: z.string().meta({ description: 'Whose; (none) for a dead letter of no known merchant.' }),
   since: timestamp.meta({ description: 'Since when it has needed a person.' }),
   why: z.string(),
   status: LedgerStatus.optional(),

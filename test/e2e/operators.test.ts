@@ -133,7 +133,7 @@ for (const store of STORES) {
       const since = queue.body.items.map((i: { since: string }) => Date.parse(i.since));
       expect(since).toEqual([...since].sort((a, b) => a - b));
       expect(queue.body.counts).toMatchObject({ in_doubt: 2, failed: 1, reverse_failed: 1, changed_repeats: 1, dead_letter: 1, ambiguous: 0, partially_accrued: 0 });
-      expect(queue.body.perMerchant).toEqual({ default: 4, 'bakery-17': 1, unknown: 1 });
+      expect(queue.body.perMerchant).toEqual({ default: 4, 'bakery-17': 1, '(none)': 1 });
       expect(queue.body.oldestSince).toBe(queue.body.items[0].since);
       expect(queue.body.items[5]).toMatchObject({ kind: 'dead_letter', deadLetterId: letterId, pos: 'shopify', why: expect.stringContaining('waits for a person') });
       const one = await admin('get', '/v1/admin/attention?limit=1');
