@@ -110,6 +110,7 @@ export const RecordSummary = z
     remainderTransactionId: z.string().optional().meta({ description: "Once a partial refund's remainder exists: its record." }),
     partialRefund: PartialRefund.optional(),
     closed: Closed.optional().meta({ description: 'Closed by an operator (an orphan reverse_failed: the loyalty service never knew the order). The status stays; the record leaves the attention queue.' }),
+    acknowledged: Closed.optional().meta({ description: 'An operator acknowledged what the attention queue showed (a refusal, deliveries with another amount): out of the queue until the record needs a person again.' }),
   })
   .meta({ description: 'One ledger record: the Check sent and the results, without the attempt log.' });
 export type RecordSummary = z.infer<typeof RecordSummary>;
@@ -153,7 +154,7 @@ export const RecordDetail = RecordSummary.extend({
     }),
   ),
   changedRepeats: z
-    .object({ count: z.number().int(), first: z.array(ChangedDelivery), latest: z.array(ChangedDelivery), acknowledged: z.number().int().optional().meta({ description: 'count when an operator last acknowledged them.' }) })
+    .object({ count: z.number().int(), first: z.array(ChangedDelivery), latest: z.array(ChangedDelivery) })
     .optional()
     .meta({ description: 'Deliveries of this order with another amount (a reopened check): counted, nothing sent.' }),
   actions: z.object({ retry: ActionAllowed, reverse: ActionAllowed, resolve: ActionAllowed, close: ActionAllowed, acknowledge: ActionAllowed }).meta({ description: 'What an operator may do to this record now, decided by the same rules the actions enforce.' }),

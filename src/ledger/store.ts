@@ -318,8 +318,9 @@ export interface LedgerStore {
   /** How many records have work left (a metric; cheaper than listing them). */
   countOpen(): Promise<number>;
   /**
-   * The open-records gauge: records with work left (`isOpen`) by status, and the settled records a
-   * person must still look at (`SETTLED_ATTENTION_STATUSES`, not closed) by status.
+   * The open-records gauge: records with work left (`isOpen`) by status, and the settled records in
+   * a status a person must look at (`SETTLED_ATTENTION_STATUSES`), unless closed, by status
+   * (acknowledged ones included: the attention gauges leave those out).
    */
   countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>>;
   /** Open dead letters (not resolved nor dismissed) by `reasonCode` (`unclassified` for letters kept before codes). */

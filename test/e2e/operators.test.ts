@@ -209,6 +209,19 @@ for (const store of STORES) {
       expect((await admin('get', '/v1/admin/audit?actor=alice&limit=1')).body.items[0]).toMatchObject({ action: 'reverse', target: 'generic:C-1', reason: 'customer left the program', outcome: 'reversed' });
     });
 
+    it('acknowledge: changed repeats settled outside the bridge leave the queue; a doubt cannot be acknowledged', async () => {
+      expect((await admin('post', '/v1/admin/transactions/generic:C-1/acknowledge').send({})).status).toBe(400);
+      const refused = await admin('post', '/v1/admin/transactions/generic:D-1/acknowledge').send({ reason: 'x' });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error.message).toMatch(/nothing to acknowledge/);
+      const acked = await alice('post', '/v1/admin/transactions/generic:C-1/acknowledge').send({ reason: 'the customer paid the difference at the till' });
+      expect(acked.status).toBe(200);
+      const detail = await admin('get', '/v1/admin/transactions/generic:C-1');
+      expect(detail.body.acknowledged).toMatchObject({ actor: 'alice', reason: 'the customer paid the difference at the till' });
+      expect(detail.body.actions.acknowledge).toEqual({ allowed: false, why: expect.stringContaining('acknowledged by alice') });
+      expect((await admin('get', '/v1/admin/attention')).body.counts.changed_repeats).toBe(0);
+    });
+
     it('resolve by a named operator: the record leaves the queue; history and audit name who and why', async () => {
       const res = await alice('post', '/v1/admin/transactions/generic:D-1/resolve').send({ outcome: 'accrued', reason: 'seen on the card in the loyalty back office' });
       expect(res.status).toBe(200);
@@ -219,7 +232,7 @@ for (const store of STORES) {
       expect(queue.body.items.map((i: { transactionId?: string }) => i.transactionId)).not.toContain('generic:D-1');
       const audit = await admin('get', '/v1/admin/audit?actor=alice');
       expect(audit.body.items[0]).toMatchObject({ actor: 'alice', action: 'resolve accrued', target: 'generic:D-1', reason: 'seen on the card in the loyalty back office', merchantId: 'default', outcome: 'accrued' });
-      expect(audit.body.items.map((e: { action: string }) => e.action)).toEqual(['resolve accrued', 'reverse', 'close', 'dismiss', 'unmask']);
+      expect(audit.body.items.map((e: { action: string }) => e.action)).toEqual(['resolve accrued', 'acknowledge', 'reverse', 'close', 'dismiss', 'unmask']);
     });
 
     it('bulk: by ids or a filter, each done or refused with why, bounded, reason required, scoped to a merchant', async () => {

@@ -923,9 +923,13 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         const changed = await store.update(nextVersion(repeated, (r) => (r.changedRepeats = { count: 2, first: [{ at: minutes(7), amountCents: 100 }], latest: [] })));
         await store.update(nextVersion(lost.record, (r) => (r.closed = { at: minutes(8), actor: 'admin', reason: 'never known' })));
         expect(await names('default')).toEqual(['generic:doubt', 'generic:failed', 'generic:repeated']);
-        await store.update(nextVersion(changed, (r) => (r.changedRepeats = { ...r.changedRepeats!, acknowledged: 2 })));
-        expect(await names('default')).toEqual(['generic:doubt', 'generic:failed']);
-        expect(await (await reopen()).listAttention('default').then((rs) => rs.map((r) => r.transactionId).sort())).toEqual(['generic:doubt', 'generic:failed']);
+        await store.update(nextVersion(changed, (r) => (r.acknowledged = { at: minutes(9), actor: 'alice', reason: 'difference paid' })));
+        const failed = (await store.get('generic:failed'))!;
+        await store.update(nextVersion(failed, (r) => (r.acknowledged = { at: minutes(2000), actor: 'alice', reason: 'card closed for good' })));
+        expect(await names('default')).toEqual(['generic:doubt']);
+        expect(await (await reopen()).listAttention('default').then((rs) => rs.map((r) => r.transactionId).sort())).toEqual(['generic:doubt']);
+        // The open-records gauge counts settled statuses unless closed: acknowledged ones too.
+        expect(await store.countOpenByStatus()).toEqual({ in_doubt: 1, pending: 1, failed: 2 });
       });
 
       it('keeps the audit trail newest first, filtered by merchant, actor and time, across a reopen', async () => {

@@ -254,7 +254,7 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
 
   router.post('/v1/admin/transactions/:transactionId/acknowledge', async (req, res) => {
     const body = parseWith(ReasonBody, req.body ?? {});
-    const answer = await deps.operator.acknowledge(keyOf(req), actOf(req, body.reason));
+    const answer = await deps.operator.acknowledge(keyOf(req), { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
     res.status(200).json(posAnswer(answer));
   });
 
