@@ -70,9 +70,9 @@ export class OperatorActions {
   }
 
   /** A refusal or deliveries with another amount settled outside the bridge: out of the attention queue until the record needs a person again. */
-  async acknowledge(key: string, act: OperatorAct & { reason: string }): Promise<Answer> {
+  async acknowledge(key: string, act: OperatorAct & { reason: string }, options: ActOptions = {}): Promise<Answer> {
     const changed = await this.writer.change(key, (r) => acknowledge(r, act, this.writer.now()));
-    return this.#done('acknowledge', act, changed, { deliver: false });
+    return this.#done('acknowledge', act, changed, { ...options, deliver: false });
   }
 
   /**

@@ -253,6 +253,13 @@ for (const store of STORES) {
       const global = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'resolve', outcome: 'not_accrued', ids: ['bakery-17/generic:B-1', 'generic:A-1'], reason: 'checked both' });
       expect(global.body).toEqual({ done: ['bakery-17/generic:B-1'], refused: [{ id: 'generic:A-1', why: 'the accrual is accrued, not in doubt' }] });
 
+      // Acknowledged in bulk: what is not a refusal or a changed repeat is refused with why.
+      h.sim.faults.inject({ kind: 'result_failure', on: 'accrue' });
+      expect((await pos(checkout({ orderId: 'F-2', customer: { phone: '+15550001212' } }))).body.status).toBe('failed');
+      const acked = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'acknowledge', ids: ['generic:F-2', 'generic:A-1'], reason: 'card closed for good' });
+      expect(acked.body).toEqual({ done: ['generic:F-2'], refused: [{ id: 'generic:A-1', why: expect.stringContaining('nothing to acknowledge') }] });
+      expect((await admin('get', '/v1/admin/attention?merchantId=default')).body.items.map((i: { transactionId?: string }) => i.transactionId)).not.toContain('generic:F-2');
+
       for (let i = 0; i < 101; i++) await pos(checkout({ orderId: `S-${i}`, customer: {} }));
       const tooMany = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'retry', filter: { status: 'skipped' }, reason: 'x' });
       expect(tooMany.status).toBe(400);
