@@ -65,10 +65,19 @@ export async function attentionQueue(store: LedgerStore, query: { merchantId?: s
   };
 }
 
-/** For the metrics: how many of each kind, and since when the oldest of each has waited (epoch ms). */
+/**
+ * For the metrics, at every scrape: how many of each kind, and since when (epoch ms) the oldest of
+ * each has waited. Dead letters are counted, and only the oldest is read (letters hold whole
+ * deliveries: a scrape must not read a thousand bodies).
+ */
 export async function attentionByKind(store: LedgerStore): Promise<{ counts: Record<AttentionKind, number>; oldestSinceMs: Partial<Record<AttentionKind, number>> }> {
-  const { all, lettersTotal } = await everything(store, undefined);
+  const records = (await store.listAttention()).flatMap((r) => attentionOf(r));
+  const open = { open: true, offset: 0, limit: 0 };
+  const lettersTotal = (await store.listDeadLetters(open)).total;
+  // Newest first: the last of the open letters is the oldest.
+  const oldestLetter = lettersTotal > 0 ? (await store.listDeadLetters({ ...open, offset: lettersTotal - 1, limit: 1 })).items[0] : undefined;
   const oldestSinceMs: Partial<Record<AttentionKind, number>> = {};
-  for (const item of all) oldestSinceMs[item.kind] ??= Date.parse(item.since);
-  return { counts: countsOf(all, lettersTotal), oldestSinceMs };
+  for (const item of records) oldestSinceMs[item.kind] = Math.min(oldestSinceMs[item.kind] ?? Infinity, Date.parse(item.since));
+  if (oldestLetter) oldestSinceMs.dead_letter = Date.parse(oldestLetter.receivedAt);
+  return { counts: countsOf(records, lettersTotal), oldestSinceMs };
 }
