@@ -173,7 +173,15 @@ export const ReconcileReport = z
     examined: z.number().int(),
     complete: z.boolean().meta({ description: 'False when the time budget ended the pass before every open record was examined: call again for the rest.' }),
     fixed: z.array(z.object({ transactionId: z.string(), merchantId: z.string(), from: LedgerStatus, to: LedgerStatus, why: z.string() })),
-    open: z.array(z.object({ transactionId: z.string(), merchantId: z.string(), status: LedgerStatus, why: z.string() })),
+    open: z.array(
+      z.object({
+        transactionId: z.string(),
+        merchantId: z.string(),
+        status: LedgerStatus,
+        why: z.string(),
+        settled: z.literal(true).optional().meta({ description: 'The bridge has settled it and will do nothing more (failed, partially_accrued, reverse_failed): only a person moves it. Absent: work the bridge still does, or a call in doubt.' }),
+      }),
+    ),
   })
   .meta({ description: 'What one reconciliation pass examined, fixed and left open, and why.' });
 export type ReconcileReport = z.infer<typeof ReconcileReport>;

@@ -150,11 +150,12 @@ for (const store of STORES) {
       const report = await admin('post', '/v1/admin/reconcile?merchantId=default');
       expect(report.body.open).toEqual(
         expect.arrayContaining([
-          expect.objectContaining({ transactionId: 'generic:F-1', status: 'failed' }),
-          expect.objectContaining({ transactionId: 'generic:NEVER-SEEN', status: 'reverse_failed' }),
+          expect.objectContaining({ transactionId: 'generic:F-1', status: 'failed', settled: true }),
+          expect.objectContaining({ transactionId: 'generic:NEVER-SEEN', status: 'reverse_failed', settled: true }),
           expect.objectContaining({ transactionId: 'generic:D-1', status: 'in_doubt' }),
         ]),
       );
+      expect(report.body.open.find((o: { transactionId: string }) => o.transactionId === 'generic:D-1').settled).toBeUndefined();
     });
 
     it("dead letters: listed as summaries, the detail masked unless unmasked (audited); a failed replay is in the error envelope; dismissed with a reason, kept", async () => {
