@@ -10,7 +10,7 @@
  */
 import pg from 'pg';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
-import { accrualKeyColumns, ATTENTION_PREDICATE, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
+import { accrualKeyColumns, ATTENTION_PREDICATE, dueColumns, fillDueTimes, MIGRATIONS, REFUNDED_PREDICATE } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
 import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
@@ -256,7 +256,7 @@ export class PostgresLedgerStore implements LedgerStore {
     if (statuses) where.push(`status = ANY ($${params.push([...statuses])}::text[])`);
     if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
     if (query.orderId) where.push(`order_id = $${params.push(query.orderId)}`);
-    if (query.refundId) where.push(`record -> 'reversal' -> 'refundIds' @> $${params.push(JSON.stringify([query.refundId]))}::jsonb`);
+    if (query.refundId) where.push(`${REFUNDED_PREDICATE} AND record -> 'reversal' -> 'refundIds' @> $${params.push(JSON.stringify([query.refundId]))}::jsonb`);
     if (query.from) where.push(`created_at >= $${params.push(query.from)}`);
     if (query.to) where.push(`created_at <= $${params.push(query.to)}`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
