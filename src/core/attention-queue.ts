@@ -23,12 +23,15 @@ export interface AttentionQueue {
   deadLettersTruncated?: boolean;
 }
 
+/** The merchant of a letter no merchant is known for: not a merchant id (those are `[a-z0-9-]`), so it never counts as one. */
+export const NO_MERCHANT = '(none)';
+
 function letterItem(letter: DeadLetter): AttentionItem {
   const retryAt = letter.retry?.nextAt;
   const why = retryAt
     ? `${letter.reason}; the bridge runs it again by itself at ${retryAt} (a transient cause)`
     : `${letter.reason}; waits for a person: fix the cause and replay it, or dismiss it with a reason`;
-  return { kind: 'dead_letter', deadLetterId: letter.id, merchantId: letter.merchantId ?? 'unknown', since: letter.receivedAt, why, pos: letter.pos };
+  return { kind: 'dead_letter', deadLetterId: letter.id, merchantId: letter.merchantId ?? NO_MERCHANT, since: letter.receivedAt, why, pos: letter.pos };
 }
 
 /** Everything that needs a person, oldest first, and the open dead letters not read (past ATTENTION_DEAD_LETTERS_READ). */
@@ -62,10 +65,19 @@ export async function attentionQueue(store: LedgerStore, query: { merchantId?: s
   };
 }
 
-/** For the metrics: how many of each kind, and since when the oldest of each has waited (epoch ms). */
+/**
+ * For the metrics, at every scrape: how many of each kind, and since when (epoch ms) the oldest of
+ * each has waited. Dead letters are counted, and only the oldest is read (letters hold whole
+ * deliveries: a scrape must not read a thousand bodies).
+ */
 export async function attentionByKind(store: LedgerStore): Promise<{ counts: Record<AttentionKind, number>; oldestSinceMs: Partial<Record<AttentionKind, number>> }> {
-  const { all, lettersTotal } = await everything(store, undefined);
+  const records = (await store.listAttention()).flatMap((r) => attentionOf(r));
+  const open = { open: true, offset: 0, limit: 0 };
+  const lettersTotal = (await store.listDeadLetters(open)).total;
+  // Newest first: the last of the open letters is the oldest.
+  const oldestLetter = lettersTotal > 0 ? (await store.listDeadLetters({ ...open, offset: lettersTotal - 1, limit: 1 })).items[0] : undefined;
   const oldestSinceMs: Partial<Record<AttentionKind, number>> = {};
-  for (const item of all) oldestSinceMs[item.kind] ??= Date.parse(item.since);
-  return { counts: countsOf(all, lettersTotal), oldestSinceMs };
+  for (const item of records) oldestSinceMs[item.kind] = Math.min(oldestSinceMs[item.kind] ?? Infinity, Date.parse(item.since));
+  if (oldestLetter) oldestSinceMs.dead_letter = Date.parse(oldestLetter.receivedAt);
+  return { counts: countsOf(records, lettersTotal), oldestSinceMs };
 }

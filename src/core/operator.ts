@@ -13,7 +13,7 @@ import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
 import type { RecordWriter } from './record-writer.js';
-import { acknowledgeRepeats, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
+import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
 
 export type { ResolveInput };
 
@@ -69,10 +69,10 @@ export class OperatorActions {
     return this.#done('close', act, changed, { ...options, deliver: false });
   }
 
-  /** Deliveries of the order with another amount have been seen: they leave the attention queue until another comes. */
-  async acknowledge(key: string, act: OperatorAct): Promise<Answer> {
-    const changed = await this.writer.change(key, (r) => acknowledgeRepeats(r, act));
-    return this.#done('acknowledge', act, changed, { deliver: false });
+  /** A refusal or deliveries with another amount settled outside the bridge: out of the attention queue until the record needs a person again. */
+  async acknowledge(key: string, act: OperatorAct & { reason: string }, options: ActOptions = {}): Promise<Answer> {
+    const changed = await this.writer.change(key, (r) => acknowledge(r, act, this.writer.now()));
+    return this.#done('acknowledge', act, changed, { ...options, deliver: false });
   }
 
   /**

@@ -35,6 +35,7 @@ import {
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { CallOutcome } from '../loyalty/client.js';
 import type { Check } from '../loyalty/contract.js';
+import { ACKNOWLEDGEABLE, attentionOf } from '../ledger/attention.js';
 import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.js';
 import type { RefundIntent } from '../pos/contract.js';
 
@@ -728,13 +729,18 @@ export function close(record: LedgerRecord, act: OperatorAct & { reason: string 
   }, act);
 }
 
-/** An operator has seen the deliveries with another amount (and settled any difference outside the bridge). */
-export function acknowledgeRepeats(record: LedgerRecord, act: OperatorAct): Transition {
-  const repeats = record.changedRepeats;
-  if (!repeats || repeats.count === (repeats.acknowledged ?? 0)) throw new ConflictError('no deliveries with another amount wait to be acknowledged');
+/**
+ * An operator has seen what the attention queue shows of the record and settled it outside the
+ * bridge: a refused accrual (failed, or partially accrued) the loyalty service will keep refusing,
+ * or deliveries with another amount. It leaves the queue until the record needs a person again.
+ * Doubts and reversals are not acknowledged: resolve, retry or close settles those.
+ */
+export function acknowledge(record: LedgerRecord, act: OperatorAct & { reason: string }, now: Date): Transition {
+  const items = attentionOf(record).filter((i) => ACKNOWLEDGEABLE.has(i.kind));
+  if (items.length === 0) throw new ConflictError(`nothing to acknowledge: acknowledging is for a failed or partially accrued record, or deliveries with another amount, that wait for a person; this one is ${record.status}${record.acknowledged ? `, acknowledged by ${record.acknowledged.actor} at ${record.acknowledged.at}` : ''}`);
   return changed(record, (r) => {
-    r.changedRepeats = { ...repeats, acknowledged: repeats.count };
-    return `${act.actor} acknowledged ${repeats.count - (repeats.acknowledged ?? 0)} deliveries with another amount`;
+    r.acknowledged = { at: now.toISOString(), actor: act.actor, reason: act.reason.slice(0, 500) };
+    return `${act.actor} acknowledged ${items.map((i) => i.kind.replace('_', ' ')).join(' and ')}`;
   }, act);
 }
 
@@ -774,7 +780,7 @@ export function operatorActions(record: LedgerRecord, now: Date, chainLast: Ledg
     reverse,
     resolve: outcomes.length ? { allowed: true, outcomes } : { allowed: false, why: attempt(() => resolve(record, { outcome: record.reversal.state === 'none' ? 'accrued' : 'reversed' }), '').why ?? 'nothing in doubt', outcomes: [] },
     close: attempt(() => close(record, act, now), 'cannot be closed'),
-    acknowledge: attempt(() => acknowledgeRepeats(record, act), 'nothing to acknowledge'),
+    acknowledge: attempt(() => acknowledge(record, act, now), 'nothing to acknowledge'),
   };
 }
 

@@ -25,7 +25,8 @@ export interface ReconcileReport {
   /** False when the time budget ended the pass before every open record was examined: call again. */
   complete: boolean;
   fixed: { transactionId: string; merchantId: string; from: LedgerStatus; to: LedgerStatus; why: string }[];
-  open: { transactionId: string; merchantId: string; status: LedgerStatus; why: string }[];
+  /** `settled`: the bridge will do nothing more with it (a refusal, a reversal refused): only a person moves it. */
+  open: { transactionId: string; merchantId: string; status: LedgerStatus; why: string; settled?: true }[];
 }
 
 /** Records one scheduled pass takes at most. */
@@ -123,7 +124,7 @@ export class Worker {
         const key = `${item.merchantId}/${item.transactionId}`;
         if (!SETTLED_BUT_OPEN.has(item.kind) || listed.has(key)) continue;
         listed.add(key);
-        report.open.push({ transactionId: item.transactionId!, merchantId: item.merchantId, status: item.status!, why: item.why });
+        report.open.push({ transactionId: item.transactionId!, merchantId: item.merchantId, status: item.status!, why: item.why, settled: true });
       }
     }
   }

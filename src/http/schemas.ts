@@ -111,6 +111,7 @@ export const RecordSummary = z
     remainderTransactionId: z.string().optional().meta({ description: "Once a partial refund's remainder exists: its record." }),
     partialRefund: PartialRefund.optional(),
     closed: Closed.optional().meta({ description: 'Closed by an operator (an orphan reverse_failed: the loyalty service never knew the order). The status stays; the record leaves the attention queue.' }),
+    acknowledged: Closed.optional().meta({ description: 'An operator acknowledged what the attention queue showed (a refusal, deliveries with another amount): out of the queue until the record needs a person again.' }),
   })
   .meta({ description: 'One ledger record: the Check sent and the results, without the attempt log.' });
 export type RecordSummary = z.infer<typeof RecordSummary>;
@@ -154,7 +155,7 @@ export const RecordDetail = RecordSummary.extend({
     }),
   ),
   changedRepeats: z
-    .object({ count: z.number().int(), first: z.array(ChangedDelivery), latest: z.array(ChangedDelivery), acknowledged: z.number().int().optional().meta({ description: 'count when an operator last acknowledged them.' }) })
+    .object({ count: z.number().int(), first: z.array(ChangedDelivery), latest: z.array(ChangedDelivery) })
     .optional()
     .meta({ description: 'Deliveries of this order with another amount (a reopened check): counted, nothing sent.' }),
   actions: z.object({ retry: ActionAllowed, reverse: ActionAllowed, resolve: ActionAllowed, close: ActionAllowed, acknowledge: ActionAllowed }).meta({ description: 'What an operator may do to this record now, decided by the same rules the actions enforce.' }),
@@ -173,7 +174,15 @@ export const ReconcileReport = z
     examined: z.number().int(),
     complete: z.boolean().meta({ description: 'False when the time budget ended the pass before every open record was examined: call again for the rest.' }),
     fixed: z.array(z.object({ transactionId: z.string(), merchantId: z.string(), from: LedgerStatus, to: LedgerStatus, why: z.string() })),
-    open: z.array(z.object({ transactionId: z.string(), merchantId: z.string(), status: LedgerStatus, why: z.string() })),
+    open: z.array(
+      z.object({
+        transactionId: z.string(),
+        merchantId: z.string(),
+        status: LedgerStatus,
+        why: z.string(),
+        settled: z.literal(true).optional().meta({ description: 'The bridge has settled it and will do nothing more (failed, partially_accrued, reverse_failed): only a person moves it. Absent: work the bridge still does, or a call in doubt.' }),
+      }),
+    ),
   })
   .meta({ description: 'What one reconciliation pass examined, fixed and left open, and why.' });
 export type ReconcileReport = z.infer<typeof ReconcileReport>;
@@ -264,7 +273,7 @@ export const AttentionItem = z.object({
   kind: z.enum(['in_doubt', 'ambiguous', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter']),
   transactionId: z.string().optional(),
   deadLetterId: z.string().optional(),
-  merchantId: z.string().meta({ description: 'Whose; unknown for a dead letter of no known merchant.' }),
+  merchantId: z.string().meta({ description: 'Whose; (none) for a dead letter of no known merchant.' }),
   since: timestamp.meta({ description: 'Since when it has needed a person.' }),
   why: z.string(),
   status: LedgerStatus.optional(),

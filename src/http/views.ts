@@ -64,6 +64,7 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
     remainderTransactionId: record.remainderTransactionId,
     partialRefund: record.reversal.partial,
     closed: record.closed,
+    acknowledged: record.acknowledged,
   };
 }
 

@@ -35,7 +35,10 @@ export interface AttentionItem {
 }
 
 /** What `attentionOf` reads: everything but the attempt log, which stores may leave out of the read. */
-export type AttentionInput = Pick<LedgerRecord, 'transactionId' | 'merchantId' | 'status' | 'pos' | 'orderId' | 'updatedAt' | 'accrual' | 'reversal' | 'history' | 'changedRepeats' | 'closed' | 'inFlight'>;
+export type AttentionInput = Pick<LedgerRecord, 'transactionId' | 'merchantId' | 'status' | 'pos' | 'orderId' | 'updatedAt' | 'accrual' | 'reversal' | 'history' | 'changedRepeats' | 'closed' | 'acknowledged' | 'inFlight'>;
+
+/** The kinds an operator may acknowledge (`acknowledged`): the others have an action that settles them. */
+export const ACKNOWLEDGEABLE: ReadonlySet<AttentionKind> = new Set(['failed', 'partially_accrued', 'changed_repeats']);
 
 /** When the record came into its status (its history's last line that moved it there), else its last write. */
 function statusSince(record: AttentionInput): string {
@@ -43,10 +46,22 @@ function statusSince(record: AttentionInput): string {
   return record.updatedAt;
 }
 
-/** Unacknowledged deliveries of this order with another amount: a person decides whether a difference is owed. */
-function changedRepeatsPending(record: Pick<LedgerRecord, 'changedRepeats'>): number {
+/** True when an operator acknowledged the record at or after `since`. */
+function acknowledgedSince(record: Pick<LedgerRecord, 'acknowledged'>, since: string): boolean {
+  return record.acknowledged !== undefined && Date.parse(record.acknowledged.at) >= Date.parse(since);
+}
+
+/**
+ * The deliveries of this order with another amount that came after the last acknowledgement, as
+ * far as the record keeps them (its first and latest few): a person decides whether a difference
+ * is owed. Their number, and the first of them.
+ */
+function changedRepeatsPending(record: Pick<LedgerRecord, 'changedRepeats' | 'acknowledged'>): { count: number; since?: string } {
   const repeats = record.changedRepeats;
-  return repeats ? repeats.count - (repeats.acknowledged ?? 0) : 0;
+  if (!repeats) return { count: 0 };
+  if (!record.acknowledged) return { count: repeats.count, since: repeats.first[0]?.at };
+  const after = [...repeats.first, ...repeats.latest].filter((d) => !acknowledgedSince(record, d.at));
+  return { count: after.length, since: after[0]?.at };
 }
 
 /** True when `attentionOf` finds something: what a store's attention index keeps. */
@@ -70,24 +85,25 @@ export function attentionOf(record: AttentionInput): AttentionItem[] {
         : { ...base, kind: 'in_doubt', since: accrual.inDoubtSince ?? statusSince(record), why: 'accrual outcome unknown; settled by the operations history when LOYALTY_API_KEY is set, otherwise a person must resolve it (accrued or not_accrued)' },
     );
   }
+  const settledSince = statusSince(record);
+  const acknowledged = acknowledgedSince(record, settledSince);
   // A refused accrual whose order has been refunded since (`reversal.state` not_needed): nothing was
   // accrued and nothing is left to reverse, so there is nothing a person could do (retry is refused).
-  if (record.status === 'failed' && reversal.state !== 'not_needed') {
-    items.push({ ...base, kind: 'failed', since: statusSince(record), why: `the loyalty service refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}` });
-  } else if (record.status === 'partially_accrued') {
-    items.push({ ...base, kind: 'partially_accrued', since: statusSince(record), why: `some cards refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}` });
+  if (record.status === 'failed' && reversal.state !== 'not_needed' && !acknowledged) {
+    items.push({ ...base, kind: 'failed', since: settledSince, why: `the loyalty service refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}; retry it once the cause is fixed, or acknowledge it` });
+  } else if (record.status === 'partially_accrued' && !acknowledged) {
+    items.push({ ...base, kind: 'partially_accrued', since: settledSince, why: `some cards refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}; settle them in the loyalty service, then acknowledge it` });
   } else if (record.status === 'reverse_failed') {
     const orphan = reversal.unknownUpstream && accrual.state === 'none';
     const why = orphan
       ? 'a refund of an order the loyalty service never knew: nothing to reverse; close it with a reason'
       : `the loyalty service refused the reversal${reversal.errors.length ? `: ${reversal.errors[0]}` : ''}`;
-    items.push({ ...base, kind: 'reverse_failed', since: statusSince(record), why });
+    items.push({ ...base, kind: 'reverse_failed', since: settledSince, why });
   }
   const repeats = changedRepeatsPending(record);
-  if (repeats > 0) {
+  if (repeats.count > 0 && repeats.since) {
     const latest = record.changedRepeats!.latest.at(-1) ?? record.changedRepeats!.first.at(-1)!;
-    const firstUnseen = record.changedRepeats!.acknowledged ? latest.at : record.changedRepeats!.first[0]!.at;
-    items.push({ ...base, kind: 'changed_repeats', since: firstUnseen, why: `delivered again ${repeats} time(s) with another amount (latest ${latest.amountCents} cents, recorded ${accrual.check?.amount ?? 'none'}): nothing was sent; a person decides whether a difference is owed` });
+    items.push({ ...base, kind: 'changed_repeats', since: repeats.since, why: `delivered again with another amount (latest ${latest.amountCents} cents, recorded ${accrual.check?.amount ?? 'none'}; ${record.changedRepeats!.count} such deliveries in all): nothing was sent; a person decides whether a difference is owed, then acknowledges them` });
   }
   return items;
 }

@@ -47,8 +47,8 @@ import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
 import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
-import { type AuditEntry, auditMatches, type AuditQuery, backfillKey, type BackfillState, type DeadLetter, deadLetterDueAtMs, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor, statusesOf } from './store.js';
 import { ATTENTION_STATUSES, needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
+import { auditMatches, backfillKey, deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 const FORMAT_VERSION = 2;
 
@@ -64,12 +64,12 @@ interface Manifest {
  * `d` (open records only): the due time (`dueOf`) in epoch ms, null when only an operator can move
  * the record; `dv: 1` when only the history verifier can. Lines written before due times existed
  * have no `d`: start-up derives it from their bodies, for the open records among them only.
- * `oi` (the POS order id), `rf` (refund ids, when any) and `na: 1` (`needsAttention`) serve the
- * operators' search and attention queue; lines written before them have no `oi`, and their records
+ * `oi` (the POS order id), `rf` (refund ids, when any), `na: 1` (`needsAttention`) and `cl: 1`
+ * (closed by an operator) serve the operators' search, attention queue and the open-records gauge; lines written before them have no `oi`, and their records
  * are read when a search or the queue needs them.
  */
 type LineHeader =
-  | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number; oi?: string; rf?: string[]; na?: 1 }
+  | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number; oi?: string; rf?: string[]; na?: 1; cl?: 1 }
   | { k: 'w'; key: string; t: number };
 
 /** What start-up found unreadable in the journal; no record contents (they hold customer contacts). */
@@ -107,6 +107,7 @@ interface IndexEntry {
   orderId?: string;
   refundIds?: string[];
   attention: boolean;
+  closed: boolean;
   location: Location;
 }
 
@@ -135,12 +136,12 @@ export class FileLedgerStore implements LedgerStore {
   readonly deadLettersDir: string;
   /** One private JSON document per merchant (`<stem>.merchants/<id>.json`); all held in memory (merchants are few). */
   readonly merchantsDir: string;
-  /** Every merchant's backfill state in one private JSON document (`<stem>.backfill.json`): one per merchant and POS, few. */
-  readonly backfillPath: string;
-  readonly #backfill = new Map<string, BackfillState>();
   /** The operators' audit trail: one JSON line per action, appended and synced, all held in memory. */
   readonly auditPath: string;
   readonly #audit: AuditEntry[] = [];
+  /** Every merchant's backfill state in one private JSON document (`<stem>.backfill.json`): one per merchant and POS, few. */
+  readonly backfillPath: string;
+  readonly #backfill = new Map<string, BackfillState>();
   readonly #merchants = new Map<string, StoredMerchant>();
   readonly #journal: Journal;
   readonly #lock: ProcessLock;
@@ -179,8 +180,8 @@ export class FileLedgerStore implements LedgerStore {
     this.journalDir = `${stem}.journal`;
     this.deadLettersDir = `${stem}.dead-letters`;
     this.merchantsDir = `${stem}.merchants`;
-    this.backfillPath = `${stem}.backfill.json`;
     this.auditPath = `${stem}.audit.jsonl`;
+    this.backfillPath = `${stem}.backfill.json`;
     this.#journal = new Journal(this.journalDir, undefined, options.writeFile);
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
     this.#restartedMarker = `${this.manifestPath}.restarted`;
@@ -231,8 +232,8 @@ export class FileLedgerStore implements LedgerStore {
       await mkdir(this.merchantsDir, { recursive: true, mode: PRIVATE_DIR });
       await makePrivate(this.merchantsDir, PRIVATE_DIR);
       await this.#loadMerchants();
-      await this.#loadBackfill();
       await this.#loadAudit();
+      await this.#loadBackfill();
       const active = this.#journal.active;
       if (this.#journal.sizeOf(active) >= COMPACT_ACTIVE_FROM_BYTES && this.#liveShare(active) < COMPACT_BELOW_LIVE_SHARE) await this.#roll();
       await this.#compactSealed();
@@ -415,8 +416,7 @@ export class FileLedgerStore implements LedgerStore {
     const counts: Partial<Record<LedgerStatus, number>> = {};
     const add = (status: LedgerStatus) => (counts[status] = (counts[status] ?? 0) + 1);
     for (const key of this.#open) add(this.#index.get(key)!.status);
-    // `attention` is false for a closed record; a settled status with it set needs a person.
-    for (const e of this.#index.values()) if (!e.open && e.attention && SETTLED_ATTENTION_STATUSES.includes(e.status)) add(e.status);
+    for (const e of this.#index.values()) if (!e.open && !e.closed && SETTLED_ATTENTION_STATUSES.includes(e.status)) add(e.status);
     return counts;
   }
 
@@ -649,6 +649,7 @@ export class FileLedgerStore implements LedgerStore {
       oi: record.orderId,
       ...(record.reversal.refundIds.length ? { rf: record.reversal.refundIds } : {}),
       ...(needsAttention(record) ? { na: 1 } : {}),
+      ...(record.closed ? { cl: 1 } : {}),
     };
     const location = this.#journal.append(header, JSON.stringify(record));
     this.#keep(record);
@@ -689,7 +690,7 @@ export class FileLedgerStore implements LedgerStore {
     const due = h.o === 1 && typeof h.d === 'number' ? { atMs: h.d, needsVerifier: h.dv === 1 } : undefined;
     const keys = h.ak ?? [];
     const merchantId = h.m ?? DEFAULT_MERCHANT;
-    this.#index.set(h.id, { key: h.id, merchantId, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], accrualKeys: keys, unsettledAmount: h.ua, ...(h.oi !== undefined ? { orderId: h.oi, refundIds: h.rf ?? [] } : {}), attention: h.oi !== undefined ? h.na === 1 : ATTENTION_STATUSES.includes(h.s), location });
+    this.#index.set(h.id, { key: h.id, merchantId, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], accrualKeys: keys, unsettledAmount: h.ua, ...(h.oi !== undefined ? { orderId: h.oi, refundIds: h.rf ?? [] } : {}), attention: h.oi !== undefined ? h.na === 1 : ATTENTION_STATUSES.includes(h.s), closed: h.cl === 1, location });
     if (h.o === 1) this.#open.add(h.id);
     else this.#open.delete(h.id);
     for (const id of previous?.operationIds ?? []) this.#claims.delete(claimKey(merchantId, id));

@@ -10,8 +10,8 @@ import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
 import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { type AuditEntry, auditMatches, type AuditQuery, backfillKey, type BackfillState, type DeadLetter, deadLetterDueAtMs, type DeadLetterQuery, type DueQuery, type LedgerStore, listMatches, type ListQuery, type OpenClaim, type OpenCursor, statusesOf } from './store.js';
 import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
+import { auditMatches, backfillKey, deadLetterDueAtMs, listMatches, statusesOf, type AuditEntry, type AuditQuery, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
 export interface MemoryLedgerState {
@@ -24,14 +24,14 @@ export interface MemoryLedgerState {
   webhookEvents: Set<string>;
   deadLetters: Map<string, DeadLetter>;
   merchants: Map<string, StoredMerchant>;
-  /** By `backfillKey`. */
-  backfill: Map<string, BackfillState>;
   /** Operator actions, in the order written. */
   audit: AuditEntry[];
+  /** By `backfillKey`. */
+  backfill: Map<string, BackfillState>;
 }
 
 export function emptyMemoryLedger(): MemoryLedgerState {
-  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), backfill: new Map(), audit: [] };
+  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), audit: [], backfill: new Map() };
 }
 
 const copy = <T>(value: T): T => structuredClone(value);

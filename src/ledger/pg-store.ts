@@ -10,11 +10,11 @@
  */
 import pg from 'pg';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
-import { accrualKeyColumns, ATTENTION_PREDICATE, dueColumns, fillDueTimes, MIGRATIONS } from './pg-migrations.js';
+import { accrualKeyColumns, ATTENTION_PREDICATE, dueColumns, fillDueTimes, MIGRATIONS, REFUNDED_PREDICATE } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { DEFAULT_MERCHANT, isOpen, keyOf, type LedgerRecord, type LedgerStatus, merchantOf } from './record.js';
-import { type AuditEntry, type AuditQuery, backfillKey, type BackfillState, type DeadLetter, deadLetterDueAtMs, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor, statusesOf } from './store.js';
+import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
 import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
+import { backfillKey, deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
 /** 'LBDL': the class of the advisory locks that make each dead letter's read-change-write one step (`updateDeadLetter`). */
@@ -256,7 +256,7 @@ export class PostgresLedgerStore implements LedgerStore {
     if (statuses) where.push(`status = ANY ($${params.push([...statuses])}::text[])`);
     if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
     if (query.orderId) where.push(`order_id = $${params.push(query.orderId)}`);
-    if (query.refundId) where.push(`record -> 'reversal' -> 'refundIds' @> $${params.push(JSON.stringify([query.refundId]))}::jsonb`);
+    if (query.refundId) where.push(`${REFUNDED_PREDICATE} AND record -> 'reversal' -> 'refundIds' @> $${params.push(JSON.stringify([query.refundId]))}::jsonb`);
     if (query.from) where.push(`created_at >= $${params.push(query.from)}`);
     if (query.to) where.push(`created_at <= $${params.push(query.to)}`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';

@@ -84,8 +84,6 @@ export interface ChangedRepeats {
   count: number;
   first: ChangedDelivery[];
   latest: ChangedDelivery[];
-  /** `count` when an operator last acknowledged them: only deliveries after that need a person again. */
-  acknowledged?: number;
 }
 
 /** The merchant of every record written before merchants existed, and of the one built from the variables. */
@@ -191,6 +189,12 @@ export interface LedgerRecord {
    * fixed); the record is kept whole and leaves the attention queue.
    */
   closed?: { at: string; actor: string; reason: string };
+  /**
+   * An operator has seen what the attention queue showed (a refusal the loyalty service will keep
+   * making, deliveries with another amount) and settled it outside the bridge: it leaves the queue
+   * until the record comes into such a state again (a later failure, another such delivery).
+   */
+  acknowledged?: { at: string; actor: string; reason: string };
 }
 
 /**

@@ -143,52 +143,6 @@ export interface DueQuery {
   claim?: OpenClaim;
 }
 
-/** What one backfill pass found (README "Backfill"), kept with its account's state. */
-export interface BackfillPassSummary {
-  startedAt: string;
-  finishedAt: string;
-  /** The window read: [since, until). */
-  since: string;
-  until: string;
-  /** `scheduled` by the poller, `request` by POST /v1/admin/backfill or the CLI. */
-  by: 'scheduled' | 'request';
-  examined: number;
-  new: number;
-  known: number;
-  refused: number;
-  /** Unpaid sales listed and left alone. */
-  unpaid: number;
-  /** Why the pass stopped before the end of its window (the watermark did not move). */
-  error?: string;
-}
-
-/**
- * One merchant's backfill of one POS account: how far the POS's orders have been read back, and
- * which instance is reading them now. Kept durably in the ledger store, so it survives restarts and
- * a change of instances.
- */
-export interface BackfillState {
-  merchantId: string;
-  pos: string;
-  /** The merchant's account on the POS the watermark belongs to (another account starts over). */
-  account: string;
-  /** Every change the POS made before this instant has been read (ISO 8601); absent before the first complete pass. */
-  watermark?: string;
-  lastPass?: BackfillPassSummary;
-  /** When the poller runs its next scheduled pass. */
-  nextPassAt?: string;
-  /**
-   * The instance running a pass of this account now, and until when it holds it: no other instance
-   * starts one meanwhile. A lease past `until` was left by an instance that stopped.
-   */
-  lease?: { owner: string; until: string };
-}
-
-/** A backfill state's key within a store: merchant ids (MERCHANT_ID) and POS names hold no `/`. */
-export function backfillKey(merchantId: string, pos: string): string {
-  return `${merchantId}/${pos}`;
-}
-
 /**
  * One operator action, kept for the audit trail (`GET /v1/admin/audit`) whatever became of it in
  * the record: who, what, to which record or dead letter, why, when. Never changed or removed.
@@ -242,6 +196,52 @@ export function listMatches(record: Pick<LedgerRecord, 'merchantId' | 'status' |
 export function auditMatches(entry: AuditEntry, query: AuditQuery): boolean {
   const atMs = Date.parse(entry.at);
   return (!query.merchantId || entry.merchantId === query.merchantId) && (!query.actor || entry.actor === query.actor) && (!query.from || atMs >= query.from.getTime()) && (!query.to || atMs <= query.to.getTime());
+}
+
+/** What one backfill pass found (README "Backfill"), kept with its account's state. */
+export interface BackfillPassSummary {
+  startedAt: string;
+  finishedAt: string;
+  /** The window read: [since, until). */
+  since: string;
+  until: string;
+  /** `scheduled` by the poller, `request` by POST /v1/admin/backfill or the CLI. */
+  by: 'scheduled' | 'request';
+  examined: number;
+  new: number;
+  known: number;
+  refused: number;
+  /** Unpaid sales listed and left alone. */
+  unpaid: number;
+  /** Why the pass stopped before the end of its window (the watermark did not move). */
+  error?: string;
+}
+
+/**
+ * One merchant's backfill of one POS account: how far the POS's orders have been read back, and
+ * which instance is reading them now. Kept durably in the ledger store, so it survives restarts and
+ * a change of instances.
+ */
+export interface BackfillState {
+  merchantId: string;
+  pos: string;
+  /** The merchant's account on the POS the watermark belongs to (another account starts over). */
+  account: string;
+  /** Every change the POS made before this instant has been read (ISO 8601); absent before the first complete pass. */
+  watermark?: string;
+  lastPass?: BackfillPassSummary;
+  /** When the poller runs its next scheduled pass. */
+  nextPassAt?: string;
+  /**
+   * The instance running a pass of this account now, and until when it holds it: no other instance
+   * starts one meanwhile. A lease past `until` was left by an instance that stopped.
+   */
+  lease?: { owner: string; until: string };
+}
+
+/** A backfill state's key within a store: merchant ids (MERCHANT_ID) and POS names hold no `/`. */
+export function backfillKey(merchantId: string, pos: string): string {
+  return `${merchantId}/${pos}`;
 }
 
 export interface LedgerStore {
@@ -318,8 +318,9 @@ export interface LedgerStore {
   /** How many records have work left (a metric; cheaper than listing them). */
   countOpen(): Promise<number>;
   /**
-   * The open-records gauge: records with work left (`isOpen`) by status, and the settled records a
-   * person must still look at (`SETTLED_ATTENTION_STATUSES`, not closed) by status.
+   * The open-records gauge: records with work left (`isOpen`) by status, and the settled records in
+   * a status a person must look at (`SETTLED_ATTENTION_STATUSES`), unless closed, by status
+   * (acknowledged ones included: the attention gauges leave those out).
    */
   countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>>;
   /** Open dead letters (not resolved nor dismissed) by `reasonCode` (`unclassified` for letters kept before codes). */

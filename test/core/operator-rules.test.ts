@@ -4,7 +4,7 @@
  * orphan reversal and acknowledging changed repeats, each with the actor in the history.
  */
 import { describe, expect, it } from '@jest/globals';
-import { acknowledgeRepeats, close, nextVersion, operatorActions, resolve, retry } from '../../src/core/transitions.js';
+import { acknowledge, close, nextVersion, operatorActions, resolve, retry } from '../../src/core/transitions.js';
 import { ConflictError } from '../../src/errors.js';
 import { ATTENTION_STATUSES, attentionOf } from '../../src/ledger/attention.js';
 import { ATTENTION_PREDICATE } from '../../src/ledger/pg-migrations.js';
@@ -64,10 +64,17 @@ describe('attentionOf', () => {
 
   it('changed repeats need a person until acknowledged, and again when another comes', () => {
     const repeats = { count: 2, first: [{ at: minutes(4), amountCents: 100 }, { at: minutes(5), amountCents: 200 }], latest: [] };
+    const seen = { at: minutes(6), actor: 'alice', reason: 'difference paid' };
     expect(attentionOf(record('accrued', 'none', (r) => (r.changedRepeats = repeats)))).toEqual([expect.objectContaining({ kind: 'changed_repeats', since: minutes(4) })]);
-    expect(attentionOf(record('accrued', 'none', (r) => (r.changedRepeats = { ...repeats, acknowledged: 2 })))).toEqual([]);
-    const again = { ...repeats, count: 3, latest: [{ at: minutes(9), amountCents: 300 }], acknowledged: 2 };
-    expect(attentionOf(record('accrued', 'none', (r) => (r.changedRepeats = again)))).toEqual([expect.objectContaining({ kind: 'changed_repeats', since: minutes(9) })]);
+    expect(attentionOf(record('accrued', 'none', (r) => ((r.changedRepeats = repeats), (r.acknowledged = seen))))).toEqual([]);
+    const again = { ...repeats, count: 3, latest: [{ at: minutes(9), amountCents: 300 }] };
+    expect(attentionOf(record('accrued', 'none', (r) => ((r.changedRepeats = again), (r.acknowledged = seen))))).toEqual([expect.objectContaining({ kind: 'changed_repeats', since: minutes(9) })]);
+  });
+
+  it('a refusal acknowledged leaves the queue; failing again after it brings it back', () => {
+    const failed = record('failed', 'none', (r) => (r.history = [{ at: minutes(2), event: 'refused', to: 'failed' }]));
+    expect(attentionOf({ ...failed, acknowledged: { at: minutes(3), actor: 'alice', reason: 'card closed' } })).toEqual([]);
+    expect(attentionOf({ ...failed, acknowledged: { at: minutes(1), actor: 'alice', reason: 'an earlier failure' } })).toEqual([expect.objectContaining({ kind: 'failed', since: minutes(2) })]);
   });
 
   it("PostgreSQL's attention index covers every status that needs a person", () => {
@@ -122,11 +129,15 @@ describe('close and acknowledge', () => {
     expect(() => close(r, ALICE, NOW)).toThrow(ConflictError);
   });
 
-  it('acknowledges changed repeats once', () => {
+  it('acknowledges changed repeats or a refusal once, with who and why; never a doubt or a reversal', () => {
     const r = record('accrued', 'none', (x) => (x.changedRepeats = { count: 2, first: [{ at: minutes(4), amountCents: 1 }], latest: [] }));
-    const acked = nextVersion(r, acknowledgeRepeats(r, ALICE), NOW);
-    expect(acked.changedRepeats!.acknowledged).toBe(2);
-    expect(() => acknowledgeRepeats(acked, ALICE)).toThrow(/no deliveries/);
+    const acked = nextVersion(r, acknowledge(r, ALICE, NOW), NOW);
+    expect(acked.acknowledged).toEqual({ at: NOW.toISOString(), actor: 'alice', reason: ALICE.reason });
+    expect(acked.history.at(-1)).toMatchObject({ actor: 'alice', event: 'alice acknowledged changed repeats' });
+    expect(() => acknowledge(acked, ALICE, NOW)).toThrow(/nothing to acknowledge.*acknowledged by alice/);
+    const failed = record('failed');
+    expect(nextVersion(failed, acknowledge(failed, ALICE, NOW), NOW).acknowledged?.actor).toBe('alice');
+    for (const other of [record('in_doubt'), orphan(), record('accrued', 'failed'), record('accrued')]) expect(() => acknowledge(other, ALICE, NOW)).toThrow(ConflictError);
   });
 
   it('retry and resolve name the actor and keep the reason in the history', () => {

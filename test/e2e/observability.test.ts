@@ -97,9 +97,14 @@ describe('/metrics', () => {
     const letter = await h.bridge.store.getDeadLetter(dead.body.results[0].deadLetterId);
     expect(letter!.reasonCode).toEqual(expect.any(String));
     expect(sample(text, `bridge_dead_letters_open{reason="${letter!.reasonCode}"}`)).toBe(1);
+    expect(sample(text, 'bridge_attention_items{kind="dead_letter"}')).toBe(1);
+    expect(sample(text, 'bridge_attention_oldest_age_seconds{kind="dead_letter"}')).toBeGreaterThanOrEqual(0);
     // Dismissed, it is no longer open.
     await request(h.bridge.url).post(`/v1/admin/dead-letters/${letter!.id}/dismiss`).set('authorization', `Bearer ${ADMIN_TOKEN}`).send({ reason: 'a test delivery' });
-    expect(sample(await metrics(), `bridge_dead_letters_open{reason="${letter!.reasonCode}"}`)).toBeUndefined();
+    const after = await metrics();
+    expect(sample(after, `bridge_dead_letters_open{reason="${letter!.reasonCode}"}`)).toBeUndefined();
+    expect(sample(after, 'bridge_attention_items{kind="dead_letter"}')).toBe(0);
+    expect(sample(after, 'bridge_attention_oldest_age_seconds{kind="dead_letter"}')).toBe(0);
   });
 });
 

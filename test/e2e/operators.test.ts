@@ -133,7 +133,7 @@ for (const store of STORES) {
       const since = queue.body.items.map((i: { since: string }) => Date.parse(i.since));
       expect(since).toEqual([...since].sort((a, b) => a - b));
       expect(queue.body.counts).toMatchObject({ in_doubt: 2, failed: 1, reverse_failed: 1, changed_repeats: 1, dead_letter: 1, ambiguous: 0, partially_accrued: 0 });
-      expect(queue.body.perMerchant).toEqual({ default: 4, 'bakery-17': 1, unknown: 1 });
+      expect(queue.body.perMerchant).toEqual({ default: 4, 'bakery-17': 1, '(none)': 1 });
       expect(queue.body.oldestSince).toBe(queue.body.items[0].since);
       expect(queue.body.items[5]).toMatchObject({ kind: 'dead_letter', deadLetterId: letterId, pos: 'shopify', why: expect.stringContaining('waits for a person') });
       const one = await admin('get', '/v1/admin/attention?limit=1');
@@ -150,11 +150,12 @@ for (const store of STORES) {
       const report = await admin('post', '/v1/admin/reconcile?merchantId=default');
       expect(report.body.open).toEqual(
         expect.arrayContaining([
-          expect.objectContaining({ transactionId: 'generic:F-1', status: 'failed' }),
-          expect.objectContaining({ transactionId: 'generic:NEVER-SEEN', status: 'reverse_failed' }),
+          expect.objectContaining({ transactionId: 'generic:F-1', status: 'failed', settled: true }),
+          expect.objectContaining({ transactionId: 'generic:NEVER-SEEN', status: 'reverse_failed', settled: true }),
           expect.objectContaining({ transactionId: 'generic:D-1', status: 'in_doubt' }),
         ]),
       );
+      expect(report.body.open.find((o: { transactionId: string }) => o.transactionId === 'generic:D-1').settled).toBeUndefined();
     });
 
     it("dead letters: listed as summaries, the detail masked unless unmasked (audited); a failed replay is in the error envelope; dismissed with a reason, kept", async () => {
@@ -209,6 +210,19 @@ for (const store of STORES) {
       expect((await admin('get', '/v1/admin/audit?actor=alice&limit=1')).body.items[0]).toMatchObject({ action: 'reverse', target: 'generic:C-1', reason: 'customer left the program', outcome: 'reversed' });
     });
 
+    it('acknowledge: changed repeats settled outside the bridge leave the queue; a doubt cannot be acknowledged', async () => {
+      expect((await admin('post', '/v1/admin/transactions/generic:C-1/acknowledge').send({})).status).toBe(400);
+      const refused = await admin('post', '/v1/admin/transactions/generic:D-1/acknowledge').send({ reason: 'x' });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error.message).toMatch(/nothing to acknowledge/);
+      const acked = await alice('post', '/v1/admin/transactions/generic:C-1/acknowledge').send({ reason: 'the customer paid the difference at the till' });
+      expect(acked.status).toBe(200);
+      const detail = await admin('get', '/v1/admin/transactions/generic:C-1');
+      expect(detail.body.acknowledged).toMatchObject({ actor: 'alice', reason: 'the customer paid the difference at the till' });
+      expect(detail.body.actions.acknowledge).toEqual({ allowed: false, why: expect.stringContaining('acknowledged by alice') });
+      expect((await admin('get', '/v1/admin/attention')).body.counts.changed_repeats).toBe(0);
+    });
+
     it('resolve by a named operator: the record leaves the queue; history and audit name who and why', async () => {
       const res = await alice('post', '/v1/admin/transactions/generic:D-1/resolve').send({ outcome: 'accrued', reason: 'seen on the card in the loyalty back office' });
       expect(res.status).toBe(200);
@@ -219,7 +233,7 @@ for (const store of STORES) {
       expect(queue.body.items.map((i: { transactionId?: string }) => i.transactionId)).not.toContain('generic:D-1');
       const audit = await admin('get', '/v1/admin/audit?actor=alice');
       expect(audit.body.items[0]).toMatchObject({ actor: 'alice', action: 'resolve accrued', target: 'generic:D-1', reason: 'seen on the card in the loyalty back office', merchantId: 'default', outcome: 'accrued' });
-      expect(audit.body.items.map((e: { action: string }) => e.action)).toEqual(['resolve accrued', 'reverse', 'close', 'dismiss', 'unmask']);
+      expect(audit.body.items.map((e: { action: string }) => e.action)).toEqual(['resolve accrued', 'acknowledge', 'reverse', 'close', 'dismiss', 'unmask']);
     });
 
     it('bulk: by ids or a filter, each done or refused with why, bounded, reason required, scoped to a merchant', async () => {
@@ -239,6 +253,13 @@ for (const store of STORES) {
 
       const global = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'resolve', outcome: 'not_accrued', ids: ['bakery-17/generic:B-1', 'generic:A-1'], reason: 'checked both' });
       expect(global.body).toEqual({ done: ['bakery-17/generic:B-1'], refused: [{ id: 'generic:A-1', why: 'the accrual is accrued, not in doubt' }] });
+
+      // Acknowledged in bulk: what is not a refusal or a changed repeat is refused with why.
+      h.sim.faults.inject({ kind: 'result_failure', on: 'accrue' });
+      expect((await pos(checkout({ orderId: 'F-2', customer: { phone: '+15550001212' } }))).body.status).toBe('failed');
+      const acked = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'acknowledge', ids: ['generic:F-2', 'generic:A-1'], reason: 'card closed for good' });
+      expect(acked.body).toEqual({ done: ['generic:F-2'], refused: [{ id: 'generic:A-1', why: expect.stringContaining('nothing to acknowledge') }] });
+      expect((await admin('get', '/v1/admin/attention?merchantId=default')).body.items.map((i: { transactionId?: string }) => i.transactionId)).not.toContain('generic:F-2');
 
       for (let i = 0; i < 101; i++) await pos(checkout({ orderId: `S-${i}`, customer: {} }));
       const tooMany = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'retry', filter: { status: 'skipped' }, reason: 'x' });

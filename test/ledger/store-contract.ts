@@ -877,42 +877,6 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
       });
     });
 
-    describe('backfill states', () => {
-      const state = (merchantId: string, pos: string, watermark?: string): BackfillState => ({ merchantId, pos, account: `${pos}-account`, ...(watermark ? { watermark } : {}) });
-
-      it('keeps one state per merchant and POS, lists them by merchant then POS, and keeps them across a reopen', async () => {
-        expect(await store.getBackfillState('m1', 'square')).toBeUndefined();
-        await store.updateBackfillState('m2', 'clover', () => state('m2', 'clover', minutes(1)));
-        await store.updateBackfillState('m1', 'square', () => state('m1', 'square', minutes(2)));
-        await store.updateBackfillState('m1', 'clover', () => state('m1', 'clover'));
-        // The key is the merchant and POS it is stored under, whatever the document says.
-        await store.updateBackfillState('m1', 'square', (s) => ({ ...s!, merchantId: 'other', watermark: minutes(3) }));
-        expect(await store.getBackfillState('m1', 'square')).toEqual(state('m1', 'square', minutes(3)));
-        const keys = (states: BackfillState[]) => states.map((s) => `${s.merchantId}/${s.pos}`);
-        expect(keys(await store.listBackfillStates())).toEqual(['m1/clover', 'm1/square', 'm2/clover']);
-        expect(keys(await store.listBackfillStates('m2'))).toEqual(['m2/clover']);
-        await reopen();
-        expect(await store.getBackfillState('m1', 'square')).toEqual(state('m1', 'square', minutes(3)));
-        expect(keys(await store.listBackfillStates())).toEqual(['m1/clover', 'm1/square', 'm2/clover']);
-      });
-
-      it('updateBackfillState: answering undefined writes nothing; of two instances leasing one account at once exactly one gets it', async () => {
-        expect(await store.updateBackfillState('m1', 'toast', () => undefined)).toBeUndefined();
-        expect(await store.getBackfillState('m1', 'toast')).toBeUndefined();
-        const lease = (owner: string) => (s: BackfillState | undefined) => (s?.lease ? undefined : { ...(s ?? state('m1', 'toast')), lease: { owner, until: minutes(99) } });
-        // The first lease of an account never written before: both race to create it.
-        const taken = await Promise.all(['instance-a', 'instance-b', 'instance-c'].map((owner) => store.updateBackfillState('m1', 'toast', lease(owner))));
-        const owners = taken.map((s) => s!.lease!.owner);
-        expect(new Set(owners).size).toBe(1);
-        // Given back and taken again: 30 concurrent passes count one each.
-        await store.updateBackfillState('m1', 'toast', (s) => ({ ...s!, lease: undefined, lastPass: undefined }));
-        const count = (s: BackfillState | undefined): BackfillState => ({ ...s!, nextPassAt: String(Number(s!.nextPassAt ?? 0) + 1) });
-        await Promise.all(Array.from({ length: 30 }, () => store.updateBackfillState('m1', 'toast', count)));
-        expect((await store.getBackfillState('m1', 'toast'))!.nextPassAt).toBe('30');
-        expect((await store.getBackfillState('m1', 'toast'))!.lease).toBeUndefined();
-      });
-    });
-
     describe('operators: search, attention, audit trail', () => {
       /** A refund of an order the loyalty service never knew: reverse_failed, nothing accrued. */
       const orphan = (transactionId: string, at: number): LedgerRecord => {
@@ -959,9 +923,13 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         const changed = await store.update(nextVersion(repeated, (r) => (r.changedRepeats = { count: 2, first: [{ at: minutes(7), amountCents: 100 }], latest: [] })));
         await store.update(nextVersion(lost.record, (r) => (r.closed = { at: minutes(8), actor: 'admin', reason: 'never known' })));
         expect(await names('default')).toEqual(['generic:doubt', 'generic:failed', 'generic:repeated']);
-        await store.update(nextVersion(changed, (r) => (r.changedRepeats = { ...r.changedRepeats!, acknowledged: 2 })));
-        expect(await names('default')).toEqual(['generic:doubt', 'generic:failed']);
-        expect(await (await reopen()).listAttention('default').then((rs) => rs.map((r) => r.transactionId).sort())).toEqual(['generic:doubt', 'generic:failed']);
+        await store.update(nextVersion(changed, (r) => (r.acknowledged = { at: minutes(9), actor: 'alice', reason: 'difference paid' })));
+        const failed = (await store.get('generic:failed'))!;
+        await store.update(nextVersion(failed, (r) => (r.acknowledged = { at: minutes(2000), actor: 'alice', reason: 'card closed for good' })));
+        expect(await names('default')).toEqual(['generic:doubt']);
+        expect(await (await reopen()).listAttention('default').then((rs) => rs.map((r) => r.transactionId).sort())).toEqual(['generic:doubt']);
+        // The open-records gauge counts settled statuses unless closed: acknowledged ones too.
+        expect(await store.countOpenByStatus()).toEqual({ in_doubt: 1, pending: 1, failed: 2 });
       });
 
       it('keeps the audit trail newest first, filtered by merchant, actor and time, across a reopen', async () => {
@@ -981,6 +949,42 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
           expect((await s.listAudit({ actor: 'alice', offset: 1, limit: 1 })).items).toEqual([entry(2, 'alice', 'bakery-17')]);
           expect((await s.listAudit({ from: new Date(minutes(2)), to: new Date(minutes(2)), offset: 0, limit: 10 })).items).toEqual([entry(2, 'alice', 'bakery-17')]);
         }
+      });
+    });
+
+    describe('backfill states', () => {
+      const state = (merchantId: string, pos: string, watermark?: string): BackfillState => ({ merchantId, pos, account: `${pos}-account`, ...(watermark ? { watermark } : {}) });
+
+      it('keeps one state per merchant and POS, lists them by merchant then POS, and keeps them across a reopen', async () => {
+        expect(await store.getBackfillState('m1', 'square')).toBeUndefined();
+        await store.updateBackfillState('m2', 'clover', () => state('m2', 'clover', minutes(1)));
+        await store.updateBackfillState('m1', 'square', () => state('m1', 'square', minutes(2)));
+        await store.updateBackfillState('m1', 'clover', () => state('m1', 'clover'));
+        // The key is the merchant and POS it is stored under, whatever the document says.
+        await store.updateBackfillState('m1', 'square', (s) => ({ ...s!, merchantId: 'other', watermark: minutes(3) }));
+        expect(await store.getBackfillState('m1', 'square')).toEqual(state('m1', 'square', minutes(3)));
+        const keys = (states: BackfillState[]) => states.map((s) => `${s.merchantId}/${s.pos}`);
+        expect(keys(await store.listBackfillStates())).toEqual(['m1/clover', 'm1/square', 'm2/clover']);
+        expect(keys(await store.listBackfillStates('m2'))).toEqual(['m2/clover']);
+        await reopen();
+        expect(await store.getBackfillState('m1', 'square')).toEqual(state('m1', 'square', minutes(3)));
+        expect(keys(await store.listBackfillStates())).toEqual(['m1/clover', 'm1/square', 'm2/clover']);
+      });
+
+      it('updateBackfillState: answering undefined writes nothing; of two instances leasing one account at once exactly one gets it', async () => {
+        expect(await store.updateBackfillState('m1', 'toast', () => undefined)).toBeUndefined();
+        expect(await store.getBackfillState('m1', 'toast')).toBeUndefined();
+        const lease = (owner: string) => (s: BackfillState | undefined) => (s?.lease ? undefined : { ...(s ?? state('m1', 'toast')), lease: { owner, until: minutes(99) } });
+        // The first lease of an account never written before: both race to create it.
+        const taken = await Promise.all(['instance-a', 'instance-b', 'instance-c'].map((owner) => store.updateBackfillState('m1', 'toast', lease(owner))));
+        const owners = taken.map((s) => s!.lease!.owner);
+        expect(new Set(owners).size).toBe(1);
+        // Given back and taken again: 30 concurrent passes count one each.
+        await store.updateBackfillState('m1', 'toast', (s) => ({ ...s!, lease: undefined, lastPass: undefined }));
+        const count = (s: BackfillState | undefined): BackfillState => ({ ...s!, nextPassAt: String(Number(s!.nextPassAt ?? 0) + 1) });
+        await Promise.all(Array.from({ length: 30 }, () => store.updateBackfillState('m1', 'toast', count)));
+        expect((await store.getBackfillState('m1', 'toast'))!.nextPassAt).toBe('30');
+        expect((await store.getBackfillState('m1', 'toast'))!.lease).toBeUndefined();
       });
     });
 

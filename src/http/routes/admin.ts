@@ -125,7 +125,7 @@ export const ReasonBody = z.strictObject({ reason: reasonRequired }).meta({ desc
 
 export const BulkBody = z
   .strictObject({
-    action: z.enum(['retry', 'reverse', 'resolve', 'close']),
+    action: z.enum(['retry', 'reverse', 'resolve', 'close', 'acknowledge']),
     ids: z.array(z.string().min(1).max(300)).min(1).max(BULK_MAX).optional().meta({ description: `At most ${BULK_MAX} transactionIds of merchantId (the token's merchant, else default), or <merchantId>/<transactionId> with ADMIN_TOKEN.` }),
     merchantId: merchantIdParam.meta({ description: 'Whose records ids names (ADMIN_TOKEN; default: default).' }),
     filter: z
@@ -254,7 +254,7 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
 
   router.post('/v1/admin/transactions/:transactionId/acknowledge', async (req, res) => {
     const body = parseWith(ReasonBody, req.body ?? {});
-    const answer = await deps.operator.acknowledge(keyOf(req), actOf(req, body.reason));
+    const answer = await deps.operator.acknowledge(keyOf(req), { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
     res.status(200).json(posAnswer(answer));
   });
 
@@ -309,6 +309,9 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
             break;
           case 'close':
             await deps.operator.close(target.key, act, options);
+            break;
+          case 'acknowledge':
+            await deps.operator.acknowledge(target.key, act, options);
             break;
         }
         answer.done.push(target.id);

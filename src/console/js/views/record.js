@@ -13,7 +13,7 @@ export const ACTION_EFFECTS = {
   reverse: 'The bridge reverses the whole accrual at the loyalty service: the points this order earned are taken back (what remains of it after partial refunds, on its last remainder record).',
   resolve: 'The bridge records the outcome you established in the loyalty service.',
   close: 'The record is closed as one that cannot succeed (the loyalty service never knew its order): kept in the ledger with your reason, never deleted, its status unchanged, and it leaves the attention queue. Nothing is sent to the loyalty service.',
-  acknowledge: 'The deliveries of this order with another amount are marked as seen, with your reason: nothing is sent, and the record leaves the attention queue until another such delivery comes.',
+  acknowledge: 'What the attention queue shows of this record (a refusal the loyalty service will keep giving, or deliveries with another amount) is marked as seen and settled outside the bridge, with your reason: nothing is sent, and the record leaves the attention queue until it needs a person again.',
 };
 
 export const RESOLVE_OUTCOMES = [
@@ -28,7 +28,7 @@ const ACTIONS = [
   ['reverse', 'Reverse'],
   ['resolve', 'Resolve…'],
   ['close', 'Close'],
-  ['acknowledge', 'Acknowledge changed repeats'],
+  ['acknowledge', 'Acknowledge'],
 ];
 
 export async function recordView({ section, announce, refresh }, merchantId, transactionId) {
@@ -86,8 +86,9 @@ function customer(c) {
 
 function actionsSection(record, outcome, { announce, refresh }) {
   const allowedOf = (name) => record.actions?.[name] ?? { allowed: true };
-  // Acknowledging changed repeats is offered only where there are some.
-  const offered = ACTIONS.filter(([name]) => name !== 'acknowledge' || record.changedRepeats?.count);
+  // Acknowledging is offered where there is something to acknowledge (a refusal, changed repeats),
+  // or was (so its page says by whom); elsewhere it would only ever be disabled.
+  const offered = ACTIONS.filter(([name]) => name !== 'acknowledge' || record.changedRepeats?.count || record.acknowledged || allowedOf(name).allowed);
   const buttons = offered.map(([name, label]) => {
     const rule = allowedOf(name);
     const whyId = `why-${name}`;
@@ -221,7 +222,7 @@ function changedRepeatsSection(record, currency) {
   return h(
     'section',
     { 'aria-labelledby': 'repeats-heading' },
-    h('h2', { id: 'repeats-heading' }, `Delivered again with another amount (${count(changed.count, 'time')}${changed.acknowledged ? `, ${changed.acknowledged} acknowledged` : ''})`),
+    h('h2', { id: 'repeats-heading' }, `Delivered again with another amount (${count(changed.count, 'time')}${record.acknowledged ? `, acknowledged by ${record.acknowledged.actor}` : ''})`),
     table('Deliveries kept (the first and the latest)', ['At', 'Amount'], deliveries.map((d) => [time(d.at), money(d.amountCents, currency)])),
   );
 }
