@@ -164,6 +164,42 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     await accruedOnce(h, all.map((r) => r.transactionId));
   });
 
+  it("a 429 without Retry-After mid-window: each try waits the README's back-off (1, 2, 4 s), four tries in all; the watermark stays while the page keeps failing, and a later pass whose page passes on a retry completes the window", async () => {
+    // The waits are recorded, not slept: the schedule is asserted without a timed test.
+    const waits: number[] = [];
+    s = await setUp(p, {}, { backfill: { pageSize: 2, sleep: async (ms) => void waits.push(ms) } });
+    const { h } = s;
+    const empty = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(empty.status).toBe(200);
+    const watermark = empty.body.watermark as string;
+    for (let i = 0; i < 5; i++) addOrder(`+1415555027${i}`, ago(20 - i));
+    const rateLimit = (times: number) => h.sim.pos[p.pos].faults(s!.account.account).inject({ kind: 'rate_limit', on: 'list', after: 2, times, retryAfter: null });
+
+    // Refused on every try: waits of 1, 2 and 4 s between the four, then the pass stops.
+    rateLimit(4);
+    const failed = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(failed.status).toBe(502);
+    expect(failed.body.error.code).toBe('pos_api_failed');
+    expect(waits).toEqual([1000, 2000, 4000]);
+    expect(h.sim.pos[p.pos].faults(s.account.account).pending()).toBe(0);
+    const after = await status(h.bridge, p.pos);
+    expect(after!.watermark).toBe(watermark);
+    expect(after!.lastPass!.error).toMatch(/429/);
+
+    // Refused twice, then answered: the pass waits 1 and 2 s and reads the window to its end.
+    waits.length = 0;
+    rateLimit(2);
+    const done = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(done.status).toBe(200);
+    expect(waits).toEqual([1000, 2000]);
+    expect(done.body.examined).toBe(5);
+    expect(Date.parse(done.body.watermark)).toBeGreaterThan(Date.parse(watermark));
+    expect((await status(h.bridge, p.pos))!.lastPass!.error).toBeUndefined();
+    const all = (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
+    expect(all).toHaveLength(5);
+    await accruedOnce(h, all.map((r) => r.transactionId));
+  });
+
   it('scheduled passes start the overlap before the watermark: an order that turns up late inside it is found; one older than the overlap is not', async () => {
     s = await setUp(p, { BACKFILL_INTERVAL_MS: '50' }, { startBackfill: true });
     const { h } = s;
