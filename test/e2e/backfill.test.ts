@@ -15,6 +15,7 @@ import { emptyMemoryLedger, MemoryLedgerStore } from '../../src/ledger/memory-st
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { createLogger, silentLogger } from '../../src/logger.js';
 import type { PosSettings } from '../../src/pos/contract.js';
+import { deriveTransactionId } from '../../src/transaction-id.js';
 import { BACKFILL_POSES, sale, settingsFor, type BackfillPos } from '../support/backfill-pos.js';
 import { ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
@@ -249,6 +250,60 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     } finally {
       await other.close();
     }
+  });
+});
+
+describe('backfill: a Square seller with more than 10 locations', () => {
+  const square = BACKFILL_POSES.find((p) => p.pos === 'square')!;
+  /** 23 locations: searches of 10, 10 and 3. */
+  const LOCATIONS = Array.from({ length: 23 }, (_, i) => `LOCMANY${String(i).padStart(2, '0')}`);
+  const ORDERS_PER_LOCATION = 3;
+  let s: Setup | undefined;
+  afterAll(() => s?.h.close());
+
+  it("finds every location's orders: each SearchOrders call names at most 10 locations, every location is searched once, and each search of 10 is paged to its end with the same locations", async () => {
+    s = await setUp({
+      ...square,
+      addAccount: (sim) => {
+        const a = sim.pos.square.addAccount({ merchantId: 'ML8QMANYLOCS1', locationIds: LOCATIONS });
+        return { account: a.merchantId, accessToken: a.accessToken };
+      },
+    });
+    const { h, account } = s;
+    const expected: string[] = [];
+    for (const [i, location] of LOCATIONS.entries()) {
+      for (let k = 0; k < ORDERS_PER_LOCATION; k++) {
+        const n = i * ORDERS_PER_LOCATION + k;
+        const order = h.sim.pos.square.addOrder(account.account, sale(`+1415556${String(n).padStart(4, '0')}`, ago(40 - n / 10), { location }));
+        expected.push(deriveTransactionId('square', order.id));
+      }
+    }
+    const res = await backfill(h.bridge, { pos: 'square', since: ago(60) });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ examined: expected.length, known: 0, refused: [], unpaid: 0 });
+    expect([...(res.body.new as string[])].sort()).toEqual([...expected].sort());
+
+    // What the fake Square received: searches, each a first page (no cursor) and the pages after it.
+    const calls = h.sim.pos.square.searches(account.account);
+    expect(calls.every((c) => c.status === 200 && c.locationIds.length >= 1 && c.locationIds.length <= 10)).toBe(true);
+    const searches: { locationIds: string[]; pages: number; orders: number }[] = [];
+    for (const call of calls) {
+      if (!call.cursor) searches.push({ locationIds: call.locationIds, pages: 0, orders: 0 });
+      const current = searches.at(-1)!;
+      // A cursor's page names the very locations of its search's first page.
+      expect(call.locationIds).toEqual(current.locationIds);
+      current.pages++;
+      current.orders += call.orders;
+    }
+    expect(searches.map((c) => c.locationIds.length)).toEqual([10, 10, 3]);
+    expect(searches.flatMap((c) => c.locationIds).sort()).toEqual([...LOCATIONS].sort());
+    // Two orders a page: each search read every order of its locations, over several pages.
+    for (const search of searches) {
+      expect(search.orders).toBe(search.locationIds.length * ORDERS_PER_LOCATION);
+      expect(search.pages).toBeGreaterThanOrEqual(Math.ceil(search.orders / 2));
+    }
+    expect(res.body.pages).toBe(calls.length);
+    await accruedOnce(h, expected);
   });
 });
 
