@@ -51,7 +51,7 @@ const status = async (bridge: Bridge, pos: string) => {
 const record = async (bridge: Bridge, transactionId: string) => {
   const res = await request(bridge.url).get(`/v1/admin/transactions/${encodeURIComponent(transactionId)}`).set('authorization', `Bearer ${ADMIN_TOKEN}`);
   expect(res.status).toBe(200);
-  return res.body as { status: string; version: number; updatedAt: string; history: { event: string }[] };
+  return res.body as { status: string; version: number; updatedAt: string; remainderTransactionId?: string; history: { event: string }[] };
 };
 const history = async (bridge: Bridge, transactionId: string) => (await record(bridge, transactionId)).history.map((e) => e.event);
 /** Waits until each transaction was accrued at the loyalty simulator, and asserts exactly once. */
@@ -127,6 +127,66 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(second.body).toMatchObject({ examined: 2, new: [], known: 2 });
     expect(h.sim.books().transactions[sale!]).toMatchObject({ accruals: 1, reversals: 1 });
     expect(h.sim.books().reverseRequests).toBe(books.reverseRequests);
+  });
+
+  /** A sale whose webhook came: delivered, accrued once. Answers its order id and transactionId. */
+  async function saleByWebhook(phone: string): Promise<{ orderId: string; transactionId: string }> {
+    const orderId = addOrder(phone, ago(10));
+    const delivery = p.webhook(s!.h.sim, s!.account.account, orderId, s!.settings);
+    const res = await request(s!.h.bridge.url).post(`/v1/webhooks/${p.pos}`).set(delivery.headers).send(delivery.body);
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual([expect.objectContaining({ action: 'checkout', status: 'accrued' })]);
+    const transactionId = res.body.results[0].transactionId as string;
+    await accruedOnce(s!.h, [transactionId]);
+    return { orderId, transactionId };
+  }
+
+  it('a refund whose webhook was lost, of a sale accrued by its webhook: the next pass reverses it exactly once, its history says backfill found it; a second pass sends nothing', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    const { orderId, transactionId } = await saleByWebhook('+14155550281');
+    // Refunded in the POS; its webhook never comes.
+    h.sim.pos[p.pos].addRefund(s.account.account, { orderId, at: ago(5) });
+    const pass = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(pass.status).toBe(200);
+    expect(pass.body).toMatchObject({ examined: 2, known: 1, refused: [], new: [transactionId] });
+    const reversed = await eventually(() => record(h.bridge, transactionId), (r) => r.status === 'reversed');
+    expect(reversed.history.map((e) => e.event).some((e) => /refund/.test(e) && /found by backfill/.test(e))).toBe(true);
+    await eventually(() => h.sim.books().transactions[transactionId], (t) => t?.reversals === 1);
+    const books = h.sim.books();
+    expect(books.transactions[transactionId]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.doubleReversals).toEqual([]);
+
+    const again = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(again.body).toMatchObject({ examined: 2, new: [], known: 2, refused: [] });
+    expect(h.sim.books().reverseRequests).toBe(books.reverseRequests);
+    expect(h.sim.books().accrueRequests).toBe(books.accrueRequests);
+  });
+
+  it('a partial refund whose webhook was lost, of a sale accrued by its webhook: the next pass reverses the sale once and accrues the remainder once; a second pass sends nothing', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    const { orderId, transactionId } = await saleByWebhook('+14155550282');
+    const sold = h.sim.books().transactions[transactionId]!.amount;
+    // One of three lattes (4.50 less its third of the 0.50 discount: 4.33) refunded in the POS; its webhook never comes.
+    h.sim.pos[p.pos].addRefund(s.account.account, { orderId, lines: [{ line: 0, quantity: 1 }], at: ago(5) });
+    const pass = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(pass.status).toBe(200);
+    expect(pass.body).toMatchObject({ examined: 2, known: 1, refused: [], new: [transactionId] });
+    const reduced = await eventually(() => record(h.bridge, transactionId), (r) => r.status === 'reversed' && r.remainderTransactionId !== undefined);
+    const remainder = reduced.remainderTransactionId!;
+    await accruedOnce(h, [remainder]);
+    await eventually(() => h.sim.books().transactions[transactionId], (t) => t?.reversals === 1);
+    const books = h.sim.books();
+    expect(books.transactions[transactionId]).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(books.transactions[remainder]).toMatchObject({ accruals: 1, reversals: 0, amount: sold - 433 });
+    expect(books.doubleAccruals).toEqual([]);
+    expect(books.doubleReversals).toEqual([]);
+
+    const again = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(again.body).toMatchObject({ examined: 2, new: [], known: 2, refused: [] });
+    expect(h.sim.books().reverseRequests).toBe(books.reverseRequests);
+    expect(h.sim.books().accrueRequests).toBe(books.accrueRequests);
   });
 
   it('pages through a window of several pages: every order once', async () => {
