@@ -54,6 +54,15 @@ const record = async (bridge: Bridge, transactionId: string) => {
   return res.body as { status: string; version: number; updatedAt: string; remainderTransactionId?: string; history: { event: string }[] };
 };
 const history = async (bridge: Bridge, transactionId: string) => (await record(bridge, transactionId)).history.map((e) => e.event);
+/** A counter's value in the Prometheus text for exactly these labels (in any order); 0 when the series is absent. */
+function metricValue(text: string, name: string, labels: Record<string, string>): number {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(',');
+  for (const line of text.split('\n')) {
+    const match = /^(\w+)\{(.*)\} (\S+)$/.exec(line);
+    if (match?.[1] === name && match[2]!.split(',').sort().join(',') === wanted) return Number(match[3]);
+  }
+  return 0;
+}
 /** Waits until each transaction was accrued at the loyalty simulator, and asserts exactly once. */
 async function accruedOnce(h: Harness, transactionIds: string[]): Promise<void> {
   await eventually(
@@ -187,6 +196,26 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(books.doubleAccruals).toEqual([]);
     expect(books.doubleReversals).toEqual([]);
     await secondPassSendsNothing(books);
+  });
+
+  it('counts what each pass found in the metrics under its POS: new, known and unpaid orders, complete and failed passes', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    await saleByWebhook('+14155550291');
+    addOrder('+14155550292', ago(8));
+    // Loyverse has no unpaid receipts: a receipt is a payment.
+    const unpaid = p.pos === 'loyverse' ? 0 : 1;
+    if (unpaid) h.sim.pos[p.pos].addOrder(s.account.account, sale('+14155550293', ago(7), { open: true }));
+    for (let i = 0; i < 2; i++) expect((await backfill(h.bridge, { pos: p.pos, since: ago(60) })).status).toBe(200);
+    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'server_error', on: 'list', times: 2 });
+    expect((await backfill(h.bridge, { pos: p.pos, since: ago(60) })).status).toBe(502);
+
+    const text = (await request(h.bridge.url).get('/metrics')).text;
+    const found = (result: string) => metricValue(text, 'bridge_backfill_found_total', { pos: p.pos, result, merchant: 'default' });
+    const passes = (outcome: string) => metricValue(text, 'bridge_backfill_passes_total', { pos: p.pos, outcome, merchant: 'default' });
+    // The lost order is new once, then known; the sale its webhook brought is known on both passes.
+    expect({ new: found('new'), known: found('known'), unpaid: found('unpaid') }).toEqual({ new: 1, known: 3, unpaid: 2 * unpaid });
+    expect({ complete: passes('complete'), failed: passes('failed') }).toEqual({ complete: 2, failed: 1 });
   });
 
   it('pages through a window of several pages: every order once', async () => {
