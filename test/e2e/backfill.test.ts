@@ -4,7 +4,10 @@
  * arriving afterwards changes nothing; paging across several pages; a 429 mid-window leaves the
  * watermark where it was and a later pass completes; late data inside the overlap window is found
  * by the next scheduled pass; an instance that stops mid-pass loses and doubles nothing once another
- * takes over; on PostgreSQL two instances never read one account at once.
+ * takes over; on PostgreSQL two instances never read one account at once, and a pass keeps its
+ * lease through a page that takes longer than the lease. Also: refunds whose webhooks were lost, a
+ * 429 without Retry-After (the back-off asserted through the injectable sleep), a Square seller of
+ * 23 locations, and the found/passes metrics of every POS.
  */
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -425,6 +428,32 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
       const again = await backfill(a.status === 200 ? other : h.bridge, { pos: p.pos, since: ago(60) });
       expect(again.body).toMatchObject({ examined: 4, new: [], known: 4 });
       await accruedOnce(h, ran.body.new as string[]);
+    });
+
+    it('a pass whose page takes longer than its lease keeps the lease (renewed on a timer, not only per page): the other instance is refused meanwhile', async () => {
+      const { h } = s;
+      // A 300 ms lease, and a page that answers only after 1.5 s.
+      const short = () => startBridge(h.config, silentLogger, { ...s.overrides, backfill: { ...FAST, leaseMs: 300 }, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new PostgresLedgerStore(schema.url), startBackfill: false });
+      const [a, b] = await Promise.all([short(), short()]);
+      try {
+        h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 1500 });
+        const pass = backfill(a, { pos: p.pos, since: ago(60) }).then((r) => r);
+        const granted = (await eventually(() => status(b, p.pos), (row) => row?.running !== undefined))!.running as { owner: string; until: string };
+        // Held past the 300 ms it was granted for, while the slow page is waited for.
+        await eventually(() => status(b, p.pos), (row) => {
+          const held = row?.running as { owner: string; until: string } | undefined;
+          return held?.owner === granted.owner && Date.parse(held.until) > Date.parse(granted.until) + 300;
+        });
+        const refused = await backfill(b, { pos: p.pos, since: ago(60) });
+        expect(refused.status).toBe(409);
+        expect(refused.body.error.message).toContain(granted.owner);
+        const done = await pass;
+        expect(done.status).toBe(200);
+        expect(done.body.refused).toEqual([]);
+        expect((await status(b, p.pos))!.running).toBeUndefined();
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
     });
 
     it('scheduled rounds of two instances take turns: a lease is never granted while another instance holds one, and every order is recorded once', async () => {
