@@ -430,32 +430,6 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
       await accruedOnce(h, ran.body.new as string[]);
     });
 
-    it('a pass whose page takes longer than its lease keeps the lease (renewed on a timer, not only per page): the other instance is refused meanwhile', async () => {
-      const { h } = s;
-      // A 300 ms lease, and a page that answers only after 1.5 s.
-      const short = () => startBridge(h.config, silentLogger, { ...s.overrides, backfill: { ...FAST, leaseMs: 300 }, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new PostgresLedgerStore(schema.url), startBackfill: false });
-      const [a, b] = await Promise.all([short(), short()]);
-      try {
-        h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 1500 });
-        const pass = backfill(a, { pos: p.pos, since: ago(60) }).then((r) => r);
-        const granted = (await eventually(() => status(b, p.pos), (row) => row?.running !== undefined))!.running as { owner: string; until: string };
-        // Held past the 300 ms it was granted for, while the slow page is waited for.
-        await eventually(() => status(b, p.pos), (row) => {
-          const held = row?.running as { owner: string; until: string } | undefined;
-          return held?.owner === granted.owner && Date.parse(held.until) > Date.parse(granted.until) + 300;
-        });
-        const refused = await backfill(b, { pos: p.pos, since: ago(60) });
-        expect(refused.status).toBe(409);
-        expect(refused.body.error.message).toContain(granted.owner);
-        const done = await pass;
-        expect(done.status).toBe(200);
-        expect(done.body.refused).toEqual([]);
-        expect((await status(b, p.pos))!.running).toBeUndefined();
-      } finally {
-        await Promise.all([a.close(), b.close()]);
-      }
-    });
-
     it('scheduled rounds of two instances take turns: a lease is never granted while another instance holds one, and every order is recorded once', async () => {
       const { h } = s;
       const granted: string[] = [];
@@ -494,6 +468,33 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
       // The four of the test before, and these four: each once.
       expect(records).toHaveLength(8);
       await accruedOnce(h, records.map((r) => r.transactionId));
+    });
+
+    it('a pass whose page takes longer than its lease keeps the lease (renewed on a timer, not only per page): the other instance is refused meanwhile', async () => {
+      const { h } = s;
+      // A 900 ms lease (renewed every 300 ms: 600 ms of slack for a busy machine), and a page that answers only after 3 s.
+      const short = () => startBridge(h.config, silentLogger, { ...s.overrides, backfill: { ...FAST, leaseMs: 900 }, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new PostgresLedgerStore(schema.url), startBackfill: false });
+      const [a, b] = await Promise.all([short(), short()]);
+      try {
+        for (let i = 0; i < 4; i++) h.sim.pos[p.pos].addOrder(s.account.account, sale(`+1415555028${i}`, ago(10 - i)));
+        h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 3000 });
+        const pass = backfill(a, { pos: p.pos, since: ago(60) }).then((r) => r);
+        const granted = (await eventually(() => status(b, p.pos), (row) => row?.running !== undefined))!.running as { owner: string; until: string };
+        // Held past the 900 ms it was granted for, while the slow page is waited for.
+        await eventually(() => status(b, p.pos), (row) => {
+          const held = row?.running as { owner: string; until: string } | undefined;
+          return held?.owner === granted.owner && Date.parse(held.until) > Date.parse(granted.until) + 900;
+        });
+        const refused = await backfill(b, { pos: p.pos, since: ago(60) });
+        expect(refused.status).toBe(409);
+        expect(refused.body.error.message).toContain(granted.owner);
+        const done = await pass;
+        expect(done.status).toBe(200);
+        expect(done.body.refused).toEqual([]);
+        expect((await status(b, p.pos))!.running).toBeUndefined();
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
     });
   });
 });
