@@ -35,7 +35,7 @@ export interface BackfillOptions {
   overlapMs: number;
   /** This instance, as named in the leases it takes. */
   owner: string;
-  /** How long a lease holds without being renewed (renewed after every page). Default 2 minutes. */
+  /** How long a lease holds without being renewed (renewed every third of it while the pass runs). Default 30 s. */
   leaseMs?: number;
   /** Objects per page asked of the POS (each POS caps it). Default 100. */
   pageSize?: number;
@@ -88,7 +88,11 @@ export type BackfillStatus = Pick<BackfillState, 'merchantId' | 'pos' | 'account
   running?: BackfillState['lease'];
 };
 
-const DEFAULT_LEASE_MS = 120_000;
+/**
+ * What an instance that died mid-pass keeps its account for, at most (README "Backfill", "Several
+ * instances"): renewed every 10 s by a live pass, so 20 s of slack for a slow ledger write.
+ */
+const DEFAULT_LEASE_MS = 30_000;
 /** Merchants read per page when a scheduled pass walks them all. */
 const MERCHANT_PAGE = 100;
 
@@ -155,6 +159,7 @@ export class BackfillPoller {
     // merchant's accounts each interval does not fill the log; what it recorded is always info.
     const routine = request.by === 'scheduled';
     this.logger[routine ? 'debug' : 'info']({ pos, account, since: result.since, until: result.until, by: request.by }, 'backfill pass started');
+    const lease = this.#keepLease(merchant.id, pos);
     try {
       // Refunds after every sale of the window: a partial refund needs the sale it reduces recorded.
       const refunds: FoundItem[] = [];
@@ -180,7 +185,8 @@ export class BackfillPoller {
         const key = `${item.kind}\u0000${item.orderId}\u0000${item.refundId ?? ''}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        // Still ours before anything of a new page is taken: a pass that lost its lease stops here.
+        // Still ours before anything is taken: a pass that lost its lease stops here.
+        if (lease.lost) throw lease.lost;
         if (pages > renewedAt) {
           renewedAt = pages;
           await this.#renew(merchant.id, pos);
@@ -192,11 +198,16 @@ export class BackfillPoller {
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
       if (refunds.length > 0) await this.#renew(merchant.id, pos);
-      for (const item of refunds) await this.#take(adapter, merchant, item, result);
+      for (const item of refunds) {
+        if (lease.lost) throw lease.lost;
+        await this.#take(adapter, merchant, item, result);
+      }
     } catch (error) {
+      await lease.stop();
       await this.#finish(merchant.id, pos, result, startedAt, request.by, error);
       throw error;
     }
+    await lease.stop();
     return this.#finish(merchant.id, pos, result, startedAt, request.by);
   }
 
@@ -269,8 +280,42 @@ export class BackfillPoller {
     return lease.owner === this.options.owner || this.store.sharedByInstances === true;
   }
 
-  /** Keeps the lease while pages are read; a lease lost meanwhile (it ran out and another instance took it) ends the pass. */
-  async #renew(merchantId: string, pos: string): Promise<void> {
+  /**
+   * Renews the pass's lease every third of its length for as long as the pass runs, whatever its
+   * pages take (a page asked again after 429s can take minutes; a page of new orders is as many
+   * accruals): so the lease can be short, and an instance that dies mid-pass (SIGKILL, a lost host)
+   * holds its account for one lease at most. `lost` once another instance took the lease (it ran
+   * out while the store could not be written); stop() ends the renewals, waiting for one under way.
+   */
+  #keepLease(merchantId: string, pos: string): { readonly lost: BackfillRunningError | undefined; stop(): Promise<void> } {
+    let lost: BackfillRunningError | undefined;
+    let renewing = Promise.resolve();
+    const timer = setInterval(() => {
+      renewing = renewing.then(() => this.#renew(merchantId, pos, true)).catch((error: unknown) => {
+        if (error instanceof BackfillRunningError) {
+          lost = error;
+          clearInterval(timer);
+        } else this.logger.warn({ pos, err: error }, 'backfill lease not renewed (the ledger store failed): trying again');
+      });
+    }, this.#leaseMs / 3);
+    // A pass under way does not keep a stopping process alive.
+    timer.unref();
+    return {
+      get lost() {
+        return lost;
+      },
+      async stop() {
+        clearInterval(timer);
+        await renewing;
+      },
+    };
+  }
+
+  /**
+   * Keeps the lease while pages are read (renewed once half of it is used, or `always`); a lease
+   * lost meanwhile (it ran out and another instance took it) ends the pass.
+   */
+  async #renew(merchantId: string, pos: string, always = false): Promise<void> {
     const nowMs = this.clock().getTime();
     let lost: { owner: string; until: string } | undefined;
     await this.store.updateBackfillState(merchantId, pos, (current) => {
@@ -278,8 +323,8 @@ export class BackfillPoller {
         lost = current?.lease ?? { owner: 'nobody', until: new Date(nowMs).toISOString() };
         return undefined;
       }
-      // Renewed only once half of it is used: one write per page at most, usually none.
-      if (Date.parse(current.lease.until) - nowMs > this.#leaseMs / 2) return undefined;
+      // Between the timer's renewals, a page renews only once half of it is used: usually no write.
+      if (!always && Date.parse(current.lease.until) - nowMs > this.#leaseMs / 2) return undefined;
       return { ...current, lease: { owner: this.options.owner, until: new Date(nowMs + this.#leaseMs).toISOString() } };
     });
     if (lost) throw new BackfillRunningError(merchantId, pos, lost);

@@ -4,7 +4,10 @@
  * arriving afterwards changes nothing; paging across several pages; a 429 mid-window leaves the
  * watermark where it was and a later pass completes; late data inside the overlap window is found
  * by the next scheduled pass; an instance that stops mid-pass loses and doubles nothing once another
- * takes over; on PostgreSQL two instances never read one account at once.
+ * takes over; on PostgreSQL two instances never read one account at once, and a pass keeps its
+ * lease through a page that takes longer than the lease. Also: refunds whose webhooks were lost, a
+ * 429 without Retry-After (the back-off asserted through the injectable sleep), a Square seller of
+ * 23 locations, and the found/passes metrics of every POS.
  */
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -15,6 +18,7 @@ import { emptyMemoryLedger, MemoryLedgerStore } from '../../src/ledger/memory-st
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { createLogger, silentLogger } from '../../src/logger.js';
 import type { PosSettings } from '../../src/pos/contract.js';
+import { deriveTransactionId } from '../../src/transaction-id.js';
 import { BACKFILL_POSES, sale, settingsFor, type BackfillPos } from '../support/backfill-pos.js';
 import { ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
@@ -47,11 +51,21 @@ const status = async (bridge: Bridge, pos: string) => {
   expect(res.status).toBe(200);
   return (res.body.items as { pos: string; watermark?: string; lastPass?: { error?: string; new: number }; running?: unknown }[]).find((i) => i.pos === pos);
 };
-const history = async (bridge: Bridge, transactionId: string) => {
+const record = async (bridge: Bridge, transactionId: string) => {
   const res = await request(bridge.url).get(`/v1/admin/transactions/${encodeURIComponent(transactionId)}`).set('authorization', `Bearer ${ADMIN_TOKEN}`);
   expect(res.status).toBe(200);
-  return (res.body.history as { event: string }[]).map((e) => e.event);
+  return res.body as { status: string; version: number; updatedAt: string; remainderTransactionId?: string; history: { event: string }[] };
 };
+const history = async (bridge: Bridge, transactionId: string) => (await record(bridge, transactionId)).history.map((e) => e.event);
+/** A counter's value in the Prometheus text for exactly these labels (in any order); 0 when the series is absent. */
+function metricValue(text: string, name: string, labels: Record<string, string>): number {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(',');
+  for (const line of text.split('\n')) {
+    const match = /^(\w+)\{(.*)\} (\S+)$/.exec(line);
+    if (match?.[1] === name && match[2]!.split(',').sort().join(',') === wanted) return Number(match[3]);
+  }
+  return 0;
+}
 /** Waits until each transaction was accrued at the loyalty simulator, and asserts exactly once. */
 async function accruedOnce(h: Harness, transactionIds: string[]): Promise<void> {
   await eventually(
@@ -85,13 +99,23 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
 
     const second = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
     expect(second.body).toMatchObject({ examined: 1, new: [], known: 1, refused: [] });
+    // Settled before the webhook comes, so that "unchanged" below means the webhook changed nothing.
+    await eventually(() => record(h.bridge, transactionId!), (r) => r.status === 'accrued');
 
     // The webhook finally arrives: recognised as the order recorded, nothing sent.
+    const before = await record(h.bridge, transactionId!);
     const requests = h.sim.books().accrueRequests;
     const delivery = p.webhook(h.sim, s.account.account, orderId, s.settings);
     const res = await request(h.bridge.url).post(`/v1/webhooks/${p.pos}`).set(delivery.headers).send(delivery.body);
-    expect([200, 202]).toContain(res.status);
-    expect(JSON.stringify(res.body)).toContain(transactionId!);
+    // Answered as a repeat of the order recorded: its record, already accrued, and no dead letter.
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ pos: p.pos, results: [expect.objectContaining({ action: 'checkout', transactionId, status: 'accrued', duplicate: true })] });
+    const letters = await request(h.bridge.url).get(`/v1/admin/dead-letters?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    expect(letters.body.total).toBe(0);
+    // The record is as backfill left it: not written again.
+    const after = await record(h.bridge, transactionId!);
+    expect({ version: after.version, updatedAt: after.updatedAt, history: after.history.length, status: after.status }).toEqual({ version: before.version, updatedAt: before.updatedAt, history: before.history.length, status: 'accrued' });
+    // And the loyalty service's books hold the one accrual backfill made, nothing sent since.
     expect(h.sim.books().accrueRequests).toBe(requests);
     await accruedOnce(h, [transactionId!]);
   });
@@ -115,6 +139,86 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(second.body).toMatchObject({ examined: 2, new: [], known: 2 });
     expect(h.sim.books().transactions[sale!]).toMatchObject({ accruals: 1, reversals: 1 });
     expect(h.sim.books().reverseRequests).toBe(books.reverseRequests);
+  });
+
+  /** A sale whose webhook came: delivered, accrued once. Answers its order id and transactionId. */
+  async function saleByWebhook(phone: string): Promise<{ orderId: string; transactionId: string }> {
+    const orderId = addOrder(phone, ago(10));
+    const delivery = p.webhook(s!.h.sim, s!.account.account, orderId, s!.settings);
+    const res = await request(s!.h.bridge.url).post(`/v1/webhooks/${p.pos}`).set(delivery.headers).send(delivery.body);
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual([expect.objectContaining({ action: 'checkout', status: 'accrued' })]);
+    const transactionId = res.body.results[0].transactionId as string;
+    await accruedOnce(s!.h, [transactionId]);
+    return { orderId, transactionId };
+  }
+
+  /** The same window again: the sale and its refund known, and nothing sent to the loyalty service since `books`. */
+  async function secondPassSendsNothing(books: ReturnType<Harness['sim']['books']>): Promise<void> {
+    const again = await backfill(s!.h.bridge, { pos: p.pos, since: ago(60) });
+    expect(again.body).toMatchObject({ examined: 2, new: [], known: 2, refused: [] });
+    expect(s!.h.sim.books().reverseRequests).toBe(books.reverseRequests);
+    expect(s!.h.sim.books().accrueRequests).toBe(books.accrueRequests);
+  }
+
+  it('a refund whose webhook was lost, of a sale accrued by its webhook: the next pass reverses it exactly once, its history says backfill found it; a second pass sends nothing', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    const { orderId, transactionId } = await saleByWebhook('+14155550281');
+    // Refunded in the POS; its webhook never comes.
+    h.sim.pos[p.pos].addRefund(s.account.account, { orderId, at: ago(5) });
+    const pass = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(pass.status).toBe(200);
+    expect(pass.body).toMatchObject({ examined: 2, known: 1, refused: [], new: [transactionId] });
+    const reversed = await eventually(() => record(h.bridge, transactionId), (r) => r.status === 'reversed');
+    expect(reversed.history.map((e) => e.event).some((e) => /refund/.test(e) && /found by backfill/.test(e))).toBe(true);
+    await eventually(() => h.sim.books().transactions[transactionId], (t) => t?.reversals === 1);
+    const books = h.sim.books();
+    expect(books.transactions[transactionId]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(books.doubleReversals).toEqual([]);
+    await secondPassSendsNothing(books);
+  });
+
+  it('a partial refund whose webhook was lost, of a sale accrued by its webhook: the next pass reverses the sale once and accrues the remainder once; a second pass sends nothing', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    const { orderId, transactionId } = await saleByWebhook('+14155550282');
+    const sold = h.sim.books().transactions[transactionId]!.amount;
+    // One of three lattes (4.50 less its third of the 0.50 discount: 4.33) refunded in the POS; its webhook never comes.
+    h.sim.pos[p.pos].addRefund(s.account.account, { orderId, lines: [{ line: 0, quantity: 1 }], at: ago(5) });
+    const pass = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(pass.status).toBe(200);
+    expect(pass.body).toMatchObject({ examined: 2, known: 1, refused: [], new: [transactionId] });
+    const reduced = await eventually(() => record(h.bridge, transactionId), (r) => r.status === 'reversed' && r.remainderTransactionId !== undefined);
+    const remainder = reduced.remainderTransactionId!;
+    await accruedOnce(h, [remainder]);
+    await eventually(() => h.sim.books().transactions[transactionId], (t) => t?.reversals === 1);
+    const books = h.sim.books();
+    expect(books.transactions[transactionId]).toMatchObject({ accruals: 1, reversals: 1 });
+    expect(books.transactions[remainder]).toMatchObject({ accruals: 1, reversals: 0, amount: sold - 433 });
+    expect(books.doubleAccruals).toEqual([]);
+    expect(books.doubleReversals).toEqual([]);
+    await secondPassSendsNothing(books);
+  });
+
+  it('counts what each pass found in the metrics under its POS: new, known and unpaid orders, complete and failed passes', async () => {
+    s = await setUp(p);
+    const { h } = s;
+    await saleByWebhook('+14155550291');
+    addOrder('+14155550292', ago(8));
+    // Loyverse has no unpaid receipts: a receipt is a payment.
+    const unpaid = p.pos === 'loyverse' ? 0 : 1;
+    if (unpaid) h.sim.pos[p.pos].addOrder(s.account.account, sale('+14155550293', ago(7), { open: true }));
+    for (let i = 0; i < 2; i++) expect((await backfill(h.bridge, { pos: p.pos, since: ago(60) })).status).toBe(200);
+    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'server_error', on: 'list', times: 2 });
+    expect((await backfill(h.bridge, { pos: p.pos, since: ago(60) })).status).toBe(502);
+
+    const text = (await request(h.bridge.url).get('/metrics')).text;
+    const found = (result: string) => metricValue(text, 'bridge_backfill_found_total', { pos: p.pos, result, merchant: 'default' });
+    const passes = (outcome: string) => metricValue(text, 'bridge_backfill_passes_total', { pos: p.pos, outcome, merchant: 'default' });
+    // The lost order is new once, then known; the sale its webhook brought is known on both passes.
+    expect({ new: found('new'), known: found('known'), unpaid: found('unpaid') }).toEqual({ new: 1, known: 3, unpaid: 2 * unpaid });
+    expect({ complete: passes('complete'), failed: passes('failed') }).toEqual({ complete: 2, failed: 1 });
   });
 
   it('pages through a window of several pages: every order once', async () => {
@@ -148,6 +252,42 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(done.body.examined).toBe(5);
     expect(done.body.new.length + done.body.known).toBe(5);
     expect(Date.parse(done.body.watermark)).toBeGreaterThan(Date.parse(watermark));
+    const all = (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
+    expect(all).toHaveLength(5);
+    await accruedOnce(h, all.map((r) => r.transactionId));
+  });
+
+  it("a 429 without Retry-After mid-window: each try waits the README's back-off (1, 2, 4 s), four tries in all; the watermark stays while the page keeps failing, and a later pass whose page passes on a retry completes the window", async () => {
+    // The waits are recorded, not slept: the schedule is asserted without a timed test.
+    const waits: number[] = [];
+    s = await setUp(p, {}, { backfill: { pageSize: 2, sleep: async (ms) => void waits.push(ms) } });
+    const { h } = s;
+    const empty = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(empty.status).toBe(200);
+    const watermark = empty.body.watermark as string;
+    for (let i = 0; i < 5; i++) addOrder(`+1415555027${i}`, ago(20 - i));
+    const rateLimit = (times: number) => h.sim.pos[p.pos].faults(s!.account.account).inject({ kind: 'rate_limit', on: 'list', after: 2, times, retryAfter: null });
+
+    // Refused on every try: waits of 1, 2 and 4 s between the four, then the pass stops.
+    rateLimit(4);
+    const failed = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(failed.status).toBe(502);
+    expect(failed.body.error.code).toBe('pos_api_failed');
+    expect(waits).toEqual([1000, 2000, 4000]);
+    expect(h.sim.pos[p.pos].faults(s.account.account).pending()).toBe(0);
+    const after = await status(h.bridge, p.pos);
+    expect(after!.watermark).toBe(watermark);
+    expect(after!.lastPass!.error).toMatch(/429/);
+
+    // Refused twice, then answered: the pass waits 1 and 2 s and reads the window to its end.
+    waits.length = 0;
+    rateLimit(2);
+    const done = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(done.status).toBe(200);
+    expect(waits).toEqual([1000, 2000]);
+    expect(done.body.examined).toBe(5);
+    expect(Date.parse(done.body.watermark)).toBeGreaterThan(Date.parse(watermark));
+    expect((await status(h.bridge, p.pos))!.lastPass!.error).toBeUndefined();
     const all = (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
     expect(all).toHaveLength(5);
     await accruedOnce(h, all.map((r) => r.transactionId));
@@ -202,6 +342,60 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     } finally {
       await other.close();
     }
+  });
+});
+
+describe('backfill: a Square seller with more than 10 locations', () => {
+  const square = BACKFILL_POSES.find((p) => p.pos === 'square')!;
+  /** 23 locations: searches of 10, 10 and 3. */
+  const LOCATIONS = Array.from({ length: 23 }, (_, i) => `LOCMANY${String(i).padStart(2, '0')}`);
+  const ORDERS_PER_LOCATION = 3;
+  let s: Setup | undefined;
+  afterAll(() => s?.h.close());
+
+  it("finds every location's orders: each SearchOrders call names at most 10 locations, every location is searched once, and each search of 10 is paged to its end with the same locations", async () => {
+    s = await setUp({
+      ...square,
+      addAccount: (sim) => {
+        const a = sim.pos.square.addAccount({ merchantId: 'ML8QMANYLOCS1', locationIds: LOCATIONS });
+        return { account: a.merchantId, accessToken: a.accessToken };
+      },
+    });
+    const { h, account } = s;
+    const expected: string[] = [];
+    for (const [i, location] of LOCATIONS.entries()) {
+      for (let k = 0; k < ORDERS_PER_LOCATION; k++) {
+        const n = i * ORDERS_PER_LOCATION + k;
+        const order = h.sim.pos.square.addOrder(account.account, sale(`+1415556${String(n).padStart(4, '0')}`, ago(40 - n / 10), { location }));
+        expected.push(deriveTransactionId('square', order.id));
+      }
+    }
+    const res = await backfill(h.bridge, { pos: 'square', since: ago(60) });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ examined: expected.length, known: 0, refused: [], unpaid: 0 });
+    expect([...(res.body.new as string[])].sort()).toEqual([...expected].sort());
+
+    // What the fake Square received: searches, each a first page (no cursor) and the pages after it.
+    const calls = h.sim.pos.square.searches(account.account);
+    expect(calls.every((c) => c.status === 200 && c.locationIds.length >= 1 && c.locationIds.length <= 10)).toBe(true);
+    const searches: { locationIds: string[]; pages: number; orders: number }[] = [];
+    for (const call of calls) {
+      if (!call.cursor) searches.push({ locationIds: call.locationIds, pages: 0, orders: 0 });
+      const current = searches.at(-1)!;
+      // A cursor's page names the very locations of its search's first page.
+      expect(call.locationIds).toEqual(current.locationIds);
+      current.pages++;
+      current.orders += call.orders;
+    }
+    expect(searches.map((c) => c.locationIds.length)).toEqual([10, 10, 3]);
+    expect(searches.flatMap((c) => c.locationIds).sort()).toEqual([...LOCATIONS].sort());
+    // Two orders a page: each search read every order of its locations, over several pages.
+    for (const search of searches) {
+      expect(search.orders).toBe(search.locationIds.length * ORDERS_PER_LOCATION);
+      expect(search.pages).toBeGreaterThanOrEqual(Math.ceil(search.orders / 2));
+    }
+    expect(res.body.pages).toBe(calls.length);
+    await accruedOnce(h, expected);
   });
 });
 
@@ -274,6 +468,33 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
       // The four of the test before, and these four: each once.
       expect(records).toHaveLength(8);
       await accruedOnce(h, records.map((r) => r.transactionId));
+    });
+
+    it('a pass whose page takes longer than its lease keeps the lease (renewed on a timer, not only per page): the other instance is refused meanwhile', async () => {
+      const { h } = s;
+      // A 900 ms lease (renewed every 300 ms: 600 ms of slack for a busy machine), and a page that answers only after 3 s.
+      const short = () => startBridge(h.config, silentLogger, { ...s.overrides, backfill: { ...FAST, leaseMs: 900 }, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new PostgresLedgerStore(schema.url), startBackfill: false });
+      const [a, b] = await Promise.all([short(), short()]);
+      try {
+        for (let i = 0; i < 4; i++) h.sim.pos[p.pos].addOrder(s.account.account, sale(`+1415555028${i}`, ago(10 - i)));
+        h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 3000 });
+        const pass = backfill(a, { pos: p.pos, since: ago(60) }).then((r) => r);
+        const granted = (await eventually(() => status(b, p.pos), (row) => row?.running !== undefined))!.running as { owner: string; until: string };
+        // Held past the 900 ms it was granted for, while the slow page is waited for.
+        await eventually(() => status(b, p.pos), (row) => {
+          const held = row?.running as { owner: string; until: string } | undefined;
+          return held?.owner === granted.owner && Date.parse(held.until) > Date.parse(granted.until) + 900;
+        });
+        const refused = await backfill(b, { pos: p.pos, since: ago(60) });
+        expect(refused.status).toBe(409);
+        expect(refused.body.error.message).toContain(granted.owner);
+        const done = await pass;
+        expect(done.status).toBe(200);
+        expect(done.body.refused).toEqual([]);
+        expect((await status(b, p.pos))!.running).toBeUndefined();
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
     });
   });
 });

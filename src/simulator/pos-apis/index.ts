@@ -19,7 +19,7 @@ export { NotHeldError, POS_NAMES } from './kit.js';
 export type { FakePos, PosName, SignedDelivery } from './kit.js';
 export type { CustomerInput, LineInput, OrderRequest, RefundRequest } from './model.js';
 export { FakeSquare } from './square.js';
-export type { SquareAccountOptions, SquareAccountView, SquareCustomer, SquareOrder, SquarePaymentRefund, SquareWebhookRequest } from './square.js';
+export type { SquareAccountOptions, SquareAccountView, SquareCustomer, SquareOrder, SquarePaymentRefund, SquareSearchCall, SquareWebhookRequest } from './square.js';
 export { FakeShopify } from './shopify.js';
 export type { ShopifyAccountOptions, ShopifyAccountView, ShopifyOrder, ShopifyRefund, ShopifyWebhookRequest } from './shopify.js';
 export { FakeClover } from './clover.js';

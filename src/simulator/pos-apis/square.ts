@@ -34,6 +34,8 @@ import {
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const UPPER36 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+/** SearchOrders calls kept per seller for `searches()`. */
+const SEARCHES_KEPT = 1000;
 /** Square's seller and location ids: 13 upper-case letters and digits ("6SSW7HV8K2ST5", "D7AVYMEAPJ3A3"). */
 const SQUARE_ACCOUNT_ID = /^[A-Z0-9]{1,32}$/;
 
@@ -93,6 +95,8 @@ class SquareAccount {
   readonly sales = new Map<string, Sale>();
   readonly refunds = new Map<string, SquarePaymentRefund>();
   readonly customers = new Map<string, SquareCustomer>();
+  /** The SearchOrders calls that passed authentication and the faults, oldest first, the last SEARCHES_KEPT of them (`searches()`). */
+  readonly searches: SquareSearchCall[] = [];
 
   constructor(
     readonly merchantId: string,
@@ -107,6 +111,18 @@ class SquareAccount {
 }
 
 export type SquareAccountView = ReturnType<SquareAccount['describe']>;
+
+/**
+ * One SearchOrders call as the fake received and answered it: the location ids as sent (whatever
+ * their number), whether it carried a cursor (a page after the first), and the answer's status and
+ * orders. What a test asserts a reader's calls by (at most 10 locations a call, each set paged).
+ */
+export interface SquareSearchCall {
+  locationIds: string[];
+  cursor: boolean;
+  status: number;
+  orders: number;
+}
 
 /** Square's error envelope: `{ errors: [{ category, code, detail, field? }] }`. */
 function squareError(res: Response, status: number, category: string, code: string, detail: string, field?: string): void {
@@ -190,6 +206,11 @@ export class FakeSquare implements FakePos {
 
   faults(merchantId: string): PosFaultQueue {
     return this.#accounts.get(merchantId).faults;
+  }
+
+  /** The seller's SearchOrders calls so far, oldest first (copies). */
+  searches(merchantId: string): SquareSearchCall[] {
+    return copy(this.#accounts.get(merchantId).searches);
   }
 
   reset(): void {
@@ -479,12 +500,21 @@ export class FakeSquare implements FakePos {
       const account = accountOf<SquareAccount>(res);
       res.json({ locations: account.locationIds.map((id) => ({ id, merchant_id: account.merchantId, status: 'ACTIVE', currency: account.currency })) });
     });
-    router.post('/v2/orders/search', faultGate(this.ctx, SQUARE_ERRORS, 'list'), jsonBody, (req, res) => this.#search(req.body, accountOf<SquareAccount>(res), res));
+    router.post('/v2/orders/search', faultGate(this.ctx, SQUARE_ERRORS, 'list'), jsonBody, (req, res) => {
+      const account = accountOf<SquareAccount>(res);
+      const orders = this.#search(req.body, account, res) ?? 0;
+      const body = (req.body ?? {}) as { location_ids?: unknown; cursor?: unknown };
+      // Answered synchronously: the status is set by now.
+      account.searches.push({ locationIds: Array.isArray(body.location_ids) ? body.location_ids.map(String) : [], cursor: body.cursor !== undefined, status: res.statusCode, orders });
+      // The sandbox's simulator runs for days under scheduled passes: the log is bounded.
+      if (account.searches.length > SEARCHES_KEPT) account.searches.shift();
+    });
     router.use((req, res) => squareError(res, 404, 'INVALID_REQUEST_ERROR', 'NOT_FOUND', `API endpoint for URL path \`${req.path}\` and HTTP method \`${req.method}\` is not found.`));
     return router;
   }
 
-  #search(body: unknown, account: SquareAccount, res: Response): void {
+  /** Answers a SearchOrders call; returns how many orders it answered (undefined when refused). */
+  #search(body: unknown, account: SquareAccount, res: Response): number | undefined {
     const parsed = SearchOrdersRequest.safeParse(body ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
@@ -554,6 +584,7 @@ export class FakeSquare implements FakePos {
     }
     if (more && last) answer.cursor = encodeCursor({ q: query, end: openEnd, after: last.key });
     res.json(answer);
+    return page.length;
   }
 }
 
