@@ -472,18 +472,18 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
 
     it('a pass whose page takes longer than its lease keeps the lease (renewed on a timer, not only per page): the other instance is refused meanwhile', async () => {
       const { h } = s;
-      // A 900 ms lease (renewed every 300 ms: 600 ms of slack for a busy machine), and a page that answers only after 3 s.
-      const short = () => startBridge(h.config, silentLogger, { ...s.overrides, backfill: { ...FAST, leaseMs: 900 }, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new PostgresLedgerStore(schema.url), startBackfill: false });
+      // A 2 s lease (renewed every 667 ms: over a second of slack for a busy CI machine), and a page that answers only after 6 s.
+      const short = () => startBridge(h.config, silentLogger, { ...s.overrides, backfill: { ...FAST, leaseMs: 2000 }, loyaltyBaseUrl: h.simServer.url, loyaltyAppToken: h.sim.appToken, adminToken: ADMIN_TOKEN, defaultMetrics: false, store: new PostgresLedgerStore(schema.url), startBackfill: false });
       const [a, b] = await Promise.all([short(), short()]);
       try {
         for (let i = 0; i < 4; i++) h.sim.pos[p.pos].addOrder(s.account.account, sale(`+1415555028${i}`, ago(10 - i)));
-        h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 3000 });
+        h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 6000 });
         const pass = backfill(a, { pos: p.pos, since: ago(60) }).then((r) => r);
         const granted = (await eventually(() => status(b, p.pos), (row) => row?.running !== undefined))!.running as { owner: string; until: string };
-        // Held past the 900 ms it was granted for, while the slow page is waited for.
+        // Held past the 2 s it was granted for, while the slow page is waited for.
         await eventually(() => status(b, p.pos), (row) => {
           const held = row?.running as { owner: string; until: string } | undefined;
-          return held?.owner === granted.owner && Date.parse(held.until) > Date.parse(granted.until) + 900;
+          return held?.owner === granted.owner && Date.parse(held.until) > Date.parse(granted.until) + 2000;
         });
         const refused = await backfill(b, { pos: p.pos, since: ago(60) });
         expect(refused.status).toBe(409);
