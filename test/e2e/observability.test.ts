@@ -109,7 +109,7 @@ describe('/metrics', () => {
 });
 
 describe('refusals in the log', () => {
-  it('every 4xx line says why (code, reason, message), 401 and 403 included, with no token, phone or email', async () => {
+  it('every 4xx line says why (code, reason, message), 401, 403, an unknown route, 413 and 415 included, with no token, phone or email', async () => {
     const wrongToken = 'Bearer wrong-token-guess-0123456789';
     await request(h.bridge.url).get('/v1/admin/transactions').set('x-request-id', 'refused-401').set('authorization', wrongToken);
     await request(h.bridge.url).get('/v1/admin/transactions').set('x-request-id', 'refused-401-none');
@@ -131,6 +131,18 @@ describe('refusals in the log', () => {
     expect(created.status).toBe(201);
     await request(h.bridge.url).get('/v1/admin/merchants').set('x-request-id', 'refused-403').set('authorization', `Bearer ${created.body.adminToken}`);
     expect(await line('refused-403')).toMatchObject({ res: { statusCode: 403 }, refusal: { code: 'forbidden', message: expect.stringContaining('only the global ADMIN_TOKEN') } });
+    // A route that does not exist, a body too large, a Content-Encoding the bridge does not read.
+    await request(h.bridge.url).get('/v1/no-such-route').set('x-request-id', 'refused-404-route');
+    expect(await line('refused-404-route')).toMatchObject({ level: 40, res: { statusCode: 404 }, refusal: { code: 'not_found', message: 'no route GET /v1/no-such-route' } });
+    await request(h.bridge.url)
+      .post('/v1/admin/transactions/bulk')
+      .set('x-request-id', 'refused-413')
+      .set('authorization', `Bearer ${ADMIN_TOKEN}`)
+      .set('content-type', 'application/json')
+      .send(JSON.stringify({ action: 'retry', reason: `${EMAIL} `.repeat(1000), ids: ['generic:F-1'] }));
+    expect(await line('refused-413')).toMatchObject({ res: { statusCode: 413 }, refusal: { code: 'payload_too_large', message: expect.any(String) } });
+    await request(h.bridge.url).post('/v1/checkouts/generic').set('x-request-id', 'refused-415').set('content-type', 'application/json').set('content-encoding', 'x-unknown').send('{}');
+    expect(await line('refused-415')).toMatchObject({ res: { statusCode: 415 }, refusal: { code: 'unsupported_media_type', message: expect.stringContaining('Content-Encoding') } });
     const everything = logLines.join('\n');
     for (const secret of [wrongToken.slice(7), ADMIN_TOKEN, created.body.adminToken, PHONE, EMAIL, shopifySettings.webhookSecret!]) expect(everything).not.toContain(secret);
   });
