@@ -159,6 +159,7 @@ export const RecordDetail = RecordSummary.extend({
     .optional()
     .meta({ description: 'Deliveries of this order with another amount (a reopened check): counted, nothing sent.' }),
   actions: z.object({ retry: ActionAllowed, reverse: ActionAllowed, resolve: ActionAllowed, close: ActionAllowed, acknowledge: ActionAllowed }).meta({ description: 'What an operator may do to this record now, decided by the same rules the actions enforce.' }),
+  masked: z.boolean().meta({ description: "True when the customer's phone number and email, in customer and in the attempts' request and response bodies, are masked (the default; ?unmask=true shows them, and is audited as unmask record)." }),
 }).meta({ description: 'One ledger record in full: customer, every attempt, the history of its status, and the actions allowed now.' });
 export type RecordDetail = z.infer<typeof RecordDetail>;
 

@@ -296,11 +296,21 @@ describe('as a person would', () => {
     await visible(page.getByText('"isSuccess": true').first());
     await visible(page.getByRole('heading', { level: 2, name: 'History' }));
     await visible(page.locator('.timeline').getByText('Pending → Accrued'));
-    // Contact details are masked on the page.
-    await visible(page.getByText('phone ••••••3333'));
+    // Contact details are masked by the API, in the customer and in what was sent.
+    await visible(page.getByText('phone ***', { exact: true }));
+    await visible(page.getByText('"phone": "***"').first());
     expect(await page.getByText('+15550003333').count()).toBe(0);
     await screenshot(page, 'record');
     expect(await seriousViolations(page)).toEqual([]);
+    // Asked for explicitly, they are shown, and the audit log says who asked.
+    await page.getByRole('button', { name: 'Show phone numbers and emails' }).click();
+    await visible(page.getByText('phone +15550003333', { exact: true }));
+    await page.getByText('What was sent').click();
+    await visible(page.getByText('"phone": "+15550003333"').first());
+    expect(await page.getByRole('button', { name: 'Show phone numbers and emails' }).count()).toBe(0);
+    await goTo(page, 'Audit log', 'Audit log');
+    const row = page.getByRole('table', { name: 'Operator actions, newest first' }).getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:H-1' }) });
+    expect((await (await visible(row)).getByRole('cell').allTextContents()).slice(1)).toEqual(['admin', 'unmask record', 'generic:H-1', '', '', 'default']);
   }, TEST_MS);
 
   it('searches by transactionId, refund id, several statuses, POS and dates; links a partial refund\'s record and its remainder', async () => {

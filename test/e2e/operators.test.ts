@@ -125,6 +125,18 @@ for (const store of STORES) {
       expect((await admin('get', '/v1/admin/transactions/generic:F-1')).body.actions.retry).toEqual({ allowed: true });
     });
 
+    it("a record's detail masks the customer's phone and email, in the customer and every attempt, unless unmask=true (audited)", async () => {
+      const masked = await admin('get', '/v1/admin/transactions/generic:F-1');
+      expect(masked.body).toMatchObject({ masked: true, customer: { phone: '***' } });
+      expect(masked.body.attempts[0].request.phone).toBe('***');
+      expect(JSON.stringify(masked.body)).not.toContain('+15550003333');
+      const clear = await as(bakeryAdmin)('get', '/v1/admin/transactions/generic:B-1?unmask=true');
+      expect(clear.body).toMatchObject({ masked: false, customer: { phone: '+15550001111', email: 'a@b.test' } });
+      expect(clear.body.attempts[0].request).toMatchObject({ phone: '+15550001111', email: 'a@b.test' });
+      expect((await admin('get', '/v1/admin/audit?merchantId=bakery-17')).body.items).toEqual([expect.objectContaining({ actor: 'merchant:bakery-17', action: 'unmask record', target: 'generic:B-1', merchantId: 'bakery-17' })]);
+      expect((await admin('get', '/v1/admin/transactions/generic:F-1?unmask=yes')).status).toBe(400);
+    });
+
     it('the attention queue lists what needs a person, oldest first, counted per kind and merchant, scoped to a merchant', async () => {
       const queue = await admin('get', '/v1/admin/attention');
       expect(queue.status).toBe(200);
@@ -200,6 +212,8 @@ for (const store of STORES) {
       expect(detail.body.history.at(-1)).toMatchObject({ actor: 'alice', detail: 'refund of an order from before the program' });
       expect(detail.body.actions.close).toEqual({ allowed: false, why: expect.stringContaining('already closed by alice') });
       expect((await admin('get', '/v1/admin/attention')).body.counts.reverse_failed).toBe(0);
+      // Nor is it left in reconcile's open list: nothing more is to be done with it.
+      expect((await admin('post', '/v1/admin/reconcile?merchantId=default')).body.open.map((o: { transactionId: string }) => o.transactionId)).not.toContain('generic:NEVER-SEEN');
     });
 
     it('reverse by a named operator: the history line names who and why', async () => {
@@ -271,7 +285,10 @@ for (const store of STORES) {
       const all = await admin('get', '/v1/admin/audit');
       expect(all.body.total).toBeGreaterThanOrEqual(7);
       const bakery = await admin('get', '/v1/admin/audit?merchantId=bakery-17');
-      expect(bakery.body.items).toEqual([expect.objectContaining({ actor: 'admin', action: 'bulk:resolve not_accrued', target: 'generic:B-1', merchantId: 'bakery-17' })]);
+      expect(bakery.body.items).toEqual([
+        expect.objectContaining({ actor: 'admin', action: 'bulk:resolve not_accrued', target: 'generic:B-1', merchantId: 'bakery-17' }),
+        expect.objectContaining({ actor: 'merchant:bakery-17', action: 'unmask record', target: 'generic:B-1' }),
+      ]);
       expect((await as(bakeryAdmin)('get', '/v1/admin/audit')).body).toEqual(bakery.body);
       expect((await as(bakeryAdmin)('get', '/v1/admin/audit?merchantId=default')).status).toBe(404);
       expect((await admin('get', `/v1/admin/audit?from=${day(1)}`)).body.total).toBe(0);
