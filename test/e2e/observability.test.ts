@@ -158,13 +158,27 @@ describe('ops/: the dashboard and the alert rules', () => {
   it('every metric the dashboard and the alerts name is exported by /metrics', async () => {
     const exported = new Set([...(await metrics()).matchAll(/^# TYPE (\S+) (\S+)/gm)].map((m) => m[1]!));
     const alerts = read('ops/alerts.yml');
-    const dashboard = JSON.parse(read('ops/grafana-dashboard.json')) as { panels: { targets: { expr: string }[] }[] };
-    const exprs = [...alerts.matchAll(/^\s*expr: (.+)$/gm)].map((m) => m[1]!).concat(dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr)));
+    type Panel = { targets?: { expr: string }[]; panels?: Panel[] };
+    const dashboard = JSON.parse(read('ops/grafana-dashboard.json')) as { panels: Panel[]; templating?: { list: { type: string; query?: unknown }[] } };
+    // Every query of the dashboard: each panel's (rows' nested panels too) and each query variable's.
+    const panelExprs = (panels: Panel[]): string[] => panels.flatMap((p) => [...(p.targets ?? []).map((t) => t.expr), ...panelExprs(p.panels ?? [])]);
+    const variableQueries = (dashboard.templating?.list ?? []).filter((v) => v.type === 'query').map((v) => (typeof v.query === 'string' ? v.query : JSON.stringify(v.query)));
+    expect(variableQueries).toEqual(['label_values(bridge_checkouts_total, job)']);
+    const exprs = [...alerts.matchAll(/^\s*expr: (.+)$/gm)].map((m) => m[1]!).concat(panelExprs(dashboard.panels), variableQueries);
     expect(exprs.length).toBeGreaterThanOrEqual(19);
     const named = namesIn(exprs.join('\n'));
     expect(named.size).toBeGreaterThan(10);
     const missing = [...named].filter((name) => !exported.has(name) && !(HISTOGRAM_PARTS.test(name) && exported.has(name.replace(HISTOGRAM_PARTS, ''))));
     expect(missing).toEqual([]);
+    // Every label a selector or a `by` names is one the metric carries (or Prometheus's job/instance).
+    const text = await metrics();
+    const labelsOf = (name: string) => new Set([...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\}`, 'gm'))].flatMap((m) => [...m[1]!.matchAll(/(\w+)="/g)].map((l) => l[1]!)));
+    const unknownLabels = exprs.flatMap((expr) =>
+      [...expr.matchAll(/\b((?:bridge|process|nodejs)_[a-z0-9_]+)\{([^}]*)\}/g)].flatMap((m) =>
+        [...m[2]!.matchAll(/(\w+)\s*(?:=~|!=|!~|=)/g)].map((l) => l[1]!).filter((label) => label !== 'job' && label !== 'instance' && !labelsOf(m[1]!).has(label)).map((label) => `${m[1]}{${label}}`),
+      ),
+    );
+    expect(unknownLabels).toEqual([]);
   });
 
   it('the alerts cover in doubt over an hour, dead letters growing and the upstream 429 rate, each with an expression', () => {
