@@ -397,6 +397,9 @@ describe('as a person would', () => {
     await visible(page.getByRole('table', { name: 'By merchant' }).getByRole('link', { name: 'north' }));
     const west = page.getByRole('table', { name: 'By merchant' }).getByRole('row').filter({ has: page.getByRole('link', { name: 'west', exact: true }) });
     expect(await west.getByRole('cell').allTextContents()).toEqual(['west', '2']);
+    // The dead letter no merchant was found for is counted, but "(none)" is no merchant to filter by.
+    await visible(page.getByRole('table', { name: 'By merchant' }).getByRole('cell', { name: '(none)', exact: true }));
+    expect(await page.getByRole('table', { name: 'By merchant' }).getByRole('link', { name: '(none)' }).count()).toBe(0);
     const failed = page.getByRole('table', { name: 'By kind' }).getByRole('row').filter({ has: page.getByRole('cell', { name: 'Failed', exact: true }) });
     expect(await failed.getByRole('cell').allTextContents()).toEqual(['Failed', String((await admin('get', '/v1/admin/attention')).body.counts.failed)]);
     await visible(page.getByText(/The oldest has waited \d/));
