@@ -214,6 +214,7 @@ export const DeadLetter = z
     resolvedAt: timestamp.optional().meta({ description: 'Set when a run went through, or when an operator dismissed it; a resolved letter is never run again.' }),
     dismissed: Closed.optional().meta({ description: 'An operator dismissed it (nothing to carry out): kept whole, never run again.' }),
     masked: z.boolean().optional().meta({ description: "True when customer phone numbers and emails in the body are masked (the default; ?unmask=true shows them, and is audited). A base64 body is withheld while masked." }),
+    actions: z.object({ replay: ActionAllowed, dismiss: ActionAllowed }).meta({ description: 'What an operator may do to this letter now, and why not: word for word the 409 the action would answer.' }),
     retry: z
       .object({
         transient: z
@@ -232,7 +233,7 @@ export const DeadLetter = z
   .meta({ description: 'An authentic webhook delivery the bridge could not carry out, kept whole: run again by the bridge when the cause is transient, otherwise by an operator.' });
 export type DeadLetter = z.infer<typeof DeadLetter>;
 
-export const DeadLetterSummary = DeadLetter.omit({ headers: true, body: true, bodyEncoding: true, masked: true }).meta({ description: 'A dead letter without its delivery (no body, no headers): GET /v1/admin/dead-letters/{id} has them.' });
+export const DeadLetterSummary = DeadLetter.omit({ headers: true, body: true, bodyEncoding: true, masked: true, actions: true }).meta({ description: 'A dead letter without its delivery (no body, no headers): GET /v1/admin/dead-letters/{id} has them.' });
 
 export const DeadLetterList = z.object({ items: z.array(DeadLetterSummary), ...page }).meta({ description: 'Dead letters, newest first, as summaries.' });
 export type DeadLetterList = z.infer<typeof DeadLetterList>;

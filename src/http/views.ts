@@ -112,16 +112,17 @@ function maskJson(value: unknown, key = ''): unknown {
  * A dead letter's detail. Masked (the default), customers' phone numbers and emails in the body are
  * replaced: in JSON, every value under a key that names a phone or an email, and anything written
  * like one in other strings; in other text, anything written like one. A base64 body cannot be read
- * for them and is withheld. `unmask`: the delivery as kept, byte for byte.
+ * for them and is withheld. `unmask`: the delivery as kept, byte for byte. `actions`: what an
+ * operator may do to it now (OperatorActions.deadLetterActions).
  */
-export function deadLetterDetail(letter: StoredDeadLetter, unmask: boolean): DeadLetter {
-  if (unmask) return { ...letter, masked: false };
-  if (letter.bodyEncoding === 'base64') return { ...letter, body: '', masked: true };
+export function deadLetterDetail(letter: StoredDeadLetter, unmask: boolean, actions: DeadLetter['actions']): DeadLetter {
+  if (unmask) return { ...letter, masked: false, actions };
+  if (letter.bodyEncoding === 'base64') return { ...letter, body: '', masked: true, actions };
   let body: string;
   try {
     body = JSON.stringify(maskJson(JSON.parse(letter.body)));
   } catch {
     body = maskContacts(letter.body);
   }
-  return { ...letter, body, masked: true };
+  return { ...letter, body, masked: true, actions };
 }

@@ -533,8 +533,15 @@ describe('as a person would', () => {
     await dialog.getByRole('button', { name: 'Dismiss' }).click();
     await gone(page.getByRole('dialog'));
     await visible(page.locator('.facts').getByText('dismissed', { exact: true }));
-    expect(await page.getByRole('button', { name: 'Replay' }).isDisabled()).toBe(true);
-    await visible(page.getByText('Not available: it was dismissed').first());
+    // Both actions now disabled, each with the API's own why.
+    const why = (await admin('get', `/v1/admin/dead-letters/${deadLetterId}`)).body.actions;
+    expect(why.replay).toEqual({ allowed: false, why: expect.stringContaining('was resolved at') });
+    expect(why.dismiss).toEqual({ allowed: false, why: expect.stringContaining('was dismissed by admin') });
+    for (const [name, rule] of [['Replay', why.replay], ['Dismiss', why.dismiss]] as const) {
+      const button = page.getByRole('button', { name, exact: true });
+      expect(await button.isDisabled()).toBe(true);
+      expect(await page.locator(`#${await button.getAttribute('aria-describedby')}`).textContent()).toBe(`Not available: ${rule.why}`);
+    }
     await screenshot(page, 'dead-letter');
     expect(await seriousViolations(page)).toEqual([]);
     // Asked for explicitly, the contact details are shown, and that is audited too.

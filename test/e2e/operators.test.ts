@@ -176,6 +176,7 @@ for (const store of STORES) {
       for (const field of ['body', 'headers', 'bodyEncoding']) expect(list.body.items[0]).not.toHaveProperty(field);
       const masked = await admin('get', `/v1/admin/dead-letters/${letterId}`);
       expect(masked.body.masked).toBe(true);
+      expect(masked.body.actions).toEqual({ replay: { allowed: true }, dismiss: { allowed: true } });
       for (const contact of ['ann@example.test', '+15550007777', '+1 555 000 8888']) expect(masked.body.body).not.toContain(contact);
       expect(JSON.parse(masked.body.body)).toMatchObject({ id: 2, email: '***', customer: { phone: '***', first_name: 'Ann' } });
       const clear = await alice('get', `/v1/admin/dead-letters/${letterId}?unmask=true`);
@@ -191,8 +192,14 @@ for (const store of STORES) {
       const dismissed = await alice('post', `/v1/admin/dead-letters/${letterId}/dismiss`).send({ reason: 'a test order from the shop owner' });
       expect(dismissed.status).toBe(200);
       expect(dismissed.body).toMatchObject({ dismissed: { actor: 'alice', reason: 'a test order from the shop owner' }, resolvedAt: expect.any(String) });
-      expect((await admin('post', `/v1/admin/dead-letters/${letterId}/dismiss`).send({ reason: 'again' })).status).toBe(409);
-      expect((await admin('post', `/v1/admin/dead-letters/${letterId}/replay`)).status).toBe(409);
+      // What the detail says is not allowed is word for word what the action answers.
+      const { actions } = (await admin('get', `/v1/admin/dead-letters/${letterId}`)).body;
+      expect(actions.dismiss).toEqual({ allowed: false, why: expect.stringContaining('was dismissed by alice') });
+      expect(actions.replay).toEqual({ allowed: false, why: expect.stringContaining('was resolved at') });
+      const again = await admin('post', `/v1/admin/dead-letters/${letterId}/dismiss`).send({ reason: 'again' });
+      expect([again.status, again.body.error.message]).toEqual([409, actions.dismiss.why]);
+      const replayed = await admin('post', `/v1/admin/dead-letters/${letterId}/replay`);
+      expect([replayed.status, replayed.body.error.message]).toEqual([409, actions.replay.why]);
       // Kept, and out of the open list and the queue.
       expect((await admin('get', `/v1/admin/dead-letters/${letterId}`)).status).toBe(200);
       expect((await admin('get', '/v1/admin/dead-letters?open=true')).body.total).toBe(0);

@@ -357,7 +357,7 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
     const unmask = q.unmask === 'true';
     // Reading customers' contact details in clear is an action like any other: who, when, which letter.
     if (unmask) await deps.operator.audit('unmask', actOf(req, undefined), { id: letter.id, merchantId: letter.merchantId });
-    res.json(deadLetterDetail(letter, unmask) satisfies DeadLetter);
+    res.json(deadLetterDetail(letter, unmask, deps.operator.deadLetterActions(letter)) satisfies DeadLetter);
   });
 
   router.post('/v1/admin/dead-letters/:id/replay', async (req, res) => {
@@ -367,19 +367,19 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
     await deps.operator.audit('replay', actOf(req, body.reason), { id: seen.id, merchantId: seen.merchantId }, error ? `failed: ${error}` : 'processed');
     const results = outcome ? { results: outcome.results } : {};
     if (!error) {
-      res.json({ deadLetter: deadLetterDetail(letter, false), ...results } satisfies ReplayAnswer);
+      res.json({ deadLetter: deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)), ...results } satisfies ReplayAnswer);
       return;
     }
     // The one error envelope, with the letter as kept (its replays record this run); the request log says why.
     res.locals.refusal = { code: 'replay_failed', message: error };
-    res.status(422).json({ error: { code: 'replay_failed', message: error, deadLetterId: letter.id }, requestId: req.id, deadLetter: deadLetterDetail(letter, false), ...results } satisfies ReplayFailure);
+    res.status(422).json({ error: { code: 'replay_failed', message: error, deadLetterId: letter.id }, requestId: req.id, deadLetter: deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)), ...results } satisfies ReplayFailure);
   });
 
   router.post('/v1/admin/dead-letters/:id/dismiss', async (req, res) => {
     const body = parseWith(ReasonBody, req.body ?? {});
     await letterOf(req);
     const letter = await deps.operator.dismissDeadLetter(req.params.id as string, { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
-    res.json(deadLetterDetail(letter, false) satisfies DeadLetter);
+    res.json(deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)) satisfies DeadLetter);
   });
 
   // ---------------------------------------------------------------- merchants (ADMIN_TOKEN only)
