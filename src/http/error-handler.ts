@@ -58,7 +58,8 @@ interface HttpError {
   code?: unknown;
 }
 
-function toBridgeError(error: unknown, req: Request): BridgeError {
+/** Any error a request met, as the BridgeError it is answered with (a 500 for what is not the client's doing). */
+export function toBridgeError(error: unknown, req: Request): BridgeError {
   if (error instanceof BridgeError) return error;
   const e = (typeof error === 'object' && error !== null ? error : {}) as HttpError;
   switch (e.type) {

@@ -94,6 +94,12 @@ describe('/metrics', () => {
     expect(sample(text, 'bridge_webhook_outcomes_total{pos="shopify",outcome="dead_lettered",reason=""}')).toBe(1);
     expect(sample(text, 'bridge_webhook_outcomes_total{pos="shopify",outcome="refused",reason="signature_mismatch"}')).toBe(1);
     expect(sample(text, 'bridge_webhook_outcomes_total{pos="shopify",outcome="refused",reason="signature_missing"}')).toBe(1);
+    // Refused before the signature is checked: a body over BODY_LIMIT_BYTES (1 MiB here), not JSON.
+    expect((await postRaw(`${h.bridge.url}/v1/webhooks/shopify`, `"${'x'.repeat(1_048_577)}"`, [['X-Shopify-Topic', 'orders/paid']])).status).toBe(413);
+    expect((await request(h.bridge.url).post('/v1/webhooks/shopify').set('content-type', 'text/plain').send('hello')).status).toBe(415);
+    const refusedUnread = await metrics();
+    expect(sample(refusedUnread, 'bridge_webhook_outcomes_total{pos="shopify",outcome="refused",reason="payload_too_large"}')).toBe(1);
+    expect(sample(refusedUnread, 'bridge_webhook_outcomes_total{pos="shopify",outcome="refused",reason="unsupported_media_type"}')).toBe(1);
     const letter = await h.bridge.store.getDeadLetter(dead.body.results[0].deadLetterId);
     expect(letter!.reasonCode).toEqual(expect.any(String));
     expect(sample(text, `bridge_dead_letters_open{reason="${letter!.reasonCode}"}`)).toBe(1);
