@@ -71,6 +71,11 @@ describe('/metrics', () => {
     expect(sample(text, 'bridge_attention_items{kind="failed"}')).toBe(1);
     expect(sample(text, 'bridge_attention_oldest_age_seconds{kind="in_doubt"}')).toBeGreaterThanOrEqual(0);
     expect(sample(text, 'bridge_attention_oldest_age_seconds{kind="partially_accrued"}')).toBe(0);
+    // The orphan closed by a person: no longer counted as needing one.
+    expect((await request(h.bridge.url).post('/v1/admin/transactions/generic:NEVER/close').set('authorization', `Bearer ${ADMIN_TOKEN}`).send({ reason: 'refund of an order from before the program' })).status).toBe(200);
+    const closed = await metrics();
+    expect(sample(closed, 'bridge_ledger_open_records{status="reverse_failed"}')).toBe(0);
+    expect(sample(closed, 'bridge_attention_items{kind="reverse_failed"}')).toBe(0);
   });
 
   it('measures each loyalty request by operation and outcome, 429s included', async () => {
