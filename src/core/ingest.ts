@@ -12,7 +12,7 @@ import { hasContact } from '../customer.js';
 import { BridgeError, ConflictError, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
 import { DEFAULT_MERCHANT, FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
-import { deadLetterHeld, type DeadLetter, type LedgerStore } from '../ledger/store.js';
+import { replayRefusal, type DeadLetter, type LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosSettings, RefundIntent, WebhookAction } from '../pos/contract.js';
 import { posApi, PosApiError, PosApiNotConfiguredError } from '../pos-api.js';
@@ -342,12 +342,10 @@ export class Ingest implements DeadLetterRunner {
     const claim = { owner: this.deadLetters.owner, until: new Date(claimedAtMs + this.deadLetters.leaseMs).toISOString() };
     let refused: BridgeError | undefined;
     const claimed = await this.store.updateDeadLetter(id, (letter) => {
+      const why = letter && replayRefusal(letter, claimedAtMs);
       if (!letter) refused = new NotFoundError(`no dead letter ${id}`);
-      else if (letter.resolvedAt) refused = new ConflictError(`dead letter ${id} was resolved at ${letter.resolvedAt}: there is nothing to run again`, { deadLetterId: id });
-      else if (deadLetterHeld(letter, claimedAtMs)) {
-        const held = letter.retry!.claim!;
-        refused = new ConflictError(`dead letter ${id} is being run now (by ${held.owner}, held until ${held.until}); ask again once that run is written`, { deadLetterId: id });
-      } else if (by === 'bridge' && !isDueForRetry(letter, claimedAtMs)) refused = new ConflictError(`dead letter ${id} is not due for an automatic run`);
+      else if (why) refused = new ConflictError(why, { deadLetterId: id });
+      else if (by === 'bridge' && !isDueForRetry(letter, claimedAtMs)) refused = new ConflictError(`dead letter ${id} is not due for an automatic run`);
       if (refused) return undefined;
       return { ...letter!, retry: { ...(letter!.retry ?? { transient: false, attempts: 0 }), claim } };
     });

@@ -8,7 +8,7 @@
  */
 import { ConflictError, NotFoundError, type BridgeError } from '../errors.js';
 import { keyOf, merchantOf, type LedgerRecord, type OperatorAct } from '../ledger/record.js';
-import { deadLetterHeld, type AuditEntry, type DeadLetter } from '../ledger/store.js';
+import { dismissRefusal, replayRefusal, type AuditEntry, type DeadLetter } from '../ledger/store.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
@@ -84,10 +84,9 @@ export class OperatorActions {
     const nowMs = this.writer.now().getTime();
     let refused: BridgeError | undefined;
     const letter = await this.writer.store.updateDeadLetter(id, (current) => {
+      const why = current && dismissRefusal(current, nowMs);
       if (!current) refused = new NotFoundError(`no dead letter ${id}`);
-      else if (current.dismissed) refused = new ConflictError(`dead letter ${id} was dismissed by ${current.dismissed.actor} at ${current.dismissed.at}`, { deadLetterId: id });
-      else if (current.resolvedAt) refused = new ConflictError(`dead letter ${id} was resolved at ${current.resolvedAt}: a replay carried it out`, { deadLetterId: id });
-      else if (deadLetterHeld(current, nowMs)) refused = new ConflictError(`dead letter ${id} is being run now; dismiss it once that run is written, if it is still open`, { deadLetterId: id });
+      else if (why) refused = new ConflictError(why, { deadLetterId: id });
       if (refused || !current) return undefined;
       const at = new Date(nowMs).toISOString();
       return { ...current, resolvedAt: at, dismissed: { at, actor: act.actor, reason: act.reason.slice(0, 500) }, ...(current.retry ? { retry: { ...current.retry, nextAt: undefined, claim: undefined } } : {}) };
@@ -95,6 +94,13 @@ export class OperatorActions {
     if (refused || !letter) throw refused ?? new NotFoundError(`no dead letter ${id}`);
     await this.audit('dismiss', act, { id, merchantId: letter.merchantId }, 'dismissed');
     return letter;
+  }
+
+  /** What may be done to the dead letter now, and why not (the same rules replay and dismiss apply). */
+  deadLetterActions(letter: DeadLetter): { replay: ActionAllowed; dismiss: ActionAllowed } {
+    const nowMs = this.writer.now().getTime();
+    const rule = (why: string | undefined): ActionAllowed => (why ? { allowed: false, why } : { allowed: true });
+    return { replay: rule(replayRefusal(letter, nowMs)), dismiss: rule(dismissRefusal(letter, nowMs)) };
   }
 
   /** What may be done to the record now, and why not (the same transitions the actions run). */

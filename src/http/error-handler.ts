@@ -30,8 +30,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const known = toBridgeError(error, req);
     // A shed request is the bridge working as designed: counted in a metric, one request-log line.
     if (known.status >= 500 && !(error instanceof OverloadedError)) (req.log ?? logger).error({ err: error }, 'request failed');
-    // The request log's line for this answer gives the reason of a refusal (request-log.ts).
-    if (known.status < 500) res.locals.refusal = { code: known.code, message: known.message, ...(known instanceof UnauthorizedError && known.reason ? { reason: known.reason } : {}) };
+    // The request log's line for this answer gives the reason of a refusal (request-log.ts): every
+    // 4xx, and a request shed for load (503), which is a refusal too, with why (README "Observability").
+    if (known.status < 500 || error instanceof OverloadedError) res.locals.refusal = { code: known.code, message: known.message, ...refusalReason(known, error) };
     if (res.headersSent) return;
     if (error instanceof OverloadedError) res.setHeader('Retry-After', String(error.retryAfterSeconds));
     res.status(known.status).json({
@@ -39,6 +40,13 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       requestId: req.id,
     });
   };
+}
+
+/** Which check refused (a 401's), or why a request was shed (`in_flight`); never the credential. */
+function refusalReason(known: BridgeError, error: unknown): { reason?: string } {
+  if (known instanceof UnauthorizedError && known.reason) return { reason: known.reason };
+  if (error instanceof OverloadedError && typeof known.details?.reason === 'string') return { reason: known.details.reason };
+  return {};
 }
 
 interface HttpError {
@@ -50,7 +58,8 @@ interface HttpError {
   code?: unknown;
 }
 
-function toBridgeError(error: unknown, req: Request): BridgeError {
+/** Any error a request met, as the BridgeError it is answered with (a 500 for what is not the client's doing). */
+export function toBridgeError(error: unknown, req: Request): BridgeError {
   if (error instanceof BridgeError) return error;
   const e = (typeof error === 'object' && error !== null ? error : {}) as HttpError;
   switch (e.type) {

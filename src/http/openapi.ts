@@ -11,7 +11,7 @@ import { GenericCheckout, GenericRefund } from '../../adapters/generic/schema.js
 import { RETRY_AFTER_SECONDS } from './load-shedding.js';
 import { posSettingDeclarations } from '../../adapters/index.js';
 import { merchantSchemas } from '../merchants/admin.js';
-import { AttentionQuery, AuditQuery, BULK_MAX, BulkBody, DeadLetterDetailQuery, DeadLetterQuery, ListQuery, PageQuery, ReasonBody, ReconcileScopedQuery, ResolveBody, RetryBody, ReverseBody, ScopeQuery } from './routes/admin.js';
+import { AttentionQuery, AuditQuery, BULK_MAX, BulkBody, DeadLetterDetailQuery, DeadLetterQuery, ListQuery, PageQuery, ReasonBody, ReconcileScopedQuery, RecordDetailQuery, ResolveBody, RetryBody, ReverseBody, ScopeQuery } from './routes/admin.js';
 import { BackfillAnswer, BackfillQuery, BackfillRequest, BackfillStatusList } from './routes/backfill.js';
 import { ReconcileReportQuery, REPORT_PATH } from './routes/reports.js';
 import { MAX_RANGE_DAYS } from '../reconcile/report.js';
@@ -461,9 +461,9 @@ function buildDocument(version: string) {
         get: {
           operationId: 'getTransaction',
           tags: ['Transactions'],
-          summary: 'One record with every attempt, its history, and the actions allowed now (and why not)',
+          summary: "One record with every attempt, its history, and the actions allowed now (and why not); the customer's phone number and email masked unless unmask=true, which is audited",
           ...admin,
-          parameters: [transactionId, ...queryParameters(ScopeQuery)],
+          parameters: [transactionId, ...queryParameters(RecordDetailQuery)],
           responses: {
             '200': { description: 'The record in full.', content: json(ref('RecordDetail')) },
             '400': errorResponse(`${BAD_PATH}, ${SCOPE_INVALID}.`),

@@ -1,7 +1,7 @@
 /**
  * A request id on every request and response, and one JSON log line per finished request:
  * method, path, status and time, never the body or query (they can carry customer contact details).
- * A 4xx line says why it was refused (`refusal`: the error code and message the client got, contact
+ * A 4xx line (and a 503 of load shedding) says why it was refused (`refusal`: the error code and message the client got, contact
  * details masked; a 401 says which check failed without echoing any credential), so an on-call
  * engineer can tell a wrong token from a bad payload from the log alone.
  * A POS's own plain `X-Request-Id` is kept, so one id follows a checkout end to end. Written for
@@ -52,7 +52,8 @@ export function requestLog(logger: Logger): RequestHandler {
             ...(context?.merchantId ? { merchantId: context.merchantId } : {}),
             req: { id: req.id, method: req.method, path: req.path },
             res: { statusCode: res.statusCode },
-            ...(res.statusCode < 500 && res.locals.refusal ? { refusal: refusalOf(res.locals.refusal as Refusal) } : {}),
+            // Set for a 4xx, and for a 503 of load shedding (error-handler.ts).
+            ...(res.locals.refusal ? { refusal: refusalOf(res.locals.refusal as Refusal) } : {}),
             responseTime: Number(process.hrtime.bigint() - started) / 1e6,
           },
           'request completed',

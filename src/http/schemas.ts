@@ -159,6 +159,7 @@ export const RecordDetail = RecordSummary.extend({
     .optional()
     .meta({ description: 'Deliveries of this order with another amount (a reopened check): counted, nothing sent.' }),
   actions: z.object({ retry: ActionAllowed, reverse: ActionAllowed, resolve: ActionAllowed, close: ActionAllowed, acknowledge: ActionAllowed }).meta({ description: 'What an operator may do to this record now, decided by the same rules the actions enforce.' }),
+  masked: z.boolean().meta({ description: "True when the customer's phone number and email, in customer and in the attempts' request and response bodies, are masked (the default; ?unmask=true shows them, and is audited as unmask record)." }),
 }).meta({ description: 'One ledger record in full: customer, every attempt, the history of its status, and the actions allowed now.' });
 export type RecordDetail = z.infer<typeof RecordDetail>;
 
@@ -213,6 +214,7 @@ export const DeadLetter = z
     resolvedAt: timestamp.optional().meta({ description: 'Set when a run went through, or when an operator dismissed it; a resolved letter is never run again.' }),
     dismissed: Closed.optional().meta({ description: 'An operator dismissed it (nothing to carry out): kept whole, never run again.' }),
     masked: z.boolean().optional().meta({ description: "True when customer phone numbers and emails in the body are masked (the default; ?unmask=true shows them, and is audited). A base64 body is withheld while masked." }),
+    actions: z.object({ replay: ActionAllowed, dismiss: ActionAllowed }).meta({ description: 'What an operator may do to this letter now, and why not: word for word the 409 the action would answer.' }),
     retry: z
       .object({
         transient: z
@@ -231,7 +233,7 @@ export const DeadLetter = z
   .meta({ description: 'An authentic webhook delivery the bridge could not carry out, kept whole: run again by the bridge when the cause is transient, otherwise by an operator.' });
 export type DeadLetter = z.infer<typeof DeadLetter>;
 
-export const DeadLetterSummary = DeadLetter.omit({ headers: true, body: true, bodyEncoding: true, masked: true }).meta({ description: 'A dead letter without its delivery (no body, no headers): GET /v1/admin/dead-letters/{id} has them.' });
+export const DeadLetterSummary = DeadLetter.omit({ headers: true, body: true, bodyEncoding: true, masked: true, actions: true }).meta({ description: 'A dead letter without its delivery (no body, no headers): GET /v1/admin/dead-letters/{id} has them.' });
 
 export const DeadLetterList = z.object({ items: z.array(DeadLetterSummary), ...page }).meta({ description: 'Dead letters, newest first, as summaries.' });
 export type DeadLetterList = z.infer<typeof DeadLetterList>;

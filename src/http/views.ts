@@ -68,9 +68,27 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
   };
 }
 
-/** One record in full: customer, every attempt, the history of status changes, and what an operator may do now. */
-export function recordDetail(record: LedgerRecord, actions: RecordDetail['actions']): RecordDetail {
-  return { ...recordSummary(record), actions, version: record.version, customer: record.accrual.customer, inFlight: record.inFlight, rounds: record.rounds, attempts: record.attempts, attemptsOmitted: record.attemptsOmitted, history: record.history, changedRepeats: record.changedRepeats };
+/**
+ * One record in full: customer, every attempt, the history of status changes, and what an operator
+ * may do now. Masked (the default), as a dead letter's body is: the customer's phone number and
+ * email, and those in what each attempt sent and got back, are replaced (README "Operators": no
+ * personal data unless asked for explicitly). `unmask`: as kept.
+ */
+export function recordDetail(record: LedgerRecord, actions: RecordDetail['actions'], unmask = false): RecordDetail {
+  const customer = record.accrual.customer;
+  return {
+    ...recordSummary(record),
+    actions,
+    version: record.version,
+    customer: customer && !unmask ? (maskJson(customer) as typeof customer) : customer,
+    inFlight: record.inFlight,
+    rounds: record.rounds,
+    attempts: unmask ? record.attempts : record.attempts.map((a) => ({ ...a, request: maskJson(a.request), ...(a.response ? { response: { ...a.response, body: maskJson(a.response.body) } } : {}) })),
+    attemptsOmitted: record.attemptsOmitted,
+    history: record.history,
+    changedRepeats: record.changedRepeats,
+    masked: !unmask,
+  };
 }
 
 /** A dead letter in a list: what it is and where it stands, without the delivery (no body, headers or signatures). */
@@ -94,16 +112,17 @@ function maskJson(value: unknown, key = ''): unknown {
  * A dead letter's detail. Masked (the default), customers' phone numbers and emails in the body are
  * replaced: in JSON, every value under a key that names a phone or an email, and anything written
  * like one in other strings; in other text, anything written like one. A base64 body cannot be read
- * for them and is withheld. `unmask`: the delivery as kept, byte for byte.
+ * for them and is withheld. `unmask`: the delivery as kept, byte for byte. `actions`: what an
+ * operator may do to it now (OperatorActions.deadLetterActions).
  */
-export function deadLetterDetail(letter: StoredDeadLetter, unmask: boolean): DeadLetter {
-  if (unmask) return { ...letter, masked: false };
-  if (letter.bodyEncoding === 'base64') return { ...letter, body: '', masked: true };
+export function deadLetterDetail(letter: StoredDeadLetter, unmask: boolean, actions: DeadLetter['actions']): DeadLetter {
+  if (unmask) return { ...letter, masked: false, actions };
+  if (letter.bodyEncoding === 'base64') return { ...letter, body: '', masked: true, actions };
   let body: string;
   try {
     body = JSON.stringify(maskJson(JSON.parse(letter.body)));
   } catch {
     body = maskContacts(letter.body);
   }
-  return { ...letter, body, masked: true };
+  return { ...letter, body, masked: true, actions };
 }

@@ -75,6 +75,10 @@ beforeAll(async () => {
   expect((await post(checkout({ orderId: MARKUP_ORDER_ID, customer: { phone: '+15550002222' } }))).body.status).toBe('accrued');
   // A refund of an order neither the ledger nor the loyalty service knows: an orphan reverse_failed record.
   expect((await postJson(h.bridge.url, '/v1/refunds/generic', { orderId: 'O-404', refundId: 'R-404' })).status).toBe(404);
+  // A partial refund: P-1 reversed, what remains accrued as its remainder record P-1~r1.
+  expect((await post(checkout({ orderId: 'P-1', customer: { phone: '+15550001313' } }))).body.status).toBe('accrued');
+  const partial = await postJson(h.bridge.url, '/v1/refunds/generic', { orderId: 'P-1', refundId: 'RP-1', amount: '19.99' });
+  expect(partial.body).toMatchObject({ status: 'reversed', remainder: { transactionId: 'generic:P-1~r1' } });
 
   const north = await createMerchant('north');
   expect((await merchantCheckout('north', checkout({ orderId: 'N-2' }))).status).toBe('accrued');
@@ -86,6 +90,11 @@ beforeAll(async () => {
   const south = await createMerchant('south');
   south.faults.inject({ kind: 'result_failure', on: 'accrue' });
   expect((await merchantCheckout('south', checkout({ orderId: 'S-1' }))).status).toBe('failed');
+  // Two refused accruals of one merchant, retried in bulk by a filter (the merchant, Failed, since a day).
+  const west = await createMerchant('west');
+  west.faults.inject({ kind: 'result_failure', on: 'accrue', times: 2 });
+  expect((await merchantCheckout('west', checkout({ orderId: 'W-1', customer: { phone: '+15550001414' } }))).status).toBe('failed');
+  expect((await merchantCheckout('west', checkout({ orderId: 'W-2', customer: { phone: '+15550001515' } }))).status).toBe('failed');
 
   const delivery = JSON.stringify({ id: 77, email: 'pat.doe@example.test', phone: '+15550008888' });
   const dead = await postRaw(`${h.bridge.url}/v1/webhooks/shopify`, delivery, [
@@ -243,6 +252,24 @@ describe('as a person would', () => {
     await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
     expect((await records.getByRole('link').allTextContents()).sort()).toEqual(['generic:N-1', 'generic:N-2']);
 
+    // Dead letters: the one kept belongs to no merchant, so north sees none.
+    await goTo(page, 'Dead letters', 'Dead letters');
+    await visible(page.getByText('0 dead letters.'));
+    // The audit log: another merchant's action (taken here by the global admin) is not north's to see.
+    expect((await admin('post', '/v1/admin/transactions/generic:S-1/acknowledge?merchantId=south').send({ reason: 'card closed for good' })).status).toBe(200);
+    expect((await admin('get', '/v1/admin/audit?merchantId=south')).body.items).toEqual([expect.objectContaining({ target: 'generic:S-1', merchantId: 'south' })]);
+    await goTo(page, 'Audit log', 'Audit log');
+    expect(await page.getByLabel('Merchant').count()).toBe(0);
+    await visible(page.getByText('0 entries.'));
+    expect(await page.getByText('generic:S-1').count()).toBe(0);
+    // Reconcile: a pass over north's records only.
+    await goTo(page, 'Reconcile', 'Reconcile');
+    await visible(page.getByText(/every open record of merchant north now/));
+    await page.getByRole('button', { name: 'Run reconcile now' }).click();
+    const stillOpen = await visible(page.getByRole('table', { name: /^Still open/ }));
+    expect(await stillOpen.getByRole('link').allTextContents()).toEqual(['generic:N-1']);
+    expect(await page.getByLabel('Merchant').count()).toBe(0);
+
     // Another merchant's record, asked for by its route, is not found.
     await page.goto('/admin/#/transactions/default/generic%3AD-1');
     await visible(page.getByRole('alert').filter({ hasText: '404' }));
@@ -265,12 +292,73 @@ describe('as a person would', () => {
     await visible(page.getByRole('heading', { level: 2, name: /^Attempts \(1/ }));
     await page.getByText('What was sent').click();
     await visible(page.getByText('"transactionId": "generic:H-1"').first());
+    await page.getByText('What came back (200)').click();
+    await visible(page.getByText('"isSuccess": true').first());
     await visible(page.getByRole('heading', { level: 2, name: 'History' }));
     await visible(page.locator('.timeline').getByText('Pending → Accrued'));
-    // Contact details are masked on the page.
-    await visible(page.getByText('phone ••••••3333'));
+    // Contact details are masked by the API, in the customer and in what was sent.
+    await visible(page.getByText('phone ***', { exact: true }));
+    await visible(page.getByText('"phone": "***"').first());
     expect(await page.getByText('+15550003333').count()).toBe(0);
     await screenshot(page, 'record');
+    expect(await seriousViolations(page)).toEqual([]);
+    // Asked for explicitly, they are shown, and the audit log says who asked.
+    await page.getByRole('button', { name: 'Show phone numbers and emails' }).click();
+    await visible(page.getByText('phone +15550003333', { exact: true }));
+    await page.getByText('What was sent').click();
+    await visible(page.getByText('"phone": "+15550003333"').first());
+    expect(await page.getByRole('button', { name: 'Show phone numbers and emails' }).count()).toBe(0);
+    await goTo(page, 'Audit log', 'Audit log');
+    const row = page.getByRole('table', { name: 'Operator actions, newest first' }).getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:H-1' }) });
+    expect((await (await visible(row)).getByRole('cell').allTextContents()).slice(1)).toEqual(['admin', 'unmask record', 'generic:H-1', '', '', 'default']);
+  }, TEST_MS);
+
+  it('searches by transactionId, refund id, several statuses, POS and dates; links a partial refund\'s record and its remainder', async () => {
+    const page = await signedIn();
+    await goTo(page, 'Search', 'Search records');
+    await visible(page.getByRole('heading', { level: 2, name: /records match$/ }));
+    // Every field set each time (the form keeps what the last search asked), then the answer waited
+    // for by what it must show: no two searches in a row show the same records.
+    const search = async (fields: Record<string, string>, statuses: string[] = []) => {
+      for (const label of ['POS order id', 'Transaction id', 'Refund id', 'Merchant', 'Created from', 'Created to (inclusive)']) await page.getByLabel(label, { exact: true }).fill(fields[label] ?? '');
+      await page.getByLabel('POS', { exact: true }).selectOption(fields.POS ?? '');
+      for (const status of ['Reversed', 'Reverse failed']) await page.getByRole('checkbox', { name: status, exact: true }).setChecked(statuses.includes(status));
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+    };
+    const shows = async (ids: string[]) => {
+      if (ids.length === 0) return void (await visible(page.getByRole('heading', { level: 2, name: 'No records match' })));
+      const table = page.getByRole('table', { name: 'Records, newest first' });
+      for (const id of ids) await visible(table.getByRole('link', { name: id, exact: true }));
+      await visible(page.getByRole('heading', { level: 2, name: `${ids.length} ${ids.length === 1 ? 'record matches' : 'records match'}` }));
+      expect((await table.getByRole('link').allTextContents()).sort()).toEqual(ids);
+    };
+
+    await search({ 'Transaction id': 'generic:A-1' });
+    await shows(['generic:A-1']);
+    await search({ 'Refund id': 'RP-1' });
+    await shows(['generic:P-1']);
+    // Several statuses at once, of one merchant.
+    await search({ Merchant: 'default' }, ['Reversed', 'Reverse failed']);
+    await shows(['generic:O-404', 'generic:P-1']);
+    // The POS, and the days the records were created.
+    const created = (await admin('get', '/v1/admin/transactions/generic:A-1')).body.createdAt as string;
+    const day = created.slice(0, 10);
+    const nextDay = new Date(Date.parse(created) + 86_400_000).toISOString().slice(0, 10);
+    await search({ 'POS order id': 'A-1', POS: 'square' });
+    await shows([]);
+    await search({ 'POS order id': 'A-1', POS: 'generic', 'Created from': day, 'Created to (inclusive)': day });
+    await shows(['generic:A-1']);
+    await search({ 'POS order id': 'A-1', 'Created from': nextDay });
+    await shows([]);
+
+    // A partial refund's record names its remainder, and the remainder its parent.
+    await page.goto('/admin/#/transactions/default/generic%3AP-1');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:P-1' }));
+    await visible(page.getByText(/^RP-1: 19\.99 USD refunded; the rest is accrued as generic:P-1~r1$/));
+    await page.locator('.facts').getByRole('link', { name: 'generic:P-1~r1' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:P-1~r1' }));
+    await page.locator('.facts').getByRole('link', { name: 'generic:P-1', exact: true }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:P-1' }));
     expect(await seriousViolations(page)).toEqual([]);
   }, TEST_MS);
 
@@ -307,7 +395,19 @@ describe('as a person would', () => {
     await visible(items.getByRole('link', { name: 'generic:D-1' }));
     await visible(page.getByRole('table', { name: 'By kind' }).getByRole('cell', { name: 'In doubt' }));
     await visible(page.getByRole('table', { name: 'By merchant' }).getByRole('link', { name: 'north' }));
-    await visible(page.getByText(/The oldest has waited/));
+    const west = page.getByRole('table', { name: 'By merchant' }).getByRole('row').filter({ has: page.getByRole('link', { name: 'west', exact: true }) });
+    expect(await west.getByRole('cell').allTextContents()).toEqual(['west', '2']);
+    // The dead letter no merchant was found for is counted, but "(none)" is no merchant to filter by.
+    await visible(page.getByRole('table', { name: 'By merchant' }).getByRole('cell', { name: '(none)', exact: true }));
+    expect(await page.getByRole('table', { name: 'By merchant' }).getByRole('link', { name: '(none)' }).count()).toBe(0);
+    const failed = page.getByRole('table', { name: 'By kind' }).getByRole('row').filter({ has: page.getByRole('cell', { name: 'Failed', exact: true }) });
+    expect(await failed.getByRole('cell').allTextContents()).toEqual(['Failed', String((await admin('get', '/v1/admin/attention')).body.counts.failed)]);
+    await visible(page.getByText(/The oldest has waited \d/));
+    // Each item says why, and the oldest comes first (each waiting time carries its start).
+    await visible(items.getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:D-1' }) }).getByRole('cell', { name: /^accrual outcome unknown/ }));
+    const since = await items.locator('tbody tr td:nth-child(7) span').evaluateAll((spans) => spans.map((span) => Date.parse(span.getAttribute('title')!)));
+    expect(since.length).toBeGreaterThan(5);
+    expect(since).toEqual([...since].sort((a, b) => a - b));
     await screenshot(page, 'attention');
     expect(await seriousViolations(page)).toEqual([]);
 
@@ -368,6 +468,46 @@ describe('as a person would', () => {
     }
   }, TEST_MS);
 
+  it("retries every failed record of one merchant since a day, by the search's filter, confirmed with the count", async () => {
+    const page = await signedIn();
+    const created = (await admin('get', '/v1/admin/transactions/generic:W-1?merchantId=west')).body.createdAt as string;
+    const since = created.slice(0, 10);
+    await goTo(page, 'Search', 'Search records');
+    await page.getByLabel('Merchant').fill('west');
+    await page.getByRole('checkbox', { name: 'Failed', exact: true }).check();
+    await page.getByLabel('Created from').fill(since);
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
+    await page.getByLabel('Action', { exact: true }).selectOption('retry');
+    await page.getByRole('radio', { name: 'Every record matching this search (2)' }).check();
+    await page.getByRole('button', { name: 'Review bulk action…' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Retry 2 records' }));
+    await visible(dialog.getByText(`Every record matching this search now: 2 records (status Failed, merchant west, created from ${since}).`));
+    await visible(dialog.getByText('provably did not happen upstream'));
+    // Cancelled, nothing is done.
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await gone(page.getByRole('dialog'));
+    expect((await admin('get', '/v1/admin/transactions/generic:W-1?merchantId=west')).body.status).toBe('failed');
+
+    await page.getByRole('button', { name: 'Review bulk action…' }).click();
+    const again = await visible(page.getByRole('dialog', { name: 'Retry 2 records' }));
+    await again.getByLabel('Reason').fill('West\'s card block was lifted');
+    await again.getByRole('button', { name: 'Retry 2 records' }).click();
+    await visible(page.getByText('Retry: 2 done, 0 refused.').first());
+    const audit = (await admin('get', '/v1/admin/audit?merchantId=west')).body.items;
+    expect(audit.map((e: { action: string; target: string; reason: string }) => [e.action, e.target, e.reason]).sort()).toEqual([
+      ['bulk:retry', 'generic:W-1', "West's card block was lifted"],
+      ['bulk:retry', 'generic:W-2', "West's card block was lifted"],
+    ]);
+    for (const id of ['generic:W-1', 'generic:W-2']) expect((await admin('get', `/v1/admin/transactions/${id}?merchantId=west`)).body.status).toBe('pending');
+    // Delivered once each by a pass.
+    await admin('post', '/v1/admin/reconcile?merchantId=west');
+    for (const id of ['generic:W-1', 'generic:W-2']) {
+      expect((await admin('get', `/v1/admin/transactions/${id}?merchantId=west`)).body.status).toBe('accrued');
+      expect(h.sim.merchant('west').books().transactions[id]!.accruals).toBe(1);
+    }
+  }, TEST_MS);
+
   it('dismisses a dead letter with a reason: its body masked, then kept as dismissed and audited', async () => {
     const page = await signedIn();
     await goTo(page, 'Dead letters', 'Dead letters');
@@ -377,6 +517,15 @@ describe('as a person would', () => {
     await visible(page.getByRole('heading', { level: 3, name: /phone numbers and emails masked/ }));
     expect(await page.getByText('pat.doe@example.test').count()).toBe(0);
     expect(await page.getByText('+15550008888').count()).toBe(0);
+    // A replay asks first too; this one fails again (no merchant has the shop), and its run is kept.
+    await page.getByRole('button', { name: 'Replay' }).click();
+    const replay = await visible(page.getByRole('dialog', { name: `Replay dead letter ${deadLetterId}` }));
+    await visible(replay.getByText('runs this delivery through again'));
+    await replay.getByLabel('Reason').fill('Tried after adding the shop domain');
+    await replay.getByRole('button', { name: 'Replay' }).click();
+    await gone(page.getByRole('dialog'));
+    await visible(page.getByRole('status').filter({ hasText: `Replay of dead letter ${deadLetterId} failed again` }));
+    await visible(page.getByRole('table', { name: 'Every run since it was kept, oldest first' }).getByRole('cell', { name: 'operator' }));
     await page.getByRole('button', { name: 'Dismiss' }).click();
     const dialog = await visible(page.getByRole('dialog', { name: `Dismiss dead letter ${deadLetterId}` }));
     await visible(dialog.getByText('kept, never deleted, never run again'));
@@ -384,9 +533,15 @@ describe('as a person would', () => {
     await dialog.getByRole('button', { name: 'Dismiss' }).click();
     await gone(page.getByRole('dialog'));
     await visible(page.locator('.facts').getByText('dismissed', { exact: true }));
-    const replay = page.getByRole('button', { name: 'Replay' });
-    expect(await replay.isDisabled()).toBe(true);
-    await visible(page.getByText('Not available: it was dismissed').first());
+    // Both actions now disabled, each with the API's own why.
+    const why = (await admin('get', `/v1/admin/dead-letters/${deadLetterId}`)).body.actions;
+    expect(why.replay).toEqual({ allowed: false, why: expect.stringContaining('was resolved at') });
+    expect(why.dismiss).toEqual({ allowed: false, why: expect.stringContaining('was dismissed by admin') });
+    for (const [name, rule] of [['Replay', why.replay], ['Dismiss', why.dismiss]] as const) {
+      const button = page.getByRole('button', { name, exact: true });
+      expect(await button.isDisabled()).toBe(true);
+      expect(await page.locator(`#${await button.getAttribute('aria-describedby')}`).textContent()).toBe(`Not available: ${rule.why}`);
+    }
     await screenshot(page, 'dead-letter');
     expect(await seriousViolations(page)).toEqual([]);
     // Asked for explicitly, the contact details are shown, and that is audited too.
@@ -401,6 +556,7 @@ describe('as a person would', () => {
     expect(actions).toEqual([
       ['admin', 'unmask', deadLetterId, ''],
       ['admin', 'dismiss', deadLetterId, 'A test order from the shop owner'],
+      ['admin', 'replay', deadLetterId, 'Tried after adding the shop domain'],
     ]);
   }, TEST_MS);
 

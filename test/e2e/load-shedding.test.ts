@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { adapters } from '../../adapters/index.js';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
-import { ADMIN_TOKEN, checkout, postJson, startHarness, type Harness } from '../support/harness.js';
+import { createLogger } from '../../src/logger.js';
+import { ADMIN_TOKEN, checkout, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
 import { listenLocally, type LocalServer } from '../support/local-server.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
@@ -40,6 +41,7 @@ const receipt = {
 };
 
 let h: Harness;
+const logLines: string[] = [];
 let loyverseApi: LocalServer;
 /** Resolves when the bridge asks the Loyverse API for the customer; `release()` lets it answer. */
 let customerAsked: Promise<void>;
@@ -57,6 +59,7 @@ beforeAll(async () => {
     });
   });
   h = await startHarness({
+    logger: createLogger('info', { write: (line: string) => void logLines.push(line) }),
     env: { POS_MAX_IN_FLIGHT: '1', POS_API_TIMEOUT_MS: '60000' },
     overrides: { adapters, posSettings: { loyverse: { webhookSecret: SANDBOX_WEBHOOK_SECRET, accessToken: 'lv-token', apiBaseUrl: loyverseApi.url } } },
   });
@@ -87,6 +90,12 @@ describe('with POS_MAX_IN_FLIGHT=1 and one POS request held in flight', () => {
     const res = await postJson(h.bridge.url, path, body);
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('1');
+    // The request log says why it was refused, as for a 4xx (README "Observability").
+    const line = await eventually(
+      () => logLines.map((l) => JSON.parse(l) as Record<string, any>).find((l) => l.req?.id === res.headers['x-request-id'] && l.msg === 'request completed'),
+      (found) => found !== undefined,
+    );
+    expect(line).toMatchObject({ level: 40, res: { statusCode: 503 }, refusal: { code: 'overloaded', reason: 'in_flight', message: expect.stringContaining('nothing was recorded') } });
     expect(res.body).toEqual({ error: { code: 'overloaded', message: expect.stringMatching(/nothing was recorded/), reason: 'in_flight', retryAfterSeconds: 1 }, requestId: expect.any(String) });
     expect(await h.bridge.store.get('generic:SHED-1')).toBeUndefined();
     expect(await h.bridge.store.count()).toBe(0);

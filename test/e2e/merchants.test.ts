@@ -659,7 +659,7 @@ for (const store of STORES) {
       const fallback = await pos('/v1/checkouts/toast', toastOrder('def-order-1', '020 7946 0019'), plain.posToken);
       expect(fallback.body).toMatchObject({ status: 'accrued' });
 
-      const detail = async (merchantId: string) => (await admin('get', `/v1/admin/transactions/toast:def-order-1?merchantId=${merchantId}`)).body;
+      const detail = async (merchantId: string) => (await admin('get', `/v1/admin/transactions/toast:def-order-1?merchantId=${merchantId}&unmask=true`)).body;
       expect(await detail('defaults-de')).toMatchObject({ check: { currency: 'EUR', amount: 1500 }, customer: { phone: '+493012345678' } });
       expect(await detail('default')).toMatchObject({ check: { currency: 'CAD' }, customer: { phone: '+442079460018' } });
       expect(await detail('defaults-none')).toMatchObject({ check: { currency: 'CAD' }, customer: { phone: '+442079460019' } });

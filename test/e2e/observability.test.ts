@@ -71,6 +71,11 @@ describe('/metrics', () => {
     expect(sample(text, 'bridge_attention_items{kind="failed"}')).toBe(1);
     expect(sample(text, 'bridge_attention_oldest_age_seconds{kind="in_doubt"}')).toBeGreaterThanOrEqual(0);
     expect(sample(text, 'bridge_attention_oldest_age_seconds{kind="partially_accrued"}')).toBe(0);
+    // The orphan closed by a person: no longer counted as needing one.
+    expect((await request(h.bridge.url).post('/v1/admin/transactions/generic:NEVER/close').set('authorization', `Bearer ${ADMIN_TOKEN}`).send({ reason: 'refund of an order from before the program' })).status).toBe(200);
+    const closed = await metrics();
+    expect(sample(closed, 'bridge_ledger_open_records{status="reverse_failed"}')).toBe(0);
+    expect(sample(closed, 'bridge_attention_items{kind="reverse_failed"}')).toBe(0);
   });
 
   it('measures each loyalty request by operation and outcome, 429s included', async () => {
@@ -94,6 +99,12 @@ describe('/metrics', () => {
     expect(sample(text, 'bridge_webhook_outcomes_total{pos="shopify",outcome="dead_lettered",reason=""}')).toBe(1);
     expect(sample(text, 'bridge_webhook_outcomes_total{pos="shopify",outcome="refused",reason="signature_mismatch"}')).toBe(1);
     expect(sample(text, 'bridge_webhook_outcomes_total{pos="shopify",outcome="refused",reason="signature_missing"}')).toBe(1);
+    // Refused before the signature is checked: a body over BODY_LIMIT_BYTES (1 MiB here), not JSON.
+    expect((await postRaw(`${h.bridge.url}/v1/webhooks/shopify`, `"${'x'.repeat(1_048_577)}"`, [['X-Shopify-Topic', 'orders/paid']])).status).toBe(413);
+    expect((await request(h.bridge.url).post('/v1/webhooks/shopify').set('content-type', 'text/plain').send('hello')).status).toBe(415);
+    const refusedUnread = await metrics();
+    expect(sample(refusedUnread, 'bridge_webhook_outcomes_total{pos="shopify",outcome="refused",reason="payload_too_large"}')).toBe(1);
+    expect(sample(refusedUnread, 'bridge_webhook_outcomes_total{pos="shopify",outcome="refused",reason="unsupported_media_type"}')).toBe(1);
     const letter = await h.bridge.store.getDeadLetter(dead.body.results[0].deadLetterId);
     expect(letter!.reasonCode).toEqual(expect.any(String));
     expect(sample(text, `bridge_dead_letters_open{reason="${letter!.reasonCode}"}`)).toBe(1);
@@ -109,7 +120,7 @@ describe('/metrics', () => {
 });
 
 describe('refusals in the log', () => {
-  it('every 4xx line says why (code, reason, message), 401 and 403 included, with no token, phone or email', async () => {
+  it('every 4xx line says why (code, reason, message), 401, 403, an unknown route, 413 and 415 included, with no token, phone or email', async () => {
     const wrongToken = 'Bearer wrong-token-guess-0123456789';
     await request(h.bridge.url).get('/v1/admin/transactions').set('x-request-id', 'refused-401').set('authorization', wrongToken);
     await request(h.bridge.url).get('/v1/admin/transactions').set('x-request-id', 'refused-401-none');
@@ -131,6 +142,18 @@ describe('refusals in the log', () => {
     expect(created.status).toBe(201);
     await request(h.bridge.url).get('/v1/admin/merchants').set('x-request-id', 'refused-403').set('authorization', `Bearer ${created.body.adminToken}`);
     expect(await line('refused-403')).toMatchObject({ res: { statusCode: 403 }, refusal: { code: 'forbidden', message: expect.stringContaining('only the global ADMIN_TOKEN') } });
+    // A route that does not exist, a body too large, a Content-Encoding the bridge does not read.
+    await request(h.bridge.url).get('/v1/no-such-route').set('x-request-id', 'refused-404-route');
+    expect(await line('refused-404-route')).toMatchObject({ level: 40, res: { statusCode: 404 }, refusal: { code: 'not_found', message: 'no route GET /v1/no-such-route' } });
+    await request(h.bridge.url)
+      .post('/v1/admin/transactions/bulk')
+      .set('x-request-id', 'refused-413')
+      .set('authorization', `Bearer ${ADMIN_TOKEN}`)
+      .set('content-type', 'application/json')
+      .send(JSON.stringify({ action: 'retry', reason: `${EMAIL} `.repeat(1000), ids: ['generic:F-1'] }));
+    expect(await line('refused-413')).toMatchObject({ res: { statusCode: 413 }, refusal: { code: 'payload_too_large', message: expect.any(String) } });
+    await request(h.bridge.url).post('/v1/checkouts/generic').set('x-request-id', 'refused-415').set('content-type', 'application/json').set('content-encoding', 'x-unknown').send('{}');
+    expect(await line('refused-415')).toMatchObject({ res: { statusCode: 415 }, refusal: { code: 'unsupported_media_type', message: expect.stringContaining('Content-Encoding') } });
     const everything = logLines.join('\n');
     for (const secret of [wrongToken.slice(7), ADMIN_TOKEN, created.body.adminToken, PHONE, EMAIL, shopifySettings.webhookSecret!]) expect(everything).not.toContain(secret);
   });
@@ -146,13 +169,27 @@ describe('ops/: the dashboard and the alert rules', () => {
   it('every metric the dashboard and the alerts name is exported by /metrics', async () => {
     const exported = new Set([...(await metrics()).matchAll(/^# TYPE (\S+) (\S+)/gm)].map((m) => m[1]!));
     const alerts = read('ops/alerts.yml');
-    const dashboard = JSON.parse(read('ops/grafana-dashboard.json')) as { panels: { targets: { expr: string }[] }[] };
-    const exprs = [...alerts.matchAll(/^\s*expr: (.+)$/gm)].map((m) => m[1]!).concat(dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr)));
+    type Panel = { targets?: { expr: string }[]; panels?: Panel[] };
+    const dashboard = JSON.parse(read('ops/grafana-dashboard.json')) as { panels: Panel[]; templating?: { list: { type: string; query?: unknown }[] } };
+    // Every query of the dashboard: each panel's (rows' nested panels too) and each query variable's.
+    const panelExprs = (panels: Panel[]): string[] => panels.flatMap((p) => [...(p.targets ?? []).map((t) => t.expr), ...panelExprs(p.panels ?? [])]);
+    const variableQueries = (dashboard.templating?.list ?? []).filter((v) => v.type === 'query').map((v) => (typeof v.query === 'string' ? v.query : JSON.stringify(v.query)));
+    expect(variableQueries).toEqual(['label_values(bridge_checkouts_total, job)']);
+    const exprs = [...alerts.matchAll(/^\s*expr: (.+)$/gm)].map((m) => m[1]!).concat(panelExprs(dashboard.panels), variableQueries);
     expect(exprs.length).toBeGreaterThanOrEqual(19);
     const named = namesIn(exprs.join('\n'));
     expect(named.size).toBeGreaterThan(10);
     const missing = [...named].filter((name) => !exported.has(name) && !(HISTOGRAM_PARTS.test(name) && exported.has(name.replace(HISTOGRAM_PARTS, ''))));
     expect(missing).toEqual([]);
+    // Every label a selector or a `by` names is one the metric carries (or Prometheus's job/instance).
+    const text = await metrics();
+    const labelsOf = (name: string) => new Set([...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\}`, 'gm'))].flatMap((m) => [...m[1]!.matchAll(/(\w+)="/g)].map((l) => l[1]!)));
+    const unknownLabels = exprs.flatMap((expr) =>
+      [...expr.matchAll(/\b((?:bridge|process|nodejs)_[a-z0-9_]+)\{([^}]*)\}/g)].flatMap((m) =>
+        [...m[2]!.matchAll(/(\w+)\s*(?:=~|!=|!~|=)/g)].map((l) => l[1]!).filter((label) => label !== 'job' && label !== 'instance' && !labelsOf(m[1]!).has(label)).map((label) => `${m[1]}{${label}}`),
+      ),
+    );
+    expect(unknownLabels).toEqual([]);
   });
 
   it('the alerts cover in doubt over an hour, dead letters growing and the upstream 429 rate, each with an expression', () => {

@@ -125,6 +125,18 @@ for (const store of STORES) {
       expect((await admin('get', '/v1/admin/transactions/generic:F-1')).body.actions.retry).toEqual({ allowed: true });
     });
 
+    it("a record's detail masks the customer's phone and email, in the customer and every attempt, unless unmask=true (audited)", async () => {
+      const masked = await admin('get', '/v1/admin/transactions/generic:F-1');
+      expect(masked.body).toMatchObject({ masked: true, customer: { phone: '***' } });
+      expect(masked.body.attempts[0].request.phone).toBe('***');
+      expect(JSON.stringify(masked.body)).not.toContain('+15550003333');
+      const clear = await as(bakeryAdmin)('get', '/v1/admin/transactions/generic:B-1?unmask=true');
+      expect(clear.body).toMatchObject({ masked: false, customer: { phone: '+15550001111', email: 'a@b.test' } });
+      expect(clear.body.attempts[0].request).toMatchObject({ phone: '+15550001111', email: 'a@b.test' });
+      expect((await admin('get', '/v1/admin/audit?merchantId=bakery-17')).body.items).toEqual([expect.objectContaining({ actor: 'merchant:bakery-17', action: 'unmask record', target: 'generic:B-1', merchantId: 'bakery-17' })]);
+      expect((await admin('get', '/v1/admin/transactions/generic:F-1?unmask=yes')).status).toBe(400);
+    });
+
     it('the attention queue lists what needs a person, oldest first, counted per kind and merchant, scoped to a merchant', async () => {
       const queue = await admin('get', '/v1/admin/attention');
       expect(queue.status).toBe(200);
@@ -164,6 +176,7 @@ for (const store of STORES) {
       for (const field of ['body', 'headers', 'bodyEncoding']) expect(list.body.items[0]).not.toHaveProperty(field);
       const masked = await admin('get', `/v1/admin/dead-letters/${letterId}`);
       expect(masked.body.masked).toBe(true);
+      expect(masked.body.actions).toEqual({ replay: { allowed: true }, dismiss: { allowed: true } });
       for (const contact of ['ann@example.test', '+15550007777', '+1 555 000 8888']) expect(masked.body.body).not.toContain(contact);
       expect(JSON.parse(masked.body.body)).toMatchObject({ id: 2, email: '***', customer: { phone: '***', first_name: 'Ann' } });
       const clear = await alice('get', `/v1/admin/dead-letters/${letterId}?unmask=true`);
@@ -179,8 +192,14 @@ for (const store of STORES) {
       const dismissed = await alice('post', `/v1/admin/dead-letters/${letterId}/dismiss`).send({ reason: 'a test order from the shop owner' });
       expect(dismissed.status).toBe(200);
       expect(dismissed.body).toMatchObject({ dismissed: { actor: 'alice', reason: 'a test order from the shop owner' }, resolvedAt: expect.any(String) });
-      expect((await admin('post', `/v1/admin/dead-letters/${letterId}/dismiss`).send({ reason: 'again' })).status).toBe(409);
-      expect((await admin('post', `/v1/admin/dead-letters/${letterId}/replay`)).status).toBe(409);
+      // What the detail says is not allowed is word for word what the action answers.
+      const { actions } = (await admin('get', `/v1/admin/dead-letters/${letterId}`)).body;
+      expect(actions.dismiss).toEqual({ allowed: false, why: expect.stringContaining('was dismissed by alice') });
+      expect(actions.replay).toEqual({ allowed: false, why: expect.stringContaining('was resolved at') });
+      const again = await admin('post', `/v1/admin/dead-letters/${letterId}/dismiss`).send({ reason: 'again' });
+      expect([again.status, again.body.error.message]).toEqual([409, actions.dismiss.why]);
+      const replayed = await admin('post', `/v1/admin/dead-letters/${letterId}/replay`);
+      expect([replayed.status, replayed.body.error.message]).toEqual([409, actions.replay.why]);
       // Kept, and out of the open list and the queue.
       expect((await admin('get', `/v1/admin/dead-letters/${letterId}`)).status).toBe(200);
       expect((await admin('get', '/v1/admin/dead-letters?open=true')).body.total).toBe(0);
@@ -200,6 +219,8 @@ for (const store of STORES) {
       expect(detail.body.history.at(-1)).toMatchObject({ actor: 'alice', detail: 'refund of an order from before the program' });
       expect(detail.body.actions.close).toEqual({ allowed: false, why: expect.stringContaining('already closed by alice') });
       expect((await admin('get', '/v1/admin/attention')).body.counts.reverse_failed).toBe(0);
+      // Nor is it left in reconcile's open list: nothing more is to be done with it.
+      expect((await admin('post', '/v1/admin/reconcile?merchantId=default')).body.open.map((o: { transactionId: string }) => o.transactionId)).not.toContain('generic:NEVER-SEEN');
     });
 
     it('reverse by a named operator: the history line names who and why', async () => {
@@ -271,7 +292,10 @@ for (const store of STORES) {
       const all = await admin('get', '/v1/admin/audit');
       expect(all.body.total).toBeGreaterThanOrEqual(7);
       const bakery = await admin('get', '/v1/admin/audit?merchantId=bakery-17');
-      expect(bakery.body.items).toEqual([expect.objectContaining({ actor: 'admin', action: 'bulk:resolve not_accrued', target: 'generic:B-1', merchantId: 'bakery-17' })]);
+      expect(bakery.body.items).toEqual([
+        expect.objectContaining({ actor: 'admin', action: 'bulk:resolve not_accrued', target: 'generic:B-1', merchantId: 'bakery-17' }),
+        expect.objectContaining({ actor: 'merchant:bakery-17', action: 'unmask record', target: 'generic:B-1' }),
+      ]);
       expect((await as(bakeryAdmin)('get', '/v1/admin/audit')).body).toEqual(bakery.body);
       expect((await as(bakeryAdmin)('get', '/v1/admin/audit?merchantId=default')).status).toBe(404);
       expect((await admin('get', `/v1/admin/audit?from=${day(1)}`)).body.total).toBe(0);

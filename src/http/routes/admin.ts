@@ -13,7 +13,7 @@ import type { Worker } from '../../core/worker.js';
 import { attentionQueue } from '../../core/attention-queue.js';
 import { BridgeError, NotFoundError, ValidationError } from '../../errors.js';
 import { adminAuth, requireGlobalAdmin, type AdminPrincipal, type TokenDirectory } from '../auth.js';
-import { DEFAULT_MERCHANT, LEDGER_STATUSES, ledgerKey, type LedgerStatus, type OperatorAct } from '../../ledger/record.js';
+import { DEFAULT_MERCHANT, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerStatus, type OperatorAct } from '../../ledger/record.js';
 import type { MerchantAdmin } from '../../merchants/admin.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import type { Request } from 'express';
@@ -164,10 +164,13 @@ export function scopeOf(req: Request, requested: string | undefined): string | u
   return principal.merchantId;
 }
 
+export const RecordDetailQuery = ScopeQuery.extend({
+  unmask: z.enum(['true', 'false']).optional().meta({ description: "true: the customer's phone number and email in clear, in customer and the attempts (recorded in the audit trail as unmask record)." }),
+});
+
 /** The ledger key of the record `:transactionId` names, in the request's merchant (default: `default`). */
-function keyOf(req: Request): string {
-  const { merchantId } = parseWith(ScopeQuery, req.query);
-  return ledgerKey(scopeOf(req, merchantId) ?? DEFAULT_MERCHANT, req.params.transactionId as string);
+function keyOf(req: Request, query: { merchantId?: string } = parseWith(ScopeQuery, req.query)): string {
+  return ledgerKey(scopeOf(req, query.merchantId) ?? DEFAULT_MERCHANT, req.params.transactionId as string);
 }
 
 /** Who acts, from the token, and why, from the body. */
@@ -217,9 +220,13 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
   });
 
   router.get('/v1/admin/transactions/:transactionId', async (req, res) => {
-    const record = await deps.store.get(keyOf(req));
+    const q = parseWith(RecordDetailQuery, req.query);
+    const record = await deps.store.get(keyOf(req, q));
     if (!record) throw new NotFoundError(`no ledger record ${req.params.transactionId}`);
-    res.json(recordDetail(record, await deps.operator.allowed(record)));
+    const unmask = q.unmask === 'true';
+    // Reading a customer's contact details in clear is an action like any other: who, when, which record.
+    if (unmask) await deps.operator.audit('unmask record', actOf(req, undefined), { transactionId: record.transactionId, merchantId: merchantOf(record) });
+    res.json(recordDetail(record, await deps.operator.allowed(record), unmask));
   });
 
   router.post('/v1/admin/reconcile', async (req, res) => {
@@ -350,7 +357,7 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
     const unmask = q.unmask === 'true';
     // Reading customers' contact details in clear is an action like any other: who, when, which letter.
     if (unmask) await deps.operator.audit('unmask', actOf(req, undefined), { id: letter.id, merchantId: letter.merchantId });
-    res.json(deadLetterDetail(letter, unmask) satisfies DeadLetter);
+    res.json(deadLetterDetail(letter, unmask, deps.operator.deadLetterActions(letter)) satisfies DeadLetter);
   });
 
   router.post('/v1/admin/dead-letters/:id/replay', async (req, res) => {
@@ -360,19 +367,19 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
     await deps.operator.audit('replay', actOf(req, body.reason), { id: seen.id, merchantId: seen.merchantId }, error ? `failed: ${error}` : 'processed');
     const results = outcome ? { results: outcome.results } : {};
     if (!error) {
-      res.json({ deadLetter: deadLetterDetail(letter, false), ...results } satisfies ReplayAnswer);
+      res.json({ deadLetter: deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)), ...results } satisfies ReplayAnswer);
       return;
     }
     // The one error envelope, with the letter as kept (its replays record this run); the request log says why.
     res.locals.refusal = { code: 'replay_failed', message: error };
-    res.status(422).json({ error: { code: 'replay_failed', message: error, deadLetterId: letter.id }, requestId: req.id, deadLetter: deadLetterDetail(letter, false), ...results } satisfies ReplayFailure);
+    res.status(422).json({ error: { code: 'replay_failed', message: error, deadLetterId: letter.id }, requestId: req.id, deadLetter: deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)), ...results } satisfies ReplayFailure);
   });
 
   router.post('/v1/admin/dead-letters/:id/dismiss', async (req, res) => {
     const body = parseWith(ReasonBody, req.body ?? {});
     await letterOf(req);
     const letter = await deps.operator.dismissDeadLetter(req.params.id as string, { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
-    res.json(deadLetterDetail(letter, false) satisfies DeadLetter);
+    res.json(deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)) satisfies DeadLetter);
   });
 
   // ---------------------------------------------------------------- merchants (ADMIN_TOKEN only)

@@ -1,6 +1,7 @@
 /** POS-facing endpoints: `/v1/checkouts/{pos}`, `/v1/refunds/{pos}`, `/v1/webhooks/{pos}`. */
 import { Router, type ErrorRequestHandler, type RequestHandler } from 'express';
-import { BridgeError, UnauthorizedError } from '../../errors.js';
+import { UnauthorizedError } from '../../errors.js';
+import { toBridgeError } from '../error-handler.js';
 import type { Metrics } from '../../metrics.js';
 import type { Ingest, IngestMerchant } from '../../core/ingest.js';
 import type { PosAuthConfig } from '../../config.js';
@@ -70,8 +71,10 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
 
   // A delivery refused before anything of it was carried out (bad signature, too large, not JSON): counted by reason, then answered by the error handler.
   router.use('/v1/webhooks/:pos', ((error, req, _res, next) => {
-    if (error instanceof BridgeError && error.status < 500) {
-      const reason = error instanceof UnauthorizedError && error.reason ? error.reason : error.code;
+    // Body-parser's own errors (a body over BODY_LIMIT_BYTES) as the answer will name them.
+    const known = toBridgeError(error, req);
+    if (known.status < 500) {
+      const reason = known instanceof UnauthorizedError && known.reason ? known.reason : known.code;
       deps.metrics.webhookOutcomes.inc({ pos: posLabel(req.params.pos as string), outcome: 'refused', reason });
     }
     next(error);

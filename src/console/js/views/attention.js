@@ -12,6 +12,9 @@ const KIND_LABELS = {
   dead_letter: 'Open dead letter',
 };
 
+/** How the API counts open dead letters that belong to no merchant (src/core/attention-queue.ts). */
+const NO_MERCHANT = '(none)';
+
 export function kindLabel(kind) {
   return KIND_LABELS[kind] ?? kind;
 }
@@ -67,7 +70,8 @@ export async function attentionView({ section, params, principal, navigate }) {
         ? table(
             'By merchant',
             ['Merchant', 'Count'],
-            perMerchant.map(([id, n]) => [h('a', { href: `#/attention?merchantId=${encodeURIComponent(id)}` }, id), String(n)]),
+            // Dead letters no merchant was found for are counted under "(none)": not a merchant to show the queue of.
+            perMerchant.map(([id, n]) => [id === NO_MERCHANT ? id : h('a', { href: `#/attention?merchantId=${encodeURIComponent(id)}` }, id), String(n)]),
             { class: 'compact' },
           )
         : null,

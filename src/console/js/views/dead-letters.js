@@ -73,13 +73,8 @@ export async function deadLetterView({ section, announce, refresh }, id) {
   const letter = await api(`/v1/admin/dead-letters/${encodeURIComponent(id)}`);
   const state = stateOf(letter);
   const outcome = h('div', { class: 'action-result' });
-  // Why neither action applies to a letter that is no longer open.
-  const closedWhy =
-    state === 'open'
-      ? undefined
-      : state === 'resolved'
-        ? { replay: 'it went through already: a resolved letter is never run again', dismiss: 'it went through already: there is nothing to dismiss' }
-        : { replay: 'it was dismissed: a dismissed letter is never run again', dismiss: 'it is dismissed already' };
+  // What the API allows now, and why not (a letter resolved, dismissed, or being run).
+  const ruleOf = (name) => letter.actions?.[name] ?? { allowed: true };
 
   async function act(name, label, effect) {
     const confirmed = await confirmAction({ title: `${label} dead letter ${letter.id}`, effect: h('p', {}, effect), confirmLabel: label });
@@ -98,13 +93,15 @@ export async function deadLetterView({ section, announce, refresh }, id) {
     }
   }
 
-  const button = (name, label, effect) =>
-    h(
+  const button = (name, label, effect) => {
+    const rule = ruleOf(name);
+    return h(
       'li',
       {},
-      h('button', { type: 'button', class: 'action', disabled: Boolean(closedWhy), 'aria-describedby': closedWhy ? `why-${name}` : undefined, onclick: () => act(name, label, effect) }, label),
-      closedWhy ? h('span', { class: 'why', id: `why-${name}` }, `Not available: ${closedWhy[name]}`) : null,
+      h('button', { type: 'button', class: 'action', disabled: !rule.allowed, 'aria-describedby': rule.allowed ? undefined : `why-${name}`, onclick: () => act(name, label, effect) }, label),
+      rule.allowed ? null : h('span', { class: 'why', id: `why-${name}` }, `Not available: ${rule.why ?? 'the bridge does not allow it now'}`),
     );
+  };
 
   replace(
     section,

@@ -31,11 +31,25 @@ const ACTIONS = [
   ['acknowledge', 'Acknowledge'],
 ];
 
-export async function recordView({ section, announce, refresh }, merchantId, transactionId) {
+/**
+ * The record's page. The API masks the customer's phone number and email (in the customer and in
+ * every attempt) unless asked for them, which it records in the audit log: the page asks only when
+ * the operator presses the button, for this showing of the page only (a reload masks them again).
+ */
+export async function recordView(context, merchantId, transactionId, unmask = false) {
+  const { section, announce, refresh } = context;
   replace(section, h('h1', {}, `Record ${transactionId}`), h('p', { class: 'loading' }, 'Loading…'));
-  const record = await api(`/v1/admin/transactions/${encodeURIComponent(transactionId)}`, { query: { merchantId } });
+  const record = await api(`/v1/admin/transactions/${encodeURIComponent(transactionId)}`, { query: { merchantId, unmask: unmask ? 'true' : undefined } });
   const check = record.check;
   const outcome = h('div', { class: 'action-result' });
+  const unmaskButton = record.masked
+    ? h(
+        'p',
+        {},
+        h('button', { type: 'button', class: 'secondary', 'aria-describedby': 'unmask-hint', onclick: () => recordView(context, merchantId, transactionId, true).catch((error) => section.append(h('p', { class: 'problem', role: 'alert' }, describeError(error)))) }, 'Show phone numbers and emails'),
+        h('span', { class: 'hint', id: 'unmask-hint' }, ' Recorded in the audit log with your name.'),
+      )
+    : null;
 
   replace(
     section,
@@ -59,6 +73,7 @@ export async function recordView({ section, announce, refresh }, merchantId, tra
       ['Closed', record.closed ? [time(record.closed.at), ` by ${record.closed.actor}: ${record.closed.reason}`] : undefined],
       ['Customer', customer(record.customer)],
     ]),
+    unmaskButton,
     actionsSection(record, outcome, { announce, refresh }),
     outcome,
     checkSection(check),
@@ -78,9 +93,10 @@ function describeSide(side) {
   return parts.join('; ');
 }
 
+/** The customer as the API gives it: phone and email masked unless the operator asked for them. */
 function customer(c) {
   if (!c) return undefined;
-  const parts = [c.phone && `phone ${maskContact(c.phone, 'phone')}`, c.email && `email ${maskContact(c.email, 'email')}`, c.serialNumber && `card ${maskContact(c.serialNumber, 'card')}`];
+  const parts = [c.phone && `phone ${c.phone}`, c.email && `email ${c.email}`, c.serialNumber && `card ${maskContact(c.serialNumber, 'card')}`];
   return parts.filter(Boolean).join(', ') || undefined;
 }
 
