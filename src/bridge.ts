@@ -28,7 +28,7 @@ import type { PosSettingDeclarations } from './pos/settings.js';
 import { createMetrics } from './metrics.js';
 import type { PosAdapter, PosSettings } from './pos/contract.js';
 import { backfillListing, type PosOrderSource } from './reconcile/pos-source.js';
-import type { HistoryReadOptions } from './reconcile/history-reader.js';
+import type { HistoryReadOptions } from './loyalty/history-reader.js';
 import { ReconcileReporter } from './reconcile/report.js';
 
 export interface Bridge {

@@ -15,6 +15,7 @@ import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig, type Ax
 import axiosRetry from 'axios-retry';
 import { z } from 'zod';
 import type { Attempt, UpstreamOperation } from './calls.js';
+import { readOperations } from './history-reader.js';
 import {
   AccrualResult,
   Card,
@@ -265,9 +266,21 @@ export class LoyaltyClient {
     return this.#listAll('/api/v2/cards', params, Card);
   }
 
-  /** Every operation of a card between two UTC dates (inclusive), all pages. */
-  listOperations(cardId: string, startDate: string, endDate: string): Promise<Operation[]> {
-    return this.#listAll('/api/v2/operations', { cardId, startDate, endDate }, Operation);
+  /**
+   * Every operation of a card between two UTC dates (inclusive). One page holds most cards' days
+   * (1000 rows). A longer list can move while it is paged (no cursor, no declared order: upstream
+   * Limits), and an operation the verifier does not see would let it call an accrual that happened
+   * "not accrued" and send it again: so it is read as the three-way report reads the history
+   * (overlapping pages, deduplicated by id, read again until a pass adds nothing), and a list that
+   * never holds still is an error (the record stays in doubt) rather than an answer.
+   */
+  async listOperations(cardId: string, startDate: string, endDate: string): Promise<Operation[]> {
+    const query = { cardId, startDate, endDate };
+    const first = await this.operationsPage(query, 1, MAX_ITEMS_PER_PAGE);
+    if (first.data.length >= first.meta.totalItems) return first.data;
+    const read = await readOperations(this, query);
+    if (!read.settled) throw new Error(`the operations of card ${cardId} kept moving while they were read (${read.passes} passes): not deciding on them`);
+    return read.operations;
   }
 
   /**

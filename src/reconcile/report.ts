@@ -22,7 +22,7 @@ import type { LedgerStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
 import type { ActiveMerchant } from '../merchants/registry.js';
 import { classify, DIFFERENCE_KINDS, type Difference, type DifferenceKind } from './classify.js';
-import { readOperations, type HistoryProgress, type HistoryReadOptions, type OperationsPages } from './history-reader.js';
+import { readOperations, type HistoryProgress, type HistoryReadOptions, type OperationsPages } from '../loyalty/history-reader.js';
 import type { PosEntry, PosOrderSource } from './pos-source.js';
 
 /** The widest range one report covers: a month and a day, so that any calendar month fits. */

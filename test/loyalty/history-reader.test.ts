@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { LoyaltyClient } from '../../src/loyalty/client.js';
 import type { Operation } from '../../src/loyalty/contract.js';
-import { pageWindow, readOperations } from '../../src/reconcile/history-reader.js';
+import { pageWindow, readOperations } from '../../src/loyalty/history-reader.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 
 describe('pageWindow', () => {
@@ -153,5 +153,59 @@ describe('readOperations against the simulator, over HTTP', () => {
     sim.faults.inject({ kind: 'rate_limit', on: 'any' });
     await client.operationsPage(query, 1, 10);
     expect(sim.faults.pending()).toBe(1);
+  });
+});
+
+describe("the history verifier's read of one card (LoyaltyClient.listOperations)", () => {
+  let sim: Simulator;
+  let server: ListeningSimulator;
+  let client: LoyaltyClient;
+  let cardId: string;
+  /** More than one page of 1000: the only case in which the list can move under the reader. */
+  const OPERATIONS = 1010;
+  const today = new Date().toISOString().slice(0, 10);
+
+  beforeAll(async () => {
+    sim = createSimulator();
+    server = await sim.listen();
+    client = new LoyaltyClient({ baseUrl: server.url, appToken: sim.appToken, apiKey: sim.apiKey, timeoutMs: 5000, retryBaseMs: 5 });
+    for (let i = 0; i < OPERATIONS; i += 100) {
+      const reports = await Promise.all(
+        Array.from({ length: Math.min(100, OPERATIONS - i) }, (_, j) =>
+          client.accrue({ transactionId: `V-${i + j}`, phone: '+15550007777', check: { amount: 100 + i + j, currency: 'USD', selections: [] } }),
+        ),
+      );
+      expect(reports.every((r) => r.outcome.kind === 'succeeded')).toBe(true);
+    }
+    const cards = await client.findCards({ phone: '+15550007777' });
+    expect(cards.length).toBeGreaterThan(0);
+    cardId = cards[0]!.id;
+  }, 60_000);
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('a card whose operations move between page requests: a plain page-by-page read skips some, listOperations finds every one once', async () => {
+    const query = { cardId, startDate: today, endDate: today };
+    sim.faults.clear();
+    sim.faults.inject({ kind: 'history_moves', on: 'history', times: 2, shift: 30 });
+    const plain = [...(await client.operationsPage(query, 1, 1000)).data, ...(await client.operationsPage(query, 2, 1000)).data];
+    expect(new Set(plain.map((o) => o.id)).size).toBeLessThan(OPERATIONS);
+
+    sim.faults.clear();
+    sim.faults.inject({ kind: 'history_moves', on: 'history', times: 3, shift: 30 });
+    const read = await client.listOperations(cardId, today, today);
+    expect(read).toHaveLength(OPERATIONS);
+    expect(new Set(read.map((o) => o.id)).size).toBe(OPERATIONS);
+    expect(read.every((o) => o.cardId === cardId)).toBe(true);
+  });
+
+  it('a card of one page: its operations as the page gives them', async () => {
+    sim.faults.clear();
+    const other = await client.accrue({ transactionId: 'V-one', phone: '+15550007778', check: { amount: 500, currency: 'USD', selections: [] } });
+    expect(other.outcome.kind).toBe('succeeded');
+    const [card] = await client.findCards({ phone: '+15550007778' });
+    const ops = await client.listOperations(card!.id, today, today);
+    expect(ops.map((o) => o.purchaseSum)).toEqual([5]); // purchaseSum is in currency units
   });
 });
