@@ -594,6 +594,9 @@ export function requestPartialReversal(record: LedgerRecord, refundId: string, i
     if (r.accrual.state === 'skipped') return `partial refund ${refundId} of a skipped checkout: nothing to do`;
     if (r.accrual.state === 'failed' || r.accrual.state === 'none') {
       r.reversal.state = 'not_needed';
+      // Kept so the attention queue can tell what the customer kept (and may still be owed points for
+      // by hand) from a refund of everything, and so a later refund cannot exceed what is left.
+      if (r.accrual.check) r.reversal.partialRefundedCents = (r.reversal.partialRefundedCents ?? 0) + remainderAfterRefund(r.accrual.check, intent, r.reversal.partialRefundedCents ?? 0).refundedCents;
       return `partial refund ${refundId} of an accrual the loyalty service refused: nothing to reverse`;
     }
     const remainder = remainderAfterRefund(r.accrual.check!, intent, r.reversal.partialRefundedCents ?? 0);

@@ -87,10 +87,16 @@ export function attentionOf(record: AttentionInput): AttentionItem[] {
   }
   const settledSince = statusSince(record);
   const acknowledged = acknowledgedSince(record, settledSince);
-  // A refused accrual whose order has been refunded since (`reversal.state` not_needed): nothing was
-  // accrued and nothing is left to reverse, so there is nothing a person could do (retry is refused).
-  if (record.status === 'failed' && reversal.state !== 'not_needed' && !acknowledged) {
-    items.push({ ...base, kind: 'failed', since: settledSince, why: `the loyalty service refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}; retry it once the cause is fixed, or acknowledge it` });
+  // A refused accrual whose order has been refunded whole since (`reversal.state` not_needed and no
+  // part of the check kept): nothing was accrued and nothing is owed, so there is nothing for a person.
+  // Refunded only in part, the customer kept the rest, which earned nothing and cannot be retried.
+  const refundedWhole = reversal.state === 'not_needed' && (reversal.partialRefundedCents === undefined || reversal.partialRefundedCents >= (accrual.check?.amount ?? 0));
+  if (record.status === 'failed' && !refundedWhole && !acknowledged) {
+    const why =
+      reversal.state === 'not_needed'
+        ? `the loyalty service refused the accrual${accrual.errors.length ? ` (${accrual.errors[0]})` : ''}, then part of the order was refunded: what the customer kept earned nothing and a retry is not possible; credit it in the loyalty service by hand if owed, then acknowledge it`
+        : `the loyalty service refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}; retry it once the cause is fixed, or acknowledge it`;
+    items.push({ ...base, kind: 'failed', since: settledSince, why });
   } else if (record.status === 'partially_accrued' && !acknowledged) {
     items.push({ ...base, kind: 'partially_accrued', since: settledSince, why: `some cards refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}; settle them in the loyalty service, then acknowledge it` });
   } else if (record.status === 'reverse_failed') {

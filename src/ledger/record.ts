@@ -163,7 +163,10 @@ export interface LedgerRecord {
      * what remains is accrued again as a new record under `remainderTransactionId`.
      */
     partial?: PartialRefundPlan;
-    /** PARTIAL_REFUND_POLICY=full_only: cents refunded so far by partial refunds that reversed nothing. */
+    /**
+     * Cents refunded so far by partial refunds that reversed nothing: under PARTIAL_REFUND_POLICY=full_only,
+     * or of an accrual the loyalty service refused (nothing was accrued to reverse).
+     */
     partialRefundedCents?: number;
   };
   /** Set on a record created to re-accrue what a partial refund left. */

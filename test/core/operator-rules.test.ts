@@ -4,7 +4,7 @@
  * orphan reversal and acknowledging changed repeats, each with the actor in the history.
  */
 import { describe, expect, it } from '@jest/globals';
-import { acknowledge, close, nextVersion, operatorActions, resolve, retry } from '../../src/core/transitions.js';
+import { acknowledge, close, nextVersion, operatorActions, requestPartialReversal, resolve, retry, type TransitionOptions } from '../../src/core/transitions.js';
 import { ConflictError } from '../../src/errors.js';
 import { ATTENTION_STATUSES, attentionOf } from '../../src/ledger/attention.js';
 import { ATTENTION_PREDICATE } from '../../src/ledger/pg-migrations.js';
@@ -43,6 +43,25 @@ describe('attentionOf', () => {
     ['accrued', 'in_doubt', ['in_doubt']],
   ] as const)('accrual %s, reversal %s → %j', (accrual, reversal, kinds) => {
     expect(attentionOf(record(accrual, reversal)).map((i) => i.kind)).toEqual(kinds);
+  });
+
+  it('a refused accrual refunded in part stays in the queue (the rest earned nothing); refunded whole, it leaves', () => {
+    const partly = record('failed', 'not_needed', (r) => (r.reversal.partialRefundedCents = r.accrual.check!.amount - 100));
+    expect(attentionOf(partly)).toEqual([expect.objectContaining({ kind: 'failed', why: expect.stringContaining('then part of the order was refunded') })]);
+    const whole = record('failed', 'not_needed', (r) => (r.reversal.partialRefundedCents = r.accrual.check!.amount));
+    expect(attentionOf(whole)).toEqual([]);
+  });
+
+  it('a partial refund of a refused accrual counts what was refunded, and refuses more than the check', () => {
+    const refused = record('failed');
+    const amount = refused.accrual.check!.amount;
+    const options: TransitionOptions = { retryBaseMs: 1000, inDoubtVerifyAfterMs: 60_000, partialRefundPolicy: 'reaccrue' };
+    const once = nextVersion(refused, requestPartialReversal(refused, 'R-1', { amountCents: 100 }, NOW, options), NOW);
+    expect(once.reversal).toMatchObject({ state: 'not_needed', partialRefundedCents: 100 });
+    const twice = nextVersion(once, requestPartialReversal(once, 'R-2', { amountCents: amount - 100 }, NOW, options), NOW);
+    expect(twice.reversal.partialRefundedCents).toBe(amount);
+    expect(attentionOf(twice)).toEqual([]);
+    expect(() => requestPartialReversal(twice, 'R-3', { amountCents: 1 }, NOW, options)).toThrow(/more than/);
   });
 
   it('an accrual the history matches with others is ambiguous, since it went in doubt', () => {
