@@ -21,7 +21,7 @@ import { posSettingDeclarations } from '../adapters/index.js';
 import { startBridge } from '../src/bridge.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { CommandError, describeError, isEntryPoint, parseOptions, type ProgressStream } from './cli.js';
+import { CommandError, describeError, isEntryPoint, parseOptions, StatusLine } from './cli.js';
 
 const USAGE = 'usage: npm run backfill -- --merchant <id> --pos <square|shopify|clover|toast|loyverse> --since <ISO 8601> [--until <ISO 8601>]';
 
@@ -49,13 +49,9 @@ export function parseBackfillArgs(argv: readonly string[]): BackfillCommand {
   return { merchantId: options.get('merchant') ?? 'default', pos, since, ...(until ? { until } : {}) };
 }
 
-/** One progress line: redrawn in place on a terminal, a line every few pages elsewhere. */
-export function progressLine(stream: ProgressStream): (progress: { pages: number; found: number }) => void {
-  return ({ pages, found }) => {
-    const line = `backfill: ${pages} page${pages === 1 ? '' : 's'} read, ${found} order${found === 1 ? '' : 's'} and refunds found`;
-    if (stream.isTTY) stream.write(`\r${line}`);
-    else if (pages % 10 === 1) stream.write(`${line}\n`);
-  };
+/** The progress line's text after `pages` pages. */
+function progressText({ pages, found }: { pages: number; found: number }): string {
+  return `backfill: ${pages} page${pages === 1 ? '' : 's'} read, ${found} order${found === 1 ? '' : 's'} and refunds found`;
 }
 
 async function main(): Promise<void> {
@@ -76,19 +72,19 @@ async function main(): Promise<void> {
     startBackfill: false,
     defaultMetrics: false,
   });
-  const progress = progressLine(process.stderr);
+  // Redrawn in place on a terminal, a line every few seconds elsewhere (scripts/cli.ts StatusLine).
+  const status = new StatusLine();
   try {
-    const result = await bridge.backfill.runPass({ ...command, by: 'request', onProgress: progress });
-    if (process.stderr.isTTY) process.stderr.write('\n');
+    const result = await bridge.backfill.runPass({ ...command, by: 'request', onProgress: (progress) => status.update(progressText(progress)) });
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } finally {
+    status.finish();
     await bridge.close();
   }
 }
 
 if (isEntryPoint(import.meta.url)) {
   main().catch((error: unknown) => {
-    if (process.stderr.isTTY) process.stderr.write('\n');
     process.stderr.write(`backfill: ${describeError(error)}\n`);
     process.exit(error instanceof CommandError ? error.exitCode : 1);
   });
