@@ -538,6 +538,16 @@ export function requestReversal(record: LedgerRecord, refundId: string | undefin
       return `full refund${named} supersedes the partial refund in progress: nothing remains to accrue`;
     });
   }
+  const check = record.accrual.check;
+  if (record.reversal.state === 'not_needed' && record.reversal.partialRefundedCents !== undefined && check && record.reversal.partialRefundedCents < check.amount) {
+    // The rest of an order whose accrual was refused, refunded after a part of it: the customer kept
+    // nothing, so nothing is owed (the attention queue stops asking for points by hand).
+    return changed(record, (r) => {
+      remember(r);
+      r.reversal.partialRefundedCents = check.amount;
+      return `refund${named} of the rest of an order whose accrual the loyalty service refused: nothing was accrued, nothing is owed`;
+    });
+  }
   if (record.reversal.state !== 'none') return undefined;
   return changed(record, (r) => {
     remember(r);

@@ -4,7 +4,7 @@
  * orphan reversal and acknowledging changed repeats, each with the actor in the history.
  */
 import { describe, expect, it } from '@jest/globals';
-import { acknowledge, close, nextVersion, operatorActions, requestPartialReversal, resolve, retry, type TransitionOptions } from '../../src/core/transitions.js';
+import { acknowledge, close, nextVersion, operatorActions, requestPartialReversal, requestReversal, resolve, retry, type TransitionOptions } from '../../src/core/transitions.js';
 import { ConflictError } from '../../src/errors.js';
 import { ATTENTION_STATUSES, attentionOf } from '../../src/ledger/attention.js';
 import { ATTENTION_PREDICATE } from '../../src/ledger/pg-migrations.js';
@@ -62,6 +62,19 @@ describe('attentionOf', () => {
     expect(twice.reversal.partialRefundedCents).toBe(amount);
     expect(attentionOf(twice)).toEqual([]);
     expect(() => requestPartialReversal(twice, 'R-3', { amountCents: 1 }, NOW, options)).toThrow(/more than/);
+  });
+
+  it('a full refund after a partial one of a refused accrual: nothing is owed, it leaves the queue, and the same refund again is a repeat', () => {
+    const options: TransitionOptions = { retryBaseMs: 1000, inDoubtVerifyAfterMs: 60_000, partialRefundPolicy: 'reaccrue' };
+    const refused = record('failed');
+    const partly = nextVersion(refused, requestPartialReversal(refused, 'R-1', { amountCents: 100 }, NOW, options), NOW);
+    expect(attentionOf(partly).map((i) => i.kind)).toEqual(['failed']);
+    const rest = nextVersion(partly, requestReversal(partly, 'R-2', NOW)!, NOW);
+    expect(rest.reversal).toMatchObject({ state: 'not_needed', partialRefundedCents: refused.accrual.check!.amount, refundIds: ['R-1', 'R-2'] });
+    expect(rest.status).toBe('failed');
+    expect(attentionOf(rest)).toEqual([]);
+    expect(requestReversal(rest, 'R-2', NOW)).toBeUndefined();
+    expect(requestReversal(rest, undefined, NOW)).toBeUndefined();
   });
 
   it('an accrual the history matches with others is ambiguous, since it went in doubt', () => {
