@@ -2,7 +2,7 @@
  * What the core answers a POS or an operator about one record. It speaks of outcomes, not of HTTP:
  * `http/` maps `settled` to 200, `in_progress` to 202 and `unknown_order` to 404, in one place.
  */
-import { FINAL_STATUSES, isOpen, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
+import { FINAL_STATUSES, isOpen, isOrphanReversal, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 
 export type AnswerOutcome =
@@ -27,7 +27,6 @@ export async function answerFor(store: Pick<LedgerStore, 'get'>, record: LedgerR
   // The remainder is the same merchant's record: read by its ledger key (a bare transactionId is the default merchant's).
   const child = record.remainderTransactionId ? await store.get(ledgerKey(merchantOf(record), record.remainderTransactionId)) : undefined;
   const remainder = child ? { transactionId: child.transactionId, status: child.status } : undefined;
-  const unknownOrder = record.reversal.state === 'failed' && record.reversal.unknownUpstream && record.accrual.state === 'none';
   const settled = FINAL_STATUSES.has(record.status) && !isOpen(record) && (!child || (FINAL_STATUSES.has(child.status) && !isOpen(child)));
-  return { record, repeat, refundId, remainder, outcome: unknownOrder ? 'unknown_order' : settled ? 'settled' : 'in_progress' };
+  return { record, repeat, refundId, remainder, outcome: isOrphanReversal(record) ? 'unknown_order' : settled ? 'settled' : 'in_progress' };
 }

@@ -22,6 +22,7 @@ import { ConflictError } from '../errors.js';
 import {
   awaitsRemainder,
   deriveStatus,
+  isOrphanReversal,
   merchantOf,
   withAttempts,
   withChangedDelivery,
@@ -714,11 +715,6 @@ export function resolve(record: LedgerRecord, input: ResolveInput, operationClai
     r.nextAttemptAt = undefined;
     return `${act?.actor ?? 'operator'} resolved: ${input.outcome}${note}`;
   }, act);
-}
-
-/** A refund of an order the loyalty service never knew: nothing was accrued under its id, so nothing can be reversed. */
-export function isOrphanReversal(record: Pick<LedgerRecord, 'reversal' | 'accrual'>): boolean {
-  return record.reversal.state === 'failed' && record.reversal.unknownUpstream === true && record.accrual.state === 'none';
 }
 
 /**

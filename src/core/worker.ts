@@ -10,7 +10,7 @@
  * calls is answered (`RateLimitPauses`). A pass that took a full share of someone's work, and moved something, is
  * followed by the next at once, so a lone merchant's backlog drains as fast as lanes allow.
  */
-import { attentionOf, type AttentionKind } from '../ledger/attention.js';
+import { attentionOf, SETTLED_ATTENTION_STATUSES } from '../ledger/attention.js';
 import { withMerchant } from '../log-context.js';
 import type { Logger } from '../logger.js';
 import type { LedgerStore } from '../ledger/store.js';
@@ -41,8 +41,8 @@ const BATCH = 500;
  */
 export const PER_MERCHANT = 50;
 
-/** Attention kinds of records no pass moves: the bridge has settled them, a person has not. */
-const SETTLED_BUT_OPEN: ReadonlySet<AttentionKind> = new Set(['failed', 'partially_accrued', 'reverse_failed']);
+/** Attention kinds of records no pass moves (each named as its status): the bridge has settled them, a person has not. */
+const SETTLED_BUT_OPEN: ReadonlySet<string> = new Set(SETTLED_ATTENTION_STATUSES);
 
 export class Worker {
   /** The last scheduled pass took a full share of someone's due work and moved something: the next one runs at once. */

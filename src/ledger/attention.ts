@@ -3,7 +3,7 @@
  * (`GET /v1/admin/attention`), the stores' attention listing and the open-records gauge. Pure: the
  * stores use it to keep their attention index, the core to answer.
  */
-import { merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
+import { isOrphanReversal, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
 
 export const ATTENTION_KINDS = ['in_doubt', 'ambiguous', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter'] as const;
 export type AttentionKind = (typeof ATTENTION_KINDS)[number];
@@ -100,8 +100,7 @@ export function attentionOf(record: AttentionInput): AttentionItem[] {
   } else if (record.status === 'partially_accrued' && !acknowledged) {
     items.push({ ...base, kind: 'partially_accrued', since: settledSince, why: `some cards refused the accrual${accrual.errors.length ? `: ${accrual.errors[0]}` : ''}; settle them in the loyalty service, then acknowledge it` });
   } else if (record.status === 'reverse_failed') {
-    const orphan = reversal.unknownUpstream && accrual.state === 'none';
-    const why = orphan
+    const why = isOrphanReversal(record)
       ? 'a refund of an order the loyalty service never knew: nothing to reverse; close it with a reason'
       : `the loyalty service refused the reversal${reversal.errors.length ? `: ${reversal.errors[0]}` : ''}`;
     items.push({ ...base, kind: 'reverse_failed', since: settledSince, why });

@@ -324,3 +324,8 @@ export function unsettledAmount(record: Pick<LedgerRecord, 'inFlight' | 'accrual
 export function awaitsRemainder(record: Pick<LedgerRecord, 'reversal' | 'remainderTransactionId'>): boolean {
   return record.reversal.state === 'reversed' && record.reversal.partial !== undefined && record.remainderTransactionId === undefined;
 }
+
+/** A refund of an order the loyalty service never knew: nothing was accrued under its id, so nothing can be reversed. */
+export function isOrphanReversal(record: Pick<LedgerRecord, 'reversal' | 'accrual'>): boolean {
+  return record.reversal.state === 'failed' && record.reversal.unknownUpstream === true && record.accrual.state === 'none';
+}

@@ -278,7 +278,7 @@ function cardsOf(record: LedgerRecord, operations: Map<number, Operation>): stri
   return [...cards].sort();
 }
 
-function successfulCards(record: LedgerRecord): string[] {
+export function successfulCards(record: LedgerRecord): string[] {
   return [...new Set(record.accrual.results.filter((r) => r.isSuccess && r.serialNumber).map((r) => r.serialNumber!))].sort();
 }
 

@@ -21,7 +21,7 @@ import { ledgerKey, type LedgerRecord } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
 import type { ActiveMerchant } from '../merchants/registry.js';
-import { classify, DIFFERENCE_KINDS, type Difference, type DifferenceKind } from './classify.js';
+import { classify, DIFFERENCE_KINDS, successfulCards, type Difference, type DifferenceKind } from './classify.js';
 import { readOperations, type HistoryProgress, type HistoryReadOptions, type OperationsPages } from '../loyalty/history-reader.js';
 import type { PosEntry, PosOrderSource } from './pos-source.js';
 
@@ -239,7 +239,7 @@ export class ReconcileReporter {
     for (const d of differences) {
       const record = d.transactionId ? ledger.get(d.transactionId) : undefined;
       if (record && (d.kind === 'not_in_history' || (d.kind === 'refund_not_reversed' && record.reversal.state === 'reversed'))) {
-        for (const card of cardsNamedBy(record)) want(card, Date.parse(record.createdAt) - DAY_MS);
+        for (const card of successfulCards(record)) want(card, Date.parse(record.createdAt) - DAY_MS);
       }
       const op = d.operationId !== undefined ? history.get(d.operationId) : undefined;
       if (d.kind === 'unclaimed_operation' && op && (op.purchaseSum ?? 0) < 0) want(op.cardId, Date.parse(op.createdAt) - REVERSAL_LOOKBACK_DAYS * DAY_MS);
@@ -252,11 +252,6 @@ export class ReconcileReporter {
     if (cards.size > 0) await this.#loadClaimants(merchant.id, history, ledger, claimants);
     return cards.size > 0;
   }
-}
-
-/** The cards a record's successful results name. */
-function cardsNamedBy(record: LedgerRecord): string[] {
-  return [...new Set(record.accrual.results.filter((r) => r.isSuccess && r.serialNumber).map((r) => r.serialNumber!))];
 }
 
 /** Y-m-d of a UTC time: how the upstream's startDate and endDate are written. */
