@@ -275,10 +275,7 @@ export class LoyaltyClient {
    * never holds still is an error (the record stays in doubt) rather than an answer.
    */
   async listOperations(cardId: string, startDate: string, endDate: string): Promise<Operation[]> {
-    const query = { cardId, startDate, endDate };
-    const first = await this.operationsPage(query, 1, MAX_ITEMS_PER_PAGE);
-    if (first.data.length >= first.meta.totalItems) return first.data;
-    const read = await readOperations(this, query);
+    const read = await readOperations(this, { cardId, startDate, endDate });
     if (!read.settled) throw new Error(`the operations of card ${cardId} kept moving while they were read (${read.passes} passes): not deciding on them`);
     return read.operations;
   }

@@ -54,6 +54,12 @@ describe('readOperations over a list that moves (pure)', () => {
     expect(read).toMatchObject({ passes: 2, settled: true });
   });
 
+  it('a list that one page holds: one request, settled (one answer cannot move between pages)', async () => {
+    const read = await readOperations(moving(0, 0), {}, { maxItemsPerPage: 200 });
+    expect(read.operations).toHaveLength(100);
+    expect(read).toMatchObject({ passes: 1, requests: 1, settled: true });
+  });
+
   it('moving less than the overlap between pages: nothing is skipped in the first pass', async () => {
     const foundAfter: number[] = [];
     const read = await readOperations(moving(4, 1000), {}, { maxItemsPerPage: 20, overlap: 5, onPage: (p) => (foundAfter[p.pass] = p.found) });
@@ -63,7 +69,8 @@ describe('readOperations over a list that moves (pure)', () => {
   });
 
   it('a list that never stops changing (a new operation on every request): not settled after the last pass', async () => {
-    const rows: Operation[] = [];
+    // More than a page from the start: one page would be one answer, read at one moment.
+    const rows: Operation[] = Array.from({ length: 30 }, (_, i) => ({ id: 30 - i, cardId: 'c', eventId: 24, createdAt: '2026-11-24T10:00:00+00:00' }) as Operation);
     const source = {
       async operationsPage(_query: object, page: number, itemsPerPage: number) {
         rows.unshift({ id: rows.length + 1, cardId: 'c', eventId: 24, createdAt: '2026-11-24T10:00:00+00:00' } as Operation);
