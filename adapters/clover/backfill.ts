@@ -20,7 +20,10 @@
 import type { BackfillSpec, ListedObject, WebhookAction } from '../../src/pos/contract.js';
 import { clampPageSize, listAt, textOf } from '../../src/pos/backfill-kit.js';
 import { fetchOrder, ORDER_LINES_EXPAND, ORDER_MONEY_EXPAND } from './api.js';
+import { refundsOf } from './refund.js';
+import { CloverOrder } from './schema.js';
 import { decideOrder } from './webhook.js';
+import { parseWith } from '../../src/validation.js';
 
 const MAX_LIMIT = 1000;
 
@@ -45,7 +48,9 @@ function listed(order: Record<string, unknown>, merchantId: string): ListedObjec
     const refundId = textOf(action.payload, 'refundId');
     return [{ kind: 'refund', payload: action.payload, orderId, ...(refundId ? { refundId } : {}), updatedAt, paid: true }];
   });
-  const paid = refunds.length > 0 || actions.some((a) => a.kind === 'checkout');
+  // An order with any refund was paid, even one whose refunds give back only tax or tip (no refund
+  // action, and no checkout action either: the order is decided as refunded).
+  const paid = refundsOf(parseWith(CloverOrder, order, 'order')).length > 0 || actions.some((a) => a.kind === 'checkout');
   return [{ kind: 'checkout', payload, orderId, updatedAt, paid }, ...refunds];
 }
 

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { cloverAdapter } from '../../adapters/clover/index.js';
+import { cloverBackfill } from '../../adapters/clover/backfill.js';
 import { cloverVerificationCode, decideOrder } from '../../adapters/clover/webhook.js';
 import type { PosApi, PosSettings, WebhookAction } from '../../src/pos/contract.js';
 import { UnauthorizedError, ValidationError } from '../../src/errors.js';
@@ -217,6 +218,15 @@ describe('webhook classification', () => {
     expect(decideOrder(refunded, M, ORDER, 'k')).toMatchObject({ kind: 'refund', key: 'k', payload: { order: { id: ORDER, merchant: { id: M } }, refundId: 'R1' } });
     const tipOnly = order({ refunds: { elements: [{ id: 'R2', orderRef: { id: ORDER }, amount: 300, taxAmount: 0, tipAmount: 300 }] } });
     expect(decideOrder(tipOnly, M, ORDER, 'k')).toEqual({ kind: 'ignored', key: 'k', reason: `refund R2 of order ${ORDER} gives back only tax and tip: no purchase amount to reverse` });
+  });
+
+  it('backfill lists an order whose only refund gave back tip as a paid sale (its points are owed), and a paid order without refunds too', () => {
+    const tipOnly = order({ refunds: { elements: [{ id: 'R2', orderRef: { id: ORDER }, amount: 300, taxAmount: 0, tipAmount: 300 }] } });
+    const request = { method: 'GET' as const, path: `/v3/merchants/${M}/orders`, query: { offset: '0', limit: '100' } };
+    for (const listedOrder of [tipOnly, order({})]) {
+      const { found } = cloverBackfill.page({ status: 200, data: { elements: [listedOrder] }, headers: {} } as never, request);
+      expect(found).toEqual([expect.objectContaining({ kind: 'checkout', orderId: ORDER, paid: true })]);
+    }
   });
 });
 
