@@ -242,10 +242,11 @@ export class BackfillPoller {
       else result.new.push(answer.record.transactionId);
       return count(answer.repeat ? 'known' : 'new');
     } catch (error) {
-      if (error instanceof PosApiError && error.transient) throw error;
-      if (!(error instanceof BridgeError) || error.status >= 500) throw error;
       // What a person must look at (a refund of more than remains, an order whose customer the POS
-      // no longer has): reported, and the pass goes on.
+      // no longer has: its look-up answered 404): reported, and the pass goes on. Anything else that
+      // failed (the POS's API down, a token refused) would fail every order alike: the pass stops.
+      const customerGone = error instanceof PosApiError && error.posStatus === 404;
+      if (!customerGone && (!(error instanceof BridgeError) || error.status >= 500)) throw error;
       result.refused.push({ id, why: error.message });
       this.logger.warn({ pos: item.pos, orderId: item.orderId, refundId: item.refundId, code: error.code }, 'backfill found an order the bridge cannot record');
       return count('refused');

@@ -499,6 +499,31 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
   });
 });
 
+describe('backfill meets an order whose customer the POS no longer has', () => {
+  const square = BACKFILL_POSES.find((p) => p.pos === 'square')!;
+  let s: Setup | undefined;
+  afterEach(async () => {
+    await s?.h.close();
+    s = undefined;
+  });
+
+  it('that order is refused with why, the orders beside it are recorded and accrued, and the watermark moves (the next pass is not stuck on it)', async () => {
+    s = await setUp(square);
+    const { h, account } = s;
+    const customer = h.sim.pos.square.addCustomer(account.account, { firstName: 'Gone', phone: '+14155550291' });
+    const orphaned = square.orderId(h.sim.pos.square.addOrder(account.account, { ...sale('+14155550291', ago(20)), customer: customer.id }));
+    const beside = square.orderId(h.sim.pos.square.addOrder(account.account, sale('+14155550292', ago(10))));
+    h.sim.pos.square.removeCustomer(account.account, customer.id);
+    const pass = await backfill(h.bridge, { pos: 'square', since: ago(60) });
+    expect(pass.status).toBe(200);
+    expect(pass.body.refused).toEqual([expect.objectContaining({ id: expect.stringContaining(orphaned), why: expect.stringContaining('404') })]);
+    expect(pass.body.new).toHaveLength(1);
+    expect(pass.body.new[0]).toContain(beside);
+    await accruedOnce(h, pass.body.new);
+    expect((await status(h.bridge, 'square'))!.watermark).toBeDefined();
+  });
+});
+
 describe('backfill for created merchants: who may ask for whose pass', () => {
   let h: Harness;
   let shop: { adminToken: string; account: string; accessToken: string };

@@ -221,6 +221,11 @@ export class FakeSquare implements FakePos {
     return copy(this.#newCustomer(this.#accounts.get(merchantId), CustomerInput.parse(input)));
   }
 
+  /** The seller deletes a customer: its orders still name it, and GET /v2/customers/{id} answers 404. */
+  removeCustomer(merchantId: string, customerId: string): void {
+    if (!this.#accounts.get(merchantId).customers.delete(customerId)) throw new NotHeldError(`no customer ${customerId}`);
+  }
+
   #newCustomer(account: SquareAccount, c: CustomerInput): SquareCustomer {
     const id = c.id ?? randomChars(UPPER36, 26);
     if (account.customers.has(id)) throw new RangeError(`customer ${id} already exists`);
