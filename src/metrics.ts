@@ -39,8 +39,6 @@ export interface Metrics {
   posInFlight: Gauge;
 }
 
-const NO_LABEL = Object.freeze({});
-
 /** A gauge read at each scrape: one series per label value `read` answers (none: nothing is known, e.g. no source). */
 function labelledGauge<L extends string>(registry: Registry, name: string, help: string, label: L, read: () => Promise<Record<string, number> | undefined>): Gauge<L> {
   return new Gauge({
@@ -69,7 +67,6 @@ export interface MetricSources {
 
 export function createMetrics(sources: MetricSources, withDefaults = true, merchantLabel = true): Metrics {
   const registry = new Registry();
-  const labels = new Map<string, { merchant: string }>();
   if (withDefaults) collectDefaultMetrics({ register: registry });
   // The attention queue reads every record that needs a person: one read serves both of its gauges
   // (a scrape collects them together) and every scrape that comes while it is under way.
@@ -99,12 +96,7 @@ export function createMetrics(sources: MetricSources, withDefaults = true, merch
     backfillPasses: new Counter({ name: 'bridge_backfill_passes_total', help: 'Backfill passes, by POS and outcome (complete: the watermark moved; failed: it stayed where it was).', labelNames: ['pos', 'outcome', 'merchant'], registers: [registry] }),
     httpDuration: new Histogram({ name: 'bridge_http_request_duration_seconds', help: 'Time to answer HTTP requests.', labelNames: ['route', 'code'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [registry] }),
     shed: new Counter({ name: 'bridge_pos_requests_shed_total', help: 'POS requests answered 503 with Retry-After before their body was read (nothing recorded), by endpoint (checkouts, refunds, webhooks) and reason (in_flight: POS_MAX_IN_FLIGHT requests were being handled).', labelNames: ['endpoint', 'reason'], registers: [registry] }),
-    merchant(merchantId) {
-      if (!merchantLabel) return NO_LABEL;
-      let label = labels.get(merchantId);
-      if (!label) labels.set(merchantId, (label = Object.freeze({ merchant: merchantId })));
-      return label;
-    },
+    merchant: (merchantId) => (merchantLabel ? { merchant: merchantId } : {}),
     posInFlight: new Gauge({ name: 'bridge_pos_requests_in_flight', help: 'POS requests being handled now (body read, not yet answered); more than POS_MAX_IN_FLIGHT are shed.', registers: [registry] }),
     openRecords: labelledGauge(registry, 'bridge_ledger_open_records', 'Ledger records by status: those with work left (pending, in_doubt, reversal_pending), and settled ones a person must still look at (failed, partially_accrued, reverse_failed not closed).', 'status', async () => {
       // Every status a person may have to act on is always present, 0 included, so alerts and panels see the series.
