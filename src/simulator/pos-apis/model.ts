@@ -11,7 +11,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { CURRENCY_EXPONENTS } from '../../currencies.js';
+import { decimalToString, minorUnitsToDecimal } from '../../money.js';
 
 const minor = z.number().int('must be an integer amount in minor units').nonnegative('must not be negative').max(1e12);
 const isoTime = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with Z or an offset' });
@@ -174,19 +174,10 @@ export function shareOf(total: number, parts: number, index: number): number {
   return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
 }
 
-export function exponentOf(currency: string): number {
-  const exponent = CURRENCY_EXPONENTS.get(currency);
-  if (exponent === undefined) throw new RangeError(`${currency} is not an ISO 4217 currency`);
-  return exponent;
-}
-
 /** Minor units as decimal text with the currency's exponent: 450 USD → "4.50", 450 JPY → "450", -5 USD → "-0.05". */
 export function decimalText(minorUnits: number, currency: string): string {
   if (!Number.isSafeInteger(minorUnits)) throw new RangeError(`${minorUnits} is not a whole number of minor units`);
-  const exponent = exponentOf(currency);
-  const digits = Math.abs(minorUnits).toString().padStart(exponent + 1, '0');
-  const text = exponent === 0 ? digits : `${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
-  return minorUnits < 0 ? `-${text}` : text;
+  return decimalToString(minorUnitsToDecimal(minorUnits, currency, 'amount'));
 }
 
 /**
