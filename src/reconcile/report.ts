@@ -122,11 +122,12 @@ export class ReconcileReporter {
       onProgress({ phase: 'history', detail: `pass ${p.pass}, ${p.requests} pages read, ${p.found} operations of ${p.totalItems}` }),
     );
     const claimants = new Map<string, LedgerRecord>();
-    await this.#loadClaimants(merchant.id, history, ledger, claimants);
+    const asked = new Set<number>();
+    await this.#loadClaimants(merchant.id, history, ledger, claimants, asked);
     const input = () => ({ merchantId: merchant.id, from: range.from, to: range.to, pos, ledger: [...ledger.values()], claimants: [...claimants.values()], history: [...history.values()], clockSkewMs: this.deps.clockSkewMs });
     let differences = classify(input());
-    const looked = await this.#secondLook(merchant, differences, ledger, history, claimants, onProgress);
-    if (looked) differences = classify(input());
+    const second = await this.#secondLook(merchant, differences, ledger, history, claimants, asked, onProgress);
+    if (second.looked) differences = classify(input());
 
     const inRange = [...history.values()].filter((op) => Date.parse(op.createdAt) >= range.from.getTime() && Date.parse(op.createdAt) < range.to.getTime()).length;
     const counts = Object.fromEntries(DIFFERENCE_KINDS.map((k) => [k, differences.filter((d) => d.kind === k).length])) as Record<DifferenceKind, number>;
@@ -137,7 +138,8 @@ export class ReconcileReporter {
       examined: { pos: pos.length, ledger: ledger.size, history: inRange },
       sources,
       history: read,
-      complete: read.settled && sources.every((s) => s.read),
+      // A card read again that never held still decides differences too.
+      complete: read.settled && second.settled && sources.every((s) => s.read),
       counts,
       differences,
     };
@@ -210,13 +212,15 @@ export class ReconcileReporter {
   /**
    * The records that claim an operation read and are not examined (they explain it), and examined
    * records read again when the store says they claim one their copy does not: the worker may have
-   * settled them while the report read the rest. Keyed by transactionId.
+   * settled them while the report read the rest. Keyed by transactionId. `asked`: the operations
+   * the store was asked about already (after the second look, only the new ones are asked).
    */
-  async #loadClaimants(merchantId: string, history: Map<number, Operation>, ledger: Map<string, LedgerRecord>, claimants: Map<string, LedgerRecord>): Promise<void> {
+  async #loadClaimants(merchantId: string, history: Map<number, Operation>, ledger: Map<string, LedgerRecord>, claimants: Map<string, LedgerRecord>, asked: Set<number>): Promise<void> {
     const claimed = new Set<number>();
     for (const r of [...ledger.values(), ...claimants.values()]) for (const id of r.accrual.operationIds) claimed.add(id);
     for (const op of history.values()) {
-      if (op.purchaseSum == null || claimed.has(op.id)) continue;
+      if (op.purchaseSum == null || claimed.has(op.id) || asked.has(op.id)) continue;
+      asked.add(op.id);
       const transactionId = await this.deps.store.findOperationClaim(merchantId, op.id);
       if (!transactionId || claimants.has(transactionId)) continue;
       const record = await this.deps.store.get(ledgerKey(merchantId, transactionId));
@@ -229,9 +233,9 @@ export class ReconcileReporter {
   /**
    * Reads again, by card, what the first classification found missing: each card's history from
    * the record's time (or, for an unexplained reversal, REVERSAL_LOOKBACK_DAYS back) to now. Answers
-   * true when it read anything.
+   * whether it read anything, and whether every card's list held still while it was read.
    */
-  async #secondLook(merchant: ActiveMerchant, differences: Difference[], ledger: Map<string, LedgerRecord>, history: Map<number, Operation>, claimants: Map<string, LedgerRecord>, onProgress: (p: ReportProgress) => void): Promise<boolean> {
+  async #secondLook(merchant: ActiveMerchant, differences: Difference[], ledger: Map<string, LedgerRecord>, history: Map<number, Operation>, claimants: Map<string, LedgerRecord>, asked: Set<number>, onProgress: (p: ReportProgress) => void): Promise<{ looked: boolean; settled: boolean }> {
     const endDate = day((this.deps.now ?? Date.now)() + DAY_MS);
     /** Card → the earliest day to read it from. */
     const cards = new Map<string, number>();
@@ -245,12 +249,13 @@ export class ReconcileReporter {
       if (d.kind === 'unclaimed_operation' && op && (op.purchaseSum ?? 0) < 0) want(op.cardId, Date.parse(op.createdAt) - REVERSAL_LOOKBACK_DAYS * DAY_MS);
     }
     let done = 0;
+    let settled = true;
     for (const [card, fromMs] of [...cards].sort(([a], [b]) => a.localeCompare(b))) {
-      await this.#readHistory(merchant.client, { cardId: card, startDate: day(fromMs), endDate }, history);
+      settled = (await this.#readHistory(merchant.client, { cardId: card, startDate: day(fromMs), endDate }, history)).settled && settled;
       onProgress({ phase: 'second look', detail: `${++done} of ${cards.size} cards read again` });
     }
-    if (cards.size > 0) await this.#loadClaimants(merchant.id, history, ledger, claimants);
-    return cards.size > 0;
+    if (cards.size > 0) await this.#loadClaimants(merchant.id, history, ledger, claimants, asked);
+    return { looked: cards.size > 0, settled };
   }
 }
 

@@ -67,6 +67,24 @@ describe('gathering the sides', () => {
     expect(report.examined).toEqual({ pos: 0, ledger: 1, history: 1 });
   });
 
+  it('a card read again whose list never holds still: the difference is reported, and the report says it is not complete', async () => {
+    await store.insert(makeRecord('generic:M-1', { accrual: 'accrued', operationIds: [7] }));
+    // Visits on the card (no purchase sum): a new one appears at every card read, so no pass settles.
+    const visits: Operation[] = Array.from({ length: 6 }, (_, i) => ({ id: 100 + i, cardId: CARD, eventId: 1, createdAt: minutes(i) }) as Operation);
+    const merchant = merchantWith(
+      () => visits,
+      async (query) => {
+        if (query.cardId) visits.unshift({ id: 100 + visits.length, cardId: CARD, eventId: 1, createdAt: minutes(2) } as Operation);
+      },
+    );
+    const moving = new ReconcileReporter({ merchants: { get: async () => merchant }, store, posSource: noPos, clockSkewMs: 60_000, now: () => Date.parse(minutes(0)), historyRead: { maxItemsPerPage: 4, overlap: 1 } });
+    const report = await moving.report('default', range);
+    expect(report.differences.map((d) => [d.kind, d.transactionId])).toEqual([['not_in_history', 'generic:M-1']]);
+    expect(merchant.queries.some((q) => q.cardId === CARD)).toBe(true);
+    expect(report.history.settled).toBe(true);
+    expect(report.complete).toBe(false);
+  });
+
   it("an accrual whose operation lies outside the range's days is found in its card's history, not reported", async () => {
     const record = makeRecord('generic:L-1', { accrual: 'accrued', operationIds: [7] });
     await store.insert(record);
