@@ -28,7 +28,7 @@ import { FileLedgerStore } from '../src/ledger/file-store.js';
 import { openStore } from '../src/ledger/open-store.js';
 import { redactUrl } from '../src/ledger/pg-store.js';
 import type { LedgerStore } from '../src/ledger/store.js';
-import type { StoredMerchant } from '../src/merchants/merchant.js';
+import { sealedSecretsOf, type StoredMerchant } from '../src/merchants/merchant.js';
 import { keyFingerprint, parseSecretsKey, SecretBox, SecretsKeyError, type SealedSecret } from '../src/merchants/secrets.js';
 import { readSandboxKey, sandboxKeyPath, writeSandboxKey } from '../src/sandbox.js';
 import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions } from './cli.js';
@@ -56,15 +56,6 @@ export interface RotateResult {
   alreadyNew: number;
   /** Secrets re-sealed by this run. */
   secrets: number;
-}
-
-/** Every sealed secret of a merchant, with where it sits (for messages and for re-sealing). */
-function sealedOf(m: StoredMerchant): { where: string; sealed: SealedSecret }[] {
-  return [
-    { where: 'loyalty.appToken', sealed: m.loyalty.appToken },
-    ...(m.loyalty.apiKey ? [{ where: 'loyalty.apiKey', sealed: m.loyalty.apiKey }] : []),
-    ...Object.entries(m.pos).flatMap(([pos, a]) => (a.accessToken ? [{ where: `pos.${pos}.accessToken`, sealed: a.accessToken }] : [])),
-  ];
 }
 
 /** The merchant with every secret under `to`: those under `from` opened and sealed again, the hint kept. */
@@ -101,7 +92,7 @@ async function allMerchants(store: LedgerStore): Promise<StoredMerchant[]> {
 function check(merchants: StoredMerchant[], from: SecretBox, to: SecretBox): string[] {
   const problems: string[] = [];
   for (const m of merchants) {
-    for (const { where, sealed } of sealedOf(m)) {
+    for (const { where, sealed } of sealedSecretsOf(m)) {
       const box = sealed.key === from.fingerprint ? from : sealed.key === to.fingerprint ? to : undefined;
       if (!box) {
         problems.push(`merchant ${m.id}: ${where} is sealed with key ${sealed.key}, neither SECRETS_KEY (${from.fingerprint}) nor the new key (${to.fingerprint})`);
@@ -167,9 +158,9 @@ export async function rotateSecrets(options: RotateOptions): Promise<RotateResul
     }
     // Read back: every secret under the new key, and opening with it.
     const after = await allMerchants(store);
-    const left = after.flatMap((m) => sealedOf(m).filter(({ sealed }) => sealed.key !== to.fingerprint).map(({ where }) => `merchant ${m.id}: ${where}`));
+    const left = after.flatMap((m) => sealedSecretsOf(m).filter(({ sealed }) => sealed.key !== to.fingerprint).map(({ where }) => `merchant ${m.id}: ${where}`));
     if (left.length) throw new CommandError(`${left.length} secret(s) are not under the new key after re-sealing (was a merchant created meanwhile with SECRETS_KEY?): ${left.slice(0, 5).join('; ')}; run this again`);
-    for (const m of after) for (const { sealed } of sealedOf(m)) to.open(sealed);
+    for (const m of after) for (const { sealed } of sealedSecretsOf(m)) to.open(sealed);
     log(`${result.resealed} merchant(s) re-sealed (${result.secrets} secret(s)), ${result.alreadyNew} already under the new key: every merchant's secrets are under key ${to.fingerprint}`);
     return result;
   } finally {

@@ -22,6 +22,7 @@ import type { Logger } from './logger.js';
 import { attentionByKind } from './core/attention-queue.js';
 import { MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from './loyalty/client.js';
 import { MerchantAdmin } from './merchants/admin.js';
+import { sealedSecretsOf } from './merchants/merchant.js';
 import { MerchantRegistry } from './merchants/registry.js';
 import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
@@ -274,9 +275,8 @@ async function sealedWithAnotherKey(store: LedgerStore, fingerprint: string): Pr
   for (let offset = 0; ; offset += 500) {
     const { items } = await store.listMerchants({ offset, limit: 500 });
     for (const m of items) {
-      const sealed = [m.loyalty.appToken, m.loyalty.apiKey, ...Object.values(m.pos).map((a) => a.accessToken)];
-      const other = sealed.find((s) => s && s.key !== fingerprint);
-      if (other) found.push({ id: m.id, key: other.key });
+      const other = sealedSecretsOf(m).find(({ sealed }) => sealed.key !== fingerprint);
+      if (other) found.push({ id: m.id, key: other.sealed.key });
     }
     if (items.length < 500) return found;
   }

@@ -53,3 +53,15 @@ export function accountKey(pos: string, account: string): string {
 export function accountKeysOf(merchant: Pick<StoredMerchant, 'pos'>): string[] {
   return Object.entries(merchant.pos).flatMap(([pos, a]) => (a.account ? [accountKey(pos, a.account)] : []));
 }
+
+/**
+ * Every secret a merchant holds sealed, and where: the list `npm run secrets:rotate` re-seals and
+ * start-up checks SECRETS_KEY against (one list, so a sealed field added later is in both).
+ */
+export function sealedSecretsOf(m: Pick<StoredMerchant, 'loyalty' | 'pos'>): { where: string; sealed: SealedSecret }[] {
+  return [
+    { where: 'loyalty.appToken', sealed: m.loyalty.appToken },
+    ...(m.loyalty.apiKey ? [{ where: 'loyalty.apiKey', sealed: m.loyalty.apiKey }] : []),
+    ...Object.entries(m.pos).flatMap(([pos, a]) => (a.accessToken ? [{ where: `pos.${pos}.accessToken`, sealed: a.accessToken }] : [])),
+  ];
+}
