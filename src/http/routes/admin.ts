@@ -35,7 +35,6 @@ export const ReconcileQuery = z.strictObject({
     .meta({ description: `Milliseconds the pass may take (at most ${RECONCILE_BUDGET_MS}, inside the server's 30 s request timeout); what it leaves is reported open with complete: false.` }),
 });
 
-export const PageQuery = z.strictObject({ page: z.coerce.number().int().min(1).default(1), limit: z.coerce.number().int().min(1).max(500).default(50) });
 const merchantIdParam = z.string().regex(MERCHANT_ID, 'must be a merchant id').optional().meta({ description: "A merchant's records only (ADMIN_TOKEN; a merchant's admin token sees its own, whatever this says)." });
 /** On a record's own routes: whose record (ADMIN_TOKEN; default `default`). */
 export const ScopeQuery = z.strictObject({ merchantId: merchantIdParam });
@@ -80,6 +79,7 @@ const statusList = z
   .meta({ description: `Only records in these statuses, comma-separated: ${LEDGER_STATUSES.join(', ')}.` });
 
 const pageParams = { page: z.coerce.number().int().min(1).default(1), limit: z.coerce.number().int().min(1).max(500).default(50) };
+export const PageQuery = z.strictObject(pageParams);
 
 export const ListQuery = z.strictObject({
   merchantId: merchantIdParam,
