@@ -15,7 +15,7 @@ import request from 'supertest';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { BACKFILL_POSES, envFor, sale } from '../support/backfill-pos.js';
 import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
-import { ADMIN_TOKEN, eventually } from '../support/harness.js';
+import { accruedOnce, ADMIN_TOKEN, eventually } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 
 /** More than one page of the poller's default 100. */
@@ -29,17 +29,6 @@ const admin = (bridge: BridgeProcess) => ({
   records: async (pos: string, limit = 500) => (await request(bridge.url).get(`/v1/admin/transactions?pos=${pos}&limit=${limit}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body as { items: { transactionId: string }[]; total: number },
   states: async () => (await request(bridge.url).get('/v1/admin/backfill').set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as BackfillRow[],
 });
-
-/** Waits until each record was accrued at the loyalty simulator, then asserts exactly once (an accrual the kill caught in flight is settled from the operations history). */
-async function accruedOnce(sim: Simulator, items: { transactionId: string }[]): Promise<void> {
-  await eventually(
-    () => items.map((r) => sim.books().transactions[r.transactionId]?.accruals ?? 0),
-    (counts) => counts.every((n) => n >= 1),
-    20_000,
-  );
-  expect(items.every((r) => sim.books().transactions[r.transactionId]!.accruals === 1)).toBe(true);
-  expect(sim.books().doubleAccruals).toEqual([]);
-}
 
 /** A row of GET /v1/admin/backfill, as far as these tests read it. */
 interface BackfillRow {
@@ -95,7 +84,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos, a bridge killed mid-pass', (p) =>
     expect(pass.body.new.length + pass.body.known).toBe(ORDERS);
     const { items, total } = await admin(second).records(p.pos);
     expect(total).toBe(ORDERS);
-    await accruedOnce(sim, items);
+    await accruedOnce(sim, items.map((r) => r.transactionId), 20_000);
     const state = (await admin(second).states()).find((i) => i.pos === p.pos)!;
     expect(state.watermark).toBe(pass.body.watermark);
   });
@@ -172,7 +161,7 @@ describeIf('backfill on PostgreSQL: a bridge killed mid-pass, and the next proce
     for (const { p } of accounts) {
       const { items, total } = await admin(second).records(p.pos);
       expect(total).toBe(ORDERS);
-      await accruedOnce(sim, items);
+      await accruedOnce(sim, items.map((r) => r.transactionId), 20_000);
     }
   }, 240_000);
 });

@@ -20,7 +20,7 @@ import { createLogger, silentLogger } from '../../src/logger.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { BACKFILL_POSES, sale, settingsFor, type BackfillPos } from '../support/backfill-pos.js';
-import { ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';
+import { accruedOnce, ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 
 const HOUR = 3_600_000;
@@ -66,16 +66,6 @@ function metricValue(text: string, name: string, labels: Record<string, string>)
   }
   return 0;
 }
-/** Waits until each transaction was accrued at the loyalty simulator, and asserts exactly once. */
-async function accruedOnce(h: Harness, transactionIds: string[]): Promise<void> {
-  await eventually(
-    () => transactionIds.map((id) => h.sim.books().transactions[id]?.accruals ?? 0),
-    (counts) => counts.every((n) => n >= 1),
-  );
-  expect(transactionIds.map((id) => h.sim.books().transactions[id]!.accruals)).toEqual(transactionIds.map(() => 1));
-  expect(h.sim.books().doubleAccruals).toEqual([]);
-}
-
 describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
   let s: Setup | undefined;
   afterEach(async () => {
@@ -93,7 +83,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(first.body).toMatchObject({ merchantId: 'default', pos: p.pos, examined: 1, known: 0, refused: [], unpaid: 0 });
     expect(first.body.new).toHaveLength(1);
     const [transactionId] = first.body.new as string[];
-    await accruedOnce(h, [transactionId!]);
+    await accruedOnce(h.sim, [transactionId!]);
     expect((await history(h.bridge, transactionId!))[0]).toMatch(/found by backfill/);
     expect(first.body.watermark).toEqual(expect.any(String));
 
@@ -117,7 +107,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect({ version: after.version, updatedAt: after.updatedAt, history: after.history.length, status: after.status }).toEqual({ version: before.version, updatedAt: before.updatedAt, history: before.history.length, status: 'accrued' });
     // And the loyalty service's books hold the one accrual backfill made, nothing sent since.
     expect(h.sim.books().accrueRequests).toBe(requests);
-    await accruedOnce(h, [transactionId!]);
+    await accruedOnce(h.sim, [transactionId!]);
   });
 
   it('a sale and its partial refund found together: accrued, reversed once and the rest re-accrued; a second pass changes nothing', async () => {
@@ -133,7 +123,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     await eventually(() => h.sim.books().transactions[sale!], (t) => t?.reversals === 1);
     // What the refund left is accrued once, under the remainder's own id.
     const remainder = (await eventually(() => record(h.bridge, sale!), (r) => r.remainderTransactionId !== undefined)).remainderTransactionId!;
-    await accruedOnce(h, [remainder]);
+    await accruedOnce(h.sim, [remainder]);
     const books = h.sim.books();
     expect(books.transactions[sale!]).toMatchObject({ accruals: 1, reversals: 1 });
     expect(books.transactions[remainder]).toMatchObject({ accruals: 1, reversals: 0 });
@@ -149,7 +139,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(res.status).toBe(200);
     expect(res.body.results).toEqual([expect.objectContaining({ action: 'checkout', status: 'accrued' })]);
     const transactionId = res.body.results[0].transactionId as string;
-    await accruedOnce(s!.h, [transactionId]);
+    await accruedOnce(s!.h.sim, [transactionId]);
     return { orderId, transactionId };
   }
 
@@ -191,7 +181,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(pass.body).toMatchObject({ examined: 2, known: 1, refused: [], new: [transactionId] });
     const reduced = await eventually(() => record(h.bridge, transactionId), (r) => r.status === 'reversed' && r.remainderTransactionId !== undefined);
     const remainder = reduced.remainderTransactionId!;
-    await accruedOnce(h, [remainder]);
+    await accruedOnce(h.sim, [remainder]);
     await eventually(() => h.sim.books().transactions[transactionId], (t) => t?.reversals === 1);
     const books = h.sim.books();
     expect(books.transactions[transactionId]).toMatchObject({ accruals: 1, reversals: 1 });
@@ -229,7 +219,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(res.body).toMatchObject({ examined: 5, known: 0, refused: [] });
     expect(res.body.pages).toBeGreaterThanOrEqual(3);
     expect(new Set(res.body.new).size).toBe(5);
-    await accruedOnce(s.h, res.body.new as string[]);
+    await accruedOnce(s.h.sim, res.body.new as string[]);
   });
 
   it('a 429 mid-window (retried, then still refused) leaves the watermark where it was; a later pass completes the window', async () => {
@@ -254,7 +244,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(Date.parse(done.body.watermark)).toBeGreaterThan(Date.parse(watermark));
     const all = (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
     expect(all).toHaveLength(5);
-    await accruedOnce(h, all.map((r) => r.transactionId));
+    await accruedOnce(h.sim, all.map((r) => r.transactionId));
   });
 
   it("a 429 without Retry-After mid-window: each try waits the README's back-off (1, 2, 4 s), four tries in all; the watermark stays while the page keeps failing, and a later pass whose page passes on a retry completes the window", async () => {
@@ -290,7 +280,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect((await status(h.bridge, p.pos))!.lastPass!.error).toBeUndefined();
     const all = (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
     expect(all).toHaveLength(5);
-    await accruedOnce(h, all.map((r) => r.transactionId));
+    await accruedOnce(h.sim, all.map((r) => r.transactionId));
   });
 
   it('scheduled passes start the overlap before the watermark: an order that turns up late inside it is found; one older than the overlap is not', async () => {
@@ -308,7 +298,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     const records = await listed();
     expect(records).toHaveLength(1);
     const row = await status(h.bridge, p.pos);
-    await accruedOnce(h, [records[0]!.transactionId]);
+    await accruedOnce(h.sim, [records[0]!.transactionId]);
     expect((await history(h.bridge, records[0]!.transactionId))[0]).toMatch(/found by backfill/);
     expect(Date.parse(row!.watermark!)).toBeGreaterThanOrEqual(Date.parse(watermark));
   });
@@ -338,7 +328,7 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
       expect(after.lastPass!.error).toBeUndefined();
       const all = (await request(other.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
       expect(all).toHaveLength(5);
-      await accruedOnce(h, all.map((r) => r.transactionId));
+      await accruedOnce(h.sim, all.map((r) => r.transactionId));
     } finally {
       await other.close();
     }
@@ -395,7 +385,7 @@ describe('backfill: a Square seller with more than 10 locations', () => {
       expect(search.pages).toBeGreaterThanOrEqual(Math.ceil(search.orders / 2));
     }
     expect(res.body.pages).toBe(calls.length);
-    await accruedOnce(h, expected);
+    await accruedOnce(h.sim, expected);
   });
 });
 
@@ -427,7 +417,7 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
       expect(ran.body).toMatchObject({ examined: 4, known: 0 });
       const again = await backfill(a.status === 200 ? other : h.bridge, { pos: p.pos, since: ago(60) });
       expect(again.body).toMatchObject({ examined: 4, new: [], known: 4 });
-      await accruedOnce(h, ran.body.new as string[]);
+      await accruedOnce(h.sim, ran.body.new as string[]);
     });
 
     it('scheduled rounds of two instances take turns: a lease is never granted while another instance holds one, and every order is recorded once', async () => {
@@ -467,7 +457,7 @@ describeIf('backfill: two instances on one PostgreSQL ledger', () => {
       const records = (await request(h.bridge.url).get(`/v1/admin/transactions?pos=${p.pos}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items as { transactionId: string }[];
       // The four of the test before, and these four: each once.
       expect(records).toHaveLength(8);
-      await accruedOnce(h, records.map((r) => r.transactionId));
+      await accruedOnce(h.sim, records.map((r) => r.transactionId));
     });
 
     it('a pass whose page takes longer than its lease keeps the lease (renewed on a timer, not only per page): the other instance is refused meanwhile', async () => {
@@ -519,7 +509,7 @@ describe('backfill meets an order whose customer the POS no longer has', () => {
     expect(pass.body.refused).toEqual([expect.objectContaining({ id: expect.stringContaining(orphaned), why: expect.stringContaining('404') })]);
     expect(pass.body.new).toHaveLength(1);
     expect(pass.body.new[0]).toContain(beside);
-    await accruedOnce(h, pass.body.new);
+    await accruedOnce(h.sim, pass.body.new);
     expect((await status(h.bridge, 'square'))!.watermark).toBeDefined();
   });
 });

@@ -2,6 +2,7 @@
  * Starts the simulator and a bridge over real HTTP on ephemeral ports, with a fresh JSON-file
  * ledger in a temporary folder and fast retry units, so end-to-end tests run in milliseconds.
  */
+import { expect } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -129,4 +130,18 @@ export function checkout(overrides: Record<string, unknown> = {}): Record<string
 /** POSTs `body` as JSON text (exact bytes, content type application/json), as a POS does. */
 export function postJson(baseUrl: string, path: string, body: unknown): request.Test {
   return request(baseUrl).post(path).set('content-type', 'application/json').send(JSON.stringify(body));
+}
+
+/**
+ * Waits until each transaction was accrued at the loyalty simulator, then asserts exactly once each
+ * and no double anywhere (an accrual a kill caught in flight may take the history verifier a while).
+ */
+export async function accruedOnce(sim: Simulator, transactionIds: readonly string[], timeoutMs = 5000): Promise<void> {
+  await eventually(
+    () => transactionIds.map((id) => sim.books().transactions[id]?.accruals ?? 0),
+    (counts) => counts.every((n) => n >= 1),
+    timeoutMs,
+  );
+  expect(transactionIds.map((id) => sim.books().transactions[id]!.accruals)).toEqual(transactionIds.map(() => 1));
+  expect(sim.books().doubleAccruals).toEqual([]);
 }
