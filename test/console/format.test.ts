@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from '@jest/globals';
 // @ts-expect-error: the console's own ES module, plain JavaScript for the browser (no types).
-import { age, maskContact, money } from '../../src/console/js/dom.js';
+import { age, LEDGER_STATUSES as CONSOLE_STATUSES, maskContact, money, POS_NAMES as CONSOLE_POS_NAMES } from '../../src/console/js/dom.js';
+import { POS_NAMES } from '../../src/http/openapi.js';
+import { LEDGER_STATUSES } from '../../src/ledger/record.js';
 
 describe('money', () => {
   it.each([
@@ -45,5 +47,14 @@ describe('maskContact', () => {
     // At most half is shown: a one-letter name is not shown at all.
     expect(maskContact('a@b.test', 'email')).toBe('•@b.test');
     expect(maskContact('12', 'card')).toBe('•2');
+  });
+});
+
+describe("the console's lists of names are the bridge's own", () => {
+  // The page is plain JavaScript with no build step, so it cannot import these: a status or POS added
+  // to the bridge and not to the page would silently never be searchable there.
+  it('ledger statuses and POS names match the bridge', () => {
+    expect(CONSOLE_STATUSES).toEqual([...LEDGER_STATUSES]);
+    expect(CONSOLE_POS_NAMES).toEqual([...POS_NAMES]);
   });
 });
