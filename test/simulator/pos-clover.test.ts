@@ -57,7 +57,7 @@ describe('fake Clover API', () => {
     expect(cloverAdapter.parseRefund(bare.body, US)).toEqual({ orderId: order.id, scope: MERCHANT, refundId: refund.id, amountCents: 433 });
     const withRefunds = await fetchOrder(api(), MERCHANT, order.id as string);
     expect(cloverAdapter.parseRefund({ order: withRefunds, refundId: refund.id }, US)).toMatchObject({ amountCents: 433 });
-    // The refunded unit is marked so, and the order moved.
+    // The refunded unit is marked so.
     expect((withRefunds as { lineItems: { elements: { refunded: boolean }[] } }).lineItems.elements.map((l) => l.refunded)).toEqual([true, false, false, false]);
     // Still the sale it was (a poller may meet it before the sale was recorded).
     expect(cloverAdapter.parseCheckout(withRefunds, US).check).toMatchObject({ amount: 1599, taxAmount: 93, tipAmount: 100 });

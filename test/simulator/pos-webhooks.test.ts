@@ -48,7 +48,7 @@ describe('fake POS webhooks, as the bridge receives them', () => {
   afterAll(() => server.close());
   beforeEach(() => sim.pos.reset());
 
-  it('Square: signed over the notification URL and body; order.updated is fetched from the fake and accrues, refund.updated reverses', async () => {
+  it('Square: signed over the notification URL and body; order.updated is fetched from the fake and decided a checkout, refund.updated a refund', async () => {
     const { merchantId, accessToken } = sim.pos.square.addAccount({});
     const sale = sim.pos.square.addOrder(merchantId, { lines: TWO_LINES, tip: 100 });
     const settings: PosSettings = { webhookSecret: SECRET, notificationUrl: 'https://bridge.example/v1/webhooks/square', apiBaseUrl: `${server.url}/square`, accessToken };
@@ -73,7 +73,7 @@ describe('fake POS webhooks, as the bridge receives them', () => {
     expect(adapter('square').parseRefund(reversal.payload, US)).toMatchObject({ orderId: sale.id, amountCents: 299 });
   });
 
-  it('Shopify: HMAC of the body in base64, topic and shop in headers; orders/paid accrues, refunds/create reverses', () => {
+  it('Shopify: HMAC of the body in base64, topic and shop in headers; orders/paid is decided a checkout, refunds/create a refund', () => {
     const { shop } = sim.pos.shopify.addAccount({ shop: 'cafe-9.myshopify.com' });
     const order = sim.pos.shopify.addOrder(shop, { lines: TWO_LINES });
     const settings: PosSettings = { webhookSecret: SECRET, apiBaseUrl: 'https://{shop}' };
@@ -87,7 +87,7 @@ describe('fake POS webhooks, as the bridge receives them', () => {
     expect(() => receive('shopify', { ...settings, webhookSecret: 'other' }, sim.pos.shopify.webhook(shop, { topic: 'orders/paid', id: order.id, secret: SECRET }))).toThrow(/does not match/);
   });
 
-  it('Clover: ids only, keyed by merchant, with the static X-Clover-Auth code; the adapter fetches the order from the fake and accrues', async () => {
+  it('Clover: ids only, keyed by merchant, with the static X-Clover-Auth code; the adapter fetches the order from the fake and decides a checkout', async () => {
     const { merchantId, accessToken } = sim.pos.clover.addAccount({});
     const order = sim.pos.clover.addOrder(merchantId, { lines: TWO_LINES });
     const settings: PosSettings = { webhookSecret: 'clover-auth-code', apiBaseUrl: `${server.url}/clover`, accessToken };
@@ -102,7 +102,7 @@ describe('fake POS webhooks, as the bridge receives them', () => {
     expect(() => receive('clover', settings, sim.pos.clover.webhook(merchantId, { id: order.id as string, authCode: 'guess' }))).toThrow(/does not match/);
   });
 
-  it('Toast: the whole order in details.order, Toast-Signature over body and timestamp; a paid order accrues and a refund on it reverses', () => {
+  it('Toast: the whole order in details.order, Toast-Signature over body and timestamp; a paid order is decided a checkout and a refund on it a refund', () => {
     const { restaurantGuid } = sim.pos.toast.addAccount({});
     const order = sim.pos.toast.addOrder(restaurantGuid, { lines: TWO_LINES });
     const settings: PosSettings = { webhookSecret: SECRET, apiBaseUrl: 'https://ws-api.toasttab.com' };
