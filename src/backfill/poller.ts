@@ -24,6 +24,7 @@ import type { Ingest, IngestMerchant } from '../core/ingest.js';
 import { PeriodicLoop } from '../core/periodic.js';
 import { MerchantSuspendedError } from '../core/ingest.js';
 import { DEFAULT_LISTING_RETRY, listingSource, listPosChanges, type FoundItem, type ListingRetry } from './listing.js';
+import { Pace, type WorkClock } from './pace.js';
 
 /** What the history of a record backfill created says: its webhook never came. */
 export const FOUND_BY_BACKFILL = 'found by backfill: its webhook never arrived';
@@ -43,6 +44,8 @@ export interface BackfillOptions {
   retry?: ListingRetry;
   /** Waits between a page's tries (tests pass one that does not wait). */
   sleep?: (ms: number) => Promise<void>;
+  /** How passes share the process with checkouts (pace.ts): at most a quarter of the time, two passes at once, by default. */
+  pace?: Pace;
 }
 
 /** The merchants the poller reads for: the merchant registry. */
@@ -104,6 +107,7 @@ export class BackfillRunningError extends ConflictError {
 }
 
 export class BackfillPoller {
+  readonly #pace: Pace;
   /** Rounds are looked for often enough that each account's pass starts within a minute of its nextPassAt. */
   readonly #loop = new PeriodicLoop(
     () => this.round(),
@@ -120,7 +124,9 @@ export class BackfillPoller {
     private readonly logger: Logger,
     private readonly options: BackfillOptions,
     private readonly clock: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.#pace = options.pace ?? new Pace();
+  }
 
   get scheduled(): boolean {
     return this.options.intervalMs > 0;
@@ -140,10 +146,10 @@ export class BackfillPoller {
     const merchant = await this.merchants.get(request.merchantId);
     if (!merchant) throw new NotFoundError(`no merchant ${request.merchantId}`, 'unknown_merchant');
     if (merchant.status === 'suspended') throw new MerchantSuspendedError(merchant.id);
-    return withMerchant(merchant.id, () => this.#pass(merchant, request));
+    return withMerchant(merchant.id, () => this.#pace.run((work) => this.#pass(merchant, request, work)));
   }
 
-  async #pass(merchant: IngestMerchant, request: PassRequest): Promise<PassResult> {
+  async #pass(merchant: IngestMerchant, request: PassRequest, work: WorkClock): Promise<PassResult> {
     const { pos } = request;
     const { adapter, account } = listingSource({ adapters: this.adapters, merchant, pos });
     const startedAt = this.clock();
@@ -193,14 +199,15 @@ export class BackfillPoller {
         }
         if (item.kind === 'refund') refunds.push(item);
         else await this.#take(adapter, merchant, item, result);
-        // A known order is a parse and a ledger read, both synchronous on the file ledger: without a
-        // turn of the event loop between them a page of them would hold up every checkout meanwhile.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        // A known order is a parse and a ledger read: without rests between them, a pass would hold
+        // up every checkout meanwhile (pace.ts).
+        await work.rest();
       }
       if (refunds.length > 0) await this.#renew(merchant.id, pos);
       for (const item of refunds) {
         if (lease.lost) throw lease.lost;
         await this.#take(adapter, merchant, item, result);
+        await work.rest();
       }
     } catch (error) {
       await lease.stop();
