@@ -21,6 +21,12 @@ import { SecretBox, tokenHash } from './secrets.js';
 
 /** How long a merchant read from the store is used before it is read again. */
 export const CACHE_MS = 2000;
+/**
+ * Entries each lookup cache keeps at most, the least recently looked up dropped first: its keys come
+ * from requests (a mistyped or forged token, any shop domain a delivery names), so without a bound
+ * the caches would grow with every distinct one ever seen, for as long as the process runs.
+ */
+export const CACHE_ENTRIES = 10_000;
 
 export interface ActiveMerchant {
   id: string;
@@ -201,9 +207,21 @@ export class MerchantRegistry {
 
   async #cached<T>(cache: Map<string, Cached<T>>, key: string, read: () => Promise<T>): Promise<T> {
     const hit = cache.get(key);
-    if (hit && this.#now() - hit.atMs < CACHE_MS) return hit.value;
+    if (hit && this.#now() - hit.atMs < CACHE_MS) {
+      // Looked up again: last to be dropped (a Map iterates in insertion order).
+      cache.delete(key);
+      cache.set(key, hit);
+      return hit.value;
+    }
     const value = await read();
+    cache.delete(key);
     cache.set(key, { value, atMs: this.#now() });
+    if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
     return value;
+  }
+
+  /** How many lookups each cache holds now (tests hold them to CACHE_ENTRIES). */
+  get cacheSizes(): { byId: number; byToken: number; byAccount: number } {
+    return { byId: this.#byId.size, byToken: this.#idByToken.size, byAccount: this.#idByAccount.size };
   }
 }
