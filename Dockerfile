@@ -4,6 +4,9 @@
 # Node 24, the current LTS (Node 20's life ended in April 2026); the package works on Node 20 or later.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
+# better-sqlite3 (the file ledger's index) is a native addon: npm ci builds it where no prebuilt
+# binary can be fetched, as CI does, and needs a compiler for that.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
@@ -15,6 +18,7 @@ RUN npm run build
 # Production dependencies only, from the lockfile: no TypeScript, no test tools.
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 

@@ -440,7 +440,8 @@ export async function pgPart(o: PgPartOptions): Promise<void> {
         ).rows[0]!.n,
       );
       const leased = Number(
-        (await admin.query<{ n: string }>(`SELECT count(*) AS n FROM ${schema}.ledger_records WHERE starts_with(order_id, $1) AND lease_owner IS NOT NULL`, [prefix])).rows[0]!.n,
+        // Leases are taken on the work rows of open records (migration 10): one left means a worker holds a record of this phase still open.
+        (await admin.query<{ n: string }>(`SELECT count(*) AS n FROM ${schema}.ledger_work w JOIN ${schema}.ledger_keys k USING (transaction_id) WHERE starts_with(k.order_id, $1) AND w.lease_owner IS NOT NULL`, [prefix])).rows[0]!.n,
       );
       const total = byStatus.reduce((s, r) => s + r.count, 0);
       const accrued = byStatus.find((r) => r.status === 'accrued')?.count ?? 0;
@@ -471,7 +472,7 @@ export async function pgPart(o: PgPartOptions): Promise<void> {
       const lines: string[] = [];
       for (const id of ids) {
         const { rows } = await admin.query<{ status: string; version: number; leased: boolean; history: { event?: string }[] }>(
-          `SELECT status, version, lease_owner IS NOT NULL AS leased, record->'history' AS history FROM ${schema}.ledger_records WHERE transaction_id = $1`,
+          `SELECT r.status, r.version, w.lease_owner IS NOT NULL AS leased, r.record->'history' AS history FROM ${schema}.ledger_records r LEFT JOIN ${schema}.ledger_work w USING (transaction_id) WHERE r.transaction_id = $1`,
           [id],
         );
         const r = rows[0];
@@ -571,10 +572,12 @@ export async function pgPart(o: PgPartOptions): Promise<void> {
     await new Promise((r) => setTimeout(r, 1500)); // backends flush their table statistics at most once a second
     const tableStats = (
       await admin.query<{ ins: string; upd: string; hot: string; dead: string; total: string; heap: string; avg_record: string }>(
-        `SELECT s.n_tup_ins AS ins, s.n_tup_upd AS upd, s.n_tup_hot_upd AS hot, s.n_dead_tup AS dead,
-                pg_total_relation_size(s.relid) AS total, pg_relation_size(s.relid) AS heap,
+        // The records are partitioned by month (migration 10): their statistics are the partitions'.
+        `SELECT sum(s.n_tup_ins) AS ins, sum(s.n_tup_upd) AS upd, sum(s.n_tup_hot_upd) AS hot, sum(s.n_dead_tup) AS dead,
+                sum(pg_total_relation_size(s.relid)) AS total, sum(pg_relation_size(s.relid)) AS heap,
                 (SELECT avg(pg_column_size(record)) FROM ${schema}.ledger_records) AS avg_record
-           FROM pg_stat_user_tables s WHERE s.schemaname = $1 AND s.relname = 'ledger_records'`,
+           FROM pg_stat_user_tables s JOIN pg_inherits i ON i.inhrelid = s.relid
+          WHERE s.schemaname = $1 AND i.inhparent = (quote_ident($1) || '.ledger_records')::regclass`,
         [schema],
       )
     ).rows[0];

@@ -23,7 +23,7 @@ import { FileLedgerStore } from '../src/ledger/file-store.js';
 import { migrate, parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-store.js';
 import { keyOf, type LedgerRecord } from '../src/ledger/record.js';
 import type { StoredMerchant } from '../src/merchants/merchant.js';
-import type { AuditEntry, DeadLetter, LedgerStore } from '../src/ledger/store.js';
+import type { AuditEntry, DeadLetter, LedgerStore, ListCursor } from '../src/ledger/store.js';
 import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions, ProgressBar, type ProgressOptions } from './cli.js';
 
 const USAGE = 'usage: npm run ledger:copy -- --from file:./data/ledger.json --to postgres://user@host:5432/db[?schema=name]';
@@ -129,7 +129,14 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
   const pg = new PostgresLedgerStore(to, { poolSize: IN_FLIGHT });
   try {
     const total = await file.count();
-    const letterTotal = (await file.listDeadLetters({ offset: 0, limit: 0 })).total;
+    // Every letter, a page at a time (a list's total stops counting at LIST_COUNT_CAP). Few, kept whole.
+    const letters: DeadLetter[] = [];
+    for (let offset = 0; ; offset += 100) {
+      const { items } = await file.listDeadLetters({ offset, limit: 100 });
+      letters.push(...items);
+      if (items.length < 100) break;
+    }
+    const letterTotal = letters.length;
     const merchantTotal = (await file.listMerchants({ offset: 0, limit: 0 })).total;
     log(`from: file ledger ${file.manifestPath}: ${fmt(merchantTotal)} merchants, ${fmt(total)} records (${fmt(await file.countOpen())} with work left), ${fmt(letterTotal)} dead letters`);
     const migrationsApplied = await migrate(pg.pool, schema);
@@ -156,9 +163,11 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     log(`merchants: ${fmt(merchants.imported)} imported, ${fmt(merchants.skipped)} skipped (already in PostgreSQL at the same or a newer version)`);
     if (merchantTotal) log(SECRETS_NOTE);
 
-    // Records, a page at a time. list() answers newest first; nothing changes the file ledger while
-    // this process holds its lock, so the pages neither overlap nor miss a record. Up to IN_FLIGHT
-    // pages are being written at once, so that PostgreSQL parses one while this process reads the next.
+    // Records, a page at a time, each after the last record of the page before (keyset: a page
+    // costs what it holds, however far into a million records). list() answers newest first;
+    // nothing changes the file ledger while this process holds its lock, so the pages neither
+    // overlap nor miss a record. Up to IN_FLIGHT pages are being written at once, so that
+    // PostgreSQL parses one while this process reads the next.
     const versions = new Map<string, number>();
     const records = { inFile: total, imported: 0, skipped: 0, inPostgres: 0 };
     const bar = options.progress === false ? undefined : new ProgressBar(total, options.progress);
@@ -166,7 +175,8 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     let failure: { error: unknown } | undefined;
     let done = 0;
     try {
-      for (let offset = 0; offset < total; offset += pageSize) {
+      let after: ListCursor | undefined;
+      for (let read = 0; read < total; read += pageSize) {
         if (options.signal?.aborted) {
           await Promise.all(writing);
           throw new CommandError(
@@ -174,8 +184,10 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
             130,
           );
         }
-        const { items } = await file.list({ offset, limit: pageSize });
+        const { items } = await file.list({ after, offset: 0, limit: pageSize });
         if (items.length === 0) break;
+        const last = items.at(-1)!;
+        after = { createdAt: last.createdAt, key: keyOf(last) };
         // By ledger key: two merchants' records may share a transactionId.
         for (const r of items) versions.set(keyOf(r), r.version);
         const write: Promise<void> = pg.importRecords(items).then(
@@ -206,8 +218,6 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
 
     // Dead letters: few, kept whole. One PostgreSQL already holds is replaced only when the file's
     // copy is further along (more deliveries or replays, or resolved), so a re-run changes nothing.
-    const letters: DeadLetter[] = [];
-    for (let offset = 0; offset < letterTotal; offset += 100) letters.push(...(await file.listDeadLetters({ offset, limit: 100 })).items);
     const deadLetters = { inFile: letterTotal, imported: 0, skipped: 0, inPostgres: 0 };
     for (const letter of letters) {
       const stored = await pg.getDeadLetter(letter.id);
@@ -266,7 +276,8 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
       const { rows } = await pg.pool.query<{ present: number; current: number }>(
         `SELECT count(*)::integer AS present, count(*) FILTER (WHERE r.version >= f.version)::integer AS current
            FROM unnest($1::text[], $2::integer[]) AS f (transaction_id, version)
-           JOIN ledger_records r ON r.transaction_id = f.transaction_id`,
+           JOIN ledger_keys k ON k.transaction_id = f.transaction_id
+           JOIN ledger_records r ON r.created_at = k.created_at AND r.transaction_id = k.transaction_id`,
         [chunk, chunk.map((id) => versions.get(id)!)],
       );
       present += rows[0]!.present;

@@ -19,14 +19,14 @@ import { FileLedgerStore } from './ledger/file-store.js';
 import type { LedgerStore } from './ledger/store.js';
 import { openStore } from './ledger/open-store.js';
 import type { Logger } from './logger.js';
-import { attentionByKind } from './core/attention-queue.js';
+import { ledgerReading } from './core/attention-queue.js';
 import { MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from './loyalty/client.js';
 import { MerchantAdmin } from './merchants/admin.js';
 import { sealedSecretsOf } from './merchants/merchant.js';
 import { MerchantRegistry } from './merchants/registry.js';
 import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
-import { createMetrics } from './metrics.js';
+import { createMetrics, LedgerReadings } from './metrics.js';
 import type { PosAdapter, PosSettings } from './pos/contract.js';
 import { backfillListing, type PosOrderSource } from './reconcile/pos-source.js';
 import type { HistoryReadOptions } from './loyalty/history-reader.js';
@@ -42,6 +42,8 @@ export interface Bridge {
   deadLetterRetrier: DeadLetterRetrier;
   /** Reads POS accounts back from the POSes' APIs (README "Backfill"): on request, and every BACKFILL_INTERVAL_MS when set. */
   backfill: BackfillPoller;
+  /** The ledger gauges' counts, taken every METRICS_REFRESH_MS (`refresh()` counts now). */
+  readings: LedgerReadings;
   adminToken: string;
   registry: MerchantRegistry;
   merchants: MerchantAdmin;
@@ -98,6 +100,9 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   armFailpoints(config.failpoints);
   const store = overrides.store ?? openStore(config.ledgerUrl);
   await store.init();
+  // A rebuild of the file ledger's index takes seconds per million records: said, with why.
+  const indexed = store instanceof FileLedgerStore ? store.indexStartup : undefined;
+  if (indexed && indexed.mode !== 'trusted') logger.info({ mode: indexed.mode, reason: indexed.reason, linesRead: indexed.linesRead, ms: Math.round(indexed.ms) }, indexed.mode === 'rebuilt' ? "the file ledger's index was rebuilt from its journal" : "the file ledger's index caught up with its journal");
   const secretsKey = overrides.secretsKey ?? config.secretsKey;
   // Merchants' secrets can only be opened with the key they were sealed with: without one, a ledger
   // that holds merchants cannot serve them (start-up says which variable is missing).
@@ -117,11 +122,8 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       );
     }
   }
-  const metrics = createMetrics(
-    { openRecords: () => store.countOpenByStatus(), openDeadLetters: () => store.countOpenDeadLetters(), attention: () => attentionByKind(store) },
-    overrides.defaultMetrics ?? true,
-    config.metricsMerchantLabel,
-  );
+  const readings = new LedgerReadings(() => ledgerReading(store, () => Date.now()), config.metricsRefreshMs, (error) => logger.error({ err: error }, 'counting the ledger gauges failed; /metrics shows the last count'));
+  const metrics = createMetrics(readings, overrides.defaultMetrics ?? true, config.metricsMerchantLabel);
   const { registry, clientOptions } = merchantRegistry(config, store, box, logger, {
     ...overrides,
     loyaltyBaseUrl: baseUrl,
@@ -210,6 +212,8 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   const { port } = address;
   // Listening on every interface: this process reaches itself on loopback.
   const local = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  await readings.refresh();
+  readings.start();
   if (overrides.startWorker ?? true) worker.start();
   if (overrides.startDeadLetterRetrier ?? true) deadLetterRetrier.start();
   if (overrides.startBackfill ?? true) backfill.start();
@@ -219,6 +223,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     (closing ??= (async () => {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      await readings.stop();
       await deadLetterRetrier.stop();
       await backfill.stop();
       await worker.stop();
@@ -226,7 +231,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       await store.close();
     })());
 
-  return { url: `http://${local}:${port}`, server, store, core, worker, deadLetterRetrier, backfill, adminToken, registry, merchants, close };
+  return { url: `http://${local}:${port}`, server, store, core, worker, deadLetterRetrier, backfill, readings, adminToken, registry, merchants, close };
 }
 
 /**

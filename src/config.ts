@@ -88,6 +88,7 @@ const RawConfig = z.object({
   POS_AUTH: z.enum(['token', 'off'], 'must be token or off').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   METRICS_MERCHANT_LABEL: z.enum(['on', 'off'], 'must be on or off'),
+  METRICS_REFRESH_MS: positiveInt.min(100, 'must be at least 100 (milliseconds)'),
   DEFAULT_CURRENCY: z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD'),
   DEFAULT_PHONE_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter region such as US'),
   ANSWER_BUDGET_MS: positiveInt.max(1900, 'must leave room to answer a POS within 2 s'),
@@ -174,6 +175,8 @@ export interface Config {
   answerBudgetMs: number;
   /** The `merchant` label on the per-merchant counters; off for very many merchants (one series per merchant each). */
   metricsMerchantLabel: boolean;
+  /** How often the ledger's gauges (open records, attention, dead letters) are counted: a scrape reads the last count, never the ledger. */
+  metricsRefreshMs: number;
   bodyLimitBytes: number;
   /** POS requests handled at once; more are answered 503 + Retry-After before their body is read. */
   posMaxInFlight: number;
@@ -299,6 +302,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
     defaultPhoneRegion: raw.DEFAULT_PHONE_REGION,
     answerBudgetMs: raw.ANSWER_BUDGET_MS,
     metricsMerchantLabel: raw.METRICS_MERCHANT_LABEL === 'on',
+    metricsRefreshMs: raw.METRICS_REFRESH_MS,
     bodyLimitBytes: raw.BODY_LIMIT_BYTES,
     posMaxInFlight: raw.POS_MAX_IN_FLIGHT,
     worker: { intervalMs: raw.WORKER_INTERVAL_MS, concurrency: raw.WORKER_CONCURRENCY },

@@ -94,6 +94,17 @@ export class AccrualKeyHeldError extends BridgeError {
   }
 }
 
+/**
+ * 409: the order was recorded once, and its record has since been archived with its month
+ * (`npm run ledger:archive`): the ledger still knows the id, so nothing is sent again, but it can
+ * no longer show or change the record.
+ */
+export class ArchivedRecordError extends BridgeError {
+  constructor(readonly transactionId: string) {
+    super(`ledger record ${transactionId} was archived with the month it was created in: it was recorded once and nothing is sent again`, 409, 'archived');
+  }
+}
+
 /** 503: the bridge cannot take the request now (ledger unreachable, shutting down). */
 export class UnavailableError extends BridgeError {
   constructor(message: string) {

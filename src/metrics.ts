@@ -5,6 +5,7 @@
  * README "Observability" lists them; ops/grafana-dashboard.json and ops/alerts.yml use them.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { PeriodicLoop } from './core/periodic.js';
 
 export interface Metrics {
   registry: Registry;
@@ -39,15 +40,15 @@ export interface Metrics {
   posInFlight: Gauge;
 }
 
-/** A gauge read at each scrape: one series per label value `read` answers (none: nothing is known, e.g. no source). */
-function labelledGauge<L extends string>(registry: Registry, name: string, help: string, label: L, read: () => Promise<Record<string, number> | undefined>): Gauge<L> {
+/** A gauge set at each scrape from the latest ledger reading: one series per label value `read` answers (none: no reading yet). */
+function labelledGauge<L extends string>(registry: Registry, name: string, help: string, label: L, read: () => Record<string, number> | undefined): Gauge<L> {
   return new Gauge({
     name,
     help,
     labelNames: [label],
     registers: [registry],
-    async collect() {
-      const values = await read();
+    collect() {
+      const values = read();
       if (!values) return;
       this.reset();
       for (const [value, n] of Object.entries(values)) this.set({ [label]: value } as Record<L, string>, n);
@@ -55,27 +56,66 @@ function labelledGauge<L extends string>(registry: Registry, name: string, help:
   });
 }
 
-/** What the gauges read from the ledger at each scrape. */
-export interface MetricSources {
-  openRecords(): Promise<Partial<Record<string, number>>>;
-  openDeadLetters(): Promise<Record<string, number>>;
+/** What the ledger's gauges show, counted at one time (`LedgerReadings`). */
+export interface LedgerReading {
+  /** When it was counted (epoch ms). */
+  atMs: number;
+  /** Records with work left by status, and the settled ones a person must still look at (failed, partially accrued, reverse_failed). */
+  openRecords: Partial<Record<string, number>>;
+  /** Open dead letters by the code of their cause. */
+  openDeadLetters: Record<string, number>;
   /** The attention queue by kind: how many, and since when (epoch ms) the oldest has waited. */
-  attention?(): Promise<{ counts: Record<string, number>; oldestSinceMs: Partial<Record<string, number>> }>;
+  attention: { counts: Record<string, number>; oldestSinceMs: Partial<Record<string, number>> };
 }
 
+/**
+ * The ledger's gauges, counted on a timer (METRICS_REFRESH_MS) and never inside a scrape: a scrape
+ * answers from memory whatever the ledger holds, and a slow count delays the next reading, never a
+ * scrape or a checkout. `bridge_ledger_reading_age_seconds` says how old the figures are.
+ */
+export class LedgerReadings {
+  #latest?: LedgerReading;
+  readonly #loop: PeriodicLoop;
 
+  constructor(
+    private readonly read: () => Promise<LedgerReading>,
+    intervalMs: number,
+    onError: (error: unknown) => void,
+  ) {
+    this.#loop = new PeriodicLoop(() => this.refresh(), () => intervalMs, onError);
+  }
 
-export function createMetrics(sources: MetricSources, withDefaults = true, merchantLabel = true): Metrics {
+  get latest(): LedgerReading | undefined {
+    return this.#latest;
+  }
+
+  /** Counts now (the bridge does once before it listens, then on its timer; tests call it after a change). */
+  async refresh(): Promise<void> {
+    this.#latest = await this.read();
+  }
+
+  start(): void {
+    this.#loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.#loop.stop();
+  }
+}
+
+export function createMetrics(readings: Pick<LedgerReadings, 'latest'> | undefined, withDefaults = true, merchantLabel = true): Metrics {
   const registry = new Registry();
   if (withDefaults) collectDefaultMetrics({ register: registry });
-  // The attention queue reads every record that needs a person: one read serves both of its gauges
-  // (a scrape collects them together) and every scrape that comes while it is under way.
-  let attentionRead: ReturnType<NonNullable<MetricSources['attention']>> | undefined;
-  const attention = () => {
-    if (!sources.attention) return undefined;
-    attentionRead ??= sources.attention().finally(() => (attentionRead = undefined));
-    return attentionRead;
-  };
+  const latest = () => readings?.latest;
+  new Gauge({
+    name: 'bridge_ledger_reading_age_seconds',
+    help: 'How long ago the ledger gauges (open records, dead letters, attention) were counted: they are counted every METRICS_REFRESH_MS, not at each scrape.',
+    registers: [registry],
+    collect() {
+      const reading = latest();
+      if (reading) this.set(Math.max(0, (Date.now() - reading.atMs) / 1000));
+    },
+  });
   return {
     registry,
     checkouts: new Counter({ name: 'bridge_checkouts_total', help: 'Checkouts received, by POS and resulting status (repeat = already recorded; repeat_changed = already recorded, delivered again with another amount).', labelNames: ['pos', 'result', 'merchant'], registers: [registry] }),
@@ -98,21 +138,23 @@ export function createMetrics(sources: MetricSources, withDefaults = true, merch
     shed: new Counter({ name: 'bridge_pos_requests_shed_total', help: 'POS requests answered 503 with Retry-After before their body was read (nothing recorded), by endpoint (checkouts, refunds, webhooks) and reason (in_flight: POS_MAX_IN_FLIGHT requests were being handled).', labelNames: ['endpoint', 'reason'], registers: [registry] }),
     merchant: (merchantId) => (merchantLabel ? { merchant: merchantId } : {}),
     posInFlight: new Gauge({ name: 'bridge_pos_requests_in_flight', help: 'POS requests being handled now (body read, not yet answered); more than POS_MAX_IN_FLIGHT are shed.', registers: [registry] }),
-    openRecords: labelledGauge(registry, 'bridge_ledger_open_records', 'Ledger records by status: those with work left (pending, in_doubt, reversal_pending), and settled ones a person must still look at (failed, partially_accrued, reverse_failed not closed).', 'status', async () => {
+    openRecords: labelledGauge(registry, 'bridge_ledger_open_records', 'Ledger records by status: those with work left (pending, in_doubt, reversal_pending), and settled ones a person must still look at (failed, partially_accrued, reverse_failed, neither closed nor acknowledged).', 'status', () => {
+      const reading = latest();
+      if (!reading) return undefined;
       // Every status a person may have to act on is always present, 0 included, so alerts and panels see the series.
       const always = Object.fromEntries(['pending', 'in_doubt', 'reversal_pending', 'failed', 'partially_accrued', 'reverse_failed'].map((status) => [status, 0]));
-      return { ...always, ...(await sources.openRecords()) } as Record<string, number>;
+      return { ...always, ...reading.openRecords } as Record<string, number>;
     }),
-    deadLetters: labelledGauge(registry, 'bridge_dead_letters_open', 'Open dead letters (neither carried out by a replay nor dismissed), by the code of their cause: unknown_merchant, merchant_suspended, invalid_payload, pos_api_failed, pos_api_not_configured, …; unclassified for letters kept before codes.', 'reason', () => sources.openDeadLetters()),
+    deadLetters: labelledGauge(registry, 'bridge_dead_letters_open', 'Open dead letters (neither carried out by a replay nor dismissed), by the code of their cause: unknown_merchant, merchant_suspended, invalid_payload, pos_api_failed, pos_api_not_configured, …; unclassified for letters kept before codes.', 'reason', () => latest()?.openDeadLetters),
     webhookOutcomes: new Counter({
       name: 'bridge_webhook_outcomes_total',
       help: 'Webhook deliveries by POS: verified (authentic), or refused (reason: signature_missing, signature_mismatch, not_configured, signed_header_missing, signed_time_invalid, replay_window, payload_too_large, unsupported_media_type, …); and each event of a verified delivery: processed, ignored or dead_lettered.',
       labelNames: ['pos', 'outcome', 'reason'],
       registers: [registry],
     }),
-    attentionItems: labelledGauge(registry, 'bridge_attention_items', 'What needs a person (GET /v1/admin/attention), by kind: in_doubt, ambiguous, failed, partially_accrued, reverse_failed, changed_repeats, dead_letter.', 'kind', async () => (await attention())?.counts),
-    attentionOldest: labelledGauge(registry, 'bridge_attention_oldest_age_seconds', 'How long the oldest item of each kind has needed a person (0 when there is none): in_doubt over 3600 is the alert "in doubt older than an hour".', 'kind', async () => {
-      const read = await attention();
+    attentionItems: labelledGauge(registry, 'bridge_attention_items', 'What needs a person (GET /v1/admin/attention), by kind: in_doubt, ambiguous, failed, partially_accrued, reverse_failed, changed_repeats, dead_letter.', 'kind', () => latest()?.attention.counts),
+    attentionOldest: labelledGauge(registry, 'bridge_attention_oldest_age_seconds', 'How long the oldest item of each kind has needed a person (0 when there is none): in_doubt over 3600 is the alert "in doubt older than an hour".', 'kind', () => {
+      const read = latest()?.attention;
       if (!read) return undefined;
       const nowMs = Date.now();
       return Object.fromEntries(Object.keys(read.counts).map((kind) => [kind, read.oldestSinceMs[kind] === undefined ? 0 : Math.max(0, (nowMs - read.oldestSinceMs[kind]!) / 1000)]));

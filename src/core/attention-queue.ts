@@ -1,18 +1,12 @@
 /**
  * The attention queue: everything that needs a person, oldest first, as `GET /v1/admin/attention`
- * answers it. Records come from the store's attention listing (`attentionOf` decides each), open
+ * answers it. Records come from the store's attention index (`attentionOf` words each), open
  * dead letters from the dead-letter listing. The answer holds at most `limit` items; its counts
- * (per kind, per merchant) and the oldest `since` are over everything found.
+ * (per kind, per merchant) and the oldest `since` are over everything that needs a person.
  */
-import { ATTENTION_KINDS, attentionOf, type AttentionItem, type AttentionKind } from '../ledger/attention.js';
-import type { DeadLetter, LedgerStore } from '../ledger/store.js';
-
-/**
- * Open dead letters read for one answer. Letters are few (each is an authentic delivery the bridge
- * could not carry out); past this many, the oldest beyond it are left out of the items and the
- * per-merchant counts, `counts.dead_letter` still counts them all, and `deadLettersTruncated` says so.
- */
-export const ATTENTION_DEAD_LETTERS_READ = 1000;
+import { ATTENTION_KINDS, attentionOf, SETTLED_ATTENTION_STATUSES, type AttentionInput, type AttentionItem, type AttentionKind } from '../ledger/attention.js';
+import type { LedgerReading } from '../metrics.js';
+import type { AttentionCounts, AttentionEntry, DeadLetter, DeadLetterCounts, LedgerStore } from '../ledger/store.js';
 
 export interface AttentionQueue {
   items: AttentionItem[];
@@ -20,7 +14,6 @@ export interface AttentionQueue {
   perMerchant: Record<string, number>;
   oldestSince?: string;
   total: number;
-  deadLettersTruncated?: boolean;
 }
 
 /** The merchant of a letter no merchant is known for: not a merchant id (those are `[a-z0-9-]`), so it never counts as one. */
@@ -34,50 +27,71 @@ function letterItem(letter: DeadLetter): AttentionItem {
   return { kind: 'dead_letter', deadLetterId: letter.id, merchantId: letter.merchantId ?? NO_MERCHANT, since: letter.receivedAt, why, pos: letter.pos };
 }
 
-/** Everything that needs a person, oldest first, and the open dead letters not read (past ATTENTION_DEAD_LETTERS_READ). */
-async function everything(store: LedgerStore, merchantId: string | undefined): Promise<{ all: AttentionItem[]; lettersTotal: number; lettersUnread: number }> {
-  const records = await store.listAttention(merchantId);
-  const letters = await store.listDeadLetters({ merchantId, open: true, offset: 0, limit: ATTENTION_DEAD_LETTERS_READ });
-  const all = [...records.flatMap((r) => attentionOf(r)), ...letters.items.map(letterItem)];
-  // Oldest first; ties by the record or letter id, so pages of the same state read the same.
-  all.sort((a, b) => Date.parse(a.since) - Date.parse(b.since) || (a.transactionId ?? a.deadLetterId ?? '').localeCompare(b.transactionId ?? b.deadLetterId ?? '') || a.kind.localeCompare(b.kind));
-  return { all, lettersTotal: letters.total, lettersUnread: letters.total - letters.items.length };
+/** The item an attention entry stands for, worded from its record as it stands now. */
+function recordItem(entry: AttentionEntry, record: AttentionInput): AttentionItem | undefined {
+  return attentionOf(record).find((item) => item.kind === entry.kind);
 }
 
-function countsOf(all: AttentionItem[], lettersTotal: number): Record<AttentionKind, number> {
-  const counts = Object.fromEntries(ATTENTION_KINDS.map((k) => [k, 0])) as Record<AttentionKind, number>;
-  for (const item of all) counts[item.kind]++;
-  counts.dead_letter = lettersTotal;
-  return counts;
+/** Oldest first; ties by the record or letter id, so pages of the same state read the same. */
+function oldestFirst(a: AttentionItem, b: AttentionItem): number {
+  return Date.parse(a.since) - Date.parse(b.since) || (a.transactionId ?? a.deadLetterId ?? '').localeCompare(b.transactionId ?? b.deadLetterId ?? '') || a.kind.localeCompare(b.kind);
 }
 
-export async function attentionQueue(store: LedgerStore, query: { merchantId?: string; limit: number }): Promise<AttentionQueue> {
-  const { all, lettersTotal, lettersUnread } = await everything(store, query.merchantId);
-  const perMerchant: Record<string, number> = {};
-  for (const item of all) perMerchant[item.merchantId] = (perMerchant[item.merchantId] ?? 0) + 1;
-  return {
-    items: all.slice(0, query.limit),
-    counts: countsOf(all, lettersTotal),
-    perMerchant,
-    ...(all[0] ? { oldestSince: all[0].since } : {}),
-    total: all.length + lettersUnread,
-    ...(lettersUnread > 0 ? { deadLettersTruncated: true } : {}),
-  };
+/** Open dead letters by merchant as the queue counts them: the letters of no known merchant under NO_MERCHANT; one merchant's only when `merchantId` is given. */
+function lettersByMerchant(counts: DeadLetterCounts, merchantId: string | undefined): Record<string, number> {
+  const byMerchant: Record<string, number> = {};
+  for (const [id, n] of Object.entries(counts.byMerchant)) if (!merchantId || id === merchantId) byMerchant[id || NO_MERCHANT] = n;
+  return byMerchant;
 }
 
 /**
- * For the metrics, at every scrape: how many of each kind, and since when (epoch ms) the oldest of
- * each has waited. Dead letters are counted, and only the oldest is read (letters hold whole
- * deliveries: a scrape must not read a thousand bodies).
+ * Everything that needs a person, oldest first, at most `limit` items. The store's attention index
+ * and the open dead letters are each read oldest first up to `limit`, then merged; the counts come
+ * from counting the index and the letters. Nothing here reads more records than it answers.
+ */
+export async function attentionQueue(store: LedgerStore, query: { merchantId?: string; limit: number }): Promise<AttentionQueue> {
+  const [entries, letters, recordCounts, letterCounts] = await Promise.all([
+    store.listAttention({ merchantId: query.merchantId, limit: query.limit }),
+    store.listDeadLetters({ merchantId: query.merchantId, open: true, oldestFirst: true, offset: 0, limit: query.limit }),
+    store.countAttention(query.merchantId),
+    store.countOpenDeadLetters(),
+  ]);
+  const items = [...entries.map((e) => recordItem(e.entry, e.record)).filter((i): i is AttentionItem => i !== undefined), ...letters.items.map(letterItem)].sort(oldestFirst).slice(0, query.limit);
+  const letterMerchants = lettersByMerchant(letterCounts, query.merchantId);
+  const counts = countsOf(recordCounts, Object.values(letterMerchants).reduce((sum, n) => sum + n, 0));
+  const perMerchant: Record<string, number> = { ...recordCounts.byMerchant };
+  for (const [id, n] of Object.entries(letterMerchants)) perMerchant[id] = (perMerchant[id] ?? 0) + n;
+  const oldest = [...Object.values(recordCounts.byKind).map((k) => k.oldestSince), ...(letters.items[0] ? [letters.items[0].receivedAt] : [])].sort((a, b) => Date.parse(a) - Date.parse(b))[0];
+  return { items, counts, perMerchant, ...(oldest ? { oldestSince: oldest } : {}), total: Object.values(counts).reduce((sum, n) => sum + n, 0) };
+}
+
+function countsOf(records: AttentionCounts, letters: number): Record<AttentionKind, number> {
+  const counts = Object.fromEntries(ATTENTION_KINDS.map((k) => [k, records.byKind[k]?.count ?? 0])) as Record<AttentionKind, number>;
+  counts.dead_letter = letters;
+  return counts;
+}
+
+/**
+ * What the ledger gauges show (metrics.ts `LedgerReading`), counted on the readings' timer: open
+ * records by status, with the settled ones that need a person (their attention kind is their
+ * status); open dead letters by cause; the attention queue by kind. Costs what is open or needs a
+ * person, never what the ledger holds.
+ */
+export async function ledgerReading(store: LedgerStore, nowMs: () => number): Promise<LedgerReading> {
+  const [open, attention, letters] = await Promise.all([store.countOpenByStatus(), attentionByKind(store), store.countOpenDeadLetters()]);
+  const openRecords: Partial<Record<string, number>> = { ...open };
+  for (const status of SETTLED_ATTENTION_STATUSES) openRecords[status] = (openRecords[status] ?? 0) + attention.counts[status as AttentionKind];
+  return { atMs: nowMs(), openRecords, openDeadLetters: letters.byReason, attention };
+}
+
+/**
+ * For the metrics: how many of each kind, and since when (epoch ms) the oldest of each has waited.
+ * Counted from the attention index and the open letters; one letter, the oldest, is read.
  */
 export async function attentionByKind(store: LedgerStore): Promise<{ counts: Record<AttentionKind, number>; oldestSinceMs: Partial<Record<AttentionKind, number>> }> {
-  const records = (await store.listAttention()).flatMap((r) => attentionOf(r));
-  const open = { open: true, offset: 0, limit: 0 };
-  const lettersTotal = (await store.listDeadLetters(open)).total;
-  // Newest first: the last of the open letters is the oldest.
-  const oldestLetter = lettersTotal > 0 ? (await store.listDeadLetters({ ...open, offset: lettersTotal - 1, limit: 1 })).items[0] : undefined;
+  const [records, letters, oldestLetter] = await Promise.all([store.countAttention(), store.countOpenDeadLetters(), store.listDeadLetters({ open: true, oldestFirst: true, offset: 0, limit: 1 })]);
   const oldestSinceMs: Partial<Record<AttentionKind, number>> = {};
-  for (const item of records) oldestSinceMs[item.kind] = Math.min(oldestSinceMs[item.kind] ?? Infinity, Date.parse(item.since));
-  if (oldestLetter) oldestSinceMs.dead_letter = Date.parse(oldestLetter.receivedAt);
-  return { counts: countsOf(records, lettersTotal), oldestSinceMs };
+  for (const [kind, k] of Object.entries(records.byKind)) oldestSinceMs[kind as AttentionKind] = Date.parse(k.oldestSince);
+  if (oldestLetter.items[0]) oldestSinceMs.dead_letter = Date.parse(oldestLetter.items[0].receivedAt);
+  return { counts: countsOf(records, Object.values(letters.byReason).reduce((sum, n) => sum + n, 0)), oldestSinceMs };
 }

@@ -244,7 +244,7 @@ export class DeliveryService {
         if (verdict.kind !== 'did_not_happen') break;
         continue;
       }
-      const called = await this.#call(claim.record, next.operation, claim.upstream!.calls, step === 0 && claimed !== undefined);
+      const called = await this.#call(claim.record, next.operation, claim.upstream!, step === 0 && claimed !== undefined);
       ({ record: latest, note } = called);
       if (called.outcome === 'retryable' || called.outcome === 'unknown') break;
       // Nothing left to do (the usual end of a checkout or a refund): no need to look again.
@@ -312,7 +312,8 @@ export class DeliveryService {
   }
 
   /** Makes the call the record is marked in flight for, and records its outcome. */
-  async #call(record: LedgerRecord, operation: UpstreamOperation, calls: PosCalls, countedByClaim: boolean): Promise<{ record: LedgerRecord; note: string; outcome: CallReport['outcome']['kind'] }> {
+  async #call(record: LedgerRecord, operation: UpstreamOperation, upstream: Upstream, countedByClaim: boolean): Promise<{ record: LedgerRecord; note: string; outcome: CallReport['outcome']['kind'] }> {
+    const { calls } = upstream;
     const { transactionId } = record;
     const key = keyOf(record);
     const startedAt = record.inFlight!.startedAt;
@@ -335,7 +336,12 @@ export class DeliveryService {
     this.logger.info({ transactionId, operation, outcome: report.outcome.kind, requests: report.attempts.length }, 'loyalty service call finished');
     const answer = { operation, outcome: report.outcome, attempts: report.attempts, startedAt, owner: this.instanceId };
     // Read again and applied again if another instance wrote the record while the call was out (a refund recorded meanwhile).
-    const written = await this.writer.change(key, (r) => recordOutcome(r, answer, this.writer.now(), this.options));
+    // An accrue's outcome may be acknowledged before it is durable where its merchant's history can
+    // be read: lost in a database crash, it leaves the durable in-flight marker, and the call is
+    // taken over in doubt and settled from the operations history, never sent again. A reversal in
+    // doubt waits for a person, so its outcome is written durably.
+    const synchronous = !(operation === 'accrue' && upstream.verifier.enabled);
+    const written = await this.writer.change(key, (r) => recordOutcome(r, answer, this.writer.now(), this.options), { synchronous }, record);
     return { record: written, note: written.history.at(-1)?.event ?? report.outcome.kind, outcome: report.outcome.kind };
   }
 

@@ -9,7 +9,7 @@
 import { NotFoundError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { LedgerRecord } from '../ledger/record.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { LedgerStore, UpdateOptions } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { nextVersion, type Transition } from './transitions.js';
 
@@ -46,9 +46,9 @@ export class RecordWriter {
    * VersionConflictError when another writer got there first: callers that may decide again use
    * `change`; callers whose decision was about that exact version (a claim to call) stay out.
    */
-  async write(record: LedgerRecord, transition: Transition): Promise<LedgerRecord> {
+  async write(record: LedgerRecord, transition: Transition, options?: UpdateOptions): Promise<LedgerRecord> {
     const next = nextVersion(record, transition, this.clock());
-    const written = await this.store.update(next);
+    const written = await this.store.update(next, options);
     if (next.status !== record.status) this.logger.info({ transactionId: next.transactionId, from: record.status, to: next.status }, 'ledger status changed');
     return written;
   }
@@ -56,15 +56,19 @@ export class RecordWriter {
   /**
    * Reads the record under the lock, asks `decide` for a transition, and writes it; when another
    * instance wrote the record in between, reads it again and decides again. Answers the record as
-   * written, or as read when `decide` answered undefined (nothing to change).
+   * written, or as read when `decide` answered undefined (nothing to change). `options`: the store's
+   * (`UpdateOptions`: whether the write must be durable before it is acknowledged). `known`: the
+   * version the caller last wrote or read, decided on first without reading it again (a call's
+   * outcome, written over the in-flight marker this process wrote): the compare-and-set still
+   * refuses it if anyone wrote the record since, and the next decision reads it.
    */
-  async change(key: string, decide: (record: LedgerRecord) => Transition | undefined | Promise<Transition | undefined>): Promise<LedgerRecord> {
+  async change(key: string, decide: (record: LedgerRecord) => Transition | undefined | Promise<Transition | undefined>, options?: UpdateOptions, known?: LedgerRecord): Promise<LedgerRecord> {
     for (let decision = 1; ; decision++) {
       try {
         return await this.#locks.run(key, async () => {
-          const record = await this.require(key);
+          const record = decision === 1 && known ? known : await this.require(key);
           const transition = await decide(record);
-          return transition ? this.write(record, transition) : record;
+          return transition ? this.write(record, transition, options) : record;
         });
       } catch (error) {
         if (!(error instanceof VersionConflictError) || decision >= MAX_DECISIONS) throw error;

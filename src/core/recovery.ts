@@ -6,7 +6,8 @@
  * could have been called is put in doubt too (`transitions.doubtAfterDamage`).
  */
 import { AccrualKeyHeldError } from '../errors.js';
-import { awaitsRemainder, keyOf, ledgerKey, merchantOf } from '../ledger/record.js';
+import { awaitsRemainder, keyOf, ledgerKey, merchantOf, type LedgerRecord } from '../ledger/record.js';
+import type { LedgerStore } from '../ledger/store.js';
 import { insertRemainder, type DeliveryService } from './delivery.js';
 import type { RecordWriter } from './record-writer.js';
 import { doubtAfterDamage, keyless, newRemainder, type TransitionOptions } from './transitions.js';
@@ -21,7 +22,7 @@ export class RecoveryService {
   /** Answers how many records it put in doubt. */
   async recoverInterrupted(): Promise<number> {
     let recovered = 0;
-    for (const record of await this.writer.store.listOpen(Number.MAX_SAFE_INTEGER)) {
+    for await (const record of movingOnTheirOwn(this.writer.store)) {
       if (!this.delivery.abandoned(record)) continue;
       await this.writer.locked(keyOf(record), async () => {
         const current = await this.writer.store.get(keyOf(record));
@@ -37,7 +38,7 @@ export class RecoveryService {
    */
   async recoverAfterJournalDamage(cause = 'journal damage found at start-up'): Promise<number> {
     let changed = 0;
-    for (const open of await this.writer.store.listOpen(Number.MAX_SAFE_INTEGER)) {
+    for await (const open of movingOnTheirOwn(this.writer.store)) {
       await this.writer.locked(keyOf(open), async () => {
         const record = await this.writer.store.get(keyOf(open));
         if (!record || record.inFlight) return;
@@ -63,4 +64,17 @@ export class RecoveryService {
     }
     return changed;
   }
+}
+
+/** Records read per page at start-up. */
+const PAGE = 500;
+
+/**
+ * The open records the bridge moves by itself, a page at a time (`dueOnly`): a call in flight is
+ * among them, and a remainder to create. Those waiting for a person (a reversal in doubt, an accrual
+ * in doubt the bridge cannot verify) are left out: a lost line cannot make them more doubtful than
+ * they are, and however many pile up, start-up does not read them.
+ */
+async function* movingOnTheirOwn(store: LedgerStore): AsyncGenerator<LedgerRecord> {
+  for (let page = await store.listOpen({ limit: PAGE, dueOnly: true }); page.length > 0; page = await store.listOpen({ limit: PAGE, dueOnly: true, after: page.at(-1) })) yield* page;
 }

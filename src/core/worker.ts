@@ -90,7 +90,7 @@ export class Worker {
     let complete = true;
     if (force) {
       // `merchantId`: a merchant's admin reconciles its own records only.
-      for (let page = await this.store.listOpen(BATCH, claim, undefined, merchantId); page.length > 0; page = await this.store.listOpen(BATCH, claim, page.at(-1), merchantId)) {
+      for (let page = await this.store.listOpen({ limit: BATCH, claim, merchantId }); page.length > 0; page = await this.store.listOpen({ limit: BATCH, claim, after: page.at(-1), merchantId })) {
         const done = await this.#advanceAll(page, true, deadline);
         reports.push(...done);
         if (done.length < page.length) {
@@ -119,10 +119,12 @@ export class Worker {
    */
   async #addSettledButOpen(report: ReconcileReport, merchantId: string | undefined): Promise<void> {
     const listed = new Set(report.open.map((o) => `${o.merchantId}/${o.transactionId}`));
-    for (const record of await this.store.listAttention(merchantId)) {
-      for (const item of attentionOf(record)) {
-        const key = `${item.merchantId}/${item.transactionId}`;
-        if (!SETTLED_BUT_OPEN.has(item.kind) || listed.has(key)) continue;
+    // The attention index, a page at a time: it holds what needs a person, never the whole ledger.
+    for (let page = await this.store.listAttention({ merchantId, limit: BATCH }); page.length > 0; page = await this.store.listAttention({ merchantId, limit: BATCH, after: page.at(-1)!.entry })) {
+      for (const { entry, record } of page) {
+        const item = attentionOf(record).find((i) => i.kind === entry.kind);
+        const key = `${entry.merchantId}/${record.transactionId}`;
+        if (!item || !SETTLED_BUT_OPEN.has(item.kind) || listed.has(key)) continue;
         listed.add(key);
         report.open.push({ transactionId: item.transactionId!, merchantId: item.merchantId, status: item.status!, why: item.why, settled: true });
       }

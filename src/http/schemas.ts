@@ -163,9 +163,16 @@ export const RecordDetail = RecordSummary.extend({
 }).meta({ description: 'One ledger record in full: customer, every attempt, the history of its status, and the actions allowed now.' });
 export type RecordDetail = z.infer<typeof RecordDetail>;
 
-const page = { total: z.number().int(), page: z.number().int(), limit: z.number().int() };
+const page = {
+  total: z.number().int().meta({ description: 'How many match, counted up to 10000: past it totalCapped is true and total is 10000 (counting every match of millions would cost what the ledger holds).' }),
+  totalCapped: z.literal(true).optional().meta({ description: 'More than total match.' }),
+  page: z.number().int(),
+  limit: z.number().int(),
+};
 
-export const TransactionList = z.object({ items: z.array(RecordSummary), ...page }).meta({ description: 'Records, newest first.' });
+export const TransactionList = z
+  .object({ items: z.array(RecordSummary), ...page, nextCursor: z.string().optional().meta({ description: 'Pass as cursor for the next page (absent on the last page): keyset paging, which costs the same at any depth.' }) })
+  .meta({ description: 'Records, newest first.' });
 export type TransactionList = z.infer<typeof TransactionList>;
 
 export const ReconcileReport = z
@@ -290,7 +297,6 @@ export const AttentionAnswer = z
     perMerchant: z.record(z.string(), z.number().int()),
     oldestSince: timestamp.optional(),
     total: z.number().int(),
-    deadLettersTruncated: z.boolean().optional().meta({ description: 'More open dead letters than one answer reads (1000): the newest are listed and counted per merchant; counts.dead_letter counts them all.' }),
   })
   .meta({ description: 'Everything that needs a person, oldest first.' });
 export type AttentionAnswer = z.infer<typeof AttentionAnswer>;

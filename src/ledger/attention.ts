@@ -3,7 +3,7 @@
  * (`GET /v1/admin/attention`), the stores' attention listing and the open-records gauge. Pure: the
  * stores use it to keep their attention index, the core to answer.
  */
-import { isOrphanReversal, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
+import { isOrphanReversal, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
 
 export const ATTENTION_KINDS = ['in_doubt', 'ambiguous', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter'] as const;
 export type AttentionKind = (typeof ATTENTION_KINDS)[number];
@@ -64,9 +64,18 @@ function changedRepeatsPending(record: Pick<LedgerRecord, 'changedRepeats' | 'ac
   return { count: after.length, since: after[0]?.at };
 }
 
-/** True when `attentionOf` finds something: what a store's attention index keeps. */
+/** True when `attentionOf` finds something. */
 export function needsAttention(record: AttentionInput): boolean {
   return attentionOf(record).length > 0;
+}
+
+/**
+ * What a store's attention index keeps of a record, written with it: one entry per item
+ * `attentionOf` finds (its kind and since when). None for a record settled, closed or
+ * acknowledged, so such records leave the index by the very write that makes them so.
+ */
+export function attentionEntriesOf(record: AttentionInput): { key: string; merchantId: string; kind: AttentionKind; since: string }[] {
+  return attentionOf(record).map((item) => ({ key: keyOf(record), merchantId: item.merchantId, kind: item.kind, since: item.since }));
 }
 
 /** Each reason the record needs a person now (none for a record closed by an operator or one the bridge is still moving). */

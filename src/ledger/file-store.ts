@@ -1,5 +1,6 @@
 /**
- * The embedded ledger: an append-only journal of record versions, with a lowdb manifest.
+ * The embedded ledger: an append-only journal of record versions, with a lowdb manifest, and an
+ * on-disk index of it (SQLite) through which records are found.
  *
  * Why not one lowdb JSON file: lowdb rewrites its whole file on every write, measured here at ~6 ms
  * for 1k records and ~1 s for 100k; a ledger only grows, so every checkout would be slower than the
@@ -9,46 +10,92 @@
  * Layout for `file:./data/ledger.json`:
  *   ./data/ledger.json                      lowdb manifest: format version and the journal's segments
  *   ./data/ledger.journal/000001.jsonl …    record versions and processed webhook events, one a line
+ *   ./data/ledger.index.sqlite (-wal)       the index: derived from the files around it, rebuilt from them when in doubt
  *   ./data/ledger.backfill.json             backfill watermarks, one per merchant and POS account
  *   ./data/ledger.journal/.write-probe      empty; written while writes fail, to tell when they work again
  *   ./data/ledger.dead-letters/<id>.json    one lowdb document per dead letter (rare, kept whole)
+ *   ./data/ledger.audit.jsonl               the operators' audit trail, one action a line
  *   ./data/ledger.json.lock                 the owning process's pid and the machine's boot id
  *   ./data/ledger.json.restarted            an unclean stop on an earlier boot, until the service has acted
  * Every file is 0600 and every folder the bridge creates 0700 (`private-files.ts`): they hold
- * customers' contacts.
+ * customers' contacts (the index holds order ids).
  *
- * Memory holds a compact index (status, pos, time, open flag, due time, claimed operation ids, where
- * the latest version lies) and the most recently used records; start-up reads only line headers.
- * Superseded versions are garbage: a segment whose live share falls under half is compacted by
- * copying its live lines to the end and deleting it, at start-up and whenever a segment fills.
+ * Memory holds the most recently used open records, the merchants and the backfill states (few),
+ * and nothing per settled record, per dead letter or per audit entry: at a million records the
+ * in-memory index this replaces took ~730 MB and 8.5 s to build at every start. Everything else is
+ * found through `<stem>.index.sqlite` (file-index.ts): records by key, order id, refund id,
+ * status, merchant and time, claims, accrual keys, the open, due and attention sets, webhook
+ * events, the dead letters' and the audit trail's listing fields. Superseded versions are
+ * garbage: a segment whose live share falls under half is compacted by copying its live lines to
+ * the end and deleting it, at start-up and whenever a segment fills.
  *
- * Damaged journal lines (an OS crash or power loss: the journal syncs only before upstream calls) are skipped at
- * start-up and reported in `recovery`; the damaged segments are left as found (and copied) until the
- * service has acted on the report and calls `compactDamaged`, so a crash in between finds them again.
- * A lost tail leaves no damaged bytes, so `recovery` also reports a lock left on an earlier boot of
- * the machine (`machineRestarted`): the last writes may be lost even though every line reads.
+ * The journal is the truth; the index follows it. A write appends its line and then, synchronously
+ * (nothing else runs in between), updates the index in one SQLite transaction that also moves the
+ * position the index has applied the journal up to. So:
+ * - A process killed between the two leaves the index one line behind: start-up reads the journal
+ *   from the applied position to its end and applies those lines. Nothing before the position is read.
+ * - The index can be ahead of the journal only if the journal lost lines the index kept: an OS crash
+ *   or power loss (the journal is synced only in `durable()`, the index not at all). Those are the
+ *   cases the store already detects, a lock left on an earlier boot (`recovery.machineRestarted`)
+ *   and damaged lines, and in them the index is rebuilt from a full scan of the journal, as it is
+ *   whenever its file is missing, unreadable, of another format, or a segment's size or mtime is
+ *   not what the index recorded (a file changed behind its back: `Journal.stamp`). A rebuild reads
+ *   only what the journal (and the dead letters' and audit trail's own files) hold, so it cannot
+ *   carry over anything the crash took back; that is what makes trusting the index safe otherwise:
+ *   without an OS crash nothing the index applied can be missing from the page cache's journal,
+ *   and any other change to a segment shows in its size or mtime.
+ * - A clean stop stamps the active segment, syncs the journal and checkpoints the index with a sync,
+ *   so an OS crash after a clean stop (which leaves no lock to tell) finds both as they were.
+ * - A ledger written by an earlier build (no index) builds it once, from a full scan.
+ *
+ * Damaged journal lines (an OS crash or power loss) are skipped at start-up and reported in
+ * `recovery`; the damaged segments are left as found (and copied) until the service has acted on
+ * the report and calls `compactDamaged`, so a crash in between finds them again (the index is
+ * rebuilt at every start until then). A lost tail leaves no damaged bytes, so `recovery` also
+ * reports a lock left on an earlier boot of the machine (`machineRestarted`): the last writes may
+ * be lost even though every line reads.
  *
  * One process at a time: insert-once and compare-and-set are enforced by this process's index, so
  * a lock file keeps a second process out; a lock left by a process that no longer runs (killed) is
  * taken over. Several instances need the PostgreSQL store.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { closeSync, existsSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
+import { mkdir, open, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { Journal, syncDirectory, type Location, type WriteFailure, type WriteFile } from './journal.js';
+import { Journal, syncDirectory, type Location, type Position, type WriteFailure, type WriteFile } from './journal.js';
+import { LedgerIndex, type DeadLetterRow, type KeyAt, type RecordFilter, type RecordRow } from './file-index.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
-import { takeTurns } from './due-turns.js';
-import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type Due, type LedgerRecord, type LedgerStatus } from './record.js';
-import { ATTENTION_STATUSES, needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
-import { auditMatches, backfillKey, deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from './attention.js';
+import {
+  backfillKey,
+  deadLetterDueAtMs,
+  pageOf,
+  statusesOf,
+  type AttentionCounts,
+  type AttentionEntry,
+  type AttentionQuery,
+  type AuditEntry,
+  type AuditQuery,
+  type BackfillState,
+  type DeadLetter,
+  type DeadLetterCounts,
+  type DeadLetterQuery,
+  type DueQuery,
+  type LedgerStore,
+  type ListQuery,
+  type OpenQuery,
+  type Page,
+} from './store.js';
 
 const FORMAT_VERSION = 2;
 
@@ -63,14 +110,16 @@ interface Manifest {
  * What each journal line's header holds: enough to rebuild the index without parsing bodies.
  * `d` (open records only): the due time (`dueOf`) in epoch ms, null when only an operator can move
  * the record; `dv: 1` when only the history verifier can. Lines written before due times existed
- * have no `d`: start-up derives it from their bodies, for the open records among them only.
- * `oi` (the POS order id), `rf` (refund ids, when any), `na: 1` (`needsAttention`) and `cl: 1`
- * (closed by an operator) serve the operators' search, attention queue and the open-records gauge; lines written before them have no `oi`, and their records
- * are read when a search or the queue needs them.
+ * have no `d`: the index reads their bodies once, for the open records among them only.
+ * `oi` (the POS order id), `rf` (refund ids, when any), `na: 1` (`needsAttention`: the index reads
+ * the body for its attention entries) and `cl: 1` (closed by an operator) serve the operators'
+ * search and the attention queue; lines written before them have no `oi`, and the index reads
+ * their bodies once.
  */
 type LineHeader =
-  | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number; oi?: string; rf?: string[]; na?: 1; cl?: 1 }
+  | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number; oi?: string | null; rf?: string[]; na?: 1; cl?: 1 }
   | { k: 'w'; key: string; t: number };
+type RecordHeader = Extract<LineHeader, { k: 'r' }>;
 
 /** What start-up found unreadable in the journal; no record contents (they hold customer contacts). */
 export interface JournalRecovery {
@@ -88,27 +137,19 @@ export interface JournalRecovery {
   staleLines: number;
 }
 
-interface IndexEntry {
-  /** The ledger key (`keyOf`): the transactionId within its merchant. */
-  key: string;
-  merchantId: string;
-  version: number;
-  status: LedgerStatus;
-  pos: string;
-  createdAtMs: number;
-  open: boolean;
-  /** Undefined when the worker has nothing to do on its own (settled, or an operator's to move). */
-  due?: Due;
-  operationIds: number[];
-  /** `accrualKeys` of the latest version, and the amount of an unsettled accrual (`unsettledAmount`). */
-  accrualKeys: string[];
-  unsettledAmount?: number;
-  /** Undefined on lines written before the header held it: the record is read to know. */
-  orderId?: string;
-  refundIds?: string[];
-  attention: boolean;
-  closed: boolean;
-  location: Location;
+/** How the last start-up came by its index (for logs, operators and tests). */
+export interface IndexStartup {
+  /**
+   * `trusted`: the index had every line; `caught-up`: it applied the lines after its position (a
+   * process killed mid-write); `rebuilt`: built anew from a full scan of the journal (`reason`).
+   */
+  mode: 'trusted' | 'caught-up' | 'rebuilt';
+  reason?: string;
+  /** Journal lines whose header start-up read (`Journal.linesRead`). */
+  linesRead: number;
+  /** Where the scan began: the index's applied position, or the journal's start on a rebuild. */
+  scannedFrom: Position;
+  ms: number;
 }
 
 /**
@@ -116,7 +157,7 @@ interface IndexEntry {
  * while it works on it. Settled records are not kept: they are seldom read again (a refund comes
  * much later), and keeping them made every record outlive two scavenges into the old generation
  * (~4 kB each), so major collections came often and their pauses showed in the tail latency
- * (the bench saw 7-10 ms event-loop stalls after each). A miss costs one read.
+ * (the bench saw 7-10 ms event-loop stalls after each). A miss costs one index lookup and one read.
  */
 const CACHE_RECORDS = 1000;
 /** A segment is sealed and a new one started past this size. */
@@ -128,6 +169,12 @@ const COMPACT_ACTIVE_FROM_BYTES = 1024 * 1024;
 /** Webhook event ids are remembered this long: POS retries end within a day (Square's 24 h is the longest). */
 const WEBHOOK_EVENT_RETENTION_MS = 7 * 24 * 3600 * 1000;
 const COMPACT_BATCH = 2000;
+/** Lines applied per index transaction while scanning (a rebuild, a catch-up): one commit per line would cost a WAL frame set each. */
+const SCAN_BATCH = 20_000;
+/** Rows completed from their bodies, or files indexed, per transaction. */
+const FILL_BATCH = 1000;
+/** How much of the audit trail's file is read at once when its lines are indexed. */
+const AUDIT_CHUNK = 1024 * 1024;
 
 export class FileLedgerStore implements LedgerStore {
   readonly kind = 'file';
@@ -136,30 +183,23 @@ export class FileLedgerStore implements LedgerStore {
   readonly deadLettersDir: string;
   /** One private JSON document per merchant (`<stem>.merchants/<id>.json`); all held in memory (merchants are few). */
   readonly merchantsDir: string;
-  /** The operators' audit trail: one JSON line per action, appended and synced, all held in memory. */
+  /** The operators' audit trail: one JSON line per action, appended and synced; indexed, not held in memory. */
   readonly auditPath: string;
-  readonly #audit: AuditEntry[] = [];
+  /** The index (file-index.ts); `-wal` beside it while the store is open. */
+  readonly indexPath: string;
   /** Every merchant's backfill state in one private JSON document (`<stem>.backfill.json`): one per merchant and POS, few. */
   readonly backfillPath: string;
   readonly #backfill = new Map<string, BackfillState>();
   readonly #merchants = new Map<string, StoredMerchant>();
   readonly #journal: Journal;
   readonly #lock: ProcessLock;
-  readonly #index = new Map<string, IndexEntry>();
-  readonly #open = new Set<string>();
-  /** `<merchant>\u0000<operation id>` → the ledger key of the record that claimed it (ids are per loyalty account). */
-  readonly #claims = new Map<string, string>();
-  /** Accrual key → the record holding it (see `accrualKeys`). */
-  readonly #accrualKeys = new Map<string, string>();
+  #index?: LedgerIndex;
   readonly #cache = new Map<string, LedgerRecord>();
-  readonly #webhookEvents = new Map<string, { at: number; location: Location }>();
-  readonly #liveBytes = new Map<number, number>();
-  /** Every dead letter's listing fields (`dueAtMs`: `deadLetterDueAtMs`); the letters themselves stay on disk. */
-  readonly #deadLetters = new Map<string, DeadLetterEntry>();
   readonly #locks = new KeyedMutex();
   /** Damaged segments not compacted away yet: never compacted before `compactDamaged`. */
   readonly #damaged = new Set<number>();
   #recovery?: JournalRecovery;
+  #startup?: IndexStartup;
   /** Lines older than a version read before them, skipped by the last start-up. */
   #staleLines = 0;
   #manifest?: Low<Manifest | null>;
@@ -168,13 +208,21 @@ export class FileLedgerStore implements LedgerStore {
   readonly #restartedMarker: string;
   /** The first failure of the manifest's and dead letters' writes since one last succeeded (the journal keeps its own). */
   #fileWriteFailure?: WriteFailure;
+  /** The first failure of the index's writes since one last succeeded. */
+  #indexWriteFailure?: WriteFailure;
   #probing?: Promise<void>;
+  readonly #beforeIndexWrite?: () => void;
 
   constructor(
     path: string,
-    /** `writeFile`: how the journal writes (tests make the disk full where they cannot mount a small one). */
-    options: { writeFile?: WriteFile } = {},
+    /**
+     * `writeFile`: how the journal writes (tests make the disk full where they cannot mount a small
+     * one); `beforeIndexWrite`: runs inside each index write's transaction (tests make it throw, as
+     * an index on a full disk would).
+     */
+    options: { writeFile?: WriteFile; beforeIndexWrite?: () => void } = {},
   ) {
+    this.#beforeIndexWrite = options.beforeIndexWrite;
     this.manifestPath = resolve(path);
     const stem = join(dirname(this.manifestPath), basename(this.manifestPath, extname(this.manifestPath)));
     this.journalDir = `${stem}.journal`;
@@ -182,6 +230,7 @@ export class FileLedgerStore implements LedgerStore {
     this.merchantsDir = `${stem}.merchants`;
     this.auditPath = `${stem}.audit.jsonl`;
     this.backfillPath = `${stem}.backfill.json`;
+    this.indexPath = `${stem}.index.sqlite`;
     this.#journal = new Journal(this.journalDir, undefined, options.writeFile);
     this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
     this.#restartedMarker = `${this.manifestPath}.restarted`;
@@ -189,6 +238,11 @@ export class FileLedgerStore implements LedgerStore {
 
   static fromUrl(url: string): FileLedgerStore {
     return new FileLedgerStore(url.replace(/^file:(\/\/)?/, ''));
+  }
+
+  get #idx(): LedgerIndex {
+    if (!this.#index) throw new Error('file ledger is not open');
+    return this.#index;
   }
 
   async init(): Promise<void> {
@@ -209,6 +263,9 @@ export class FileLedgerStore implements LedgerStore {
     }
     const takeover = await this.#lock.acquire();
     try {
+      // The lock's name made durable now: an OS crash while this process holds the ledger must leave
+      // it behind (`machineRestarted`), since that is what tells the next start not to trust the index.
+      syncDirectory(dirname(this.manifestPath));
       // Written before anything else and removed only by `compactDamaged`: a crash before the service
       // has acted on it finds it again (the new lock already names this boot).
       if (takeover.machineRestarted) await writeFile(this.#restartedMarker, `${new Date().toISOString()}\n`, { mode: PRIVATE_FILE });
@@ -222,23 +279,27 @@ export class FileLedgerStore implements LedgerStore {
       }
       this.#manifest = manifest;
       this.#journal.open(manifest.data!.segments);
-      this.#rebuildIndex();
+      await mkdir(this.deadLettersDir, { recursive: true, mode: PRIVATE_DIR });
+      await this.#makeFolderPrivate(this.deadLettersDir);
+      await this.#startIndex(machineRestarted, manifest.data!.createdAt);
       this.#noteDamage(machineRestarted);
       // Appends never go after damage: a damaged active segment is sealed as found.
       if (this.#damaged.has(this.#journal.active)) await this.#roll();
-      await mkdir(this.deadLettersDir, { recursive: true, mode: PRIVATE_DIR });
-      await makePrivate(this.deadLettersDir, PRIVATE_DIR);
-      await this.#loadDeadLetters();
       await mkdir(this.merchantsDir, { recursive: true, mode: PRIVATE_DIR });
       await makePrivate(this.merchantsDir, PRIVATE_DIR);
       await this.#loadMerchants();
-      await this.#loadAudit();
       await this.#loadBackfill();
+      this.#idx.purgeWebhookEvents(Date.now() - WEBHOOK_EVENT_RETENTION_MS);
+      // From here on the active segment is appended to: its stamp no longer holds (a kill now leaves
+      // lines after the applied position, which the next start reads; see the file's comment).
+      this.#idx.setStamp(this.#journal.active, null);
       const active = this.#journal.active;
       if (this.#journal.sizeOf(active) >= COMPACT_ACTIVE_FROM_BYTES && this.#liveShare(active) < COMPACT_BELOW_LIVE_SHARE) await this.#roll();
       await this.#compactSealed();
       this.#ready = true;
     } catch (error) {
+      this.#index?.close(false);
+      this.#index = undefined;
       this.#journal.close();
       await this.#lock.release();
       throw error;
@@ -250,8 +311,24 @@ export class FileLedgerStore implements LedgerStore {
     this.#ready = false;
     await this.#compacting;
     await this.#journal.settle();
-    this.#journal.close();
-    await this.#lock.release();
+    const index = this.#idx;
+    this.#index = undefined;
+    this.#cache.clear();
+    let clean = true;
+    try {
+      // A clean stop: the journal on disk, the active segment stamped, the index synced (see the file's comment).
+      await this.#journal.durable();
+      index.setStamp(this.#journal.active, this.#journal.stamp(this.#journal.active));
+    } catch {
+      // Not known to be on disk: left as a killed process leaves it, for the next start to check.
+      clean = false;
+    }
+    try {
+      index.close(clean);
+    } finally {
+      this.#journal.close();
+      await this.#lock.release();
+    }
   }
 
   /**
@@ -262,7 +339,7 @@ export class FileLedgerStore implements LedgerStore {
    */
   async ping(): Promise<void> {
     if (!this.#ready) throw new Error('file ledger is not open');
-    const failure = this.#journal.writeFailure ?? this.#fileWriteFailure;
+    const failure = this.#journal.writeFailure ?? this.#fileWriteFailure ?? this.#indexWriteFailure;
     if (!failure) return;
     this.#probing ??= this.#journal.probe().finally(() => (this.#probing = undefined));
     try {
@@ -272,6 +349,7 @@ export class FileLedgerStore implements LedgerStore {
       throw new Error(`the file ledger cannot write to disk (${code}), failing since ${new Date(failure.sinceMs).toISOString()}`);
     }
     this.#fileWriteFailure = undefined;
+    this.#indexWriteFailure = undefined;
   }
 
   durable(): Promise<void> {
@@ -285,11 +363,11 @@ export class FileLedgerStore implements LedgerStore {
   insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
     const key = keyOf(record);
     return this.#locks.run(key, async () => {
-      if (this.#index.has(key)) return { record: this.#read(key)!, created: false };
+      if (this.#cache.has(key) || this.#idx.lineAt(key)) return { record: this.#read(key)!, created: false };
       if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
       const keys = accrualKeys(record);
       this.#checkClaims(record, keys, []);
-      this.#write(record, keys);
+      this.#write(record, keys, undefined);
       return { record, created: true };
     });
   }
@@ -297,172 +375,175 @@ export class FileLedgerStore implements LedgerStore {
   update(next: LedgerRecord): Promise<LedgerRecord> {
     const key = keyOf(next);
     return this.#locks.run(key, async () => {
-      const current = this.#index.get(key);
+      const current = this.#idx.record(key);
       if (!current || current.version !== next.version - 1) {
         throw new VersionConflictError(key, next.version - 1, current?.version);
       }
       const keys = accrualKeys(next);
       this.#checkClaims(next, keys, current.accrualKeys);
-      this.#write(next, keys);
+      this.#write(next, keys, current);
       return next;
     });
   }
 
-  async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
-    const fromMs = query.from?.getTime() ?? -Infinity;
-    const toMs = query.to?.getTime() ?? Infinity;
+  async list(query: ListQuery): Promise<Page<LedgerRecord>> {
     const statuses = statusesOf(query);
-    const matching = [...this.#index.values()].filter(
-      (e) =>
-        (!query.merchantId || e.merchantId === query.merchantId) &&
-        (!statuses || statuses.has(e.status)) &&
-        (!query.pos || e.pos === query.pos) &&
-        e.createdAtMs >= fromMs &&
-        e.createdAtMs <= toMs &&
-        this.#matchesIds(e, query),
-    );
-    // Newest first by createdAt (ties by key), the same before and after a restart.
-    matching.sort((a, b) => b.createdAtMs - a.createdAtMs || (a.key < b.key ? 1 : -1));
-    const items = matching.slice(query.offset, query.offset + query.limit).map((e) => this.#read(e.key)!);
-    return { items, total: matching.length };
+    if (statuses?.size === 0) return pageOf([], 0);
+    const filter: RecordFilter = {
+      ...(query.merchantId ? { merchantId: query.merchantId } : {}),
+      ...(statuses ? { statuses: [...statuses] } : {}),
+      ...(query.pos ? { pos: query.pos } : {}),
+      ...(query.orderId ? { orderId: query.orderId } : {}),
+      ...(query.refundId ? { refundId: query.refundId } : {}),
+      ...(query.from ? { fromMs: query.from.getTime() } : {}),
+      ...(query.to ? { toMs: query.to.getTime() } : {}),
+    };
+    const after = query.after ? { createdMs: Date.parse(query.after.createdAt), key: query.after.key } : undefined;
+    const items = this.#idx.listRecords(filter, { after, offset: query.offset, limit: query.limit }).map((k) => this.#readAt(k));
+    // The total counts the filter's matches: the cursor only says where the page starts.
+    return pageOf(items, this.#idx.countRecords(filter));
   }
 
-  /** The order and refund ids a search names, from the index, or from the record on a line from before the index held them. */
-  #matchesIds(entry: IndexEntry, query: Pick<ListQuery, 'orderId' | 'refundId'>): boolean {
-    if (!query.orderId && !query.refundId) return true;
-    const ids = entry.orderId !== undefined ? { orderId: entry.orderId, refundIds: entry.refundIds ?? [] } : (() => {
-      const record = this.#read(entry.key)!;
-      return { orderId: record.orderId, refundIds: record.reversal.refundIds };
-    })();
-    return (!query.orderId || ids.orderId === query.orderId) && (!query.refundId || ids.refundIds.includes(query.refundId));
+  async listAttention(query: AttentionQuery): Promise<{ entry: AttentionEntry; record: AttentionInput }[]> {
+    const after = query.after ? { sinceMs: Date.parse(query.after.since) || 0, key: query.after.key, kind: query.after.kind } : undefined;
+    return this.#idx.listAttention({ merchantId: query.merchantId || undefined, after, limit: query.limit }).map((e) => ({
+      entry: { key: e.key, merchantId: e.merchant, kind: e.kind, since: e.since },
+      record: this.#readAt(e),
+    }));
   }
 
-  async listAttention(merchantId?: string): Promise<AttentionInput[]> {
-    return [...this.#index.values()]
-      .filter((e) => e.attention && (!merchantId || e.merchantId === merchantId))
-      .map((e) => this.#read(e.key)!)
-      .filter((r) => needsAttention(r));
+  async countAttention(merchantId?: string): Promise<AttentionCounts> {
+    return this.#idx.countAttention(merchantId || undefined);
   }
 
-  async appendAudit(entry: AuditEntry): Promise<void> {
-    const file = await open(this.auditPath, 'a', PRIVATE_FILE);
-    try {
-      await file.appendFile(`${JSON.stringify(entry)}\n`);
-      await file.datasync();
-    } finally {
-      await file.close();
-    }
-    this.#audit.push(entry);
+  /** Appended and synced to the trail's file (the record of it), then indexed; serialized, so each entry's place in the file is known. */
+  appendAudit(entry: AuditEntry): Promise<void> {
+    return this.#locks.run('audit', async () => {
+      const line = `${JSON.stringify(entry)}\n`;
+      const file = await open(this.auditPath, 'a', PRIVATE_FILE);
+      let start: number;
+      try {
+        start = (await file.stat()).size;
+        await file.appendFile(line);
+        await file.datasync();
+      } finally {
+        await file.close();
+      }
+      try {
+        // Behind (an earlier entry could not be indexed): the file says what is missing.
+        if (this.#idx.auditBytes === start) this.#idx.addAudit([entry], start + Buffer.byteLength(line));
+        else await this.#indexAudit();
+        this.#indexWriteFailure = undefined;
+      } catch (error) {
+        // The entry is kept for good in the file; the index takes it from there at the next entry or start.
+        this.#noteIndexFailure(error);
+      }
+    });
   }
 
-  async listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }> {
-    const matching = this.#audit.filter((e) => auditMatches(e, query)).reverse();
-    matching.sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
-    return { items: matching.slice(query.offset, query.offset + query.limit), total: matching.length };
+  async listAudit(query: AuditQuery): Promise<Page<AuditEntry>> {
+    const { items, counted } = this.#idx.listAudit(query);
+    return pageOf(items, counted);
   }
 
   /**
-   * The audit trail, one JSON line per action, read whole at start-up (operator actions are few). A
-   * line cut by a crash mid-append is the last one: it is left out, and the next append starts a new line.
+   * Indexes the audit trail's lines past what the index holds (all of them when `fromStart`, or
+   * when the file is shorter than that: replaced). A line cut by a crash mid-append is the last
+   * one: it is left out, and a newline ends it so that the next append starts a line of its own.
    */
-  async #loadAudit(): Promise<void> {
-    this.#audit.length = 0;
-    let text: string;
+  async #indexAudit(fromStart = false): Promise<void> {
+    const index = this.#idx;
+    let size: number;
     try {
-      text = await readFile(this.auditPath, 'utf8');
+      size = (await stat(this.auditPath)).size;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      if (index.auditBytes > 0) index.clearAudit();
+      return;
     }
     await makePrivate(this.auditPath, PRIVATE_FILE);
-    for (const line of text.split('\n')) {
-      if (!line.trim()) continue;
-      try {
-        this.#audit.push(JSON.parse(line) as AuditEntry);
-      } catch {
-        // The torn tail of a crash mid-append; what was acknowledged was synced before.
+    if (fromStart || size < index.auditBytes) index.clearAudit();
+    let position = index.auditBytes;
+    if (position >= size) return;
+    const file = await open(this.auditPath, 'r');
+    let rest = Buffer.alloc(0);
+    try {
+      while (position + rest.length < size) {
+        const chunk = Buffer.allocUnsafe(Math.min(AUDIT_CHUNK, size - position - rest.length));
+        const { bytesRead } = await file.read(chunk, 0, chunk.length, position + rest.length);
+        if (bytesRead === 0) break;
+        const bytes = rest.length ? Buffer.concat([rest, chunk.subarray(0, bytesRead)]) : chunk.subarray(0, bytesRead);
+        const end = bytes.lastIndexOf(0x0a) + 1;
+        const entries: AuditEntry[] = [];
+        for (const line of bytes.toString('utf8', 0, end).split('\n')) {
+          if (!line.trim()) continue;
+          try {
+            entries.push(JSON.parse(line) as AuditEntry);
+          } catch {
+            // The torn tail of a crash mid-append, ended by a newline since; what was acknowledged was synced before.
+          }
+        }
+        position += end;
+        index.addAudit(entries, position);
+        rest = Buffer.from(bytes.subarray(end));
       }
+    } finally {
+      await file.close();
     }
-    if (text.length && !text.endsWith('\n')) await writeFile(this.auditPath, '\n', { flag: 'a', mode: PRIVATE_FILE });
+    if (rest.length) {
+      await writeFile(this.auditPath, '\n', { flag: 'a', mode: PRIVATE_FILE });
+      index.addAudit([], position + rest.length + 1);
+    }
   }
 
   /** One process owns this ledger, so claims (for shared stores) have nothing to arbitrate. */
-  async listOpen(limit: number, _claim?: OpenClaim, after?: OpenCursor, merchantId?: string): Promise<LedgerRecord[]> {
-    const from = after ? { createdAtMs: Date.parse(after.createdAt), key: keyOf(after) } : undefined;
-    return [...this.#open]
-      .map((key) => this.#index.get(key)!)
-      .filter((e) => (!from || byAge(e, from) > 0) && (!merchantId || e.merchantId === merchantId))
-      .sort(byAge)
-      .slice(0, limit)
-      .map((e) => this.#read(e.key)!);
+  async listOpen(query: OpenQuery): Promise<LedgerRecord[]> {
+    const after = query.after ? { createdMs: Date.parse(query.after.createdAt), key: keyOf(query.after) } : undefined;
+    return this.#idx.listOpen({ limit: query.limit, after, merchantId: query.merchantId || undefined, dueOnly: query.dueOnly }).map((k) => this.#readAt(k));
   }
 
-  /** One pass over the open set, never the whole ledger: due times and merchants are in the index. */
+  /** Through the due index: what is due now, never what is settled or waits for a person. */
   async listDue(query: DueQuery): Promise<LedgerRecord[]> {
-    const skip = new Set(query.skipMerchants);
-    const due: { entry: IndexEntry; atMs: number }[] = [];
-    for (const id of this.#open) {
-      const entry = this.#index.get(id)!;
-      if (entry.due && entry.due.atMs <= query.nowMs && (query.canVerify || !entry.due.needsVerifier) && !skip.has(entry.merchantId)) due.push({ entry, atMs: entry.due.atMs });
-    }
-    return takeTurns(due, { merchantOf: (d) => d.entry.merchantId, earlier: (a, b) => a.atMs - b.atMs || byAge(a.entry, b.entry), perMerchant: query.perMerchant, limit: query.limit }).map(({ entry }) => this.#read(entry.key)!);
+    return this.#idx.listDue(query).map((k) => this.#readAt(k));
   }
 
   async countOpen(): Promise<number> {
-    return this.#open.size;
+    return this.#idx.countOpen();
   }
 
   async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
-    const counts: Partial<Record<LedgerStatus, number>> = {};
-    const add = (status: LedgerStatus) => (counts[status] = (counts[status] ?? 0) + 1);
-    for (const key of this.#open) add(this.#index.get(key)!.status);
-    for (const e of this.#index.values()) if (!e.open && !e.closed && SETTLED_ATTENTION_STATUSES.includes(e.status)) add(e.status);
-    return counts;
+    return this.#idx.countOpenByStatus();
   }
 
-  async countOpenDeadLetters(): Promise<Record<string, number>> {
-    const counts: Record<string, number> = {};
-    for (const e of this.#deadLetters.values()) if (e.open) counts[e.reasonCode] = (counts[e.reasonCode] ?? 0) + 1;
-    return counts;
+  async countOpenDeadLetters(): Promise<DeadLetterCounts> {
+    return this.#idx.countOpenDeadLetters();
   }
 
   async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {
-    const found: LedgerRecord[] = [];
-    for (const key of this.#open) {
-      const entry = this.#index.get(key)!;
-      if (entry.unsettledAmount === amountCents && entry.merchantId === merchantId) found.push(this.#read(key)!);
-    }
-    return found;
+    return this.#idx.listUnsettled(merchantId, amountCents).map((k) => this.#readAt(k));
   }
 
   async findOperationClaim(merchantId: string, operationId: number): Promise<string | undefined> {
-    const holder = this.#claims.get(claimKey(merchantId, operationId));
-    return holder === undefined ? undefined : this.#transactionIdOf(holder);
-  }
-
-  /** The transactionId a ledger key stands for (the key without its merchant's prefix). */
-  #transactionIdOf(key: string): string {
-    const merchant = this.#index.get(key)?.merchantId ?? DEFAULT_MERCHANT;
-    return merchant === DEFAULT_MERCHANT ? key : key.slice(merchant.length + 1);
+    const holder = this.#idx.claimHolder(merchantId, operationId);
+    return holder === undefined ? undefined : transactionIdOf(holder, merchantId);
   }
 
   async count(): Promise<number> {
-    return this.#index.size;
+    return this.#idx.count();
   }
 
   async rememberWebhookEvent(pos: string, key: string): Promise<boolean> {
     const hashed = webhookKey(pos, key);
-    if (this.#webhookEvents.has(hashed)) return false;
+    if (this.#idx.webhookEvent(hashed)) return false;
     const at = Date.now();
     const location = this.#journal.append({ k: 'w', key: hashed, t: at } satisfies LineHeader, '0');
-    this.#webhookEvents.set(hashed, { at, location });
-    this.#addLive(location);
+    this.#indexing(location, (index) => index.putWebhookEvent(hashed, at, location));
     this.#afterAppend();
     return true;
   }
 
   async hasWebhookEvent(pos: string, key: string): Promise<boolean> {
-    return this.#webhookEvents.has(webhookKey(pos, key));
+    return this.#idx.webhookEvent(webhookKey(pos, key)) !== undefined;
   }
 
   saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {
@@ -539,10 +620,29 @@ export class FileLedgerStore implements LedgerStore {
     await this.#locks.run(`dead-letter:${letter.id}`, () => this.#writeDeadLetter(letter));
   }
 
+  /**
+   * The letter's file is its record; the index holds its listing fields. The row is marked dirty
+   * before the file is written and made clean after, so that a process stopped in between leaves a
+   * mark the next start reads the file again for (`#refreshDeadLetter`).
+   */
   async #writeDeadLetter(letter: DeadLetter): Promise<void> {
+    const row = deadLetterRow(letter);
+    this.#indexing(undefined, (index) => index.putDeadLetter(row, true));
     const db = new Low<DeadLetter>(new PrivateJSONFile(join(this.deadLettersDir, `${letter.id}.json`)), letter);
-    await this.#writingFile(() => db.write());
-    this.#deadLetters.set(letter.id, deadLetterEntry(letter));
+    try {
+      await this.#writingFile(() => db.write());
+    } catch (error) {
+      await this.#refreshDeadLetter(letter.id).catch(() => undefined);
+      throw error;
+    }
+    this.#indexing(undefined, (index) => index.putDeadLetter(row));
+  }
+
+  /** The letter's row from its file as it is (none when there is no file). */
+  async #refreshDeadLetter(id: string): Promise<void> {
+    const letter = await new PrivateJSONFile<DeadLetter>(join(this.deadLettersDir, `${id}.json`)).read();
+    if (letter) this.#idx.putDeadLetter(deadLetterRow(letter));
+    else this.#idx.dropDeadLetter(id);
   }
 
   async updateDeadLetter(id: string, change: (current: DeadLetter | undefined) => DeadLetter | undefined): Promise<DeadLetter | undefined> {
@@ -555,33 +655,33 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   async listDueDeadLetters(query: { nowMs: number; limit: number }): Promise<DeadLetter[]> {
-    const due = [...this.#deadLetters.entries()]
-      .filter((e): e is [string, DeadLetterEntry & { dueAtMs: number }] => e[1].dueAtMs !== undefined && e[1].dueAtMs <= query.nowMs)
-      .sort(([a, x], [b, y]) => x.dueAtMs - y.dueAtMs || (a < b ? -1 : 1))
-      .slice(0, query.limit);
-    const letters = await Promise.all(due.map(([id]) => this.getDeadLetter(id)));
+    const letters = await Promise.all(this.#idx.listDueDeadLetters(query.nowMs, query.limit).map((id) => this.getDeadLetter(id)));
     return letters.filter((l): l is DeadLetter => l !== undefined);
   }
 
+  /** Read from its file; only ids the index knows name a file (an id is never a path of its own). */
   async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
-    if (!this.#deadLetters.has(id)) return undefined;
-    const db = new Low<DeadLetter | null>(new PrivateJSONFile(join(this.deadLettersDir, `${id}.json`)), null);
-    await db.read();
-    return db.data ?? undefined;
+    if (!this.#idx.hasDeadLetter(id)) return undefined;
+    return (await new PrivateJSONFile<DeadLetter>(join(this.deadLettersDir, `${id}.json`)).read()) ?? undefined;
   }
 
-  async listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }> {
-    const matching = [...this.#deadLetters.entries()]
-      .filter(([, e]) => (!query.pos || e.pos === query.pos) && (query.open === undefined || e.open === query.open) && (!query.merchantId || e.merchantId === query.merchantId))
-      .filter(([, e]) => !query.awaiting || (e.open && (e.dueAtMs !== undefined) === (query.awaiting === 'bridge')))
-      .sort(([a, x], [b, y]) => y.receivedAtMs - x.receivedAtMs || (a < b ? 1 : -1));
-    const items = await Promise.all(matching.slice(query.offset, query.offset + query.limit).map(([id]) => this.getDeadLetter(id)));
-    return { items: items.filter((l): l is DeadLetter => l !== undefined), total: matching.length };
+  async listDeadLetters(query: DeadLetterQuery): Promise<Page<DeadLetter>> {
+    const { ids, counted } = this.#idx.listDeadLetters(query);
+    const items = await Promise.all(ids.map((id) => this.getDeadLetter(id)));
+    return pageOf(
+      items.filter((l): l is DeadLetter => l !== undefined),
+      counted,
+    );
   }
 
   /** What start-up found unreadable in the journal, if anything (see `JournalRecovery`). */
   get recovery(): JournalRecovery | undefined {
     return this.#recovery;
+  }
+
+  /** How the last start-up came by its index (see `IndexStartup`). */
+  get indexStartup(): IndexStartup | undefined {
+    return this.#startup;
   }
 
   /**
@@ -593,18 +693,24 @@ export class FileLedgerStore implements LedgerStore {
   async compactDamaged(): Promise<void> {
     await unlink(this.#restartedMarker).catch(() => undefined);
     this.#recovery = undefined;
-    if (this.#damaged.size === 0) return;
-    await this.#compacting;
-    this.#compacting = this.#compactSealed(this.#damaged).finally(() => (this.#compacting = undefined));
-    await this.#compacting;
-    this.#damaged.clear();
+    if (this.#damaged.size > 0) {
+      await this.#compacting;
+      this.#compacting = this.#compactSealed(this.#damaged).finally(() => (this.#compacting = undefined));
+      await this.#compacting;
+      this.#damaged.clear();
+    }
+    this.#idx.recoveryPending = false;
   }
 
   /** Bytes the journal holds, and how many of them are live (for the benchmark and operators). */
   journalStats(): { segments: number; bytes: number; liveBytes: number } {
     const bytes = this.#journal.segments.reduce((sum, s) => sum + this.#journal.sizeOf(s), 0);
-    const liveBytes = [...this.#liveBytes.values()].reduce((sum, n) => sum + n, 0);
-    return { segments: this.#journal.segments.length, bytes, liveBytes };
+    return { segments: this.#journal.segments.length, bytes, liveBytes: this.#idx.liveBytes() };
+  }
+
+  /** What this store holds in memory, by kind: bounded whatever the ledger holds (records cached: CACHE_RECORDS at most). */
+  memoryFootprint(): { cachedRecords: number; merchants: number; backfillStates: number } {
+    return { cachedRecords: this.#cache.size, merchants: this.#merchants.size, backfillStates: this.#backfill.size };
   }
 
   /**
@@ -612,49 +718,68 @@ export class FileLedgerStore implements LedgerStore {
    * as immutable (the service copies before changing one).
    */
   #read(key: string): LedgerRecord | undefined {
+    const cached = this.#fromCache(key);
+    if (cached) return cached;
+    const location = this.#idx.lineAt(key);
+    return location && this.#load(location);
+  }
+
+  /** As `#read`, where the index already said where the line lies. */
+  #readAt({ key, location }: KeyAt): LedgerRecord {
+    return this.#fromCache(key) ?? this.#load(location);
+  }
+
+  #fromCache(key: string): LedgerRecord | undefined {
     const cached = this.#cache.get(key);
     if (cached) {
       this.#cache.delete(key);
       this.#cache.set(key, cached);
-      return cached;
     }
-    const entry = this.#index.get(key);
-    if (!entry) return undefined;
-    const record = JSON.parse(this.#journal.readBody(entry.location)) as LedgerRecord;
+    return cached;
+  }
+
+  #load(location: Location): LedgerRecord {
+    const record = JSON.parse(this.#journal.readBody(location)) as LedgerRecord;
     this.#keep(record);
     return record;
   }
 
-  /** `keys`: the record's `accrualKeys`, hashed once per write by the caller. */
-  #write(record: LedgerRecord, keys: string[]): void {
-    const open = isOpen(record);
-    const due = dueOf(record);
-    const amount = unsettledAmount(record);
-    const key = keyOf(record);
-    const merchant = merchantOf(record);
-    const header: LineHeader = {
-      k: 'r',
-      id: key,
-      ...(merchant !== DEFAULT_MERCHANT ? { m: merchant } : {}),
-      v: record.version,
-      s: record.status,
-      p: record.pos,
-      c: this.#index.get(key)?.createdAtMs ?? Date.parse(record.createdAt),
-      o: open ? 1 : 0,
-      ...(open ? { d: due?.atMs ?? null } : {}),
-      ...(due?.needsVerifier ? { dv: 1 } : {}),
-      ...(record.accrual.operationIds.length ? { ops: record.accrual.operationIds } : {}),
-      ...(keys.length ? { ak: keys } : {}),
-      ...(amount !== undefined ? { ua: amount } : {}),
-      oi: record.orderId,
-      ...(record.reversal.refundIds.length ? { rf: record.reversal.refundIds } : {}),
-      ...(needsAttention(record) ? { na: 1 } : {}),
-      ...(record.closed ? { cl: 1 } : {}),
-    };
+  /**
+   * Appends the record's line, then indexes it; a line the index could not take is taken back
+   * (`#indexing`), so the write is refused whole. `keys`: the record's `accrualKeys`, hashed once
+   * per write by the caller; `previous`: its row before this write.
+   */
+  #write(record: LedgerRecord, keys: string[], previous: RecordRow | undefined): void {
+    const header = headerOf(record, keys, previous?.createdMs);
     const location = this.#journal.append(header, JSON.stringify(record));
+    const row: RecordRow = { ...rowOfHeader(header, location), attention: attentionEntriesOf(record).map(({ kind, since }) => ({ kind, since })), bodyPending: false };
+    this.#indexing(location, (index) => index.putRecord(row, previous));
     this.#keep(record);
-    this.#remember(header as Extract<LineHeader, { k: 'r' }>, location);
     this.#afterAppend();
+  }
+
+  /**
+   * Runs an index write in one transaction. When it fails (the disk full, an I/O error) the journal
+   * line `appended` for it is taken back, so journal and index never disagree about an
+   * acknowledged write, and the failure is remembered for readiness (`ping`).
+   */
+  #indexing(appended: Location | undefined, write: (index: LedgerIndex) => void): void {
+    const index = this.#idx;
+    try {
+      index.transaction(() => {
+        this.#beforeIndexWrite?.();
+        write(index);
+      });
+    } catch (error) {
+      if (appended) this.#journal.takeBack(appended);
+      this.#noteIndexFailure(error);
+      throw error;
+    }
+    this.#indexWriteFailure = undefined;
+  }
+
+  #noteIndexFailure(error: unknown): void {
+    this.#indexWriteFailure ??= { error: error as NodeJS.ErrnoException, sinceMs: Date.now() };
   }
 
   /**
@@ -666,12 +791,13 @@ export class FileLedgerStore implements LedgerStore {
     const key = keyOf(record);
     const merchant = merchantOf(record);
     for (const id of record.accrual.operationIds) {
-      const holder = this.#claims.get(claimKey(merchant, id));
-      if (holder !== undefined && holder !== key) throw new ConflictError(`operation ${id} is claimed by ${this.#transactionIdOf(holder)}`);
+      const holder = this.#idx.claimHolder(merchant, id);
+      if (holder !== undefined && holder !== key) throw new ConflictError(`operation ${id} is claimed by ${transactionIdOf(holder, merchant)}`);
     }
     for (const accrualKey of keys) {
-      const holder = this.#accrualKeys.get(accrualKey);
-      if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(record.transactionId, this.#transactionIdOf(holder));
+      const holder = this.#idx.accrualKeyHolder(accrualKey);
+      // Accrual keys are per merchant (the merchant is hashed into them): the holder is this merchant's.
+      if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(record.transactionId, transactionIdOf(holder, merchant));
     }
   }
 
@@ -683,56 +809,199 @@ export class FileLedgerStore implements LedgerStore {
     if (this.#cache.size > CACHE_RECORDS) this.#cache.delete(this.#cache.keys().next().value!);
   }
 
-  #remember(h: Extract<LineHeader, { k: 'r' }>, location: Location): void {
-    const previous = this.#index.get(h.id);
-    if (previous) this.#removeLive(previous.location);
-    this.#addLive(location);
-    const due = h.o === 1 && typeof h.d === 'number' ? { atMs: h.d, needsVerifier: h.dv === 1 } : undefined;
-    const keys = h.ak ?? [];
-    const merchantId = h.m ?? DEFAULT_MERCHANT;
-    this.#index.set(h.id, { key: h.id, merchantId, version: h.v, status: h.s, pos: h.p, createdAtMs: h.c, open: h.o === 1, due, operationIds: h.ops ?? [], accrualKeys: keys, unsettledAmount: h.ua, ...(h.oi !== undefined ? { orderId: h.oi, refundIds: h.rf ?? [] } : {}), attention: h.oi !== undefined ? h.na === 1 : ATTENTION_STATUSES.includes(h.s), closed: h.cl === 1, location });
-    if (h.o === 1) this.#open.add(h.id);
-    else this.#open.delete(h.id);
-    for (const id of previous?.operationIds ?? []) this.#claims.delete(claimKey(merchantId, id));
-    for (const id of h.ops ?? []) this.#claims.set(claimKey(merchantId, id), h.id);
-    for (const key of previous?.accrualKeys ?? []) if (this.#accrualKeys.get(key) === h.id) this.#accrualKeys.delete(key);
-    // A key already held stays with its holder: two unsettled accruals of one key can only come from
-    // an earlier build's ledger, and the history verifier treats such a pair as ambiguous.
-    for (const key of keys) if (!this.#accrualKeys.has(key)) this.#accrualKeys.set(key, h.id);
-  }
+  // ---------------------------------------------------------------- start-up: the index
 
-  #rebuildIndex(): void {
-    this.#index.clear();
-    this.#open.clear();
-    this.#claims.clear();
-    this.#accrualKeys.clear();
-    this.#cache.clear();
-    this.#webhookEvents.clear();
-    this.#liveBytes.clear();
-    const oldest = Date.now() - WEBHOOK_EVENT_RETENTION_MS;
-    /** Open records whose latest line predates due times in headers. */
-    const undated = new Set<string>();
+  /**
+   * Opens the index and brings it up to the journal's end (trusted, caught up), or builds it anew
+   * from a full scan (see the file's comment for when, and why the rest is safe).
+   */
+  async #startIndex(machineRestarted: boolean, ledger: string): Promise<void> {
+    const started = performance.now();
+    const linesBefore = this.#journal.linesRead;
     this.#staleLines = 0;
-    for (const { header, location } of this.#journal.scan(isLineHeader)) {
-      if (header.k === 'r') {
-        // Versions only grow, and compaction copies the latest one (an equal version, which wins):
-        // an older version after a newer one is a stale block a crashed filesystem brought back.
-        if ((this.#index.get(header.id)?.version ?? 0) > header.v) {
-          this.#staleLines++;
-          continue;
-        }
-        this.#remember(header, location);
-        if (header.o === 1 && header.d === undefined) undated.add(header.id);
-        else undated.delete(header.id);
-      } else if (header.t >= oldest && !this.#webhookEvents.has(header.key)) {
-        this.#webhookEvents.set(header.key, { at: header.t, location });
-        this.#addLive(location);
+    let reason: string | undefined;
+    let index: LedgerIndex | undefined;
+    if (machineRestarted) reason = 'the machine restarted since the ledger was last held without a clean stop';
+    else if (!existsSync(this.indexPath)) reason = 'no index (a new ledger, or one written by an earlier build)';
+    else {
+      try {
+        await makePrivate(this.indexPath, PRIVATE_FILE);
+        await makePrivate(`${this.indexPath}-wal`, PRIVATE_FILE);
+        index = LedgerIndex.open(this.indexPath, ledger);
+        reason = this.#distrust(index);
+      } catch (error) {
+        reason = `the index cannot be used: ${(error as Error).message}`;
       }
     }
-    // Not "due now" for all of them: a reversal in doubt is never written again by the worker, so
-    // it would stay due and take a place in every batch. Compaction copies lines as they are, so
-    // this is done at every start-up until the record is written again.
-    for (const id of undated) this.#index.get(id)!.due = dueOf(this.#read(id)!);
+    let scannedFrom: Position = { segment: this.#journal.segments[0] ?? 1, offset: 0 };
+    if (index && !reason) {
+      this.#index = index;
+      scannedFrom = index.applied();
+      try {
+        this.#applyScan(scannedFrom);
+        // Damage after the position: the OS crashed under a process it did not restart (a lock that
+        // was never written), or someone edited the journal: only a full scan knows what is left.
+        if (this.#journal.damage.length > 0) reason = 'damaged lines after the position the index had applied';
+        else {
+          this.#completeBodies();
+          for (const id of index.dirtyDeadLetters()) await this.#refreshDeadLetter(id);
+          await this.#indexAudit();
+          // Stale lines after the position are reported (`recovery`): found again until acted on.
+          if (this.#staleLines > 0) index.recoveryPending = true;
+        }
+      } catch (error) {
+        reason = `the index cannot be used: ${(error as Error).message}`;
+      }
+    }
+    if (reason) {
+      index?.close(false);
+      this.#index = undefined;
+      scannedFrom = { segment: this.#journal.segments[0] ?? 1, offset: 0 };
+      await this.#rebuildIndex(ledger);
+    }
+    const linesRead = this.#journal.linesRead - linesBefore;
+    this.#startup = { mode: reason ? 'rebuilt' : linesRead > 0 ? 'caught-up' : 'trusted', ...(reason ? { reason } : {}), linesRead, scannedFrom, ms: performance.now() - started };
+  }
+
+  /**
+   * Why the index cannot be trusted up to its applied position, if it cannot: a segment it has
+   * applied lines of differs from what it recorded (changed behind its back), or is missing.
+   */
+  #distrust(index: LedgerIndex): string | undefined {
+    if (index.recoveryPending) return 'damage found at the last start-up has not been acted on yet';
+    const applied = index.applied();
+    const rows = new Map(index.segments().map((r) => [r.n, r]));
+    for (const n of this.#journal.segments) {
+      // Not applied at all: read whole by the catch-up.
+      if (n > applied.segment) continue;
+      const row = rows.get(n);
+      const name = segmentName(n);
+      if (!row) return `segment ${name} is not in the index`;
+      const now = this.#journal.statOf(n);
+      if (row.stamp_mtime !== null) {
+        if (now.size !== row.stamp_size || now.mtimeNs !== row.stamp_mtime || now.size !== row.applied_to) return `segment ${name} was changed since the index last saw it (size or modification time)`;
+      } else if (now.size < row.applied_to || (n < applied.segment && now.size !== row.applied_to)) {
+        return `segment ${name} holds ${now.size} bytes, the index applied ${row.applied_to}`;
+      }
+    }
+    for (const row of rows.values()) {
+      if (this.#journal.segments.includes(row.n)) continue;
+      if (row.live > 0) return `segment ${segmentName(row.n)} holds lines the index points at but is no longer in the journal`;
+      index.dropSegment(row.n);
+    }
+    return undefined;
+  }
+
+  /** A fresh index from every line of the journal, every dead letter's file and the whole audit trail. */
+  async #rebuildIndex(ledger: string): Promise<void> {
+    for (const suffix of ['', '-wal', '-shm', '-journal']) await unlink(`${this.indexPath}${suffix}`).catch(() => undefined);
+    // Created private before SQLite opens it: SQLite gives its -wal file the database file's mode.
+    writeFileSync(this.indexPath, '', { mode: PRIVATE_FILE, flag: 'wx' });
+    const index = LedgerIndex.create(this.indexPath, ledger);
+    this.#index = index;
+    this.#applyScan(undefined);
+    index.createIndexes();
+    this.#completeBodies();
+    const segments = this.#journal.segments;
+    index.countLive(segments, (n) => this.#journal.sizeOf(n));
+    // Sealed segments are never appended to again: stamped now, they are checked at every start.
+    for (const n of segments.slice(0, -1)) index.setStamp(n, this.#journal.stamp(n));
+    const damaged = this.#journal.damage.length > 0 || this.#staleLines > 0;
+    await this.#indexDeadLetters();
+    await this.#indexAudit(true);
+    index.recoveryPending = damaged;
+    index.markReady();
+  }
+
+  /**
+   * Applies every readable journal line from `from` (all of them without it) to the index, in
+   * batches of one transaction each, each moving the applied position: a process stopped part-way
+   * goes on from there next time (a rebuild starts over: it is not marked ready).
+   */
+  #applyScan(from: Position | undefined): void {
+    const index = this.#idx;
+    const oldest = Date.now() - WEBHOOK_EVENT_RETENTION_MS;
+    const lines = this.#journal.scan(isLineHeader, from);
+    for (let done = false; !done; ) {
+      index.transaction(() => {
+        for (let n = 0; n < SCAN_BATCH; n++) {
+          const next = lines.next();
+          if (next.done) return void (done = true);
+          this.#applyLine(index, next.value.header, next.value.location, oldest);
+        }
+      });
+    }
+  }
+
+  #applyLine(index: LedgerIndex, header: LineHeader, location: Location, oldestEvent: number): void {
+    if (header.k === 'w') {
+      if (header.t >= oldestEvent) index.putWebhookEvent(header.key, header.t, location);
+      else index.skipLine(location);
+      return;
+    }
+    const previous = index.record(header.id);
+    // Versions only grow, and compaction copies the latest one (an equal version, which wins):
+    // an older version after a newer one is a stale block a crashed filesystem brought back.
+    if (previous && previous.version > header.v) {
+      this.#staleLines++;
+      index.skipLine(location);
+    } else if (previous && previous.version === header.v) index.moveRecord(header.id, previous.location, location);
+    else index.putRecord(rowOfHeader(header, location), previous);
+  }
+
+  /**
+   * Rows whose headers did not say everything (`RecordRow.bodyPending`) completed from their
+   * bodies: attention entries, and on lines of earlier builds the order and refund ids and the due
+   * time. Not "due now" for undated open records: a reversal in doubt is never written again by
+   * the worker, so it would stay due and take a place in every batch.
+   */
+  #completeBodies(): void {
+    const index = this.#idx;
+    for (let pending = index.pendingBodies(FILL_BATCH); pending.length > 0; pending = index.pendingBodies(FILL_BATCH)) {
+      index.transaction(() => {
+        for (const { key, location } of pending) {
+          const record = JSON.parse(this.#journal.readBody(location)) as LedgerRecord;
+          const row = index.record(key)!;
+          const due = row.open ? dueOf(record) : undefined;
+          const complete: RecordRow = {
+            ...row,
+            orderId: record.orderId ?? null,
+            refunds: record.reversal?.refundIds ?? [],
+            dueMs: due?.atMs ?? null,
+            dueVerifier: due?.needsVerifier ?? false,
+            attention: attentionEntriesOf(record).map(({ kind, since }) => ({ kind, since })),
+            bodyPending: false,
+          };
+          index.putRecord(complete, row, false);
+        }
+      });
+    }
+  }
+
+  /** Every dead letter's listing fields, from the letters' files (a rebuild). */
+  async #indexDeadLetters(): Promise<void> {
+    const index = this.#idx;
+    index.clearDeadLetters();
+    const files = (await readdir(this.deadLettersDir)).filter((f) => f.endsWith('.json') && !f.startsWith('.'));
+    for (let i = 0; i < files.length; i += FILL_BATCH) {
+      const letters = await Promise.all(files.slice(i, i + FILL_BATCH).map(async (f) => JSON.parse(await readFile(join(this.deadLettersDir, f), 'utf8')) as DeadLetter));
+      index.transaction(() => {
+        for (const letter of letters) index.putDeadLetter(deadLetterRow(letter));
+      });
+    }
+  }
+
+  /**
+   * Makes the dead letters' folder private, and its files when the folder was not: a file in a
+   * folder only its owner can enter is out of anyone else's reach whatever its own mode, and the
+   * letters this build writes are created private; only an earlier build left 0644 files, in a
+   * 0755 folder. So start-up walks the letters once, not at every start.
+   */
+  async #makeFolderPrivate(dir: string): Promise<void> {
+    const wasOpen = ((await stat(dir)).mode & 0o077) !== 0;
+    await makePrivate(dir, PRIVATE_DIR);
+    // Their bodies are the POS's payloads, customers included; a temporary file left by a crash too.
+    if (wasOpen) for (const file of await readdir(dir)) await makePrivate(join(dir, file), PRIVATE_FILE);
   }
 
   /** Keeps what `scan` found damaged: the segments to leave alone, and the report (counts only). */
@@ -747,17 +1016,9 @@ export class FileLedgerStore implements LedgerStore {
         : undefined;
   }
 
-  #addLive(location: Location): void {
-    this.#liveBytes.set(location.segment, (this.#liveBytes.get(location.segment) ?? 0) + location.length);
-  }
-
-  #removeLive(location: Location): void {
-    this.#liveBytes.set(location.segment, (this.#liveBytes.get(location.segment) ?? 0) - location.length);
-  }
-
   #liveShare(segment: number): number {
     const size = this.#journal.sizeOf(segment);
-    return size === 0 ? 1 : (this.#liveBytes.get(segment) ?? 0) / size;
+    return size === 0 ? 1 : this.#idx.liveBytes(segment) / size;
   }
 
   #afterAppend(): void {
@@ -773,12 +1034,16 @@ export class FileLedgerStore implements LedgerStore {
   /**
    * The manifest lists the new segment before anything is appended to it: a crash in between leaves
    * a listed segment with no lines (created at open), never acknowledged lines in a file the
-   * manifest does not list, which open would delete.
+   * manifest does not list, which open would delete. The segment it seals is stamped: every line of
+   * it is indexed, and none will be appended.
    */
   async #roll(): Promise<void> {
     this.#manifest!.data!.segments = [...this.#journal.segments, this.#journal.active + 1];
     await this.#writeManifest();
+    const sealed = this.#journal.active;
     this.#journal.roll();
+    this.#idx.addSegment(this.#journal.active);
+    this.#idx.setStamp(sealed, this.#journal.stamp(sealed));
   }
 
   async #saveSegments(): Promise<void> {
@@ -812,49 +1077,47 @@ export class FileLedgerStore implements LedgerStore {
 
   /**
    * Copies the live lines of mostly-dead sealed segments to the end of the journal, byte for byte,
-   * then drops those segments from the manifest and deletes them. A crash part-way leaves copies
-   * of lines that are also in the old segment: identical versions, the later one wins at start-up.
-   * Damaged segments are compacted only when `force` names them (see `compactDamaged`).
+   * then drops those segments from the manifest and deletes them. A line is live when the index
+   * points at it; the segment's lines are read in order (a segment is read whole here, not the
+   * index searched by place), and each batch of copies is indexed in one transaction. A crash
+   * part-way leaves copies of lines that are also in the old segment: identical versions, the later
+   * one wins at start-up. Damaged segments are compacted only when `force` names them (see
+   * `compactDamaged`).
    */
   async #compactSealed(force: ReadonlySet<number> = new Set()): Promise<void> {
     const oldest = Date.now() - WEBHOOK_EVENT_RETENTION_MS;
     for (const segment of this.#journal.segments.slice(0, -1)) {
       const due = force.has(segment) || (!this.#damaged.has(segment) && this.#liveShare(segment) < COMPACT_BELOW_LIVE_SHARE);
       if (!due) continue;
-      const live = [
-        ...[...this.#index.values()].filter((e) => e.location.segment === segment).map((e) => ({ kind: 'r' as const, id: e.key, location: e.location })),
-        ...[...this.#webhookEvents.entries()].filter(([, e]) => e.location.segment === segment).map(([key, e]) => ({ kind: 'w' as const, id: key, location: e.location, at: e.at })),
-      ];
-      for (let i = 0; i < live.length; i += COMPACT_BATCH) {
-        for (const item of live.slice(i, i + COMPACT_BATCH)) {
-          if (item.kind === 'r') {
-            const entry = this.#index.get(item.id);
-            // Rewritten since the list was taken: the newer version lives elsewhere already.
-            if (!entry || entry.location !== item.location) continue;
-            const moved = this.#journal.appendRaw(this.#journal.readLine(entry.location));
-            this.#removeLive(entry.location);
-            this.#addLive(moved);
-            entry.location = moved;
-          } else {
-            const event = this.#webhookEvents.get(item.id);
-            if (!event || event.location !== item.location) continue;
-            this.#removeLive(event.location);
-            if (event.at < oldest) {
-              this.#webhookEvents.delete(item.id);
-              continue;
+      const lines = this.#journal.linesIn(segment, isLineHeader);
+      for (let done = false; !done; ) {
+        const index = this.#idx;
+        index.transaction(() => {
+          for (let n = 0; n < COMPACT_BATCH; n++) {
+            const next = lines.next();
+            if (next.done) return void (done = true);
+            const { header, location } = next.value;
+            if (header.k === 'r') {
+              const current = index.lineAt(header.id);
+              // Rewritten since, or a superseded version: the live line is elsewhere.
+              if (!current || current.segment !== segment || current.offset !== location.offset) continue;
+              index.moveRecord(header.id, current, this.#journal.appendRaw(this.#journal.readLine(location)));
+            } else {
+              const event = index.webhookEvent(header.key);
+              if (!event || event.location.segment !== segment || event.location.offset !== location.offset) continue;
+              if (event.atMs < oldest) index.dropWebhookEvent(header.key, location);
+              else index.putWebhookEvent(header.key, event.atMs, this.#journal.appendRaw(this.#journal.readLine(location)));
             }
-            event.location = this.#journal.appendRaw(this.#journal.readLine(event.location));
-            this.#addLive(event.location);
           }
-        }
+        });
         await yieldToLoop();
       }
       // The copies must be on disk before the segment they came from stops being listed.
       await this.#journal.durable();
       this.#journal.drop(segment);
-      this.#liveBytes.delete(segment);
       await this.#saveSegments();
       this.#journal.deleteDropped(segment);
+      this.#idx.dropSegment(segment);
     }
   }
 
@@ -875,17 +1138,122 @@ export class FileLedgerStore implements LedgerStore {
     const states = JSON.parse(await readFile(this.backfillPath, 'utf8')) as BackfillState[];
     for (const state of states) this.#backfill.set(backfillKey(state.merchantId, state.pos), state);
   }
+}
 
-  async #loadDeadLetters(): Promise<void> {
-    this.#deadLetters.clear();
-    const files = await readdir(this.deadLettersDir);
-    // Their bodies are the POS's payloads, customers included; a temporary file left by a crash too.
-    for (const file of files) await makePrivate(join(this.deadLettersDir, file), PRIVATE_FILE);
-    for (const file of files.filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
-      const letter = JSON.parse(await readFile(join(this.deadLettersDir, file), 'utf8')) as DeadLetter;
-      this.#deadLetters.set(letter.id, deadLetterEntry(letter));
+/**
+ * A record's journal line header, as every write of this store writes it (`createdMs`: the
+ * record's first version's, for records already stored). Exported for tools that write a ledger's
+ * journal in bulk (the benchmark's million-record ledger): a line so written is this store's.
+ */
+export function headerOf(record: LedgerRecord, keys: readonly string[] = accrualKeys(record), createdMs?: number): RecordHeader {
+  const open = isOpen(record);
+  const due = dueOf(record);
+  const amount = unsettledAmount(record);
+  const merchant = merchantOf(record);
+  return {
+    k: 'r',
+    id: keyOf(record),
+    ...(merchant !== DEFAULT_MERCHANT ? { m: merchant } : {}),
+    v: record.version,
+    s: record.status,
+    p: record.pos,
+    c: createdMs ?? Date.parse(record.createdAt),
+    o: open ? 1 : 0,
+    ...(open ? { d: due?.atMs ?? null } : {}),
+    ...(due?.needsVerifier ? { dv: 1 } : {}),
+    ...(record.accrual.operationIds.length ? { ops: record.accrual.operationIds } : {}),
+    ...(keys.length ? { ak: [...keys] } : {}),
+    ...(amount !== undefined ? { ua: amount } : {}),
+    oi: record.orderId,
+    ...(record.reversal.refundIds.length ? { rf: record.reversal.refundIds } : {}),
+    ...(needsAttention(record) ? { na: 1 } : {}),
+    ...(record.closed ? { cl: 1 } : {}),
+  };
+}
+
+/** A whole journal line (header, tab, body, newline) for a record's first version, as `insert` appends it. */
+export function journalLine(record: LedgerRecord): string {
+  return `${JSON.stringify(headerOf(record))}\t${JSON.stringify(record)}\n`;
+}
+
+/**
+ * Writes a new ledger at `path` (no ledger may be there) holding `records`, each at version 1, as
+ * their inserts would have: the lines `journalLine` makes, in segments rolled at the store's size,
+ * and the manifest listing them; no index (the first `init` builds it from a full scan). For tools
+ * that need a large ledger fast (the benchmark's million records): nothing is checked beyond the
+ * version, so the records must be distinct and claim distinct operation ids and accrual keys, as
+ * inserts would have refused otherwise.
+ */
+export function writeLedgerInBulk(path: string, records: Iterable<LedgerRecord>): { records: number; segments: number; bytes: number } {
+  const { manifestPath, journalDir } = new FileLedgerStore(path);
+  if (existsSync(manifestPath) || existsSync(journalDir)) throw new Error(`${manifestPath}: a ledger is there already`);
+  mkdirSync(dirname(manifestPath), { recursive: true, mode: PRIVATE_DIR });
+  mkdirSync(journalDir, { mode: PRIVATE_DIR });
+  const segments = [1];
+  let fd = openSync(join(journalDir, segmentName(1)), 'wx', PRIVATE_FILE);
+  let size = 0;
+  let bytes = 0;
+  let count = 0;
+  let pending: string[] = [];
+  let pendingBytes = 0;
+  const flush = () => {
+    const buffer = Buffer.from(pending.join(''), 'utf8');
+    for (let written = 0; written < buffer.length; ) written += writeSync(fd, buffer, written, buffer.length - written, size + written);
+    size += buffer.length;
+    bytes += buffer.length;
+    pending = [];
+    pendingBytes = 0;
+  };
+  try {
+    for (const record of records) {
+      if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version} (${keyOf(record)})`);
+      const line = journalLine(record);
+      // As `#afterAppend`: a segment is sealed once it holds SEGMENT_BYTES.
+      if (size + pendingBytes >= SEGMENT_BYTES) {
+        flush();
+        closeSync(fd);
+        segments.push(segments.length + 1);
+        fd = openSync(join(journalDir, segmentName(segments.length)), 'wx', PRIVATE_FILE);
+        size = 0;
+      }
+      pending.push(line);
+      pendingBytes += Buffer.byteLength(line, 'utf8');
+      count++;
+      if (pendingBytes >= 1024 * 1024) flush();
     }
+    flush();
+  } finally {
+    closeSync(fd);
   }
+  const manifest: Manifest = { format: 'loyalty-bridge/ledger', formatVersion: FORMAT_VERSION, createdAt: new Date().toISOString(), segments };
+  writeFileSync(manifestPath, JSON.stringify(manifest, null, 2), { mode: PRIVATE_FILE, flag: 'wx' });
+  return { records: count, segments: segments.length, bytes };
+}
+
+/** The index row a header makes; what only the body tells is left for later (`bodyPending`). */
+function rowOfHeader(h: RecordHeader, location: Location): RecordRow {
+  const open = h.o === 1;
+  const dated = open && typeof h.d === 'number';
+  return {
+    key: h.id,
+    merchant: h.m ?? DEFAULT_MERCHANT,
+    version: h.v,
+    status: h.s,
+    pos: h.p,
+    createdMs: h.c,
+    open,
+    dueMs: dated ? (h.d as number) : null,
+    dueVerifier: dated && h.dv === 1,
+    unsettled: h.ua ?? null,
+    orderId: h.oi ?? null,
+    refunds: h.rf ?? [],
+    ops: h.ops ?? [],
+    accrualKeys: h.ak ?? [],
+    attention: [],
+    // Lines of earlier builds lack the order id (and open ones the due time); attention needs the body.
+    bodyPending: h.oi === undefined || (open && h.d === undefined) || h.na === 1,
+    location,
+  };
 }
 
 /**
@@ -909,35 +1277,28 @@ function isLineHeader(h: unknown): h is LineHeader {
     (x.dv === undefined || x.dv === 1) &&
     (x.ops === undefined || (Array.isArray(x.ops) && x.ops.every((id) => typeof id === 'number'))) &&
     (x.ak === undefined || (Array.isArray(x.ak) && x.ak.every((key) => typeof key === 'string'))) &&
-    (x.ua === undefined || typeof x.ua === 'number')
+    (x.ua === undefined || typeof x.ua === 'number') &&
+    (x.oi === undefined || x.oi === null || typeof x.oi === 'string') &&
+    (x.rf === undefined || (Array.isArray(x.rf) && x.rf.every((id) => typeof id === 'string'))) &&
+    (x.na === undefined || x.na === 1)
   );
 }
 
-interface DeadLetterEntry {
-  receivedAtMs: number;
-  pos: string;
-  open: boolean;
-  merchantId?: string;
-  dueAtMs?: number;
-  reasonCode: string;
+function deadLetterRow(letter: DeadLetter): DeadLetterRow {
+  const dueMs = deadLetterDueAtMs(letter);
+  return { id: letter.id, receivedMs: Date.parse(letter.receivedAt) || 0, pos: letter.pos, open: !letter.resolvedAt, reasonCode: letter.reasonCode ?? UNCLASSIFIED, ...(letter.merchantId ? { merchantId: letter.merchantId } : {}), ...(dueMs !== undefined ? { dueMs } : {}) };
 }
 
-function deadLetterEntry(letter: DeadLetter): DeadLetterEntry {
-  const dueAtMs = deadLetterDueAtMs(letter);
-  return { receivedAtMs: Date.parse(letter.receivedAt), pos: letter.pos, open: !letter.resolvedAt, reasonCode: letter.reasonCode ?? UNCLASSIFIED, ...(letter.merchantId ? { merchantId: letter.merchantId } : {}), ...(dueAtMs !== undefined ? { dueAtMs } : {}) };
+/** The transactionId a ledger key of `merchant` stands for (the key without its merchant's prefix). */
+function transactionIdOf(key: string, merchant: string): string {
+  return merchant === DEFAULT_MERCHANT ? key : key.slice(merchant.length + 1);
 }
 
-/** Oldest first by createdAt, ties by id: `listOpen`'s order, the same before and after a restart. */
-function byAge(a: Pick<IndexEntry, 'createdAtMs' | 'key'>, b: Pick<IndexEntry, 'createdAtMs' | 'key'>): number {
-  return a.createdAtMs - b.createdAtMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+function segmentName(n: number): string {
+  return `${String(n).padStart(6, '0')}.jsonl`;
 }
 
 /** Webhook dedupe keys are kept as short hashes: they are only ever compared. */
 function webhookKey(pos: string, key: string): string {
   return createHash('sha256').update(`${pos}\u0000${key}`).digest('base64url').slice(0, 22);
-}
-
-/** Operation ids are per loyalty account, so per merchant. */
-function claimKey(merchantId: string, operationId: number): string {
-  return `${merchantId}\u0000${operationId}`;
 }

@@ -17,8 +17,13 @@
  * before each upstream call, so a call is never made on a line a crash could take back. `scan` skips such
  * stretches, reads on after them, reports them in `damage`, and copies the damaged segment beside
  * itself; it never changes a damaged segment (the store compacts it away once it has been acted on).
+ *
+ * The store keeps an index of the journal on disk (file-index.ts) and tells it how far it has read:
+ * `scan` can start at a position (the lines before it are indexed already), `stamp` marks a
+ * segment's size and modification time so that a change behind the index's back shows, and
+ * `takeBack` removes the line just appended when the index could not take it.
  */
-import { chmodSync, closeSync, constants, copyFileSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, constants, copyFileSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, futimesSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { PRIVATE_DIR, PRIVATE_FILE } from './private-files.js';
 
@@ -31,6 +36,22 @@ export interface Location {
 export interface ScannedLine<H> {
   header: H;
   location: Location;
+}
+
+/** A point in the journal: the byte `offset` of `segment` (the end of a line, or the start of one). */
+export interface Position {
+  segment: number;
+  offset: number;
+}
+
+/**
+ * What a segment's file looked like when it was last stamped (`stamp`): its size and its
+ * modification time in nanoseconds (as a decimal string: the file system's own value, compared
+ * exactly). A file whose size or mtime differs was changed since.
+ */
+export interface SegmentStamp {
+  size: number;
+  mtimeNs: string;
 }
 
 /** Bytes of a segment that hold no readable line. */
@@ -103,6 +124,11 @@ export class Journal {
   #writeFailure?: WriteFailure;
   /** A segment whose last append was cut short and whose partial line could not be cut off then. */
   #cutShort?: { segment: number; size: number };
+  /**
+   * Lines whose header `scan` or `linesIn` has looked at (readable or not) since the journal was
+   * opened: how a test tells that a start-up read nothing before the position its index had applied.
+   */
+  linesRead = 0;
 
   constructor(
     readonly dir: string,
@@ -275,6 +301,49 @@ export class Journal {
     this.#cutShort = undefined;
   }
 
+  /**
+   * Takes back the line just appended at `location` (the last of the active segment): the store
+   * appended it and then could not index it, so the write is refused whole, never acknowledged, as a
+   * line the disk took only part of is (`appendRaw`). Cut off again before the next append should
+   * the cut fail now.
+   */
+  takeBack(location: Location): void {
+    if (location.segment !== this.active || location.offset + location.length !== this.#sizes.get(location.segment)) {
+      throw new Error(`journal: only the last line appended can be taken back (segment ${location.segment} offset ${location.offset})`);
+    }
+    this.#sizes.set(location.segment, location.offset);
+    this.#cutShort = { segment: location.segment, size: location.offset };
+    try {
+      this.#cutOff();
+    } catch {
+      /* tried again before the next append */
+    }
+  }
+
+  /** The segment's size and modification time as its open file reports them. */
+  statOf(segment: number): SegmentStamp {
+    const stat = fstatSync(this.#fds.get(segment)!, { bigint: true });
+    return { size: Number(stat.size), mtimeNs: stat.mtimeNs.toString() };
+  }
+
+  /**
+   * Sets the segment's modification time to a whole second at least one second in the past, and
+   * answers its size and mtime so: any later write to the file, ours or anyone's, sets the mtime
+   * to the present, which differs. Needed because a write's mtime comes from a coarse clock (a
+   * timer tick, up to 10 ms): an edit made moments after our last append could otherwise leave
+   * size and mtime as they were. Where the file system refuses to set times, the mtime is kept.
+   */
+  stamp(segment: number): SegmentStamp {
+    const fd = this.#fds.get(segment)!;
+    const seconds = Math.floor(Date.now() / 1000) - 1;
+    try {
+      futimesSync(fd, Date.now() / 1000, seconds);
+    } catch {
+      /* a file system without settable times: its own mtime is the stamp */
+    }
+    return this.statOf(segment);
+  }
+
   readLine(location: Location): Buffer {
     const buffer = Buffer.allocUnsafe(location.length);
     let read = 0;
@@ -329,11 +398,13 @@ export class Journal {
    * long as the segment is otherwise intact. Any other tail (zeros, a sealed segment's, a damaged
    * segment's) is damage. A damaged segment is copied beside itself before anything can change it.
    */
-  *scan<H>(accept: (header: unknown) => header is H): Generator<ScannedLine<H>> {
+  *scan<H>(accept: (header: unknown) => header is H, from?: Position): Generator<ScannedLine<H>> {
     this.#damage = [];
     for (const segment of this.#segments) {
+      // Before `from`: read by an earlier scan, whose results the caller kept (its index).
+      if (from && segment < from.segment) continue;
       const regions: Region[] = [];
-      const tail = yield* this.#scanSegment(segment, accept, regions);
+      const tail = yield* this.#scanSegment(segment, accept, regions, from && segment === from.segment ? from.offset : 0);
       if (tail.bytes.length > 0) {
         if (segment === this.active && regions.length === 0 && isTornWrite(tail.bytes)) {
           ftruncateSync(this.#fds.get(segment)!, tail.offset);
@@ -344,15 +415,23 @@ export class Journal {
     }
   }
 
-  /** Yields a segment's readable lines, records its unreadable ones; answers what follows the last newline. */
-  *#scanSegment<H>(segment: number, accept: (header: unknown) => header is H, regions: Region[]): Generator<ScannedLine<H>, { offset: number; bytes: Buffer }> {
+  /**
+   * The readable lines of one segment, in order, without recording or copying anything: how
+   * compaction finds the lines it may have to move (those its index still points at).
+   */
+  *linesIn<H>(segment: number, accept: (header: unknown) => header is H): Generator<ScannedLine<H>> {
+    yield* this.#scanSegment(segment, accept, []);
+  }
+
+  /** Yields a segment's readable lines from `start` (a line's first byte), records its unreadable ones; answers what follows the last newline. */
+  *#scanSegment<H>(segment: number, accept: (header: unknown) => header is H, regions: Region[], start = 0): Generator<ScannedLine<H>, { offset: number; bytes: Buffer }> {
     const fd = this.#fds.get(segment)!;
     const size = this.#sizes.get(segment)!;
     // Bytes after the last newline read so far, kept as pieces: a long stretch without a newline
     // (a zero-filled region) is joined once, not once per chunk.
     let pieces: Buffer[] = [];
-    let piecesOffset = 0;
-    for (let position = 0; position < size; ) {
+    let piecesOffset = start;
+    for (let position = start; position < size; ) {
       const chunk = Buffer.allocUnsafe(Math.min(SCAN_CHUNK, size - position));
       const n = readSync(fd, chunk, 0, chunk.length, position);
       if (n === 0) break;
@@ -364,7 +443,7 @@ export class Journal {
         continue;
       }
       const lines = pieces.length > 0 ? Buffer.concat([...pieces, read.subarray(0, lastNewline + 1)]) : read.subarray(0, lastNewline + 1);
-      yield* linesOf(lines, segment, piecesOffset, accept, regions);
+      yield* linesOf(lines, segment, piecesOffset, accept, regions, () => this.linesRead++);
       piecesOffset += lines.length;
       pieces = lastNewline + 1 < read.length ? [read.subarray(lastNewline + 1)] : [];
     }
@@ -389,10 +468,11 @@ export class Journal {
 }
 
 /** Yields the readable lines of `block` (whole lines, starting at `base` in the segment), records the others. */
-function* linesOf<H>(block: Buffer, segment: number, base: number, accept: (header: unknown) => header is H, regions: Region[]): Generator<ScannedLine<H>> {
+function* linesOf<H>(block: Buffer, segment: number, base: number, accept: (header: unknown) => header is H, regions: Region[], counted: () => void): Generator<ScannedLine<H>> {
   let nul = block.indexOf(NUL);
   for (let start = 0; start < block.length; ) {
     const end = block.indexOf(NEWLINE, start);
+    counted();
     if (nul !== -1 && nul < start) nul = block.indexOf(NUL, start);
     const header = nul === -1 || nul > end ? headerOf(block.subarray(start, end), accept) : undefined;
     if (header !== undefined) {

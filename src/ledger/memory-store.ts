@@ -10,8 +10,33 @@ import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
 import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
-import { auditMatches, backfillKey, deadLetterDueAtMs, listMatches, statusesOf, type AuditEntry, type AuditQuery, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from './attention.js';
+import {
+  attentionOrder,
+  auditMatches,
+  backfillKey,
+  countAttentionEntries,
+  deadLetterDueAtMs,
+  LIST_COUNT_CAP,
+  listMatches,
+  newestFirst,
+  pageOf,
+  statusesOf,
+  type AttentionCounts,
+  type AttentionEntry,
+  type AttentionQuery,
+  type AuditEntry,
+  type AuditQuery,
+  type BackfillState,
+  type DeadLetter,
+  type DeadLetterCounts,
+  type DeadLetterQuery,
+  type DueQuery,
+  type LedgerStore,
+  type ListQuery,
+  type OpenQuery,
+  type Page,
+} from './store.js';
 
 /** What a memory store holds; a new store over the same state is a "restart" that kept everything. */
 export interface MemoryLedgerState {
@@ -75,31 +100,50 @@ export class MemoryLedgerStore implements LedgerStore {
     return copy(next);
   }
 
-  async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
+  // A test double: it reads every record for every query, which the real stores must never do.
+
+  async list(query: ListQuery): Promise<Page<LedgerRecord>> {
     const statuses = statusesOf(query);
-    const matching = [...this.state.records.values()].filter((r) => listMatches(r, query, statuses)).sort((a, b) => -byAge(a, b));
-    return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
+    // The total counts the filter's matches: the cursor only says where the page starts.
+    const matching = [...this.state.records.values()].filter((r) => listMatches(r, { ...query, after: undefined }, statuses)).sort((a, b) => newestFirst(rowOf(a), rowOf(b)));
+    const after = matching.filter((r) => listMatches(r, query, statuses));
+    return pageOf(after.slice(query.offset, query.offset + query.limit).map(copy), Math.min(matching.length, LIST_COUNT_CAP + 1));
   }
 
-  async listAttention(merchantId?: string): Promise<AttentionInput[]> {
-    return [...this.state.records.values()].filter((r) => (!merchantId || merchantOf(r) === merchantId) && needsAttention(r)).map(copy);
+  async listAttention(query: AttentionQuery): Promise<{ entry: AttentionEntry; record: AttentionInput }[]> {
+    return this.#attentionEntries(query.merchantId)
+      .filter((e) => !query.after || attentionOrder(e.entry, query.after) > 0)
+      .slice(0, query.limit)
+      .map((e) => ({ entry: e.entry, record: copy(e.record) }));
+  }
+
+  async countAttention(merchantId?: string): Promise<AttentionCounts> {
+    return countAttentionEntries(this.#attentionEntries(merchantId).map((e) => e.entry));
+  }
+
+  #attentionEntries(merchantId: string | undefined): { entry: AttentionEntry; record: LedgerRecord }[] {
+    return [...this.state.records.values()]
+      .filter((r) => !merchantId || merchantOf(r) === merchantId)
+      .flatMap((record) => attentionEntriesOf(record).map((entry) => ({ entry, record })))
+      .sort((a, b) => attentionOrder(a.entry, b.entry));
   }
 
   async appendAudit(entry: AuditEntry): Promise<void> {
     this.state.audit.push(copy(entry));
   }
 
-  async listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }> {
+  async listAudit(query: AuditQuery): Promise<Page<AuditEntry>> {
     const matching = this.state.audit.filter((e) => auditMatches(e, query)).reverse();
     matching.sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
-    return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
+    return pageOf(matching.slice(query.offset, query.offset + query.limit).map(copy), Math.min(matching.length, LIST_COUNT_CAP + 1));
   }
 
-  async listOpen(limit: number, _claim?: OpenClaim, after?: OpenCursor, merchantId?: string): Promise<LedgerRecord[]> {
+  async listOpen(query: OpenQuery): Promise<LedgerRecord[]> {
+    const { after, merchantId } = query;
     return [...this.state.records.values()]
-      .filter((r) => isOpen(r) && (!after || byAge(r, after) > 0) && (!merchantId || merchantOf(r) === merchantId))
+      .filter((r) => isOpen(r) && (!query.dueOnly || dueOf(r) !== undefined) && (!after || byAge(r, after) > 0) && (!merchantId || merchantOf(r) === merchantId))
       .sort(byAge)
-      .slice(0, limit)
+      .slice(0, query.limit)
       .map(copy);
   }
 
@@ -131,15 +175,18 @@ export class MemoryLedgerStore implements LedgerStore {
 
   async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
     const counts: Partial<Record<LedgerStatus, number>> = {};
-    for (const r of this.state.records.values()) {
-      if (isOpen(r) || (SETTLED_ATTENTION_STATUSES.includes(r.status) && !r.closed)) counts[r.status] = (counts[r.status] ?? 0) + 1;
-    }
+    for (const r of this.state.records.values()) if (isOpen(r)) counts[r.status] = (counts[r.status] ?? 0) + 1;
     return counts;
   }
 
-  async countOpenDeadLetters(): Promise<Record<string, number>> {
-    const counts: Record<string, number> = {};
-    for (const l of this.state.deadLetters.values()) if (!l.resolvedAt) counts[l.reasonCode ?? UNCLASSIFIED] = (counts[l.reasonCode ?? UNCLASSIFIED] ?? 0) + 1;
+  async countOpenDeadLetters(): Promise<DeadLetterCounts> {
+    const counts: DeadLetterCounts = { byReason: {}, byMerchant: {} };
+    for (const l of this.state.deadLetters.values()) {
+      if (l.resolvedAt) continue;
+      const reason = l.reasonCode ?? UNCLASSIFIED;
+      counts.byReason[reason] = (counts.byReason[reason] ?? 0) + 1;
+      counts.byMerchant[l.merchantId ?? ''] = (counts.byMerchant[l.merchantId ?? ''] ?? 0) + 1;
+    }
     return counts;
   }
 
@@ -163,12 +210,13 @@ export class MemoryLedgerStore implements LedgerStore {
     return letter && copy(letter);
   }
 
-  async listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }> {
+  async listDeadLetters(query: DeadLetterQuery): Promise<Page<DeadLetter>> {
     const matching = [...this.state.deadLetters.values()]
       .filter((l) => (!query.pos || l.pos === query.pos) && (query.open === undefined || !l.resolvedAt === query.open) && (!query.merchantId || l.merchantId === query.merchantId))
       .filter((l) => !query.awaiting || (!l.resolvedAt && (deadLetterDueAtMs(l) !== undefined) === (query.awaiting === 'bridge')))
       .sort((a, b) => Date.parse(b.receivedAt) - Date.parse(a.receivedAt) || (a.id < b.id ? 1 : -1));
-    return { items: matching.slice(query.offset, query.offset + query.limit).map(copy), total: matching.length };
+    if (query.oldestFirst) matching.reverse();
+    return pageOf(matching.slice(query.offset, query.offset + query.limit).map(copy), Math.min(matching.length, LIST_COUNT_CAP + 1));
   }
 
   async updateDeadLetter(id: string, change: (current: DeadLetter | undefined) => DeadLetter | undefined): Promise<DeadLetter | undefined> {
@@ -266,6 +314,10 @@ export class MemoryLedgerStore implements LedgerStore {
     for (const accrualKey of keys) if (!this.state.accrualKeys.has(accrualKey)) this.state.accrualKeys.set(accrualKey, key);
     this.state.records.set(key, copy(next));
   }
+}
+
+function rowOf(record: LedgerRecord): { createdAtMs: number; key: string } {
+  return { createdAtMs: Date.parse(record.createdAt), key: keyOf(record) };
 }
 
 /** Oldest first by createdAt, ties by ledger key: `listOpen`'s order. */

@@ -9,18 +9,43 @@
  * `?schema=name` in the URL puts the tables in that schema (tests give each file its own).
  */
 import pg from 'pg';
-import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
-import { accrualKeyColumns, ATTENTION_PREDICATE, dueColumns, fillDueTimes, MIGRATIONS, REFUNDED_PREDICATE } from './pg-migrations.js';
+import { AccrualKeyHeldError, ArchivedRecordError, ConflictError, VersionConflictError } from '../errors.js';
+import { WriteBatch } from './pg-batch.js';
+import { accrualKeyColumns, attentionColumn, dueColumns, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
-import { needsAttention, SETTLED_ATTENTION_STATUSES, UNCLASSIFIED, type AttentionInput } from './attention.js';
-import { backfillKey, deadLetterDueAtMs, statusesOf, type AuditEntry, type AuditQuery, type BackfillState, type DeadLetter, type DeadLetterQuery, type DueQuery, type LedgerStore, type ListQuery, type OpenClaim, type OpenCursor } from './store.js';
+import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput, type AttentionKind } from './attention.js';
+import {
+  backfillKey,
+  deadLetterDueAtMs,
+  LIST_COUNT_CAP,
+  pageOf,
+  statusesOf,
+  type AttentionCounts,
+  type AttentionEntry,
+  type AttentionQuery,
+  type AuditEntry,
+  type AuditQuery,
+  type BackfillState,
+  type DeadLetter,
+  type DeadLetterCounts,
+  type DeadLetterQuery,
+  type DueQuery,
+  type LedgerStore,
+  type ListQuery,
+  type OpenClaim,
+  type OpenQuery,
+  type Page,
+  type UpdateOptions,
+} from './store.js';
 
 const MIGRATION_LOCK = 0x4c42_4d49; // 'LBMI': one advisory lock id for every instance of the bridge
 /** 'LBDL': the class of the advisory locks that make each dead letter's read-change-write one step (`updateDeadLetter`). */
 const DEAD_LETTER_LOCK = 0x4c42_444c;
 /** 'LBBF': the class of the advisory locks that make each backfill state's read-change-write one step (`updateBackfillState`). */
 const BACKFILL_LOCK = 0x4c42_4246;
+/** The month partitions from last month to three months ahead (migration 10): made at start-up and every day after, those missing only. */
+const ENSURE_PARTITIONS = "SELECT ledger_ensure_partitions(now() - interval '1 month', now() + interval '4 months')";
 const CLAIM_LOCK = 0x4c42_434c; // 'LBCL': held by an instance's worker while it claims due records
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Records per transaction in `importRecords`. */
@@ -49,10 +74,93 @@ export function jsonb(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\uFFFD') : v));
 }
 
-/** `ledger_hold_keys`'s refusal (LB002, the holder's ledger key in DETAIL) as the error the interface names; anything else as it is. */
-function heldKeyError(error: unknown, transactionId: string, merchantId: string): unknown {
-  const e = error as { code?: string; detail?: string };
-  return e.code === 'LB002' && e.detail ? new AccrualKeyHeldError(transactionId, transactionIdOf(merchantId, e.detail)) : error;
+/**
+ * The record a row of ledger_keys, ledger_work or ledger_attention (`alias`) names, read by its
+ * primary key (created_at, transaction_id) in its month's partition: as a LATERAL subquery that
+ * the planner may not flatten into a join (OFFSET 0), it is run once per row with the row's values,
+ * so only that month's partition is probed (run-time partition pruning), whatever the planner
+ * thinks of the tables' sizes.
+ */
+const RECORD_OF = (alias: string) => `(SELECT record FROM ledger_records WHERE created_at = ${alias}.created_at AND transaction_id = ${alias}.transaction_id OFFSET 0)`;
+
+/** Text for a column: NUL, which PostgreSQL text cannot hold, as U+FFFD (as `jsonb` does in JSON). */
+function safeText(text: string): string {
+  return text.replaceAll('\u0000', '\uFFFD');
+}
+
+/** One insert as `ledger_insert` and `ledger_insert_batch` take it (pg-batch.ts). */
+interface InsertWrite {
+  id: string;
+  merchant: string;
+  pos: string;
+  orderId: string;
+  status: string;
+  open: boolean;
+  createdAt: string;
+  updatedAt: string;
+  record: LedgerRecord;
+  dueAt: string;
+  needsVerifier: boolean;
+  keys: string[];
+  unsettled: number | null;
+  ops: number[];
+  refundIds: string[];
+  attention: { kind: string; since: string }[];
+}
+
+/** One compare-and-set as `ledger_update` and `ledger_update_batch` take it. */
+interface UpdateWrite extends Omit<InsertWrite, 'pos' | 'orderId'> {
+  expected: number;
+}
+
+/** A write's refusal by the database: LB001 (an operation another record claims) or LB002 (an accrual key another holds, the holder in `detail`). */
+interface Refusal {
+  code?: string | null;
+  message?: string | null;
+  detail?: string | null;
+}
+
+type InsertOutcome = { created: boolean; stored: LedgerRecord | null } & Refusal;
+type UpdateOutcome = { ok: boolean } & Refusal;
+
+/** The columns and side rows of a record, computed once by the bridge's own rules (record.ts, attention.ts). */
+function writeOf(record: LedgerRecord): Omit<InsertWrite, 'pos' | 'orderId' | 'status' | 'createdAt' | 'updatedAt'> {
+  const due = dueColumns(record);
+  const { keys, unsettledAmount } = accrualKeyColumns(record);
+  return {
+    id: keyOf(record),
+    merchant: merchantOf(record),
+    open: isOpen(record),
+    record,
+    dueAt: due.dueAt,
+    needsVerifier: due.needsVerifier,
+    keys,
+    unsettled: unsettledAmount,
+    ops: record.accrual.operationIds,
+    refundIds: record.reversal.refundIds,
+    attention: JSON.parse(attentionColumn(record)) as InsertWrite['attention'],
+  };
+}
+
+function insertWrite(record: LedgerRecord): InsertWrite {
+  return { ...writeOf(record), pos: record.pos, orderId: safeText(record.orderId), status: record.status, createdAt: record.createdAt, updatedAt: record.updatedAt };
+}
+
+function updateWrite(next: LedgerRecord): UpdateWrite {
+  return { ...writeOf(next), status: next.status, createdAt: next.createdAt, updatedAt: next.updatedAt, expected: next.version - 1 };
+}
+
+/** A statement's refusal (LB001, LB002) as an outcome to answer; anything else is thrown as it is. */
+function refusedAs(error: unknown): never | (InsertOutcome & UpdateOutcome) {
+  const e = error as { code?: string; message?: string; detail?: string };
+  if (e.code === 'LB001' || e.code === 'LB002') return { created: false, stored: null, ok: false, code: e.code, message: e.message, detail: e.detail };
+  throw error;
+}
+
+/** The error a refused write is, as the store interface names it. */
+function refusal(outcome: Refusal, record: LedgerRecord): Error {
+  if (outcome.code === 'LB002' && outcome.detail) return new AccrualKeyHeldError(record.transactionId, transactionIdOf(merchantOf(record), outcome.detail));
+  return new ConflictError(outcome.message ?? 'the ledger refused the write');
 }
 
 /** The transactionId a ledger key of this merchant stands for. */
@@ -61,13 +169,15 @@ function transactionIdOf(merchantId: string, key: string): string {
 }
 
 /**
- * `listDue` in SQL (store.ts for what it answers; due-turns.ts says the same for the other stores).
- * Merchants with open records are walked one to the next through the index of migration 7 (a loose
- * index scan: one probe each, however many records each has); for each, its earliest due records up
- * to the cap, numbered (its turns); then turn by turn, earliest due first, up to the limit. With a
- * claim, the records another live instance leased, or that were written within `idleMs`, are not
- * candidates, and those chosen are locked (SKIP LOCKED: a row being written is left for the next
- * pass), checked again and leased to the owner.
+ * `listDue` in SQL (store.ts for what it answers; due-turns.ts says the same for the other stores),
+ * over the work table (migration 10: open records only). Merchants with work the bridge can do by
+ * itself are walked one to the next through ledger_work_merchant_due (a loose index scan: one probe
+ * each, however many records each has; merchants whose open records all wait for a person are not
+ * in that index); for each, its earliest due records up to the cap, numbered (its turns); then turn
+ * by turn, earliest due first, up to the limit. With a claim, the records another live instance
+ * leased, or that were written within `idleMs`, are not candidates, and those chosen are locked
+ * (SKIP LOCKED: a row being written is left for the next pass), checked again and leased to the
+ * owner. The records themselves are read by their primary key, in their month's partition.
  */
 export function dueSql(query: DueQuery): { text: string; values: unknown[] } {
   const values: unknown[] = [new Date(query.nowMs).toISOString()];
@@ -78,37 +188,39 @@ export function dueSql(query: DueQuery): { text: string; values: unknown[] } {
   const owner = claim && `$${values.push(claim.owner)}`;
   const leaseMs = claim && `$${values.push(claim.leaseMs)}`;
   const idleMs = claim && `$${values.push(claim.idleMs ?? 0)}`;
-  const due = (r: string) =>
-    `${r}.open AND ${r}.due_at <= $1::timestamptz${query.canVerify ? '' : ` AND NOT ${r}.due_needs_verifier`}` +
-    (claim ? ` AND (${r}.lease_until IS NULL OR ${r}.lease_until < now() OR ${r}.lease_owner = ${owner}) AND ${r}.updated_at < now() - make_interval(secs => ${idleMs}::double precision / 1000)` : '');
+  // `due_at < 'infinity'` as the index predicate says it, so the planner can use it.
+  const due = (w: string) =>
+    `${w}.due_at < 'infinity' AND ${w}.due_at <= $1::timestamptz${query.canVerify ? '' : ` AND NOT ${w}.due_needs_verifier`}` +
+    (claim ? ` AND (${w}.lease_until IS NULL OR ${w}.lease_until < now() OR ${w}.lease_owner = ${owner}) AND ${w}.updated_at < now() - make_interval(secs => ${idleMs}::double precision / 1000)` : '');
   const chosen = `
     WITH RECURSIVE merchants AS (
-      (SELECT merchant_id FROM ledger_records WHERE open ORDER BY merchant_id LIMIT 1)
+      (SELECT merchant_id FROM ledger_work WHERE due_at < 'infinity' ORDER BY merchant_id LIMIT 1)
       UNION ALL
-      SELECT (SELECT o.merchant_id FROM ledger_records o WHERE o.open AND o.merchant_id > m.merchant_id ORDER BY o.merchant_id LIMIT 1)
+      SELECT (SELECT o.merchant_id FROM ledger_work o WHERE o.due_at < 'infinity' AND o.merchant_id > m.merchant_id ORDER BY o.merchant_id LIMIT 1)
         FROM merchants m WHERE m.merchant_id IS NOT NULL
     ), chosen AS (
       SELECT t.transaction_id, t.turn, t.due_at, t.created_at
         FROM merchants m
         CROSS JOIN LATERAL (
           SELECT f.*, row_number() OVER (ORDER BY f.due_at, f.created_at, f.transaction_id) AS turn
-            FROM (SELECT r.transaction_id, r.due_at, r.created_at FROM ledger_records r
-                   WHERE r.merchant_id = m.merchant_id AND ${due('r')}
-                   ORDER BY r.due_at, r.created_at, r.transaction_id LIMIT ${cap}) f
+            FROM (SELECT w.transaction_id, w.due_at, w.created_at FROM ledger_work w
+                   WHERE w.merchant_id = m.merchant_id AND ${due('w')}
+                   ORDER BY w.due_at, w.created_at, w.transaction_id LIMIT ${cap}) f
         ) t
        WHERE m.merchant_id IS NOT NULL AND m.merchant_id <> ALL (${skip})
        ORDER BY t.turn, t.due_at, t.created_at, t.transaction_id
        LIMIT ${limit}
     )`;
   const order = 'ORDER BY chosen.turn, chosen.due_at, chosen.created_at, chosen.transaction_id';
-  if (!claim) return { text: `${chosen} SELECT r.record FROM chosen JOIN ledger_records r USING (transaction_id) ${order}`, values };
+  const records = (from: string) => `SELECT r.record FROM ${from} CROSS JOIN LATERAL ${RECORD_OF('chosen')} r ${order}`;
+  if (!claim) return { text: `${chosen} ${records('chosen')}`, values };
   return {
     text: `${chosen}, claimed AS (
-      UPDATE ledger_records r SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
-       WHERE r.transaction_id IN (SELECT l.transaction_id FROM ledger_records l WHERE l.transaction_id IN (SELECT transaction_id FROM chosen) AND ${due('l')} FOR UPDATE SKIP LOCKED)
-      RETURNING r.transaction_id, r.record
+      UPDATE ledger_work w SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
+       WHERE w.transaction_id IN (SELECT l.transaction_id FROM ledger_work l WHERE l.transaction_id IN (SELECT transaction_id FROM chosen) AND ${due('l')} FOR UPDATE SKIP LOCKED)
+      RETURNING w.transaction_id
     )
-    SELECT claimed.record FROM claimed JOIN chosen USING (transaction_id) ${order}`,
+    ${records('claimed JOIN chosen USING (transaction_id)')}`,
     values,
   };
 }
@@ -158,6 +270,26 @@ export class PostgresLedgerStore implements LedgerStore {
   readonly sharedByInstances = true;
   readonly pool: pg.Pool;
   readonly #schema?: string;
+  #partitionTimer?: NodeJS.Timeout;
+  readonly #inserts = new WriteBatch<InsertWrite, InsertOutcome>(
+    async (writes) => (await this.pool.query<InsertOutcome>('SELECT created, stored, code, message, detail FROM ledger_insert_batch($1)', [jsonb(writes)])).rows,
+    (write) => this.#insertOne(write),
+  );
+  readonly #updates = this.#updateBatch(true);
+  /** Writes whose loss in a database crash is re-verified (store.ts UpdateOptions): committed without waiting for the WAL flush, in batches of their own. */
+  readonly #asyncUpdates = this.#updateBatch(false);
+
+  #updateBatch(synchronous: boolean): WriteBatch<UpdateWrite, UpdateOutcome> {
+    return new WriteBatch<UpdateWrite, UpdateOutcome>(
+      async (writes) => (await this.pool.query<UpdateOutcome>('SELECT ok, code, message, detail FROM ledger_update_batch($1, $2)', [jsonb(writes), synchronous])).rows,
+      (write) => this.#updateOne(write, synchronous),
+    );
+  }
+
+  /** Writes sent in batches and alone so far (the benchmark prints them). */
+  get batchStats(): Record<'inserts' | 'updates' | 'asyncUpdates', WriteBatch<unknown, unknown>['stats']> {
+    return { inserts: this.#inserts.stats, updates: this.#updates.stats, asyncUpdates: this.#asyncUpdates.stats };
+  }
 
   constructor(url: string, options: { poolSize?: number } = {}) {
     const { connectionString, schema } = parsePgUrl(url);
@@ -173,10 +305,20 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async init(): Promise<void> {
     await migrate(this.pool, this.#schema);
-    await inTransaction(this.pool, (client) => fillDueTimes(client, true));
+    await inTransaction(this.pool, async (client) => {
+      // The month partitions from last month to a year ahead (each start-up makes what is missing;
+      // the default partition takes anything beyond), under the migration lock: instances starting
+      // at once make each partition once.
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      await client.query(ENSURE_PARTITIONS);
+    });
+    // And every day after: a bridge that runs for months never writes to a month with no partition.
+    this.#partitionTimer = setInterval(() => void this.pool.query(ENSURE_PARTITIONS).catch(() => undefined), 24 * 3600 * 1000);
+    this.#partitionTimer.unref();
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#partitionTimer);
     await this.pool.end();
   }
 
@@ -184,104 +326,180 @@ export class PostgresLedgerStore implements LedgerStore {
     await this.pool.query('SELECT 1');
   }
 
-  /** `transaction_id` holds the ledger key (`keyOf`), and `merchant_id` whose it is. */
+  /**
+   * `transaction_id` holds the ledger key (`keyOf`), and `merchant_id` whose it is. A key is found in
+   * ledger_keys, which says in which month's partition its record is (one probe there).
+   */
   async get(key: string): Promise<LedgerRecord | undefined> {
-    const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE transaction_id = $1', [key]);
+    const { rows } = await this.pool.query<{ record: LedgerRecord }>(
+      `SELECT r.record FROM ledger_keys k CROSS JOIN LATERAL ${RECORD_OF('k')} r WHERE k.transaction_id = $1`,
+      [key],
+    );
     return rows[0]?.record;
   }
 
+  /**
+   * One statement (`ledger_insert`): the key, the record, its work row, claims, accrual keys and
+   * attention entries, committed together; with other checkouts' inserts when they come at once
+   * (pg-batch.ts).
+   */
   async insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
     if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
-    const ops = record.accrual.operationIds;
-    const { keys, unsettledAmount } = accrualKeyColumns(record);
-    const key = keyOf(record);
-    const merchant = merchantOf(record);
-    // With operation ids or accrual keys, the record and its claims are one transaction; without, one statement.
-    const write = async (db: pg.Pool | pg.PoolClient): Promise<boolean> => {
-      const due = dueColumns(record);
-      const { rowCount } = await db.query(
-        `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, accrual_keys, unsettled_amount, merchant_id)
-         VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (transaction_id) DO NOTHING`,
-        [key, record.pos, record.orderId.replaceAll('\u0000', '\uFFFD'), record.status, isOpen(record), record.createdAt, record.updatedAt, jsonb(record), due.dueAt, due.needsVerifier, keys, unsettledAmount, merchant],
-      );
-      if (!rowCount) return false;
-      for (const op of ops) {
-        const claimed = await db.query('INSERT INTO ledger_operation_claims (merchant_id, operation_id, transaction_id) VALUES ($1, $2, $3) ON CONFLICT (merchant_id, operation_id) DO NOTHING', [merchant, op, key]);
-        if (!claimed.rowCount) throw new ConflictError(`operation ${op} is already claimed by another record`);
-      }
-      if (keys.length) await db.query("SELECT ledger_hold_keys($1, $2, '{}'::text[])", [key, keys]);
-      return true;
-    };
-    let created: boolean;
-    try {
-      created = ops.length || keys.length ? await inTransaction(this.pool, write) : await write(this.pool);
-    } catch (error) {
-      throw heldKeyError(error, record.transactionId, merchant);
-    }
-    return created ? { record, created } : { record: (await this.get(key))!, created };
+    const outcome = await this.#inserts.add(insertWrite(record));
+    if (outcome.code) throw refusal(outcome, record);
+    if (outcome.created) return { record, created: true };
+    if (!outcome.stored) throw new ArchivedRecordError(record.transactionId);
+    return { record: outcome.stored, created: false };
   }
 
-  async update(next: LedgerRecord): Promise<LedgerRecord> {
-    try {
-      const due = dueColumns(next);
-      const { keys, unsettledAmount } = accrualKeyColumns(next);
-      const { rows } = await this.pool.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS ok', [
-        keyOf(next),
-        next.version - 1,
-        next.status,
-        isOpen(next),
-        next.updatedAt,
-        jsonb(next),
-        next.accrual.operationIds,
-        due.dueAt,
-        due.needsVerifier,
-        keys,
-        unsettledAmount,
-        merchantOf(next),
+  /** An insert as its own statement; a record of a month no partition holds yet makes that month first. */
+  async #insertOne(w: InsertWrite): Promise<InsertOutcome> {
+    const insert = () =>
+      this.pool.query<InsertOutcome>('SELECT created, stored FROM ledger_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)', [
+        w.id,
+        w.merchant,
+        w.pos,
+        w.orderId,
+        w.status,
+        w.open,
+        w.createdAt,
+        w.updatedAt,
+        jsonb(w.record),
+        w.dueAt,
+        w.needsVerifier,
+        w.keys,
+        w.unsettled,
+        w.ops,
+        w.refundIds.length ? w.refundIds : null,
+        JSON.stringify(w.attention),
       ]);
-      if (rows[0]?.ok) return next;
+    try {
+      return (
+        await insert().catch(async (error: unknown) => {
+          // No partition holds the record's month (one created months back or ahead, or the daily
+          // ensure has not run): the statement wrote nothing; the month is made, and it runs once more.
+          if ((error as { code?: string }).code !== '23514' || !/no partition/.test((error as Error).message)) throw error;
+          await this.pool.query("SELECT ledger_ensure_partitions($1, $1::timestamptz + interval '1 millisecond')", [w.createdAt]);
+          return insert();
+        })
+      ).rows[0]!;
     } catch (error) {
-      if ((error as { code?: string }).code === 'LB001') throw new ConflictError((error as Error).message);
-      throw heldKeyError(error, next.transactionId, merchantOf(next));
+      return refusedAs(error);
     }
-    const current = await this.pool.query<{ version: number }>('SELECT version FROM ledger_records WHERE transaction_id = $1', [keyOf(next)]);
-    throw new VersionConflictError(keyOf(next), next.version - 1, current.rows[0]?.version);
   }
 
-  async list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }> {
+  /**
+   * One statement (`ledger_update`): the compare-and-set, work row, claims, keys and attention
+   * entries together; with other records' updates of the same kind when they come at once.
+   */
+  async update(next: LedgerRecord, options: UpdateOptions = {}): Promise<LedgerRecord> {
+    const write = updateWrite(next);
+    const outcome = await (options.synchronous === false ? this.#asyncUpdates : this.#updates).add(write);
+    if (outcome.code) throw refusal(outcome, next);
+    if (outcome.ok) return next;
+    const current = await this.get(keyOf(next));
+    throw new VersionConflictError(keyOf(next), next.version - 1, current?.version);
+  }
+
+  async #updateOne(w: UpdateWrite, synchronous: boolean): Promise<UpdateOutcome> {
+    try {
+      const { rows } = await this.pool.query<{ ok: boolean }>('SELECT ledger_update($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) AS ok', [
+        w.id,
+        w.createdAt,
+        w.expected,
+        w.status,
+        w.open,
+        w.updatedAt,
+        jsonb(w.record),
+        w.ops,
+        w.dueAt,
+        w.needsVerifier,
+        w.keys,
+        w.unsettled,
+        w.merchant,
+        w.refundIds.length ? w.refundIds : null,
+        JSON.stringify(w.attention),
+        synchronous,
+      ]);
+      return { ok: rows[0]!.ok };
+    } catch (error) {
+      return refusedAs(error);
+    }
+  }
+
+  /**
+   * Newest first, by keyset or offset. The total counts at most LIST_COUNT_CAP + 1 matches (a
+   * `LIMIT` under the count): a filter matching millions costs what the cap allows, not what it
+   * matches. By order id, through ledger_keys (the few records of that order, wherever they are).
+   */
+  async list(query: ListQuery): Promise<Page<LedgerRecord>> {
     const where: string[] = [];
     const params: unknown[] = [];
-    if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
+    if (query.merchantId) where.push(`r.merchant_id = $${params.push(query.merchantId)}`);
     const statuses = statusesOf(query);
-    if (statuses) where.push(`status = ANY ($${params.push([...statuses])}::text[])`);
-    if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
-    if (query.orderId) where.push(`order_id = $${params.push(query.orderId)}`);
-    if (query.refundId) where.push(`${REFUNDED_PREDICATE} AND record -> 'reversal' -> 'refundIds' @> $${params.push(JSON.stringify([query.refundId]))}::jsonb`);
-    if (query.from) where.push(`created_at >= $${params.push(query.from)}`);
-    if (query.to) where.push(`created_at <= $${params.push(query.to)}`);
+    if (statuses) where.push(`r.status = ANY ($${params.push([...statuses])}::text[])`);
+    if (query.pos) where.push(`r.pos = $${params.push(query.pos)}`);
+    if (query.orderId) {
+      // The key's creation time leads the join to the record's partition and primary key.
+      where.push(`(r.created_at, r.transaction_id) IN (SELECT k.created_at, k.transaction_id FROM ledger_keys k WHERE k.order_id = $${params.push(safeText(query.orderId))})`);
+    }
+    if (query.refundId) where.push(`r.refund_ids IS NOT NULL AND r.refund_ids @> ARRAY[$${params.push(query.refundId)}::text]`);
+    if (query.from) where.push(`r.created_at >= $${params.push(query.from)}`);
+    if (query.to) where.push(`r.created_at <= $${params.push(query.to)}`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const total = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_records ${filter}`, params)).rows[0]!.n);
+    const counted = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ledger_records r ${filter} LIMIT ${LIST_COUNT_CAP + 1}) m`, params)).rows[0]!.n);
+    const after = query.after ? [`(r.created_at, r.transaction_id) < ($${params.push(query.after.createdAt)}::timestamptz, $${params.push(query.after.key)}::text)`] : [];
+    const pageWhere = [...where, ...after];
     const { rows } = await this.pool.query<{ record: LedgerRecord }>(
-      `SELECT record FROM ledger_records ${filter} ORDER BY created_at DESC, transaction_id DESC LIMIT $${params.push(query.limit)} OFFSET $${params.push(query.offset)}`,
+      `SELECT r.record FROM ledger_records r ${pageWhere.length ? `WHERE ${pageWhere.join(' AND ')}` : ''} ORDER BY r.created_at DESC, r.transaction_id DESC LIMIT $${params.push(query.limit)} OFFSET $${params.push(query.offset)}`,
       params,
     );
-    return { items: rows.map((r) => r.record), total };
+    return pageOf(
+      rows.map((r) => r.record),
+      counted,
+    );
   }
 
-  /** Through migration 9's partial index; the attempt log stays in the database. */
-  async listAttention(merchantId?: string): Promise<AttentionInput[]> {
+  /** Through ledger_attention (migration 10), oldest first; each entry with its record, the attempt log left in the database. */
+  async listAttention(query: AttentionQuery): Promise<{ entry: AttentionEntry; record: AttentionInput }[]> {
+    const where: string[] = [];
     const params: unknown[] = [];
-    const merchant = merchantId ? `AND merchant_id = $${params.push(merchantId)}` : '';
-    // The condition is migration 9's index predicate, word for word, so the planner uses the index.
-    const { rows } = await this.pool.query<{ record: AttentionInput }>(`SELECT record - 'attempts' AS record FROM ledger_records WHERE (${ATTENTION_PREDICATE}) ${merchant}`, params);
-    return rows.map((r) => r.record).filter((r) => needsAttention(r));
+    if (query.merchantId) where.push(`a.merchant_id = $${params.push(query.merchantId)}`);
+    if (query.after) where.push(`(a.since, a.transaction_id, a.kind) > ($${params.push(query.after.since)}::timestamptz, $${params.push(query.after.key)}::text, $${params.push(query.after.kind)}::text)`);
+    const { rows } = await this.pool.query<{ transaction_id: string; kind: AttentionKind; merchant_id: string; since: Date; record: AttentionInput }>(
+      `SELECT a.transaction_id, a.kind, a.merchant_id, a.since, r.record - 'attempts' AS record
+         FROM ledger_attention a CROSS JOIN LATERAL ${RECORD_OF('a')} r
+        ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY a.since, a.transaction_id, a.kind LIMIT $${params.push(query.limit)}`,
+      params,
+    );
+    return rows.map((r) => ({ entry: { key: r.transaction_id, merchantId: r.merchant_id, kind: r.kind, since: r.since.toISOString() }, record: r.record }));
+  }
+
+  /** Counted in ledger_attention alone: what needs a person, never the records. */
+  async countAttention(merchantId?: string): Promise<AttentionCounts> {
+    const params = merchantId ? [merchantId] : [];
+    const filter = merchantId ? 'WHERE merchant_id = $1' : '';
+    const { rows } = await this.pool.query<{ kind: AttentionKind; merchant_id: string; n: string; oldest: Date }>(
+      `SELECT kind, merchant_id, count(*) AS n, min(since) AS oldest FROM ledger_attention ${filter} GROUP BY kind, merchant_id`,
+      params,
+    );
+    const counts: AttentionCounts = { byKind: {}, byMerchant: {} };
+    for (const r of rows) {
+      const n = Number(r.n);
+      const kind = (counts.byKind[r.kind] ??= { count: 0, oldestSince: r.oldest.toISOString() });
+      kind.count += n;
+      if (r.oldest.getTime() < Date.parse(kind.oldestSince)) kind.oldestSince = r.oldest.toISOString();
+      counts.byMerchant[r.merchant_id] = (counts.byMerchant[r.merchant_id] ?? 0) + n;
+    }
+    return counts;
   }
 
   async appendAudit(entry: AuditEntry): Promise<void> {
     await this.pool.query('INSERT INTO ledger_audit (at, actor, merchant_id, entry) VALUES ($1, $2, $3, $4)', [entry.at, entry.actor, entry.merchantId ?? null, jsonb(entry)]);
   }
 
-  async listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }> {
+  async listAudit(query: AuditQuery): Promise<Page<AuditEntry>> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
@@ -289,19 +507,23 @@ export class PostgresLedgerStore implements LedgerStore {
     if (query.from) where.push(`at >= $${params.push(query.from)}`);
     if (query.to) where.push(`at <= $${params.push(query.to)}`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const total = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_audit ${filter}`, params)).rows[0]!.n);
+    const counted = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ledger_audit ${filter} LIMIT ${LIST_COUNT_CAP + 1}) m`, params)).rows[0]!.n);
     const { rows } = await this.pool.query<{ entry: AuditEntry }>(
       `SELECT entry FROM ledger_audit ${filter} ORDER BY at DESC, id DESC LIMIT $${params.push(query.limit)} OFFSET $${params.push(query.offset)}`,
       params,
     );
-    return { items: rows.map((r) => r.entry), total };
+    return pageOf(
+      rows.map((r) => r.entry),
+      counted,
+    );
   }
 
   /**
    * Bulk import (`npm run ledger:copy`): stores records as they are, with their own versions, which
    * insert/update would refuse. A record is written when absent or when the stored version is older,
    * and skipped otherwise, so a re-run resumes. Each batch of IMPORT_BATCH is one transaction with
-   * its operation claims; a claim another transaction holds fails that batch with ConflictError.
+   * its key, work row, operation claims, accrual keys and attention entries; a claim another
+   * transaction holds fails that batch with ConflictError.
    */
   async importRecords(records: LedgerRecord[]): Promise<{ imported: number; skipped: number }> {
     let imported = 0;
@@ -313,38 +535,44 @@ export class PostgresLedgerStore implements LedgerStore {
         const seen = newest.get(keyOf(r));
         if (!seen || seen.version < r.version) newest.set(keyOf(r), r);
       }
+      // Their months' partitions first, in a statement of their own (a copy brings records of any
+      // age; making a partition locks the table, which a transaction that wrote to it must not wait for).
+      const created = [...newest.values()].map((r) => Date.parse(r.createdAt));
+      await this.pool.query('SELECT ledger_ensure_partitions($1, $2)', [new Date(Math.min(...created)).toISOString(), new Date(Math.max(...created) + 1).toISOString()]);
       imported += await inTransaction(this.pool, async (client) => {
         // Records already stored at their version or a newer one are not sent again (a re-run after
         // an interruption then reads versions only); the ON CONFLICT condition stays the guard.
         const stored = await client.query<{ transaction_id: string; version: number }>(
-          'SELECT transaction_id, version FROM ledger_records WHERE transaction_id = ANY ($1::text[])',
+          'SELECT r.transaction_id, r.version FROM ledger_keys k JOIN ledger_records r ON r.created_at = k.created_at AND r.transaction_id = k.transaction_id WHERE k.transaction_id = ANY ($1::text[])',
           [[...newest.keys()]],
         );
         for (const row of stored.rows) if (row.version >= newest.get(row.transaction_id)!.version) newest.delete(row.transaction_id);
         const batch = [...newest.values()];
         if (batch.length === 0) return 0;
-        const due = batch.map((r) => dueColumns(r));
-        const keyColumns = batch.map((r) => accrualKeyColumns(r));
+        await client.query(
+          `INSERT INTO ledger_keys (transaction_id, merchant_id, created_at, order_id) SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[])
+           ON CONFLICT (transaction_id) DO NOTHING`,
+          [batch.map((r) => keyOf(r)), batch.map((r) => merchantOf(r)), batch.map((r) => r.createdAt), batch.map((r) => safeText(r.orderId))],
+        );
         const { rows } = await client.query<{ transaction_id: string }>(
-          `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, accrual_keys, unsettled_amount, merchant_id)
-           SELECT t.transaction_id, t.version, t.pos, t.order_id, t.status, t.open, t.created_at, t.updated_at, t.record, t.due_at, t.due_needs_verifier,
-                  ARRAY(SELECT jsonb_array_elements_text(t.keys)), t.unsettled_amount, t.merchant_id
+          `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, merchant_id, refund_ids, attention)
+           SELECT t.transaction_id, t.version, t.pos, t.order_id, t.status, t.open, t.created_at, t.updated_at, t.record, t.merchant_id,
+                  CASE WHEN jsonb_array_length(t.refund_ids) > 0 THEN ARRAY(SELECT jsonb_array_elements_text(t.refund_ids)) END,
+                  jsonb_array_length(t.attention) > 0
              FROM ROWS FROM (unnest($1::text[]), unnest($2::integer[]), unnest($3::text[]), unnest($4::text[]), unnest($5::text[]),
                                     unnest($6::boolean[]), unnest($7::timestamptz[]), unnest($8::timestamptz[]), jsonb_array_elements($9::jsonb),
-                                    unnest($10::timestamptz[]), unnest($11::boolean[]), jsonb_array_elements($12::jsonb), unnest($13::bigint[]), unnest($14::text[]))
-                  AS t (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, due_at, due_needs_verifier, keys, unsettled_amount, merchant_id)
-           ON CONFLICT (transaction_id) DO UPDATE
+                                    unnest($10::text[]), jsonb_array_elements($11::jsonb), jsonb_array_elements($12::jsonb))
+                  AS t (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, merchant_id, refund_ids, attention)
+           ON CONFLICT (created_at, transaction_id) DO UPDATE
               SET version = EXCLUDED.version, pos = EXCLUDED.pos, order_id = EXCLUDED.order_id, status = EXCLUDED.status, open = EXCLUDED.open,
-                  created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, record = EXCLUDED.record,
-                  due_at = EXCLUDED.due_at, due_needs_verifier = EXCLUDED.due_needs_verifier,
-                  accrual_keys = EXCLUDED.accrual_keys, unsettled_amount = EXCLUDED.unsettled_amount
+                  updated_at = EXCLUDED.updated_at, record = EXCLUDED.record, refund_ids = EXCLUDED.refund_ids, attention = EXCLUDED.attention
             WHERE ledger_records.version < EXCLUDED.version
            RETURNING transaction_id`,
           [
             batch.map((r) => keyOf(r)),
             batch.map((r) => r.version),
             batch.map((r) => r.pos),
-            batch.map((r) => r.orderId.replaceAll('\u0000', '\uFFFD')),
+            batch.map((r) => safeText(r.orderId)),
             batch.map((r) => r.status),
             batch.map((r) => isOpen(r)),
             batch.map((r) => r.createdAt),
@@ -352,59 +580,93 @@ export class PostgresLedgerStore implements LedgerStore {
             // The bodies go as one JSON array: a jsonb[] parameter would be an array literal, every quote
             // escaped by pg and parsed twice by the server, 2-3 times slower for records of a few kB.
             jsonb(batch),
-            due.map((d) => d.dueAt),
-            due.map((d) => d.needsVerifier),
-            JSON.stringify(keyColumns.map((k) => k.keys)),
-            keyColumns.map((k) => k.unsettledAmount),
             batch.map((r) => merchantOf(r)),
+            jsonb(batch.map((r) => r.reversal.refundIds)),
+            `[${batch.map((r) => attentionColumn(r)).join(',')}]`,
           ],
         );
-        const written = rows.map((r) => r.transaction_id);
-        if (written.length) {
-          const writtenIds = new Set(written);
-          const claimIds: string[] = [];
-          const claimMerchants: string[] = [];
-          const claimOps: number[] = [];
-          for (const r of batch) {
-            if (!writtenIds.has(keyOf(r))) continue;
-            for (const op of r.accrual.operationIds) {
-              claimIds.push(keyOf(r));
-              claimMerchants.push(merchantOf(r));
-              claimOps.push(op);
-            }
-          }
-          // Accrual keys as the records list them. A key two imported records list (a ledger from
-          // before keys) stays with the first; neither is refused later for a key it lists.
-          const keyHolders = batch.filter((r) => writtenIds.has(keyOf(r))).flatMap((r) => accrualKeyColumns(r).keys.map((key) => [key, keyOf(r)] as const));
-          await client.query('DELETE FROM ledger_accrual_keys WHERE transaction_id = ANY ($1::text[])', [written]);
-          if (keyHolders.length) {
-            await client.query('INSERT INTO ledger_accrual_keys (key, transaction_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO NOTHING', [keyHolders.map((k) => k[0]), keyHolders.map((k) => k[1])]);
-          }
-          // A replaced record gives up the claims its new version no longer lists, as ledger_update does.
+        const writtenIds = new Set(rows.map((r) => r.transaction_id));
+        const written = batch.filter((r) => writtenIds.has(keyOf(r)));
+        if (written.length === 0) return 0;
+        const keysOf = written.map((r) => keyOf(r));
+        // The keys the stored versions held are their work rows' (replaced below).
+        await client.query('DELETE FROM ledger_accrual_keys a USING ledger_work w WHERE w.transaction_id = ANY ($1::text[]) AND a.key = ANY (w.accrual_keys) AND a.transaction_id = w.transaction_id', [keysOf]);
+        // Work rows: the open records' (their leases start free), none for the settled.
+        await client.query('DELETE FROM ledger_work WHERE transaction_id = ANY ($1::text[])', [keysOf]);
+        const open = written.filter((r) => isOpen(r));
+        if (open.length) {
+          const work = open.map((r) => ({ ...dueColumns(r), ...accrualKeyColumns(r) }));
           await client.query(
-            `DELETE FROM ledger_operation_claims c
-              WHERE c.transaction_id = ANY ($1::text[])
-                AND NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::bigint[]) AS k (transaction_id, operation_id)
-                                 WHERE k.transaction_id = c.transaction_id AND k.operation_id = c.operation_id)`,
-            [written, claimIds, claimOps],
+            `INSERT INTO ledger_work (transaction_id, merchant_id, created_at, updated_at, status, due_at, due_needs_verifier, accrual_keys, unsettled_amount)
+             SELECT t.transaction_id, t.merchant_id, t.created_at, t.updated_at, t.status, t.due_at, t.due_needs_verifier, ARRAY(SELECT jsonb_array_elements_text(t.keys)), t.unsettled_amount
+               FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), unnest($3::timestamptz[]), unnest($4::timestamptz[]), unnest($5::text[]), unnest($6::timestamptz[]),
+                               unnest($7::boolean[]), jsonb_array_elements($8::jsonb), unnest($9::bigint[]))
+                    AS t (transaction_id, merchant_id, created_at, updated_at, status, due_at, due_needs_verifier, keys, unsettled_amount)`,
+            [
+              open.map((r) => keyOf(r)),
+              open.map((r) => merchantOf(r)),
+              open.map((r) => r.createdAt),
+              open.map((r) => r.updatedAt),
+              open.map((r) => r.status),
+              work.map((w) => w.dueAt),
+              work.map((w) => w.needsVerifier),
+              JSON.stringify(work.map((w) => w.keys)),
+              work.map((w) => w.unsettledAmount),
+            ],
           );
-          if (claimOps.length) {
-            await client.query(
-              `INSERT INTO ledger_operation_claims (merchant_id, operation_id, transaction_id)
-               SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT (merchant_id, operation_id) DO NOTHING`,
-              [claimMerchants, claimOps, claimIds],
-            );
-            const taken = await client.query<{ operation_id: string; wanted: string; holder: string }>(
-              `SELECT k.operation_id, k.transaction_id AS wanted, c.transaction_id AS holder
-                 FROM unnest($1::text[], $2::bigint[], $3::text[]) AS k (merchant_id, operation_id, transaction_id)
-                 JOIN ledger_operation_claims c ON c.merchant_id = k.merchant_id AND c.operation_id = k.operation_id
-                WHERE c.transaction_id <> k.transaction_id
-                LIMIT 1`,
-              [claimMerchants, claimOps, claimIds],
-            );
-            const clash = taken.rows[0];
-            if (clash) throw new ConflictError(`operation ${clash.operation_id} is claimed by ${clash.holder}; ${clash.wanted} claims it too`);
+        }
+        // Accrual keys as the records list them. A key two imported records list (a ledger from
+        // before keys) stays with the first; neither is refused later for a key it lists.
+        const keyHolders = open.flatMap((r) => accrualKeyColumns(r).keys.map((key) => [key, keyOf(r)] as const));
+        if (keyHolders.length) {
+          await client.query('INSERT INTO ledger_accrual_keys (key, transaction_id) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (key) DO NOTHING', [keyHolders.map((k) => k[0]), keyHolders.map((k) => k[1])]);
+        }
+        // The attention index as the written versions say, as the write functions keep it.
+        const entries = written.flatMap((r) => attentionEntriesOf(r).map((e) => ({ ...e, createdAt: r.createdAt })));
+        await client.query('DELETE FROM ledger_attention WHERE transaction_id = ANY ($1::text[])', [keysOf]);
+        if (entries.length) {
+          await client.query('INSERT INTO ledger_attention (transaction_id, kind, merchant_id, since, created_at) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[])', [
+            entries.map((e) => e.key),
+            entries.map((e) => e.kind),
+            entries.map((e) => e.merchantId),
+            entries.map((e) => e.since),
+            entries.map((e) => e.createdAt),
+          ]);
+        }
+        const claimIds: string[] = [];
+        const claimMerchants: string[] = [];
+        const claimOps: number[] = [];
+        for (const r of written) {
+          for (const op of r.accrual.operationIds) {
+            claimIds.push(keyOf(r));
+            claimMerchants.push(merchantOf(r));
+            claimOps.push(op);
           }
+        }
+        // A replaced record gives up the claims its new version no longer lists, as ledger_update does.
+        await client.query(
+          `DELETE FROM ledger_operation_claims c
+            WHERE c.transaction_id = ANY ($1::text[])
+              AND NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::bigint[]) AS k (transaction_id, operation_id)
+                               WHERE k.transaction_id = c.transaction_id AND k.operation_id = c.operation_id)`,
+          [keysOf, claimIds, claimOps],
+        );
+        if (claimOps.length) {
+          await client.query(
+            `INSERT INTO ledger_operation_claims (merchant_id, operation_id, transaction_id)
+             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT (merchant_id, operation_id) DO NOTHING`,
+            [claimMerchants, claimOps, claimIds],
+          );
+          const taken = await client.query<{ operation_id: string; wanted: string; holder: string }>(
+            `SELECT k.operation_id, k.transaction_id AS wanted, c.transaction_id AS holder
+               FROM unnest($1::text[], $2::bigint[], $3::text[]) AS k (merchant_id, operation_id, transaction_id)
+               JOIN ledger_operation_claims c ON c.merchant_id = k.merchant_id AND c.operation_id = k.operation_id
+              WHERE c.transaction_id <> k.transaction_id
+              LIMIT 1`,
+            [claimMerchants, claimOps, claimIds],
+          );
+          const clash = taken.rows[0];
+          if (clash) throw new ConflictError(`operation ${clash.operation_id} is claimed by ${clash.holder}; ${clash.wanted} claims it too`);
         }
         return written.length;
       });
@@ -412,11 +674,13 @@ export class PostgresLedgerStore implements LedgerStore {
     return { imported, skipped: records.length - imported };
   }
 
-  async listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor, merchantId?: string): Promise<LedgerRecord[]> {
+  /** Through the work table (migration 10), or (`dueOnly`) its index of the open records the bridge moves by itself. */
+  async listOpen(query: OpenQuery): Promise<LedgerRecord[]> {
     const params: unknown[] = [];
-    let where = after ? `open AND (created_at, transaction_id) > ($${params.push(after.createdAt)}::timestamptz, $${params.push(keyOf(after))}::text)` : 'open';
-    if (merchantId) where += ` AND merchant_id = $${params.push(merchantId)}`;
-    return this.#select(where, 'created_at, transaction_id', params, limit, claim);
+    let where = query.dueOnly ? "w.due_at < 'infinity'" : 'true';
+    if (query.after) where += ` AND (w.created_at, w.transaction_id) > ($${params.push(query.after.createdAt)}::timestamptz, $${params.push(keyOf(query.after))}::text)`;
+    if (query.merchantId) where += ` AND w.merchant_id = $${params.push(query.merchantId)}`;
+    return this.#select(where, params, query.limit, query.claim);
   }
 
   /**
@@ -433,10 +697,12 @@ export class PostgresLedgerStore implements LedgerStore {
     });
   }
 
-  /** Rows matching `where` (over `params`) in `order`, at most `limit`; with `claim`, leased to its owner. */
-  async #select(where: string, order: string, params: unknown[], limit: number, claim: OpenClaim | undefined): Promise<LedgerRecord[]> {
+  /** Work rows `w` matching `where` (over `params`), oldest first, at most `limit`, with their records; with `claim`, leased to its owner. */
+  async #select(where: string, params: unknown[], limit: number, claim: OpenClaim | undefined): Promise<LedgerRecord[]> {
+    const join = `CROSS JOIN LATERAL ${RECORD_OF('w')} r`;
+    const order = 'ORDER BY w.created_at, w.transaction_id';
     if (!claim) {
-      const { rows } = await this.pool.query<{ record: LedgerRecord }>(`SELECT record FROM ledger_records WHERE ${where} ORDER BY ${order} LIMIT $${params.push(limit)}`, params);
+      const { rows } = await this.pool.query<{ record: LedgerRecord }>(`SELECT r.record FROM ledger_work w ${join} WHERE ${where} ${order} LIMIT $${params.push(limit)}`, params);
       return rows.map((r) => r.record);
     }
     // Each instance's worker takes a disjoint batch: rows another instance holds a live lease on,
@@ -446,40 +712,47 @@ export class PostgresLedgerStore implements LedgerStore {
     const idleMs = `$${params.push(claim.idleMs ?? 0)}`;
     const { rows } = await this.pool.query<{ record: LedgerRecord }>(
       `WITH claimed AS (
-         UPDATE ledger_records r SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
-          WHERE r.transaction_id IN (
-            SELECT transaction_id FROM ledger_records
-             WHERE ${where} AND (lease_until IS NULL OR lease_until < now() OR lease_owner = ${owner})
-               AND updated_at < now() - make_interval(secs => ${idleMs}::double precision / 1000)
-             ORDER BY ${order} LIMIT $${params.push(limit)} FOR UPDATE SKIP LOCKED)
-         RETURNING r.*)
-       SELECT record FROM claimed ORDER BY ${order}`,
+         UPDATE ledger_work c SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
+          WHERE c.transaction_id IN (
+            SELECT w.transaction_id FROM ledger_work w
+             WHERE ${where} AND (w.lease_until IS NULL OR w.lease_until < now() OR w.lease_owner = ${owner})
+               AND w.updated_at < now() - make_interval(secs => ${idleMs}::double precision / 1000)
+             ${order} LIMIT $${params.push(limit)} FOR UPDATE SKIP LOCKED)
+         RETURNING c.*)
+       SELECT r.record FROM claimed w ${join} ${order}`,
       params,
     );
     return rows.map((r) => r.record);
   }
 
   async countOpen(): Promise<number> {
-    return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records WHERE open')).rows[0]!.n);
+    return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_work')).rows[0]!.n);
   }
 
+  /** In the work table: costs what is open. */
   async countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>> {
-    const open = await this.pool.query<{ status: LedgerStatus; n: string }>('SELECT status, count(*) AS n FROM ledger_records WHERE open GROUP BY status');
-    // Through migration 9's attention index (its predicate word for word); settled records are never open.
-    const settled = await this.pool.query<{ status: LedgerStatus; n: string }>(
-      `SELECT status, count(*) AS n FROM ledger_records WHERE (${ATTENTION_PREDICATE}) AND NOT open AND status = ANY ($1::text[]) AND NOT (record ? 'closed') GROUP BY status`,
-      [[...SETTLED_ATTENTION_STATUSES]],
-    );
-    return Object.fromEntries([...open.rows, ...settled.rows].map((r) => [r.status, Number(r.n)]));
+    const { rows } = await this.pool.query<{ status: LedgerStatus; n: string }>('SELECT status, count(*) AS n FROM ledger_work GROUP BY status');
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   }
 
-  async countOpenDeadLetters(): Promise<Record<string, number>> {
-    const { rows } = await this.pool.query<{ code: string; n: string }>(`SELECT coalesce(letter ->> 'reasonCode', $1) AS code, count(*) AS n FROM ledger_dead_letters WHERE NOT resolved GROUP BY 1`, [UNCLASSIFIED]);
-    return Object.fromEntries(rows.map((r) => [r.code, Number(r.n)]));
+  async countOpenDeadLetters(): Promise<DeadLetterCounts> {
+    const { rows } = await this.pool.query<{ code: string; merchant: string; n: string }>(
+      `SELECT coalesce(letter ->> 'reasonCode', $1) AS code, coalesce(merchant_id, '') AS merchant, count(*) AS n FROM ledger_dead_letters WHERE NOT resolved GROUP BY 1, 2`,
+      [UNCLASSIFIED],
+    );
+    const counts: DeadLetterCounts = { byReason: {}, byMerchant: {} };
+    for (const r of rows) {
+      counts.byReason[r.code] = (counts.byReason[r.code] ?? 0) + Number(r.n);
+      counts.byMerchant[r.merchant] = (counts.byMerchant[r.merchant] ?? 0) + Number(r.n);
+    }
+    return counts;
   }
 
   async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {
-    const { rows } = await this.pool.query<{ record: LedgerRecord }>('SELECT record FROM ledger_records WHERE unsettled_amount = $1 AND merchant_id = $2 ORDER BY created_at, transaction_id', [amountCents, merchantId]);
+    const { rows } = await this.pool.query<{ record: LedgerRecord }>(
+      `SELECT r.record FROM ledger_work w CROSS JOIN LATERAL ${RECORD_OF('w')} r WHERE w.merchant_id = $1 AND w.unsettled_amount = $2 ORDER BY w.created_at, w.transaction_id`,
+      [merchantId, amountCents],
+    );
     return rows.map((r) => r.record);
   }
 
@@ -489,8 +762,9 @@ export class PostgresLedgerStore implements LedgerStore {
     return key === undefined ? undefined : transactionIdOf(merchantId, key);
   }
 
+  /** Every record ever written, archived ones included (their keys stay): for operators' tools, it costs what the ledger holds. */
   async count(): Promise<number> {
-    return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_records')).rows[0]!.n);
+    return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM ledger_keys')).rows[0]!.n);
   }
 
   async saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {
@@ -658,7 +932,7 @@ export class PostgresLedgerStore implements LedgerStore {
     return (await this.pool.query<{ letter: DeadLetter }>('SELECT letter FROM ledger_dead_letters WHERE id = $1', [id])).rows[0]?.letter;
   }
 
-  async listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }> {
+  async listDeadLetters(query: DeadLetterQuery): Promise<Page<DeadLetter>> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
@@ -666,11 +940,12 @@ export class PostgresLedgerStore implements LedgerStore {
     if (query.open !== undefined) where.push(`resolved = $${params.push(!query.open)}`);
     if (query.awaiting) where.push(`NOT resolved AND due_at IS ${query.awaiting === 'bridge' ? 'NOT ' : ''}NULL`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const total = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_dead_letters ${filter}`, params)).rows[0]!.n);
-    const { rows } = await this.pool.query<{ letter: DeadLetter }>(
-      `SELECT letter FROM ledger_dead_letters ${filter} ORDER BY received_at DESC, id DESC LIMIT $${params.push(query.limit)} OFFSET $${params.push(query.offset)}`,
-      params,
+    const counted = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ledger_dead_letters ${filter} LIMIT ${LIST_COUNT_CAP + 1}) m`, params)).rows[0]!.n);
+    const order = query.oldestFirst ? 'received_at, id' : 'received_at DESC, id DESC';
+    const { rows } = await this.pool.query<{ letter: DeadLetter }>(`SELECT letter FROM ledger_dead_letters ${filter} ORDER BY ${order} LIMIT $${params.push(query.limit)} OFFSET $${params.push(query.offset)}`, params);
+    return pageOf(
+      rows.map((r) => r.letter),
+      counted,
     );
-    return { items: rows.map((r) => r.letter), total };
   }
 }

@@ -8,8 +8,8 @@
  */
 import type { FieldIssue } from '../errors.js';
 import type { StoredMerchant } from '../merchants/merchant.js';
-import type { AttentionInput } from './attention.js';
-import { merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
+import type { AttentionInput, AttentionKind } from './attention.js';
+import { keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
 
 export interface ListQuery {
   /** Only this merchant's records. */
@@ -24,8 +24,41 @@ export interface ListQuery {
   /** Inclusive bounds on `createdAt`. */
   from?: Date;
   to?: Date;
+  /**
+   * Keyset paging: only records after this one in the list's order (newest first: createdAt, then
+   * ledger key, both descending). A page read this way costs what it returns however deep it is;
+   * `offset` (counted after the cursor, usually 0) costs what it skips.
+   */
+  after?: ListCursor;
   offset: number;
   limit: number;
+}
+
+/** Where a list of records resumes (`ListQuery.after`): the last record of the page before. */
+export interface ListCursor {
+  createdAt: string;
+  /** The ledger key (`keyOf`). */
+  key: string;
+}
+
+/**
+ * A list's total is counted exactly up to this many matches and no further: counting every match
+ * of a filter over millions of records would cost what the table holds on every page. Past it the
+ * answer says `totalCapped` and `total` is the cap ("at least this many").
+ */
+export const LIST_COUNT_CAP = 10_000;
+
+/** One page of a list, and how many match the filters in all, wherever the page starts (at most LIST_COUNT_CAP; see there). */
+export interface Page<T> {
+  items: T[];
+  total: number;
+  /** More than `total` match: counting stopped at LIST_COUNT_CAP. */
+  totalCapped?: true;
+}
+
+/** A list's page and total from the matches counted up to the cap (`counted` may hold one more than the cap). */
+export function pageOf<T>(items: T[], counted: number): Page<T> {
+  return counted > LIST_COUNT_CAP ? { items, total: LIST_COUNT_CAP, totalCapped: true } : { items, total: counted };
 }
 
 /**
@@ -129,8 +162,16 @@ export interface DeadLetterQuery {
    * defined); `operator`, those waiting for a person.
    */
   awaiting?: 'bridge' | 'operator';
+  /** Oldest first (by `receivedAt`, then id) instead of newest first: the attention queue's order. */
+  oldestFirst?: boolean;
   offset: number;
   limit: number;
+}
+
+/** Open dead letters counted: by the code of their cause (`unclassified` for letters kept before codes), and by merchant (`''` for letters of no known merchant). */
+export interface DeadLetterCounts {
+  byReason: Record<string, number>;
+  byMerchant: Record<string, number>;
 }
 
 /** A worker taking open records for a while, so that other instances leave them alone. */
@@ -143,6 +184,48 @@ export interface OpenClaim {
 
 /** Where a listing of open records resumes: after this record, in `listOpen`'s order (createdAt, then ledger key). */
 export type OpenCursor = Pick<LedgerRecord, 'createdAt' | 'transactionId' | 'merchantId'>;
+
+export interface OpenQuery {
+  limit: number;
+  /** A shared store leases what it answers to this worker (see `OpenClaim`). */
+  claim?: OpenClaim;
+  after?: OpenCursor;
+  merchantId?: string;
+  /**
+   * Only records the bridge moves by itself (`dueOf` defined: a call, a check, a call in flight, a
+   * remainder to create), due now or later. Those waiting for a person are left out: start-up
+   * recovery has nothing to do for them, and however many pile up they cost it nothing.
+   */
+  dueOnly?: boolean;
+}
+
+/**
+ * One item of the attention queue as a store indexes it, written with the record: what
+ * `attentionOf` finds (attention.ts `attentionEntriesOf`). A record leaves the index with the write
+ * that settles, closes or acknowledges it.
+ */
+export interface AttentionEntry {
+  /** The ledger key (`keyOf`). */
+  key: string;
+  merchantId: string;
+  kind: AttentionKind;
+  since: string;
+}
+
+/** Where an attention listing resumes: after this entry, oldest first (since, then key, then kind). */
+export type AttentionCursor = Pick<AttentionEntry, 'since' | 'key' | 'kind'>;
+
+export interface AttentionQuery {
+  merchantId?: string;
+  after?: AttentionCursor;
+  limit: number;
+}
+
+/** The records' attention entries counted: per kind how many and since when the oldest; per merchant how many. */
+export interface AttentionCounts {
+  byKind: Partial<Record<AttentionKind, { count: number; oldestSince: string }>>;
+  byMerchant: Record<string, number>;
+}
 
 /** The worker's scheduled pass: what is due by `nowMs` (see `dueOf` in record.ts). */
 export interface DueQuery {
@@ -197,7 +280,7 @@ export function statusesOf(query: Pick<ListQuery, 'status'>): ReadonlySet<Ledger
 }
 
 /** Whether `record` passes `list`'s filters (stores that filter in memory use this one rule). */
-export function listMatches(record: Pick<LedgerRecord, 'merchantId' | 'status' | 'pos' | 'orderId' | 'createdAt' | 'reversal'>, query: ListQuery, statuses = statusesOf(query)): boolean {
+export function listMatches(record: Pick<LedgerRecord, 'transactionId' | 'merchantId' | 'status' | 'pos' | 'orderId' | 'createdAt' | 'reversal'>, query: ListQuery, statuses = statusesOf(query)): boolean {
   const createdMs = Date.parse(record.createdAt);
   return (
     (!query.merchantId || merchantOf(record) === query.merchantId) &&
@@ -206,8 +289,32 @@ export function listMatches(record: Pick<LedgerRecord, 'merchantId' | 'status' |
     (!query.orderId || record.orderId === query.orderId) &&
     (!query.refundId || record.reversal.refundIds.includes(query.refundId)) &&
     (!query.from || createdMs >= query.from.getTime()) &&
-    (!query.to || createdMs <= query.to.getTime())
+    (!query.to || createdMs <= query.to.getTime()) &&
+    (!query.after || newestFirst({ createdAtMs: createdMs, key: keyOf(record) }, { createdAtMs: Date.parse(query.after.createdAt), key: query.after.key }) > 0)
   );
+}
+
+/** `list`'s order for stores that sort in memory: newest first by createdAt, ties by ledger key descending (negative: `a` comes first). */
+export function newestFirst(a: { createdAtMs: number; key: string }, b: { createdAtMs: number; key: string }): number {
+  return b.createdAtMs - a.createdAtMs || (a.key < b.key ? 1 : a.key > b.key ? -1 : 0);
+}
+
+/** Counts attention entries as `countAttention` answers them (stores that hold their index in memory). */
+export function countAttentionEntries(entries: Iterable<Pick<AttentionEntry, 'merchantId' | 'kind' | 'since'>>): AttentionCounts {
+  const counts: AttentionCounts = { byKind: {}, byMerchant: {} };
+  for (const e of entries) {
+    const kind = (counts.byKind[e.kind] ??= { count: 0, oldestSince: e.since });
+    kind.count++;
+    if (Date.parse(e.since) < Date.parse(kind.oldestSince)) kind.oldestSince = e.since;
+    counts.byMerchant[e.merchantId] = (counts.byMerchant[e.merchantId] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** The attention index's order: oldest first by since, then ledger key, then kind (negative: `a` comes first). */
+export function attentionOrder(a: AttentionCursor, b: AttentionCursor): number {
+  const [x, y] = [Date.parse(a.since), Date.parse(b.since)];
+  return x - y || (a.key < b.key ? -1 : a.key > b.key ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0);
 }
 
 /** Whether an audit entry passes `listAudit`'s filters. */
@@ -262,6 +369,17 @@ export function backfillKey(merchantId: string, pos: string): string {
   return `${merchantId}/${pos}`;
 }
 
+export interface UpdateOptions {
+  /**
+   * false: the store may acknowledge the write before it is durable (PostgreSQL commits it without
+   * waiting for the WAL flush), so a crash of the database, never of the bridge, can take it back.
+   * Only for a write whose loss the bridge re-verifies safely: the outcome of an accrue whose
+   * in-flight marker is durable and whose merchant's history can be read (a lost outcome leaves the
+   * marker, the call is taken over in doubt and settled from the operations history). Default true.
+   */
+  synchronous?: boolean;
+}
+
 export interface LedgerStore {
   /** A short name for logs and readiness (`file`, `postgres`). */
   readonly kind: string;
@@ -297,25 +415,28 @@ export interface LedgerStore {
    * otherwise (another writer won) or when it does not exist. Claims as in `insert`; an accrual key
    * the stored version already holds is kept whoever else lists it (ledgers from before keys).
    */
-  update(next: LedgerRecord): Promise<LedgerRecord>;
-  /** Newest first. */
-  list(query: ListQuery): Promise<{ items: LedgerRecord[]; total: number }>;
+  update(next: LedgerRecord, options?: UpdateOptions): Promise<LedgerRecord>;
+  /** Newest first (createdAt, then ledger key, both descending). The total is capped (`Page`). */
+  list(query: ListQuery): Promise<Page<LedgerRecord>>;
   /**
-   * Every record that needs a person (`attentionOf` finds something), in any order, of one merchant
-   * or all; the attempt log may be left out of what is read. The caller sorts, counts and bounds.
+   * The attention index's entries (`AttentionEntry`), oldest first (since, then ledger key, then
+   * kind), at most `limit`, each with its record as it stands (the attempt log may be left out):
+   * the caller words each item (`attentionOf`). Costs what it answers, never what the ledger holds.
    */
-  listAttention(merchantId?: string): Promise<AttentionInput[]>;
+  listAttention(query: AttentionQuery): Promise<{ entry: AttentionEntry; record: AttentionInput }[]>;
+  /** The attention index counted (no record is read): what the queue's counts and the gauges show. */
+  countAttention(merchantId?: string): Promise<AttentionCounts>;
   /** Keeps one operator action for good. */
   appendAudit(entry: AuditEntry): Promise<void>;
-  /** Newest first (ties: the later written first). */
-  listAudit(query: AuditQuery): Promise<{ items: AuditEntry[]; total: number }>;
+  /** Newest first (ties: the later written first). The total is capped (`Page`). */
+  listAudit(query: AuditQuery): Promise<Page<AuditEntry>>;
   /**
-   * Records with work left (see `isOpen`), due or not, oldest first (by createdAt, then
-   * ledger key), at most `limit`, after `after` when given (to page through them all). With
-   * `claim`, a shared store hands each instance records no other live instance holds, and holds
-   * them for the lease.
+   * Records with work left (see `isOpen`), due or not (`dueOnly`: see there), oldest first (by
+   * createdAt, then ledger key), at most `limit`, after `after` when given (to page through them
+   * all). With `claim`, a shared store hands each instance records no other live instance holds,
+   * and holds them for the lease.
    */
-  listOpen(limit: number, claim?: OpenClaim, after?: OpenCursor, merchantId?: string): Promise<LedgerRecord[]>;
+  listOpen(query: OpenQuery): Promise<LedgerRecord[]>;
   /**
    * Open records due by `query.nowMs` (`dueOf`), at most `query.limit`, the merchants taking turns:
    * each merchant's records earliest due first (ties by createdAt, then ledger key), at most
@@ -332,17 +453,14 @@ export interface LedgerStore {
   listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]>;
   /** The transactionId (within the merchant) that has claimed this upstream operation id, if any. */
   findOperationClaim(merchantId: string, operationId: number): Promise<string | undefined>;
+  /** How many records the ledger holds (for operators' tools: it may cost what the ledger holds). */
   count(): Promise<number>;
-  /** How many records have work left (a metric; cheaper than listing them). */
+  /** How many records have work left (a metric; costs what is open). */
   countOpen(): Promise<number>;
-  /**
-   * The open-records gauge: records with work left (`isOpen`) by status, and the settled records in
-   * a status a person must look at (`SETTLED_ATTENTION_STATUSES`), unless closed, by status
-   * (acknowledged ones included: the attention gauges leave those out).
-   */
+  /** Records with work left (`isOpen`), by status: costs what is open, never what the ledger holds. */
   countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>>;
-  /** Open dead letters (not resolved nor dismissed) by `reasonCode` (`unclassified` for letters kept before codes). */
-  countOpenDeadLetters(): Promise<Record<string, number>>;
+  /** Open dead letters (not resolved nor dismissed), by cause and by merchant. */
+  countOpenDeadLetters(): Promise<DeadLetterCounts>;
   /** Records that a webhook event (by the POS's dedupe key) was processed; false when it already was. */
   rememberWebhookEvent(pos: string, key: string): Promise<boolean>;
   hasWebhookEvent(pos: string, key: string): Promise<boolean>;
@@ -364,8 +482,8 @@ export interface LedgerStore {
   /** Inserts or replaces a dead letter by id. */
   saveDeadLetter(letter: DeadLetter): Promise<void>;
   getDeadLetter(id: string): Promise<DeadLetter | undefined>;
-  /** Newest first; `open` = not resolved by a replay; `merchantId` = that merchant's letters only. */
-  listDeadLetters(query: DeadLetterQuery): Promise<{ items: DeadLetter[]; total: number }>;
+  /** Newest first (`oldestFirst`: oldest first); `open` = not resolved by a replay; `merchantId` = that merchant's letters only. The total is capped (`Page`). */
+  listDeadLetters(query: DeadLetterQuery): Promise<Page<DeadLetter>>;
   /**
    * Reads the letter `id` (undefined when there is none), hands it to `change`, and stores what
    * `change` answers, as one step no other writer of that letter can come between, in this process

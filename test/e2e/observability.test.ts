@@ -34,7 +34,11 @@ afterAll(async () => {
   await h.close();
 });
 
-const metrics = async () => (await request(h.bridge.url).get('/metrics')).text;
+/** A scrape once the ledger gauges have counted what the test just did: they are counted on a timer (METRICS_REFRESH_MS), never inside a scrape. */
+const metrics = async () => {
+  await h.bridge.readings.refresh();
+  return (await request(h.bridge.url).get('/metrics')).text;
+};
 /** The value of one series, e.g. `bridge_dead_letters_open{reason="invalid_payload"}`; undefined when absent. */
 const sample = (text: string, series: string): number | undefined => {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));

@@ -42,6 +42,8 @@ describe('ledger files are private to the bridge', () => {
     expect(await modesUnder(h.dir)).toEqual([
       'ledger.dead-letters: 0o700',
       `ledger.dead-letters/${letter}: 0o600`,
+      'ledger.index.sqlite: 0o600',
+      'ledger.index.sqlite-wal: 0o600',
       'ledger.journal: 0o700',
       'ledger.journal/000001.jsonl: 0o600',
       'ledger.json: 0o600',

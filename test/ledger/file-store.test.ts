@@ -1,14 +1,15 @@
-import { existsSync, statSync, writeSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync, statSync, utimesSync, writeSync } from 'node:fs';
+import { chmod, cp, mkdtemp, open, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { FileLedgerStore } from '../../src/ledger/file-store.js';
+import Database from 'better-sqlite3';
+import { FileLedgerStore, writeLedgerInBulk } from '../../src/ledger/file-store.js';
 import { currentBootId } from '../../src/ledger/process-lock.js';
 import { openStore } from '../../src/ledger/open-store.js';
-import { isOpen, type LedgerRecord } from '../../src/ledger/record.js';
+import { isOpen, keyOf, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
-import { ledgerStoreContract, makeMerchant, makeRecord, minutes, nextVersion, settle } from './store-contract.js';
+import { ledgerStoreContract, makeLetter, makeMerchant, makeRecord, minutes, nextVersion, settle } from './store-contract.js';
 
 /** Whether a process with this pid runs (signal 0 checks without sending anything). */
 function isAlive(pid: number): boolean {
@@ -78,7 +79,8 @@ describe('FileLedgerStore on disk', () => {
     const records = ['generic:A-1', 'square:ORDER/2', 'shopify:3 with spaces', '../../escape'].map((id, i) => makeRecord(id, { at: i }));
     for (const r of records) await store.insert(r);
     await store.update(settle(records[0]!));
-    expect((await readdir(dir)).sort()).toEqual(['ledger.dead-letters', 'ledger.journal', 'ledger.json', 'ledger.json.lock', 'ledger.merchants']);
+    // The index beside the journal, and its write-ahead log while the store is open (see file-index.ts).
+    expect((await readdir(dir)).sort()).toEqual(['ledger.dead-letters', 'ledger.index.sqlite', 'ledger.index.sqlite-wal', 'ledger.journal', 'ledger.json', 'ledger.json.lock', 'ledger.merchants']);
     expect((await readFile(`${path}.lock`, 'utf8')).split('\n')[0]).toBe(String(process.pid));
     expect(await readdir(store.journalDir)).toEqual(['000001.jsonl']);
 
@@ -121,7 +123,7 @@ describe('FileLedgerStore on disk', () => {
     expect((await readFile(segment)).length).toBe(intact);
     expect(await store.count()).toBe(1);
     expect(await store.get('generic:kept')).toEqual(kept);
-    expect((await store.listOpen(10)).map((r) => r.transactionId)).toEqual(['generic:kept']);
+    expect((await store.listOpen({ limit: 10 })).map((r) => r.transactionId)).toEqual(['generic:kept']);
     expect(await store.findOperationClaim('default', 11)).toBe('generic:kept');
     const updated = await store.update(settle(kept));
     await store.close();
@@ -150,7 +152,7 @@ describe('FileLedgerStore on disk', () => {
     expect(await due(100)).toEqual(['generic:due', 'generic:accrual-in-doubt']);
     expect(await due(100, false)).toEqual(['generic:due']);
     expect(await due(5000)).toEqual(['generic:due', 'generic:accrual-in-doubt', 'generic:next-round-later']);
-    expect((await store.listOpen(10)).map((r) => r.transactionId)).toEqual(['generic:reversal-in-doubt', 'generic:accrual-in-doubt', 'generic:next-round-later', 'generic:due']);
+    expect((await store.listOpen({ limit: 10 })).map((r) => r.transactionId)).toEqual(['generic:reversal-in-doubt', 'generic:accrual-in-doubt', 'generic:next-round-later', 'generic:due']);
 
     // Written again by this build, a record's line carries its due time, which the next start-up reads.
     await store.update(nextVersion(records[3]!, (r) => (r.nextAttemptAt = minutes(6000))));
@@ -343,6 +345,9 @@ describe('FileLedgerStore on disk', () => {
       expect(await modesUnder(dir)).toEqual([
         'ledger.dead-letters: 0o700',
         'ledger.dead-letters/dl-1.json: 0o600',
+        // The index holds order ids: made private with the rest, its write-ahead log created so.
+        'ledger.index.sqlite: 0o600',
+        'ledger.index.sqlite-wal: 0o600',
         'ledger.journal: 0o700',
         'ledger.journal/000001.jsonl: 0o600',
         'ledger.journal/000001.jsonl.corrupt-2026-01-01T00-00-00-000Z: 0o600',
@@ -372,6 +377,8 @@ describe('FileLedgerStore on disk', () => {
       expect(await modesUnder(dir)).toEqual([
         'ledger.dead-letters: 0o700',
         'ledger.dead-letters/dl-2.json: 0o600',
+        'ledger.index.sqlite: 0o600',
+        'ledger.index.sqlite-wal: 0o600',
         'ledger.journal: 0o700',
         'ledger.journal/000002.jsonl: 0o600',
         'ledger.json: 0o600',
@@ -390,6 +397,8 @@ describe('FileLedgerStore on disk', () => {
         'a: 0o700',
         'a/b: 0o700',
         'a/b/ledger.dead-letters: 0o700',
+        'a/b/ledger.index.sqlite: 0o600',
+        'a/b/ledger.index.sqlite-wal: 0o600',
         'a/b/ledger.journal: 0o700',
         'a/b/ledger.journal/000001.jsonl: 0o600',
         'a/b/ledger.json: 0o600',
@@ -450,5 +459,320 @@ describe('FileLedgerStore on disk', () => {
       expect(await store.count()).toBe(2);
     });
 
+  });
+});
+
+/**
+ * The on-disk index (file-index.ts): trusted after a clean stop without reading a journal line,
+ * caught up from its position after a kill, rebuilt from the journal when missing, unreadable, of
+ * another format, or when a segment changed behind its back; and memory holds no settled record.
+ */
+describe('FileLedgerStore: the on-disk index', () => {
+  let dir: string;
+  let path: string;
+  let segment1: string;
+  let store: FileLedgerStore | undefined;
+
+  beforeEach(async () => {
+    dir = await freshDir();
+    path = join(dir, 'ledger.json');
+    segment1 = join(dir, 'ledger.journal', '000001.jsonl');
+    store = undefined;
+  });
+  afterEach(async () => {
+    await store?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const ACCRUALS = ['pending', 'accrued', 'in_doubt', 'failed', 'accrued', 'partially_accrued'] as const;
+
+  /** Records in every shape the index keeps (claims, accrual keys, order and refund ids, attention, due times, two merchants), a webhook event, dead letters, audit entries. */
+  async function populate(s: FileLedgerStore): Promise<void> {
+    for (let i = 0; i < 24; i++) {
+      const accrual = ACCRUALS[i % ACCRUALS.length]!;
+      const record = makeRecord(`generic:F-${i}`, { at: i, accrual, orderId: `O-${i % 5}`, operationIds: accrual === 'accrued' ? [100 + i] : [], ...(i % 7 === 0 ? { nextAttemptAt: 500 } : {}) });
+      await s.insert(i % 3 === 0 ? { ...record, merchantId: 'bakery-17' } : record);
+    }
+    const refunded = (await s.get('generic:F-1'))!;
+    await s.update(nextVersion(refunded, (r) => ((r.reversal.state = 'reversed'), (r.reversal.refundIds = ['R-1']))));
+    await s.update(nextVersion((await s.get('generic:F-2'))!, (r) => ((r.accrual.state = 'accrued'), (r.accrual.operationIds = [900]), delete r.accrual.inDoubtSince)));
+    await s.update(nextVersion((await s.get('generic:F-4'))!, (r) => (r.changedRepeats = { count: 1, first: [{ at: minutes(40), amountCents: 100 }], latest: [] })));
+    await s.rememberWebhookEvent('square', 'evt-1');
+    await s.saveDeadLetter(makeLetter('dl-1', { at: 1 }));
+    await s.saveDeadLetter(makeLetter('dl-2', { at: 2, merchantId: 'bakery-17', nextAt: 30 }));
+    await s.appendAudit({ at: minutes(3), actor: 'alice', action: 'retry', target: 'generic:F-3', merchantId: 'default', outcome: 'pending' });
+  }
+
+  /** What the store answers to everything the index serves: equal answers, an equal index. */
+  async function answers(s: FileLedgerStore) {
+    const all = (await s.list({ offset: 0, limit: 1000 })).items;
+    return {
+      count: await s.count(),
+      all,
+      byKey: await Promise.all(all.map((r) => s.get(keyOf(r)))),
+      byOrder: await Promise.all(['O-0', 'O-1', 'O-2', 'O-3', 'O-4'].map((orderId) => s.list({ orderId, offset: 0, limit: 100 }))),
+      byRefund: await s.list({ refundId: 'R-1', offset: 0, limit: 100 }),
+      byStatus: await s.list({ status: ['failed', 'in_doubt', 'partially_accrued'], offset: 0, limit: 100 }),
+      byMerchantStatus: await s.list({ merchantId: 'bakery-17', status: ['accrued', 'pending'], offset: 0, limit: 100 }),
+      open: await s.listOpen({ limit: 100 }),
+      due: await s.listDue({ nowMs: Date.parse(minutes(10_000)), limit: 100, canVerify: true }),
+      unsettled: await s.listUnsettledAccruals('default', 5997),
+      claims: await Promise.all([...Array.from({ length: 30 }, (_, i) => 100 + i), 900].flatMap((op) => [s.findOperationClaim('default', op), s.findOperationClaim('bakery-17', op)])),
+      attention: await s.listAttention({ limit: 100 }),
+      attentionCounts: await s.countAttention(),
+      openByStatus: await s.countOpenByStatus(),
+      letters: await s.listDeadLetters({ offset: 0, limit: 10 }),
+      letterCounts: await s.countOpenDeadLetters(),
+      dueLetters: await s.listDueDeadLetters({ nowMs: Date.parse(minutes(100)), limit: 10 }),
+      audit: await s.listAudit({ offset: 0, limit: 10 }),
+      events: [await s.hasWebhookEvent('square', 'evt-1'), await s.hasWebhookEvent('square', 'evt-2')],
+      liveBytes: s.journalStats().liveBytes,
+    };
+  }
+
+  /** The answers of a populated store are not empty: a comparison of them compares something. */
+  function expectSubstance(a: Awaited<ReturnType<typeof answers>>): void {
+    expect(a.count).toBe(24);
+    expect(a.byRefund.items.map((r) => r.transactionId)).toEqual(['generic:F-1']);
+    expect(a.attention.length).toBeGreaterThan(3);
+    expect(a.open.length).toBeGreaterThan(3);
+    expect(a.claims.filter((c) => c !== undefined).length).toBeGreaterThan(5);
+    expect(a.letters.total).toBe(2);
+    expect(a.audit.total).toBe(1);
+    expect(a.events).toEqual([true, false]);
+  }
+
+  /** A line's offset and length in segment 1, by record id and version. */
+  async function lineOf(id: string, version: number): Promise<{ offset: number; length: number }> {
+    const bytes = await readFile(segment1);
+    for (let start = 0; start < bytes.length; ) {
+      const end = bytes.indexOf(0x0a, start);
+      const header = JSON.parse(bytes.toString('utf8', start, bytes.indexOf(0x09, start))) as { id?: string; v?: number };
+      if (header.id === id && header.v === version) return { offset: start, length: end + 1 - start };
+      start = end + 1;
+    }
+    throw new Error(`no line of ${id} v${version}`);
+  }
+
+  /** Changes one value of the index's `meta` table, as another build or an interrupted rebuild would have left it. */
+  function setMeta(indexPath: string, name: string, value: unknown): void {
+    const db = new Database(indexPath);
+    try {
+      expect(db.prepare('UPDATE meta SET value = ? WHERE name = ?').run(value, name).changes).toBe(1);
+    } finally {
+      db.close();
+    }
+  }
+
+  async function overwrite(file: string, offset: number, text: string): Promise<void> {
+    const handle = await open(file, 'r+');
+    await handle.write(Buffer.from(text), 0, text.length, offset);
+    await handle.close();
+  }
+
+  it('after a clean stop, start-up reads no journal line: the index is trusted up to its position, which is the journal\'s end', async () => {
+    store = await openAt(path);
+    await populate(store);
+    const before = await answers(store);
+    expectSubstance(before);
+    const end = statSync(segment1).size;
+    await store.close();
+
+    store = await openAt(path);
+    expect(store.indexStartup).toMatchObject({ mode: 'trusted', linesRead: 0, scannedFrom: { segment: 1, offset: end } });
+    expect(store.recovery).toBeUndefined();
+    expect(await answers(store)).toEqual(before);
+  });
+
+  it('a line before the position made unreadable, its segment\'s size and mtime kept, is not even seen while the index is trusted; a full scan reports it', async () => {
+    store = await openAt(path);
+    const first = makeRecord('generic:superseded', { accrual: 'pending' });
+    await store.insert(first);
+    const latest = await store.update(settle(first));
+    await store.insert(makeRecord('generic:other', { at: 1 }));
+    await store.close();
+
+    // The stamp a clean stop leaves: whole seconds in the past (journal.ts `stamp`), restored exactly below.
+    const { mtimeNs, size } = statSync(segment1, { bigint: true });
+    expect(mtimeNs % 1_000_000_000n).toBe(0n);
+    const superseded = await lineOf('generic:superseded', 1);
+    expect(superseded.offset).toBe(0);
+    await overwrite(segment1, 2, 'garbled!');
+    utimesSync(segment1, new Date(), Number(mtimeNs / 1_000_000_000n));
+    expect(statSync(segment1, { bigint: true })).toMatchObject({ size, mtimeNs });
+
+    store = await openAt(path);
+    expect(store.indexStartup).toMatchObject({ mode: 'trusted', linesRead: 0 });
+    expect(store.recovery).toBeUndefined();
+    expect(await store.get('generic:superseded')).toEqual(latest);
+    await store.close();
+
+    // Without the index, the scan reads every line, that one too.
+    await rm(join(dir, 'ledger.index.sqlite'));
+    store = await openAt(path);
+    expect(store.indexStartup).toMatchObject({ mode: 'rebuilt', reason: expect.stringMatching(/^no index/), linesRead: 3 });
+    expect(store.recovery).toMatchObject({ corruptLines: 1, bytes: superseded.length, segments: [1] });
+    expect(await store.get('generic:superseded')).toEqual(latest);
+  });
+
+  it('a process killed between a journal append and its index commit: start-up applies the lines after the index\'s position, and only those', async () => {
+    store = await openAt(path);
+    await populate(store);
+    // The index as a process killed now leaves it (its page cache: the files as they are).
+    const indexPath = join(dir, 'ledger.index.sqlite');
+    const snapshot = { db: await readFile(indexPath), wal: await readFile(`${indexPath}-wal`) };
+    const position = statSync(segment1).size;
+    // Three writes whose journal lines are appended and whose index commits the kill takes away:
+    // a new record holding an accrual key, an update that settles one (leaving the open set,
+    // claiming an operation), a webhook event.
+    await store.insert(makeRecord('generic:after-kill', { at: 90, accrual: 'in_doubt', orderId: 'K-1' }));
+    const open = (await store.listOpen({ limit: 1, merchantId: 'default' }))[0]!;
+    await store.update(nextVersion(open, (r) => ((r.accrual.state = 'accrued'), (r.accrual.operationIds = [777]), delete r.accrual.inDoubtSince, delete r.inFlight)));
+    await store.rememberWebhookEvent('square', 'evt-after-kill');
+    const expected = {
+      ...(await answers(store)),
+      afterKill: await store.list({ orderId: 'K-1', offset: 0, limit: 10 }),
+      claim: await store.findOperationClaim('default', 777),
+      event: await store.hasWebhookEvent('square', 'evt-after-kill'),
+    };
+    expect(expected.afterKill.total).toBe(1);
+    expect(expected.claim).toBe(open.transactionId);
+
+    // The killed process's files: the journal with every line, the index without the last three,
+    // its lock naming this process (which does not hold that copy: a killed process's, on this boot).
+    const killed = await freshDir();
+    try {
+      await cp(dir, killed, { recursive: true });
+      await writeFile(join(killed, 'ledger.index.sqlite'), snapshot.db);
+      await writeFile(join(killed, 'ledger.index.sqlite-wal'), snapshot.wal);
+      let caughtUp: FileLedgerStore | undefined = await openAt(join(killed, 'ledger.json'));
+      try {
+        expect(caughtUp.indexStartup).toMatchObject({ mode: 'caught-up', linesRead: 3, scannedFrom: { segment: 1, offset: position } });
+        expect(caughtUp.recovery).toBeUndefined();
+        const found = {
+          ...(await answers(caughtUp)),
+          afterKill: await caughtUp.list({ orderId: 'K-1', offset: 0, limit: 10 }),
+          claim: await caughtUp.findOperationClaim('default', 777),
+          event: await caughtUp.hasWebhookEvent('square', 'evt-after-kill'),
+        };
+        expect(found.count).toBe(25);
+        expect(found).toEqual(expected);
+        await caughtUp.close();
+        // Caught up, the index is whole: the next start reads nothing.
+        caughtUp = await openAt(join(killed, 'ledger.json'));
+        expect(caughtUp.indexStartup).toMatchObject({ mode: 'trusted', linesRead: 0 });
+      } finally {
+        await caughtUp.close();
+      }
+    } finally {
+      await rm(killed, { recursive: true, force: true });
+    }
+  });
+
+  it.each<[string, (indexPath: string) => Promise<void>, RegExp]>([
+    ['missing', (p) => rm(p), /^no index/],
+    ['that is not a database', (p) => writeFile(p, 'not an SQLite database\n'.repeat(500)), /^the index cannot be used/],
+    ['cut short', (p) => truncate(p, 4096), /^the index cannot be used/],
+    ['of another format version', async (p) => setMeta(p, 'format', 999), /format 999/],
+    ['left half-built by a process stopped while building it', async (p) => setMeta(p, 'state', 'building'), /being built/],
+  ])('an index %s is rebuilt from the journal (and the letters\' and audit trail\'s files): every answer is as before', async (_what, spoil, reason) => {
+    store = await openAt(path);
+    await populate(store);
+    const before = await answers(store);
+    expectSubstance(before);
+    await store.close();
+    const indexPath = join(dir, 'ledger.index.sqlite');
+    expect(existsSync(`${indexPath}-wal`)).toBe(false); // a clean stop checkpoints it
+    await spoil(indexPath);
+
+    store = await openAt(path);
+    expect(store.indexStartup).toMatchObject({ mode: 'rebuilt', reason: expect.stringMatching(reason) });
+    expect(store.recovery).toBeUndefined();
+    expect(await answers(store)).toEqual(before);
+    expect(statSync(indexPath).mode & 0o777).toBe(0o600);
+    await store.close();
+    store = await openAt(path);
+    expect(store.indexStartup).toMatchObject({ mode: 'trusted', linesRead: 0 });
+  });
+
+  it('a segment changed behind the index\'s back moments after a clean stop (its size kept) makes start-up rebuild the index from the journal', async () => {
+    store = await openAt(path);
+    await populate(store);
+    const before = await answers(store);
+    await store.close();
+    // At once: the coarse clock a write's mtime comes from has not moved on, the stamp still tells.
+    const line = await lineOf('generic:F-1', 1);
+    await overwrite(segment1, line.offset + 3, 'XX');
+
+    store = await openAt(path);
+    expect(store.indexStartup).toMatchObject({ mode: 'rebuilt', reason: 'segment 000001.jsonl was changed since the index last saw it (size or modification time)' });
+    expect(store.recovery).toMatchObject({ corruptLines: 1, bytes: line.length, segments: [1] });
+    // That version was superseded: every answer stands.
+    expect(await answers(store)).toEqual(before);
+  });
+
+  it('a write the index cannot take is refused whole: its journal line is taken back, and journal and index stay level', async () => {
+    let failing = false;
+    const full = () => {
+      if (failing) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+    };
+    store = new FileLedgerStore(path, { beforeIndexWrite: full });
+    await store.init();
+    const kept = makeRecord('generic:kept', { accrual: 'pending' });
+    await store.insert(kept);
+    const size = statSync(segment1).size;
+
+    failing = true;
+    await expect(store.insert(makeRecord('generic:refused', { at: 1 }))).rejects.toMatchObject({ code: 'SQLITE_FULL' });
+    await expect(store.update(settle(kept))).rejects.toMatchObject({ code: 'SQLITE_FULL' });
+    await expect(store.rememberWebhookEvent('square', 'evt-refused')).rejects.toMatchObject({ code: 'SQLITE_FULL' });
+    // Nothing of them is left in the journal, and nothing in the index.
+    expect(statSync(segment1).size).toBe(size);
+    expect(await store.get('generic:refused')).toBeUndefined();
+    expect(await store.get('generic:kept')).toEqual(kept);
+    expect(await store.hasWebhookEvent('square', 'evt-refused')).toBe(false);
+
+    failing = false;
+    const settled = await store.update(settle(kept));
+    await store.insert(makeRecord('generic:later', { at: 2 }));
+    await store.close();
+    store = await openAt(path);
+    // Journal and index agree: nothing to catch up, nothing refused reappears.
+    expect(store.indexStartup).toMatchObject({ mode: 'trusted', linesRead: 0 });
+    expect(await store.count()).toBe(2);
+    expect(await store.get('generic:kept')).toEqual(settled);
+    expect(await store.get('generic:refused')).toBeUndefined();
+  });
+
+  it('holds no settled record in memory, however many the ledger holds: after a restart, reading them all caches only the open ones', async () => {
+    store = await openAt(path);
+    for (let i = 0; i < 3000; i++) await store.insert(makeRecord(`generic:S-${i}`, { at: i, accrual: 'accrued', operationIds: [i + 1] }));
+    for (let i = 0; i < 5; i++) await store.insert(makeRecord(`generic:P-${i}`, { at: 3000 + i, accrual: 'pending' }));
+    await store.saveMerchant(makeMerchant('m-1'));
+    await store.close();
+
+    store = await openAt(path);
+    expect(store.memoryFootprint()).toEqual({ cachedRecords: 0, merchants: 1, backfillStates: 0 });
+    let read = 0;
+    for (let page = await store.list({ offset: 0, limit: 500 }); page.items.length > 0; page = await store.list({ after: { createdAt: page.items.at(-1)!.createdAt, key: keyOf(page.items.at(-1)!) }, offset: 0, limit: 500 })) read += page.items.length;
+    for (let i = 0; i < 3000; i += 7) expect((await store.get(`generic:S-${i}`))?.version).toBe(1);
+    expect(await store.findOperationClaim('default', 2999)).toBe('generic:S-2998');
+    expect(read).toBe(3005);
+    expect(store.memoryFootprint()).toEqual({ cachedRecords: 5, merchants: 1, backfillStates: 0 });
+  });
+
+  it('a ledger whose journal was written without an index (an earlier build, or written in bulk) builds it once, from a full scan', async () => {
+    const records = Array.from({ length: 50 }, (_, i) => makeRecord(`generic:B-${i}`, { at: i, accrual: i % 2 ? 'accrued' : 'pending', operationIds: i % 2 ? [i] : [] }));
+    expect(writeLedgerInBulk(path, records)).toEqual({ records: 50, segments: 1, bytes: statSync(segment1).size });
+    store = await openAt(path);
+    expect(store.indexStartup).toMatchObject({ mode: 'rebuilt', reason: expect.stringMatching(/^no index/), linesRead: 50 });
+    expect(await store.count()).toBe(50);
+    for (const r of records) expect(await store.get(r.transactionId)).toEqual(r);
+    expect((await store.listOpen({ limit: 100 })).map((r) => r.transactionId)).toEqual(records.filter(isOpen).map((r) => r.transactionId));
+    expect(await store.findOperationClaim('default', 7)).toBe('generic:B-7');
+    await store.close();
+    store = await openAt(path);
+    expect(store.indexStartup).toMatchObject({ mode: 'trusted', linesRead: 0 });
+    expect(() => writeLedgerInBulk(path, [])).toThrow(/a ledger is there already/);
   });
 });

@@ -229,10 +229,11 @@ describeIf('ledger:copy into PostgreSQL', () => {
       expect([row.version, row.status, row.pos, row.created_at.toISOString()]).toEqual([r.version, r.status, r.pos, r.createdAt]);
     }
     expect(await pg.countOpen()).toBe([...built.records.values()].filter((r) => isOpen(r)).length);
-    // The due time the worker claims by, on every open record (a closed record's is never read).
+    // The due time the worker claims by, on every open record's work row (a settled record has none).
     const due = await pg.pool.query<{ transaction_id: string; due_ms: string; due_needs_verifier: boolean }>(
-      'SELECT transaction_id, extract(epoch FROM due_at) * 1000 AS due_ms, due_needs_verifier FROM ledger_records WHERE open',
+      'SELECT transaction_id, extract(epoch FROM due_at) * 1000 AS due_ms, due_needs_verifier FROM ledger_work',
     );
+    expect(due.rows).toHaveLength(await pg.countOpen());
     expect(new Set(due.rows.map((row) => Number(row.due_ms))).size).toBeGreaterThan(2);
     for (const row of due.rows) {
       const expected = dueOf(built.records.get(row.transaction_id)!);

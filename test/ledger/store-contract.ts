@@ -15,7 +15,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/errors.js';
 import { deriveStatus, isOpen, keyOf, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
-import type { BackfillState, DeadLetter, LedgerStore } from '../../src/ledger/store.js';
+import { LIST_COUNT_CAP, type BackfillState, type DeadLetter, type LedgerStore } from '../../src/ledger/store.js';
 import type { StoredMerchant } from '../../src/merchants/merchant.js';
 
 export interface StoreUnderTest {
@@ -164,6 +164,13 @@ export function makeLetter(id: string, options: LetterOptions = {}): DeadLetter 
   };
 }
 
+/** Stores many records at once: in one batch where the store has a bulk import (PostgreSQL's, for ledger:copy), one by one otherwise. */
+async function importOrInsert(store: LedgerStore, records: LedgerRecord[]): Promise<void> {
+  const bulk = (store as { importRecords?: (rs: LedgerRecord[]) => Promise<unknown> }).importRecords;
+  if (bulk) await bulk.call(store, records);
+  else for (const r of records) await store.insert(r);
+}
+
 /** The next version of `record` after `change` (applied to a deep copy), with status re-derived. */
 export function nextVersion(record: LedgerRecord, change: (r: LedgerRecord) => void = () => {}): LedgerRecord {
   const next = structuredClone(record);
@@ -211,7 +218,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await expect(store.ping()).resolves.toBeUndefined();
         expect(await store.count()).toBe(0);
         expect(await store.list({ offset: 0, limit: 10 })).toEqual({ items: [], total: 0 });
-        expect(await store.listOpen(10)).toEqual([]);
+        expect(await store.listOpen({ limit: 10 })).toEqual([]);
         expect(await store.listDue({ nowMs: Date.now(), limit: 10, canVerify: true })).toEqual([]);
         expect(await store.findOperationClaim('default', 1)).toBeUndefined();
       });
@@ -469,16 +476,16 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         for (const r of [...records].reverse()) await store.insert(r);
         const expected = records.filter(isOpen);
         expect(ids(expected)).toEqual(['generic:pending', 'generic:in-doubt', 'generic:reversal-pending', 'generic:reversal-in-doubt', 'generic:in-flight']);
-        const open = await store.listOpen(100);
+        const open = await store.listOpen({ limit: 100 });
         expect(ids(open)).toEqual(ids(expected));
         expect(open).toEqual(expected);
       });
 
       it('respects the limit, keeping the oldest', async () => {
         for (let i = 0; i < 5; i++) await store.insert(makeRecord(`generic:o-${i}`, { at: i }));
-        expect(ids(await store.listOpen(2))).toEqual(['generic:o-0', 'generic:o-1']);
-        expect(ids(await store.listOpen(5))).toEqual(['generic:o-0', 'generic:o-1', 'generic:o-2', 'generic:o-3', 'generic:o-4']);
-        expect(await store.listOpen(100)).toHaveLength(5);
+        expect(ids(await store.listOpen({ limit: 2 }))).toEqual(['generic:o-0', 'generic:o-1']);
+        expect(ids(await store.listOpen({ limit: 5 }))).toEqual(['generic:o-0', 'generic:o-1', 'generic:o-2', 'generic:o-3', 'generic:o-4']);
+        expect(await store.listOpen({ limit: 100 })).toHaveLength(5);
       });
 
       it('a record leaves the open set when settled and re-enters when work appears again', async () => {
@@ -487,14 +494,14 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await store.insert(a);
         await store.insert(b);
         const aAccrued = await store.update(settle(a));
-        expect(ids(await store.listOpen(10))).toEqual(['generic:b']);
+        expect(ids(await store.listOpen({ limit: 10 }))).toEqual(['generic:b']);
         // A refund arrives for a: a reversal is pending, so a is open again (and still the oldest).
         const aRefund = await store.update(nextVersion(aAccrued, (r) => (r.reversal.state = 'pending')));
         expect(aRefund.status).toBe('reversal_pending');
-        expect(ids(await store.listOpen(10))).toEqual(['generic:a', 'generic:b']);
+        expect(ids(await store.listOpen({ limit: 10 }))).toEqual(['generic:a', 'generic:b']);
         // Marking a call in flight keeps it open; clearing the flag with the work done closes it.
         const inFlight = await store.update(nextVersion(aRefund, (r) => (r.inFlight = { operation: 'reverse', startedAt: minutes(3), owner: 'w' })));
-        expect(ids(await store.listOpen(10))).toEqual(['generic:a', 'generic:b']);
+        expect(ids(await store.listOpen({ limit: 10 }))).toEqual(['generic:a', 'generic:b']);
         await store.update(
           nextVersion(inFlight, (r) => {
             delete r.inFlight;
@@ -502,14 +509,14 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
           }),
         );
         await store.update(settle(b));
-        expect(await store.listOpen(10)).toEqual([]);
+        expect(await store.listOpen({ limit: 10 })).toEqual([]);
       });
 
       it('answers the current version of each open record', async () => {
         const a = makeRecord('generic:a', { accrual: 'pending' });
         await store.insert(a);
         const a2 = await store.update(nextVersion(a, (r) => (r.rounds = 3)));
-        expect(await store.listOpen(10)).toEqual([a2]);
+        expect(await store.listOpen({ limit: 10 })).toEqual([a2]);
       });
 
       it('pages after a given record (how a reconcile goes through them all), ties on createdAt by id', async () => {
@@ -517,12 +524,12 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
           await store.insert(makeRecord(id, { at }));
         }
         await store.insert(makeRecord('generic:p-settled', { at: 1, accrual: 'accrued' }));
-        const first = await store.listOpen(2);
+        const first = await store.listOpen({ limit: 2 });
         expect(ids(first)).toEqual(['generic:p-1', 'generic:p-2']);
-        const second = await store.listOpen(2, undefined, first.at(-1));
+        const second = await store.listOpen({ limit: 2, after: first.at(-1) });
         expect(ids(second)).toEqual(['generic:p-3', 'generic:p-4']);
-        expect(ids(await store.listOpen(2, undefined, second.at(-1)))).toEqual(['generic:p-5']);
-        expect(await store.listOpen(2, undefined, makeRecord('generic:p-5', { at: 3 }))).toEqual([]);
+        expect(ids(await store.listOpen({ limit: 2, after: second.at(-1) }))).toEqual(['generic:p-5']);
+        expect(await store.listOpen({ limit: 2, after: makeRecord('generic:p-5', { at: 3 }) })).toEqual([]);
       });
     });
 
@@ -544,7 +551,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect(ids(verifying)).toEqual([...Array.from({ length: 200 }, (_, i) => `generic:accrual-in-doubt-${i}`), 'generic:due']);
         // Nothing is lost to anyone who looks at every open record.
         expect(await store.countOpen()).toBe(601);
-        expect(await store.listOpen(1000)).toHaveLength(601);
+        expect(await store.listOpen({ limit: 1000 })).toHaveLength(601);
       });
 
       it('leaves a record out until its time has come, by the clock it is given', async () => {
@@ -817,12 +824,16 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         expect(await store.getDeadLetter('dl-a')).toEqual(letters[0]);
         expect(await store.getDeadLetter('dl-nope')).toBeUndefined();
         expect(await store.listDeadLetters({ offset: 0, limit: 10 })).toEqual({ items: [letters[1], letters[2], letters[0]], total: 3 });
+        expect(await store.listDeadLetters({ oldestFirst: true, offset: 0, limit: 10 })).toEqual({ items: [letters[0], letters[2], letters[1]], total: 3 });
         expect(letterIds((await store.listDeadLetters({ pos: 'square', offset: 0, limit: 10 })).items)).toEqual(['dl-c', 'dl-a']);
         expect(letterIds((await store.listDeadLetters({ merchantId: 'bakery-17', offset: 0, limit: 10 })).items)).toEqual(['dl-b']);
         expect(await store.listDeadLetters({ open: true, offset: 1, limit: 1 })).toEqual({ items: [letters[0]], total: 2 });
+        await store.saveDeadLetter({ ...makeLetter('dl-d', { at: 3, merchantId: 'bakery-17' }), reasonCode: 'invalid_payload' });
+        expect(await store.countOpenDeadLetters()).toEqual({ byReason: { unclassified: 2, invalid_payload: 1 }, byMerchant: { '': 1, 'bakery-17': 2 } });
         await reopen();
         expect(await store.getDeadLetter('dl-b')).toEqual(letters[1]);
         expect((await store.listDeadLetters({ open: false, offset: 0, limit: 10 })).items).toEqual([letters[2]]);
+        expect(await store.countOpenDeadLetters()).toEqual({ byReason: { unclassified: 2, invalid_payload: 1 }, byMerchant: { '': 1, 'bakery-17': 2 } });
       });
 
       it('lists the letters due for an automatic run by the clock it is given, earliest first, never a resolved one or one waiting for a person', async () => {
@@ -915,7 +926,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await store.insert({ ...makeRecord('generic:other', { at: 4, accrual: 'failed' }), merchantId: 'bakery-17' });
         const lost = await store.insert(orphan('generic:lost', 5));
         const repeated = (await store.insert(makeRecord('generic:repeated', { at: 6, accrual: 'accrued' }))).record;
-        const names = async (merchantId?: string) => (await store.listAttention(merchantId)).map((r) => r.transactionId).sort();
+        const names = async (merchantId?: string) => (await store.listAttention({ merchantId, limit: 100 })).map((e) => e.record.transactionId).sort();
         expect(await names()).toEqual(['generic:doubt', 'generic:failed', 'generic:lost', 'generic:other']);
         expect(await names('bakery-17')).toEqual(['generic:other']);
         expect(await names('default')).toEqual(['generic:doubt', 'generic:failed', 'generic:lost']);
@@ -927,9 +938,88 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         const failed = (await store.get('generic:failed'))!;
         await store.update(nextVersion(failed, (r) => (r.acknowledged = { at: minutes(2000), actor: 'alice', reason: 'card closed for good' })));
         expect(await names('default')).toEqual(['generic:doubt']);
-        expect(await (await reopen()).listAttention('default').then((rs) => rs.map((r) => r.transactionId).sort())).toEqual(['generic:doubt']);
-        // The open-records gauge counts settled statuses unless closed: acknowledged ones too.
-        expect(await store.countOpenByStatus()).toEqual({ in_doubt: 1, pending: 1, failed: 2 });
+        const reopened = await reopen();
+        expect(await reopened.listAttention({ merchantId: 'default', limit: 100 }).then((es) => es.map((e) => e.record.transactionId).sort())).toEqual(['generic:doubt']);
+        // Closed and acknowledged records have left the index: counted, only what still needs a person.
+        expect(await reopened.countAttention()).toEqual({ byKind: { in_doubt: { count: 1, oldestSince: minutes(3) }, failed: { count: 1, oldestSince: minutes(4) } }, byMerchant: { default: 1, 'bakery-17': 1 } });
+        expect(await reopened.countAttention('default')).toEqual({ byKind: { in_doubt: { count: 1, oldestSince: minutes(3) } }, byMerchant: { default: 1 } });
+        // The open-records count holds records with work left only.
+        expect(await reopened.countOpenByStatus()).toEqual({ in_doubt: 1, pending: 1 });
+      });
+
+      it('pages a list by key (after a record) in the same order as by offset, with every filter, across a reopen', async () => {
+        // Ties on createdAt are broken by the ledger key, descending: a keyset page never skips or repeats one.
+        for (const [id, at] of [['generic:k-1', 0], ['generic:k-3', 1], ['generic:k-2', 1], ['square:k-4', 2], ['generic:k-5', 3], ['generic:k-6', 3]] as const) {
+          await store.insert(makeRecord(id, { at, pos: id.split(':')[0], accrual: id === 'generic:k-2' ? 'accrued' : 'pending' }));
+        }
+        await store.insert({ ...makeRecord('generic:k-7', { at: 4 }), merchantId: 'bakery-17' });
+        const cursorOf = (r: LedgerRecord) => ({ createdAt: r.createdAt, key: keyOf(r) });
+        for (const restart of [false, true]) {
+          const s = restart ? await reopen() : store;
+          const all = (await s.list({ offset: 0, limit: 100 })).items;
+          expect(ids(all)).toEqual(['generic:k-7', 'generic:k-6', 'generic:k-5', 'square:k-4', 'generic:k-3', 'generic:k-2', 'generic:k-1']);
+          const paged: LedgerRecord[] = [];
+          for (let page = await s.list({ offset: 0, limit: 2 }); page.items.length > 0; page = await s.list({ after: cursorOf(page.items.at(-1)!), offset: 0, limit: 2 })) paged.push(...page.items);
+          expect(paged).toEqual(all);
+          // The cursor with filters: what follows it among the matches only; the total counts every match, before the cursor too.
+          const after = await s.list({ pos: 'generic', merchantId: 'default', after: cursorOf(all[1]!), offset: 0, limit: 2 });
+          expect(ids(after.items)).toEqual(['generic:k-5', 'generic:k-3']);
+          expect(after.total).toBe(5);
+          expect(ids((await s.list({ status: 'pending', after: cursorOf(all[4]!), offset: 0, limit: 10 })).items)).toEqual(['generic:k-1']);
+        }
+      });
+
+      it(`counts a list's total up to ${LIST_COUNT_CAP} and says when more match`, async () => {
+        const records = Array.from({ length: LIST_COUNT_CAP + 2 }, (_, i) => ({ ...makeRecord(`generic:many-${i}`, { at: i % 1440, accrual: 'accrued' }), version: 1 }));
+        await importOrInsert(store, records);
+        const page = await store.list({ offset: 0, limit: 3 });
+        expect(page.items).toHaveLength(3);
+        expect(page.total).toBe(LIST_COUNT_CAP);
+        expect(page.totalCapped).toBe(true);
+        const exact = await store.list({ from: new Date(minutes(0)), to: new Date(minutes(0)), offset: 0, limit: 3 });
+        expect(exact.total).toBe(records.filter((r) => r.createdAt === minutes(0)).length);
+        expect(exact.totalCapped).toBeUndefined();
+      });
+
+      it('the attention index: oldest first (since, key, kind), paged after an entry, counted per kind and merchant, written with each record', async () => {
+        const failed = makeRecord('generic:failed', { at: 5, accrual: 'failed' });
+        await store.insert(failed);
+        await store.insert(makeRecord('generic:doubt-b', { at: 3, accrual: 'in_doubt' }));
+        await store.insert(makeRecord('generic:doubt-a', { at: 3, accrual: 'in_doubt' }));
+        await store.insert({ ...makeRecord('generic:theirs', { at: 1, accrual: 'in_doubt' }), merchantId: 'bakery-17' });
+        const twice = makeRecord('generic:twice', { at: 0, accrual: 'failed' });
+        twice.changedRepeats = { count: 1, first: [{ at: minutes(8), amountCents: 100 }], latest: [] };
+        await store.insert(twice);
+        for (let i = 0; i < 50; i++) await store.insert(makeRecord(`generic:fine-${i}`, { at: i, accrual: 'accrued' }));
+        const order = [
+          ['generic:twice', 'failed', minutes(0)],
+          ['bakery-17/generic:theirs', 'in_doubt', minutes(1)],
+          ['generic:doubt-a', 'in_doubt', minutes(3)],
+          ['generic:doubt-b', 'in_doubt', minutes(3)],
+          ['generic:failed', 'failed', minutes(5)],
+          ['generic:twice', 'changed_repeats', minutes(8)],
+        ];
+        const entries = (es: { entry: { key: string; kind: string; since: string } }[]) => es.map((e) => [e.entry.key, e.entry.kind, e.entry.since]);
+        for (const restart of [false, true]) {
+          const s = restart ? await reopen() : store;
+          const all = await s.listAttention({ limit: 100 });
+          expect(entries(all)).toEqual(order);
+          // Each entry comes with its record, as it stands, and its merchant.
+          expect(all[1]!.record.transactionId).toBe('generic:theirs');
+          expect(all[1]!.entry.merchantId).toBe('bakery-17');
+          expect(entries(await s.listAttention({ limit: 2, after: all[1]!.entry }))).toEqual(order.slice(2, 4));
+          expect(entries(await s.listAttention({ limit: 10, after: all[4]!.entry }))).toEqual(order.slice(5));
+          expect(entries(await s.listAttention({ merchantId: 'bakery-17', limit: 10 }))).toEqual([order[1]]);
+          expect(await s.countAttention()).toEqual({
+            byKind: { failed: { count: 2, oldestSince: minutes(0) }, in_doubt: { count: 3, oldestSince: minutes(1) }, changed_repeats: { count: 1, oldestSince: minutes(8) } },
+            byMerchant: { default: 5, 'bakery-17': 1 },
+          });
+        }
+        // Settled, acknowledged: the write that does it takes its entries out.
+        const current = (await store.get('generic:failed'))!;
+        await store.update(nextVersion(current, (r) => (r.acknowledged = { at: minutes(5000), actor: 'alice', reason: 'credited by hand' })));
+        expect(entries(await store.listAttention({ limit: 100 }))).toEqual(order.filter(([key]) => key !== 'generic:failed'));
+        expect((await store.countAttention()).byKind.failed).toEqual({ count: 1, oldestSince: minutes(0) });
       });
 
       it('keeps the audit trail newest first, filtered by merchant, actor and time, across a reopen', async () => {
@@ -1009,7 +1099,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         const before = {
           count: await store.count(),
           list: await store.list({ offset: 0, limit: 100 }),
-          open: await store.listOpen(100),
+          open: await store.listOpen({ limit: 100 }),
           square: await store.list({ pos: 'square', status: 'accrued', offset: 0, limit: 100 }),
         };
         expect(ids(before.list.items)).toEqual(['generic:d', 'generic:c', 'square:b', 'generic:a']);
@@ -1021,7 +1111,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         for (const r of current) expect(await reopened.get(r.transactionId)).toEqual(r);
         expect(await reopened.list({ offset: 0, limit: 100 })).toEqual(before.list);
         expect(await reopened.list({ pos: 'square', status: 'accrued', offset: 0, limit: 100 })).toEqual(before.square);
-        expect(await reopened.listOpen(100)).toEqual(before.open);
+        expect(await reopened.listOpen({ limit: 100 })).toEqual(before.open);
         expect(await reopened.findOperationClaim('default', 1)).toBe('generic:a');
         expect(await reopened.findOperationClaim('default', 2)).toBe('square:b');
         expect(await reopened.findOperationClaim('default', 4)).toBeUndefined();
@@ -1034,7 +1124,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await expect(reopened.update(nextVersion(records[1]!))).rejects.toBeInstanceOf(VersionConflictError);
         const c3 = await reopened.update(settle((await reopened.get('generic:c'))!));
         expect(c3.version).toBe(3);
-        expect(await reopened.listOpen(100)).toEqual([]);
+        expect(await reopened.listOpen({ limit: 100 })).toEqual([]);
         expect(await reopened.count()).toBe(4);
       });
 
@@ -1046,7 +1136,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         s = await reopen();
         expect(await s.get('generic:a')).toEqual(a);
         expect(await s.findOperationClaim('default', 9)).toBe('generic:a');
-        expect(ids(await s.listOpen(10))).toEqual([]);
+        expect(ids(await s.listOpen({ limit: 10 }))).toEqual([]);
       });
     });
   });

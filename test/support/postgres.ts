@@ -6,7 +6,7 @@
  * the tests that need it are skipped with one line saying why. Each test file gets its own schema.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -34,10 +34,33 @@ async function reachable(url: string): Promise<boolean> {
   }
 }
 
-function throwawayCluster(): Promise<TestDatabase> | TestDatabase {
+/** A PostgreSQL cluster of a test's own, in a temporary folder: started, crashed and started again at will. */
+export interface Cluster {
+  url: string;
+  /** The cluster's own processes (postmaster first), as `ps` lists them. */
+  pids(): number[];
+  /** The pid of one of its background processes, by its title (`walwriter`, `checkpointer`, …). */
+  pidOf(title: string): number | undefined;
+  /** Every process of the cluster SIGKILLed at once: a database crash (what it had not flushed is lost). */
+  crash(): Promise<void>;
+  /** Starts it again on the same data (after a crash: its recovery replays what was flushed). */
+  start(): Promise<void>;
+  stop(): void;
+}
+
+function postgresBin(): string | undefined {
   const versions = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').sort().reverse() : [];
-  const bin = versions.map((v) => join('/usr/lib/postgresql', v, 'bin')).find((b) => existsSync(join(b, 'initdb')));
-  if (!bin) return { source: 'no TEST_DATABASE_URL, no server at 127.0.0.1:5432, and PostgreSQL is not installed here' };
+  return versions.map((v) => join('/usr/lib/postgresql', v, 'bin')).find((b) => existsSync(join(b, 'initdb')));
+}
+
+/**
+ * A new cluster (initdb as the postgres user when running as root), started with `settings`
+ * (`-c name=value`); removed by a detached watchdog once this process is gone, as test workers can
+ * be ended without their exit handlers running. Answers the reason instead when it cannot be had.
+ */
+export async function startCluster(settings: Record<string, string> = {}): Promise<Cluster | { reason: string }> {
+  const bin = postgresBin();
+  if (!bin) return { reason: 'PostgreSQL is not installed here' };
   const asPostgres = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'bridge-pg-'));
   if (asPostgres) {
@@ -51,16 +74,61 @@ function throwawayCluster(): Promise<TestDatabase> | TestDatabase {
       ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
       : spawnSync(join(bin, cmd), args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const init = run('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']);
-  if (init.status !== 0) return { source: `could not initdb a throwaway cluster: ${String(init.stderr ?? init.error).slice(0, 200)}` };
-  return freePort().then(async (port) => {
-    const start = run('pg_ctl', ['-D', join(dir, 'data'), '-l', join(dir, 'server.log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
-    if (start.status !== 0) return { source: `could not start a throwaway cluster: ${String(start.stderr ?? start.error).slice(0, 200)}` };
-    // Test workers can be ended without their exit handlers running: a detached watchdog stops the
-    // cluster and removes it once this process is gone.
-    const stop = `${asPostgres ? 'runuser -u postgres -- ' : ''}${join(bin, 'pg_ctl')} -D ${join(dir, 'data')} -m immediate stop`;
-    spawn('sh', ['-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${stop} >/dev/null 2>&1; rm -rf ${dir}`], { detached: true, stdio: 'ignore' }).unref();
-    return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, source: `throwaway cluster on port ${port}` };
-  });
+  if (init.status !== 0) return { reason: `could not initdb a throwaway cluster: ${String(init.stderr ?? init.error).slice(0, 200)}` };
+  const port = await freePort();
+  const options = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
+  const data = join(dir, 'data');
+  const start = async () => {
+    const started = run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-o', options, 'start']);
+    if (started.status !== 0) throw new Error(`could not start the cluster: ${String(started.stderr ?? started.error).slice(0, 300)}`);
+  };
+  try {
+    await start();
+  } catch (error) {
+    return { reason: (error as Error).message };
+  }
+  const stop = `${asPostgres ? 'runuser -u postgres -- ' : ''}${join(bin, 'pg_ctl')} -D ${data} -m immediate stop`;
+  spawn('sh', ['-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${stop} >/dev/null 2>&1; rm -rf ${dir}`], { detached: true, stdio: 'ignore' }).unref();
+  const postmasterPid = () => Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const children = (parent: number) =>
+    execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(parent)])
+      .toString()
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .map((l) => ({ pid: Number(l.split(/\s+/)[0]), title: l.slice(l.indexOf(' ') + 1) }));
+  const pids = () => {
+    const main = postmasterPid();
+    return [main, ...children(main).map((c) => c.pid)];
+  };
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    pids,
+    pidOf: (title: string) => children(postmasterPid()).find((c) => c.title.includes(title))?.pid,
+    async crash() {
+      const pidsNow = pids();
+      for (const pid of pidsNow) process.kill(pid, 'SIGKILL');
+      // Gone when no pid answers any more.
+      for (let i = 0; i < 200 && pidsNow.some((pid) => alive(pid)); i++) await new Promise((r) => setTimeout(r, 25));
+      if (pidsNow.some((pid) => alive(pid))) throw new Error(`the cluster's processes ${pidsNow.filter(alive).join(', ')} outlived SIGKILL`);
+    },
+    start,
+    stop: () => void run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),
+  };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function throwawayCluster(): Promise<TestDatabase> {
+  const cluster = await startCluster({ fsync: 'off' });
+  return 'reason' in cluster ? { source: cluster.reason } : { url: cluster.url, source: `throwaway cluster at ${cluster.url}` };
 }
 
 let found: Promise<TestDatabase> | undefined;

@@ -13,11 +13,11 @@ import type { Worker } from '../../core/worker.js';
 import { attentionQueue } from '../../core/attention-queue.js';
 import { BridgeError, NotFoundError, ValidationError } from '../../errors.js';
 import { adminAuth, requireGlobalAdmin, type AdminPrincipal, type TokenDirectory } from '../auth.js';
-import { DEFAULT_MERCHANT, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerStatus, type OperatorAct } from '../../ledger/record.js';
+import { DEFAULT_MERCHANT, keyOf as recordKeyOf, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../../ledger/record.js';
 import type { MerchantAdmin } from '../../merchants/admin.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import type { Request } from 'express';
-import type { LedgerStore } from '../../ledger/store.js';
+import type { LedgerStore, ListCursor } from '../../ledger/store.js';
 import { parseWith } from '../../validation.js';
 import type { AttentionAnswer, AuditList, BulkAnswer, DeadLetter, DeadLetterList, ReconcileReport, ReplayAnswer, ReplayFailure, TransactionList, WhoAmI } from '../schemas.js';
 import { deadLetterDetail, deadLetterSummary, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
@@ -81,6 +81,31 @@ const statusList = z
 const pageParams = { page: z.coerce.number().int().min(1).default(1), limit: z.coerce.number().int().min(1).max(500).default(50) };
 export const PageQuery = z.strictObject(pageParams);
 
+/**
+ * `cursor`: where the next page of a list starts (the answer's `nextCursor`), opaque to clients: the
+ * last record's creation time and ledger key, so a page costs what it returns however deep it is.
+ */
+const listCursor = z
+  .string()
+  .max(600)
+  .transform((text, ctx) => {
+    try {
+      const [createdAt, key] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[];
+      if (typeof createdAt === 'string' && typeof key === 'string' && !Number.isNaN(Date.parse(createdAt))) return { createdAt, key } satisfies ListCursor;
+    } catch {
+      // Not base64url JSON: named below.
+    }
+    ctx.addIssue({ code: 'custom', message: 'is not a cursor this bridge gave: pass the nextCursor of the page before, unchanged' });
+    return z.NEVER;
+  })
+  .optional()
+  .meta({ description: "The previous answer's nextCursor: the page after it (keyset paging; page is then 1)." });
+
+/** The opaque `nextCursor` of a page ending at this record. */
+export function cursorOf(record: Pick<LedgerRecord, 'createdAt' | 'transactionId' | 'merchantId'>): string {
+  return Buffer.from(JSON.stringify([record.createdAt, recordKeyOf(record)])).toString('base64url');
+}
+
 export const ListQuery = z.strictObject({
   merchantId: merchantIdParam,
   status: statusList,
@@ -89,8 +114,9 @@ export const ListQuery = z.strictObject({
   refundId: z.string().min(1).max(256).optional().meta({ description: 'The records a refund with this id acted on.' }),
   from: fromParam,
   to: toParam,
+  cursor: listCursor,
   ...pageParams,
-});
+}).refine((q) => !q.cursor || q.page === 1, { message: 'cursor and page are two ways to page: give one', path: ['cursor'] });
 
 export const AttentionQuery = z.strictObject({
   merchantId: merchantIdParam,
@@ -189,7 +215,8 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
 
   router.get('/v1/admin/transactions', async (req, res) => {
     const q = parseWith(ListQuery, req.query);
-    const { items, total } = await deps.store.list({
+    // One more than asked: whether a next page exists, without counting beyond it.
+    const { items, total, totalCapped } = await deps.store.list({
       merchantId: scopeOf(req, q.merchantId),
       status: q.status,
       pos: q.pos,
@@ -197,10 +224,19 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
       refundId: q.refundId,
       from: q.from,
       to: q.to,
+      after: q.cursor,
       offset: (q.page - 1) * q.limit,
-      limit: q.limit,
+      limit: q.limit + 1,
     });
-    res.json({ items: items.map(recordSummary), total, page: q.page, limit: q.limit } satisfies TransactionList);
+    const page = items.slice(0, q.limit);
+    res.json({
+      items: page.map(recordSummary),
+      total,
+      ...(totalCapped ? { totalCapped } : {}),
+      page: q.page,
+      limit: q.limit,
+      ...(items.length > q.limit ? { nextCursor: cursorOf(page.at(-1)!) } : {}),
+    } satisfies TransactionList);
   });
 
   router.get('/v1/admin/attention', async (req, res) => {
@@ -210,8 +246,8 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
 
   router.get('/v1/admin/audit', async (req, res) => {
     const q = parseWith(AuditQuery, req.query);
-    const { items, total } = await deps.store.listAudit({ merchantId: scopeOf(req, q.merchantId), actor: q.actor, from: q.from, to: q.to, offset: (q.page - 1) * q.limit, limit: q.limit });
-    res.json({ items, total, page: q.page, limit: q.limit } satisfies AuditList);
+    const { items, total, totalCapped } = await deps.store.listAudit({ merchantId: scopeOf(req, q.merchantId), actor: q.actor, from: q.from, to: q.to, offset: (q.page - 1) * q.limit, limit: q.limit });
+    res.json({ items, total, ...(totalCapped ? { totalCapped } : {}), page: q.page, limit: q.limit } satisfies AuditList);
   });
 
   router.post('/v1/admin/transactions/bulk', async (req, res) => {

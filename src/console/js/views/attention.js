@@ -61,7 +61,6 @@ export async function attentionView({ section, params, principal, navigate }) {
     h('h1', {}, 'Needs attention'),
     merchantFilter,
     summary,
-    queue.deadLettersTruncated ? h('p', {}, 'There are more open dead letters than one answer reads: the newest are listed; the count of open dead letters covers them all.') : null,
     h(
       'div',
       { class: 'columns' },

@@ -59,7 +59,9 @@ export async function searchView({ section, params, principal, navigate, announc
   const pageHref = (n) => `#/search?${new URLSearchParams({ ...Object.fromEntries(params), page: String(n) })}`;
   replace(
     results,
-    h('h2', { id: 'results-heading' }, found.total === 0 ? 'No records match' : `${found.total} ${found.total === 1 ? 'record matches' : 'records match'}`),
+    h('h2', { id: 'results-heading' }, matchHeading(found)),
+    // The bridge counts matches up to a cap (counting millions would cost what the ledger holds): past it, pages reach as far as the cap.
+    found.totalCapped ? h('p', {}, `Counting stopped at ${thousands(found.total)}: narrow the search (merchant, status, dates) to reach records beyond the first ${thousands(found.total)}.`) : null,
     found.items.length
       ? [
           h('p', {}, h('label', {}, selectAll, ' Select every record on this page')),
@@ -86,8 +88,17 @@ async function find(query, statuses, page) {
     query: { status: statuses.join(','), orderId: query.orderId, refundId: query.refundId, merchantId: query.merchantId, pos: query.pos, from: query.from, to: query.to, page, limit: PAGE_SIZE },
   });
   // A bulk filter names status, POS, merchant and dates only: a search by order or refund id acts on the selection.
-  return { items: list.items, total: list.total, byFilter: !query.orderId && !query.refundId };
+  return { items: list.items, total: list.total, totalCapped: list.totalCapped === true, byFilter: !query.orderId && !query.refundId };
 }
+
+/** "3 records match", or "More than 10,000 records match" when the bridge stopped counting. */
+function matchHeading(found) {
+  if (found.total === 0) return 'No records match';
+  if (found.totalCapped) return `More than ${thousands(found.total)} records match`;
+  return `${thousands(found.total)} ${found.total === 1 ? 'record matches' : 'records match'}`;
+}
+
+const thousands = (n) => n.toLocaleString('en-US');
 
 function searchForm(query, statuses, principal, submit) {
   const input = (name, label, attributes = {}) =>

@@ -1,0 +1,98 @@
+/**
+ * `npm run ledger:archive` against a real PostgreSQL (scripts/ledger-archive.ts): a month of settled
+ * history leaves in one step (its partition detached, or dropped), refused while a record of it has
+ * work left or needs a person, or while it is too recent; the ledger keeps the archived records'
+ * keys, so a redelivery is refused as archived, never recorded and accrued again.
+ */
+import { afterEach, beforeEach, expect, it } from '@jest/globals';
+import { ArchivedRecordError } from '../../src/errors.js';
+import { partitionName } from '../../src/ledger/pg-migrations.js';
+import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
+import { keyOf, type LedgerRecord } from '../../src/ledger/record.js';
+import { archiveMonth, listPartitions, main, MIN_AGE_DAYS } from '../../scripts/ledger-archive.js';
+import { describeWithDatabase, freshSchema } from '../support/postgres.js';
+import { makeRecord, nextVersion } from './store-contract.js';
+
+const { url: base, describeIf } = await describeWithDatabase();
+
+/** A record created in August 2026 (minutes after its start). */
+const august = (id: string, minute: number, options: Parameters<typeof makeRecord>[1] = {}): LedgerRecord => ({
+  ...makeRecord(id, options),
+  createdAt: new Date(Date.UTC(2026, 7, 1) + minute * 60_000).toISOString(),
+});
+
+describeIf('npm run ledger:archive', () => {
+  let schema: { url: string; drop(): Promise<void> };
+  let store: PostgresLedgerStore;
+  const lines: string[] = [];
+  beforeEach(async () => {
+    schema = await freshSchema(base!, 'archive');
+    store = new PostgresLedgerStore(schema.url, { poolSize: 2 });
+    await store.init();
+    lines.length = 0;
+  });
+  afterEach(async () => {
+    await store.close();
+    await schema.drop();
+  });
+
+  const run = (...argv: string[]) => main(['--url', schema.url, ...argv], {}, (line) => lines.push(line));
+
+  it('detaches a settled month in one step; its keys stay, so a redelivery is refused as archived and nothing is recorded again', async () => {
+    const settled = [august('generic:A-1', 1, { accrual: 'accrued', operationIds: [501] }), august('generic:A-2', 2, { accrual: 'accrued', reversal: 'reversed' })];
+    const later = { ...makeRecord('generic:B-1', { accrual: 'accrued' }), createdAt: new Date().toISOString() };
+    await store.importRecords([...settled, later]);
+    expect((await listPartitions(store.pool)).map((p) => p.name)).toContain('ledger_records_2026_08');
+
+    expect(await run('--month', '2026-08')).toBe(0);
+    expect(lines.at(-1)).toMatch(/archived ledger_records_2026_08: 2 records detached; the table ledger_records_2026_08 stands alone: pg_dump -t \S+\.ledger_records_2026_08/);
+    expect((await listPartitions(store.pool)).map((p) => p.name)).not.toContain('ledger_records_2026_08');
+    // The detached table holds the month whole, for pg_dump.
+    expect(Number((await store.pool.query('SELECT count(*) AS n FROM ledger_records_2026_08')).rows[0].n)).toBe(2);
+
+    // Gone from every read; the rest of the ledger as it was.
+    expect(await store.get(keyOf(settled[0]!))).toBeUndefined();
+    expect((await store.list({ offset: 0, limit: 10 })).items).toEqual([later]);
+    expect(await store.get(keyOf(later))).toEqual(later);
+    // Its key and claims stay: a redelivery is refused, not recorded (and so never accrued) again.
+    await expect(store.insert(august('generic:A-1', 1, { accrual: 'pending' }))).rejects.toThrow(ArchivedRecordError);
+    expect(await store.findOperationClaim('default', 501)).toBe('generic:A-1');
+    expect(await store.count()).toBe(3);
+  });
+
+  it('drops the month with --drop', async () => {
+    await store.importRecords([august('generic:A-1', 1, { accrual: 'accrued' })]);
+    expect(await run('--month', '2026-08', '--drop')).toBe(0);
+    expect(lines.at(-1)).toBe('archived ledger_records_2026_08: 1 records detached and dropped; their keys stay, so a redelivery of one is answered 409 archived');
+    expect((await store.pool.query("SELECT to_regclass('ledger_records_2026_08') AS t")).rows[0].t).toBeNull();
+  });
+
+  it('refuses a month with a record that has work left or needs a person, naming them, and leaves it whole', async () => {
+    const open = august('generic:A-open', 1, { accrual: 'pending' });
+    const failed = august('generic:A-failed', 2, { accrual: 'failed' });
+    await store.importRecords([open, failed, august('generic:A-fine', 3, { accrual: 'accrued' })]);
+    await expect(archiveMonth(store.pool, { month: '2026-08', drop: true })).rejects.toThrow(/ledger_records_2026_08 still has records at work or waiting for a person: .*generic:A-open has work left \(pending\).*generic:A-failed needs a person \(failed\)/);
+    expect(await store.get(keyOf(open))).toEqual(open);
+    expect((await store.list({ offset: 0, limit: 10 })).total).toBe(3);
+    // Settled and acknowledged, the month may go.
+    await store.update(nextVersion(open, (r) => (r.accrual.state = 'accrued')));
+    await store.update(nextVersion(failed, (r) => (r.acknowledged = { at: new Date().toISOString(), actor: 'alice', reason: 'credited by hand' })));
+    expect((await archiveMonth(store.pool, { month: '2026-08', drop: false })).records).toBe(3);
+  });
+
+  it(`refuses a month that ended less than ${MIN_AGE_DAYS} days ago, a month with no partition, and a bad --month`, async () => {
+    const now = new Date();
+    const thisMonth = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
+    expect(await run('--month', thisMonth)).toBe(3);
+    expect(await run('--month', '1999-01')).toBe(3);
+    expect(await run('--month', 'August')).toBe(2);
+    expect(await run('--list', '--month', '2026-08')).toBe(2);
+    expect(partitionName(Date.UTC(2026, 7, 1))).toBe('ledger_records_2026_08');
+  });
+
+  it('lists the partitions with their ranges', async () => {
+    await store.importRecords([august('generic:A-1', 1, { accrual: 'accrued' })]);
+    expect(await run('--list')).toBe(0);
+    expect(lines.join('\n')).toMatch(/ledger_records_2026_08 {2}FOR VALUES FROM \('2026-08-01 00:00:00\+00'\) TO \('2026-09-01 00:00:00\+00'\)/);
+  });
+});
