@@ -1,9 +1,12 @@
 /**
  * Child of the benchmark: opens an existing file ledger in a fresh process and reports how long
- * `init()` took and the process's resident memory once it is open (after a full GC).
+ * `init()` took, how it came by its index (trusted, caught up, or rebuilt from a full scan of the
+ * journal, and how many journal lines it read), and the process's resident memory once it is open
+ * (after a full GC), beside the empty process's.
  *   node --expose-gc dist/scripts/bench-ledger-open.js <manifest path>
  * Prints one line: `LEDGER_OPEN=<json>`.
  */
+import { statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
 
@@ -25,14 +28,19 @@ const store = new FileLedgerStore(path);
 const t0 = performance.now();
 await store.init();
 const initMs = performance.now() - t0;
-const count = await store.count();
+const startup = store.indexStartup;
 await settle();
 const after = process.memoryUsage();
+// Counted after the measurement: `count` reads what the ledger holds (through SQLite's page cache), start-up does not.
+const count = await store.count();
+const indexMb = mb(statSync(store.indexPath).size);
 await store.close();
 process.stdout.write(
   `LEDGER_OPEN=${JSON.stringify({
     count,
     initMs,
+    index: startup ? { mode: startup.mode, reason: startup.reason, linesRead: startup.linesRead } : undefined,
+    indexMb,
     gcExposed: gc !== undefined,
     baselineRssMb: mb(before.rss),
     rssMb: mb(after.rss),

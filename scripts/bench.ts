@@ -15,7 +15,11 @@
  *    over 1,000 merchants' tokens, next to the same checkouts of one merchant.
  * F. Backfill (scripts/bench-backfill.ts): a pass over 10,000 Square orders already in the ledger,
  *    in orders per second, and the checkout path's p99 beside it with and without passes running.
- * B. The file ledger at 1k / 10k / 100k records: per-write cost, start-up time, resident memory.
+ * B. The file ledger at 1k / 10k / 100k records (1M by hand: --ledger-sizes=1000,100000,1000000): per-write
+ *    cost, start-up time, resident memory, and the one-time build of its index from a full scan.
+ * S. Scale (scripts/bench-scale.ts, `--only=scale` only): each read path, the background queries,
+ *    start-up, memory and the checkout path's WAL and commits at 10k, 1M (and 10M) records on
+ *    PostgreSQL, cloned in SQL from a seed a bridge wrote, with the growth ratio.
  *
  * Figures only: targets are printed beside them, nothing fails. Knobs (flag wins over env):
  *   --requests=N       BENCH_REQUESTS       requests per measured phase (3000)
@@ -25,11 +29,16 @@
  *   --serial=N         BENCH_SERIAL         checkouts in the diagnostic (200; 0 skips it)
  *   --ledger-sizes=L   BENCH_LEDGER_SIZES   comma list (1000,10000,100000)
  *   --ledger-writes=N  BENCH_LEDGER_WRITES  measured inserts and updates per size (1000)
+ *   --ledger-build=B   BENCH_LEDGER_BUILD   how part B builds a ledger: insert, bulk (journal lines in bulk, then the index
+ *                      built by one open) or auto (bulk above 100k records)
  *   --rate=N           BENCH_RATE           offered load of the latency phase, requests/s (200)
  *   --database-url=U   BENCH_DATABASE_URL   PostgreSQL for part D (postgres://postgres@127.0.0.1:5432/test)
  *   --merchants=N      BENCH_MERCHANTS      merchants in part M (1000)
  *   --backfill-orders=N BENCH_BACKFILL_ORDERS orders in the ledger for part F (10000)
- *   --only=http|ledger|pg|merchants|backfill  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M, backfill = F)
+ *   --only=http|ledger|pg|merchants|backfill|scale  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M, backfill = F,
+ *                      scale = S, which runs only when named)
+ *   --scale-sizes=L    BENCH_SCALE_SIZES    part S's PostgreSQL sizes (10000,1000000); --scale-10m adds 10,000,000
+ *   --migration-size=N BENCH_MIGRATION_SIZE records of the version-9 ledger part S times migration 10 on (1000000; 0: none)
  *   BENCH_BRIDGE_NODE_ARGS  extra node flags for the part A bridge process, e.g.
  *                           "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
  */
@@ -39,7 +48,7 @@ import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { FileLedgerStore } from '../src/ledger/file-store.js';
+import { FileLedgerStore, writeLedgerInBulk } from '../src/ledger/file-store.js';
 import type { LedgerRecord } from '../src/ledger/record.js';
 import {
   cleanupSync,
@@ -73,6 +82,7 @@ import { backfillPart } from './bench-backfill.js';
 import { merchantsPart } from './bench-merchants.js';
 import { pgPart, type PartASummary } from './bench-pg.js';
 import { serialDiagnostic } from './bench-serial.js';
+import { scalePart } from './bench-scale.js';
 
 const started = performance.now();
 const here = dirname(fileURLToPath(import.meta.url)); // dist/scripts
@@ -117,9 +127,14 @@ const opts = {
   backfillOrders: intOption('backfill-orders', 'BENCH_BACKFILL_ORDERS', 10_000),
   rate: intOption('rate', 'BENCH_RATE', 200),
   databaseUrl: option('database-url', 'BENCH_DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/test'),
+  scaleSizes: option('scale-sizes', 'BENCH_SCALE_SIZES', '10000,1000000')
+    .split(',')
+    .map((s) => Number(s.trim()))
+    .concat(process.argv.includes('--scale-10m') ? [10_000_000] : []),
 };
-if (opts.only && !['http', 'ledger', 'pg', 'merchants', 'backfill'].includes(opts.only)) throw new Error('--only must be http, ledger, pg, merchants or backfill');
-const runs = (part: 'http' | 'ledger' | 'pg' | 'merchants' | 'backfill') => !opts.only || opts.only === part;
+if (opts.only && !['http', 'ledger', 'pg', 'merchants', 'backfill', 'scale'].includes(opts.only)) throw new Error('--only must be http, ledger, pg, merchants, backfill or scale');
+// Part S (scale) builds ledgers of a million records and more: it runs only when asked for by name.
+const runs = (part: 'http' | 'ledger' | 'pg' | 'merchants' | 'backfill' | 'scale') => (part === 'scale' ? opts.only === 'scale' : !opts.only || opts.only === part);
 
 const out = (line = '') => process.stdout.write(`${line}\n`);
 const verdict = (met: boolean) => (met ? 'met' : 'not met');
@@ -396,14 +411,42 @@ async function explainBridgeProblems(p: Processes, phases: MeasuredPhase[]): Pro
 
 // ------------------------------------------------------------------ B. ledger
 
+/**
+ * How part B builds each size's ledger: `insert` (store.insert, POPULATE_CONCURRENCY in flight: the
+ * journal and the index written as the service writes them), `bulk` (the journal's lines written in
+ * bulk in the store's own line format, `writeLedgerInBulk`, with no index: the first open builds it
+ * from a full scan, which is timed), or `auto`: bulk above 100k records (a million inserts one by
+ * one take minutes; the bulk ledger is the same lines).
+ */
+const ledgerBuild = option('ledger-build', 'BENCH_LEDGER_BUILD', 'auto');
+if (!['auto', 'insert', 'bulk'].includes(ledgerBuild)) throw new Error(`--ledger-build / BENCH_LEDGER_BUILD must be auto, insert or bulk, got ${JSON.stringify(ledgerBuild)}`);
+const buildOf = (size: number): 'insert' | 'bulk' => (ledgerBuild === 'auto' ? (size > 100_000 ? 'bulk' : 'insert') : (ledgerBuild as 'insert' | 'bulk'));
+
+/** What bench-ledger-open.ts reports of one open in a fresh process. */
+interface OpenFigures {
+  count: number;
+  initMs: number;
+  index?: { mode: string; reason?: string; linesRead: number };
+  indexMb: number;
+  rssMb: number;
+  baselineRssMb: number;
+  heapUsedMb: number;
+  heapTotalMb: number;
+  gcExposed: boolean;
+}
+
 interface LedgerRow {
   size: number;
+  build: 'insert' | 'bulk';
   populateSeconds: number;
   recordBytes: number;
+  /** The index built from a full scan of the journal, in a fresh process: a bulk ledger's first open; for an inserted one, with its index file removed. */
+  indexBuild?: OpenFigures;
   insert: ReturnType<typeof summarize>;
   update: ReturnType<typeof summarize>;
   get: ReturnType<typeof summarize>;
-  open?: { count: number; initMs: number; rssMb: number; baselineRssMb: number; heapUsedMb: number; heapTotalMb: number; gcExposed: boolean };
+  /** An ordinary start-up (the index there and trusted), in a fresh process. */
+  open?: OpenFigures;
 }
 
 const POPULATE_CONCURRENCY = 32;
@@ -415,37 +458,71 @@ function lcg(seed: number): () => number {
   return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
 }
 
+/** Opens the ledger in a fresh `node --expose-gc` process (bench-ledger-open.ts) and answers what it reports. */
+async function openInChild(manifestPath: string): Promise<OpenFigures> {
+  const child = startChild(process.execPath, ['--expose-gc', join(here, 'bench-ledger-open.js'), manifestPath], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const line = await waitForLine(child, /LEDGER_OPEN=(\{.*\})/, 3_600_000);
+  await child.exited;
+  return JSON.parse(line[1]!) as OpenFigures;
+}
+
 async function ledgerSize(size: number): Promise<LedgerRow> {
   const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), `bench-ledger-${size}-`)));
   const orderId = (n: number) => `L-${n}`;
+  const build = buildOf(size);
   try {
-    const store = new FileLedgerStore(join(dir, 'ledger.json'));
-    await store.init();
-
-    progress(`ledger ${size}: populating (${POPULATE_CONCURRENCY} inserts in flight)`);
-    const t0 = performance.now();
-    let next = 0;
-    let done = 0;
-    let lastReport = performance.now();
-    await Promise.all(
-      Array.from({ length: POPULATE_CONCURRENCY }, async () => {
-        for (;;) {
-          const n = next++;
-          if (n >= size) return;
-          await store.insert(accruedRecord(orderId(n), n));
-          done++;
-          if (performance.now() - lastReport > 5000) {
-            lastReport = performance.now();
-            progress(`ledger ${size}: ${done}/${size} records (${fmt((done / (performance.now() - t0)) * 1000, 0)}/s)`);
-          }
+    const path = join(dir, 'ledger.json');
+    let populateSeconds: number;
+    let recordBytes: number;
+    let indexBuild: OpenFigures | undefined;
+    if (build === 'bulk') {
+      progress(`ledger ${size}: writing the journal in bulk (the store's line format, no index)`);
+      const t0 = performance.now();
+      function* records(): Generator<LedgerRecord> {
+        for (let n = 0; n < size; n++) {
+          if (n > 0 && n % 100_000 === 0) progress(`ledger ${size}: ${n}/${size} lines (${fmt((n / (performance.now() - t0)) * 1000, 0)}/s)`);
+          yield accruedRecord(orderId(n), n);
         }
-      }),
-    );
-    const populateSeconds = (performance.now() - t0) / 1000;
-    // Bytes per record in the journal: one line (header, tab, compact JSON body) for each live record.
-    const recordBytes = Math.round(store.journalStats().liveBytes / size);
-    progress(`ledger ${size}: populated in ${fmt(populateSeconds, 1)} s; measuring writes`);
+      }
+      const written = writeLedgerInBulk(path, records());
+      populateSeconds = (performance.now() - t0) / 1000;
+      recordBytes = Math.round(written.bytes / size);
+      progress(`ledger ${size}: ${written.segments} segments, ${fmt(written.bytes / 2 ** 20, 0)} MiB in ${fmt(populateSeconds, 1)} s; first open (builds the index from a full scan) in a fresh process`);
+      indexBuild = await openInChild(path);
+    } else {
+      const store = new FileLedgerStore(path);
+      await store.init();
+      progress(`ledger ${size}: populating (${POPULATE_CONCURRENCY} inserts in flight)`);
+      const t0 = performance.now();
+      let next = 0;
+      let done = 0;
+      let lastReport = performance.now();
+      await Promise.all(
+        Array.from({ length: POPULATE_CONCURRENCY }, async () => {
+          for (;;) {
+            const n = next++;
+            if (n >= size) return;
+            await store.insert(accruedRecord(orderId(n), n));
+            done++;
+            if (performance.now() - lastReport > 5000) {
+              lastReport = performance.now();
+              progress(`ledger ${size}: ${done}/${size} records (${fmt((done / (performance.now() - t0)) * 1000, 0)}/s)`);
+            }
+          }
+        }),
+      );
+      populateSeconds = (performance.now() - t0) / 1000;
+      // Bytes per record in the journal: one line (header, tab, compact JSON body) for each live record.
+      recordBytes = Math.round(store.journalStats().liveBytes / size);
+      await store.close();
+      progress(`ledger ${size}: populated in ${fmt(populateSeconds, 1)} s; index removed and rebuilt from a full scan in a fresh process`);
+      for (const suffix of ['', '-wal', '-shm']) await rm(`${store.indexPath}${suffix}`, { force: true });
+      indexBuild = await openInChild(path);
+    }
 
+    progress(`ledger ${size}: measuring writes`);
+    const store = new FileLedgerStore(path);
+    await store.init();
     // Writes, one at a time (each awaited), as a single checkout would see them.
     const versions = new Map<number, number>();
     const random = lcg(size);
@@ -489,11 +566,8 @@ async function ledgerSize(size: number): Promise<LedgerRow> {
     await store.close();
 
     progress(`ledger ${size}: opening it in a fresh process (start-up time, RSS)`);
-    const child = startChild(process.execPath, ['--expose-gc', join(here, 'bench-ledger-open.js'), store.manifestPath], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-    const line = await waitForLine(child, /LEDGER_OPEN=(\{.*\})/, 600_000);
-    await child.exited;
-    const open = JSON.parse(line[1]!) as LedgerRow['open'];
-    return { size, populateSeconds, recordBytes, insert: summarize(inserts), update: summarize(updates), get: summarize(gets), open };
+    const open = await openInChild(path);
+    return { size, build, populateSeconds, recordBytes, indexBuild, insert: summarize(inserts), update: summarize(updates), get: summarize(gets), open };
   } finally {
     progress(`ledger ${size}: removing ${dir}`);
     await rm(dir, { recursive: true, force: true });
@@ -527,40 +601,49 @@ async function ledgerPart(): Promise<void> {
 
   out(`B. File ledger (FileLedgerStore directly; fresh temp folder per size; ${opts.ledgerWrites} sequential inserts, updates and gets per size after ${WRITE_WARMUP} warm-up each)`);
   out('   record = an accrued generic checkout as the service stores it (2 selections, customer, 1 attempt with request and answer, 2 history events);');
-  out(`   populated with store.insert, ${POPULATE_CONCURRENCY} in flight (insert takes version 1 only, so populated records are at version 1).`);
-  out('   start-up and RSS: a fresh `node --expose-gc` process that only opens the store (init()), then gc() twice; page cache warm.');
+  out(`   built by: insert = store.insert, ${POPULATE_CONCURRENCY} in flight (records at version 1); bulk = the same records' journal lines written in bulk`);
+  out('   in the store\'s own line format (writeLedgerInBulk), no index, then opened once to build it (--ledger-build=auto|insert|bulk; auto: bulk above 100k).');
+  out('   index build = an open that builds the index from a full scan of the journal (a bulk ledger\'s first open; an inserted one\'s with its index removed);');
+  out('   start-up = an ordinary open (index there and trusted); both in a fresh `node --expose-gc` process that only opens the store, then gc() twice; page cache warm.');
   out();
   out(
     table([
-      ['records', 'populate s', 'rec/s', 'bytes/rec', 'insert mean µs', 'insert p99 µs', 'update mean µs', 'update p99 µs', 'get mean µs', 'init() ms', 'RSS MB', '(empty proc RSS MB)', 'heap used/total MB'],
+      ['records', 'built by', 'build s', 'bytes/rec', 'insert mean µs', 'insert p99 µs', 'update mean µs', 'update p99 µs', 'get mean µs', 'index build s', 'start-up ms', 'lines read', 'RSS MB', '(empty proc RSS MB)', 'heap used/total MB', 'index MB'],
       ...rows.map((r) => [
         String(r.size),
+        r.build,
         fmt(r.populateSeconds, 1),
-        fmt(r.size / r.populateSeconds, 0),
         String(r.recordBytes),
         fmt(r.insert.mean, 0),
         fmt(r.insert.p99, 0),
         fmt(r.update.mean, 0),
         fmt(r.update.p99, 0),
         fmt(r.get.mean, 0),
+        fmt(r.indexBuild && r.indexBuild.initMs / 1000, 1),
         fmt(r.open?.initMs, 0),
+        String(r.open?.index?.linesRead ?? '-'),
         fmt(r.open?.rssMb, 1),
         fmt(r.open?.baselineRssMb, 1),
         `${fmt(r.open?.heapUsedMb, 1)}/${fmt(r.open?.heapTotalMb, 1)}`,
+        fmt(r.open?.indexMb, 0),
       ]),
     ]),
   );
+  for (const r of rows) {
+    if (r.open?.index?.mode !== 'trusted') out(`   note: the ${r.size}-record start-up was ${r.open?.index?.mode ?? 'unknown'} (${r.open?.index?.reason ?? 'no reason given'}), not trusted`);
+    if (r.indexBuild?.index?.mode !== 'rebuilt') out(`   note: the ${r.size}-record index build was ${r.indexBuild?.index?.mode ?? 'unknown'}, not a rebuild`);
+  }
   if (rows.some((r) => r.open && !r.open.gcExposed)) out('   note: gc() was not exposed in the child; RSS includes uncollected garbage');
   out();
 
   const small = rows.reduce((a, b) => (b.size < a.size ? b : a));
   const large = rows.reduce((a, b) => (b.size > a.size ? b : a));
-  const label = (n: number) => (n % 1000 === 0 ? `${n / 1000}k` : String(n));
+  const label = (n: number) => (n % 1_000_000 === 0 ? `${n / 1_000_000}M` : n % 1000 === 0 ? `${n / 1000}k` : String(n));
   const targetRows: string[][] = [['figure', 'value', 'target', 'status']];
   if (large.size > small.size) {
     const writeMean = (r: LedgerRow) => (r.insert.mean + r.update.mean) / 2;
     const ratio = writeMean(large) / writeMean(small);
-    targetRows.push([`per-write cost ${label(large.size)}/${label(small.size)} (mean of insert and update means)`, `${fmt(ratio, 2)}×`, '≤ 2×', verdict(ratio <= 2)]);
+    targetRows.push([`per-write cost ${label(large.size)}/${label(small.size)} (mean of insert and update means)`, `${fmt(ratio, 2)}×`, '≤ 2× (flat)', verdict(ratio <= 2)]);
     for (const middle of rows.filter((r) => r.size > small.size && r.size < large.size)) {
       targetRows.push([`  per-write cost ${label(large.size)}/${label(middle.size)} (same measure)`, `${fmt(writeMean(large) / writeMean(middle), 2)}×`, '', '']);
     }
@@ -570,10 +653,12 @@ async function ledgerPart(): Promise<void> {
     targetRows.push([`  update p99 ${label(large.size)}/${label(small.size)}`, `${fmt(large.update.p99 / small.update.p99, 2)}×`, '', '']);
   }
   if (large.open) {
-    const target = large.size === 100_000 ? '≤ 256 MB' : '≤ 256 MB (at 100k)';
-    targetRows.push([`RSS with ${label(large.size)} records open`, `${fmt(large.open.rssMb, 1)} MB`, target, large.size === 100_000 ? verdict(large.open.rssMb <= 256) : 'n/a (not 100k)']);
-    targetRows.push([`start-up (init) with ${label(large.size)} records`, `${fmt(large.open.initMs / 1000, 2)} s`, '', '']);
+    const atAim = large.size >= 1_000_000;
+    const status = (met: boolean) => (atAim ? verdict(met) : `n/a (the aim is at 1M; ${verdict(met)} at ${label(large.size)})`);
+    targetRows.push([`RSS with ${label(large.size)} records open`, `${fmt(large.open.rssMb, 1)} MB`, '≤ 256 MB at 1M', status(large.open.rssMb <= 256)]);
+    targetRows.push([`start-up (init) with ${label(large.size)} records`, `${fmt(large.open.initMs / 1000, 2)} s`, '≤ 3 s at 1M', status(large.open.initMs <= 3000)]);
   }
+  if (large.indexBuild) targetRows.push([`one-time index build with ${label(large.size)} records (full scan)`, `${fmt(large.indexBuild.initMs / 1000, 1)} s`, '', '']);
   if (targetRows.length > 1) out(table(targetRows));
   out();
 }
@@ -635,6 +720,22 @@ async function main(): Promise<void> {
     await backfillPart({ orders: opts.backfillOrders, rate: opts.rate, rounds: opts.rounds, concurrency: opts.concurrency, runId, here, distDir, projectRoot, adminToken: ADMIN_TOKEN, out, gc });
   }
   if (runs('ledger')) await ledgerPart();
+  if (runs('scale')) {
+    await scalePart({
+      out,
+      here,
+      projectRoot,
+      distDir,
+      databaseUrl: opts.databaseUrl,
+      pgSizes: opts.scaleSizes,
+      concurrency: opts.concurrency,
+      requests: opts.requests,
+      appToken: APP_TOKEN,
+      apiKey: API_KEY,
+      adminToken: ADMIN_TOKEN,
+      migrationSize: intOption('migration-size', 'BENCH_MIGRATION_SIZE', 1_000_000, 0),
+    });
+  }
   out(`total wall time: ${fmt((performance.now() - started) / 1000, 1)} s`);
 }
 
