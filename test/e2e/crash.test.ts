@@ -3,7 +3,8 @@
  * ledger write, after it, before the call is sent, during the call, after the loyalty service
  * committed, between the two steps of a partial refund). A new process on the same ledger, the
  * POS redelivering as it does when it got no answer, and reconciliation must leave every order
- * accrued or reversed exactly once in the simulator's books.
+ * accrued or reversed exactly once in the simulator's books. On both stores: the file ledger, and
+ * PostgreSQL, where the new process takes a dead one's call over once its lease has run out.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,23 +15,15 @@ import type { LedgerStatus } from '../../src/ledger/record.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { POS_POST_HEADERS, spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { ADMIN_TOKEN, checkout, eventually } from '../support/harness.js';
+import { describeWithDatabase, freshSchema } from '../support/postgres.js';
+
+const { url: pgBase, describeIf: describeIfPostgres } = await describeWithDatabase();
 
 let sim: Simulator;
 let simServer: ListeningSimulator;
-let dir: string;
 let bridge: BridgeProcess | undefined;
-
-beforeEach(async () => {
-  sim = createSimulator();
-  simServer = await sim.listen();
-  dir = mkdtempSync(join(tmpdir(), 'bridge-crash-'));
-});
-afterEach(async () => {
-  await bridge?.kill();
-  bridge = undefined;
-  await simServer.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+/** The ledger of the test under way: its variables, and how long a record may take to settle after a restart. */
+let ledger: { env: Record<string, string>; settleMs: number; drop(): Promise<void> };
 
 const TX = 'generic:A-1001';
 
@@ -39,7 +32,7 @@ function start(failpoints: Failpoint[] = []) {
     LOYALTY_BASE_URL: simServer.url,
     LOYALTY_APP_TOKEN: sim.appToken,
     LOYALTY_API_KEY: sim.apiKey,
-    LEDGER_URL: `file:${join(dir, 'ledger.json')}`,
+    ...ledger.env,
     ...(failpoints.length ? { BRIDGE_FAILPOINTS: failpoints.join(',') } : {}),
   });
 }
@@ -70,7 +63,7 @@ async function statusOf(id = TX): Promise<LedgerStatus | undefined> {
 }
 
 async function settles(status: LedgerStatus, id = TX) {
-  expect(await eventually(() => statusOf(id), (s) => s === status, 8000)).toBe(status);
+  expect(await eventually(() => statusOf(id), (s) => s === status, ledger.settleMs)).toBe(status);
 }
 
 function expectBooks(expected: Record<string, { accruals: number; reversals: number }>) {
@@ -80,97 +73,125 @@ function expectBooks(expected: Record<string, { accruals: number; reversals: num
   for (const [id, counts] of Object.entries(expected)) expect(books.transactions[id] ?? { accruals: 0, reversals: 0 }).toMatchObject(counts);
 }
 
-describe('SIGKILL during a checkout', () => {
-  it.each<[Failpoint, string]>([
-    ['checkout:before-ledger-write', 'nothing was recorded: the redelivery records and accrues it'],
-    ['checkout:after-ledger-write', 'recorded and marked in flight in one write, never sent: in doubt, the history shows nothing, then accrued'],
-    ['call:before-send', 'marked in flight, never sent: in doubt, the history shows nothing, then accrued'],
-    ['call:after-answer', 'committed upstream, outcome unrecorded: in doubt, matched in the history, never resent'],
-  ])('at %s: %s', async (failpoint) => {
-    bridge = await start([failpoint]);
-    await crashOn('/v1/checkouts/generic', checkout());
-    bridge = await start();
-    // The POS got no answer, so it delivers the same order again.
-    const again = await post('/v1/checkouts/generic', checkout());
-    expect(again).not.toBe('no answer');
-    await settles('accrued');
-    expectBooks({ [TX]: { accruals: 1, reversals: 0 } });
-  });
-
-  it('during the call (the loyalty service committed and is slow to answer)', async () => {
-    sim.faults.inject({ kind: 'slow_after_commit', on: 'accrue', delayMs: 30_000 });
-    bridge = await start();
-    const pending = post('/v1/checkouts/generic', checkout());
-    await eventually(() => sim.books(), (b) => (b.transactions[TX]?.accruals ?? 0) === 1);
-    await bridge.kill('SIGKILL');
-    expect(await pending).toBe('no answer');
-    sim.faults.clear();
-    bridge = await start();
-    await settles('accrued');
-    expect((await admin(`/v1/admin/transactions/${TX}`)).accrual.settledBy).toBe('history');
-    expect(sim.books().accrueRequests).toBe(1);
-    expectBooks({ [TX]: { accruals: 1, reversals: 0 } });
-  });
-});
-
-describe('SIGKILL during a refund', () => {
-  beforeEach(async () => {
-    bridge = await start();
-    expect(await post('/v1/checkouts/generic', checkout())).toMatchObject({ status: 200, body: { status: 'accrued' } });
-    await bridge.kill('SIGTERM');
-  });
-
-  it('after the refund is recorded: the worker reverses it once after the restart', async () => {
-    bridge = await start(['refund:after-ledger-write']);
-    await crashOn('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
-    bridge = await start();
-    await settles('reversed');
-    await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
-    expectBooks({ [TX]: { accruals: 1, reversals: 1 } });
-    expect(sim.books().reverseRequests).toBe(1);
-  });
-
-  it('after the reverse committed: in doubt, never resent; an operator settles it', async () => {
-    bridge = await start(['call:after-answer']);
-    await crashOn('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
-    bridge = await start();
-    await settles('in_doubt');
-    const report = await admin('/v1/admin/reconcile', 'POST');
-    expect(report.open).toEqual([expect.objectContaining({ transactionId: TX, why: expect.stringMatching(/resolve/) })]);
-    await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
-    const res = await fetch(`${bridge.url}/v1/admin/transactions/${TX}/resolve`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ outcome: 'reversed', note: 'card balance checked' }),
+/** The same kills on each store: `makeLedger` gives each test a new, empty ledger. */
+function crashSafety(name: string, describeOn: typeof describe, makeLedger: () => Promise<typeof ledger>): void {
+  describeOn(`crash safety on ${name}`, () => {
+    beforeEach(async () => {
+      sim = createSimulator();
+      simServer = await sim.listen();
+      ledger = await makeLedger();
     });
-    expect(((await res.json()) as { status: string }).status).toBe('reversed');
-    expect(sim.books().reverseRequests).toBe(1);
-    expectBooks({ [TX]: { accruals: 1, reversals: 1 } });
-  });
+    afterEach(async () => {
+      await bridge?.kill();
+      bridge = undefined;
+      await simServer.close();
+      await ledger.drop();
+    });
 
-  it.each<[Failpoint]>([['partial:before-remainder'], ['partial:before-link']])('between the two steps of a partial refund (%s): resumes, never repeats', async (failpoint) => {
-    bridge = await start([failpoint]);
-    await crashOn('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '9.97' });
-    bridge = await start();
-    await settles('accrued', `${TX}~r1`);
-    // Redelivered after the crash: changes nothing.
-    expect(await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '9.97' })).toMatchObject({ body: { repeat: true } });
-    expectBooks({ [TX]: { accruals: 1, reversals: 1 }, [`${TX}~r1`]: { accruals: 1, reversals: 0 } });
-    expect(sim.books().transactions[`${TX}~r1`]!.amount).toBe(5000);
+    describe('SIGKILL during a checkout', () => {
+      it.each<[Failpoint, string]>([
+        ['checkout:before-ledger-write', 'nothing was recorded: the redelivery records and accrues it'],
+        ['checkout:after-ledger-write', 'recorded and marked in flight in one write, never sent: in doubt, the history shows nothing, then accrued'],
+        ['call:before-send', 'marked in flight, never sent: in doubt, the history shows nothing, then accrued'],
+        ['call:after-answer', 'committed upstream, outcome unrecorded: in doubt, matched in the history, never resent'],
+      ])('at %s: %s', async (failpoint) => {
+        bridge = await start([failpoint]);
+        await crashOn('/v1/checkouts/generic', checkout());
+        bridge = await start();
+        // The POS got no answer, so it delivers the same order again.
+        const again = await post('/v1/checkouts/generic', checkout());
+        expect(again).not.toBe('no answer');
+        await settles('accrued');
+        expectBooks({ [TX]: { accruals: 1, reversals: 0 } });
+      });
+
+      it('during the call (the loyalty service committed and is slow to answer)', async () => {
+        sim.faults.inject({ kind: 'slow_after_commit', on: 'accrue', delayMs: 30_000 });
+        bridge = await start();
+        const pending = post('/v1/checkouts/generic', checkout());
+        await eventually(() => sim.books(), (b) => (b.transactions[TX]?.accruals ?? 0) === 1);
+        await bridge.kill('SIGKILL');
+        expect(await pending).toBe('no answer');
+        sim.faults.clear();
+        bridge = await start();
+        await settles('accrued');
+        expect((await admin(`/v1/admin/transactions/${TX}`)).accrual.settledBy).toBe('history');
+        expect(sim.books().accrueRequests).toBe(1);
+        expectBooks({ [TX]: { accruals: 1, reversals: 0 } });
+      });
+    });
+
+    describe('SIGKILL during a refund', () => {
+      beforeEach(async () => {
+        bridge = await start();
+        expect(await post('/v1/checkouts/generic', checkout())).toMatchObject({ status: 200, body: { status: 'accrued' } });
+        await bridge.kill('SIGTERM');
+      });
+
+      it('after the refund is recorded: the worker reverses it once after the restart', async () => {
+        bridge = await start(['refund:after-ledger-write']);
+        await crashOn('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
+        bridge = await start();
+        await settles('reversed');
+        await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
+        expectBooks({ [TX]: { accruals: 1, reversals: 1 } });
+        expect(sim.books().reverseRequests).toBe(1);
+      });
+
+      it('after the reverse committed: in doubt, never resent; an operator settles it', async () => {
+        bridge = await start(['call:after-answer']);
+        await crashOn('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
+        bridge = await start();
+        await settles('in_doubt');
+        const report = await admin('/v1/admin/reconcile', 'POST');
+        expect(report.open).toEqual([expect.objectContaining({ transactionId: TX, why: expect.stringMatching(/resolve/) })]);
+        await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1' });
+        const res = await fetch(`${bridge.url}/v1/admin/transactions/${TX}/resolve`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ outcome: 'reversed', note: 'card balance checked' }),
+        });
+        expect(((await res.json()) as { status: string }).status).toBe('reversed');
+        expect(sim.books().reverseRequests).toBe(1);
+        expectBooks({ [TX]: { accruals: 1, reversals: 1 } });
+      });
+
+      it.each<[Failpoint]>([['partial:before-remainder'], ['partial:before-link']])('between the two steps of a partial refund (%s): resumes, never repeats', async (failpoint) => {
+        bridge = await start([failpoint]);
+        await crashOn('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '9.97' });
+        bridge = await start();
+        await settles('accrued', `${TX}~r1`);
+        // Redelivered after the crash: changes nothing.
+        expect(await post('/v1/refunds/generic', { orderId: 'A-1001', refundId: 'R-1', amount: '9.97' })).toMatchObject({ body: { repeat: true } });
+        expectBooks({ [TX]: { accruals: 1, reversals: 1 }, [`${TX}~r1`]: { accruals: 1, reversals: 0 } });
+        expect(sim.books().transactions[`${TX}~r1`]!.amount).toBe(5000);
+      });
+    });
+
+    describe('SIGTERM', () => {
+      it('stops taking requests, finishes the call in flight, exits 0; the record is settled', async () => {
+        sim.faults.inject({ kind: 'slow_after_commit', on: 'accrue', delayMs: 300 });
+        bridge = await start();
+        const pending = post('/v1/checkouts/generic', checkout());
+        await eventually(() => sim.books(), (b) => (b.transactions[TX]?.accruals ?? 0) === 1);
+        const exit = bridge.kill('SIGTERM');
+        expect(await pending).toMatchObject({ status: 200, body: { status: 'accrued' } });
+        expect(await exit).toBe(0);
+        bridge = await start();
+        expect(await statusOf()).toBe('accrued');
+        expectBooks({ [TX]: { accruals: 1, reversals: 0 } });
+      });
+    });
   });
+}
+
+crashSafety('the file ledger', describe, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'bridge-crash-'));
+  return { env: { LEDGER_URL: `file:${join(dir, 'ledger.json')}` }, settleMs: 8000, drop: async () => rmSync(dir, { recursive: true, force: true }) };
 });
 
-describe('SIGTERM', () => {
-  it('stops taking requests, finishes the call in flight, exits 0; the record is settled', async () => {
-    sim.faults.inject({ kind: 'slow_after_commit', on: 'accrue', delayMs: 300 });
-    bridge = await start();
-    const pending = post('/v1/checkouts/generic', checkout());
-    await eventually(() => sim.books(), (b) => (b.transactions[TX]?.accruals ?? 0) === 1);
-    const exit = bridge.kill('SIGTERM');
-    expect(await pending).toMatchObject({ status: 200, body: { status: 'accrued' } });
-    expect(await exit).toBe(0);
-    bridge = await start();
-    expect(await statusOf()).toBe('accrued');
-    expectBooks({ [TX]: { accruals: 1, reversals: 0 } });
-  });
+// A call a killed instance left in flight is taken over once its lease (IN_FLIGHT_LEASE_MS) has run out.
+crashSafety('PostgreSQL', describeIfPostgres, async () => {
+  const schema = await freshSchema(pgBase!, 'crash');
+  return { env: { LEDGER_URL: schema.url, IN_FLIGHT_LEASE_MS: '3000' }, settleMs: 20_000, drop: () => schema.drop() };
 });
