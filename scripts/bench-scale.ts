@@ -25,6 +25,9 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { ledgerReading } from '../src/core/attention-queue.js';
+import { attentionEntriesOf } from '../src/ledger/attention.js';
+import { writeLedgerInBulk } from '../src/ledger/file-store.js';
+import { isOpen, type LedgerRecord } from '../src/ledger/record.js';
 import { MIGRATIONS } from '../src/ledger/pg-migrations.js';
 import { migrate, PostgresLedgerStore } from '../src/ledger/pg-store.js';
 import {
@@ -60,6 +63,8 @@ export interface ScalePartOptions {
   appToken: string;
   apiKey: string;
   adminToken: string;
+  /** File ledger sizes (1k and 1M). */
+  fileSizes: number[];
   /** Records of the version-9 ledger migration 10 is timed on (0: not timed). */
   migrationSize?: number;
 }
@@ -83,7 +88,7 @@ interface SizeFigures {
   startupMs: number;
   reads: Map<string, { p50: number; p99: number }>;
   rssMb: number;
-  checkout: { perSecond: number; p50: number; walBytes: number; commits: number; hotShare: number | undefined; unexpected: number };
+  checkout: { perSecond: number; p50: number; walBytes: number; commits: number; hotShare: number | undefined; unexpected: number; walKinds?: string };
 }
 
 const reason = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 300);
@@ -112,6 +117,7 @@ export async function scalePart(o: ScalePartOptions): Promise<void> {
     return;
   }
   const stamp = `${process.pid}_${Date.now().toString(36)}`;
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect').catch(() => undefined);
   const seedSchema = `bench_scale_seed_${stamp}`;
   const schemas = [seedSchema, ...o.pgSizes.map((n) => `bench_scale_${n}_${stamp}`)];
   const sim = startChild(process.execPath, [join(o.here, 'bench-sim.js'), '0'], { cwd: o.projectRoot });
@@ -129,6 +135,13 @@ export async function scalePart(o: ScalePartOptions): Promise<void> {
       await admin.query(`DROP SCHEMA ${schema} CASCADE`);
     }
     printFigures(out, figures);
+    if (o.fileSizes.length) {
+      const seedRecords = (await admin.query<{ record: LedgerRecord }>(`SELECT record FROM ${seedSchema}.ledger_records ORDER BY created_at, transaction_id`)).rows.map((r) => r.record);
+      out('S. Scale: the same paths on the file ledger (the same seed and clones, written in bulk in its own line format)');
+      const files: FileFigures[] = [];
+      for (const size of o.fileSizes) files.push(await measureFileSize(o, simUrl, seedRecords, size));
+      printFileFigures(out, files);
+    }
     if (o.migrationSize) {
       const m = await migrationFigure(o, admin, o.migrationSize);
       out(`   migration 10 (records partitioned by month, keys, work and attention tables) on a ledger at version 9 holding ${m.records.toLocaleString('en-US')} records`);
@@ -255,7 +268,7 @@ async function buildLedger(o: ScalePartOptions, admin: pg.Client, seedSchema: st
     );
     await admin.query(
       `INSERT INTO ${t}.ledger_operation_claims (merchant_id, operation_id, transaction_id)
-       SELECT k.merchant, c.operation_id + k.copy * 10000000, k.merchant || '/' || k.tx
+       SELECT k.merchant, c.operation_id + k.copy::bigint * 10000000, k.merchant || '/' || k.tx
          FROM (${cloned('merchant, copy, tx, transaction_id')}) k JOIN ${s}.ledger_operation_claims c ON c.transaction_id = k.transaction_id`,
       [first, last],
     );
@@ -267,6 +280,46 @@ async function buildLedger(o: ScalePartOptions, admin: pg.Client, seedSchema: st
   return (performance.now() - started) / 1000;
 }
 
+/** A record to look up at every size: one of merchant m-0042's, by its key and order id. */
+interface Sample {
+  transactionId: string;
+  merchantId: string;
+  orderId: string;
+}
+
+/** Each read path through the bridge's HTTP API, SAMPLES times after WARMUP: p50 and p99 in ms. */
+async function measureReads(o: ScalePartOptions, bridge: Bridge, sample: Sample): Promise<Map<string, { p50: number; p99: number }>> {
+  const reads = new Map<string, { p50: number; p99: number }>();
+  const headers = { authorization: `Bearer ${o.adminToken}`, accept: 'application/json' };
+  const weekAgo = new Date(Date.now() - 7 * 86_400_000).toISOString();
+  const first = (await (await fetch(`${bridge.url}/v1/admin/transactions?limit=50`, { headers })).json()) as { nextCursor?: string };
+  const paths: [string, string][] = [
+    ['GET /metrics (one scrape)', '/metrics'],
+    ['GET /v1/admin/attention', '/v1/admin/attention'],
+    ['GET /v1/admin/transactions (default list)', '/v1/admin/transactions'],
+    ['  its next page (cursor)', `/v1/admin/transactions?cursor=${encodeURIComponent(first.nextCursor ?? '')}`],
+    ['  by status reversed', '/v1/admin/transactions?status=reversed'],
+    ['  over the last 7 days', `/v1/admin/transactions?from=${encodeURIComponent(weekAgo)}`],
+    ['  one merchant', '/v1/admin/transactions?merchantId=m-0042'],
+    ['  by POS order id', `/v1/admin/transactions?orderId=${encodeURIComponent(sample.orderId)}`],
+    ['GET one record by id', `/v1/admin/transactions/${encodeURIComponent(sample.transactionId)}?merchantId=${sample.merchantId}`],
+    ['GET /healthz', '/healthz'],
+  ];
+  for (const [name, path] of paths) {
+    const times: number[] = [];
+    for (let i = 0; i < WARMUP + SAMPLES; i++) {
+      const t0 = performance.now();
+      const res = await fetch(`${bridge.url}${path}`, { headers });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
+      if (i >= WARMUP) times.push(performance.now() - t0);
+    }
+    times.sort((a, b) => a - b);
+    reads.set(name, { p50: percentile(times, 50), p99: percentile(times, 99) });
+  }
+  return reads;
+}
+
 async function measureSize(o: ScalePartOptions, admin: pg.Client, simUrl: string, seedSchema: string, schema: string, size: number, seedRecords: number): Promise<SizeFigures> {
   await admin.query(`CREATE SCHEMA ${schema}`);
   const buildSeconds = await buildLedger(o, admin, seedSchema, schema, size, seedRecords);
@@ -275,36 +328,9 @@ async function measureSize(o: ScalePartOptions, admin: pg.Client, simUrl: string
   progress(`part S: measuring ${records} records (${fmt(tableBytes / 2 ** 30, 2)} GiB)`);
   const ledgerUrl = withSchema(o.databaseUrl, schema);
   const bridge = await startBridge(o, simUrl, ledgerUrl);
-  const reads = new Map<string, { p50: number; p99: number }>();
   try {
-    const headers = { authorization: `Bearer ${o.adminToken}`, accept: 'application/json' };
-    const sample = (await admin.query<{ transaction_id: string; merchant_id: string; order_id: string }>(`SELECT transaction_id, merchant_id, order_id FROM ${schema}.ledger_keys WHERE merchant_id = 'm-0042' LIMIT 1`)).rows[0]!;
-    const weekAgo = new Date(Date.now() - 7 * 86_400_000).toISOString();
-    const first = (await (await fetch(`${bridge.url}/v1/admin/transactions?limit=50`, { headers })).json()) as { nextCursor?: string };
-    const paths: [string, string][] = [
-      ['GET /metrics (one scrape)', '/metrics'],
-      ['GET /v1/admin/attention', '/v1/admin/attention'],
-      ['GET /v1/admin/transactions (default list)', '/v1/admin/transactions'],
-      ['  its next page (cursor)', `/v1/admin/transactions?cursor=${encodeURIComponent(first.nextCursor ?? '')}`],
-      ['  by status reversed', '/v1/admin/transactions?status=reversed'],
-      ['  over the last 7 days', `/v1/admin/transactions?from=${encodeURIComponent(weekAgo)}`],
-      ['  one merchant', '/v1/admin/transactions?merchantId=m-0042'],
-      ['  by POS order id', `/v1/admin/transactions?orderId=${encodeURIComponent(sample.order_id)}`],
-      ['GET one record by id', `/v1/admin/transactions/${encodeURIComponent(sample.transaction_id.split('/')[1]!)}?merchantId=${sample.merchant_id}`],
-      ['GET /healthz', '/healthz'],
-    ];
-    for (const [name, path] of paths) {
-      const times: number[] = [];
-      for (let i = 0; i < WARMUP + SAMPLES; i++) {
-        const t0 = performance.now();
-        const res = await fetch(`${bridge.url}${path}`, { headers });
-        await res.arrayBuffer();
-        if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
-        if (i >= WARMUP) times.push(performance.now() - t0);
-      }
-      times.sort((a, b) => a - b);
-      reads.set(name, { p50: percentile(times, 50), p99: percentile(times, 99) });
-    }
+    const row = (await admin.query<{ transaction_id: string; merchant_id: string; order_id: string }>(`SELECT transaction_id, merchant_id, order_id FROM ${schema}.ledger_keys WHERE merchant_id = 'm-0042' LIMIT 1`)).rows[0]!;
+    const reads = await measureReads(o, bridge, { transactionId: row.transaction_id.split('/')[1]!, merchantId: row.merchant_id, orderId: row.order_id });
     // The store's background queries, as the worker, start-up recovery and the gauges' timer run them.
     const store = new PostgresLedgerStore(ledgerUrl, { poolSize: 2 });
     try {
@@ -326,10 +352,94 @@ async function measureSize(o: ScalePartOptions, admin: pg.Client, simUrl: string
     }
     const rssMb = rssMbOf(bridge.child.process.pid);
     const checkout = await checkoutPhase(o, admin, bridge, schema);
-    return { size: records, buildSeconds: 0 + buildSeconds, tableBytes, startupMs: bridge.startupMs, reads, rssMb, checkout };
+    return { size: records, buildSeconds, tableBytes, startupMs: bridge.startupMs, reads, rssMb, checkout };
   } finally {
     await bridge.child.stop();
   }
+}
+
+/**
+ * The file ledger at `size` records: the seed's records whole, then copies of its settled ones
+ * under MERCHANTS merchants over DAYS days, as for PostgreSQL, written in bulk in the store's own
+ * line format (`writeLedgerInBulk`). The first bridge on it builds its index (timed); the figures
+ * are a second start's, as every start after the first.
+ */
+async function measureFileSize(o: ScalePartOptions, simUrl: string, seed: LedgerRecord[], size: number): Promise<FileFigures> {
+  const dir = tempDir('bench-scale-file-');
+  try {
+    const path = join(dir, 'ledger.json');
+    const settled = seed.filter((r) => !isOpen(r) && attentionEntriesOf(r).length === 0);
+    const copies = Math.max(0, Math.ceil((size - seed.length) / settled.length));
+    let sample: Sample | undefined;
+    function* records(): Generator<LedgerRecord> {
+      for (const r of seed) yield { ...r, version: 1 };
+      let made = seed.length;
+      for (let copy = 1; copy <= copies && made < size; copy++) {
+        const shiftMs = (copy * DAYS * 86_400_000) / Math.max(1, copies);
+        for (const [i, r] of settled.entries()) {
+          if (made++ >= size) return;
+          const merchantId = `m-${String((copy * 7919 + i + 1) % MERCHANTS).padStart(4, '0')}`;
+          const clone: LedgerRecord = {
+            ...r,
+            version: 1,
+            transactionId: `${r.transactionId}~c${copy}`,
+            merchantId,
+            orderId: `${r.orderId}~c${copy}`,
+            createdAt: new Date(Date.parse(r.createdAt) - shiftMs).toISOString(),
+            updatedAt: new Date(Date.parse(r.updatedAt) - shiftMs).toISOString(),
+            reversal: { ...r.reversal, refundIds: r.reversal.refundIds.map((id) => `${id}~c${copy}`) },
+            accrual: { ...r.accrual, operationIds: r.accrual.operationIds.map((op) => op + copy * 10_000_000) },
+          };
+          if (!sample && merchantId === 'm-0042') sample = { transactionId: clone.transactionId, merchantId, orderId: clone.orderId };
+          yield clone;
+        }
+      }
+    }
+    const built = performance.now();
+    progress(`part S: file ledger of ${size} records: writing its journal in bulk`);
+    const written = writeLedgerInBulk(path, records());
+    const ledgerUrl = `file:${path}`;
+    const first = await startBridge(o, simUrl, ledgerUrl);
+    const indexMs = first.startupMs;
+    await first.child.stop();
+    const buildSeconds = (performance.now() - built) / 1000;
+    const bridge = await startBridge(o, simUrl, ledgerUrl);
+    try {
+      const reads = await measureReads(o, bridge, sample ?? { transactionId: seed[0]!.transactionId, merchantId: 'default', orderId: seed[0]!.orderId });
+      return { size: written.records, buildSeconds, bytes: folderBytes(dir), indexStartupMs: indexMs, startupMs: bridge.startupMs, reads, rssMb: rssMbOf(bridge.child.process.pid) };
+    } finally {
+      await bridge.child.stop();
+    }
+  } finally {
+    await removeDir(dir);
+  }
+}
+
+interface FileFigures {
+  size: number;
+  buildSeconds: number;
+  bytes: number;
+  /** The first start, which builds the index from the journal. */
+  indexStartupMs: number;
+  startupMs: number;
+  reads: Map<string, { p50: number; p99: number }>;
+  rssMb: number;
+}
+
+function printFileFigures(out: (line?: string) => void, figures: FileFigures[]): void {
+  if (figures.length === 0) return;
+  const base = figures[0]!;
+  const last = figures.at(-1)!;
+  const ratio = (a: number, b: number) => (a > 0 ? `${fmt(b / a, 2)}×` : '-');
+  const rows: string[][] = [['p50 ms (p99)', ...figures.map((f) => f.size.toLocaleString('en-US')), `${last.size.toLocaleString('en-US')}/${base.size.toLocaleString('en-US')}`]];
+  for (const name of base.reads.keys()) rows.push([name, ...figures.map((f) => `${fmt(f.reads.get(name)!.p50, 2)} (${fmt(f.reads.get(name)!.p99, 1)})`), ratio(base.reads.get(name)!.p50, last.reads.get(name)!.p50)]);
+  rows.push(['start-up to ready, ms', ...figures.map((f) => fmt(f.startupMs, 0)), ratio(base.startupMs, last.startupMs)]);
+  rows.push(['  the first start (builds the index), ms', ...figures.map((f) => fmt(f.indexStartupMs, 0)), '']);
+  rows.push(['bridge RSS after the reads, MB', ...figures.map((f) => fmt(f.rssMb, 0)), ratio(base.rssMb, last.rssMb)]);
+  rows.push(['ledger size on disk, MiB', ...figures.map((f) => fmt(f.bytes / 2 ** 20, 0)), '']);
+  out(table(rows, '  '));
+  out('   aims: 1M records open in ≤ 256 MB RSS and start in ≤ 3 s; every path ≤ 1.3× its smallest-size cost');
+  out();
 }
 
 async function checkoutPhase(o: ScalePartOptions, admin: pg.Client, bridge: Bridge, schema: string): Promise<SizeFigures['checkout']> {
@@ -363,6 +473,16 @@ async function checkoutPhase(o: ScalePartOptions, admin: pg.Client, bridge: Brid
   const after = await stats();
   agent.destroy();
   const wal = Number((await admin.query<{ d: string }>('SELECT pg_wal_lsn_diff($1, $2) AS d', [after.lsn, before.lsn])).rows[0]!.d);
+  // What the WAL was made of, where pg_walinspect (PostgreSQL 15's contrib) can be had.
+  const kinds = await admin
+    .query<{ kind: string; bytes: string; fpi: string }>(
+      `SELECT "resource_manager/record_type" AS kind, combined_size AS bytes, fpi_size AS fpi FROM pg_get_wal_stats($1, $2, false) WHERE count > 0 ORDER BY combined_size DESC`,
+      [before.lsn, after.lsn],
+    )
+    .then(
+      (r) => r.rows.map((k) => `${k.kind} ${fmt(Number(k.bytes) / result.requests / 1024, 2)} kB (page images ${fmt(Number(k.fpi) / result.requests / 1024, 2)})`).join(', '),
+      () => undefined,
+    );
   return {
     perSecond: result.throughput,
     p50: result.latency.p50,
@@ -370,6 +490,7 @@ async function checkoutPhase(o: ScalePartOptions, admin: pg.Client, bridge: Brid
     commits: (after.commits - before.commits) / result.requests,
     hotShare: after.upd > before.upd ? (after.hot - before.hot) / (after.upd - before.upd) : undefined,
     unexpected: result.unexpected + result.errors,
+    walKinds: kinds,
   };
 }
 
@@ -393,6 +514,7 @@ function printFigures(out: (line?: string) => void, figures: SizeFigures[]): voi
   rows.push(['ledger size on disk, GiB', ...figures.map((f) => fmt(f.tableBytes / 2 ** 30, 2)), '']);
   rows.push(['built in, s', ...figures.map((f) => fmt(f.buildSeconds, 0)), '']);
   out(table(rows, '  '));
+  for (const f of figures) if (f.checkout.walKinds) out(`   WAL per checkout at ${f.size.toLocaleString('en-US')}: ${f.checkout.walKinds}`);
   out('   aims: every path ≤ 1.3× its 10k cost at 10M; list p99 ≤ 50 ms and a scrape ≤ 100 ms at 10M; RSS flat; ≤ 2.5 kB WAL and ≤ 1.5 commits per checkout');
   out();
 }

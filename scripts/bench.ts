@@ -39,6 +39,7 @@
  *                      scale = S, which runs only when named)
  *   --scale-sizes=L    BENCH_SCALE_SIZES    part S's PostgreSQL sizes (10000,1000000); --scale-10m adds 10,000,000
  *   --migration-size=N BENCH_MIGRATION_SIZE records of the version-9 ledger part S times migration 10 on (1000000; 0: none)
+ *   --scale-file-sizes=L BENCH_SCALE_FILE_SIZES part S's file ledger sizes (1000,1000000; empty: none)
  *   BENCH_BRIDGE_NODE_ARGS  extra node flags for the part A bridge process, e.g.
  *                           "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
  */
@@ -734,6 +735,10 @@ async function main(): Promise<void> {
       apiKey: API_KEY,
       adminToken: ADMIN_TOKEN,
       migrationSize: intOption('migration-size', 'BENCH_MIGRATION_SIZE', 1_000_000, 0),
+      fileSizes: option('scale-file-sizes', 'BENCH_SCALE_FILE_SIZES', '1000,1000000')
+        .split(',')
+        .filter(Boolean)
+        .map((s) => Number(s.trim())),
     });
   }
   out(`total wall time: ${fmt((performance.now() - started) / 1000, 1)} s`);

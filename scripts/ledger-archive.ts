@@ -8,9 +8,10 @@
  * again, and operation claims stay claimed.
  *
  *   npm run ledger:archive -- --list
- *   npm run ledger:archive -- --month 2026-08 [--drop] [--url postgres://…]
+ *   npm run ledger:archive -- --month 2026-08[,2026-09…] [--drop] [--url postgres://…]
  *
- * A month is refused while any of its records has work left or needs a person (they are named), and
+ * A month is refused while any of its records has work left or needs a person (they are named),
+ * while a partial refund's chain runs from it into a month that stays (archive them together), and
  * while it ended less than MIN_AGE_DAYS ago: a refund of an archived order could not be reversed.
  * The partition that held the ledger before migration 10 (`ledger_records_before_10`: everything
  * created before the month after the migration) is archived as a whole with `--month before_10`.
@@ -24,7 +25,7 @@ import { partitionName } from '../src/ledger/pg-migrations.js';
 import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions } from './cli.js';
 import { resolveLedgerUrl } from './migrate.js';
 
-const USAGE = 'usage: npm run ledger:archive -- --list | --month YYYY-MM|before_10 [--drop]   [--url postgres://…]   (default: LEDGER_URL)';
+const USAGE = 'usage: npm run ledger:archive -- --list | --month YYYY-MM|before_10[,YYYY-MM…] [--drop]   [--url postgres://…]   (default: LEDGER_URL)';
 
 /** A month must have ended this long ago: refunds come weeks after a sale, and an archived sale's refund cannot be reversed. */
 export const MIN_AGE_DAYS = 60;
@@ -67,16 +68,30 @@ export function partitionOf(month: string): { name: string; endsMs?: number } {
   return { name: partitionName(startMs), endsMs: Date.UTC(Number(m[1]), Number(m[2]), 1) };
 }
 
+/** The links of a partial refund's chain (record.ts parentTransactionId, remainderTransactionId) from records of `partition`, as ledger keys. */
+const LINKS_OF = (partition: string, since?: string) => `
+  SELECT r.transaction_id, CASE WHEN r.merchant_id = 'default' THEN l.linked ELSE r.merchant_id || '/' || l.linked END AS linked
+    FROM ${partition} r
+   CROSS JOIN LATERAL (VALUES (r.record ->> 'remainderTransactionId'), (r.record ->> 'parentTransactionId')) AS l(linked)
+   WHERE l.linked IS NOT NULL${since ? ` AND r.created_at >= ${since}` : ''}`;
+
 /**
- * Detaches (and with `drop`, drops) the month's partition, in one transaction that first locks it,
- * then checks that none of its records has work left or needs a person: a record written meanwhile
- * waits for the lock, and the check sees it.
+ * Detaches (and with `drop`, drops) the months' partitions. Refused while one of their records has
+ * work left or needs a person, or belongs to a partial refund's chain whose other records are in a
+ * month that stays (a later refund of that order walks the chain: with half of it archived it would
+ * find nothing to reverse); such months go together, `--month 2026-08,2026-09`.
+ *
+ * The checks read first, taking no lock (a month's scan takes a while); then, in one short
+ * transaction, the partitioned table and the months are locked (the table first, as every query
+ * takes them, so none waits in a cycle), what may have changed since is checked again (open and
+ * attention rows; remainders created since the first look), and the months are detached.
  */
-export async function archiveMonth(pool: pg.Pool, options: { month: string; drop: boolean; nowMs?: number }): Promise<ArchiveResult> {
-  const { name, endsMs } = partitionOf(options.month);
+export async function archiveMonths(pool: pg.Pool, options: { months: readonly string[]; drop: boolean; nowMs?: number }): Promise<ArchiveResult[]> {
   const nowMs = options.nowMs ?? Date.now();
-  return inTransaction(pool, async (client) => {
-    const exists = await client.query<{ bounds: string }>(
+  const parts = options.months.map((month) => partitionOf(month));
+  const names = parts.map((p) => p.name);
+  for (const { name, endsMs } of parts) {
+    const exists = await pool.query<{ bounds: string }>(
       "SELECT pg_get_expr(c.relpartbound, c.oid) AS bounds FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'ledger_records'::regclass AND c.relname = $1",
       [name],
     );
@@ -86,21 +101,55 @@ export async function archiveMonth(pool: pg.Pool, options: { month: string; drop
     if (Number.isNaN(until) || nowMs - until < MIN_AGE_DAYS * 24 * 3600 * 1000) {
       throw new CommandError(`${name} ends ${Number.isNaN(until) ? 'at an unknown time' : new Date(until).toISOString()}: a month is archived once it ended at least ${MIN_AGE_DAYS} days ago (a refund of an archived sale could not be reversed)`, 3);
     }
-    await client.query(`LOCK TABLE ${name} IN ACCESS EXCLUSIVE MODE`);
-    const busy = await client.query<{ transaction_id: string; why: string }>(
+  }
+  const busy = async (db: pg.Pool | pg.PoolClient, name: string) => {
+    const found = await db.query<{ transaction_id: string; why: string }>(
       `SELECT w.transaction_id, 'has work left (' || w.status || ')' AS why FROM ledger_work w JOIN ${name} r ON r.created_at = w.created_at AND r.transaction_id = w.transaction_id
        UNION ALL
        SELECT a.transaction_id, 'needs a person (' || a.kind || ')' FROM ledger_attention a JOIN ${name} r ON r.created_at = a.created_at AND r.transaction_id = a.transaction_id
        LIMIT ${NAMED + 1}`,
     );
-    if (busy.rows.length) {
-      const named = busy.rows.slice(0, NAMED).map((r) => `${r.transaction_id} ${r.why}`);
-      throw new CommandError(`${name} still has records at work or waiting for a person: ${named.join('; ')}${busy.rows.length > NAMED ? '; …' : ''}. Settle, close or acknowledge them first`, 3);
+    if (found.rows.length) {
+      const named = found.rows.slice(0, NAMED).map((r) => `${r.transaction_id} ${r.why}`);
+      throw new CommandError(`${name} still has records at work or waiting for a person: ${named.join('; ')}${found.rows.length > NAMED ? '; …' : ''}. Settle, close or acknowledge them first`, 3);
     }
-    const records = Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${name}`)).rows[0]!.n);
-    await client.query(`ALTER TABLE ledger_records DETACH PARTITION ${name}`);
-    if (options.drop) await client.query(`DROP TABLE ${name}`);
-    return { partition: name, dropped: options.drop, records };
+  };
+  /** Links from `from` to a record in a month that stays (from the months' records), or into the months (from records made since the first look). */
+  const brokenChains = async (db: pg.Pool | pg.PoolClient, from: string, direction: 'out of the months' | 'into the months' = 'out of the months') => {
+    const found = await db.query<{ transaction_id: string; linked: string; partition: string }>(
+      `SELECT l.transaction_id, l.linked, x.tableoid::regclass::text AS partition FROM (${from}) l
+         JOIN ledger_keys k ON k.transaction_id = l.linked
+         JOIN ledger_records x ON x.created_at = k.created_at AND x.transaction_id = k.transaction_id
+        WHERE ${direction === 'out of the months' ? 'x.tableoid::regclass::text <> ALL ($1::text[])' : 'x.tableoid::regclass::text = ANY ($1::text[])'}
+        LIMIT ${NAMED + 1}`,
+      [names],
+    );
+    if (found.rows.length) {
+      const named = found.rows.slice(0, NAMED).map((r) => `${r.transaction_id} → ${r.linked} (in ${r.partition})`);
+      throw new CommandError(
+        `${names.join(', ')} ${names.length === 1 ? 'holds' : 'hold'} part of a partial refund's chain whose other records are in a month that stays: ${named.join('; ')}${found.rows.length > NAMED ? '; …' : ''}. Archive those months together (--month a,b)`,
+        3,
+      );
+    }
+  };
+  const firstLook = (await pool.query<{ at: Date }>('SELECT now() AS at')).rows[0]!.at;
+  const counts = new Map<string, number>();
+  for (const name of names) {
+    await busy(pool, name);
+    await brokenChains(pool, LINKS_OF(name));
+    counts.set(name, Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${name}`)).rows[0]!.n));
+  }
+  return inTransaction(pool, async (client) => {
+    await client.query('LOCK TABLE ONLY ledger_records IN ACCESS EXCLUSIVE MODE');
+    await client.query(`LOCK TABLE ONLY ${names.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+    for (const name of names) await busy(client, name);
+    // A partial refund since the first look made its remainder in a month that stays: it links back.
+    await brokenChains(client, LINKS_OF('ledger_records', `'${firstLook.toISOString()}'::timestamptz`), 'into the months');
+    for (const name of names) {
+      await client.query(`ALTER TABLE ledger_records DETACH PARTITION ${name}`);
+      if (options.drop) await client.query(`DROP TABLE ${name}`);
+    }
+    return names.map((name) => ({ partition: name, dropped: options.drop, records: counts.get(name)! }));
   });
 }
 
@@ -130,12 +179,14 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
       for (const p of await listPartitions(store.pool)) log(`${p.name}  ${p.bounds}  ~${p.estimatedRecords} records  ${mb(p.bytes)}`);
       return 0;
     }
-    const result = await archiveMonth(store.pool, { month: options.get('month')!, drop: options.has('drop') });
-    log(
-      result.dropped
-        ? `archived ${result.partition}: ${result.records} records detached and dropped; their keys stay, so a redelivery of one is answered 409 archived`
-        : `archived ${result.partition}: ${result.records} records detached; the table ${result.partition} stands alone: pg_dump -t ${schema ? `${schema}.` : ''}${result.partition} …, then DROP TABLE ${result.partition}`,
-    );
+    const months = options.get('month')!.split(',').map((m) => m.trim());
+    for (const result of await archiveMonths(store.pool, { months, drop: options.has('drop') })) {
+      log(
+        result.dropped
+          ? `archived ${result.partition}: ${result.records} records detached and dropped; their keys stay, so a redelivery of one is answered 409 archived`
+          : `archived ${result.partition}: ${result.records} records detached; the table ${result.partition} stands alone: pg_dump -t ${schema ? `${schema}.` : ''}${result.partition} …, then DROP TABLE ${result.partition}`,
+      );
+    }
     return 0;
   } catch (error) {
     const code = error instanceof CommandError ? error.exitCode : 1;

@@ -212,7 +212,8 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   const { port } = address;
   // Listening on every interface: this process reaches itself on loopback.
   const local = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  await readings.refresh();
+  // Counted once before the first scrape; a count that fails here is logged and tried again on the timer.
+  await readings.refresh().catch((error: unknown) => logger.error({ err: error }, 'counting the ledger gauges failed; /metrics shows them once a count succeeds'));
   readings.start();
   if (overrides.startWorker ?? true) worker.start();
   if (overrides.startDeadLetterRetrier ?? true) deadLetterRetrier.start();

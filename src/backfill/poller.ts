@@ -44,7 +44,7 @@ export interface BackfillOptions {
   retry?: ListingRetry;
   /** Waits between a page's tries (tests pass one that does not wait). */
   sleep?: (ms: number) => Promise<void>;
-  /** How passes share the process with checkouts (pace.ts): at most a quarter of the time, two passes at once, by default. */
+  /** How passes share the process with checkouts (pace.ts): at most a quarter of the time, eight passes at once, by default. */
   pace?: Pace;
 }
 

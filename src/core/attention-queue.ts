@@ -78,7 +78,8 @@ function countsOf(records: AttentionCounts, letters: number): Record<AttentionKi
  * person, never what the ledger holds.
  */
 export async function ledgerReading(store: LedgerStore, nowMs: () => number): Promise<LedgerReading> {
-  const [open, attention, letters] = await Promise.all([store.countOpenByStatus(), attentionByKind(store), store.countOpenDeadLetters()]);
+  const letters = await store.countOpenDeadLetters();
+  const [open, attention] = await Promise.all([store.countOpenByStatus(), attentionByKind(store, letters)]);
   const openRecords: Partial<Record<string, number>> = { ...open };
   for (const status of SETTLED_ATTENTION_STATUSES) openRecords[status] = (openRecords[status] ?? 0) + attention.counts[status as AttentionKind];
   return { atMs: nowMs(), openRecords, openDeadLetters: letters.byReason, attention };
@@ -88,8 +89,8 @@ export async function ledgerReading(store: LedgerStore, nowMs: () => number): Pr
  * For the metrics: how many of each kind, and since when (epoch ms) the oldest of each has waited.
  * Counted from the attention index and the open letters; one letter, the oldest, is read.
  */
-export async function attentionByKind(store: LedgerStore): Promise<{ counts: Record<AttentionKind, number>; oldestSinceMs: Partial<Record<AttentionKind, number>> }> {
-  const [records, letters, oldestLetter] = await Promise.all([store.countAttention(), store.countOpenDeadLetters(), store.listDeadLetters({ open: true, oldestFirst: true, offset: 0, limit: 1 })]);
+export async function attentionByKind(store: LedgerStore, counted?: DeadLetterCounts): Promise<{ counts: Record<AttentionKind, number>; oldestSinceMs: Partial<Record<AttentionKind, number>> }> {
+  const [records, letters, oldestLetter] = await Promise.all([store.countAttention(), counted ?? store.countOpenDeadLetters(), store.listDeadLetters({ open: true, oldestFirst: true, offset: 0, limit: 1 })]);
   const oldestSinceMs: Partial<Record<AttentionKind, number>> = {};
   for (const [kind, k] of Object.entries(records.byKind)) oldestSinceMs[kind as AttentionKind] = Date.parse(k.oldestSince);
   if (oldestLetter.items[0]) oldestSinceMs.dead_letter = Date.parse(oldestLetter.items[0].receivedAt);

@@ -38,7 +38,9 @@ export class RecoveryService {
    */
   async recoverAfterJournalDamage(cause = 'journal damage found at start-up'): Promise<number> {
     let changed = 0;
-    for await (const open of movingOnTheirOwn(this.writer.store)) {
+    // Every open record, those waiting for a person too: a partial reversal in doubt waits for one,
+    // and lost lines may have created and accrued its remainder (doubtAfterDamage marks it so).
+    for await (const open of everyOpen(this.writer.store)) {
       await this.writer.locked(keyOf(open), async () => {
         const record = await this.writer.store.get(keyOf(open));
         if (!record || record.inFlight) return;
@@ -77,4 +79,9 @@ const PAGE = 500;
  */
 async function* movingOnTheirOwn(store: LedgerStore): AsyncGenerator<LedgerRecord> {
   for (let page = await store.listOpen({ limit: PAGE, dueOnly: true }); page.length > 0; page = await store.listOpen({ limit: PAGE, dueOnly: true, after: page.at(-1) })) yield* page;
+}
+
+/** Every open record, a page at a time: after journal damage (rare), what is open is looked at whole. */
+async function* everyOpen(store: LedgerStore): AsyncGenerator<LedgerRecord> {
+  for (let page = await store.listOpen({ limit: PAGE }); page.length > 0; page = await store.listOpen({ limit: PAGE, after: page.at(-1) })) yield* page;
 }

@@ -164,7 +164,7 @@ export const RecordDetail = RecordSummary.extend({
 export type RecordDetail = z.infer<typeof RecordDetail>;
 
 const page = {
-  total: z.number().int().meta({ description: 'How many match, counted up to 10000: past it totalCapped is true and total is 10000 (counting every match of millions would cost what the ledger holds).' }),
+  total: z.number().int().meta({ description: 'How many match, counted up to 1000: past it totalCapped is true and total is 1000 (counting every match of millions would cost what the ledger holds).' }),
   totalCapped: z.literal(true).optional().meta({ description: 'More than total match.' }),
   page: z.number().int(),
   limit: z.number().int(),

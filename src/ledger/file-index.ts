@@ -160,6 +160,7 @@ const INDEXES = `
   CREATE INDEX attention_merchant ON attention (merchant, since_ms);
   CREATE INDEX webhook_events_at ON webhook_events (at_ms);
   CREATE INDEX dead_letters_received ON dead_letters (received_ms);
+  CREATE INDEX dead_letters_open_received ON dead_letters (received_ms) WHERE open = 1;
   CREATE INDEX dead_letters_due ON dead_letters (due_ms) WHERE due_ms IS NOT NULL;
   CREATE INDEX dead_letters_open ON dead_letters (reason_code) WHERE open = 1;
   CREATE INDEX dead_letters_dirty ON dead_letters (dirty) WHERE dirty = 1;
@@ -635,7 +636,10 @@ export class LedgerIndex {
     if (query.open !== undefined) where.push('open = ?'), params.push(query.open ? 1 : 0);
     if (query.merchantId) where.push('merchant = ?'), params.push(query.merchantId);
     if (query.awaiting) where.push(`open = 1 AND due_ms IS ${query.awaiting === 'bridge' ? 'NOT ' : ''}NULL`);
-    const filter = `FROM dead_letters INDEXED BY dead_letters_received WHERE ${where.join(' AND ')}`;
+    // Open letters (the attention queue, the console) through the index of open ones only: however many were resolved since, they are not walked.
+    const index = query.open === true || query.awaiting ? 'dead_letters_open_received' : 'dead_letters_received';
+    if (index === 'dead_letters_open_received') where.push('open = 1');
+    const filter = `FROM dead_letters INDEXED BY ${index} WHERE ${where.join(' AND ')}`;
     const counted = (this.#prepare(`SELECT count(*) AS n FROM (SELECT 1 ${filter} LIMIT ${LIST_COUNT_CAP + 1})`).get(...params) as { n: number }).n;
     const order = query.oldestFirst ? 'received_ms, id' : 'received_ms DESC, id DESC';
     const ids = query.limit > 0 ? (this.#prepare(`SELECT id ${filter} ORDER BY ${order} LIMIT ? OFFSET ?`).all(...params, query.limit, query.offset) as { id: string }[]).map((r) => r.id) : [];

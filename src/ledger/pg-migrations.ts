@@ -78,8 +78,10 @@ async function partitionRecords(client: pg.PoolClient): Promise<void> {
     await client.query(PARTITIONED_INDEXES);
     return;
   }
-  await forEachRow(client, 'SELECT transaction_id, merchant_id, created_at, updated_at, status, record, lease_owner, lease_until FROM ledger_records_before_10 WHERE open', async (rows) => {
-    const work = rows.map((r) => workRow(r.record as LedgerRecord));
+  await forEachRow(client, 'SELECT transaction_id, merchant_id, created_at, updated_at, status, record, lease_owner, lease_until, accrual_keys FROM ledger_records_before_10 WHERE open', async (rows) => {
+    // Due times by this build's rules; the accrual keys each row holds as they are (the rows of
+    // ledger_accrual_keys name them, and a key is released by the work row that lists it).
+    const work = rows.map((r) => ({ ...workRow(r.record as LedgerRecord), keys: r.accrual_keys as string[] }));
     await client.query(
       `INSERT INTO ledger_work (transaction_id, merchant_id, created_at, updated_at, status, due_at, due_needs_verifier, accrual_keys, unsettled_amount, lease_owner, lease_until)
        SELECT t.transaction_id, t.merchant_id, t.created_at, t.updated_at, t.status, t.due_at, t.due_needs_verifier, ARRAY(SELECT jsonb_array_elements_text(t.keys)), t.unsettled_amount, t.lease_owner, t.lease_until
@@ -155,6 +157,8 @@ const PARTITIONED_INDEXES = `
 CREATE INDEX ledger_records_merchant ON ledger_records (merchant_id, created_at DESC, transaction_id DESC);
 -- Records of a status, newest first (?status=).
 CREATE INDEX ledger_records_status ON ledger_records (status, created_at DESC, transaction_id DESC);
+-- Records of a POS, newest first (?pos=): a POS seldom used is counted and paged through its own entries.
+CREATE INDEX ledger_records_pos ON ledger_records (pos, created_at DESC, transaction_id DESC);
 -- The records a refund id names (?refundId=): refunded records only.
 CREATE INDEX ledger_records_refund_ids ON ledger_records USING gin (refund_ids) WHERE refund_ids IS NOT NULL;
 `;
@@ -618,6 +622,10 @@ CREATE TABLE ledger_attention (
 CREATE INDEX ledger_attention_since ON ledger_attention (since, transaction_id, kind);
 CREATE INDEX ledger_attention_merchant ON ledger_attention (merchant_id, since, transaction_id, kind);
 
+-- Open dead letters (the attention queue, its counts and the gauges) through their own index:
+-- however many letters were resolved since, they are not walked.
+CREATE INDEX ledger_dead_letters_open ON ledger_dead_letters (received_at, id) WHERE NOT resolved;
+
 -- The open records' work state (record.ts isOpen): a row while a record has work left, deleted by
 -- the write that settles it. Small whatever the ledger holds: the worker's due walk, an operator's
 -- reconcile, start-up recovery, the open-records gauge and the history verifier's candidates read
@@ -697,7 +705,15 @@ DECLARE
   m timestamptz := date_trunc('month', p_from AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
   name text;
   made integer := 0;
+  first_until timestamptz;
 BEGIN
+  -- Months the table that was there before this migration holds (it is the first partition, up to
+  -- its bound) are not made: asking would lock the partitioned table to learn they overlap.
+  SELECT (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz INTO first_until
+    FROM pg_class c WHERE c.oid = to_regclass('ledger_records_before_10');
+  IF first_until IS NOT NULL AND m < first_until THEN
+    m := first_until;
+  END IF;
   -- Nothing missing (the usual answer): no lock taken. Otherwise under the migrations' advisory lock
   -- (pg-store.ts MIGRATION_LOCK), so callers at once make each month once. Called in a transaction
   -- of its own, never one that has written records: making a partition locks the partitioned table.

@@ -554,6 +554,15 @@ export class PostgresLedgerStore implements LedgerStore {
            ON CONFLICT (transaction_id) DO NOTHING`,
           [batch.map((r) => keyOf(r)), batch.map((r) => merchantOf(r)), batch.map((r) => r.createdAt), batch.map((r) => safeText(r.orderId))],
         );
+        // A key held already (an earlier copy) must name the same creation time: the record is
+        // found in its month's partition by it, and another would make a second row of one id.
+        const held = await client.query<{ transaction_id: string; created_at: Date }>('SELECT transaction_id, created_at FROM ledger_keys WHERE transaction_id = ANY ($1::text[])', [batch.map((r) => keyOf(r))]);
+        for (const row of held.rows) {
+          const r = newest.get(row.transaction_id)!;
+          if (row.created_at.getTime() !== Date.parse(r.createdAt)) {
+            throw new ConflictError(`record ${r.transactionId} of merchant ${merchantOf(r)} was created at ${row.created_at.toISOString()} in PostgreSQL and at ${r.createdAt} in the copy: one record cannot have two; nothing of this batch was written`);
+          }
+        }
         const { rows } = await client.query<{ transaction_id: string }>(
           `INSERT INTO ledger_records (transaction_id, version, pos, order_id, status, open, created_at, updated_at, record, merchant_id, refund_ids, attention)
            SELECT t.transaction_id, t.version, t.pos, t.order_id, t.status, t.open, t.created_at, t.updated_at, t.record, t.merchant_id,
@@ -937,7 +946,8 @@ export class PostgresLedgerStore implements LedgerStore {
     const params: unknown[] = [];
     if (query.pos) where.push(`pos = $${params.push(query.pos)}`);
     if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
-    if (query.open !== undefined) where.push(`resolved = $${params.push(!query.open)}`);
+    // Written out, not a parameter: `NOT resolved` is the open letters' index predicate (migration 10).
+    if (query.open !== undefined) where.push(query.open ? 'NOT resolved' : 'resolved');
     if (query.awaiting) where.push(`NOT resolved AND due_at IS ${query.awaiting === 'bridge' ? 'NOT ' : ''}NULL`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const counted = Number((await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ledger_dead_letters ${filter} LIMIT ${LIST_COUNT_CAP + 1}) m`, params)).rows[0]!.n);

@@ -46,7 +46,7 @@ export interface ListCursor {
  * of a filter over millions of records would cost what the table holds on every page. Past it the
  * answer says `totalCapped` and `total` is the cap ("at least this many").
  */
-export const LIST_COUNT_CAP = 10_000;
+export const LIST_COUNT_CAP = 1_000;
 
 /** One page of a list, and how many match the filters in all, wherever the page starts (at most LIST_COUNT_CAP; see there). */
 export interface Page<T> {

@@ -9,7 +9,7 @@ import { ArchivedRecordError } from '../../src/errors.js';
 import { partitionName } from '../../src/ledger/pg-migrations.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { keyOf, type LedgerRecord } from '../../src/ledger/record.js';
-import { archiveMonth, listPartitions, main, MIN_AGE_DAYS } from '../../scripts/ledger-archive.js';
+import { archiveMonths, listPartitions, main, MIN_AGE_DAYS } from '../../scripts/ledger-archive.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { makeRecord, nextVersion } from './store-contract.js';
 
@@ -71,13 +71,25 @@ describeIf('npm run ledger:archive', () => {
     const open = august('generic:A-open', 1, { accrual: 'pending' });
     const failed = august('generic:A-failed', 2, { accrual: 'failed' });
     await store.importRecords([open, failed, august('generic:A-fine', 3, { accrual: 'accrued' })]);
-    await expect(archiveMonth(store.pool, { month: '2026-08', drop: true })).rejects.toThrow(/ledger_records_2026_08 still has records at work or waiting for a person: .*generic:A-open has work left \(pending\).*generic:A-failed needs a person \(failed\)/);
+    await expect(archiveMonths(store.pool, { months: ['2026-08'], drop: true })).rejects.toThrow(/ledger_records_2026_08 still has records at work or waiting for a person: .*generic:A-open has work left \(pending\).*generic:A-failed needs a person \(failed\)/);
     expect(await store.get(keyOf(open))).toEqual(open);
     expect((await store.list({ offset: 0, limit: 10 })).total).toBe(3);
     // Settled and acknowledged, the month may go.
     await store.update(nextVersion(open, (r) => (r.accrual.state = 'accrued')));
     await store.update(nextVersion(failed, (r) => (r.acknowledged = { at: new Date().toISOString(), actor: 'alice', reason: 'credited by hand' })));
-    expect((await archiveMonth(store.pool, { month: '2026-08', drop: false })).records).toBe(3);
+    expect((await archiveMonths(store.pool, { months: ['2026-08'], drop: false }))[0]!.records).toBe(3);
+  });
+
+  it("refuses a month holding part of a partial refund's chain whose rest stays; the months go together", async () => {
+    const parent = { ...makeRecord('generic:P-1', { accrual: 'accrued', reversal: 'reversed' }), createdAt: new Date(Date.UTC(2026, 6, 20)).toISOString(), remainderTransactionId: 'generic:P-1~r1' };
+    const remainder = { ...august('generic:P-1~r1', 5, { accrual: 'accrued' }), parentTransactionId: 'generic:P-1' };
+    await store.importRecords([parent, remainder]);
+    await expect(archiveMonths(store.pool, { months: ['2026-07'], drop: false })).rejects.toThrow(/part of a partial refund's chain .*generic:P-1 → generic:P-1~r1 \(in ledger_records_2026_08\)/);
+    await expect(archiveMonths(store.pool, { months: ['2026-08'], drop: false })).rejects.toThrow(/generic:P-1~r1 → generic:P-1 \(in ledger_records_2026_07\)/);
+    expect(await store.get('generic:P-1~r1')).toEqual(remainder);
+    expect(await run('--month', '2026-07,2026-08')).toBe(0);
+    expect(lines.slice(-2).map((l) => l.split(':')[0])).toEqual(['archived ledger_records_2026_07', 'archived ledger_records_2026_08']);
+    expect(await store.get('generic:P-1')).toBeUndefined();
   });
 
   it(`refuses a month that ended less than ${MIN_AGE_DAYS} days ago, a month with no partition, and a bad --month`, async () => {

@@ -91,7 +91,7 @@ async function find(query, statuses, page) {
   return { items: list.items, total: list.total, totalCapped: list.totalCapped === true, byFilter: !query.orderId && !query.refundId };
 }
 
-/** "3 records match", or "More than 10,000 records match" when the bridge stopped counting. */
+/** "3 records match", or "More than 1,000 records match" when the bridge stopped counting. */
 function matchHeading(found) {
   if (found.total === 0) return 'No records match';
   if (found.totalCapped) return `More than ${thousands(found.total)} records match`;
