@@ -300,7 +300,7 @@ async function measureReads(o: ScalePartOptions, bridge: Bridge, sample: Sample)
     ['  its next page (cursor)', `/v1/admin/transactions?cursor=${encodeURIComponent(first.nextCursor ?? '')}`],
     ['  by status reversed', '/v1/admin/transactions?status=reversed'],
     ['  over the last 7 days', `/v1/admin/transactions?from=${encodeURIComponent(weekAgo)}`],
-    ['  one merchant', '/v1/admin/transactions?merchantId=m-0042'],
+    ['  one merchant (10 a page: it holds ~10 at 10k)', '/v1/admin/transactions?merchantId=m-0042&limit=10'],
     ['  by POS order id', `/v1/admin/transactions?orderId=${encodeURIComponent(sample.orderId)}`],
     ['GET one record by id', `/v1/admin/transactions/${encodeURIComponent(sample.transactionId)}?merchantId=${sample.merchantId}`],
     ['GET /healthz', '/healthz'],
