@@ -756,6 +756,24 @@ BEGIN
 END;
 $$;
 
+-- Claims p_ops (upstream operation ids) for p_id in its merchant; raises LB001 naming the holder
+-- when another record holds one (waiting for a concurrent inserter of the same id to end first).
+CREATE FUNCTION ledger_take_claims(p_id text, p_merchant text, p_ops bigint[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  other text;
+  op bigint;
+BEGIN
+  FOREACH op IN ARRAY p_ops LOOP
+    INSERT INTO ledger_operation_claims (merchant_id, operation_id, transaction_id) VALUES (p_merchant, op, p_id) ON CONFLICT (merchant_id, operation_id) DO NOTHING;
+    SELECT transaction_id INTO other FROM ledger_operation_claims WHERE merchant_id = p_merchant AND operation_id = op;
+    IF other <> p_id THEN
+      RAISE EXCEPTION 'operation % is claimed by %', op, other USING ERRCODE = 'LB001';
+    END IF;
+  END LOOP;
+END;
+$$;
+
 -- A new record, its key, its work row, operation claims, accrual keys and attention entries, as
 -- one statement (one commit, nothing left idle in a transaction). Answers created = false and the
 -- stored record when the key exists (stored is null when that record was archived). Raises LB001
@@ -765,9 +783,6 @@ CREATE FUNCTION ledger_insert(p_id text, p_merchant text, p_pos text, p_order_id
                               p_keys text[], p_unsettled_amount bigint, p_ops bigint[], p_refund_ids text[], p_attention jsonb,
                               OUT created boolean, OUT stored jsonb)
 LANGUAGE plpgsql AS $$
-DECLARE
-  other text;
-  op bigint;
 BEGIN
   INSERT INTO ledger_keys (transaction_id, merchant_id, created_at, order_id) VALUES (p_id, p_merchant, p_created_at, p_order_id) ON CONFLICT (transaction_id) DO NOTHING;
   IF NOT FOUND THEN
@@ -775,13 +790,7 @@ BEGIN
     SELECT r.record INTO stored FROM ledger_keys k JOIN ledger_records r ON r.created_at = k.created_at AND r.transaction_id = k.transaction_id WHERE k.transaction_id = p_id;
     RETURN;
   END IF;
-  FOREACH op IN ARRAY p_ops LOOP
-    INSERT INTO ledger_operation_claims (merchant_id, operation_id, transaction_id) VALUES (p_merchant, op, p_id) ON CONFLICT (merchant_id, operation_id) DO NOTHING;
-    SELECT transaction_id INTO other FROM ledger_operation_claims WHERE merchant_id = p_merchant AND operation_id = op;
-    IF other <> p_id THEN
-      RAISE EXCEPTION 'operation % is already claimed by another record', op USING ERRCODE = 'LB001';
-    END IF;
-  END LOOP;
+  PERFORM ledger_take_claims(p_id, p_merchant, p_ops);
   IF cardinality(p_keys) > 0 THEN
     PERFORM ledger_hold_keys(p_id, p_keys, '{}'::text[]);
   END IF;
@@ -811,8 +820,6 @@ CREATE FUNCTION ledger_update(p_id text, p_created_at timestamptz, p_expected in
                               p_refund_ids text[], p_attention jsonb, p_synchronous boolean)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
-  other text;
-  op bigint;
   prev text[];
 BEGIN
   IF NOT p_synchronous THEN
@@ -836,13 +843,7 @@ BEGIN
   END IF;
   prev := coalesce(prev, '{}');
   DELETE FROM ledger_operation_claims WHERE merchant_id = p_merchant AND transaction_id = p_id AND NOT (operation_id = ANY (p_ops));
-  FOREACH op IN ARRAY p_ops LOOP
-    INSERT INTO ledger_operation_claims (merchant_id, operation_id, transaction_id) VALUES (p_merchant, op, p_id) ON CONFLICT (merchant_id, operation_id) DO NOTHING;
-    SELECT transaction_id INTO other FROM ledger_operation_claims WHERE merchant_id = p_merchant AND operation_id = op;
-    IF other <> p_id THEN
-      RAISE EXCEPTION 'operation % is claimed by %', op, other USING ERRCODE = 'LB001';
-    END IF;
-  END LOOP;
+  PERFORM ledger_take_claims(p_id, p_merchant, p_ops);
   IF cardinality(p_keys) > 0 OR cardinality(prev) > 0 THEN
     PERFORM ledger_hold_keys(p_id, p_keys, prev);
   END IF;
