@@ -13,7 +13,7 @@ import request from 'supertest';
 import { parseGenericCheckout } from '../../adapters/generic/checkout.js';
 import { newCheckout } from '../../src/core/transitions.js';
 import { PER_MERCHANT } from '../../src/core/worker.js';
-import { ledgerKey, type LedgerRecord } from '../../src/ledger/record.js';
+import { keyOf, ledgerKey, type LedgerRecord } from '../../src/ledger/record.js';
 import type { SimMerchant } from '../../src/simulator/merchant.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
@@ -35,9 +35,17 @@ function fairness(ledger: () => Promise<{ env: Record<string, string>; drop(): P
 
   const post = (merchantId: string, body: Record<string, unknown>) =>
     request(h.bridge.url).post('/v1/checkouts/generic').set('authorization', `Bearer ${posTokens[merchantId]}`).set('content-type', 'application/json').send(JSON.stringify(body));
+  /** Exact counts, page by page (a list's total stops counting at LIST_COUNT_CAP). */
   const statuses = async (merchantId: string): Promise<Record<string, number>> => {
     const counts: Record<string, number> = {};
-    for (const status of ['pending', 'accrued'] as const) counts[status] = (await h.bridge.store.list({ merchantId, status, offset: 0, limit: 1 })).total;
+    for (const status of ['pending', 'accrued'] as const) {
+      counts[status] = 0;
+      for (let page = await h.bridge.store.list({ merchantId, status, offset: 0, limit: 500 }); page.items.length > 0; ) {
+        counts[status] += page.items.length;
+        const last = page.items.at(-1)!;
+        page = await h.bridge.store.list({ merchantId, status, after: { createdAt: last.createdAt, key: keyOf(last) }, offset: 0, limit: 500 });
+      }
+    }
     return counts;
   };
 
