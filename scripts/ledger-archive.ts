@@ -68,6 +68,25 @@ export function partitionOf(month: string): { name: string; endsMs?: number } {
   return { name: partitionName(startMs), endsMs: Date.UTC(Number(m[1]), Number(m[2]), 1) };
 }
 
+/**
+ * The payload partitions that go with a records partition: the month's, or for `before_10` (whose
+ * end is its bound) every payload month that ends by then. The payload months are made with the
+ * records' (ledger_ensure_partitions), so none straddles a records partition's end.
+ */
+async function payloadPartitionsOf(client: pg.PoolClient, name: string, endsMs: number | undefined): Promise<string[]> {
+  if (endsMs !== undefined) {
+    const found = await client.query<{ name: string }>("SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'ledger_payloads'::regclass AND c.relname = $1", [name]);
+    return found.rows.map((r) => r.name);
+  }
+  const found = await client.query<{ name: string }>(
+    `SELECT p.relname AS name FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid, pg_class f
+      WHERE i.inhparent = 'ledger_payloads'::regclass AND f.oid = 'ledger_records_before_10'::regclass
+        AND (regexp_match(pg_get_expr(p.relpartbound, p.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz
+            <= (regexp_match(pg_get_expr(f.relpartbound, f.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz`,
+  );
+  return found.rows.map((r) => r.name);
+}
+
 /** The links of a partial refund's chain (record.ts parentTransactionId, remainderTransactionId) from records of `partition`, as ledger keys. */
 const LINKS_OF = (partition: string, since?: string) => `
   SELECT r.transaction_id, CASE WHEN r.merchant_id = 'default' THEN l.linked ELSE r.merchant_id || '/' || l.linked END AS linked
@@ -148,6 +167,12 @@ export async function archiveMonths(pool: pg.Pool, options: { months: readonly s
     for (const name of names) {
       await client.query(`ALTER TABLE ledger_records DETACH PARTITION ${name}`);
       if (options.drop) await client.query(`DROP TABLE ${name}`);
+      // The payloads its records were created from (migration 11) go with them: same months, same name but the table's.
+      const payloads = name.replace(/^ledger_records_/, 'ledger_payloads_');
+      for (const part of await payloadPartitionsOf(client, payloads, parts.find((p) => p.name === name)!.endsMs)) {
+        await client.query(`ALTER TABLE ledger_payloads DETACH PARTITION ${part}`);
+        if (options.drop) await client.query(`DROP TABLE ${part}`);
+      }
     }
     return names.map((name) => ({ partition: name, dropped: options.drop, records: counts.get(name)! }));
   });

@@ -20,7 +20,7 @@
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
-import { migrate, parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-store.js';
+import { parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-store.js';
 import { keyOf, type LedgerRecord } from '../src/ledger/record.js';
 import type { StoredMerchant } from '../src/merchants/merchant.js';
 import type { AuditEntry, DeadLetter, LedgerStore, ListCursor } from '../src/ledger/store.js';
@@ -139,7 +139,8 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     const letterTotal = letters.length;
     const merchantTotal = (await file.listMerchants({ offset: 0, limit: 0 })).total;
     log(`from: file ledger ${file.manifestPath}: ${fmt(merchantTotal)} merchants, ${fmt(total)} records (${fmt(await file.countOpen())} with work left), ${fmt(letterTotal)} dead letters`);
-    const migrationsApplied = await migrate(pg.pool, schema);
+    await pg.init();
+    const migrationsApplied = pg.migrationsApplied;
     log(
       `to:   PostgreSQL ledger ${redactUrl(to)}${schema ? ` (schema ${schema})` : ''}: ` +
         (migrationsApplied.length ? `applied migration(s) ${migrationsApplied.join(', ')}` : 'schema up to date') +

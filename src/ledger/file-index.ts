@@ -13,7 +13,9 @@
  * of a write for nothing.
  *
  * Tables: `records` (one row per ledger key: the fields lists, claims and the worker's passes look
- * at, and where the latest version's line lies), `refunds`, `claims`, `accrual_keys`, `attention`
+ * at, and where the latest version's line lies), `refunds` (folded: store.ts foldCase),
+ * `customers` (keyed hashes: customer-index.ts), `payloads` (where each kept POS payload's line
+ * lies), `claims`, `accrual_keys`, `attention`
  * (exactly `attentionEntriesOf` of each record), `webhook_events`, `dead_letters`, `audit`, and
  * `segments` and `meta`: how far into the journal the index has applied lines (`applied_segment`,
  * `segments.applied_to`), how many live bytes each segment holds, and each sealed segment's stamp
@@ -27,10 +29,10 @@ import Database from 'better-sqlite3';
 import type { AttentionKind } from './attention.js';
 import type { Location, Position, SegmentStamp } from './journal.js';
 import type { LedgerStatus } from './record.js';
-import { LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
+import { foldCase, LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
 
 /** Bumped whenever the schema or the meaning of a column changes: an index of another format is rebuilt. */
-export const INDEX_FORMAT = 1;
+export const INDEX_FORMAT = 2;
 
 /** What the index keeps of one attention entry (`attentionEntriesOf`). */
 export interface IndexedAttention {
@@ -53,6 +55,8 @@ export interface RecordRow {
   unsettled: number | null;
   orderId: string | null;
   refunds: string[];
+  /** The record's customer search entries (customer-index.ts `customerHashesOf`). */
+  customers: string[];
   ops: number[];
   accrualKeys: string[];
   attention: IndexedAttention[];
@@ -69,8 +73,12 @@ export interface RecordFilter {
   merchantId?: string;
   statuses?: readonly LedgerStatus[];
   pos?: string;
+  /** Order ids starting with this, folded (store.ts foldCase). */
   orderId?: string;
+  /** Refund ids starting with this, folded. */
   refundId?: string;
+  /** A customer search entry (customer-index.ts `customerHash`). */
+  customerHash?: string;
   fromMs?: number;
   toMs?: number;
 }
@@ -110,7 +118,9 @@ const COLUMNS = {
   due_verifier: (r: RecordRow) => (r.dueVerifier ? 1 : 0),
   unsettled: (r: RecordRow) => r.unsettled,
   order_id: (r: RecordRow) => r.orderId,
+  order_folded: (r: RecordRow) => (r.orderId === null ? null : foldCase(r.orderId)),
   refunds: (r: RecordRow) => listText(r.refunds),
+  customers: (r: RecordRow) => listText(r.customers),
   ops: (r: RecordRow) => listText(r.ops),
   akeys: (r: RecordRow) => listText(r.accrualKeys),
   attention: (r: RecordRow) => listText(r.attention),
@@ -128,10 +138,12 @@ const TABLES = `
   CREATE TABLE records (
     key TEXT PRIMARY KEY NOT NULL, merchant TEXT NOT NULL, version INTEGER NOT NULL, status TEXT NOT NULL, pos TEXT NOT NULL,
     created_ms INTEGER NOT NULL, open INTEGER NOT NULL, due_ms INTEGER, due_verifier INTEGER NOT NULL, unsettled INTEGER,
-    order_id TEXT, refunds TEXT, ops TEXT, akeys TEXT, attention TEXT, body_pending INTEGER NOT NULL,
+    order_id TEXT, order_folded TEXT, refunds TEXT, customers TEXT, ops TEXT, akeys TEXT, attention TEXT, body_pending INTEGER NOT NULL,
     segment INTEGER NOT NULL, line_offset INTEGER NOT NULL, line_length INTEGER NOT NULL
   ) WITHOUT ROWID;
   CREATE TABLE refunds (refund_id TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (refund_id, key)) WITHOUT ROWID;
+  CREATE TABLE customers (hash TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (hash, key)) WITHOUT ROWID;
+  CREATE TABLE payloads (key TEXT PRIMARY KEY NOT NULL, segment INTEGER NOT NULL, line_offset INTEGER NOT NULL, line_length INTEGER NOT NULL) WITHOUT ROWID;
   CREATE TABLE claims (merchant TEXT NOT NULL, op INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (merchant, op)) WITHOUT ROWID;
   CREATE TABLE accrual_keys (akey TEXT PRIMARY KEY NOT NULL, key TEXT NOT NULL) WITHOUT ROWID;
   CREATE TABLE attention (since_ms INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, merchant TEXT NOT NULL, since TEXT NOT NULL, PRIMARY KEY (since_ms, key, kind)) WITHOUT ROWID;
@@ -152,7 +164,7 @@ const INDEXES = `
   CREATE INDEX records_merchant ON records (merchant, created_ms);
   CREATE INDEX records_status ON records (status, created_ms);
   CREATE INDEX records_merchant_status ON records (merchant, status, created_ms);
-  CREATE INDEX records_order ON records (order_id);
+  CREATE INDEX records_order ON records (order_folded);
   CREATE INDEX records_open ON records (created_ms) WHERE open = 1;
   CREATE INDEX records_due ON records (due_ms) WHERE due_ms IS NOT NULL;
   CREATE INDEX records_unsettled ON records (merchant, unsettled) WHERE unsettled IS NOT NULL;
@@ -300,7 +312,7 @@ export class LedgerIndex {
   /** Live bytes of every segment: the rows' lines and the webhook events', counted anew (after a rebuild). */
   countLive(segments: readonly number[], sizes: (n: number) => number): void {
     const live = new Map<number, number>();
-    for (const table of ['records', 'webhook_events']) {
+    for (const table of ['records', 'webhook_events', 'payloads']) {
       for (const row of this.#prepare(`SELECT segment, sum(line_length) AS bytes FROM ${table} GROUP BY segment`).all() as { segment: number; bytes: number }[]) {
         live.set(row.segment, (live.get(row.segment) ?? 0) + row.bytes);
       }
@@ -374,9 +386,13 @@ export class LedgerIndex {
       if (changed.length) this.#prepare(`UPDATE records SET ${changed.map((c) => `${c} = ?`).join(', ')} WHERE key = ?`).run(...changed.map((c) => COLUMNS[c](row)), row.key);
     }
     const before = previous ?? EMPTY_ROW;
-    const { added: refundsAdded, removed: refundsRemoved } = difference(before.refunds, row.refunds);
+    // Kept folded (a search folds what it looks for): two ids differing in case only are one row.
+    const { added: refundsAdded, removed: refundsRemoved } = difference([...new Set(before.refunds.map(foldCase))], [...new Set(row.refunds.map(foldCase))]);
     for (const id of refundsRemoved) this.#prepare('DELETE FROM refunds WHERE refund_id = ? AND key = ?').run(id, row.key);
     for (const id of refundsAdded) this.#prepare('INSERT OR IGNORE INTO refunds (refund_id, key) VALUES (?, ?)').run(id, row.key);
+    const { added: customersAdded, removed: customersRemoved } = difference(before.customers, row.customers);
+    for (const hash of customersRemoved) this.#prepare('DELETE FROM customers WHERE hash = ? AND key = ?').run(hash, row.key);
+    for (const hash of customersAdded) this.#prepare('INSERT OR IGNORE INTO customers (hash, key) VALUES (?, ?)').run(hash, row.key);
     const { added: opsAdded, removed: opsRemoved } = difference(before.ops, row.ops);
     for (const op of opsRemoved) this.#prepare('DELETE FROM claims WHERE merchant = ? AND op = ? AND key = ?').run(row.merchant, op, row.key);
     // The store refused any id another record holds; on a rebuild, the later line wins, as the in-memory index's did.
@@ -478,18 +494,23 @@ export class LedgerIndex {
       if (filter.merchantId !== undefined && !skip.merchant) where.push('r.merchant = ?'), params.push(filter.merchantId);
       if (filter.statuses && !skip.status) where.push(`r.status IN (${filter.statuses.map(() => '?').join(', ')})`), params.push(...filter.statuses);
       if (filter.pos !== undefined && !skip.pos) where.push('r.pos = ?'), params.push(filter.pos);
-      if (filter.orderId !== undefined && !skip.order) where.push('r.order_id = ?'), params.push(filter.orderId);
+      if (filter.orderId !== undefined && !skip.order) where.push(...PREFIX('r.order_folded')), params.push(...prefixParams(filter.orderId));
       if (filter.fromMs !== undefined) where.push('r.created_ms >= ?'), params.push(filter.fromMs);
       if (filter.toMs !== undefined) where.push('r.created_ms <= ?'), params.push(filter.toMs);
       return { where, params };
     };
+    if (filter.customerHash !== undefined) {
+      const rest = checks({});
+      return [{ from: 'FROM customers c JOIN records r ON r.key = c.key', where: ['c.hash = ?', ...rest.where], params: [filter.customerHash, ...rest.params] }];
+    }
     if (filter.refundId !== undefined) {
       const rest = checks({});
-      return [{ from: 'FROM refunds f JOIN records r ON r.key = f.key', where: ['f.refund_id = ?', ...rest.where], params: [filter.refundId, ...rest.params] }];
+      // DISTINCT: two refund ids of one record can share the prefix.
+      return [{ from: 'FROM records r', where: [`r.key IN (SELECT f.key FROM refunds f WHERE ${PREFIX('f.refund_id').join(' AND ')})`, ...rest.where], params: [...prefixParams(filter.refundId), ...rest.params] }];
     }
     if (filter.orderId !== undefined) {
       const rest = checks({ order: true });
-      return [{ from: 'FROM records r INDEXED BY records_order', where: ['r.order_id = ?', ...rest.where], params: [filter.orderId, ...rest.params] }];
+      return [{ from: 'FROM records r INDEXED BY records_order', where: [...PREFIX('r.order_folded'), ...rest.where], params: [...prefixParams(filter.orderId), ...rest.params] }];
     }
     if (filter.statuses) {
       const rest = checks({ status: true, merchant: filter.merchantId !== undefined });
@@ -505,6 +526,15 @@ export class LedgerIndex {
     }
     const rest = checks({});
     return [{ from: 'FROM records r INDEXED BY records_created', where: rest.where, params: rest.params }];
+  }
+
+  /** How many order ids (records) or refund ids (rows) start with `prefix`, folded, counted up to `upTo`. */
+  countPrefix(field: 'orderId' | 'refundId', prefix: string, upTo: number): number {
+    const sql =
+      field === 'orderId'
+        ? `SELECT count(*) AS n FROM (SELECT 1 FROM records r INDEXED BY records_order WHERE ${PREFIX('r.order_folded').join(' AND ')} LIMIT ?)`
+        : `SELECT count(*) AS n FROM (SELECT 1 FROM refunds f WHERE ${PREFIX('f.refund_id').join(' AND ')} LIMIT ?)`;
+    return (this.#prepare(sql).get(...prefixParams(prefix), upTo) as { n: number }).n;
   }
 
   /** Open records, oldest first (createdAt, then key), after `after`: through the open index only. */
@@ -566,6 +596,25 @@ export class LedgerIndex {
       counts.byMerchant[r.merchant] = (counts.byMerchant[r.merchant] ?? 0) + r.n;
     }
     return counts;
+  }
+
+  // ---------------------------------------------------------------- payloads
+
+  payloadAt(key: string): Location | undefined {
+    const row = this.#prepare('SELECT segment, line_offset, line_length FROM payloads WHERE key = ?').get(key) as Record<string, unknown> | undefined;
+    return row && locationOf(row);
+  }
+
+  /** Keeps where a record's payload line lies (a new one, or its copy by compaction). */
+  putPayload(key: string, location: Location): void {
+    const previous = this.payloadAt(key);
+    this.#prepare('INSERT INTO payloads (key, segment, line_offset, line_length) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET segment = excluded.segment, line_offset = excluded.line_offset, line_length = excluded.line_length').run(
+      key,
+      location.segment,
+      location.offset,
+      location.length,
+    );
+    this.#applied(location, previous);
   }
 
   // ---------------------------------------------------------------- webhook events
@@ -723,7 +772,18 @@ function configure(db: Database.Database): void {
   db.pragma('temp_store = MEMORY');
 }
 
-const EMPTY_ROW: Pick<RecordRow, 'refunds' | 'ops' | 'accrualKeys' | 'attention'> = { refunds: [], ops: [], accrualKeys: [], attention: [] };
+const EMPTY_ROW: Pick<RecordRow, 'refunds' | 'customers' | 'ops' | 'accrualKeys' | 'attention'> = { refunds: [], customers: [], ops: [], accrualKeys: [], attention: [] };
+
+/**
+ * "Starts with ?" on a folded column, through its index: a range from the prefix to the prefix
+ * followed by the highest code point (bytes compare as code points in UTF-8), then checked exactly.
+ */
+const PREFIX = (column: string) => [`${column} >= ?`, `${column} < ?`, `substr(${column}, 1, length(?)) = ?`];
+
+function prefixParams(prefix: string): string[] {
+  const folded = foldCase(prefix);
+  return [folded, `${folded}\u{10FFFF}`, folded, folded];
+}
 
 function listText(list: readonly unknown[]): string | null {
   return list.length ? JSON.stringify(list) : null;
@@ -764,6 +824,7 @@ function rowOf(r: Record<string, unknown>): RecordRow {
     unsettled: (r.unsettled as number | null) ?? null,
     orderId: (r.order_id as string | null) ?? null,
     refunds: listOf<string>(r.refunds),
+    customers: listOf<string>(r.customers),
     ops: listOf<number>(r.ops),
     accrualKeys: listOf<string>(r.akeys),
     attention: listOf<IndexedAttention>(r.attention),

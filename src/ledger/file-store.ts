@@ -74,13 +74,16 @@ import { LedgerIndex, type DeadLetterRow, type KeyAt, type RecordFilter, type Re
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
 import { dueOf } from '../core/transitions.js';
-import { accrualKeys, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { customerHash, customerHashesOf, newSearchKey } from './customer-index.js';
+import { accrualKeys, claimedOperationIds, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import {
   backfillKey,
   deadLetterDueAtMs,
   pageOf,
+  PREFIX_MATCH_CAP,
   statusesOf,
+  tooManyPrefixMatches,
   type AttentionCounts,
   type AttentionEntry,
   type AttentionQuery,
@@ -91,6 +94,8 @@ import {
   type DeadLetterCounts,
   type DeadLetterQuery,
   type DueQuery,
+  type InsertOptions,
+  type KeptPayload,
   type LedgerStore,
   type ListQuery,
   type OpenQuery,
@@ -104,6 +109,11 @@ interface Manifest {
   formatVersion: number;
   createdAt: string;
   segments: number[];
+  /**
+   * The customer search key (customer-index.ts): made once with the ledger (or by the first build
+   * that searches customers) and kept with it, since the index's and the lines' hashes were made with it.
+   */
+  searchKey?: string;
 }
 
 /**
@@ -114,11 +124,15 @@ interface Manifest {
  * `oi` (the POS order id), `rf` (refund ids, when any), `na: 1` (`needsAttention`: the index reads
  * the body for its attention entries) and `cl: 1` (closed by an operator) serve the operators'
  * search and the attention queue; lines written before them have no `oi`, and the index reads
- * their bodies once.
+ * their bodies once. `ch`: the customer search entries (customer-index.ts), on every line since
+ * the search began (an empty list for a record without a customer); a line without it has its body
+ * read once. A `p` line is the POS payload a record was created from (`insert`'s `payload`), its
+ * body the KeptPayload.
  */
 type LineHeader =
-  | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number; oi?: string | null; rf?: string[]; na?: 1; cl?: 1 }
-  | { k: 'w'; key: string; t: number };
+  | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number; oi?: string | null; rf?: string[]; ch?: string[]; na?: 1; cl?: 1 }
+  | { k: 'w'; key: string; t: number }
+  | { k: 'p'; id: string };
 type RecordHeader = Extract<LineHeader, { k: 'r' }>;
 
 /** What start-up found unreadable in the journal; no record contents (they hold customer contacts). */
@@ -203,6 +217,8 @@ export class FileLedgerStore implements LedgerStore {
   /** Lines older than a version read before them, skipped by the last start-up. */
   #staleLines = 0;
   #manifest?: Low<Manifest | null>;
+  /** The manifest's `searchKey`. */
+  #searchKey = '';
   #compacting?: Promise<void>;
   #ready = false;
   readonly #restartedMarker: string;
@@ -274,10 +290,15 @@ export class FileLedgerStore implements LedgerStore {
       await makePrivate(this.manifestPath, PRIVATE_FILE);
       await makePrivate(this.#restartedMarker, PRIVATE_FILE);
       if (!found) {
-        manifest.data = { format: 'loyalty-bridge/ledger', formatVersion: FORMAT_VERSION, createdAt: new Date().toISOString(), segments: [1] };
+        manifest.data = { format: 'loyalty-bridge/ledger', formatVersion: FORMAT_VERSION, createdAt: new Date().toISOString(), segments: [1], searchKey: newSearchKey() };
+        await manifest.write();
+      } else if (!manifest.data!.searchKey) {
+        // A ledger from before the customer search: its lines have no `ch`, and the index is rebuilt (INDEX_FORMAT 2) reading their bodies once.
+        manifest.data!.searchKey = newSearchKey();
         await manifest.write();
       }
       this.#manifest = manifest;
+      this.#searchKey = manifest.data!.searchKey!;
       this.#journal.open(manifest.data!.segments);
       await mkdir(this.deadLettersDir, { recursive: true, mode: PRIVATE_DIR });
       await this.#makeFolderPrivate(this.deadLettersDir);
@@ -360,16 +381,27 @@ export class FileLedgerStore implements LedgerStore {
     return this.#read(key);
   }
 
-  insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
+  insert(record: LedgerRecord, options: InsertOptions = {}): Promise<{ record: LedgerRecord; created: boolean }> {
     const key = keyOf(record);
     return this.#locks.run(key, async () => {
       if (this.#cache.has(key) || this.#idx.lineAt(key)) return { record: this.#read(key)!, created: false };
       if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
       const keys = accrualKeys(record);
       this.#checkClaims(record, keys, []);
+      // The payload's line first: a record is never indexed as having one that is not there yet
+      // (one written for a record whose own line then fails is an orphan a retry replaces).
+      if (options.payload) {
+        const location = this.#journal.append({ k: 'p', id: key }, JSON.stringify(options.payload));
+        this.#indexing(location, (index) => index.putPayload(key, location));
+      }
       this.#write(record, keys, undefined);
       return { record, created: true };
     });
+  }
+
+  async getPayload(key: string): Promise<KeptPayload | undefined> {
+    const location = this.#idx.payloadAt(key);
+    return location && (JSON.parse(this.#journal.readBody(location)) as KeptPayload);
   }
 
   update(next: LedgerRecord): Promise<LedgerRecord> {
@@ -387,6 +419,10 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   async list(query: ListQuery): Promise<Page<LedgerRecord>> {
+    for (const field of ['orderId', 'refundId'] as const) {
+      const prefix = query[field];
+      if (prefix && this.#idx.countPrefix(field, prefix, PREFIX_MATCH_CAP + 1) > PREFIX_MATCH_CAP) throw tooManyPrefixMatches(field, prefix);
+    }
     const statuses = statusesOf(query);
     if (statuses?.size === 0) return pageOf([], 0);
     const filter: RecordFilter = {
@@ -395,6 +431,7 @@ export class FileLedgerStore implements LedgerStore {
       ...(query.pos ? { pos: query.pos } : {}),
       ...(query.orderId ? { orderId: query.orderId } : {}),
       ...(query.refundId ? { refundId: query.refundId } : {}),
+      ...(query.customer ? { customerHash: customerHash(this.#searchKey, query.customer) } : {}),
       ...(query.from ? { fromMs: query.from.getTime() } : {}),
       ...(query.to ? { toMs: query.to.getTime() } : {}),
     };
@@ -750,7 +787,7 @@ export class FileLedgerStore implements LedgerStore {
    * per write by the caller; `previous`: its row before this write.
    */
   #write(record: LedgerRecord, keys: string[], previous: RecordRow | undefined): void {
-    const header = headerOf(record, keys, previous?.createdMs);
+    const header = headerOf(record, this.#searchKey, keys, previous?.createdMs);
     const location = this.#journal.append(header, JSON.stringify(record));
     const row: RecordRow = { ...rowOfHeader(header, location), attention: attentionEntriesOf(record).map(({ kind, since }) => ({ kind, since })), bodyPending: false };
     this.#indexing(location, (index) => index.putRecord(row, previous));
@@ -790,7 +827,7 @@ export class FileLedgerStore implements LedgerStore {
   #checkClaims(record: LedgerRecord, keys: readonly string[], held: readonly string[]): void {
     const key = keyOf(record);
     const merchant = merchantOf(record);
-    for (const id of record.accrual.operationIds) {
+    for (const id of claimedOperationIds(record)) {
       const holder = this.#idx.claimHolder(merchant, id);
       if (holder !== undefined && holder !== key) throw new ConflictError(`operation ${id} is claimed by ${transactionIdOf(holder, merchant)}`);
     }
@@ -939,6 +976,7 @@ export class FileLedgerStore implements LedgerStore {
       else index.skipLine(location);
       return;
     }
+    if (header.k === 'p') return index.putPayload(header.id, location);
     const previous = index.record(header.id);
     // Versions only grow, and compaction copies the latest one (an equal version, which wins):
     // an older version after a newer one is a stale block a crashed filesystem brought back.
@@ -951,7 +989,7 @@ export class FileLedgerStore implements LedgerStore {
 
   /**
    * Rows whose headers did not say everything (`RecordRow.bodyPending`) completed from their
-   * bodies: attention entries, and on lines of earlier builds the order and refund ids and the due
+   * bodies: attention entries, and on lines of earlier builds the order and refund ids, the customer search entries and the due
    * time. Not "due now" for undated open records: a reversal in doubt is never written again by
    * the worker, so it would stay due and take a place in every batch.
    */
@@ -967,6 +1005,7 @@ export class FileLedgerStore implements LedgerStore {
             ...row,
             orderId: record.orderId ?? null,
             refunds: record.reversal?.refundIds ?? [],
+            customers: customerHashesOf(record.accrual?.customer, this.#searchKey),
             dueMs: due?.atMs ?? null,
             dueVerifier: due?.needsVerifier ?? false,
             attention: attentionEntriesOf(record).map(({ kind, since }) => ({ kind, since })),
@@ -1102,6 +1141,10 @@ export class FileLedgerStore implements LedgerStore {
               // Rewritten since, or a superseded version: the live line is elsewhere.
               if (!current || current.segment !== segment || current.offset !== location.offset) continue;
               index.moveRecord(header.id, current, this.#journal.appendRaw(this.#journal.readLine(location)));
+            } else if (header.k === 'p') {
+              const current = index.payloadAt(header.id);
+              if (!current || current.segment !== segment || current.offset !== location.offset) continue;
+              index.putPayload(header.id, this.#journal.appendRaw(this.#journal.readLine(location)));
             } else {
               const event = index.webhookEvent(header.key);
               if (!event || event.location.segment !== segment || event.location.offset !== location.offset) continue;
@@ -1145,7 +1188,7 @@ export class FileLedgerStore implements LedgerStore {
  * record's first version's, for records already stored). Exported for tools that write a ledger's
  * journal in bulk (the benchmark's million-record ledger): a line so written is this store's.
  */
-export function headerOf(record: LedgerRecord, keys: readonly string[] = accrualKeys(record), createdMs?: number): RecordHeader {
+export function headerOf(record: LedgerRecord, searchKey: string, keys: readonly string[] = accrualKeys(record), createdMs?: number): RecordHeader {
   const open = isOpen(record);
   const due = dueOf(record);
   const amount = unsettledAmount(record);
@@ -1161,19 +1204,20 @@ export function headerOf(record: LedgerRecord, keys: readonly string[] = accrual
     o: open ? 1 : 0,
     ...(open ? { d: due?.atMs ?? null } : {}),
     ...(due?.needsVerifier ? { dv: 1 } : {}),
-    ...(record.accrual.operationIds.length ? { ops: record.accrual.operationIds } : {}),
+    ...(claimedOperationIds(record).length ? { ops: claimedOperationIds(record) } : {}),
     ...(keys.length ? { ak: [...keys] } : {}),
     ...(amount !== undefined ? { ua: amount } : {}),
     oi: record.orderId,
     ...(record.reversal.refundIds.length ? { rf: record.reversal.refundIds } : {}),
+    ch: customerHashesOf(record.accrual.customer, searchKey),
     ...(needsAttention(record) ? { na: 1 } : {}),
     ...(record.closed ? { cl: 1 } : {}),
   };
 }
 
 /** A whole journal line (header, tab, body, newline) for a record's first version, as `insert` appends it. */
-export function journalLine(record: LedgerRecord): string {
-  return `${JSON.stringify(headerOf(record))}\t${JSON.stringify(record)}\n`;
+export function journalLine(record: LedgerRecord, searchKey: string): string {
+  return `${JSON.stringify(headerOf(record, searchKey))}\t${JSON.stringify(record)}\n`;
 }
 
 /**
@@ -1190,6 +1234,7 @@ export function writeLedgerInBulk(path: string, records: Iterable<LedgerRecord>)
   mkdirSync(dirname(manifestPath), { recursive: true, mode: PRIVATE_DIR });
   mkdirSync(journalDir, { mode: PRIVATE_DIR });
   const segments = [1];
+  const searchKey = newSearchKey();
   let fd = openSync(join(journalDir, segmentName(1)), 'wx', PRIVATE_FILE);
   let size = 0;
   let bytes = 0;
@@ -1207,7 +1252,7 @@ export function writeLedgerInBulk(path: string, records: Iterable<LedgerRecord>)
   try {
     for (const record of records) {
       if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version} (${keyOf(record)})`);
-      const line = journalLine(record);
+      const line = journalLine(record, searchKey);
       // As `#afterAppend`: a segment is sealed once it holds SEGMENT_BYTES.
       if (size + pendingBytes >= SEGMENT_BYTES) {
         flush();
@@ -1225,7 +1270,7 @@ export function writeLedgerInBulk(path: string, records: Iterable<LedgerRecord>)
   } finally {
     closeSync(fd);
   }
-  const manifest: Manifest = { format: 'loyalty-bridge/ledger', formatVersion: FORMAT_VERSION, createdAt: new Date().toISOString(), segments };
+  const manifest: Manifest = { format: 'loyalty-bridge/ledger', formatVersion: FORMAT_VERSION, createdAt: new Date().toISOString(), segments, searchKey };
   writeFileSync(manifestPath, JSON.stringify(manifest, null, 2), { mode: PRIVATE_FILE, flag: 'wx' });
   return { records: count, segments: segments.length, bytes };
 }
@@ -1247,11 +1292,12 @@ function rowOfHeader(h: RecordHeader, location: Location): RecordRow {
     unsettled: h.ua ?? null,
     orderId: h.oi ?? null,
     refunds: h.rf ?? [],
+    customers: h.ch ?? [],
     ops: h.ops ?? [],
     accrualKeys: h.ak ?? [],
     attention: [],
-    // Lines of earlier builds lack the order id (and open ones the due time); attention needs the body.
-    bodyPending: h.oi === undefined || (open && h.d === undefined) || h.na === 1,
+    // Lines of earlier builds lack the order id, the customer entries (and open ones the due time); attention needs the body.
+    bodyPending: h.oi === undefined || h.ch === undefined || (open && h.d === undefined) || h.na === 1,
     location,
   };
 }
@@ -1264,6 +1310,7 @@ function isLineHeader(h: unknown): h is LineHeader {
   if (typeof h !== 'object' || h === null) return false;
   const x = h as Record<string, unknown>;
   if (x.k === 'w') return typeof x.key === 'string' && typeof x.t === 'number';
+  if (x.k === 'p') return typeof x.id === 'string';
   return (
     x.k === 'r' &&
     typeof x.id === 'string' &&
@@ -1280,6 +1327,7 @@ function isLineHeader(h: unknown): h is LineHeader {
     (x.ua === undefined || typeof x.ua === 'number') &&
     (x.oi === undefined || x.oi === null || typeof x.oi === 'string') &&
     (x.rf === undefined || (Array.isArray(x.rf) && x.rf.every((id) => typeof id === 'string'))) &&
+    (x.ch === undefined || (Array.isArray(x.ch) && x.ch.every((hash) => typeof hash === 'string'))) &&
     (x.na === undefined || x.na === 1)
   );
 }

@@ -8,7 +8,7 @@
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
-import { accrualKeys, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { accrualKeys, claimedOperationIds, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import {
@@ -30,8 +30,12 @@ import {
   type BackfillState,
   type DeadLetter,
   type DeadLetterCounts,
+  PREFIX_MATCH_CAP,
+  tooManyPrefixMatches,
   type DeadLetterQuery,
   type DueQuery,
+  type InsertOptions,
+  type KeptPayload,
   type LedgerStore,
   type ListQuery,
   type OpenQuery,
@@ -53,10 +57,12 @@ export interface MemoryLedgerState {
   audit: AuditEntry[];
   /** By `backfillKey`. */
   backfill: Map<string, BackfillState>;
+  /** By ledger key: the payload each record was created from, where one was kept. */
+  payloads: Map<string, KeptPayload>;
 }
 
 export function emptyMemoryLedger(): MemoryLedgerState {
-  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), audit: [], backfill: new Map() };
+  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), audit: [], backfill: new Map(), payloads: new Map() };
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -85,12 +91,18 @@ export class MemoryLedgerStore implements LedgerStore {
     return record && copy(record);
   }
 
-  async insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
+  async insert(record: LedgerRecord, options: InsertOptions = {}): Promise<{ record: LedgerRecord; created: boolean }> {
     const existing = this.state.records.get(keyOf(record));
     if (existing) return { record: copy(existing), created: false };
     if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
     this.#store(record, undefined);
+    if (options.payload) this.state.payloads.set(keyOf(record), copy(options.payload));
     return { record: copy(record), created: true };
+  }
+
+  async getPayload(key: string): Promise<KeptPayload | undefined> {
+    const payload = this.state.payloads.get(key);
+    return payload && copy(payload);
   }
 
   async update(next: LedgerRecord): Promise<LedgerRecord> {
@@ -103,6 +115,10 @@ export class MemoryLedgerStore implements LedgerStore {
   // A test double: it reads every record for every query, which the real stores must never do.
 
   async list(query: ListQuery): Promise<Page<LedgerRecord>> {
+    for (const field of ['orderId', 'refundId'] as const) {
+      const prefix = query[field];
+      if (prefix && [...this.state.records.values()].filter((r) => listMatches(r, { [field]: prefix, offset: 0, limit: 0 })).length > PREFIX_MATCH_CAP) throw tooManyPrefixMatches(field, prefix);
+    }
     const statuses = statusesOf(query);
     // The total counts the filter's matches: the cursor only says where the page starts.
     const matching = [...this.state.records.values()].filter((r) => listMatches(r, { ...query, after: undefined }, statuses)).sort((a, b) => newestFirst(rowOf(a), rowOf(b)));
@@ -298,7 +314,7 @@ export class MemoryLedgerStore implements LedgerStore {
     const id = next.transactionId;
     const key = keyOf(next);
     const merchant = merchantOf(next);
-    for (const op of next.accrual.operationIds) {
+    for (const op of claimedOperationIds(next)) {
       const holder = this.state.operationClaims.get(claimKey(merchant, op));
       if (holder !== undefined && holder !== id) throw new ConflictError(`operation ${op} is claimed by ${holder}`);
     }
@@ -308,8 +324,8 @@ export class MemoryLedgerStore implements LedgerStore {
       const holder = this.state.accrualKeys.get(accrualKey);
       if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(id, this.state.records.get(holder)?.transactionId ?? holder);
     }
-    for (const op of previous?.accrual.operationIds ?? []) if (this.state.operationClaims.get(claimKey(merchant, op)) === id) this.state.operationClaims.delete(claimKey(merchant, op));
-    for (const op of next.accrual.operationIds) this.state.operationClaims.set(claimKey(merchant, op), id);
+    for (const op of previous ? claimedOperationIds(previous) : []) if (this.state.operationClaims.get(claimKey(merchant, op)) === id) this.state.operationClaims.delete(claimKey(merchant, op));
+    for (const op of claimedOperationIds(next)) this.state.operationClaims.set(claimKey(merchant, op), id);
     for (const accrualKey of held) if (this.state.accrualKeys.get(accrualKey) === key) this.state.accrualKeys.delete(accrualKey);
     for (const accrualKey of keys) if (!this.state.accrualKeys.has(accrualKey)) this.state.accrualKeys.set(accrualKey, key);
     this.state.records.set(key, copy(next));

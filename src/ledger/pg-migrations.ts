@@ -6,8 +6,11 @@
  */
 import type pg from 'pg';
 import { dueOf } from '../core/transitions.js';
+import type { Customer } from '../customer.js';
 import { attentionEntriesOf } from './attention.js';
+import { CUSTOMER_SEARCH_KEY, customerHashesOf, newSearchKey } from './customer-index.js';
 import { accrualKeys, unsettledAmount, type LedgerRecord } from './record.js';
+import { FOLD_CASE_SQL, foldCase } from './store.js';
 
 export interface Migration {
   version: number;
@@ -49,6 +52,34 @@ export function refundIdsColumn(record: LedgerRecord): string[] | null {
 export function partitionName(monthStartMs: number): string {
   const d = new Date(monthStartMs);
   return `ledger_records_${d.getUTCFullYear()}_${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
+}
+
+/**
+ * Migration 11's data: the ledger's customer search key, made once, then every record's customer
+ * index entries (its customer's identifiers, hashed with it: customer-index.ts) and its refund
+ * ids, read once through a cursor. The cost follows the ledger's size, once.
+ */
+async function indexCustomersAndRefunds(client: pg.PoolClient): Promise<void> {
+  await client.query('INSERT INTO ledger_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [CUSTOMER_SEARCH_KEY, newSearchKey()]);
+  const key = (await client.query<{ value: string }>('SELECT value FROM ledger_settings WHERE name = $1', [CUSTOMER_SEARCH_KEY])).rows[0]!.value;
+  await forEachRow(client, "SELECT transaction_id, created_at, record -> 'accrual' -> 'customer' AS customer, refund_ids FROM ledger_records", async (rows) => {
+    const hashes = rows.flatMap((r) => customerHashesOf((r.customer ?? undefined) as Customer | undefined, key).map((h) => [h, r.transaction_id as string, r.created_at as Date] as const));
+    if (hashes.length) {
+      await client.query('INSERT INTO ledger_customers (hash, transaction_id, created_at) SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) ON CONFLICT DO NOTHING', [
+        hashes.map((h) => h[0]),
+        hashes.map((h) => h[1]),
+        hashes.map((h) => h[2]),
+      ]);
+    }
+    const refunds = rows.flatMap((r) => ((r.refund_ids as string[] | null) ?? []).map((id) => [foldCase(id), r.transaction_id as string, r.created_at as Date] as const));
+    if (refunds.length) {
+      await client.query('INSERT INTO ledger_refund_ids (refund_id, transaction_id, created_at) SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) ON CONFLICT DO NOTHING', [
+        refunds.map((r) => r[0]),
+        refunds.map((r) => r[1]),
+        refunds.map((r) => r[2]),
+      ]);
+    }
+  });
 }
 
 /** Leaves room on each page for a record's next versions, so an update can stay on its page (a HOT update when it changes no indexed column). */
@@ -908,5 +939,162 @@ END;
 $$;
 `,
     backfill: partitionRecords,
+  },
+  {
+    version: 11,
+    name: 'finding records: order and refund ids by prefix, customers by keyed hash; the payload each record came from',
+    sql: `
+-- The ledger's own settings: the customer search key (customer-index.ts), made once by the backfill below.
+CREATE TABLE ledger_settings (
+  name text PRIMARY KEY,
+  value text NOT NULL
+);
+
+-- Each record under a keyed hash of each of its customer's identifiers (customer-index.ts): a
+-- customer's records are found by looking a hash up, never by reading contacts. Written with the
+-- record (a customer never changes), kept when its month is archived, like its key.
+CREATE TABLE ledger_customers (
+  hash text NOT NULL,
+  transaction_id text NOT NULL,
+  created_at timestamptz NOT NULL,
+  PRIMARY KEY (hash, transaction_id)
+);
+
+-- Refund ids, A-Z folded (store.ts foldCase), by prefix (a "C" collation lets the primary key serve LIKE 'abc%').
+CREATE TABLE ledger_refund_ids (
+  refund_id text COLLATE "C" NOT NULL,
+  transaction_id text NOT NULL,
+  created_at timestamptz NOT NULL,
+  PRIMARY KEY (refund_id, transaction_id)
+);
+DROP INDEX ledger_records_refund_ids;
+
+-- Order ids by prefix, A-Z folded (store.ts foldCase).
+DROP INDEX ledger_keys_order_id;
+CREATE INDEX ledger_keys_order_prefix ON ledger_keys (${FOLD_CASE_SQL('order_id')} text_pattern_ops);
+
+-- The POS payload each record was created from (store.ts KeptPayload), partitioned by the same
+-- months as the records: archiving a month takes its payloads with it.
+CREATE TABLE ledger_payloads (
+  created_at timestamptz NOT NULL,
+  transaction_id text NOT NULL,
+  payload jsonb NOT NULL,
+  PRIMARY KEY (created_at, transaction_id)
+) PARTITION BY RANGE (created_at);
+
+-- Migration 10's, plus the payloads' month partitions (every month: the payloads began with this migration).
+CREATE OR REPLACE FUNCTION ledger_ensure_partitions(p_from timestamptz, p_to timestamptz)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+  m timestamptz := date_trunc('month', p_from AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
+  name text;
+  made integer := 0;
+  first_until timestamptz;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM generate_series(m, p_to - interval '1 microsecond', interval '1 month') g
+                  WHERE to_regclass('ledger_payloads_' || to_char(g AT TIME ZONE 'UTC', 'YYYY_MM')) IS NULL
+                     OR (to_regclass('ledger_records_' || to_char(g AT TIME ZONE 'UTC', 'YYYY_MM')) IS NULL
+                         AND g >= coalesce((SELECT (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz
+                                              FROM pg_class c WHERE c.oid = to_regclass('ledger_records_before_10')), '-infinity'))) THEN
+    RETURN 0;
+  END IF;
+  PERFORM pg_advisory_xact_lock(${0x4c42_4d49});
+  SELECT (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz INTO first_until
+    FROM pg_class c WHERE c.oid = to_regclass('ledger_records_before_10');
+  WHILE m < p_to LOOP
+    name := 'ledger_payloads_' || to_char(m AT TIME ZONE 'UTC', 'YYYY_MM');
+    IF to_regclass(name) IS NULL THEN
+      EXECUTE format('CREATE TABLE %I PARTITION OF ledger_payloads FOR VALUES FROM (%L) TO (%L)', name, m, (m AT TIME ZONE 'UTC' + interval '1 month') AT TIME ZONE 'UTC');
+      made := made + 1;
+    END IF;
+    name := 'ledger_records_' || to_char(m AT TIME ZONE 'UTC', 'YYYY_MM');
+    IF to_regclass(name) IS NULL AND (first_until IS NULL OR m >= first_until) THEN
+      BEGIN
+        EXECUTE format('CREATE TABLE %I PARTITION OF ledger_records FOR VALUES FROM (%L) TO (%L) WITH (fillfactor = ${FILLFACTOR})', name, m, (m AT TIME ZONE 'UTC' + interval '1 month') AT TIME ZONE 'UTC');
+        made := made + 1;
+      EXCEPTION WHEN invalid_object_definition THEN
+        NULL;
+      END;
+    END IF;
+    m := (m AT TIME ZONE 'UTC' + interval '1 month') AT TIME ZONE 'UTC';
+  END LOOP;
+  RETURN made;
+END;
+$$;
+
+-- Migration 10's insert, plus the record's customer index entries, its refund ids and its payload.
+CREATE FUNCTION ledger_insert(p_id text, p_merchant text, p_pos text, p_order_id text, p_status text, p_open boolean,
+                              p_created_at timestamptz, p_updated_at timestamptz, p_record jsonb, p_due_at timestamptz, p_due_needs_verifier boolean,
+                              p_keys text[], p_unsettled_amount bigint, p_ops bigint[], p_refund_ids text[], p_attention jsonb,
+                              p_customers text[], p_payload jsonb,
+                              OUT created boolean, OUT stored jsonb)
+LANGUAGE plpgsql AS $$
+BEGIN
+  SELECT i.created, i.stored INTO created, stored FROM ledger_insert(p_id, p_merchant, p_pos, p_order_id, p_status, p_open, p_created_at, p_updated_at, p_record,
+    p_due_at, p_due_needs_verifier, p_keys, p_unsettled_amount, p_ops, p_refund_ids, p_attention) i;
+  IF NOT created THEN
+    RETURN;
+  END IF;
+  IF cardinality(p_customers) > 0 THEN
+    INSERT INTO ledger_customers (hash, transaction_id, created_at) SELECT h, p_id, p_created_at FROM unnest(p_customers) h ON CONFLICT DO NOTHING;
+  END IF;
+  PERFORM ledger_note_refund_ids(p_id, p_created_at, p_refund_ids);
+  IF p_payload IS NOT NULL THEN
+    INSERT INTO ledger_payloads (created_at, transaction_id, payload) VALUES (p_created_at, p_id, p_payload);
+  END IF;
+END;
+$$;
+
+-- Refund ids, folded, into their index: those the record did not list before are new rows.
+CREATE FUNCTION ledger_note_refund_ids(p_id text, p_created_at timestamptz, p_refund_ids text[])
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF cardinality(p_refund_ids) > 0 THEN
+    INSERT INTO ledger_refund_ids (refund_id, transaction_id, created_at) SELECT ${FOLD_CASE_SQL('r')}, p_id, p_created_at FROM unnest(p_refund_ids) r ON CONFLICT DO NOTHING;
+  END IF;
+END;
+$$;
+
+-- Migration 10's update keeps its name and arguments (ledger_update_batch calls it by name), and
+-- notes the refund ids it newly lists into their index, in the same statement.
+ALTER FUNCTION ledger_update(text, timestamptz, integer, text, boolean, timestamptz, jsonb, bigint[], timestamptz, boolean, text[], bigint, text, text[], jsonb, boolean)
+  RENAME TO ledger_update_v10;
+CREATE FUNCTION ledger_update(p_id text, p_created_at timestamptz, p_expected integer, p_status text, p_open boolean, p_updated_at timestamptz, p_record jsonb,
+                              p_ops bigint[], p_due_at timestamptz, p_due_needs_verifier boolean, p_keys text[], p_unsettled_amount bigint, p_merchant text,
+                              p_refund_ids text[], p_attention jsonb, p_synchronous boolean)
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT ledger_update_v10(p_id, p_created_at, p_expected, p_status, p_open, p_updated_at, p_record, p_ops, p_due_at, p_due_needs_verifier, p_keys, p_unsettled_amount,
+                           p_merchant, p_refund_ids, p_attention, p_synchronous) THEN
+    RETURN false;
+  END IF;
+  PERFORM ledger_note_refund_ids(p_id, p_created_at, p_refund_ids);
+  RETURN true;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ledger_insert_batch(p_writes jsonb)
+RETURNS TABLE (created boolean, stored jsonb, code text, message text, detail text) LANGUAGE plpgsql AS $$
+DECLARE
+  w jsonb;
+BEGIN
+  FOR w IN SELECT e.value FROM jsonb_array_elements(p_writes) WITH ORDINALITY AS e(value, n) ORDER BY e.n LOOP
+    code := NULL; message := NULL; detail := NULL; stored := NULL;
+    BEGIN
+      SELECT i.created, i.stored INTO created, stored FROM ledger_insert(w ->> 'id', w ->> 'merchant', w ->> 'pos', w ->> 'orderId', w ->> 'status', (w ->> 'open')::boolean,
+        (w ->> 'createdAt')::timestamptz, (w ->> 'updatedAt')::timestamptz, w -> 'record', (w ->> 'dueAt')::timestamptz, (w ->> 'needsVerifier')::boolean,
+        ARRAY(SELECT jsonb_array_elements_text(w -> 'keys')), (w ->> 'unsettled')::bigint, ARRAY(SELECT jsonb_array_elements_text(w -> 'ops'))::bigint[],
+        CASE WHEN jsonb_array_length(w -> 'refundIds') > 0 THEN ARRAY(SELECT jsonb_array_elements_text(w -> 'refundIds')) END, w -> 'attention',
+        ARRAY(SELECT jsonb_array_elements_text(w -> 'customers')), CASE WHEN jsonb_typeof(w -> 'payload') = 'object' THEN w -> 'payload' END) i;
+    EXCEPTION WHEN SQLSTATE 'LB001' OR SQLSTATE 'LB002' THEN
+      GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL;
+      created := false;
+    END;
+    RETURN NEXT;
+  END LOOP;
+END;
+$$;
+`,
+    backfill: indexCustomersAndRefunds,
   },
 ];

@@ -13,13 +13,18 @@ import { AccrualKeyHeldError, ArchivedRecordError, ConflictError, VersionConflic
 import { WriteBatch } from './pg-batch.js';
 import { accrualKeyColumns, attentionColumn, dueColumns, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
+import { claimedOperationIds, DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput, type AttentionKind } from './attention.js';
+import { CUSTOMER_SEARCH_KEY, customerHash, customerHashesOf } from './customer-index.js';
 import {
   backfillKey,
   deadLetterDueAtMs,
+  FOLD_CASE_SQL,
+  foldCase,
   LIST_COUNT_CAP,
   pageOf,
+  PREFIX_MATCH_CAP,
+  tooManyPrefixMatches,
   statusesOf,
   type AttentionCounts,
   type AttentionEntry,
@@ -31,6 +36,8 @@ import {
   type DeadLetterCounts,
   type DeadLetterQuery,
   type DueQuery,
+  type InsertOptions,
+  type KeptPayload,
   type LedgerStore,
   type ListQuery,
   type OpenClaim,
@@ -83,6 +90,11 @@ export function jsonb(value: unknown): string {
  */
 const RECORD_OF = (alias: string) => `(SELECT record FROM ledger_records WHERE created_at = ${alias}.created_at AND transaction_id = ${alias}.transaction_id OFFSET 0)`;
 
+/** A LIKE pattern matching what starts with `prefix` folded (store.ts foldCase), its %, _ and \\ taken literally. */
+function likePrefix(prefix: string): string {
+  return `${foldCase(safeText(prefix)).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
 /** Text for a column: NUL, which PostgreSQL text cannot hold, as U+FFFD (as `jsonb` does in JSON). */
 function safeText(text: string): string {
   return text.replaceAll('\u0000', '\uFFFD');
@@ -106,10 +118,14 @@ interface InsertWrite {
   ops: number[];
   refundIds: string[];
   attention: { kind: string; since: string }[];
+  /** The record's customer search entries (customer-index.ts), written once with it. */
+  customers: string[];
+  /** The POS payload it was created from (store.ts KeptPayload), when one was kept. */
+  payload?: KeptPayload;
 }
 
 /** One compare-and-set as `ledger_update` and `ledger_update_batch` take it. */
-interface UpdateWrite extends Omit<InsertWrite, 'pos' | 'orderId'> {
+interface UpdateWrite extends Omit<InsertWrite, 'pos' | 'orderId' | 'customers' | 'payload'> {
   expected: number;
 }
 
@@ -124,7 +140,7 @@ type InsertOutcome = { created: boolean; stored: LedgerRecord | null } & Refusal
 type UpdateOutcome = { ok: boolean } & Refusal;
 
 /** The columns and side rows of a record, computed once by the bridge's own rules (record.ts, attention.ts). */
-function writeOf(record: LedgerRecord): Omit<InsertWrite, 'pos' | 'orderId' | 'status' | 'createdAt' | 'updatedAt'> {
+function writeOf(record: LedgerRecord): Omit<InsertWrite, 'pos' | 'orderId' | 'status' | 'createdAt' | 'updatedAt' | 'customers' | 'payload'> {
   const due = dueColumns(record);
   const { keys, unsettledAmount } = accrualKeyColumns(record);
   return {
@@ -136,14 +152,23 @@ function writeOf(record: LedgerRecord): Omit<InsertWrite, 'pos' | 'orderId' | 's
     needsVerifier: due.needsVerifier,
     keys,
     unsettled: unsettledAmount,
-    ops: record.accrual.operationIds,
+    ops: claimedOperationIds(record),
     refundIds: record.reversal.refundIds,
     attention: JSON.parse(attentionColumn(record)) as InsertWrite['attention'],
   };
 }
 
-function insertWrite(record: LedgerRecord): InsertWrite {
-  return { ...writeOf(record), pos: record.pos, orderId: safeText(record.orderId), status: record.status, createdAt: record.createdAt, updatedAt: record.updatedAt };
+function insertWrite(record: LedgerRecord, searchKey: string, payload: KeptPayload | undefined): InsertWrite {
+  return {
+    ...writeOf(record),
+    pos: record.pos,
+    orderId: safeText(record.orderId),
+    status: record.status,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+    customers: customerHashesOf(record.accrual.customer, searchKey),
+    ...(payload ? { payload } : {}),
+  };
 }
 
 function updateWrite(next: LedgerRecord): UpdateWrite {
@@ -303,8 +328,22 @@ export class PostgresLedgerStore implements LedgerStore {
     this.pool.on('error', () => undefined);
   }
 
+  /** The ledger's customer search key (migration 11 makes it; customer-index.ts). */
+  #searchKey?: string;
+
+  get #key(): string {
+    if (!this.#searchKey) throw new Error('the PostgreSQL ledger is used before init()');
+    return this.#searchKey;
+  }
+
+  /** The migrations the last `init` applied (none: the schema was up to date). */
+  migrationsApplied: number[] = [];
+
+  /** Brings the schema up to date, makes the months' partitions, loads the search key. */
   async init(): Promise<void> {
-    await migrate(this.pool, this.#schema);
+    this.migrationsApplied = await migrate(this.pool, this.#schema);
+    this.#searchKey = (await this.pool.query<{ value: string }>('SELECT value FROM ledger_settings WHERE name = $1', [CUSTOMER_SEARCH_KEY])).rows[0]?.value;
+    if (!this.#searchKey) throw new Error(`the ledger has no ${CUSTOMER_SEARCH_KEY} in ledger_settings (migration 11 makes it): it was deleted; customers could no longer be found`);
     await inTransaction(this.pool, async (client) => {
       // The month partitions from last month to a year ahead (each start-up makes what is missing;
       // the default partition takes anything beyond), under the migration lock: instances starting
@@ -343,19 +382,28 @@ export class PostgresLedgerStore implements LedgerStore {
    * attention entries, committed together; with other checkouts' inserts when they come at once
    * (pg-batch.ts).
    */
-  async insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }> {
+  async insert(record: LedgerRecord, options: InsertOptions = {}): Promise<{ record: LedgerRecord; created: boolean }> {
     if (record.version !== 1) throw new Error(`a new record starts at version 1, got ${record.version}`);
-    const outcome = await this.#inserts.add(insertWrite(record));
+    const outcome = await this.#inserts.add(insertWrite(record, this.#key, options.payload));
     if (outcome.code) throw refusal(outcome, record);
     if (outcome.created) return { record, created: true };
     if (!outcome.stored) throw new ArchivedRecordError(record.transactionId);
     return { record: outcome.stored, created: false };
   }
 
+  /** Through the record's key, which names the month its payload's partition holds. */
+  async getPayload(key: string): Promise<KeptPayload | undefined> {
+    const { rows } = await this.pool.query<{ payload: KeptPayload }>(
+      'SELECT p.payload FROM ledger_keys k JOIN ledger_payloads p ON p.created_at = k.created_at AND p.transaction_id = k.transaction_id WHERE k.transaction_id = $1',
+      [key],
+    );
+    return rows[0]?.payload;
+  }
+
   /** An insert as its own statement; a record of a month no partition holds yet makes that month first. */
   async #insertOne(w: InsertWrite): Promise<InsertOutcome> {
     const insert = () =>
-      this.pool.query<InsertOutcome>('SELECT created, stored FROM ledger_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)', [
+      this.pool.query<InsertOutcome>('SELECT created, stored FROM ledger_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)', [
         w.id,
         w.merchant,
         w.pos,
@@ -372,6 +420,8 @@ export class PostgresLedgerStore implements LedgerStore {
         w.ops,
         w.refundIds.length ? w.refundIds : null,
         JSON.stringify(w.attention),
+        w.customers,
+        w.payload ? jsonb(w.payload) : null,
       ]);
     try {
       return (
@@ -439,11 +489,18 @@ export class PostgresLedgerStore implements LedgerStore {
     const statuses = statusesOf(query);
     if (statuses) where.push(`r.status = ANY ($${params.push([...statuses])}::text[])`);
     if (query.pos) where.push(`r.pos = $${params.push(query.pos)}`);
+    await this.#refuseWidePrefixes(query);
     if (query.orderId) {
-      // The key's creation time leads the join to the record's partition and primary key.
-      where.push(`(r.created_at, r.transaction_id) IN (SELECT k.created_at, k.transaction_id FROM ledger_keys k WHERE k.order_id = $${params.push(safeText(query.orderId))})`);
+      // By prefix, A-Z folded, through ledger_keys' index of the folded order id (migration 11); the
+      // key's creation time leads the join to the record's partition and primary key.
+      where.push(`(r.created_at, r.transaction_id) IN (SELECT k.created_at, k.transaction_id FROM ledger_keys k WHERE ${FOLD_CASE_SQL('k.order_id')} LIKE $${params.push(likePrefix(query.orderId))})`);
     }
-    if (query.refundId) where.push(`r.refund_ids IS NOT NULL AND r.refund_ids @> ARRAY[$${params.push(query.refundId)}::text]`);
+    if (query.refundId) {
+      where.push(`(r.created_at, r.transaction_id) IN (SELECT f.created_at, f.transaction_id FROM ledger_refund_ids f WHERE f.refund_id LIKE $${params.push(likePrefix(query.refundId))})`);
+    }
+    if (query.customer) {
+      where.push(`(r.created_at, r.transaction_id) IN (SELECT c.created_at, c.transaction_id FROM ledger_customers c WHERE c.hash = $${params.push(customerHash(this.#key, query.customer))})`);
+    }
     if (query.from) where.push(`r.created_at >= $${params.push(query.from)}`);
     if (query.to) where.push(`r.created_at <= $${params.push(query.to)}`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
@@ -461,6 +518,19 @@ export class PostgresLedgerStore implements LedgerStore {
   }
 
   /** Through ledger_attention (migration 10), oldest first; each entry with its record, the attempt log left in the database. */
+  /** An order or refund id prefix matching more than PREFIX_MATCH_CAP keys is refused: counted in its index, stopping past the cap. */
+  async #refuseWidePrefixes(query: ListQuery): Promise<void> {
+    const searches = [
+      ['orderId', query.orderId, `SELECT 1 FROM ledger_keys k WHERE ${FOLD_CASE_SQL('k.order_id')} LIKE $1`],
+      ['refundId', query.refundId, 'SELECT 1 FROM ledger_refund_ids f WHERE f.refund_id LIKE $1'],
+    ] as const;
+    for (const [field, prefix, matches] of searches) {
+      if (!prefix) continue;
+      const { rows } = await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM (${matches} LIMIT ${PREFIX_MATCH_CAP + 1}) m`, [likePrefix(prefix)]);
+      if (Number(rows[0]!.n) > PREFIX_MATCH_CAP) throw tooManyPrefixMatches(field, prefix);
+    }
+  }
+
   async listAttention(query: AttentionQuery): Promise<{ entry: AttentionEntry; record: AttentionInput }[]> {
     const where: string[] = [];
     const params: unknown[] = [];
@@ -598,6 +668,23 @@ export class PostgresLedgerStore implements LedgerStore {
         const written = batch.filter((r) => writtenIds.has(keyOf(r)));
         if (written.length === 0) return 0;
         const keysOf = written.map((r) => keyOf(r));
+        // The search indexes (migration 11): customers by keyed hash, refund ids folded; rows already there stay.
+        const customers = written.flatMap((r) => customerHashesOf(r.accrual.customer, this.#key).map((hash) => [hash, keyOf(r), r.createdAt] as const));
+        if (customers.length) {
+          await client.query('INSERT INTO ledger_customers (hash, transaction_id, created_at) SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) ON CONFLICT DO NOTHING', [
+            customers.map((c) => c[0]),
+            customers.map((c) => c[1]),
+            customers.map((c) => c[2]),
+          ]);
+        }
+        const refunds = written.flatMap((r) => r.reversal.refundIds.map((id) => [foldCase(safeText(id)), keyOf(r), r.createdAt] as const));
+        if (refunds.length) {
+          await client.query('INSERT INTO ledger_refund_ids (refund_id, transaction_id, created_at) SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) ON CONFLICT DO NOTHING', [
+            refunds.map((f) => f[0]),
+            refunds.map((f) => f[1]),
+            refunds.map((f) => f[2]),
+          ]);
+        }
         // The keys the stored versions held are their work rows' (replaced below).
         await client.query('DELETE FROM ledger_accrual_keys a USING ledger_work w WHERE w.transaction_id = ANY ($1::text[]) AND a.key = ANY (w.accrual_keys) AND a.transaction_id = w.transaction_id', [keysOf]);
         // Work rows: the open records' (their leases start free), none for the settled.
@@ -646,7 +733,7 @@ export class PostgresLedgerStore implements LedgerStore {
         const claimMerchants: string[] = [];
         const claimOps: number[] = [];
         for (const r of written) {
-          for (const op of r.accrual.operationIds) {
+          for (const op of claimedOperationIds(r)) {
             claimIds.push(keyOf(r));
             claimMerchants.push(merchantOf(r));
             claimOps.push(op);

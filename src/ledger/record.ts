@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Customer } from '../customer.js';
+import { identitiesOf } from './customer-index.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
 
@@ -84,6 +85,41 @@ export interface ChangedRepeats {
   count: number;
   first: ChangedDelivery[];
   latest: ChangedDelivery[];
+}
+
+/**
+ * How a reversal shows in the operations history (the loyalty contract does not say): learned from
+ * one the service confirmed. An entry of this shape is on the same card, carries this `eventId`, and
+ * a `purchaseSum` of the reversed Check's amount with this sign.
+ */
+export interface ReversalShape {
+  eventId: number;
+  /** -1: a negative purchaseSum (a reversal written as the purchase taken back); 1: a positive one under its own event. */
+  sign: -1 | 1;
+  /** The record it was learned from, and when. */
+  learnedFrom: string;
+  at: string;
+}
+
+/** Where a record came from (its first delivery). */
+export interface RecordOrigin {
+  /** pos: a direct post; webhook; backfill: found reading the POS back; replay: a dead letter run again; remainder: a partial refund's rest. */
+  via: 'pos' | 'webhook' | 'backfill' | 'replay' | 'remainder';
+  receivedAt: string;
+  /** The HTTP request's id (x-request-id), as in the request log. */
+  requestId?: string;
+  /** The webhook event's key, as remembered against redeliveries. */
+  webhookKey?: string;
+  /** The dead letter whose replay created it. */
+  deadLetterId?: string;
+  /** The POS payload that arrived is kept beside the record (the store's `getPayload`). */
+  payload?: boolean;
+}
+
+/** The upstream operations a record has claimed: its accrual's and its reversal's. No other record may claim them. */
+export function claimedOperationIds(record: Pick<LedgerRecord, 'accrual' | 'reversal'>): number[] {
+  const reversal = record.reversal.operationIds ?? [];
+  return reversal.length ? [...record.accrual.operationIds, ...reversal] : record.accrual.operationIds;
 }
 
 /** The merchant of every record written before merchants existed, and of the one built from the variables. */
@@ -168,9 +204,23 @@ export interface LedgerRecord {
      * or of an accrual the loyalty service refused (nothing was accrued to reverse).
      */
     partialRefundedCents?: number;
+    /**
+     * The operations history's entries of this reversal (one per card it reversed), once seen there:
+     * claimed like an accrual's, so no other record's reversal can be settled by them.
+     */
+    operationIds?: number[];
+    /**
+     * How the history showed this reversal, learned after the service confirmed it (`reversedAt`):
+     * what the bridge then looks for when a reversal's outcome is unknown (core/reversal-shape.ts).
+     */
+    shape?: ReversalShape;
+    /** The history was read for this reversal in doubt and proved nothing: a person decides, shown the evidence. */
+    unproven?: { at: string; why: string };
   };
   /** Set on a record created to re-accrue what a partial refund left. */
   parentTransactionId?: string;
+  /** How the order reached the bridge: the delivery or request that created the record (absent on records from before it was kept). */
+  origin?: RecordOrigin;
   /** Set once the remainder's record exists; later refunds of the order act on it. */
   remainderTransactionId?: string;
   /**
@@ -305,11 +355,7 @@ export function isAccrualUnsettled(record: Pick<LedgerRecord, 'inFlight' | 'accr
 export function accrualKeys(record: Pick<LedgerRecord, 'inFlight' | 'accrual' | 'merchantId'>): string[] {
   const { check, customer } = record.accrual;
   if (!check || !customer || !isAccrualUnsettled(record) || record.accrual.keyless) return [];
-  const identities = [
-    customer.phone?.trim() && `phone:${customer.phone.trim()}`,
-    customer.email?.trim() && `email:${customer.email.trim().toLowerCase()}`,
-    customer.serialNumber?.trim() && `card:${customer.serialNumber.trim()}`,
-  ].filter((x): x is string => Boolean(x));
+  const identities = identitiesOf(customer);
   // Per merchant: two merchants' customers are different people to the loyalty service.
   const merchant = merchantOf(record);
   return identities.map((identity) => createHash('sha256').update(`${merchant}\u0000${identity}\u0000${check.amount}`).digest('base64url').slice(0, 22));

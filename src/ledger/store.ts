@@ -6,9 +6,10 @@
  * record at most; an accrual key (`accrualKeys`: one customer and amount with an accrual
  * unsettled) is held by one record at most. Every store passes `test/ledger/store-contract.ts`.
  */
-import type { FieldIssue } from '../errors.js';
+import { ValidationError, type FieldIssue } from '../errors.js';
 import type { StoredMerchant } from '../merchants/merchant.js';
 import type { AttentionInput, AttentionKind } from './attention.js';
+import { identitiesOf } from './customer-index.js';
 import { keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
 
 export interface ListQuery {
@@ -17,10 +18,16 @@ export interface ListQuery {
   /** Only records in this status, or in any of these. */
   status?: LedgerStatus | readonly LedgerStatus[];
   pos?: string;
-  /** The POS's own order id (`orderId`, as the POS sent it): the order's record and its remainders. */
+  /** The POS's own order id (`orderId`): records whose order id starts with this, whatever the case (the order's record and its remainders). */
   orderId?: string;
-  /** Records whose reversal was asked for by this refund id. */
+  /** Records whose reversal was asked for by a refund id starting with this, whatever the case. */
   refundId?: string;
+  /**
+   * One of the customer's identifiers as the ledger compares them (customer-index.ts
+   * `identitiesOf`: `phone:+15550001111`, `email:ann@example.test`, `card:11-100001-2`): the records
+   * of that customer, found through the keyed-hash index, never by reading contacts.
+   */
+  customer?: string;
   /** Inclusive bounds on `createdAt`. */
   from?: Date;
   to?: Date;
@@ -47,6 +54,18 @@ export interface ListCursor {
  * answer says `totalCapped` and `total` is the cap ("at least this many").
  */
 export const LIST_COUNT_CAP = 1_000;
+
+/**
+ * An order or refund id search (a prefix) that matches more ledger keys than this is refused: the
+ * page is the newest of the matches, which takes ordering every one of them, and a prefix of one
+ * or two characters can match millions. An exact id matches a few records.
+ */
+export const PREFIX_MATCH_CAP = 1_000;
+
+/** The refusal of a prefix matching more than PREFIX_MATCH_CAP ledger keys (each store counts them in its own id index, stopping past the cap). */
+export function tooManyPrefixMatches(field: 'orderId' | 'refundId', prefix: string): ValidationError {
+  return ValidationError.field(field, `${JSON.stringify(prefix.slice(0, 40))} is the start of more than ${PREFIX_MATCH_CAP.toLocaleString('en-US')} ${field === 'orderId' ? 'order' : 'refund'} ids: give more of it`);
+}
 
 /** One page of a list, and how many match the filters in all, wherever the page starts (at most LIST_COUNT_CAP; see there). */
 export interface Page<T> {
@@ -280,19 +299,37 @@ export function statusesOf(query: Pick<ListQuery, 'status'>): ReadonlySet<Ledger
 }
 
 /** Whether `record` passes `list`'s filters (stores that filter in memory use this one rule). */
-export function listMatches(record: Pick<LedgerRecord, 'transactionId' | 'merchantId' | 'status' | 'pos' | 'orderId' | 'createdAt' | 'reversal'>, query: ListQuery, statuses = statusesOf(query)): boolean {
+export function listMatches(record: Pick<LedgerRecord, 'transactionId' | 'merchantId' | 'status' | 'pos' | 'orderId' | 'createdAt' | 'reversal' | 'accrual'>, query: ListQuery, statuses = statusesOf(query)): boolean {
   const createdMs = Date.parse(record.createdAt);
   return (
     (!query.merchantId || merchantOf(record) === query.merchantId) &&
     (!statuses || statuses.has(record.status)) &&
     (!query.pos || record.pos === query.pos) &&
-    (!query.orderId || record.orderId === query.orderId) &&
-    (!query.refundId || record.reversal.refundIds.includes(query.refundId)) &&
+    (!query.orderId || startsWithFolded(record.orderId, query.orderId)) &&
+    (!query.refundId || record.reversal.refundIds.some((id) => startsWithFolded(id, query.refundId!))) &&
+    (!query.customer || identitiesOf(record.accrual.customer).includes(query.customer)) &&
     (!query.from || createdMs >= query.from.getTime()) &&
     (!query.to || createdMs <= query.to.getTime()) &&
     (!query.after || newestFirst({ createdAtMs: createdMs, key: keyOf(record) }, { createdAtMs: Date.parse(query.after.createdAt), key: query.after.key }) > 0)
   );
 }
+
+/** An id search's rule: `text` starts with `prefix`, ASCII letters' case ignored (`foldCase`). */
+export function startsWithFolded(text: string, prefix: string): boolean {
+  return foldCase(text).startsWith(foldCase(prefix));
+}
+
+/**
+ * How order and refund ids are compared when searched: A-Z as a-z, nothing else changed. ASCII only,
+ * so that every store folds alike (PostgreSQL's lower() would follow the database's locale, SQLite's
+ * folds ASCII only); the six POSes' order and refund ids are ASCII. PostgreSQL says it as FOLD_CASE_SQL.
+ */
+export function foldCase(text: string): string {
+  return text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+}
+
+/** `foldCase` of a PostgreSQL text expression (immutable, so an index can be built on it). */
+export const FOLD_CASE_SQL = (expression: string) => `translate(${expression}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`;
 
 /** `list`'s order for stores that sort in memory: newest first by createdAt, ties by ledger key descending (negative: `a` comes first). */
 export function newestFirst(a: { createdAtMs: number; key: string }, b: { createdAtMs: number; key: string }): number {
@@ -369,6 +406,24 @@ export function backfillKey(merchantId: string, pos: string): string {
   return `${merchantId}/${pos}`;
 }
 
+/** The delivery or request body that created a record, kept beside it for operators (`RecordOrigin.payload`). */
+export interface KeptPayload {
+  receivedAt: string;
+  pos: string;
+  /** The headers that matter to reading it again (content type, event type and ids; never a credential or signature). */
+  headers: Record<string, string>;
+  body: string;
+  bodyEncoding: 'utf8' | 'base64';
+}
+
+/** Payloads larger than this are not kept (the record says so): a record's page shows what fits a page. */
+export const PAYLOAD_KEPT_BYTES = 64 * 1024;
+
+export interface InsertOptions {
+  /** Kept with the record when it is created (nothing is kept for a record that exists already). */
+  payload?: KeptPayload;
+}
+
 export interface UpdateOptions {
   /**
    * false: the store may acknowledge the write before it is durable (PostgreSQL commits it without
@@ -409,7 +464,9 @@ export interface LedgerStore {
    * record either way. Throws ConflictError when it claims an operation id another record holds,
    * AccrualKeyHeldError when it would take an accrual key another record holds (nothing stored).
    */
-  insert(record: LedgerRecord): Promise<{ record: LedgerRecord; created: boolean }>;
+  insert(record: LedgerRecord, options?: InsertOptions): Promise<{ record: LedgerRecord; created: boolean }>;
+  /** The POS payload kept with a record when it was created (`InsertOptions.payload`); undefined when none was. */
+  getPayload(key: string): Promise<KeptPayload | undefined>;
   /**
    * Replaces the stored record when its version is `next.version - 1`; throws VersionConflictError
    * otherwise (another writer won) or when it does not exist. Claims as in `insert`; an accrual key

@@ -74,7 +74,7 @@ describe('FileLedgerStore on disk', () => {
     expect(store.manifestPath).toBe(path);
     expect(store.journalDir).toBe(join(dir, 'ledger.journal'));
     const manifest = JSON.parse(await readFile(path, 'utf8'));
-    expect(manifest).toEqual({ format: 'loyalty-bridge/ledger', formatVersion: 2, createdAt: expect.any(String), segments: [1] });
+    expect(manifest).toEqual({ format: 'loyalty-bridge/ledger', formatVersion: 2, createdAt: expect.any(String), segments: [1], searchKey: expect.stringMatching(/^[\w-]{43}$/) });
 
     const records = ['generic:A-1', 'square:ORDER/2', 'shopify:3 with spaces', '../../escape'].map((id, i) => makeRecord(id, { at: i }));
     for (const r of records) await store.insert(r);

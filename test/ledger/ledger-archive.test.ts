@@ -60,6 +60,22 @@ describeIf('npm run ledger:archive', () => {
     expect(await store.count()).toBe(3);
   });
 
+  it('takes the payloads its records were created from with the month; with --drop they go too', async () => {
+    const payload = { receivedAt: '2026-08-01T00:01:00.000Z', pos: 'generic', headers: { 'content-type': 'application/json' }, body: '{"orderId":"A-1"}', bodyEncoding: 'utf8' as const };
+    const record = august('generic:A-1', 1, { accrual: 'accrued' });
+    await store.insert(record, { payload });
+    expect(await store.getPayload(keyOf(record))).toEqual(payload);
+    expect(await run('--month', '2026-08')).toBe(0);
+    expect(await store.getPayload(keyOf(record))).toBeUndefined();
+    // Detached beside the records' month, for pg_dump.
+    expect((await store.pool.query('SELECT transaction_id FROM ledger_payloads_2026_08')).rows).toEqual([{ transaction_id: 'generic:A-1' }]);
+
+    const other = { ...makeRecord('generic:S-1', { accrual: 'accrued' }), createdAt: '2026-07-03T00:00:00.000Z' };
+    await store.insert(other, { payload });
+    expect(await run('--month', '2026-07', '--drop')).toBe(0);
+    expect((await store.pool.query("SELECT to_regclass('ledger_payloads_2026_07') AS t")).rows[0].t).toBeNull();
+  });
+
   it('drops the month with --drop', async () => {
     await store.importRecords([august('generic:A-1', 1, { accrual: 'accrued' })]);
     expect(await run('--month', '2026-08', '--drop')).toBe(0);

@@ -310,6 +310,7 @@ describeIf('ledger:copy into PostgreSQL', () => {
   });
 
   it('importRecords refuses an operation id another transaction holds, naming both, and rolls the batch back', async () => {
+    await pg.init(); // the copies above brought the schema up; this loads the search key the import indexes customers with
     const own = (await pg.get('generic:ORD-0'))!; // claims 10000 and 10001
     const thief = makeRecord('generic:THIEF', { at: 999, accrual: 'accrued', operationIds: [10_000] });
     const bystander = makeRecord('generic:BYSTANDER', { at: 998 });

@@ -13,9 +13,9 @@
  * location.
  */
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/errors.js';
+import { AccrualKeyHeldError, ConflictError, ValidationError, VersionConflictError } from '../../src/errors.js';
 import { deriveStatus, isOpen, keyOf, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
-import { LIST_COUNT_CAP, type BackfillState, type DeadLetter, type LedgerStore } from '../../src/ledger/store.js';
+import { LIST_COUNT_CAP, PREFIX_MATCH_CAP, type BackfillState, type DeadLetter, type LedgerStore } from '../../src/ledger/store.js';
 import type { StoredMerchant } from '../../src/merchants/merchant.js';
 
 export interface StoreUnderTest {
@@ -915,6 +915,81 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
           expect(ids((await s.list({ refundId: 'R-2', offset: 0, limit: 100 })).items)).toEqual(['generic:d']);
           expect((await s.list({ refundId: 'R-3', offset: 0, limit: 100 })).total).toBe(0);
           expect((await s.list({ orderId: 'H-1', status: ['failed'], offset: 0, limit: 100 })).total).toBe(0);
+        }
+      });
+
+      it('finds order and refund ids by their start whatever the case of A-Z, % and _ taken literally, and refund ids an update adds, after a reopen too', async () => {
+        await store.insert(makeRecord('square:a', { pos: 'square', orderId: 'SqOrd-1001', at: 0, accrual: 'accrued' }));
+        await store.insert(makeRecord('square:b', { pos: 'square', orderId: 'sqord-1002', at: 1, accrual: 'accrued' }));
+        await store.insert(makeRecord('generic:c', { orderId: 'SQO%_9', at: 2, accrual: 'accrued' }));
+        await store.insert(makeRecord('generic:d', { orderId: 'other', at: 3, accrual: 'accrued' }));
+        const refunded = (await store.insert(makeRecord('generic:e', { orderId: 'E-1', at: 4, accrual: 'accrued' }))).record;
+        await store.update(nextVersion(refunded, (r) => (r.reversal = { ...r.reversal, state: 'reversed', refundIds: ['Ref-77', 'ref-78'] })));
+        for (const restart of [false, true]) {
+          const s = restart ? await reopen() : store;
+          const found = async (query: { orderId?: string; refundId?: string }) => ids((await s.list({ ...query, offset: 0, limit: 100 })).items);
+          expect(await found({ orderId: 'sqord-' })).toEqual(['square:b', 'square:a']);
+          expect(await found({ orderId: 'SQORD-100' })).toEqual(['square:b', 'square:a']);
+          expect(await found({ orderId: 'SqOrd-1001' })).toEqual(['square:a']);
+          expect(await found({ orderId: 'sqo' })).toEqual(['generic:c', 'square:b', 'square:a']);
+          // % and _ are characters of the id, not patterns: "sq%" is no order's start.
+          expect(await found({ orderId: 'sq%' })).toEqual([]);
+          expect(await found({ orderId: 'sqo%_' })).toEqual(['generic:c']);
+          expect(await found({ orderId: 'SqOrd-10011' })).toEqual([]);
+          // One record with two matching refund ids is listed once.
+          expect(await found({ refundId: 'REF-7' })).toEqual(['generic:e']);
+          expect((await s.list({ refundId: 'ref-7', offset: 0, limit: 100 })).total).toBe(1);
+          expect(await found({ refundId: 'ref-78' })).toEqual(['generic:e']);
+          expect(await found({ refundId: 'ref-79' })).toEqual([]);
+        }
+      });
+
+      it('refuses an order or refund id start that more than 1,000 ids share, naming the field; an id that few share is found', async () => {
+        const many = Array.from({ length: PREFIX_MATCH_CAP + 1 }, (_, i) => {
+          const r = makeRecord(`generic:W-${i}`, { orderId: `W-${String(i).padStart(4, '0')}`, at: i % 50, accrual: 'accrued', reversal: 'reversed' });
+          r.reversal.refundIds = [`RW-${i}`];
+          return r;
+        });
+        await Promise.all(many.map((r) => store.insert(r)));
+        for (const [field, prefix] of [['orderId', 'w-'], ['refundId', 'rw-']] as const) {
+          const refused = store.list({ [field]: prefix, offset: 0, limit: 10 });
+          await expect(refused).rejects.toBeInstanceOf(ValidationError);
+          await expect(store.list({ [field]: prefix, offset: 0, limit: 10 })).rejects.toThrow(/is the start of more than 1,000/);
+          await expect(store.list({ [field]: prefix, offset: 0, limit: 10 })).rejects.toMatchObject({ issues: [{ field }] });
+        }
+        expect(ids((await store.list({ orderId: 'w-010', offset: 0, limit: 100 })).items).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `generic:W-${100 + i}`));
+        expect(ids((await store.list({ refundId: 'RW-999', offset: 0, limit: 100 })).items)).toEqual(['generic:W-999']);
+      });
+
+      it("finds a customer's records by phone, email (any case) or card, through the search index only, of one merchant or all, after a reopen too", async () => {
+        const ann = { phone: '+15550001111', email: 'ann@example.test', firstName: 'Ann' };
+        await store.insert(makeRecord('generic:ann-1', { at: 0, accrual: 'accrued', customer: ann }));
+        await store.insert(makeRecord('generic:ann-2', { at: 1, accrual: 'accrued', customer: { ...ann, phone: undefined } }));
+        await store.insert({ ...makeRecord('generic:ann-3', { at: 2, accrual: 'accrued', customer: ann }), merchantId: 'bakery-17' });
+        await store.insert(makeRecord('generic:card', { at: 3, accrual: 'accrued', customer: { serialNumber: '11-100001-2' } }));
+        await store.insert(makeRecord('generic:bob', { at: 4, accrual: 'accrued', customer: { phone: '+15550002222' } }));
+        for (const restart of [false, true]) {
+          const s = restart ? await reopen() : store;
+          const found = async (customer: string, merchantId?: string) => ids((await s.list({ customer, ...(merchantId ? { merchantId } : {}), offset: 0, limit: 100 })).items);
+          expect(await found('phone:+15550001111')).toEqual(['generic:ann-3', 'generic:ann-1']);
+          expect(await found('phone:+15550001111', 'default')).toEqual(['generic:ann-1']);
+          expect(await found('email:ann@example.test')).toEqual(['generic:ann-3', 'generic:ann-2', 'generic:ann-1']);
+          expect(await found('card:11-100001-2')).toEqual(['generic:card']);
+          expect(await found('phone:+15550009999')).toEqual([]);
+        }
+      });
+
+      it('keeps the POS payload a record was created from, once, and nothing for an insert that found the record', async () => {
+        const payload = { receivedAt: minutes(0), pos: 'square', headers: { 'content-type': 'application/json' }, body: '{"type":"order.updated","data":{"id":"☕"}}', bodyEncoding: 'utf8' as const };
+        const first = makeRecord('square:kept', { pos: 'square', at: 0 });
+        expect((await store.insert(first, { payload })).created).toBe(true);
+        expect((await store.insert(first, { payload: { ...payload, body: 'a later delivery' } })).created).toBe(false);
+        await store.insert(makeRecord('square:none', { pos: 'square', at: 1 }));
+        for (const restart of [false, true]) {
+          const s = restart ? await reopen() : store;
+          expect(await s.getPayload('square:kept')).toEqual(payload);
+          expect(await s.getPayload('square:none')).toBeUndefined();
+          expect(await s.getPayload('square:missing')).toBeUndefined();
         }
       });
 
