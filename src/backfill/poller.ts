@@ -23,6 +23,7 @@ import { PosApiError } from '../pos-api.js';
 import type { Ingest, IngestMerchant } from '../core/ingest.js';
 import { PeriodicLoop } from '../core/periodic.js';
 import { MerchantSuspendedError } from '../core/ingest.js';
+import { keptPayload, type Arrival } from '../core/arrival.js';
 import { DEFAULT_LISTING_RETRY, listingSource, listPosChanges, type FoundItem, type ListingRetry } from './listing.js';
 import { Pace, type WorkClock } from './pace.js';
 
@@ -218,6 +219,12 @@ export class BackfillPoller {
     return this.#finish(merchant.id, pos, result, startedAt, request.by);
   }
 
+  /** What a record a found object creates keeps: found by backfill, and the POS's object as listed. */
+  #arrival(item: FoundItem): Arrival {
+    const receivedAt = this.clock().toISOString();
+    return { via: 'backfill', receivedAt, note: FOUND_BY_BACKFILL, payload: keptPayload(item.pos, Buffer.from(JSON.stringify(item.payload ?? null)), receivedAt) };
+  }
+
   /** One found object through intake, counted. A cause that may pass by itself ends the pass (the watermark stays). */
   async #take(adapter: PosAdapter, merchant: IngestMerchant, item: FoundItem, result: PassResult): Promise<void> {
     result.examined++;
@@ -239,12 +246,12 @@ export class BackfillPoller {
           result.known++;
           return count('known');
         }
-        const answer = await this.ingest.checkoutIntent(adapter, item.intent as CheckoutIntent, merchant, FOUND_BY_BACKFILL);
+        const answer = await this.ingest.checkoutIntent(adapter, item.intent as CheckoutIntent, merchant, this.#arrival(item));
         if (answer.repeat) result.known++;
         else result.new.push(answer.record.transactionId);
         return count(answer.repeat ? 'known' : 'new');
       }
-      const answer = await this.ingest.refundIntent(adapter, item.intent as RefundIntent, merchant, FOUND_BY_BACKFILL);
+      const answer = await this.ingest.refundIntent(adapter, item.intent as RefundIntent, merchant, this.#arrival(item));
       if (answer.repeat) result.known++;
       else result.new.push(answer.record.transactionId);
       return count(answer.repeat ? 'known' : 'new');

@@ -11,7 +11,7 @@
  * waits for it, within the budget, and goes right after.
  */
 import { randomUUID } from 'node:crypto';
-import { AccrualKeyHeldError, VersionConflictError } from '../errors.js';
+import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
 import type { UpstreamOperation } from '../loyalty/calls.js';
@@ -20,10 +20,11 @@ import type { Logger } from '../logger.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
 import type { Metrics } from '../metrics.js';
-import type { HistoryVerifier } from './history-verifier.js';
+import type { Evidence, HistoryVerifier } from './history-verifier.js';
 import { RateLimitPauses, type InlineDelivery } from './rate-limits.js';
 import type { RecordWriter } from './record-writer.js';
-import { applyVerdict, describeVerdict, keyless, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, reversalNotNeeded, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
+import { readShape, shapeSettingName } from './reversal-shape.js';
+import { applyReversalVerdict, applyVerdict, describeReversalVerdict, describeVerdict, keyless, noteReversalEntries, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, reversalNotNeeded, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
 
 export interface DeliveryOptions extends TransitionOptions {
   answerBudgetMs: number;
@@ -77,6 +78,8 @@ export class DeliveryService {
   readonly calling = new CallsOut();
   /** Passes running in this process, so the worker never starts a second one for a record. */
   readonly #running = new Map<string, Promise<StepReport>>();
+  /** Confirmed reversals' history entries being noted (`#learnLater`). */
+  readonly #learning = new Set<Promise<void>>();
   readonly instanceId = randomUUID();
   /** Merchants whose calls the loyalty service is answering with 429s: the worker holds their due work. */
   readonly rateLimits: RateLimitPauses;
@@ -165,9 +168,22 @@ export class DeliveryService {
     await this.#running.get(key)?.catch(() => undefined);
   }
 
-  /** Waits for every pass running in this process (graceful shutdown). */
+  /** Waits for every pass running in this process, and what they noted afterwards (graceful shutdown). */
   async drain(): Promise<void> {
-    while (this.#running.size > 0) await Promise.allSettled([...this.#running.values()]);
+    while (this.#running.size > 0 || this.#learning.size > 0) await Promise.allSettled([...this.#running.values(), ...this.#learning]);
+  }
+
+  /** The evidence for a person deciding the record: its cards' operations around its uncertain call, read live (history-verifier.ts `evidence`). */
+  async evidence(key: string): Promise<Evidence> {
+    const record = await this.writer.require(key);
+    const upstream = await this.upstreams.upstreamOf(merchantOf(record));
+    if (!upstream) throw new NotFoundError(`merchant ${merchantOf(record)} is not known to this bridge: its history cannot be read`);
+    return upstream.verifier.evidence(record, this.writer.now());
+  }
+
+  /** Confirmed reversals whose history entries are being looked for now (tests wait for them). */
+  get learning(): number {
+    return this.#learning.size;
   }
 
   /**
@@ -237,6 +253,22 @@ export class DeliveryService {
         break;
       }
       lastAction = next.kind === 'verify' ? 'verify' : next.operation;
+      if (next.kind === 'verify' && next.side === 'reverse') {
+        const verdict = await claim.upstream!.verifier.verifyReversal(claim.record, this.writer.now());
+        try {
+          latest = await this.writer.change(key, (r) => (r.reversal.state === 'in_doubt' && !r.inFlight ? applyReversalVerdict(r, verdict, this.writer.now(), this.options) : undefined));
+        } catch (error) {
+          // One of its entries was claimed by another record meanwhile: looked at again at the next pass.
+          if (!(error instanceof ConflictError)) throw error;
+          note = `not settled: ${error.message}`;
+          break;
+        }
+        note = describeReversalVerdict(verdict);
+        if (verdict.kind === 'unproven') this.logger.warn({ transactionId: latest.transactionId, why: verdict.why }, 'a reversal in doubt waits for a person: the operations history does not prove it');
+        // Reversed: a partial refund's remainder is created next.
+        if (verdict.kind !== 'reversed') break;
+        continue;
+      }
       if (next.kind === 'verify') {
         const verdict = await claim.upstream!.verifier.verifyAccrual(claim.record, this.writer.now());
         latest = await this.writer.change(key, (r) => (r.accrual.state === 'in_doubt' ? applyVerdict(r, verdict, this.writer.now(), this.options) : undefined));
@@ -342,7 +374,44 @@ export class DeliveryService {
     // doubt waits for a person, so its outcome is written durably.
     const synchronous = !(operation === 'accrue' && upstream.verifier.enabled);
     const written = await this.writer.change(key, (r) => recordOutcome(r, answer, this.writer.now(), this.options), { synchronous }, record);
+    if (operation === 'reverse' && written.reversal.state === 'reversed' && upstream.verifier.enabled) this.#learnLater(key, upstream);
     return { record: written, note: written.history.at(-1)?.event ?? report.outcome.kind, outcome: report.outcome.kind };
+  }
+
+  /**
+   * After the service confirmed a reversal: its history entries are found and claimed, and the
+   * merchant's reversal shape kept (reversal-shape.ts), after the answer, off the POS's path. Best
+   * effort: a reversal whose entries are not claimed only makes the verifier more careful (it counts
+   * as a rival of another reversal in doubt of the customer and amount).
+   */
+  #learnLater(key: string, upstream: Upstream): void {
+    const task: Promise<void> = this.#learn(key, upstream)
+      .catch((error: unknown) => this.logger.warn({ key, err: error }, "a confirmed reversal's history entries could not be noted"))
+      .finally(() => this.#learning.delete(task));
+    this.#learning.add(task);
+  }
+
+  async #learn(key: string, upstream: Upstream): Promise<void> {
+    const record = await this.writer.require(key);
+    if (record.reversal.state !== 'reversed' || record.reversal.operationIds) return;
+    const learned = await upstream.verifier.learnReversal(record);
+    const merchantId = merchantOf(record);
+    if (learned.kind === 'not_learned') {
+      this.logger.info({ transactionId: record.transactionId, merchantId, why: learned.why }, "a confirmed reversal's history entries were not identified");
+      return;
+    }
+    const shape = { ...learned.shape, learnedFrom: record.transactionId, at: this.writer.now().toISOString() };
+    try {
+      await this.writer.change(key, (r) => (r.reversal.state === 'reversed' && !r.reversal.operationIds ? noteReversalEntries(r, learned.operationIds, shape) : undefined));
+    } catch (error) {
+      // Claimed by another record meanwhile: this one is left as it was.
+      if (error instanceof ConflictError) return;
+      throw error;
+    }
+    const known = await readShape(this.writer.store, merchantId);
+    if (known?.eventId === shape.eventId && known.sign === shape.sign) return;
+    if (known) this.logger.warn({ merchantId, was: known, now: shape }, 'the loyalty service now shows a reversal differently in its history: the new shape is kept');
+    await this.writer.store.putSetting(shapeSettingName(merchantId), JSON.stringify(shape));
   }
 
   /**

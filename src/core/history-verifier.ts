@@ -14,14 +14,16 @@
  * person is known by different identifiers (a phone on one order, an email on the other).
  */
 import type { Customer } from '../customer.js';
-import { isAccrualUnsettled, merchantOf, type LedgerRecord } from '../ledger/record.js';
+import { identitiesOf } from '../ledger/customer-index.js';
+import { isAccrualUnsettled, keyOf, merchantOf, type LedgerRecord, type ReversalShape } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor } from '../money.js';
-import type { Verdict } from './transitions.js';
+import { describeShape, isReversalEntry, readShape, sumSign } from './reversal-shape.js';
+import type { ReversalVerdict, Verdict } from './transitions.js';
 
-export type { Verdict };
+export type { ReversalVerdict, Verdict };
 
 export interface VerifierOptions {
   graceMs: number;
@@ -31,10 +33,49 @@ export interface VerifierOptions {
 /** What the verifier reads of the loyalty service (the client's history endpoints). */
 export type HistoryReader = Pick<LoyaltyClient, 'canVerify' | 'findCards' | 'listOperations'>;
 
+/** What the verifier reads of the ledger: claims, unsettled accruals by amount, a customer's records, the learned reversal shape. */
+export type VerifierStore = Pick<LedgerStore, 'findOperationClaim' | 'listUnsettledAccruals' | 'list' | 'getSetting'>;
+
+/** A reversal's history entries, found after the service confirmed it (`learnReversal`). */
+export type LearnedReversal = { kind: 'learned'; operationIds: number[]; shape: Pick<ReversalShape, 'eventId' | 'sign'> } | { kind: 'not_learned'; why: string };
+
+/** One operation of the evidence (contract v1.4), with whether it could settle the record's uncertain call and why. */
+export interface EvidenceOperation {
+  id: number;
+  at: string;
+  cardId: string;
+  eventId: number;
+  eventName?: string;
+  amount?: number;
+  purchaseSum?: number | null;
+  balance?: number;
+  /** The record that claimed it (its accrual's or its reversal's), when one did. */
+  claimedBy?: string;
+  candidate: boolean;
+  why: string;
+}
+
+export interface Evidence {
+  transactionId: string;
+  merchantId: string;
+  /** The call in question: an accrual or a reversal whose outcome is unknown, or none (the last call's). */
+  question: 'accrual' | 'reversal' | 'none';
+  window: { from: string; to: string };
+  cards: { serialNumber: string; balance?: number }[];
+  operations: EvidenceOperation[];
+  reading: 'accrued' | 'not_accrued' | 'reversed' | 'not_reversed' | 'ambiguous' | 'unknown';
+  why: string;
+  /** How this merchant's loyalty service shows a reversal, when learned. */
+  reversalShape?: ReversalShape;
+}
+
+/** Records of one customer looked at for rival reversals: past it, another cannot be ruled out and a person decides. */
+const RIVAL_SCAN = 200;
+
 export class HistoryVerifier {
   constructor(
     private readonly client: HistoryReader,
-    private readonly store: Pick<LedgerStore, 'findOperationClaim' | 'listUnsettledAccruals'>,
+    private readonly store: VerifierStore,
     private readonly options: VerifierOptions,
   ) {}
 
@@ -55,13 +96,11 @@ export class HistoryVerifier {
       // The history filters by date in a time zone it does not state: a day of margin on each side.
       const startDate = utcDate(new Date(since - DAY_MS));
       const endDate = utcDate(new Date(now.getTime() + DAY_MS));
+      const shape = await readShape(this.store, merchantOf(record));
       for (const cardId of cardIds) {
         for (const op of await this.client.listOperations(cardId, startDate, endDate)) {
-          if (op.cardId !== cardId || op.purchaseSum == null) continue;
-          if (Date.parse(op.createdAt) < since) continue;
-          if (!centsEqualsMajor(check.amount, op.purchaseSum)) continue;
           const claimedBy = await this.store.findOperationClaim(merchantOf(record), op.id);
-          if (claimedBy && claimedBy !== record.transactionId) continue;
+          if (!accrualCandidate(op, record, cardId, since, claimedBy, shape).candidate) continue;
           const rivals = await this.#rivals(record, op, cards);
           if (rivals.length === 0) return { kind: 'happened', operationId: op.id, cardId };
           // Another matching operation may still be this record's alone: look at every one first.
@@ -80,6 +119,231 @@ export class HistoryVerifier {
   }
 
   /**
+   * A reversal whose outcome is unknown, from the history (reversal-shape.ts): reversed when each
+   * card it should have reversed shows exactly one unclaimed entry of the merchant's learned shape
+   * with the Check's sum since the call began, and no other record of the customer could have made
+   * one (`#reversalRivals`). Anything else is left to a person (`unproven`), except an entry not
+   * there yet within the grace period (a slow request may still be committing).
+   */
+  async verifyReversal(record: LedgerRecord, now: Date): Promise<ReversalVerdict> {
+    const { check, customer } = record.accrual;
+    const inDoubtSince = record.reversal.inDoubtSince;
+    if (!this.enabled) return { kind: 'cannot_verify', reason: 'LOYALTY_API_KEY is not set: an operator must /resolve it' };
+    if (!check || !customer || !inDoubtSince) return { kind: 'cannot_verify', reason: 'the record lacks the check, customer or attempt time to match on' };
+    const shape = await readShape(this.store, merchantOf(record));
+    if (!shape) return { kind: 'unproven', reading: 'unknown', why: 'no reversal of this merchant has been confirmed by the loyalty service yet, so how its history shows one is not known' };
+    const since = Date.parse(inDoubtSince) - this.options.clockSkewMs;
+    const cards = new CardLookup(this.client);
+    const credited = creditedCards(record);
+    try {
+      const looked = credited.length ? credited : await cards.of(customer);
+      if (!credited.length && record.accrual.operationIds.length !== 1) {
+        return { kind: 'unproven', reading: 'unknown', why: 'which of the customer\'s cards the accrual credited is not recorded, so the reversals to look for cannot be counted' };
+      }
+      const found = new Map<string, Operation[]>();
+      for (const cardId of looked) {
+        const entries: Operation[] = [];
+        for (const op of await this.#operations(cardId, since, now)) {
+          const claimedBy = await this.store.findOperationClaim(merchantOf(record), op.id);
+          if (reversalCandidate(op, record, cardId, since, claimedBy, shape).candidate) entries.push(op);
+        }
+        found.set(cardId, entries);
+      }
+      const all = [...found.values()].flat();
+      const many = [...found].filter(([, ops]) => ops.length > 1);
+      if (many.length) {
+        return { kind: 'unproven', reading: 'ambiguous', why: `card ${many[0]![0]} shows ${many[0]![1].length} entries of ${describeShape(shape)} for ${check.amount} cents since the call: which is this reversal's cannot be told` };
+      }
+      const missing = credited.length ? [...found].filter(([, ops]) => ops.length === 0).map(([card]) => card) : all.length === 0 ? looked : [];
+      if (!credited.length && all.length > 1) return { kind: 'unproven', reading: 'ambiguous', why: `${all.length} entries of ${describeShape(shape)} for ${check.amount} cents on the customer's cards since the call` };
+      if (missing.length) {
+        const waited = now.getTime() - Date.parse(inDoubtSince);
+        if (waited < this.options.graceMs) return { kind: 'too_early', reason: `no reversal entry yet on card ${missing.join(', ')}; looked for again ${Math.ceil((this.options.graceMs - waited) / 1000)} s from now` };
+        const none = missing.length === looked.length;
+        return {
+          kind: 'unproven',
+          reading: none ? 'not_reversed' : 'unknown',
+          why: none
+            ? `no entry of ${describeShape(shape)} for ${check.amount} cents on card ${missing.join(', ')} since the call, past the grace period: it looks not reversed, which only a person may conclude (reversing again would take the points twice if it did happen)`
+            : `reversed on some cards but no entry on card ${missing.join(', ')}: a person decides`,
+        };
+      }
+      const rivals = await this.#reversalRivals(record, all, since, now);
+      if (rivals === 'too_many') return { kind: 'unproven', reading: 'unknown', why: `the customer has more than ${RIVAL_SCAN} records: another reversal of ${check.amount} cents cannot be ruled out` };
+      if (rivals.others.length) return { kind: 'unproven', reading: 'ambiguous', why: `the entr${all.length === 1 ? 'y' : 'ies'} could be the reversal of ${rivals.others.join(', ')} too (the same customer and amount, its own entries not claimed)` };
+      // A reversal confirmed a moment ago whose entries are being noted: looked at again once they are.
+      if (rivals.noting.length) return { kind: 'too_early', reason: `the confirmed reversal of ${rivals.noting.join(', ')} (the same customer and amount) is having its history entries noted: looked at again after that` };
+      return { kind: 'reversed', operationIds: all.map((op) => op.id), cards: [...found.keys()], shape };
+    } catch (error) {
+      return { kind: 'cannot_verify', reason: `history lookup failed: ${(error as Error).message}` };
+    }
+  }
+
+  /**
+   * After the service confirmed a reversal (its results carry `reversedAt`): the history's entry of
+   * it on each reversed card, read once, at that moment (within the clock-skew margin), with the
+   * Check's sum of either sign, claimed by no record and not the accrual's own. Exactly one on each
+   * card, all of one event and sign: those are claimed and that is the shape (reversal-shape.ts). A
+   * positive shape is learned only when the same read shows the accrual's entry under another event:
+   * otherwise reversals could not be told from accruals.
+   */
+  async learnReversal(record: LedgerRecord): Promise<LearnedReversal> {
+    const check = record.accrual.check;
+    const reversed = record.reversal.results.filter((r) => r.isSuccess && r.reversedAt && r.serialNumber);
+    if (!this.enabled) return { kind: 'not_learned', why: 'LOYALTY_API_KEY is not set' };
+    if (!check || reversed.length === 0) return { kind: 'not_learned', why: 'no card was reversed' };
+    const entries: Operation[] = [];
+    const accrualEvents = new Set<number>();
+    try {
+      for (const result of reversed) {
+        const at = Date.parse(result.reversedAt!);
+        const ops = await this.client.listOperations(result.serialNumber!, utcDate(new Date(at - DAY_MS)), utcDate(new Date(at + DAY_MS)));
+        const matching: Operation[] = [];
+        for (const op of ops) {
+          if (op.cardId !== result.serialNumber) continue;
+          if (record.accrual.operationIds.includes(op.id)) {
+            accrualEvents.add(op.eventId);
+            continue;
+          }
+          if (Math.abs(Date.parse(op.createdAt) - at) > this.options.clockSkewMs || sumSign(op, check.amount) === undefined) continue;
+          if (await this.store.findOperationClaim(merchantOf(record), op.id)) continue;
+          matching.push(op);
+        }
+        if (matching.length !== 1) return { kind: 'not_learned', why: `card ${result.serialNumber} shows ${matching.length} unclaimed entries for ${check.amount} cents at ${result.reversedAt}` };
+        entries.push(matching[0]!);
+      }
+    } catch (error) {
+      return { kind: 'not_learned', why: `history lookup failed: ${(error as Error).message}` };
+    }
+    const shapes = new Set(entries.map((op) => `${op.eventId}/${sumSign(op, check.amount)}`));
+    if (shapes.size !== 1) return { kind: 'not_learned', why: 'the reversed cards show entries of different events or signs' };
+    const shape = { eventId: entries[0]!.eventId, sign: sumSign(entries[0]!, check.amount)! };
+    if (shape.sign === 1 && (accrualEvents.size === 0 || accrualEvents.has(shape.eventId))) {
+      return { kind: 'not_learned', why: `its entries (${describeShape(shape)}) cannot be told from the accrual's` };
+    }
+    return { kind: 'learned', operationIds: entries.map((op) => op.id), shape };
+  }
+
+  /**
+   * The evidence for a person deciding a record (GET /v1/admin/transactions/{id}/evidence): the
+   * customer's cards and every operation on them around the uncertain call, each marked a candidate
+   * or not by the same rules the verifier applies, and what the verifier reads from them. Changes nothing.
+   */
+  async evidence(record: LedgerRecord, now: Date): Promise<Evidence> {
+    const question: Evidence['question'] =
+      record.reversal.state === 'in_doubt' || record.inFlight?.operation === 'reverse' ? 'reversal' : record.accrual.state === 'in_doubt' || record.inFlight?.operation === 'accrue' ? 'accrual' : 'none';
+    const shape = await readShape(this.store, merchantOf(record));
+    const began = question === 'reversal' ? (record.reversal.inDoubtSince ?? record.inFlight?.startedAt) : question === 'accrual' ? (record.accrual.inDoubtSince ?? record.inFlight?.startedAt) : record.attempts.at(-1)?.startedAt;
+    const fromMs = Date.parse(began ?? record.createdAt) - this.options.clockSkewMs;
+    const window = { from: new Date(fromMs).toISOString(), to: now.toISOString() };
+    const base = { transactionId: record.transactionId, merchantId: merchantOf(record), question, window, ...(shape ? { reversalShape: shape } : {}) };
+    const { customer } = record.accrual;
+    if (!this.enabled) return { ...base, cards: [], operations: [], reading: 'unknown', why: "LOYALTY_API_KEY is not set (nor the merchant's loyalty.apiKey): the operations history cannot be read" };
+    const cards = new CardLookup(this.client);
+    let cardIds: string[];
+    const operations: EvidenceOperation[] = [];
+    try {
+      cardIds = [...new Set([...creditedCards(record), ...(customer ? await cards.of(customer) : [])])];
+      for (const cardId of cardIds) {
+        for (const op of await this.#operations(cardId, fromMs, now)) {
+          const claimedBy = await this.store.findOperationClaim(merchantOf(record), op.id);
+          const judged =
+            question === 'reversal'
+              ? shape
+                ? reversalCandidate(op, record, cardId, fromMs, claimedBy, shape)
+                : { candidate: false, why: 'how this service shows a reversal is not learned yet' }
+              : question === 'accrual'
+                ? accrualCandidate(op, record, cardId, fromMs, claimedBy, shape)
+                : { candidate: false, why: claimedBy ? `claimed by ${claimedBy}` : 'no call of this record is in doubt' };
+          operations.push({
+            id: op.id,
+            at: op.createdAt,
+            cardId,
+            eventId: op.eventId,
+            ...(op.eventName !== undefined ? { eventName: op.eventName.trim() } : {}),
+            ...(op.amount !== undefined ? { amount: op.amount } : {}),
+            purchaseSum: op.purchaseSum ?? null,
+            ...(op.balance !== undefined ? { balance: op.balance } : {}),
+            ...(claimedBy ? { claimedBy } : {}),
+            ...judged,
+          });
+        }
+      }
+    } catch (error) {
+      return { ...base, cards: [], operations, reading: 'unknown', why: `history lookup failed: ${(error as Error).message}` };
+    }
+    operations.sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.id - b.id);
+    const cardsOut = cardIds.map((serialNumber) => {
+      const last = operations.filter((o) => o.cardId === serialNumber && o.balance !== undefined).at(-1);
+      return { serialNumber, ...(last ? { balance: last.balance } : {}) };
+    });
+    const reading = await this.#reading(record, question, now);
+    return { ...base, cards: cardsOut, operations, ...reading };
+  }
+
+  /** What the verifier concludes from the history for the question, in the evidence's words. */
+  async #reading(record: LedgerRecord, question: Evidence['question'], now: Date): Promise<Pick<Evidence, 'reading' | 'why'>> {
+    if (question === 'none') return { reading: 'unknown', why: 'no call of this record is in doubt: its outcome is known' };
+    if (question === 'accrual') {
+      if (record.inFlight) return { reading: 'unknown', why: 'the accrue call is still out' };
+      const verdict = await this.verifyAccrual(record, now);
+      switch (verdict.kind) {
+        case 'happened':
+          return { reading: 'accrued', why: `operation ${verdict.operationId} on card ${verdict.cardId} matches the accrual and no other record could have made it` };
+        case 'did_not_happen':
+          return { reading: 'not_accrued', why: `no matching operation on ${verdict.examinedCards} card(s) after the grace period` };
+        case 'ambiguous':
+          return { reading: 'ambiguous', why: `operation ${verdict.operationId} on card ${verdict.cardId} could be the accrual of ${verdict.with.join(', ')} too` };
+        default:
+          return { reading: 'unknown', why: verdict.reason };
+      }
+    }
+    if (record.inFlight) return { reading: 'unknown', why: 'the reverse call is still out' };
+    const verdict = await this.verifyReversal(record, now);
+    switch (verdict.kind) {
+      case 'reversed':
+        return { reading: 'reversed', why: `operation ${verdict.operationIds.join(', ')} (${describeShape(verdict.shape)}) on card ${verdict.cards.join(', ')}: one on each, claimed by no record, none could be another's` };
+      case 'unproven':
+        return { reading: verdict.reading, why: verdict.why };
+      default:
+        return { reading: 'unknown', why: verdict.reason };
+    }
+  }
+
+  /** Operations on a card from `fromMs` to `now` (the history filters by day in an unstated time zone: a day of margin, then exact times). */
+  async #operations(cardId: string, fromMs: number, now: Date): Promise<Operation[]> {
+    const ops = await this.client.listOperations(cardId, utcDate(new Date(fromMs - DAY_MS)), utcDate(new Date(now.getTime() + DAY_MS)));
+    return ops.filter((op) => op.cardId === cardId && Date.parse(op.createdAt) >= fromMs);
+  }
+
+  /**
+   * Other records of the customer (by any identifier of its own or of the cards' owner, through the
+   * customer index) that could have left one of `entries`: the same Check amount, and a reversal in
+   * doubt, out now, or confirmed since `since` without its entries claimed.
+   */
+  async #reversalRivals(record: LedgerRecord, entries: Operation[], since: number, now: Date): Promise<{ others: string[]; noting: string[] } | 'too_many'> {
+    const owners = entries.map((op) => (op as { customer?: { phone?: string | null; email?: string | null } }).customer).filter((c) => c !== undefined);
+    const identities = [...new Set([...identitiesOf(record.accrual.customer), ...owners.flatMap((c) => identitiesOf({ phone: c.phone ?? undefined, email: c.email ?? undefined }))])];
+    const page = await this.store.list({ merchantId: merchantOf(record), customer: identities, offset: 0, limit: RIVAL_SCAN });
+    if (page.totalCapped || page.total > RIVAL_SCAN) return 'too_many';
+    const amount = record.accrual.check!.amount;
+    const others: string[] = [];
+    const noting: string[] = [];
+    for (const other of page.items) {
+      if (keyOf(other) === keyOf(record) || other.accrual.check?.amount !== amount) continue;
+      if (other.reversal.state === 'in_doubt' || other.inFlight?.operation === 'reverse') {
+        others.push(other.transactionId);
+        continue;
+      }
+      const confirmed = other.reversal.results.map((r) => Date.parse(r.reversedAt ?? '')).filter((ms) => !Number.isNaN(ms) && ms >= since);
+      if (other.reversal.operationIds !== undefined || confirmed.length === 0) continue;
+      // Its entries are noted right after its answer; one still unnoted past the grace period never will be.
+      (now.getTime() - Math.max(...confirmed) < this.options.graceMs ? noting : others).push(other.transactionId);
+    }
+    return { others: others.sort(), noting: noting.sort() };
+  }
+
+  /**
    * The other unsettled accruals that could have made `op`: the same amount (the store's index),
    * an attempt begun no later than the operation (less the skew), and `op`'s card among theirs.
    */
@@ -94,6 +358,37 @@ export class HistoryVerifier {
     }
     return rivals.sort();
   }
+}
+
+/** The cards the record's accrual credited, as its results name them (none when the history settled it). */
+function creditedCards(record: LedgerRecord): string[] {
+  return [...new Set(record.accrual.results.filter((r) => r.isSuccess && r.serialNumber).map((r) => r.serialNumber!))];
+}
+
+/**
+ * Whether `op` could be the accrual's (the module's rule): on the card, the Check's sum, created no
+ * earlier than the attempt (less the skew), claimed by no other record, and not an entry of the
+ * merchant's reversal shape (which, learned positive, carries the Check's sum as an accrual does).
+ */
+function accrualCandidate(op: Operation, record: LedgerRecord, cardId: string, since: number, claimedBy: string | undefined, shape: ReversalShape | undefined): { candidate: boolean; why: string } {
+  const check = record.accrual.check!;
+  if (op.cardId !== cardId) return { candidate: false, why: 'another card' };
+  if (op.purchaseSum == null) return { candidate: false, why: 'no purchase sum' };
+  if (!centsEqualsMajor(check.amount, op.purchaseSum)) return { candidate: false, why: `purchase sum ${op.purchaseSum}, the Check is ${check.amount} cents` };
+  if (Date.parse(op.createdAt) < since) return { candidate: false, why: 'before the accrue call began' };
+  if (shape && isReversalEntry(op, shape, check.amount)) return { candidate: false, why: `a reversal's entry (${describeShape(shape)})` };
+  if (claimedBy && claimedBy !== record.transactionId) return { candidate: false, why: `claimed by ${claimedBy}` };
+  return { candidate: true, why: "the customer's card, the Check's sum, after the accrue call began, claimed by no other record" };
+}
+
+/** Whether `op` could be the reversal's (reversal-shape.ts): a card it should reverse, the shape with the Check's sum, since the call began, claimed by no record. */
+function reversalCandidate(op: Operation, record: LedgerRecord, cardId: string, since: number, claimedBy: string | undefined, shape: Pick<ReversalShape, 'eventId' | 'sign'>): { candidate: boolean; why: string } {
+  const check = record.accrual.check!;
+  if (op.cardId !== cardId) return { candidate: false, why: 'another card' };
+  if (!isReversalEntry(op, shape, check.amount)) return { candidate: false, why: `not ${describeShape(shape)} for ${check.amount} cents` };
+  if (Date.parse(op.createdAt) < since) return { candidate: false, why: 'before the reverse call began' };
+  if (claimedBy) return { candidate: false, why: `claimed by ${claimedBy}` };
+  return { candidate: true, why: `${describeShape(shape)} for the Check's ${check.amount} cents, after the reverse call began, claimed by no record` };
 }
 
 /**

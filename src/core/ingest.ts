@@ -20,6 +20,7 @@ import { singleHeader, verifySignature } from '../webhooks/signature.js';
 import type { Answer } from './answer.js';
 import { isDueForRetry, retryAfterFailure, type DeadLetterRetryPolicy, type DeadLetterRunner } from './dead-letter-retry.js';
 import type { IntakeService } from './intake.js';
+import { headersToKeep, keptPayload, storedBody, type Arrival } from './arrival.js';
 
 export interface WebhookResult {
   key: string;
@@ -94,22 +95,6 @@ function describeFailures(errors: BridgeError[]): string {
 
 /** A fetched object may itself be id-only or need another fetch; this bounds the chain. */
 const MAX_FETCH_DEPTH = 3;
-/**
- * Headers never kept with a dead letter: credentials and signatures. A replay is not verified
- * again (it was when the delivery arrived), so nothing is lost by dropping them, while keeping them
- * would let anyone who reads the dead letters forge deliveries: Clover's `X-Clover-Auth` is that
- * POS's static secret itself. Each POS's own signature header is dropped by name as well.
- */
-const CREDENTIAL_HEADER = /auth|cookie|signature|hmac|token|secret|key|password|session/i;
-/** What is kept of the rest: event type and ids are short; anything longer is not a header processing needs. */
-const MAX_KEPT_HEADER_CHARS = 1024;
-
-export function headersToKeep(headers: IncomingHttpHeaders | Record<string, string>, signatureHeader?: string): Record<string, string> {
-  const signature = signatureHeader?.toLowerCase();
-  return Object.fromEntries(
-    Object.entries(headers).filter(([name, value]) => typeof value === 'string' && value.length <= MAX_KEPT_HEADER_CHARS && name !== signature && !CREDENTIAL_HEADER.test(name)),
-  ) as Record<string, string>;
-}
 
 /** The merchants ingest needs to know of (the merchant registry). */
 export interface MerchantDirectory {
@@ -165,6 +150,12 @@ export class Ingest implements DeadLetterRunner {
     return adapter;
   }
 
+  /** The phone region numbers without a country code are read in: the merchant's, else the bridge's default (DEFAULT_PHONE_REGION). */
+  async phoneRegion(merchantId: string | undefined): Promise<string> {
+    const merchant = merchantId ? await this.merchants.get(merchantId) : undefined;
+    return (merchant ?? this.merchants.default).context.defaultPhoneRegion;
+  }
+
   /** A direct post's merchant (its token's): 403 when suspended. */
   async merchant(id: string): Promise<IngestMerchant> {
     const merchant = await this.merchants.get(id);
@@ -173,22 +164,23 @@ export class Ingest implements DeadLetterRunner {
     return merchant;
   }
 
-  async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false): Promise<Answer> {
+  /** `direct`: a post to /v1/checkouts/{pos} (its context is the poster's account); `arrival`: what brought it (a record it creates keeps it). */
+  async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false, arrival?: Arrival): Promise<Answer> {
     const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
-    return this.checkoutIntent(adapter, adapter.parseCheckout(payload, context), merchant);
+    return this.checkoutIntent(adapter, adapter.parseCheckout(payload, context), merchant, arrival);
   }
 
   /**
    * A sale the adapter has read already (backfill reads it while listing): its customer filled in
-   * from the POS's API as for a webhook, then intake. `via`: said in the record's history.
+   * from the POS's API as for a webhook, then intake. `arrival`: kept by the record it creates.
    */
-  async checkoutIntent(adapter: PosAdapter, intent: CheckoutIntent, merchant: IngestMerchant, via?: string): Promise<Answer> {
-    return this.intake.checkout(adapter.name, await this.#withCustomer(adapter, intent, merchant), merchant.id, via);
+  async checkoutIntent(adapter: PosAdapter, intent: CheckoutIntent, merchant: IngestMerchant, arrival?: Arrival): Promise<Answer> {
+    return this.intake.checkout(adapter.name, await this.#withCustomer(adapter, intent, merchant), merchant.id, arrival);
   }
 
   /** A refund the adapter has read already, as a webhook's refund goes to intake. */
-  async refundIntent(adapter: PosAdapter, intent: RefundIntent, merchant: IngestMerchant, via?: string): Promise<Answer> {
-    return this.intake.refund(adapter.name, intent, merchant.id, via);
+  async refundIntent(adapter: PosAdapter, intent: RefundIntent, merchant: IngestMerchant, arrival?: Arrival): Promise<Answer> {
+    return this.intake.refund(adapter.name, intent, merchant.id, arrival);
   }
 
   /**
@@ -203,7 +195,7 @@ export class Ingest implements DeadLetterRunner {
     return posAccount ? { ...merchant.context, posAccount } : merchant.context;
   }
 
-  async refund(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false): Promise<Answer> {
+  async refund(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false, arrival?: Arrival): Promise<Answer> {
     // A refund that names what measures it is read from the POS when its token is set (a failure is
     // a 502: nothing was recorded, and the sender posts it again); without the token the adapter
     // measures it as well as the payload allows.
@@ -211,16 +203,17 @@ export class Ingest implements DeadLetterRunner {
     const api = needs ? this.#api(adapter.name, merchant) : undefined;
     const body = needs && api ? needs.payload(await needs.fetch(api)) : payload;
     const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
-    return this.intake.refund(adapter.name, adapter.parseRefund(body, context), merchant.id);
+    return this.intake.refund(adapter.name, adapter.parseRefund(body, context), merchant.id, arrival);
   }
 
   /**
    * A POS's webhook delivery. `replay`: a dead letter run again (by an operator or by the bridge);
    * its signature was checked when it arrived, and its merchant, when one was known, is kept.
    * Whatever of it cannot be carried out now is kept as a dead letter and named in the results
-   * (`dead_lettered`, with the letter's id): the answer is 2xx either way.
+   * (`dead_lettered`, with the letter's id): the answer is 2xx either way. `arrival`: what a record
+   * it creates keeps of where it came from (its payload: the delivery, or the part of a batch).
    */
-  async webhook(pos: string, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[], replay?: WebhookReplay): Promise<WebhookOutcome> {
+  async webhook(pos: string, raw: Buffer, headers: IncomingHttpHeaders, rawHeaders: string[], replay?: WebhookReplay, arrival?: Omit<Arrival, 'payload'>): Promise<WebhookOutcome> {
     const adapter = this.adapter(pos);
     const spec = adapter.webhook;
     if (!spec) throw new NotFoundError(`${pos} has no webhooks; post its payloads to /v1/checkouts/${pos} and /v1/refunds/${pos}`, 'unknown_pos');
@@ -256,6 +249,7 @@ export class Ingest implements DeadLetterRunner {
     for (const part of parts) {
       // A part of a batch (Clover) is kept on its own: its bytes are its JSON, not the delivery's.
       const partRaw = parts.length === 1 ? raw : Buffer.from(JSON.stringify(part.body));
+      const partArrival = arrival && { ...arrival, payload: keptPayload(pos, partRaw, arrival.receivedAt, headers, spec.signature.header) };
       const known = 'merchantId' in part && part.merchantId ? await this.merchants.get(part.merchantId) : await this.merchants.byAccount(pos, part.account);
       if (!known || known.status === 'suspended') {
         // Authentic, but nobody's to carry out: kept for an operator; nothing is sent upstream.
@@ -270,7 +264,7 @@ export class Ingest implements DeadLetterRunner {
         for (const action of spec.classify(part.body, headers)) {
           try {
             // Its lines name the merchant of this part, which for a batch (Clover) is not the whole delivery's.
-            results.push(...(await withMerchant(known.id, () => this.#act(adapter, known, action))));
+            results.push(...(await withMerchant(known.id, () => this.#act(adapter, known, action, partArrival))));
           } catch (error) {
             if (!isKept(error)) throw error;
             failures.push({ key: action.key, error, at: results.length });
@@ -356,7 +350,7 @@ export class Ingest implements DeadLetterRunner {
     let failure: Omit<KeptLetter, 'letterId'> | undefined;
     let thrown: unknown;
     try {
-      outcome = await this.webhook(claimed.pos, Buffer.from(claimed.body, claimed.bodyEncoding), claimed.headers, [], { merchantId: claimed.merchantId, letterId: id });
+      outcome = await this.webhook(claimed.pos, Buffer.from(claimed.body, claimed.bodyEncoding), claimed.headers, [], { merchantId: claimed.merchantId, letterId: id }, { via: 'replay', receivedAt: at, deadLetterId: id });
       failure = outcome.kept.find((k) => k.letterId === id);
     } catch (error) {
       thrown = error;
@@ -370,7 +364,9 @@ export class Ingest implements DeadLetterRunner {
       // Given back only if still ours: a run that outlived its lease may have been taken over.
       const ours = letter.retry?.claim?.owner === claim.owner && letter.retry.claim.until === claim.until;
       const stillHeld = !ours && letter.retry?.claim ? { claim: letter.retry.claim } : {};
-      const replays = [...letter.replays, { at, by, outcome: failure ? `failed: ${failure.reason}` : `processed: ${outcome!.results.map((r) => r.status ?? r.reason ?? r.action).join(', ')}` }];
+      // The checkouts this run recorded (each names this letter as its origin); a refund acts on a record that exists.
+      const created = (outcome?.results ?? []).filter((r) => r.action === 'checkout' && r.transactionId && !r.duplicate).map((r) => r.transactionId!);
+      const replays = [...letter.replays, { at, by, outcome: failure ? `failed: ${failure.reason}` : `processed: ${outcome!.results.map((r) => r.status ?? r.reason ?? r.action).join(', ')}`, ...(created.length ? { created } : {}) }];
       if (!failure) {
         return { ...letter, resolvedAt: at, replays, retry: { transient: letter.retry?.transient ?? false, attempts: (letter.retry?.attempts ?? 0) + (by === 'bridge' ? 1 : 0), ...stillHeld } };
       }
@@ -389,7 +385,7 @@ export class Ingest implements DeadLetterRunner {
     return { letter: written!, ...(outcome ? { outcome } : {}), ...(failure ? { error: failure.reason } : {}) };
   }
 
-  async #act(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, depth = 0): Promise<WebhookResult[]> {
+  async #act(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, arrival: Arrival | undefined, depth = 0): Promise<WebhookResult[]> {
     // Named in the answer when it is not the default merchant (a single-merchant bridge answers as it always did).
     const ids = merchant.id === DEFAULT_MERCHANT ? {} : { merchantId: merchant.id };
     if (action.kind === 'ignored') return [{ key: action.key, action: 'ignored', reason: action.reason, ...ids }];
@@ -400,17 +396,18 @@ export class Ingest implements DeadLetterRunner {
     if (action.kind === 'fetch') {
       if (depth >= MAX_FETCH_DEPTH) throw ValidationError.field('', 'the POS API kept answering with references instead of objects');
       const api = this.#api(adapter.name, merchant);
-      if (!api && action.withoutApi) return this.#act(adapter, merchant, { ...action.withoutApi(), key: action.key }, depth + 1);
+      if (!api && action.withoutApi) return this.#act(adapter, merchant, { ...action.withoutApi(), key: action.key }, arrival, depth + 1);
       if (!api) throw new PosApiNotConfiguredError(adapter.name);
       const decided = action.decide(await action.fetch(api));
       const next = Array.isArray(decided) ? decided : [decided];
       // Several actions from one fetch (e.g. two refunds seen at once) are each remembered under their
       // own key; a redelivered notification fetches again and skips those already done.
       const results: WebhookResult[] = [];
-      for (const n of next) results.push(...(await this.#act(adapter, merchant, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}` } as WebhookAction, depth + 1)));
+      for (const n of next) results.push(...(await this.#act(adapter, merchant, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}` } as WebhookAction, arrival, depth + 1)));
       return results;
     }
-    const answer = action.kind === 'checkout' ? await this.checkout(adapter, action.payload, merchant) : await this.refund(adapter, action.payload, merchant);
+    const from = arrival && { ...arrival, webhookKey: eventKey };
+    const answer = action.kind === 'checkout' ? await this.checkout(adapter, action.payload, merchant, false, from) : await this.refund(adapter, action.payload, merchant, false, from);
     await this.store.rememberWebhookEvent(adapter.name, eventKey);
     return [{ key: action.key, action: action.kind, transactionId: answer.record.transactionId, status: answer.record.status, ...(answer.repeat ? { duplicate: true } : {}), ...ids }];
   }
@@ -467,7 +464,6 @@ export class Ingest implements DeadLetterRunner {
     const id = createHash('sha256').update(`${pos}\u0000${merchantId ?? ''}\u0000`).update(raw).digest('hex').slice(0, 24);
     const nowMs = this.clock().getTime();
     const now = new Date(nowMs).toISOString();
-    const text = raw.toString('utf8');
     const letter = await this.store.updateDeadLetter(id, (existing) => {
       if (existing) {
         const { issues: _previous, ...rest } = existing;
@@ -488,8 +484,7 @@ export class Ingest implements DeadLetterRunner {
         reasonCode,
         ...(issues.length ? { issues } : {}),
         headers: headersToKeep(headers, this.adapters.get(pos)?.webhook?.signature.header),
-        // Kept as text when that is byte-exact and storable everywhere (PostgreSQL's jsonb refuses NUL).
-        ...(Buffer.from(text, 'utf8').equals(raw) && !text.includes('\u0000') ? { body: text, bodyEncoding: 'utf8' as const } : { body: raw.toString('base64'), bodyEncoding: 'base64' as const }),
+        ...storedBody(raw),
         replays: [],
         retry: retryAfterFailure(this.deadLetters, undefined, transient, nowMs, false),
       };

@@ -17,6 +17,7 @@ import { answerFor, type Answer } from './answer.js';
 import { majorUnits } from './remainder.js';
 import type { DeliveryService } from './delivery.js';
 import type { RecordWriter } from './record-writer.js';
+import type { Arrival } from './arrival.js';
 import { linkRemainder, newCheckout, newRefundOfUnknownOrder, noteChangedRepeat, requestPartialReversal, requestReversal, type RecordIds, type Transition, type TransitionOptions } from './transitions.js';
 
 /** The refund reached a record whose remainder now holds what is left of the order: walk the chain again. */
@@ -32,10 +33,10 @@ export class IntakeService {
   ) {}
 
   /**
-   * `merchantId`: whose order (the POS token's or the webhook's merchant). `via`: how it reached the
-   * bridge when not by the POS's post or webhook ("found by backfill"), said in the record's history.
+   * `merchantId`: whose order (the POS token's or the webhook's merchant). `arrival`: what brought it
+   * (the record keeps where it came from and the payload; its note goes in the record's history).
    */
-  async checkout(pos: string, intent: CheckoutIntent, merchantId: string = DEFAULT_MERCHANT, via?: string): Promise<Answer> {
+  async checkout(pos: string, intent: CheckoutIntent, merchantId: string = DEFAULT_MERCHANT, arrival?: Arrival): Promise<Answer> {
     const ids: RecordIds = { transactionId: deriveTransactionId(pos, intent.orderId, intent.scope), merchantId, pos, orderId: intent.orderId };
     const now = this.writer.now();
     const contact = hasContact(intent.customer);
@@ -44,13 +45,13 @@ export class IntakeService {
     // another of its checkouts is probing (rate-limits.ts): then recorded for the worker.
     const delivery = contact ? this.delivery.mayDeliverInline(merchantId) : 'later';
     try {
-      return await this.#record(pos, intent, ids, contact, now, delivery !== 'later', via);
+      return await this.#record(pos, intent, ids, contact, now, delivery !== 'later', arrival);
     } finally {
       if (delivery === 'probe') this.delivery.inlineDone(merchantId);
     }
   }
 
-  async #record(pos: string, intent: CheckoutIntent, ids: RecordIds, contact: boolean, now: Date, inline: boolean, via: string | undefined): Promise<Answer> {
+  async #record(pos: string, intent: CheckoutIntent, ids: RecordIds, contact: boolean, now: Date, inline: boolean, arrival: Arrival | undefined): Promise<Answer> {
     const { transactionId, merchantId } = ids;
     const key = ledgerKey(merchantId, transactionId);
     // A new order is recorded already marked in flight (see newCheckout), but only when no call for
@@ -59,12 +60,12 @@ export class IntakeService {
     if (claiming) this.delivery.calling.enter(key);
     let inserted: { record: LedgerRecord; created: boolean };
     try {
-      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, claiming ? this.delivery.instanceId : undefined, via));
+      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, claiming ? this.delivery.instanceId : undefined, arrival), { payload: arrival?.payload });
     } catch (error) {
       if (claiming) this.delivery.calling.leave(key);
       // Another accrual of this customer and amount is unsettled: recorded pending; delivery makes it wait behind that one.
       if (!(error instanceof AccrualKeyHeldError)) throw error;
-      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, undefined, via));
+      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, undefined, arrival), { payload: arrival?.payload });
       if (inserted.created) this.logger.info({ transactionId, behind: error.holder }, 'checkout recorded; it waits behind an unsettled accrual of the same customer and amount');
       return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined, inline);
     }
@@ -98,8 +99,9 @@ export class IntakeService {
     }
   }
 
-  /** `via`: as for `checkout`, said in the history event the refund writes. */
-  async refund(pos: string, intent: RefundIntent, merchantId: string = DEFAULT_MERCHANT, via?: string): Promise<Answer> {
+  /** `arrival`: as for `checkout`; its note is said in the history event the refund writes. */
+  async refund(pos: string, intent: RefundIntent, merchantId: string = DEFAULT_MERCHANT, arrival?: Arrival): Promise<Answer> {
+    const via = arrival?.note;
     const rootId = deriveTransactionId(pos, intent.orderId, intent.scope);
     const { refundId } = intent;
     if (refundId !== undefined) checkId('refundId', refundId);
@@ -116,7 +118,7 @@ export class IntakeService {
       if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
       const answer = partial
         ? await this.#partialReversal(keyOf(current!), refundId!, measured)
-        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note, { via });
+        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note, { arrival });
       if (answer !== MOVED) return answer;
     }
     throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
@@ -127,14 +129,15 @@ export class IntakeService {
    * remainder holds the order now. `note`: how the refund was measured, kept in the record's history.
    */
   /**
-   * `by.act`: an operator's reversal, its actor and reason on the history line. `by.via`: what found
-   * the refund when not its webhook or a direct post (backfill), for the history of a record it creates.
+   * `by.act`: an operator's reversal, its actor and reason on the history line. `by.arrival`: what
+   * brought the refund, kept by a record it creates (of an order the ledger never saw).
    */
-  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, by: { act?: OperatorAct; via?: string } = {}): Promise<Answer | typeof MOVED> {
+  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, by: { act?: OperatorAct; arrival?: Arrival } = {}): Promise<Answer | typeof MOVED> {
     const key = ledgerKey(ids.merchantId, ids.transactionId);
     const unknown = await this.writer.locked(key, async () => {
       if (await this.writer.store.get(key)) return undefined;
-      const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now(), by.via));
+      const arrival = by.arrival ?? (by.act ? { via: 'operator' as const, receivedAt: this.writer.now().toISOString() } : undefined);
+      const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now(), arrival), { payload: arrival?.payload });
       return { record, repeat: !created };
     });
     if (unknown) return this.#deliverRefund(ids.pos, unknown.record, unknown.repeat, refundId);

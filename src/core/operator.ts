@@ -11,6 +11,7 @@ import { keyOf, merchantOf, type LedgerRecord, type OperatorAct } from '../ledge
 import { dismissRefusal, replayRefusal, type AuditEntry, type DeadLetter } from '../ledger/store.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
+import type { Evidence } from './history-verifier.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
 import type { RecordWriter } from './record-writer.js';
 import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
@@ -107,6 +108,11 @@ export class OperatorActions {
   async allowed(record: LedgerRecord): Promise<Record<OperatorActionName, ActionAllowed>> {
     const chainLast = record.remainderTransactionId ? (await chainOf(this.writer, keyOf(record))).at(-1) : undefined;
     return operatorActions(record, this.writer.now(), chainLast ?? record);
+  }
+
+  /** What the loyalty history shows around the record's uncertain call, for the person deciding it; changes nothing. */
+  evidence(key: string): Promise<Evidence> {
+    return this.delivery.evidence(key);
   }
 
   /** Keeps an operator action in the audit trail. */

@@ -32,6 +32,7 @@ import {
   type LedgerStatus,
   type OperatorAct,
   type PartialRefundPlan,
+  type ReversalShape,
 } from '../ledger/record.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { CallOutcome } from '../loyalty/client.js';
@@ -39,6 +40,7 @@ import type { Check } from '../loyalty/contract.js';
 import { ACKNOWLEDGEABLE, attentionOf } from '../ledger/attention.js';
 import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.js';
 import type { RefundIntent } from '../pos/contract.js';
+import { originOf, type Arrival } from './arrival.js';
 
 export interface TransitionOptions {
   /** Unit of the pause between delivery rounds (the same unit as the 429 schedule). */
@@ -76,8 +78,8 @@ export type Plan =
   | { kind: 'create_remainder' }
   /** Send it, not before the end of the pause between rounds when there is one. */
   | { kind: 'call'; operation: UpstreamOperation; notBefore?: string }
-  /** An accrual in doubt: ask the operations history, not before `notBefore`. */
-  | { kind: 'verify'; notBefore?: string }
+  /** An accrual or (with the merchant's reversal shape learned) a reversal in doubt: ask the operations history, not before `notBefore`. */
+  | { kind: 'verify'; side: UpstreamOperation; notBefore?: string }
   /** A refund of an accrual that was refused or skipped: nothing to reverse; record so. */
   | { kind: 'reversal_not_needed' }
   /** Only a person can move it. */
@@ -92,7 +94,7 @@ export function plan(record: LedgerRecord): Plan {
     case 'pending':
       return { kind: 'call', operation: 'accrue', notBefore: record.nextAttemptAt };
     case 'in_doubt':
-      return { kind: 'verify', notBefore: record.nextAttemptAt };
+      return { kind: 'verify', side: 'accrue', notBefore: record.nextAttemptAt };
     case 'none':
     case 'skipped':
     case 'accrued':
@@ -104,7 +106,9 @@ export function plan(record: LedgerRecord): Plan {
   }
   switch (reversal.state) {
     case 'in_doubt':
-      return { kind: 'operator', why: 'reverse outcome unknown; the operations history cannot prove a reversal, so an operator must /resolve it' };
+      // Looked for in the history once the merchant's reversal shape is known (reversal-shape.ts); what that cannot prove is a person's.
+      if (reversal.unproven) return { kind: 'operator', why: `reverse outcome unknown; the history did not prove it (${reversal.unproven.why}), so an operator must /resolve it, shown the evidence` };
+      return { kind: 'verify', side: 'reverse', notBefore: record.nextAttemptAt };
     case 'pending':
       if (accrual.state === 'failed' || accrual.state === 'skipped') return { kind: 'reversal_not_needed' };
       return { kind: 'call', operation: 'reverse', notBefore: record.nextAttemptAt };
@@ -131,7 +135,7 @@ export interface StepContext {
 /** What a pass over the record does now. */
 export type Step =
   | { kind: 'call'; operation: UpstreamOperation }
-  | { kind: 'verify' }
+  | { kind: 'verify'; side: UpstreamOperation }
   | { kind: 'create_remainder' }
   | { kind: 'reversal_not_needed' }
   | { kind: 'take_over' }
@@ -150,13 +154,15 @@ export function nextStep(record: LedgerRecord, ctx: StepContext): Step {
     case 'call':
       if (!due(planned.notBefore)) return { kind: 'none', why: `next ${planned.operation} round at ${planned.notBefore}${record.accrual.waitingBehind ? ` (waits behind ${record.accrual.waitingBehind})` : ''}` };
       return { kind: 'call', operation: planned.operation };
-    case 'verify':
-      if (!ctx.canVerify) return { kind: 'none', why: 'accrual outcome unknown; LOYALTY_API_KEY is not set, so an operator must /resolve it' };
+    case 'verify': {
+      const side = planned.side === 'accrue' ? 'accrual' : 'reverse';
+      if (!ctx.canVerify) return { kind: 'none', why: `${side} outcome unknown; LOYALTY_API_KEY is not set, so an operator must /resolve it` };
       if (!due(planned.notBefore)) {
         const ambiguous = record.accrual.ambiguousWith?.length ? `; ambiguous with ${record.accrual.ambiguousWith.join(', ')}` : '';
-        return { kind: 'none', why: `accrual outcome unknown; history check at ${planned.notBefore}${ambiguous}` };
+        return { kind: 'none', why: `${side} outcome unknown; history check at ${planned.notBefore}${ambiguous}` };
       }
-      return { kind: 'verify' };
+      return { kind: 'verify', side: planned.side };
+    }
     case 'operator':
       return { kind: 'none', why: planned.why };
     case 'settled':
@@ -177,8 +183,9 @@ export function nextStep(record: LedgerRecord, ctx: StepContext): Step {
  *   settles it, and it runs only where LOYALTY_API_KEY is set: a setting of the running bridge
  *   that can change at a restart without the record being written again. So the answer says
  *   `needsVerifier`, stores keep it, and the worker's query says whether it can verify;
- * - a reversal in doubt, or a settled record: never (undefined). The operations history cannot
- *   prove a reversal, so only an operator's /resolve moves it.
+ * - a reversal in doubt: as an accrual in doubt (the history is asked once the merchant's reversal
+ *   shape is learned: reversal-shape.ts), until the history did not prove it (`reversal.unproven`);
+ * - then, and a settled record: never (undefined): only an operator's /resolve moves it.
  */
 export function dueOf(record: LedgerRecord): Due | undefined {
   const now = Date.parse(record.updatedAt);
@@ -234,9 +241,10 @@ function changed(record: LedgerRecord, change: (draft: LedgerRecord) => string |
 
 const later = (now: Date, ms: number): string => new Date(now.getTime() + ms).toISOString();
 
-/** The side of `operation` is in doubt since `since`: verified (an accrual) or resolved (a reversal) before anything is resent. */
+/** The side of `operation` is in doubt since `since`: verified from the history (or resolved by a person) before anything is resent. */
 function putInDoubt(r: LedgerRecord, operation: UpstreamOperation, since: string, now: Date, options: TransitionOptions): void {
   Object.assign(operation === 'accrue' ? r.accrual : r.reversal, { state: 'in_doubt', inDoubtSince: since });
+  if (operation === 'reverse') r.reversal.unproven = undefined;
   r.nextAttemptAt = later(now, options.inDoubtVerifyAfterMs);
 }
 
@@ -292,24 +300,26 @@ export function newCheckout(
   hasContact: boolean,
   now: Date,
   owner?: string,
-  /** How it reached the bridge, when not by its POS's own post or webhook (e.g. "found by backfill"): said in its first history event. */
-  via?: string,
+  /** What brought it: kept as its `origin`; its note ("found by backfill: …") said in its first history event. */
+  arrival?: Arrival,
 ): LedgerRecord {
   const record = newRecord(ids, now);
+  if (arrival) record.origin = originOf(arrival);
   record.accrual.check = intent.check;
   record.accrual.customer = intent.customer;
   record.accrual.state = hasContact ? 'pending' : 'skipped';
   if (hasContact && owner) record.inFlight = { operation: 'accrue', startedAt: now.toISOString(), owner };
   const event = hasContact ? 'checkout recorded' : 'recorded without phone, email or card serial: nothing to accrue';
-  return born(record, via ? `${event} (${via})` : event);
+  return born(record, arrival?.note ? `${event} (${arrival.note})` : event);
 }
 
 /** A refund of an order this ledger never saw (accrued before the ledger existed, or lost): reversed by the derived id. */
-export function newRefundOfUnknownOrder(ids: RecordIds, refundId: string | undefined, now: Date, via?: string): LedgerRecord {
+export function newRefundOfUnknownOrder(ids: RecordIds, refundId: string | undefined, now: Date, arrival?: Arrival): LedgerRecord {
   const record = newRecord(ids, now);
+  if (arrival) record.origin = originOf(arrival);
   record.accrual.state = 'none';
   record.reversal = { ...record.reversal, state: 'pending', requestedAt: now.toISOString(), refundIds: refundId ? [refundId] : [] };
-  return born(record, `refund${refundId ? ` ${refundId}` : ''} for an order this ledger never saw: reversing by its derived id${via ? ` (${via})` : ''}`);
+  return born(record, `refund${refundId ? ` ${refundId}` : ''} for an order this ledger never saw: reversing by its derived id${arrival?.note ? ` (${arrival.note})` : ''}`);
 }
 
 /**
@@ -321,6 +331,7 @@ export function newRemainder(parent: LedgerRecord, partial: PartialRefundPlan, n
   record.accrual.check = partial.remainderCheck;
   record.accrual.customer = parent.accrual.customer;
   record.parentTransactionId = parent.transactionId;
+  record.origin = { via: 'remainder', receivedAt: record.createdAt, payload: false };
   if (inDoubtSince) putInDoubt(record, 'accrue', inDoubtSince, now, options);
   const doubt = cause ? `, created after ${cause}: it may have been created and accrued already` : inDoubtSince ? ': in doubt, lines lost in a crash may have accrued it already' : '';
   return born(record, `remainder of ${parent.transactionId} after partial refund ${partial.refundId}${doubt}`);
@@ -511,6 +522,59 @@ export function applyVerdict(record: LedgerRecord, verdict: Verdict, now: Date, 
       default:
         return unreachable(verdict);
     }
+  });
+}
+
+/** What the history showed of a reversal in doubt (history-verifier.ts `verifyReversal`). */
+export type ReversalVerdict =
+  | { kind: 'reversed'; operationIds: number[]; cards: string[]; shape: Pick<ReversalShape, 'eventId' | 'sign'> }
+  /** Nothing the bridge may act on: a person decides, shown the evidence. `reading`: what it looks like. */
+  | { kind: 'unproven'; reading: 'not_reversed' | 'ambiguous' | 'unknown'; why: string }
+  | { kind: 'too_early'; reason: string }
+  | { kind: 'cannot_verify'; reason: string };
+
+export function describeReversalVerdict(verdict: ReversalVerdict): string {
+  switch (verdict.kind) {
+    case 'reversed':
+      return `operations history shows operation ${verdict.operationIds.join(', ')} on card ${verdict.cards.join(', ')} (${verdict.shape.sign < 0 ? 'negative' : 'positive'} purchase sum, event ${verdict.shape.eventId}, as this service records a reversal): reversed`;
+    case 'unproven':
+      return `the operations history does not prove the reversal: ${verdict.why}`;
+    case 'too_early':
+    case 'cannot_verify':
+      return verdict.reason;
+    default:
+      return unreachable(verdict);
+  }
+}
+
+/** Applies to a reversal still in doubt (the caller checks). Reversed: its entries are claimed, as an accrual's are; a partial refund's remainder follows. */
+export function applyReversalVerdict(record: LedgerRecord, verdict: ReversalVerdict, now: Date, options: TransitionOptions): Transition {
+  return changed(record, (r) => {
+    switch (verdict.kind) {
+      case 'reversed':
+        Object.assign(r.reversal, { state: 'reversed', inDoubtSince: undefined, unproven: undefined, operationIds: [...(r.reversal.operationIds ?? []), ...verdict.operationIds] });
+        settledRounds(r);
+        return describeReversalVerdict(verdict);
+      case 'unproven':
+        r.reversal.unproven = { at: now.toISOString(), why: verdict.why };
+        r.nextAttemptAt = undefined;
+        return describeReversalVerdict(verdict);
+      case 'too_early':
+      case 'cannot_verify':
+        r.nextAttemptAt = later(now, Math.max(options.inDoubtVerifyAfterMs, options.retryBaseMs));
+        return describeReversalVerdict(verdict);
+      default:
+        return unreachable(verdict);
+    }
+  });
+}
+
+/** A confirmed reversal's history entries, found once (history-verifier.ts `learnReversal`): claimed, and the shape they showed kept. */
+export function noteReversalEntries(record: LedgerRecord, operationIds: number[], shape: ReversalShape): Transition {
+  return changed(record, (r) => {
+    r.reversal.operationIds = operationIds;
+    r.reversal.shape = shape;
+    return `the operations history shows this reversal as operation ${operationIds.join(', ')} (event ${shape.eventId}, ${shape.sign < 0 ? 'negative' : 'positive'} purchase sum): claimed`;
   });
 }
 
@@ -705,7 +769,7 @@ export function resolve(record: LedgerRecord, input: ResolveInput, operationClai
           Object.assign(r.reversal, { state: 'reversed', errors: [], unknownUpstream: undefined });
         } else {
           if (r.reversal.state !== 'in_doubt') throw new ConflictError(`the reversal is ${r.reversal.state}: not_reversed needs one in doubt, reversed one in doubt or failed`);
-          Object.assign(r.reversal, { state: input.outcome === 'reversed' ? 'reversed' : 'pending', inDoubtSince: undefined });
+          Object.assign(r.reversal, { state: input.outcome === 'reversed' ? 'reversed' : 'pending', inDoubtSince: undefined, unproven: undefined });
         }
         r.rounds = 0;
         break;

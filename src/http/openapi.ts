@@ -35,6 +35,8 @@ export const COMPONENT_SCHEMAS = {
   Error: S.ErrorEnvelope,
   RecordSummary: S.RecordSummary,
   RecordDetail: S.RecordDetail,
+  Evidence: S.EvidenceAnswer,
+  KeptPayload: S.KeptPayload,
   TransactionList: S.TransactionList,
   ReconcileReport: S.ReconcileReport,
   ThreeWayReport: S.ThreeWayReport,
@@ -336,12 +338,42 @@ function buildDocument(version: string) {
         get: {
           operationId: 'listTransactions',
           tags: ['Transactions'],
-          summary: 'List ledger records, newest first',
+          summary: "List ledger records, newest first: by status, POS, days, the start of an order or refund id (A-Z in any case), or a customer's phone, email or card serial (audited)",
           ...admin,
           parameters: queryParameters(ListQuery),
           responses: {
             '200': { description: 'One page of records: the Check sent and the results of each.', content: json(ref('TransactionList')) },
-            '400': errorResponse('A query parameter is not valid, or unknown (invalid_payload, each named).'),
+            '400': errorResponse('A query parameter is not valid, or unknown, or an order or refund id start more than 1,000 ids share (invalid_payload, each named).'),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/transactions/{transactionId}/evidence': {
+        get: {
+          operationId: 'getEvidence',
+          tags: ['Transactions'],
+          summary: "The loyalty history around the record's uncertain call, read live (the merchant's API key): its cards, their operations, each marked a candidate or not and why, and what the bridge reads from them. Changes nothing",
+          ...admin,
+          parameters: [transactionId, ...queryParameters(ScopeQuery)],
+          responses: {
+            '200': { description: 'The evidence (reading unknown, with why, when the history cannot be read).', content: json(ref('Evidence')) },
+            '400': errorResponse(`${BAD_PATH}, ${SCOPE_INVALID}.`),
+            '404': errorResponse("No such record (not_found), or not this merchant's."),
+            ...adminCommon,
+          },
+        },
+      },
+      '/v1/admin/transactions/{transactionId}/payload': {
+        get: {
+          operationId: 'getPayload',
+          tags: ['Transactions'],
+          summary: "The POS payload the record was created from (a direct post, a webhook delivery or its part, a replayed dead letter, an object backfill found); customers' phone numbers and emails masked unless unmask=true, which is audited",
+          ...admin,
+          parameters: [transactionId, ...queryParameters(RecordDetailQuery)],
+          responses: {
+            '200': { description: 'The payload as it arrived (masked unless unmasked).', content: json(ref('KeptPayload')) },
+            '400': errorResponse(`${BAD_PATH}, ${SCOPE_INVALID}.`),
+            '404': errorResponse('No such record, or none was kept for it (a remainder, a record from before payloads were kept, a delivery over 64 KiB): the message says which.'),
             ...adminCommon,
           },
         },

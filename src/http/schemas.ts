@@ -105,6 +105,15 @@ export const RecordSummary = z
       refundIds: z.array(z.string()),
       results: z.array(AccrualResult),
       inDoubtSince: timestamp.optional(),
+      operationIds: z.array(z.number().int()).optional().meta({ description: "Its entries in the operations history, once seen there (claimed, as an accrual's operations are)." }),
+      shape: z
+        .object({ eventId: z.number().int(), sign: z.union([z.literal(1), z.literal(-1)]), learnedFrom: z.string(), at: timestamp })
+        .optional()
+        .meta({ description: 'How the history showed this confirmed reversal: what the bridge looks for when a reversal of this merchant is in doubt.' }),
+      unproven: z
+        .object({ at: timestamp, why: z.string() })
+        .optional()
+        .meta({ description: 'In doubt, and the history did not prove it: a person decides, shown the evidence.' }),
     }),
     nextAttemptAt: timestamp.optional(),
     parentTransactionId: z.string().optional().meta({ description: 'On a record that accrues what a partial refund left: the original.' }),
@@ -136,8 +145,66 @@ export const ActionAllowed = z
   .meta({ description: 'Whether an operator action is allowed now, and why not.' });
 
 
+export const RecordOrigin = z
+  .object({
+    via: z.enum(['pos', 'webhook', 'backfill', 'replay', 'remainder', 'operator']).meta({
+      description: "pos: a direct post to /v1/checkouts|refunds/{pos}; webhook: a POS's webhook delivery; backfill: found reading the POS back (its webhook never came); replay: a dead letter run again; remainder: what a partial refund left; operator: an operator's reversal of an order the ledger never saw.",
+    }),
+    receivedAt: timestamp,
+    requestId: z.string().optional().meta({ description: "The HTTP request's id (its X-Request-Id): the request log's line for it." }),
+    webhookKey: z.string().optional().meta({ description: "The webhook event's key, as redeliveries are recognised by." }),
+    deadLetterId: z.string().optional().meta({ description: 'The dead letter whose replay created it.' }),
+    payload: z.boolean().meta({ description: 'The payload as it arrived is kept: GET /v1/admin/transactions/{transactionId}/payload.' }),
+  })
+  .meta({ description: 'How the order reached the bridge: the delivery or request that created the record.' });
+
+export const EvidenceAnswer = z
+  .object({
+    transactionId: z.string(),
+    merchantId: z.string(),
+    question: z.enum(['accrual', 'reversal', 'none']).meta({ description: 'The call whose outcome is in question: an accrual or a reversal in doubt (or out now); none: its outcome is known, the operations around its last call are shown.' }),
+    window: z.object({ from: timestamp, to: timestamp }).meta({ description: 'From when the call began (less the clock-skew margin) to now.' }),
+    cards: z.array(z.object({ serialNumber: z.string(), balance: z.number().optional().meta({ description: 'After the latest operation shown.' }) })).meta({ description: "The cards the record names: those its accrual credited and those the customer's phone, email or card serial reach." }),
+    operations: z.array(
+      z.object({
+        id: z.number().int(),
+        at: timestamp,
+        cardId: z.string(),
+        eventId: z.number().int(),
+        eventName: z.string().optional(),
+        amount: z.number().optional(),
+        purchaseSum: z.number().nullable().optional().meta({ description: 'Account-currency units, not cents (as the history gives it).' }),
+        balance: z.number().optional(),
+        claimedBy: z.string().optional().meta({ description: "The record that claimed it (its accrual's or its reversal's)." }),
+        candidate: z.boolean().meta({ description: 'It could settle the call in question, by the rules the bridge itself settles by.' }),
+        why: z.string().meta({ description: 'Why it is, or is not, a candidate.' }),
+      }),
+    ),
+    reading: z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed', 'ambiguous', 'unknown']).meta({ description: 'What the history shows, as the bridge reads it. The bridge settles accruals and reversals it proves by itself; a person decides the rest (resolve names no outcome by default).' }),
+    why: z.string(),
+    reversalShape: z
+      .object({ eventId: z.number().int(), sign: z.union([z.literal(1), z.literal(-1)]), learnedFrom: z.string(), at: timestamp })
+      .optional()
+      .meta({ description: "How this merchant's loyalty service shows a reversal in its history, learned from one it confirmed (learnedFrom)." }),
+  })
+  .meta({ description: 'The loyalty history around a record\'s uncertain call, read live with the merchant\'s API key; reading it changes nothing.' });
+export type EvidenceAnswer = z.infer<typeof EvidenceAnswer>;
+
+export const KeptPayload = z
+  .object({
+    receivedAt: timestamp,
+    pos: z.string(),
+    headers: z.record(z.string(), z.string()).meta({ description: 'The headers processing reads (content type, event type and ids); never credentials or signatures.' }),
+    body: z.string().meta({ description: 'As it arrived: UTF-8 text, or base64 when it is not (withheld while masked).' }),
+    bodyEncoding: z.enum(['utf8', 'base64']),
+    masked: z.boolean().meta({ description: "True when customers' phone numbers and emails in the body are masked (the default; ?unmask=true shows them, and is audited as unmask payload)." }),
+  })
+  .meta({ description: 'The POS payload a record was created from (a direct post, a webhook delivery or its part of a batch, a dead letter run again, an object backfill found).' });
+export type KeptPayload = z.infer<typeof KeptPayload>;
+
 export const RecordDetail = RecordSummary.extend({
   version: z.number().int(),
+  origin: RecordOrigin.optional().meta({ description: 'Where it came from; absent on records made before this was kept.' }),
   customer: Customer.optional(),
   inFlight: z.object({ operation: z.enum(['accrue', 'reverse']), startedAt: timestamp, owner: z.string() }).optional().meta({ description: 'A call to the loyalty service under way, and the instance making it.' }),
   rounds: z.number().int(),
@@ -215,6 +282,7 @@ export const DeadLetter = z
           at: timestamp,
           outcome: z.string().meta({ description: 'processed: what each event came to; or failed: why.' }),
           by: z.enum(['operator', 'bridge']).optional().meta({ description: "Who ran it: an operator's replay, or the bridge by itself (a transient cause)." }),
+          created: z.array(z.string()).optional().meta({ description: 'The checkouts this run recorded (their transactionIds; not repeats): each record names this letter as its origin.' }),
         }),
       )
       .meta({ description: 'Every run since it was kept, oldest first.' }),

@@ -6,8 +6,8 @@ import type { Response } from 'express';
 import { merchantOf, type LedgerRecord } from '../ledger/record.js';
 import { maskContacts } from '../mask.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
-import type { DeadLetter as StoredDeadLetter } from '../ledger/store.js';
-import type { DeadLetter, PosAnswer, RecordDetail, RecordSummary } from './schemas.js';
+import type { KeptPayload as StoredPayload, DeadLetter as StoredDeadLetter } from '../ledger/store.js';
+import type { DeadLetter, KeptPayload, PosAnswer, RecordDetail, RecordSummary } from './schemas.js';
 
 /** The one mapping of the core's outcomes to HTTP (bridge-contract: 200 final now, 202 still being delivered, 404 an order nobody knows). */
 const ANSWER_STATUS: Record<AnswerOutcome, number> = { settled: 200, in_progress: 202, unknown_order: 404 };
@@ -58,7 +58,15 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
     results: record.accrual.results,
     errors: [...record.accrual.errors, ...record.reversal.errors],
     accrual: { state: record.accrual.state, settledBy: record.accrual.settledBy, operationIds: record.accrual.operationIds, inDoubtSince: record.accrual.inDoubtSince },
-    reversal: { state: record.reversal.state, refundIds: record.reversal.refundIds, results: record.reversal.results, inDoubtSince: record.reversal.inDoubtSince },
+    reversal: {
+      state: record.reversal.state,
+      refundIds: record.reversal.refundIds,
+      results: record.reversal.results,
+      inDoubtSince: record.reversal.inDoubtSince,
+      ...(record.reversal.operationIds ? { operationIds: record.reversal.operationIds } : {}),
+      ...(record.reversal.shape ? { shape: record.reversal.shape } : {}),
+      ...(record.reversal.unproven ? { unproven: record.reversal.unproven } : {}),
+    },
     nextAttemptAt: record.nextAttemptAt,
     parentTransactionId: record.parentTransactionId,
     remainderTransactionId: record.remainderTransactionId,
@@ -87,8 +95,14 @@ export function recordDetail(record: LedgerRecord, actions: RecordDetail['action
     attemptsOmitted: record.attemptsOmitted,
     history: record.history,
     changedRepeats: record.changedRepeats,
+    ...(record.origin ? { origin: record.origin } : {}),
     masked: !unmask,
   };
+}
+
+/** A record's kept payload: masked as a dead letter's body is (see `deadLetterDetail`), unless `unmask`. */
+export function keptPayloadView(payload: StoredPayload, unmask: boolean): KeptPayload {
+  return { ...payload, ...(unmask ? {} : { body: maskedBody(payload.body, payload.bodyEncoding) }), masked: !unmask };
 }
 
 /** A dead letter in a list: what it is and where it stands, without the delivery (no body, headers or signatures). */
@@ -117,12 +131,15 @@ function maskJson(value: unknown, key = ''): unknown {
  */
 export function deadLetterDetail(letter: StoredDeadLetter, unmask: boolean, actions: DeadLetter['actions']): DeadLetter {
   if (unmask) return { ...letter, masked: false, actions };
-  if (letter.bodyEncoding === 'base64') return { ...letter, body: '', masked: true, actions };
-  let body: string;
+  return { ...letter, body: maskedBody(letter.body, letter.bodyEncoding), masked: true, actions };
+}
+
+/** A kept body with customers' contacts masked: JSON by key and by shape, other text by shape; base64 withheld (it cannot be read for them). */
+function maskedBody(body: string, encoding: 'utf8' | 'base64'): string {
+  if (encoding === 'base64') return '';
   try {
-    body = JSON.stringify(maskJson(JSON.parse(letter.body)));
+    return JSON.stringify(maskJson(JSON.parse(body)));
   } catch {
-    body = maskContacts(letter.body);
+    return maskContacts(body);
   }
-  return { ...letter, body, masked: true, actions };
 }

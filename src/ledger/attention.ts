@@ -85,7 +85,10 @@ export function attentionOf(record: AttentionInput): AttentionItem[] {
   const items: AttentionItem[] = [];
   const { accrual, reversal } = record;
   if (!record.inFlight && reversal.state === 'in_doubt') {
-    items.push({ ...base, kind: 'in_doubt', since: reversal.inDoubtSince ?? statusSince(record), why: 'reverse outcome unknown; the operations history cannot prove a reversal, so a person must resolve it (reversed or not_reversed)' });
+    const why = reversal.unproven
+      ? `reverse outcome unknown and the operations history does not prove it (${reversal.unproven.why}): a person must resolve it (reversed or not_reversed), shown the evidence`
+      : "reverse outcome unknown; settled from the operations history once it shows the reversal (LOYALTY_API_KEY set and this service's reversal shape learned), otherwise a person must resolve it (reversed or not_reversed)";
+    items.push({ ...base, kind: 'in_doubt', since: reversal.inDoubtSince ?? statusSince(record), why });
   } else if (!record.inFlight && accrual.state === 'in_doubt') {
     const rivals = accrual.ambiguousWith?.length ? accrual.ambiguousWith : undefined;
     items.push(

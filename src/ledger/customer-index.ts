@@ -7,7 +7,7 @@
  * phone numbers cannot be hashed ahead of time to read the index.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Customer } from '../customer.js';
+import { toE164, type Customer } from '../customer.js';
 
 /** The setting under which a store keeps its search key. */
 export const CUSTOMER_SEARCH_KEY = 'customer_search_key';
@@ -38,4 +38,31 @@ export function customerHash(key: string, identity: string): string {
 /** Every index entry of a record: one per identifier of its customer (none without one). */
 export function customerHashesOf(customer: Customer | undefined, key: string): string[] {
   return identitiesOf(customer).map((identity) => customerHash(key, identity));
+}
+
+/**
+ * What an operator typed into the customer search, as the identifiers it could be: `phone:…`,
+ * `email:…` or `card:…` as said; text with an @ an email; otherwise a card serial as typed and,
+ * when it reads as a phone number in `region` (the merchant's, for numbers without a country
+ * code), that phone in E.164. A card serial is dash-separated digits, as a phone may be written:
+ * both are asked for. Empty when it can be none.
+ */
+export function searchIdentities(text: string, region: string): string[] {
+  const typed = text.trim();
+  const explicit = /^(phone|email|card):(.*)$/i.exec(typed);
+  const kind = explicit?.[1]!.toLowerCase();
+  const value = (explicit ? explicit[2]! : typed).trim();
+  if (!value) return [];
+  if (kind === 'email' || (!kind && value.includes('@'))) return identitiesOf({ email: value });
+  const asPhone = kind === 'card' ? undefined : phoneOf(value, region);
+  const asCard = kind === 'phone' || value.startsWith('+') ? undefined : value;
+  return [...identitiesOf({ phone: asPhone }), ...identitiesOf({ serialNumber: asCard })];
+}
+
+function phoneOf(text: string, region: string): string | undefined {
+  try {
+    return toE164(text, region, 'customer');
+  } catch {
+    return undefined;
+  }
 }

@@ -29,7 +29,7 @@ import Database from 'better-sqlite3';
 import type { AttentionKind } from './attention.js';
 import type { Location, Position, SegmentStamp } from './journal.js';
 import type { LedgerStatus } from './record.js';
-import { foldCase, LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
+import { CUSTOMER_SEARCH_DEPTH, foldCase, LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
 
 /** Bumped whenever the schema or the meaning of a column changes: an index of another format is rebuilt. */
 export const INDEX_FORMAT = 2;
@@ -77,8 +77,8 @@ export interface RecordFilter {
   orderId?: string;
   /** Refund ids starting with this, folded. */
   refundId?: string;
-  /** A customer search entry (customer-index.ts `customerHash`). */
-  customerHash?: string;
+  /** Customer search entries (customer-index.ts `customerHash`): records with any of them. */
+  customerHashes?: readonly string[];
   fromMs?: number;
   toMs?: number;
 }
@@ -142,7 +142,7 @@ const TABLES = `
     segment INTEGER NOT NULL, line_offset INTEGER NOT NULL, line_length INTEGER NOT NULL
   ) WITHOUT ROWID;
   CREATE TABLE refunds (refund_id TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (refund_id, key)) WITHOUT ROWID;
-  CREATE TABLE customers (hash TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (hash, key)) WITHOUT ROWID;
+  CREATE TABLE customers (hash TEXT NOT NULL, created_ms INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (hash, created_ms, key)) WITHOUT ROWID;
   CREATE TABLE payloads (key TEXT PRIMARY KEY NOT NULL, segment INTEGER NOT NULL, line_offset INTEGER NOT NULL, line_length INTEGER NOT NULL) WITHOUT ROWID;
   CREATE TABLE claims (merchant TEXT NOT NULL, op INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (merchant, op)) WITHOUT ROWID;
   CREATE TABLE accrual_keys (akey TEXT PRIMARY KEY NOT NULL, key TEXT NOT NULL) WITHOUT ROWID;
@@ -391,8 +391,8 @@ export class LedgerIndex {
     for (const id of refundsRemoved) this.#prepare('DELETE FROM refunds WHERE refund_id = ? AND key = ?').run(id, row.key);
     for (const id of refundsAdded) this.#prepare('INSERT OR IGNORE INTO refunds (refund_id, key) VALUES (?, ?)').run(id, row.key);
     const { added: customersAdded, removed: customersRemoved } = difference(before.customers, row.customers);
-    for (const hash of customersRemoved) this.#prepare('DELETE FROM customers WHERE hash = ? AND key = ?').run(hash, row.key);
-    for (const hash of customersAdded) this.#prepare('INSERT OR IGNORE INTO customers (hash, key) VALUES (?, ?)').run(hash, row.key);
+    for (const hash of customersRemoved) this.#prepare('DELETE FROM customers WHERE hash = ? AND created_ms = ? AND key = ?').run(hash, previous!.createdMs, row.key);
+    for (const hash of customersAdded) this.#prepare('INSERT OR IGNORE INTO customers (hash, created_ms, key) VALUES (?, ?, ?)').run(hash, row.createdMs, row.key);
     const { added: opsAdded, removed: opsRemoved } = difference(before.ops, row.ops);
     for (const op of opsRemoved) this.#prepare('DELETE FROM claims WHERE merchant = ? AND op = ? AND key = ?').run(row.merchant, op, row.key);
     // The store refused any id another record holds; on a rebuild, the later line wins, as the in-memory index's did.
@@ -499,9 +499,12 @@ export class LedgerIndex {
       if (filter.toMs !== undefined) where.push('r.created_ms <= ?'), params.push(filter.toMs);
       return { where, params };
     };
-    if (filter.customerHash !== undefined) {
+    if (filter.customerHashes !== undefined) {
       const rest = checks({});
-      return [{ from: 'FROM customers c JOIN records r ON r.key = c.key', where: ['c.hash = ?', ...rest.where], params: [filter.customerHash, ...rest.params] }];
+      // Each identifier's newest CUSTOMER_SEARCH_DEPTH (the primary key orders them); IN: a record with two of them is listed once.
+      const newest = filter.customerHashes.map(() => `SELECT * FROM (SELECT c.key FROM customers c WHERE c.hash = ? ORDER BY c.created_ms DESC, c.key DESC LIMIT ${CUSTOMER_SEARCH_DEPTH})`);
+      const found = newest.length ? newest.join(' UNION ALL ') : 'SELECT NULL WHERE 0';
+      return [{ from: 'FROM records r', where: [`r.key IN (${found})`, ...rest.where], params: [...filter.customerHashes, ...rest.params] }];
     }
     if (filter.refundId !== undefined) {
       const rest = checks({});

@@ -114,6 +114,8 @@ interface Manifest {
    * that searches customers) and kept with it, since the index's and the lines' hashes were made with it.
    */
   searchKey?: string;
+  /** `putSetting`'s: few and small, written seldom (the manifest is rewritten whole, synced). */
+  settings?: Record<string, string>;
 }
 
 /**
@@ -431,7 +433,7 @@ export class FileLedgerStore implements LedgerStore {
       ...(query.pos ? { pos: query.pos } : {}),
       ...(query.orderId ? { orderId: query.orderId } : {}),
       ...(query.refundId ? { refundId: query.refundId } : {}),
-      ...(query.customer ? { customerHash: customerHash(this.#searchKey, query.customer) } : {}),
+      ...(query.customer ? { customerHashes: query.customer.map((identity) => customerHash(this.#searchKey, identity)) } : {}),
       ...(query.from ? { fromMs: query.from.getTime() } : {}),
       ...(query.to ? { toMs: query.to.getTime() } : {}),
     };
@@ -602,6 +604,24 @@ export class FileLedgerStore implements LedgerStore {
       syncDirectory(this.merchantsDir);
       this.#merchants.set(merchant.id, structuredClone(merchant));
       return merchant;
+    });
+  }
+
+  async getSetting(name: string): Promise<string | undefined> {
+    return this.#manifest!.data!.settings?.[name];
+  }
+
+  putSetting(name: string, value: string): Promise<void> {
+    return this.#locks.run('manifest', async () => {
+      const manifest = this.#manifest!.data!;
+      const before = manifest.settings;
+      manifest.settings = { ...before, [name]: value };
+      try {
+        await this.#writeManifest();
+      } catch (error) {
+        manifest.settings = before;
+        throw error;
+      }
     });
   }
 

@@ -8,6 +8,7 @@
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { dueOf } from '../core/transitions.js';
 import { takeTurns } from './due-turns.js';
+import { identitiesOf } from './customer-index.js';
 import { accrualKeys, claimedOperationIds, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from './attention.js';
@@ -30,6 +31,7 @@ import {
   type BackfillState,
   type DeadLetter,
   type DeadLetterCounts,
+  CUSTOMER_SEARCH_DEPTH,
   PREFIX_MATCH_CAP,
   tooManyPrefixMatches,
   type DeadLetterQuery,
@@ -59,10 +61,11 @@ export interface MemoryLedgerState {
   backfill: Map<string, BackfillState>;
   /** By ledger key: the payload each record was created from, where one was kept. */
   payloads: Map<string, KeptPayload>;
+  settings: Map<string, string>;
 }
 
 export function emptyMemoryLedger(): MemoryLedgerState {
-  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), audit: [], backfill: new Map(), payloads: new Map() };
+  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), audit: [], backfill: new Map(), payloads: new Map(), settings: new Map() };
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -100,6 +103,14 @@ export class MemoryLedgerStore implements LedgerStore {
     return { record: copy(record), created: true };
   }
 
+  async getSetting(name: string): Promise<string | undefined> {
+    return this.state.settings.get(name);
+  }
+
+  async putSetting(name: string, value: string): Promise<void> {
+    this.state.settings.set(name, value);
+  }
+
   async getPayload(key: string): Promise<KeptPayload | undefined> {
     const payload = this.state.payloads.get(key);
     return payload && copy(payload);
@@ -120,8 +131,10 @@ export class MemoryLedgerStore implements LedgerStore {
       if (prefix && [...this.state.records.values()].filter((r) => listMatches(r, { [field]: prefix, offset: 0, limit: 0 })).length > PREFIX_MATCH_CAP) throw tooManyPrefixMatches(field, prefix);
     }
     const statuses = statusesOf(query);
+    // A customer search reads each identifier's newest CUSTOMER_SEARCH_DEPTH records, as the other stores' indexes do.
+    const searched = query.customer && new Set(query.customer.flatMap((identity) => [...this.state.records.values()].filter((r) => identitiesOf(r.accrual.customer).includes(identity)).sort((a, b) => newestFirst(rowOf(a), rowOf(b))).slice(0, CUSTOMER_SEARCH_DEPTH)));
     // The total counts the filter's matches: the cursor only says where the page starts.
-    const matching = [...this.state.records.values()].filter((r) => listMatches(r, { ...query, after: undefined }, statuses)).sort((a, b) => newestFirst(rowOf(a), rowOf(b)));
+    const matching = [...this.state.records.values()].filter((r) => (!searched || searched.has(r)) && listMatches(r, { ...query, after: undefined }, statuses)).sort((a, b) => newestFirst(rowOf(a), rowOf(b)));
     const after = matching.filter((r) => listMatches(r, query, statuses));
     return pageOf(after.slice(query.offset, query.offset + query.limit).map(copy), Math.min(matching.length, LIST_COUNT_CAP + 1));
   }

@@ -959,6 +959,8 @@ CREATE TABLE ledger_customers (
   created_at timestamptz NOT NULL,
   PRIMARY KEY (hash, transaction_id)
 );
+-- A customer's records newest first (a search reads the newest CUSTOMER_SEARCH_DEPTH of each identifier).
+CREATE INDEX ledger_customers_newest ON ledger_customers (hash, created_at DESC, transaction_id DESC);
 
 -- Refund ids, A-Z folded (store.ts foldCase), by prefix (a "C" collation lets the primary key serve LIKE 'abc%').
 CREATE TABLE ledger_refund_ids (

@@ -18,6 +18,7 @@ import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput, type AttentionKi
 import { CUSTOMER_SEARCH_KEY, customerHash, customerHashesOf } from './customer-index.js';
 import {
   backfillKey,
+  CUSTOMER_SEARCH_DEPTH,
   deadLetterDueAtMs,
   FOLD_CASE_SQL,
   foldCase,
@@ -499,7 +500,12 @@ export class PostgresLedgerStore implements LedgerStore {
       where.push(`(r.created_at, r.transaction_id) IN (SELECT f.created_at, f.transaction_id FROM ledger_refund_ids f WHERE f.refund_id LIKE $${params.push(likePrefix(query.refundId))})`);
     }
     if (query.customer) {
-      where.push(`(r.created_at, r.transaction_id) IN (SELECT c.created_at, c.transaction_id FROM ledger_customers c WHERE c.hash = $${params.push(customerHash(this.#key, query.customer))})`);
+      // Each identifier's newest CUSTOMER_SEARCH_DEPTH, through ledger_customers_newest: what the customer holds beyond is not read.
+      const hashes = query.customer.map((identity) => customerHash(this.#key, identity));
+      where.push(
+        `(r.created_at, r.transaction_id) IN (SELECT c.created_at, c.transaction_id FROM unnest($${params.push(hashes)}::text[]) h (hash)
+           CROSS JOIN LATERAL (SELECT n.created_at, n.transaction_id FROM ledger_customers n WHERE n.hash = h.hash ORDER BY n.created_at DESC, n.transaction_id DESC LIMIT ${CUSTOMER_SEARCH_DEPTH}) c)`,
+      );
     }
     if (query.from) where.push(`r.created_at >= $${params.push(query.from)}`);
     if (query.to) where.push(`r.created_at <= $${params.push(query.to)}`);
@@ -988,6 +994,15 @@ export class PostgresLedgerStore implements LedgerStore {
       await this.#saveDeadLetter(stored, client);
       return JSON.parse(jsonb(stored)) as DeadLetter;
     });
+  }
+
+  /** In ledger_settings (migration 11), beside the customer search key. */
+  async getSetting(name: string): Promise<string | undefined> {
+    return (await this.pool.query<{ value: string }>('SELECT value FROM ledger_settings WHERE name = $1', [name])).rows[0]?.value;
+  }
+
+  async putSetting(name: string, value: string): Promise<void> {
+    await this.pool.query('INSERT INTO ledger_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value', [name, value]);
   }
 
   async getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined> {

@@ -103,8 +103,11 @@ export interface ReversalShape {
 
 /** Where a record came from (its first delivery). */
 export interface RecordOrigin {
-  /** pos: a direct post; webhook; backfill: found reading the POS back; replay: a dead letter run again; remainder: a partial refund's rest. */
-  via: 'pos' | 'webhook' | 'backfill' | 'replay' | 'remainder';
+  /**
+   * pos: a direct post; webhook; backfill: found reading the POS back; replay: a dead letter run
+   * again; remainder: a partial refund's rest; operator: an operator's reversal of an order the ledger never saw.
+   */
+  via: 'pos' | 'webhook' | 'backfill' | 'replay' | 'remainder' | 'operator';
   receivedAt: string;
   /** The HTTP request's id (x-request-id), as in the request log. */
   requestId?: string;
@@ -113,7 +116,7 @@ export interface RecordOrigin {
   /** The dead letter whose replay created it. */
   deadLetterId?: string;
   /** The POS payload that arrived is kept beside the record (the store's `getPayload`). */
-  payload?: boolean;
+  payload: boolean;
 }
 
 /** The upstream operations a record has claimed: its accrual's and its reversal's. No other record may claim them. */

@@ -23,11 +23,13 @@ export interface ListQuery {
   /** Records whose reversal was asked for by a refund id starting with this, whatever the case. */
   refundId?: string;
   /**
-   * One of the customer's identifiers as the ledger compares them (customer-index.ts
-   * `identitiesOf`: `phone:+15550001111`, `email:ann@example.test`, `card:11-100001-2`): the records
-   * of that customer, found through the keyed-hash index, never by reading contacts.
+   * Customer identifiers as the ledger compares them (customer-index.ts `identitiesOf`:
+   * `phone:+15550001111`, `email:ann@example.test`, `card:11-100001-2`): the records of a customer
+   * with any of them, found through the keyed-hash index, never by reading contacts. A search text
+   * that could be a phone or a card serial is asked as both (customer-index.ts `searchIdentities`).
+   * Each identifier's newest CUSTOMER_SEARCH_DEPTH records are searched (the other filters apply to those).
    */
-  customer?: string;
+  customer?: readonly string[];
   /** Inclusive bounds on `createdAt`. */
   from?: Date;
   to?: Date;
@@ -54,6 +56,12 @@ export interface ListCursor {
  * answer says `totalCapped` and `total` is the cap ("at least this many").
  */
 export const LIST_COUNT_CAP = 1_000;
+
+/**
+ * A customer search looks at each identifier's newest this many records: newest first through its
+ * index, so a customer with years of orders costs what a page does, not what the customer holds.
+ */
+export const CUSTOMER_SEARCH_DEPTH = 1_000;
 
 /**
  * An order or refund id search (a prefix) that matches more ledger keys than this is refused: the
@@ -105,7 +113,8 @@ export interface DeadLetter {
   body: string;
   bodyEncoding: 'utf8' | 'base64';
   /** Each run since it was kept: an operator's replay or the bridge's own run (`by`; absent on runs from before the bridge ran any). */
-  replays: { at: string; outcome: string; by?: 'operator' | 'bridge' }[];
+  /** `created`: the checkouts the run recorded (transactionIds; not repeats). */
+  replays: { at: string; outcome: string; by?: 'operator' | 'bridge'; created?: string[] }[];
   /** Set when a replay went through, or when an operator dismissed it (`dismissed`). */
   resolvedAt?: string;
   /** An operator closed it without running it (nothing to carry out): kept whole, never run again. */
@@ -307,7 +316,7 @@ export function listMatches(record: Pick<LedgerRecord, 'transactionId' | 'mercha
     (!query.pos || record.pos === query.pos) &&
     (!query.orderId || startsWithFolded(record.orderId, query.orderId)) &&
     (!query.refundId || record.reversal.refundIds.some((id) => startsWithFolded(id, query.refundId!))) &&
-    (!query.customer || identitiesOf(record.accrual.customer).includes(query.customer)) &&
+    (!query.customer || identitiesOf(record.accrual.customer).some((identity) => query.customer!.includes(identity))) &&
     (!query.from || createdMs >= query.from.getTime()) &&
     (!query.to || createdMs <= query.to.getTime()) &&
     (!query.after || newestFirst({ createdAtMs: createdMs, key: keyOf(record) }, { createdAtMs: Date.parse(query.after.createdAt), key: query.after.key }) > 0)
@@ -562,4 +571,9 @@ export interface LedgerStore {
   updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined>;
   /** Every merchant's, by merchant then POS; `merchantId`: that merchant's only. */
   listBackfillStates(merchantId?: string): Promise<BackfillState[]>;
+  // ---------------------------------------------------------------- settings
+  /** What the bridge learned and keeps with the ledger, by name (a merchant's reversal shape: core/reversal-shape.ts); few and small. */
+  getSetting(name: string): Promise<string | undefined>;
+  /** Stores a setting, replacing what it held; durable when it answers. */
+  putSetting(name: string, value: string): Promise<void>;
 }

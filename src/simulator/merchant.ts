@@ -8,7 +8,7 @@
  */
 import type { Credential } from '../loyalty/contract.js';
 import { FaultQueue } from './faults.js';
-import { type Books, COMPANY_ID, Ledger, serialPrefix } from './state.js';
+import { type Books, COMPANY_ID, DEFAULT_REVERSAL_ENTRY, Ledger, type ReversalEntry, serialPrefix } from './state.js';
 
 export const DEFAULT_MERCHANT_ID = 'default';
 /** The bridge's own rule for merchant ids (bridge-contract.md, Merchants); they also appear in /__sim paths. */
@@ -58,6 +58,12 @@ export interface SimMerchant {
   restore(): void;
   /** Back to as created: empty books, no faults, installed, the initial credentials. */
   reset(): void;
+  /**
+   * How a reversal is written in this account's operations history (the contract does not say):
+   * default event 24 "Points earned" with the purchase taken back (a negative purchaseSum). Tests
+   * set another shape (an event of its own, a positive sum) to hold the bridge to learning it.
+   */
+  reversalEntry: ReversalEntry;
 }
 
 function credentialList(input: MerchantOptions['credentials']): Credential[] {
@@ -76,6 +82,7 @@ export class Merchant implements SimMerchant {
   readonly faults = new FaultQueue();
   ledger: Ledger;
   #revoked = false;
+  #reversalEntry: ReversalEntry = DEFAULT_REVERSAL_ENTRY;
   readonly #initialCredentials: ReadonlyMap<string, string>;
   #credentials: Map<string, string>;
 
@@ -133,8 +140,18 @@ export class Merchant implements SimMerchant {
     this.#revoked = false;
   }
 
+  get reversalEntry(): ReversalEntry {
+    return this.#reversalEntry;
+  }
+
+  set reversalEntry(entry: ReversalEntry) {
+    this.#reversalEntry = entry;
+    this.ledger.reversalEntry = entry;
+  }
+
   reset(): void {
     this.ledger = new Ledger(this.templateIds, this.now, this.companyId, this.firstOperationId);
+    this.#reversalEntry = DEFAULT_REVERSAL_ENTRY;
     this.faults.clear();
     this.#revoked = false;
     this.#credentials = new Map(this.#initialCredentials);

@@ -8,8 +8,18 @@ import type { AccrualResult, AccrueRequest, Card, Operation, PosResponse } from 
 
 /** The default merchant's account; every other merchant of the simulator is its own account (own companyId). */
 export const COMPANY_ID = 1;
-/** "Points earned" (contract, Events recorded in the operations history); reversals reuse it with a negative amount. */
+/** "Points earned" (contract, Events recorded in the operations history). */
 const POINTS_EARNED = { eventId: 24, eventName: 'Points earned' } as const;
+
+/** How a reversal is written in the history: an event, and the sign of its purchaseSum (the Check's sum). */
+export interface ReversalEntry {
+  eventId: number;
+  eventName: string;
+  sign: 1 | -1;
+}
+
+/** By default a reversal reuses "Points earned" with the purchase taken back (negative purchaseSum and amount). */
+export const DEFAULT_REVERSAL_ENTRY: ReversalEntry = { ...POINTS_EARNED, sign: -1 };
 /** Card type of every result: the contract shows the integer but not its meaning, any constant will do. */
 const CARD_TYPE = 1;
 
@@ -65,6 +75,8 @@ interface CardRec {
 
 interface OperationRec {
   id: number;
+  eventId: number;
+  eventName: string;
   card: CardRec;
   amount: number;
   purchaseSum: number;
@@ -130,6 +142,8 @@ function emailKey(email: string): string {
 export class Ledger {
   accrueRequests = 0;
   reverseRequests = 0;
+  /** See SimMerchant.reversalEntry. */
+  reversalEntry: ReversalEntry = DEFAULT_REVERSAL_ENTRY;
 
   #customers = new Map<string, CustomerRec>();
   #byPhone = new Map<string, CustomerRec>();
@@ -249,7 +263,7 @@ export class Ledger {
       if (index === 0 && failFirst !== undefined) {
         return { ...base, isSuccess: false, errorMessage: failFirst, accrualAmount: 0, accruedValue: 0, operationId: null };
       }
-      const operation = this.#record(card, points, check.amount / 100, at);
+      const operation = this.#record(card, points, check.amount / 100, at, POINTS_EARNED);
       const result: AccrualResult = {
         ...base,
         isSuccess: true,
@@ -297,7 +311,8 @@ export class Ledger {
         return { ...result, isSuccess: false, errorMessage: failFirst, reversedAt: null };
       }
       const value = result.accruedValue ?? 0;
-      this.#record(card, -value, -(tx.amount / 100), at);
+      const entry = this.reversalEntry;
+      this.#record(card, -value, entry.sign * (tx.amount / 100), at, entry);
       tx.points -= value;
       result.reversedAt = reversedAt;
       reversed += 1;
@@ -372,12 +387,14 @@ export class Ledger {
     return `${serialPrefix(this.companyId, templateId)}-${number}-${digitSum % 10}`;
   }
 
-  #record(card: CardRec, amount: number, purchaseSum: number, at: Date): OperationRec {
+  #record(card: CardRec, amount: number, purchaseSum: number, at: Date, event: { eventId: number; eventName: string }): OperationRec {
     card.balance += amount;
     const createdAt = isoWithOffset(at);
     card.updatedAt = createdAt;
     const op: OperationRec = {
       id: this.#nextOperationId++,
+      eventId: event.eventId,
+      eventName: event.eventName,
       card,
       amount,
       purchaseSum,
@@ -417,7 +434,8 @@ function operationOut(op: OperationRec, companyId: number): Operation {
     customer: customerOut(card.customer),
     cardId: card.serial,
     cardDevice: 'PWA',
-    ...POINTS_EARNED,
+    eventId: op.eventId,
+    eventName: op.eventName,
     managerId: null,
     locationId: null,
     amount: op.amount,

@@ -147,3 +147,85 @@ describe('when the history cannot be read', () => {
     expect(await verify(failing, record, 60)).toMatchObject({ kind: 'cannot_verify', reason: expect.stringContaining('429') });
   });
 });
+
+describe('a reversal in doubt, by the learned shape (reversal-shape.ts)', () => {
+  /** An accrual of 59.97 on CARD (operation 50 unless said), its reversal in doubt since minute `since`. */
+  function reversalInDoubt(id: string, since: number, customer: LedgerRecord['accrual']['customer'] = { phone: PHONE }, accrualOperation = 50): LedgerRecord {
+    const r = makeRecord(id, { accrual: 'accrued', reversal: 'in_doubt', operationIds: [accrualOperation], customer });
+    r.accrual.results = r.accrual.results.map((res) => ({ ...res, serialNumber: CARD }));
+    r.reversal.inDoubtSince = minutes(since);
+    return r;
+  }
+  const reversal = (o: Partial<Operation> = {}): Partial<Operation> => ({ purchaseSum: -59.97, eventId: 24, ...o });
+  const verifyReversal = (reader: HistoryReader, record: LedgerRecord, atMinute: number) => new HistoryVerifier(reader, store, { graceMs: GRACE_MS, clockSkewMs: SKEW_MS }).verifyReversal(record, new Date(minutes(atMinute)));
+  const learn = (reader: HistoryReader, record: LedgerRecord) => new HistoryVerifier(reader, store, { graceMs: GRACE_MS, clockSkewMs: SKEW_MS }).learnReversal(record);
+  const knowShape = (shape: { eventId: number; sign: 1 | -1 }) => store.putSetting('reversal_shape/default', JSON.stringify({ ...shape, learnedFrom: 'generic:L', at: minutes(0) }));
+
+  it('without a learned shape, nothing is proven', async () => {
+    const r = reversalInDoubt('generic:R', 9);
+    await store.insert(r);
+    expect(await verifyReversal(history([reversal()]), r, 11)).toMatchObject({ kind: 'unproven', reading: 'unknown', why: expect.stringMatching(/no reversal of this merchant has been confirmed/) });
+  });
+
+  it('one unclaimed entry of the shape with the sum, on the credited card, after the call began: reversed', async () => {
+    await knowShape({ eventId: 24, sign: -1 });
+    const r = reversalInDoubt('generic:R', 9);
+    await store.insert(r);
+    expect(await verifyReversal(history([reversal()]), r, 11)).toEqual({ kind: 'reversed', operationIds: [100], cards: [CARD], shape: expect.objectContaining({ eventId: 24, sign: -1 }) });
+  });
+
+  it('not the shape, not the sum, before the call, or claimed: no entry; through the grace period too early, then left to a person as not reversed', async () => {
+    await knowShape({ eventId: 24, sign: -1 });
+    const r = reversalInDoubt('generic:R', 9);
+    await store.insert(r);
+    await store.insert(makeRecord('generic:other', { accrual: 'accrued', operationIds: [103] }));
+    const ops = [reversal({ eventId: 77 }), reversal({ purchaseSum: 59.97 }), reversal({ createdAt: minutes(7.9) }), reversal({ purchaseSum: -59.96 })].map((o, i) => ({ ...o, id: 100 + i }));
+    const claimed = { ...reversal(), id: 103 };
+    expect(await verifyReversal(history([...ops, claimed]), r, 11)).toMatchObject({ kind: 'too_early' });
+    expect(await verifyReversal(history([...ops, claimed]), r, 9 + GRACE_MS / 60_000)).toMatchObject({ kind: 'unproven', reading: 'not_reversed' });
+  });
+
+  it('two entries on the card, or one another in-doubt reversal of the customer and amount could have left: unproven, ambiguous', async () => {
+    await knowShape({ eventId: 24, sign: -1 });
+    const r = reversalInDoubt('generic:R', 9);
+    await store.insert(r);
+    expect(await verifyReversal(history([reversal(), reversal({ id: 101 })]), r, 11)).toMatchObject({ kind: 'unproven', reading: 'ambiguous' });
+    await store.insert(reversalInDoubt('generic:S', 9.5, { phone: PHONE }, 51));
+    expect(await verifyReversal(history([reversal()]), r, 11)).toMatchObject({ kind: 'unproven', reading: 'ambiguous', why: expect.stringMatching(/could be the reversal of generic:S too/) });
+  });
+
+  it('a reversal of the customer and amount confirmed a moment ago, its entries not noted yet: too early; past the grace period, a rival', async () => {
+    await knowShape({ eventId: 24, sign: -1 });
+    const r = reversalInDoubt('generic:R', 9);
+    await store.insert(r);
+    const done = makeRecord('generic:done', { accrual: 'accrued', reversal: 'reversed', operationIds: [60], customer: { phone: PHONE } });
+    done.reversal.results = [{ ...done.accrual.results[0]!, reversedAt: minutes(10) }];
+    await store.insert(done);
+    expect(await verifyReversal(history([reversal()]), r, 11)).toMatchObject({ kind: 'too_early', reason: expect.stringMatching(/generic:done/) });
+    expect(await verifyReversal(history([reversal()]), r, 10 + GRACE_MS / 60_000 + 0.1)).toMatchObject({ kind: 'unproven', reading: 'ambiguous' });
+  });
+
+  it('learning: the one unclaimed entry with the sum at reversedAt on each reversed card; a positive one only when the accrual shows under another event', async () => {
+    const confirmed = (id: string) => {
+      const r = makeRecord(id, { accrual: 'accrued', reversal: 'reversed', operationIds: [50] });
+      r.accrual.results = r.accrual.results.map((res) => ({ ...res, serialNumber: CARD }));
+      r.reversal.results = r.accrual.results.map((res) => ({ ...res, reversedAt: minutes(10) }));
+      return r;
+    };
+    const accrualEntry = { id: 50, purchaseSum: 59.97, eventId: 24, createdAt: minutes(9) };
+    expect(await learn(history([accrualEntry, reversal({ id: 60 })]), confirmed('generic:L1'))).toEqual({ kind: 'learned', operationIds: [60], shape: { eventId: 24, sign: -1 } });
+    expect(await learn(history([accrualEntry, { id: 61, eventId: 77, purchaseSum: 59.97 }]), confirmed('generic:L2'))).toEqual({ kind: 'learned', operationIds: [61], shape: { eventId: 77, sign: 1 } });
+    // The accrual not in sight: a positive entry cannot be told from an accrual.
+    expect(await learn(history([{ id: 61, eventId: 77, purchaseSum: 59.97 }]), confirmed('generic:L3'))).toMatchObject({ kind: 'not_learned', why: expect.stringMatching(/cannot be told from the accrual/) });
+    expect(await learn(history([accrualEntry, reversal({ id: 60 }), reversal({ id: 62 })]), confirmed('generic:L4'))).toMatchObject({ kind: 'not_learned', why: expect.stringMatching(/2 unclaimed entries/) });
+    expect(await learn(history([accrualEntry, reversal({ id: 60, createdAt: minutes(12) })]), confirmed('generic:L5'))).toMatchObject({ kind: 'not_learned', why: expect.stringMatching(/0 unclaimed entries/) });
+  });
+
+  it("an accrual in doubt never takes an entry of a positive reversal shape for its own", async () => {
+    await knowShape({ eventId: 77, sign: 1 });
+    const record = inDoubt('generic:A', 9);
+    await store.insert(record);
+    expect(await verify(history([{ eventId: 77 }]), record, 11)).toMatchObject({ kind: 'too_early' });
+    expect(await verify(history([{ eventId: 77 }, { id: 101, eventId: 24 }]), record, 11)).toEqual({ kind: 'happened', operationId: 101, cardId: CARD });
+  });
+});

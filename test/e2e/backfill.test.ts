@@ -85,6 +85,12 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     const [transactionId] = first.body.new as string[];
     await accruedOnce(h.sim, [transactionId!]);
     expect((await history(h.bridge, transactionId!))[0]).toMatch(/found by backfill/);
+    // Its origin says so, and the POS's object as the listing read it is kept as its payload.
+    const found = await h.bridge.store.get(transactionId!);
+    expect(found!.origin).toEqual({ via: 'backfill', receivedAt: expect.any(String), payload: true });
+    const kept = await h.bridge.store.getPayload(transactionId!);
+    expect(kept).toMatchObject({ pos: p.pos, bodyEncoding: 'utf8', headers: {} });
+    expect(kept!.body).toContain(orderId);
     expect(first.body.watermark).toEqual(expect.any(String));
 
     const second = await backfill(h.bridge, { pos: p.pos, since: ago(60) });

@@ -105,7 +105,7 @@ describe('dead letters with a transient cause', () => {
     expect((await admin('get', '/v1/admin/dead-letters?awaiting=bridge')).body.items.map((l: { id: string }) => l.id)).toEqual([deadLetterId]);
 
     const resolved = await eventually(() => letter(deadLetterId), (l) => Boolean(l.resolvedAt));
-    expect(resolved.replays).toEqual([{ at: expect.any(String), by: 'bridge', outcome: 'processed: accrued' }]);
+    expect(resolved.replays).toEqual([{ at: expect.any(String), by: 'bridge', outcome: 'processed: accrued', created: ['square:SALE-1'] }]);
     // Not before its time.
     expect(at(resolved.replays[0].at)).toBeGreaterThanOrEqual(at(retryAt));
     expect(resolved.retry).toEqual({ transient: true, attempts: 1 });

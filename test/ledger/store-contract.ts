@@ -15,7 +15,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { AccrualKeyHeldError, ConflictError, ValidationError, VersionConflictError } from '../../src/errors.js';
 import { deriveStatus, isOpen, keyOf, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
-import { LIST_COUNT_CAP, PREFIX_MATCH_CAP, type BackfillState, type DeadLetter, type LedgerStore } from '../../src/ledger/store.js';
+import { CUSTOMER_SEARCH_DEPTH, LIST_COUNT_CAP, PREFIX_MATCH_CAP, type BackfillState, type DeadLetter, type LedgerStore } from '../../src/ledger/store.js';
 import type { StoredMerchant } from '../../src/merchants/merchant.js';
 
 export interface StoreUnderTest {
@@ -970,12 +970,36 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
         await store.insert(makeRecord('generic:bob', { at: 4, accrual: 'accrued', customer: { phone: '+15550002222' } }));
         for (const restart of [false, true]) {
           const s = restart ? await reopen() : store;
-          const found = async (customer: string, merchantId?: string) => ids((await s.list({ customer, ...(merchantId ? { merchantId } : {}), offset: 0, limit: 100 })).items);
+          const found = async (customer: string, merchantId?: string) => ids((await s.list({ customer: [customer], ...(merchantId ? { merchantId } : {}), offset: 0, limit: 100 })).items);
           expect(await found('phone:+15550001111')).toEqual(['generic:ann-3', 'generic:ann-1']);
           expect(await found('phone:+15550001111', 'default')).toEqual(['generic:ann-1']);
           expect(await found('email:ann@example.test')).toEqual(['generic:ann-3', 'generic:ann-2', 'generic:ann-1']);
           expect(await found('card:11-100001-2')).toEqual(['generic:card']);
           expect(await found('phone:+15550009999')).toEqual([]);
+          // Any of several: a record matching two is listed once.
+          expect(ids((await s.list({ customer: ['phone:+15550001111', 'email:ann@example.test', 'card:11-100001-2'], offset: 0, limit: 100 })).items)).toEqual(['generic:card', 'generic:ann-3', 'generic:ann-2', 'generic:ann-1']);
+        }
+      });
+
+      it("searches each customer identifier's newest 1,000 records only: what lies beyond is not read", async () => {
+        const phone = '+15550007000';
+        await Promise.all(Array.from({ length: CUSTOMER_SEARCH_DEPTH + 5 }, (_, i) => store.insert(makeRecord(`generic:C-${i}`, { at: i, accrual: 'accrued', customer: { phone } }))));
+        const page = await store.list({ customer: [`phone:${phone}`], offset: 0, limit: 3 });
+        expect([ids(page.items), page.total, page.totalCapped]).toEqual([[`generic:C-${CUSTOMER_SEARCH_DEPTH + 4}`, `generic:C-${CUSTOMER_SEARCH_DEPTH + 3}`, `generic:C-${CUSTOMER_SEARCH_DEPTH + 2}`], CUSTOMER_SEARCH_DEPTH, undefined]);
+        // The five oldest are beyond the depth.
+        expect((await store.list({ customer: [`phone:${phone}`], to: new Date(minutes(4)), offset: 0, limit: 10 })).total).toBe(0);
+        expect((await store.list({ customer: [`phone:${phone}`], to: new Date(minutes(5)), offset: 0, limit: 10 })).items.map((r) => r.transactionId)).toEqual(['generic:C-5']);
+      });
+
+      it('keeps settings by name, replaced by a later value, after a reopen too', async () => {
+        expect(await store.getSetting('reversal_shape/default')).toBeUndefined();
+        await store.putSetting('reversal_shape/default', '{"eventId":24,"sign":-1}');
+        await store.putSetting('reversal_shape/bakery-17', '{"eventId":77,"sign":1}');
+        await store.putSetting('reversal_shape/default', '{"eventId":24,"sign":1}');
+        for (const restart of [false, true]) {
+          const s = restart ? await reopen() : store;
+          expect(await s.getSetting('reversal_shape/default')).toBe('{"eventId":24,"sign":1}');
+          expect(await s.getSetting('reversal_shape/bakery-17')).toBe('{"eventId":77,"sign":1}');
         }
       });
 

@@ -17,10 +17,11 @@ import { DEFAULT_MERCHANT, keyOf as recordKeyOf, LEDGER_STATUSES, ledgerKey, mer
 import type { MerchantAdmin } from '../../merchants/admin.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import type { Request } from 'express';
-import type { LedgerStore, ListCursor } from '../../ledger/store.js';
+import { PAYLOAD_KEPT_BYTES, type LedgerStore, type ListCursor } from '../../ledger/store.js';
 import { parseWith } from '../../validation.js';
-import type { AttentionAnswer, AuditList, BulkAnswer, DeadLetter, DeadLetterList, ReconcileReport, ReplayAnswer, ReplayFailure, TransactionList, WhoAmI } from '../schemas.js';
-import { deadLetterDetail, deadLetterSummary, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
+import type { AttentionAnswer, AuditList, BulkAnswer, DeadLetter, DeadLetterList, EvidenceAnswer, KeptPayload, ReconcileReport, ReplayAnswer, ReplayFailure, TransactionList, WhoAmI } from '../schemas.js';
+import { deadLetterDetail, deadLetterSummary, keptPayloadView, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
+import { searchIdentities } from '../../ledger/customer-index.js';
 
 /** Well inside the server's 30 s request timeout (bridge.ts), so the report always reaches the operator. */
 export const RECONCILE_BUDGET_MS = 20_000;
@@ -110,8 +111,23 @@ export const ListQuery = z.strictObject({
   merchantId: merchantIdParam,
   status: statusList,
   pos: z.string().max(32).optional().meta({ description: 'Only records of this POS, e.g. square.' }),
-  orderId: z.string().min(1).max(256).optional().meta({ description: "The POS's own order id (H-1 finds generic:H-1, and the order whatever its transactionId, hashed or not), with its remainders." }),
-  refundId: z.string().min(1).max(256).optional().meta({ description: 'The records a refund with this id acted on.' }),
+  orderId: z
+    .string()
+    .min(1)
+    .max(256)
+    .optional()
+    .meta({ description: "Records whose POS order id starts with this, A-Z in any case (H-1 finds generic:H-1 and H-10, the order whatever its transactionId, hashed or not, with its remainders). A start more than 1,000 order ids share is refused (400): give more of it." }),
+  refundId: z.string().min(1).max(256).optional().meta({ description: 'The records a refund whose id starts with this acted on, A-Z in any case; a start more than 1,000 refund ids share is refused (400).' }),
+  customer: z
+    .string()
+    .trim()
+    .min(1)
+    .max(254)
+    .optional()
+    .meta({
+      description:
+        "A customer's records: a phone number (in the merchant's phone region unless it starts with +), an email (any case) or a card serial; phone:, email: or card: says which. Text that could be a phone or a card serial finds both. Found through a keyed-hash index, and recorded in the audit trail as search customer (the phone's last digits or the email's domain only).",
+    }),
   from: fromParam,
   to: toParam,
   cursor: listCursor,
@@ -194,6 +210,14 @@ export const RecordDetailQuery = ScopeQuery.extend({
   unmask: z.enum(['true', 'false']).optional().meta({ description: "true: the customer's phone number and email in clear, in customer and the attempts (recorded in the audit trail as unmask record)." }),
 });
 
+/** A customer search as the audit trail names it: the kind and a part that says whom to those who know (a phone's last 4 digits, an email's domain), never the whole contact. */
+export function searchedAs(text: string): string {
+  const value = text.trim().replace(/^(phone|email|card):/i, '');
+  if (value.includes('@')) return `customer email …@${value.split('@').pop()!.slice(0, 80)}`;
+  const digits = value.replace(/\D/g, '');
+  return /^\+|^phone:/i.test(text.trim()) || digits.length >= 7 ? `customer phone or card …${digits.slice(-4)}` : `customer card ${value.slice(0, 40)}`;
+}
+
 /** The ledger key of the record `:transactionId` names, in the request's merchant (default: `default`). */
 function keyOf(req: Request, query: { merchantId?: string } = parseWith(ScopeQuery, req.query)): string {
   return ledgerKey(scopeOf(req, query.merchantId) ?? DEFAULT_MERCHANT, req.params.transactionId as string);
@@ -215,13 +239,17 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
 
   router.get('/v1/admin/transactions', async (req, res) => {
     const q = parseWith(ListQuery, req.query);
+    const merchantId = scopeOf(req, q.merchantId);
+    const customer = q.customer === undefined ? undefined : searchIdentities(q.customer, await deps.ingest.phoneRegion(merchantId));
+    if (customer?.length === 0) throw ValidationError.field('customer', 'is not a phone number, an email or a card serial');
     // One more than asked: whether a next page exists, without counting beyond it.
     const { items, total, totalCapped } = await deps.store.list({
-      merchantId: scopeOf(req, q.merchantId),
+      merchantId,
       status: q.status,
       pos: q.pos,
       orderId: q.orderId,
       refundId: q.refundId,
+      customer,
       from: q.from,
       to: q.to,
       after: q.cursor,
@@ -229,6 +257,8 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
       limit: q.limit + 1,
     });
     const page = items.slice(0, q.limit);
+    // Looking a customer up is reading personal data like unmasking is: who, when, whom (partly: the audit trail is no place for contacts).
+    if (q.customer !== undefined) await deps.operator.audit('search customer', actOf(req, undefined), { id: searchedAs(q.customer), merchantId }, `${totalCapped ? 'more than ' : ''}${total} record${total === 1 ? '' : 's'}`);
     res.json({
       items: page.map(recordSummary),
       total,
@@ -265,9 +295,34 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
     res.json(recordDetail(record, await deps.operator.allowed(record), unmask));
   });
 
+  /** What the loyalty history shows around the record's uncertain call, read live; changes nothing (contract v1.4). */
+  router.get('/v1/admin/transactions/:transactionId/evidence', async (req, res) => {
+    const key = keyOf(req, parseWith(ScopeQuery, req.query));
+    if (!(await deps.store.get(key))) throw new NotFoundError(`no ledger record ${req.params.transactionId}`);
+    res.json((await deps.operator.evidence(key)) satisfies EvidenceAnswer);
+  });
+
+  /** The payload the record was created from, masked as a dead letter's body is unless ?unmask=true (audited as unmask payload). */
+  router.get('/v1/admin/transactions/:transactionId/payload', async (req, res) => {
+    const q = parseWith(RecordDetailQuery, req.query);
+    const key = keyOf(req, q);
+    const payload = await deps.store.getPayload(key);
+    if (!payload) {
+      const record = await deps.store.get(key);
+      throw new NotFoundError(record ? `record ${req.params.transactionId} has no payload kept (${record.origin ? (record.origin.via === 'remainder' ? 'a remainder comes from no delivery' : `its delivery was over ${PAYLOAD_KEPT_BYTES / 1024} KiB`) : 'it was recorded before payloads were kept'})` : `no ledger record ${req.params.transactionId}`);
+    }
+    const unmask = q.unmask === 'true';
+    if (unmask) await deps.operator.audit('unmask payload', actOf(req, undefined), { transactionId: req.params.transactionId as string, merchantId: scopeOf(req, q.merchantId) ?? DEFAULT_MERCHANT });
+    res.json(keptPayloadView(payload, unmask) satisfies KeptPayload);
+  });
+
   router.post('/v1/admin/reconcile', async (req, res) => {
     const q = parseWith(ReconcileScopedQuery, req.query);
-    res.json((await deps.worker.reconcile(true, q.budgetMs, scopeOf(req, q.merchantId))) satisfies ReconcileReport);
+    const merchantId = scopeOf(req, q.merchantId);
+    const report = await deps.worker.reconcile(true, q.budgetMs, merchantId);
+    // A pass can settle records (fixed): who asked for it, and what it did, is kept.
+    await deps.operator.audit('reconcile', actOf(req, undefined), { id: merchantId ?? 'all merchants', merchantId }, `${report.examined} examined, ${report.fixed.length} fixed, ${report.open.length} open${report.complete ? '' : ', incomplete'}`);
+    res.json(report satisfies ReconcileReport);
   });
 
   router.post('/v1/admin/transactions/:transactionId/retry', async (req, res) => {

@@ -1,5 +1,6 @@
 /** POS-facing endpoints: `/v1/checkouts/{pos}`, `/v1/refunds/{pos}`, `/v1/webhooks/{pos}`. */
-import { Router, type ErrorRequestHandler, type RequestHandler } from 'express';
+import { Router, type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
+import { keptPayload, type Arrival } from '../../core/arrival.js';
 import { UnauthorizedError } from '../../errors.js';
 import { toBridgeError } from '../error-handler.js';
 import type { Metrics } from '../../metrics.js';
@@ -36,13 +37,20 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
   // Direct posts carry no signature: their credential is checked before anything else, even the POS name.
   const direct = [posAuth(deps.posAuth, deps.tokens), activeMerchant, ...body];
 
+  /** What a record this request creates keeps of it: the request's id and the body as it came. */
+  const arrival = (req: Request, via: 'pos' | 'webhook'): Arrival => {
+    const receivedAt = new Date().toISOString();
+    const pos = req.params.pos as string;
+    return { via, receivedAt, requestId: req.id, ...(via === 'pos' ? { payload: keptPayload(pos, req.rawBody ?? Buffer.alloc(0), receivedAt, req.headers) } : {}) };
+  };
+
   router.post('/v1/checkouts/:pos', ...direct, async (req, res) => {
-    const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true);
+    const answer = await deps.ingest.checkout(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true, arrival(req, 'pos'));
     sendAnswer(res, answer);
   });
 
   router.post('/v1/refunds/:pos', ...direct, async (req, res) => {
-    const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true);
+    const answer = await deps.ingest.refund(deps.ingest.adapter(req.params.pos as string), parseJsonBody(req.rawBody), req.posMerchant!, true, arrival(req, 'pos'));
     sendAnswer(res, answer);
   });
 
@@ -58,7 +66,8 @@ export function posRoutes(deps: { ingest: Ingest; bodyLimitBytes: number; posAut
   };
 
   router.post('/v1/webhooks/:pos', ...body, async (req, res) => {
-    const outcome = await deps.ingest.webhook(req.params.pos as string, req.rawBody ?? Buffer.alloc(0), req.headers, req.rawHeaders);
+    // The payload each record keeps is the delivery's (or its part's, in a batch): ingest makes it.
+    const outcome = await deps.ingest.webhook(req.params.pos as string, req.rawBody ?? Buffer.alloc(0), req.headers, req.rawHeaders, undefined, arrival(req, 'webhook'));
     const pos = outcome.pos;
     const handshake = outcome.results.length === 1 && outcome.results[0]!.key === 'handshake';
     if (!handshake) deps.metrics.webhookOutcomes.inc({ pos, outcome: 'verified', reason: '' });

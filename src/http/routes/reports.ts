@@ -11,7 +11,8 @@ import { MERCHANT_ID } from '../../merchants/merchant.js';
 import { MAX_RANGE_DAYS, parseRange, reportCsv, type ReconcileReporter } from '../../reconcile/report.js';
 import { parseWith } from '../../validation.js';
 import type { NamedAdminToken } from '../../config.js';
-import { adminAuth, type TokenDirectory } from '../auth.js';
+import { adminAuth, type AdminPrincipal, type TokenDirectory } from '../auth.js';
+import type { OperatorActions } from '../../core/operator.js';
 import { scopeOf } from './admin.js';
 import type { ThreeWayReport } from '../schemas.js';
 
@@ -27,7 +28,7 @@ export const ReconcileReportQuery = z.strictObject({
 
 export const REPORT_PATH = '/v1/admin/reports/reconcile';
 
-export function reportRoutes(deps: { adminToken: string; namedAdminTokens?: readonly NamedAdminToken[]; tokens: Pick<TokenDirectory, 'byAdminToken'>; reporter: ReconcileReporter }): Router {
+export function reportRoutes(deps: { adminToken: string; namedAdminTokens?: readonly NamedAdminToken[]; tokens: Pick<TokenDirectory, 'byAdminToken'>; reporter: ReconcileReporter; operator: Pick<OperatorActions, 'audit'> }): Router {
   const router = Router();
   // As every /v1/admin route: the same auth, and the same 16 KB body limit (a GET carries none).
   router.use('/v1/admin/reports', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), express.json({ limit: '16kb' }));
@@ -37,6 +38,8 @@ export function reportRoutes(deps: { adminToken: string; namedAdminTokens?: read
     const range = parseRange(q.from, q.to);
     const merchantId = scopeOf(req, q.merchantId) ?? DEFAULT_MERCHANT;
     const report = (await deps.reporter.report(merchantId, range)) satisfies ThreeWayReport;
+    // It reads the loyalty service's history of every card the merchant's records name: who asked, and for which days.
+    await deps.operator.audit('report', { actor: (req.adminPrincipal as AdminPrincipal).actor }, { id: `reconcile ${range.from.toISOString()}..${range.to.toISOString()}`, merchantId });
     res.vary('Accept');
     if (req.accepts(['application/json', 'text/csv']) === 'text/csv') {
       const name = `reconcile-${merchantId}-${range.from.toISOString().slice(0, 10)}-${range.to.toISOString().slice(0, 10)}.csv`;

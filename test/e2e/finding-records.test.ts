@@ -1,0 +1,172 @@
+/**
+ * Finding a record and where it came from, over HTTP on both ledger stores (the file ledger and
+ * PostgreSQL): the start of an order or refund id in any case, a customer by phone (with or
+ * without its country code), email or card serial (audited, never the contact in clear); each
+ * record's origin (a direct post with its request id, a webhook with its event key, a dead letter's
+ * replay, a partial refund's remainder) and the payload it was created from, masked unless
+ * unmasked (audited); reconcile runs and reports in the audit trail. See README "Operators".
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { shopifyAdapter } from '../../adapters/shopify/index.js';
+import type { PosSettings } from '../../src/pos/contract.js';
+import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
+import { describeWithDatabase, freshSchema } from '../support/postgres.js';
+import { postRaw, signature } from '../support/webhooks.js';
+
+const POS_TOKEN = 'pos-token-finding-0123456789';
+const shopifySettings: PosSettings = { webhookSecret: 'shpss_finding_secret_0123456789', apiBaseUrl: '', account: 'main.myshopify.com' };
+
+const { url: pgBase, describeIf: describeIfPg } = await describeWithDatabase();
+const STORES = [
+  { name: 'file', describe: describe as typeof describe },
+  { name: 'PostgreSQL', describe: describeIfPg },
+];
+
+const shopifyOrder = (id: number, phone: string) => ({
+  id,
+  name: `#${id}`,
+  currency: 'USD',
+  financial_status: 'paid',
+  taxes_included: false,
+  created_at: '2026-11-21T10:00:00+01:00',
+  processed_at: '2026-11-21T10:05:00+01:00',
+  email: 'pat@example.test',
+  phone,
+  customer: { id: 9, email: 'pat@example.test', phone, first_name: 'Pat', last_name: 'Doe' },
+  line_items: [{ id: 1, variant_id: 11, product_id: 111, sku: 'BREAD', title: 'Bread', name: 'Bread', quantity: 2, price: '5.00', discount_allocations: [], tax_lines: [] }],
+  shipping_lines: [],
+  total_discounts: '0.00',
+  subtotal_price: '10.00',
+  total_tax: '0.00',
+  total_tip_received: '0.00',
+  total_price: '10.00',
+});
+
+for (const store of STORES) {
+  store.describe(`finding records on the ${store.name} ledger`, () => {
+    let h: Harness;
+    let schema: { url: string; drop(): Promise<void> } | undefined;
+    let postRequestId: string;
+    let letterId: string;
+
+    const admin = (method: 'get' | 'post', path: string) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    const pos = (body: unknown, path = '/v1/checkouts/generic') => request(h.bridge.url).post(path).set('content-type', 'application/json').set('authorization', `Bearer ${POS_TOKEN}`).send(JSON.stringify(body));
+    const ids = (res: { body: { items: { transactionId: string }[] } }) => res.body.items.map((i) => i.transactionId).sort();
+    const deliverShopify = (order: unknown, shop: string, eventId: string) => {
+      const raw = JSON.stringify(order);
+      return postRaw(`${h.bridge.url}/v1/webhooks/shopify`, raw, [signature(shopifyAdapter, shopifySettings, raw), ['X-Shopify-Topic', 'orders/paid'], ['X-Shopify-Event-Id', eventId], ['X-Shopify-Shop-Domain', shop]]);
+    };
+    const audit = async (action: string) => (await admin('get', '/v1/admin/audit?limit=100')).body.items.filter((e: { action: string }) => e.action === action);
+
+    beforeAll(async () => {
+      if (store.name === 'PostgreSQL') schema = await freshSchema(pgBase!, 'finding');
+      h = await startHarness({
+        env: { POS_TOKEN, DEFAULT_PHONE_REGION: 'US', ...(schema ? { LEDGER_URL: schema.url } : {}) },
+        overrides: { startWorker: false, posSettings: { shopify: shopifySettings }, secretsKey: randomBytes(32).toString('base64') },
+      });
+      const direct = await pos(checkout({ orderId: 'SqOrd-1001', customer: { phone: '+15550001111', email: 'Ann@Example.test', firstName: 'Ann' } })).set('x-request-id', 'req-finding-0001');
+      expect([direct.status, direct.body.status, direct.headers['x-request-id']]).toEqual([200, 'accrued', 'req-finding-0001']);
+      postRequestId = direct.headers['x-request-id'] as string;
+      expect((await pos(checkout({ orderId: 'sqord-1002', customer: { cardSerial: '11-100001-2' } }))).body.status).toBe('accrued');
+      expect((await pos(checkout({ orderId: 'OTHER-1', customer: { phone: '+15550002222' } }))).body.status).toBe('accrued');
+      expect((await pos({ orderId: 'SqOrd-1001', refundId: 'Ref-77', amount: '9.97' }, '/v1/refunds/generic')).body.remainder).toEqual({ transactionId: 'generic:SqOrd-1001~r1', status: 'accrued' });
+
+      const hook = await deliverShopify(shopifyOrder(5001, '+15550003333'), 'main.myshopify.com', 'evt-finding-1');
+      expect(hook.body.results).toEqual([expect.objectContaining({ action: 'checkout', transactionId: 'shopify:5001', status: 'accrued' })]);
+      // A shop no merchant has yet: kept as a dead letter, replayed once its merchant exists.
+      const kept = await deliverShopify(shopifyOrder(5002, '+15550004444'), 'later.myshopify.com', 'evt-finding-2');
+      expect(kept.body.results[0].action).toBe('dead_lettered');
+      letterId = kept.body.results[0].deadLetterId;
+      const later = h.sim.addMerchant({ id: 'later' });
+      expect((await admin('post', '/v1/admin/merchants').send({ id: 'later', loyalty: { appToken: later.appToken }, pos: { shopify: { shopDomain: 'later.myshopify.com' } } })).status).toBe(201);
+      const replay = await admin('post', `/v1/admin/dead-letters/${letterId}/replay`).send({ reason: 'its merchant exists now' });
+      expect(replay.status).toBe(200);
+      expect(replay.body.results[0]).toMatchObject({ action: 'checkout', transactionId: 'shopify:5002', merchantId: 'later', status: 'accrued' });
+    }, 30_000);
+
+    afterAll(async () => {
+      await h?.close();
+      await schema?.drop();
+    });
+
+    it('finds order and refund ids by their start, A-Z in any case; a remainder comes with its order', async () => {
+      expect(ids(await admin('get', '/v1/admin/transactions?orderId=SQORD-'))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1', 'generic:sqord-1002']);
+      expect(ids(await admin('get', '/v1/admin/transactions?orderId=sqord-1001'))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
+      expect(ids(await admin('get', '/v1/admin/transactions?refundId=ref-7'))).toEqual(['generic:SqOrd-1001']);
+      expect((await admin('get', '/v1/admin/transactions?orderId=sq%25')).body.total).toBe(0);
+    });
+
+    it("finds a customer's records by phone with or without its country code, email in any case, or card serial; audited without the contact", async () => {
+      expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550001111'))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
+      // Read in the merchant's phone region (US here): the national form finds the same.
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=${encodeURIComponent('(555) 000-1111')}`))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
+      expect(ids(await admin('get', '/v1/admin/transactions?customer=ANN%40example.TEST'))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
+      expect(ids(await admin('get', '/v1/admin/transactions?customer=11-100001-2'))).toEqual(['generic:sqord-1002']);
+      expect(ids(await admin('get', '/v1/admin/transactions?customer=card%3A11-100001-2'))).toEqual(['generic:sqord-1002']);
+      // Scoped like every list: ADMIN_TOKEN finds every merchant's, or the one merchantId names.
+      expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550004444'))).toEqual(['shopify:5002']);
+      expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550004444&merchantId=default'))).toEqual([]);
+      expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550004444&merchantId=later'))).toEqual(['shopify:5002']);
+      expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550009999'))).toEqual([]);
+
+      const refused = await admin('get', '/v1/admin/transactions?customer=%20%20');
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.issues[0].field).toBe('customer');
+
+      const searches = await audit('search customer');
+      expect(searches.length).toBeGreaterThanOrEqual(7);
+      expect(searches).toContainEqual(expect.objectContaining({ actor: 'admin', target: 'customer phone or card …1111', outcome: '2 records' }));
+      expect(searches).toContainEqual(expect.objectContaining({ target: 'customer email …@example.TEST', outcome: '2 records' }));
+      const trail = JSON.stringify(searches);
+      for (const contact of ['15550001111', 'ANN@', 'ann@']) expect(trail).not.toContain(contact);
+    });
+
+    it("says where each record came from: a direct post's request id, a webhook's event key, a replay's dead letter, a remainder's partial refund", async () => {
+      const direct = (await admin('get', '/v1/admin/transactions/generic:SqOrd-1001')).body;
+      expect(direct.origin).toEqual({ via: 'pos', receivedAt: expect.any(String), requestId: postRequestId, payload: true });
+      const hooked = (await admin('get', '/v1/admin/transactions/shopify:5001')).body;
+      expect(hooked.origin).toEqual({ via: 'webhook', receivedAt: expect.any(String), requestId: expect.any(String), webhookKey: 'event:evt-finding-1', payload: true });
+      const replayed = (await admin('get', '/v1/admin/transactions/shopify:5002?merchantId=later')).body;
+      expect(replayed.origin).toEqual({ via: 'replay', receivedAt: expect.any(String), deadLetterId: letterId, webhookKey: 'later/event:evt-finding-2', payload: true });
+      const remainder = (await admin('get', '/v1/admin/transactions/generic:SqOrd-1001~r1')).body;
+      expect(remainder.origin).toEqual({ via: 'remainder', receivedAt: remainder.createdAt, payload: false });
+      // The letter's replay names what it recorded.
+      const letter = (await admin('get', `/v1/admin/dead-letters/${letterId}`)).body;
+      expect(letter.replays.at(-1)).toMatchObject({ by: 'operator', created: ['shopify:5002'] });
+    });
+
+    it('shows the payload a record was created from, masked unless unmasked (audited); none for a remainder, 404 naming why', async () => {
+      const masked = await admin('get', '/v1/admin/transactions/generic:SqOrd-1001/payload');
+      expect(masked.status).toBe(200);
+      expect(masked.body).toMatchObject({ pos: 'generic', bodyEncoding: 'utf8', masked: true, headers: { 'content-type': 'application/json' } });
+      expect(masked.body.headers.authorization).toBeUndefined();
+      expect(JSON.parse(masked.body.body)).toMatchObject({ orderId: 'SqOrd-1001', customer: { phone: '***', email: '***', firstName: 'Ann' } });
+      expect(masked.body.body).not.toContain('5550001111');
+
+      const clear = await admin('get', '/v1/admin/transactions/generic:SqOrd-1001/payload?unmask=true');
+      expect(clear.body.masked).toBe(false);
+      expect(JSON.parse(clear.body.body)).toEqual(checkout({ orderId: 'SqOrd-1001', customer: { phone: '+15550001111', email: 'Ann@Example.test', firstName: 'Ann' } }));
+      expect(await audit('unmask payload')).toEqual([expect.objectContaining({ actor: 'admin', target: 'generic:SqOrd-1001', merchantId: 'default' })]);
+
+      // A webhook's payload is the delivery as signed; its signature header is not kept.
+      const hooked = (await admin('get', '/v1/admin/transactions/shopify:5001/payload?unmask=true')).body;
+      expect(JSON.parse(hooked.body)).toEqual(shopifyOrder(5001, '+15550003333'));
+      expect(hooked.headers).toMatchObject({ 'x-shopify-topic': 'orders/paid', 'x-shopify-event-id': 'evt-finding-1' });
+      expect(Object.keys(hooked.headers).some((name) => /hmac|signature/i.test(name))).toBe(false);
+
+      const none = await admin('get', '/v1/admin/transactions/generic:SqOrd-1001~r1/payload');
+      expect([none.status, none.body.error.message]).toEqual([404, expect.stringMatching(/a remainder comes from no delivery/)]);
+      expect((await admin('get', '/v1/admin/transactions/generic:NOPE/payload')).status).toBe(404);
+    });
+
+    it('keeps each reconcile run and three-way report in the audit trail: who, whose, what came of it', async () => {
+      expect((await admin('post', '/v1/admin/reconcile?merchantId=later')).status).toBe(200);
+      expect(await audit('reconcile')).toContainEqual(expect.objectContaining({ actor: 'admin', target: 'later', merchantId: 'later', outcome: expect.stringMatching(/^\d+ examined, 0 fixed, 0 open$/) }));
+      const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+      expect((await admin('get', `/v1/admin/reports/reconcile?from=${day(0)}&to=${day(1)}`)).status).toBe(200);
+      expect(await audit('report')).toContainEqual(expect.objectContaining({ actor: 'admin', merchantId: 'default', target: expect.stringMatching(/^reconcile \d{4}-/) }));
+    });
+  });
+}
