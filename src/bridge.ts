@@ -24,6 +24,8 @@ import { MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from 
 import { MerchantAdmin } from './merchants/admin.js';
 import { sealedSecretsOf } from './merchants/merchant.js';
 import { MerchantRegistry } from './merchants/registry.js';
+import { UpstreamCheck, type UpstreamCheckOptions } from './merchants/upstream-check.js';
+import { setUpstreamReadiness } from './http/routes/ops.js';
 import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
 import { createMetrics, LedgerReadings } from './metrics.js';
@@ -47,6 +49,8 @@ export interface Bridge {
   adminToken: string;
   registry: MerchantRegistry;
   merchants: MerchantAdmin;
+  /** Whether the loyalty service takes the merchants' app tokens: what /readyz and start-up say (src/merchants/upstream-check.ts). */
+  upstream: UpstreamCheck;
   /** Graceful: stop taking requests, finish or record in-flight work, close the ledger. */
   close(): Promise<void>;
 }
@@ -81,6 +85,8 @@ export interface BridgeOverrides {
   posOrderSource?: PosOrderSource;
   /** The reconcile report's history page size and overlap (tests make pages small, to read across several). */
   reconcileHistoryRead?: Pick<HistoryReadOptions, 'maxItemsPerPage' | 'overlap'>;
+  /** How long the credential checks behind /readyz stand, and how they are paced (tests make them short). */
+  upstreamCheck?: Partial<UpstreamCheckOptions>;
 }
 
 export const VERSION: string = (() => {
@@ -206,6 +212,12 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   // (default 30 s), so a client that sent half a request line held its socket ~35 s; checked every
   // second, the limits hold to within a second (security review, issue 9).
   const headersTimeout = overrides.headersTimeoutMs ?? 10_000;
+  // Start-up asks the loyalty service whether it takes the app tokens (at most LOYALTY_TIMEOUT_MS, up
+  // to 10 s, before listening; longer, it goes on in the background): a wrong LOYALTY_APP_TOKEN or
+  // LOYALTY_BASE_URL is logged now, naming the variable, and /readyz answers 503 until it is fixed.
+  const upstream = new UpstreamCheck(registry, store, logger, overrides.upstreamCheck);
+  await upstream.start(Math.min(config.loyalty.timeoutMs, 10_000));
+  setUpstreamReadiness(app, () => upstream.readiness());
   const server = http.createServer({ headersTimeout, requestTimeout: 30_000, connectionsCheckingInterval: Math.min(1000, headersTimeout) }, app);
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, config.host, resolve));
   const address = server.address() as AddressInfo;
@@ -224,6 +236,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     (closing ??= (async () => {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      upstream.stop();
       await readings.stop();
       await deadLetterRetrier.stop();
       await backfill.stop();
@@ -232,7 +245,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       await store.close();
     })());
 
-  return { url: `http://${local}:${port}`, server, store, core, worker, deadLetterRetrier, backfill, readings, adminToken, registry, merchants, close };
+  return { url: `http://${local}:${port}`, server, store, core, worker, deadLetterRetrier, backfill, readings, adminToken, registry, merchants, upstream, close };
 }
 
 /**

@@ -17,10 +17,47 @@ import { FAILPOINTS } from './failpoints.js';
 import type { PosSettings } from './pos/contract.js';
 import type { PosSettingDeclarations, PosSettingsDeclaration } from './pos/settings.js';
 
-const positiveInt = z.coerce.number().int().positive();
 const optionalSecret = z.string().trim().min(1).optional();
 const url = z.url({ protocol: /^https?$/ });
 const optionalUrl = url.optional();
+
+/** Spelled-out units a duration is sometimes given in ("10s"), in milliseconds: said back as the figure to write instead. */
+const TIME_UNITS: Record<string, number> = { ms: 1, s: 1000, sec: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
+
+/**
+ * A whole number, from a variable's text or a config file's number. An error says what is expected
+ * with its unit and an example, never "received NaN": `LOYALTY_TIMEOUT_MS=10s` is "must be a whole
+ * number of milliseconds, e.g. 10000 (got "10s": 10s is 10000 milliseconds)". Only the value is
+ * echoed, and these values are never secrets.
+ */
+function wholeNumber(o: { unit: string; what?: string; example: string; min?: number; max?: number; maxWhy?: string }) {
+  const { unit, example, min = 0, max, maxWhy } = o;
+  const expected = `${o.what ?? `a whole number of ${unit}`}, e.g. ${example}`;
+  return z.unknown().transform((value, ctx): number => {
+    if (value === undefined || value === null) {
+      ctx.addIssue({ code: 'custom', message: `is required: ${expected}` });
+      return z.NEVER;
+    }
+    const text = String(value).trim();
+    const n = /^[+-]?\d+$/.test(text) ? Number(text) : Number.NaN;
+    if (!Number.isSafeInteger(n)) {
+      const spelled = /^(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)$/i.exec(text);
+      const factor = spelled && unit === 'milliseconds' ? TIME_UNITS[spelled[2]!.toLowerCase()] : undefined;
+      const hint = factor !== undefined ? `: ${text} is ${Math.round(Number(spelled![1]) * factor)} milliseconds` : '';
+      ctx.addIssue({ code: 'custom', message: `must be ${expected} (got ${JSON.stringify(text.slice(0, 40))}${hint})` });
+      return z.NEVER;
+    }
+    // "at least 1 millisecond", "at most 20 runs".
+    const units = (bound: number) => (unit ? ` ${bound === 1 ? unit.replace(/s\b/, '') : unit}` : '');
+    if (n < min) ctx.addIssue({ code: 'custom', message: `must be at least ${min}${units(min)}, e.g. ${example} (got ${n})` });
+    else if (max !== undefined && n > max) ctx.addIssue({ code: 'custom', message: `must be at most ${max}${units(max)}${maxWhy ? `: ${maxWhy}` : ''} (got ${n})` });
+    return n;
+  });
+}
+/** A duration in milliseconds (every `*_MS` variable). */
+const ms = (example: string, bounds: { min?: number; max?: number; maxWhy?: string } = {}) => wholeNumber({ unit: 'milliseconds', example, ...bounds });
+/** A TCP port; 0 lets the system pick a free one. */
+const port = (example: string) => wholeNumber({ unit: '', what: 'a port number from 0 to 65535', example, max: 65535 });
 /** A POS API address: an http(s) URL once `{shop}` (the merchant's account there) is put in. */
 const posApiUrl = z
   .string()
@@ -65,19 +102,29 @@ function parseNamedTokens(text: string, ctx: z.RefinementCtx): NamedAdminToken[]
   return tokens;
 }
 
+/**
+ * The loyalty service's address before `/api/v2/` (bridge-contract "Running it"): the client adds
+ * `/api/v2/…` itself, so an address that already ends in it would call `/api/v2/api/v2/…`.
+ */
+const loyaltyBaseUrl = z
+  .string()
+  .trim()
+  .refine((value) => url.safeParse(value).success, "must be the loyalty service's http(s) address, before /api/v2/, e.g. https://loyalty.example.com")
+  .refine((value) => !/\/api\/v2\/?$/.test(value), 'must be the address before /api/v2/ (the bridge adds /api/v2/ itself): leave /api/v2 out');
+
 const RawConfig = z.object({
   NODE_ENV: z.string().optional(),
-  PORT: z.coerce.number().int().min(0).max(65535),
+  PORT: port('8080'),
   HOST: z
     .string()
     .trim()
     .refine((h) => isIP(h) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(h), 'must be an IP address or a host name, e.g. 127.0.0.1 or 0.0.0.0')
     .optional(),
-  LOYALTY_BASE_URL: optionalUrl,
+  LOYALTY_BASE_URL: loyaltyBaseUrl.optional(),
   LOYALTY_APP_TOKEN: optionalSecret,
   LOYALTY_API_KEY: optionalSecret,
-  LOYALTY_TIMEOUT_MS: positiveInt,
-  LOYALTY_RETRY_BASE_MS: z.coerce.number().int().min(0),
+  LOYALTY_TIMEOUT_MS: ms('10000', { min: 1 }),
+  LOYALTY_RETRY_BASE_MS: ms('1000'),
   LEDGER_URL: z.string().regex(/^(file:.+|postgres(ql)?:\/\/.+)$/, 'must be file:<path> or postgres://…'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   ADMIN_TOKENS: z
@@ -88,25 +135,26 @@ const RawConfig = z.object({
   POS_AUTH: z.enum(['token', 'off'], 'must be token or off').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   METRICS_MERCHANT_LABEL: z.enum(['on', 'off'], 'must be on or off'),
-  METRICS_REFRESH_MS: positiveInt.min(100, 'must be at least 100 (milliseconds)'),
+  METRICS_REFRESH_MS: ms('10000', { min: 100 }),
   DEFAULT_CURRENCY: z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD'),
   DEFAULT_PHONE_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter region such as US'),
-  ANSWER_BUDGET_MS: positiveInt.max(1900, 'must leave room to answer a POS within 2 s'),
-  BODY_LIMIT_BYTES: positiveInt,
-  POS_MAX_IN_FLIGHT: positiveInt,
-  WORKER_INTERVAL_MS: positiveInt,
-  WORKER_CONCURRENCY: positiveInt,
-  IN_DOUBT_VERIFY_AFTER_MS: z.coerce.number().int().min(0),
-  IN_DOUBT_GRACE_MS: z.coerce.number().int().min(0),
-  HISTORY_CLOCK_SKEW_MS: z.coerce.number().int().min(0),
-  SANDBOX_SIMULATOR_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  POS_API_TIMEOUT_MS: positiveInt,
+  ANSWER_BUDGET_MS: ms('1500', { min: 1, max: 1900, maxWhy: 'it must leave room to answer a POS within 2 s' }),
+  BODY_LIMIT_BYTES: wholeNumber({ unit: 'bytes', example: '1048576 (1 MiB)', min: 1 }),
+  POS_MAX_IN_FLIGHT: wholeNumber({ unit: 'requests', example: '64', min: 1 }),
+  WORKER_INTERVAL_MS: ms('1000', { min: 1 }),
+  WORKER_CONCURRENCY: wholeNumber({ unit: 'records at once', example: '8', min: 1 }),
+  IN_DOUBT_VERIFY_AFTER_MS: ms('5000'),
+  IN_DOUBT_GRACE_MS: ms('60000'),
+  HISTORY_CLOCK_SKEW_MS: ms('60000'),
+  SANDBOX_SIMULATOR_PORT: port('4010').optional(),
+  SANDBOX_LEDGER: z.enum(['fresh', 'keep'], 'must be fresh (emptied at every sandbox start, as the simulator is) or keep').optional(),
+  POS_API_TIMEOUT_MS: ms('5000', { min: 1 }),
   PARTIAL_REFUND_POLICY: z.enum(['reaccrue', 'full_only']),
-  IN_FLIGHT_LEASE_MS: positiveInt,
-  DEAD_LETTER_RETRY_BASE_MS: positiveInt,
-  DEAD_LETTER_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(0).max(20),
-  BACKFILL_INTERVAL_MS: z.coerce.number().int().min(0).optional(),
-  BACKFILL_OVERLAP_MS: z.coerce.number().int().min(0),
+  IN_FLIGHT_LEASE_MS: ms('120000 (2 minutes)', { min: 1 }),
+  DEAD_LETTER_RETRY_BASE_MS: ms('60000 (a minute)', { min: 1 }),
+  DEAD_LETTER_RETRY_MAX_ATTEMPTS: wholeNumber({ unit: 'runs', example: '8', max: 20 }),
+  BACKFILL_INTERVAL_MS: ms('60000 (a minute; 0: off)').optional(),
+  BACKFILL_OVERLAP_MS: ms('259200000 (72 hours)'),
   // Checked here for its shape only; the key itself is parsed where secrets are sealed.
   SECRETS_KEY: z
     .string()
@@ -183,6 +231,11 @@ export interface Config {
   worker: { intervalMs: number; concurrency: number };
   inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number };
   sandboxSimulatorPort?: number;
+  /**
+   * Sandbox only: `fresh` (the default) empties the sandbox's own file ledger at every start, since
+   * the in-process simulator's books start empty; `keep` keeps it (src/sandbox.ts prepareSandboxLedger).
+   */
+  sandboxLedger: 'fresh' | 'keep';
   posApiTimeoutMs: number;
   /** `reaccrue`: a partial refund reverses and accrues the remainder; `full_only`: only a full refund reverses. */
   partialRefundPolicy: 'reaccrue' | 'full_only';
@@ -194,7 +247,7 @@ export interface Config {
    */
   deadLetterRetry: { baseMs: number; maxAttempts: number };
   /**
-   * Backfill (README "Backfill"): scheduled passes every `intervalMs` (0: none; BACKFILL_INTERVAL_MS
+   * Backfill (docs/backfill-and-reconcile.md): scheduled passes every `intervalMs` (0: none; BACKFILL_INTERVAL_MS
    * unset is 0 outside sandbox and SANDBOX_BACKFILL_INTERVAL_MS in sandbox), each starting
    * `overlapMs` before the account's watermark.
    */
@@ -257,29 +310,32 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
   const merged = { ...posDefaults(posDeclarations), ...readJson(join(configDir, 'default.json')), ...readJson(join(configDir, `${nodeEnv}.json`)), ...definedEnv(env) };
   const parsed = RawConfig.safeParse(merged);
   const posParsed = z.object(posSchema(posDeclarations)).safeParse(merged);
-  if (!parsed.success || !posParsed.success) {
-    // The bridge's own variables are named first, then the POS variables in declaration order.
-    const first = (parsed.error ?? posParsed.error)!.issues[0]!;
-    const variable = first.path.join('.') || '(config)';
-    throw new ConfigError(`invalid configuration: ${variable} ${first.message}${first.code === 'invalid_type' && merged[variable as keyof typeof merged] === undefined ? ' (it is required)' : ''}`);
-  }
+  // Every problem at once, each naming its variable: the bridge's own variables first, then the POS
+  // variables in declaration order, then the rules across variables. A fix-and-retry loop that
+  // shows one problem a run costs a deployment a start per variable.
+  const problems = [...(parsed.error?.issues ?? []), ...(posParsed.error?.issues ?? [])].map((issue) => {
+    const variable = issue.path.join('.') || '(config)';
+    const required = issue.code === 'invalid_type' && merged[variable as keyof typeof merged] === undefined && !issue.message.startsWith('is required');
+    return `${variable} ${issue.message}${required ? ' (it is required)' : ''}`;
+  });
+  const given = (name: string) => merged[name as keyof typeof merged] !== undefined;
+  const sandbox = !given('LOYALTY_BASE_URL');
+  problems.push(...acrossVariables(merged, nodeEnv, sandbox, given));
   const raw = parsed.data;
-  const sandbox = !raw.LOYALTY_BASE_URL;
-  if (nodeEnv === 'production') {
-    const missing = (['LOYALTY_BASE_URL', 'LOYALTY_APP_TOKEN', 'ADMIN_TOKEN'] as const).filter((k) => !raw[k]);
-    if (missing.length) throw new ConfigError(`NODE_ENV=production needs ${missing.join(', ')}: sandbox never starts in production`);
+  if (raw) {
+    // A round is at most 5 requests (429s) each up to the timeout, plus 1+2+4+8 back-off units with 20% jitter.
+    const longestRound = 5 * raw.LOYALTY_TIMEOUT_MS + 18 * raw.LOYALTY_RETRY_BASE_MS;
+    if (raw.IN_FLIGHT_LEASE_MS <= longestRound) problems.push(`IN_FLIGHT_LEASE_MS must exceed the longest round of calls (${longestRound} milliseconds with this LOYALTY_TIMEOUT_MS and LOYALTY_RETRY_BASE_MS)`);
   }
-  const posAuth = posAuthConfig(raw, sandbox, nodeEnv);
-  if (nodeEnv === 'production' && raw.BRIDGE_FAILPOINTS?.length) throw new ConfigError('BRIDGE_FAILPOINTS is for crash tests and is refused in production');
-  // A round is at most 5 requests (429s) each up to the timeout, plus 1+2+4+8 back-off units with 20% jitter.
-  const longestRound = 5 * raw.LOYALTY_TIMEOUT_MS + 18 * raw.LOYALTY_RETRY_BASE_MS;
-  if (raw.IN_FLIGHT_LEASE_MS <= longestRound) throw new ConfigError(`invalid configuration: IN_FLIGHT_LEASE_MS must exceed the longest round of calls (${longestRound} ms with this LOYALTY_TIMEOUT_MS and LOYALTY_RETRY_BASE_MS)`);
-  const pos = posSettings(posDeclarations, posParsed.data, sandbox, raw.PORT);
-  for (const [name, declaration] of Object.entries(posDeclarations)) {
-    const problem = declaration.check?.(pos[name]!, sandbox);
-    if (problem) throw new ConfigError(`invalid configuration: ${problem}`);
+  const pos = raw && posParsed.success ? posSettings(posDeclarations, posParsed.data, sandbox, raw.PORT) : undefined;
+  if (pos) {
+    for (const [name, declaration] of Object.entries(posDeclarations)) {
+      const problem = declaration.check?.(pos[name]!, sandbox);
+      if (problem) problems.push(problem);
+    }
   }
-  if (!sandbox && !raw.LOYALTY_APP_TOKEN) throw new ConfigError('invalid configuration: LOYALTY_APP_TOKEN is required when LOYALTY_BASE_URL is set');
+  if (problems.length > 0 || !raw || !pos) throw new ConfigError(configProblems(problems));
+  const posAuth = posAuthConfig(raw, sandbox);
   return {
     nodeEnv,
     sandbox,
@@ -308,6 +364,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
     worker: { intervalMs: raw.WORKER_INTERVAL_MS, concurrency: raw.WORKER_CONCURRENCY },
     inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS },
     sandboxSimulatorPort: raw.SANDBOX_SIMULATOR_PORT,
+    sandboxLedger: raw.SANDBOX_LEDGER ?? 'fresh',
     posApiTimeoutMs: raw.POS_API_TIMEOUT_MS,
     partialRefundPolicy: raw.PARTIAL_REFUND_POLICY,
     inFlightLeaseMs: raw.IN_FLIGHT_LEASE_MS,
@@ -318,17 +375,47 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
   };
 }
 
-function posAuthConfig(raw: RawConfig, sandbox: boolean, nodeEnv: string): PosAuthConfig {
-  if (raw.POS_AUTH === 'off') {
-    if (raw.POS_TOKEN) throw new ConfigError('invalid configuration: POS_AUTH=off and POS_TOKEN are both set; unset one (POS_AUTH=off accepts direct POS posts without any credential)');
-    return { mode: 'open', because: 'POS_AUTH=off' };
-  }
+/** Who may post directly; the configurations it refuses are listed by acrossVariables. */
+function posAuthConfig(raw: RawConfig, sandbox: boolean): PosAuthConfig {
+  if (raw.POS_AUTH === 'off') return { mode: 'open', because: 'POS_AUTH=off' };
   if (raw.POS_TOKEN) return { mode: 'token', token: raw.POS_TOKEN };
   if (sandbox && raw.POS_AUTH === undefined) return { mode: 'open', because: 'sandbox' };
-  if (nodeEnv === 'production') {
-    throw new ConfigError('NODE_ENV=production needs POS_TOKEN: without it anyone who can reach /v1/checkouts and /v1/refunds could accrue or reverse points (set POS_AUTH=off only where those paths are reachable from a private network alone)');
-  }
   return { mode: 'token' };
+}
+
+/**
+ * The rules across variables, read from what was given (so they are listed beside the variables
+ * whose values are wrong): what production needs, the upstream's token, POS_AUTH against POS_TOKEN,
+ * failpoints. Each problem names its variables.
+ */
+function acrossVariables(merged: Record<string, unknown>, nodeEnv: string, sandbox: boolean, given: (name: string) => boolean): string[] {
+  const problems: string[] = [];
+  const posAuthOff = merged.POS_AUTH === 'off';
+  if (posAuthOff && given('POS_TOKEN')) problems.push('POS_AUTH=off and POS_TOKEN are both set; unset one (POS_AUTH=off accepts direct POS posts without any credential)');
+  if (nodeEnv === 'production') {
+    // The four a production bridge needs (docs/production.md), listed together.
+    const missing = ['LOYALTY_BASE_URL', 'LOYALTY_APP_TOKEN', 'ADMIN_TOKEN', ...(posAuthOff ? [] : ['POS_TOKEN'])].filter((name) => !given(name));
+    if (missing.length > 0) {
+      const why = [
+        ...(missing.includes('LOYALTY_BASE_URL') || missing.includes('LOYALTY_APP_TOKEN') ? ['sandbox never starts in production'] : []),
+        ...(missing.includes('ADMIN_TOKEN') ? ['the admin API needs a token of at least 16 characters'] : []),
+        ...(missing.includes('POS_TOKEN')
+          ? ['without POS_TOKEN anyone who can reach /v1/checkouts and /v1/refunds could accrue or reverse points (set POS_AUTH=off only where those paths are reachable from a private network alone)']
+          : []),
+      ];
+      problems.push(`NODE_ENV=production needs ${missing.join(', ')}: ${why.join('; ')}`);
+    }
+    if (given('BRIDGE_FAILPOINTS')) problems.push('BRIDGE_FAILPOINTS is for crash tests and is refused in production');
+  } else if (!sandbox && !given('LOYALTY_APP_TOKEN')) {
+    problems.push('LOYALTY_APP_TOKEN is required when LOYALTY_BASE_URL is set');
+  }
+  return problems;
+}
+
+/** One problem on one line; several, one line each under a count. */
+function configProblems(problems: string[]): string {
+  if (problems.length <= 1) return `invalid configuration: ${problems[0] ?? 'unreadable'}`;
+  return `invalid configuration (${problems.length} problems):\n${problems.map((p) => `  - ${p}`).join('\n')}`;
 }
 
 /**
@@ -340,7 +427,7 @@ export const SANDBOX_WEBHOOK_SECRET = 'sandbox-webhook-secret';
 /**
  * Sandbox reads its fake POS APIs back every minute, so a webhook left out (the "missed webhook"
  * demo) is accrued within a minute. Outside sandbox scheduled passes are off until BACKFILL_INTERVAL_MS
- * is set: each pass calls every merchant's POS API with that merchant's token (README "Backfill").
+ * is set: each pass calls every merchant's POS API with that merchant's token (docs/backfill-and-reconcile.md).
  */
 export const SANDBOX_BACKFILL_INTERVAL_MS = 60_000;
 

@@ -6,7 +6,7 @@ import { posSettingDeclarations } from '../adapters/index.js';
 import { configuredValue, loadConfig, ConfigError, SANDBOX_WEBHOOK_SECRET, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { startBridge, type Bridge } from './bridge.js';
-import { demoPosToken, ensureDemoMerchants, installDemoMerchants, sandboxKeyPath, sandboxSecretsKey, withSandboxPosApis, type DemoMerchant } from './sandbox.js';
+import { demoPosToken, ensureDemoMerchants, installDemoMerchants, prepareSandboxLedger, sandboxKeyPath, sandboxSecretsKey, withSandboxPosApis, type DemoMerchant, type SandboxLedger } from './sandbox.js';
 import { createSimulator, type Simulator } from './simulator/index.js';
 
 async function main(): Promise<void> {
@@ -23,9 +23,11 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   let closeSimulator: (() => Promise<void>) | undefined;
   let sandbox:
-    | { url: string; appToken: string; apiKey: string; simulator: Simulator; posApis: Record<string, string>; secretsKey?: string; keyFile?: { path: string; created: boolean } }
+    | { url: string; appToken: string; apiKey: string; simulator: Simulator; posApis: Record<string, string>; secretsKey?: string; keyFile?: { path: string; created: boolean }; ledger: SandboxLedger }
     | undefined;
   if (config.sandbox) {
+    // The simulator below starts with empty books: the ledger starts empty too, unless told to keep it.
+    const ledger = await prepareSandboxLedger(config.ledgerUrl, config.sandboxLedger === 'keep');
     // Each run's operations are numbered past any earlier run's (microseconds since 1970: a run
     // would need more than a thousand operations a millisecond to reach the next run's first id),
     // since the ledger keeps the ids earlier runs' records claimed.
@@ -36,9 +38,9 @@ async function main(): Promise<void> {
     // The bridge reads the POSes' APIs at the simulator's fakes, where the demo merchants' POS accounts are.
     const posApis = withSandboxPosApis(config.pos, posSettingDeclarations, listening.url, (variable) => configuredValue(variable) !== undefined);
     config = { ...config, pos: posApis.pos };
-    sandbox = { url: listening.url, appToken: simulator.appToken, apiKey: simulator.apiKey, simulator, posApis: posApis.pointed };
+    sandbox = { url: listening.url, appToken: simulator.appToken, apiKey: simulator.apiKey, simulator, posApis: posApis.pointed, ledger };
     if (!config.secretsKey) {
-      // Sandbox makes its own SECRETS_KEY (README "Many merchants"), kept so its merchants open again next time.
+      // Sandbox makes its own SECRETS_KEY (docs/merchants.md), kept so its merchants open again next time.
       const path = sandboxKeyPath(config.ledgerUrl);
       const { key, created } = await sandboxSecretsKey(path);
       sandbox.secretsKey = key;
@@ -98,7 +100,7 @@ async function main(): Promise<void> {
         ' no real loyalty card is touched. Set LOYALTY_BASE_URL and LOYALTY_APP_TOKEN for real.',
         ` bridge:     ${bridge.url.replace('127.0.0.1', 'localhost')}`,
         ` simulator:  ${sandbox.url}   (books: ${sandbox.url}/__sim/books)`,
-        ` ledger:     ${config.ledgerUrl}`,
+        ...ledgerLines(config.ledgerUrl, sandbox.ledger),
         config.adminToken ? ' admin token: ADMIN_TOKEN' : ` admin token (generated for this run): ${bridge.adminToken}`,
         ...posApiLines(sandbox.posApis, config.pos.square?.notificationUrl),
         ...demoLines(demos, sandbox.url),
@@ -109,8 +111,32 @@ async function main(): Promise<void> {
     );
   }
   logger.info({ port: bridge.server.address(), sandbox: config.sandbox, ledger: bridge.store.kind }, 'loyalty-bridge listening');
+  if (sandbox?.ledger.action === 'kept' && sandbox.ledger.warning) {
+    logger.warn({ why: sandbox.ledger.why }, "sandbox kept an earlier run's ledger, but its simulator starts with empty books: reports will list the earlier records as differences");
+  }
   logPosAuth(config.posAuth, logger);
+  sayIfNotReady(bridge);
 
+}
+
+/**
+ * The banner's lines on the ledger: emptied at this start (as the simulator's books are), new, or
+ * kept, and then loudly what a kept ledger does to the reports, since its records name accruals this
+ * run's simulator never booked.
+ */
+function ledgerLines(ledgerUrl: string, ledger: SandboxLedger): string[] {
+  if (ledger.action !== 'kept') {
+    const what = ledger.action === 'new' ? 'new; emptied at every sandbox start' : 'emptied at this start';
+    return [` ledger:     ${ledgerUrl} (${what}, as the simulator's books are; SANDBOX_LEDGER=keep keeps it)`];
+  }
+  if (!ledger.warning) return [` ledger:     ${ledgerUrl} (kept: ${ledger.why})`];
+  return [
+    ` ledger:     ${ledgerUrl} (KEPT from an earlier run: ${ledger.why})`,
+    ' !!! WARNING: the simulator starts with empty books at every start, but this ledger keeps the',
+    ' !!! earlier runs\' records: the loyalty side never booked their accruals, so a three-way report',
+    ' !!! lists them as differences and refunds of those orders fail. For a sandbox whose sides agree,',
+    ` !!! start it on a new ledger (LEDGER_URL=file:./data/sandbox-$(date +%s)/ledger.json npm start)${ledger.why === 'SANDBOX_LEDGER=keep' ? ' or without SANDBOX_LEDGER=keep' : ''}.`,
+  ];
 }
 
 /** The banner's lines on the POS APIs sandbox points at the simulator, and how webhooks are signed (Square: which URL). */
@@ -118,7 +144,7 @@ function posApiLines(pointed: Record<string, string>, squareNotificationUrl: str
   const square = squareNotificationUrl ? `; Square signs ${squareNotificationUrl} + the body` : '';
   return [
     ...(Object.keys(pointed).length ? [` POS APIs:   ${Object.values(pointed).join(', ')} (the simulator's fakes)`] : []),
-    ` webhooks:   signed with ${SANDBOX_WEBHOOK_SECRET}${square} (README "Signing a webhook by hand")`,
+    ` webhooks:   signed with ${SANDBOX_WEBHOOK_SECRET}${square} (docs/pos-systems.md, "Signing a webhook by hand")`,
   ];
 }
 
@@ -126,7 +152,7 @@ function posApiLines(pointed: Record<string, string>, squareNotificationUrl: str
 function demoLines(demos: DemoMerchant[], simulatorUrl: string): string[] {
   if (demos.length === 0) return [];
   return [
-    ' demo merchants (README "Many merchants"; their tokens are issued anew at every start):',
+    ' demo merchants (docs/merchants.md; their tokens are issued anew at every start):',
     ...demos.flatMap((d) => {
       if ('problem' in d) return [`   ${d.id}: not available: ${d.problem}`];
       const m = d.merchant;
@@ -141,6 +167,21 @@ function demoLines(demos: DemoMerchant[], simulatorUrl: string): string[] {
       ];
     }),
   ];
+}
+
+/**
+ * A wrong LOYALTY_APP_TOKEN or LOYALTY_BASE_URL, said where a person starting the bridge looks (the
+ * log has it too, as JSON): the bridge runs, not ready, and /readyz answers 503 with the same line
+ * until the loyalty service takes the credential (docs/configuration.md, "Ready means ready": why it
+ * starts rather than refusing to).
+ */
+function sayIfNotReady(bridge: Bridge): void {
+  const { ready, upstream } = bridge.upstream.readiness();
+  if (ready) return;
+  const line = '!'.repeat(78);
+  process.stderr.write(
+    [line, ' NOT READY: the loyalty service refuses this configuration.', ` ${upstream.replace(/^failing: /, '')}`, ' /readyz answers 503 until it is fixed (the bridge asks the loyalty service again about every 15 s).', line, ''].join('\n'),
+  );
 }
 
 /** Says at every start who may post checkouts and refunds directly, loudest where anyone may. */

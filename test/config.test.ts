@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { posSettingDeclarations } from '../adapters/index.js';
 import { loadConfig as loadConfigOf } from '../src/config.js';
@@ -64,7 +65,7 @@ describe('configuration', () => {
   });
 
   it('production refuses to start without the upstream and admin token, and never in sandbox', () => {
-    expect(load({ NODE_ENV: 'production' })).toThrow(/LOYALTY_BASE_URL, LOYALTY_APP_TOKEN, ADMIN_TOKEN/);
+    expect(load({ NODE_ENV: 'production' })).toThrow(/LOYALTY_BASE_URL, LOYALTY_APP_TOKEN, ADMIN_TOKEN, POS_TOKEN/);
     expect(load({ NODE_ENV: 'production', LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't' })).toThrow(/ADMIN_TOKEN/);
     expect(loadConfig({ ...production, POS_TOKEN: 'p'.repeat(32) }).sandbox).toBe(false);
   });
@@ -123,5 +124,96 @@ describe('configuration', () => {
     // {shop} stands for the shop domain (backfill puts each merchant's in); the rest must be a URL.
     expect(loadConfig({ ...outside, SHOPIFY_API_BASE_URL: 'http://127.0.0.1:9/shopify/{shop}' }).pos.shopify!.apiBaseUrl).toBe('http://127.0.0.1:9/shopify/{shop}');
     expect(() => loadConfig({ ...outside, SHOPIFY_API_BASE_URL: '{shop}' })).toThrow(/SHOPIFY_API_BASE_URL/);
+  });
+
+  /** The message loadConfig refuses `env` with. */
+  const refusal = (env: Record<string, string>): string => {
+    try {
+      loadConfig(env);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    throw new Error(`${JSON.stringify(env)} was accepted`);
+  };
+
+  it('NODE_ENV=production with nothing set names all four variables it needs, in one message, each with why', () => {
+    const message = refusal({ NODE_ENV: 'production' });
+    expect(message).toBe(
+      'invalid configuration: NODE_ENV=production needs LOYALTY_BASE_URL, LOYALTY_APP_TOKEN, ADMIN_TOKEN, POS_TOKEN: sandbox never starts in production; ' +
+        'the admin API needs a token of at least 16 characters; without POS_TOKEN anyone who can reach /v1/checkouts and /v1/refunds could accrue or reverse points ' +
+        '(set POS_AUTH=off only where those paths are reachable from a private network alone)',
+    );
+    // POS_AUTH=off is the one way to go without POS_TOKEN; the other three stay named.
+    expect(refusal({ NODE_ENV: 'production', POS_AUTH: 'off' })).toMatch(/needs LOYALTY_BASE_URL, LOYALTY_APP_TOKEN, ADMIN_TOKEN: /);
+    expect(refusal({ ...production })).toMatch(/needs POS_TOKEN: without POS_TOKEN/);
+  });
+
+  it('lists every bad or missing variable at once, one line each, the bridge\'s own first, then the POS variables, then the rules across them', () => {
+    const message = refusal({ NODE_ENV: 'production', LOYALTY_TIMEOUT_MS: '10s', PORT: 'eighty', ADMIN_TOKEN: 'short', SQUARE_API_BASE_URL: 'nope', BRIDGE_FAILPOINTS: 'call:before-send' });
+    expect(message.split('\n')).toEqual([
+      'invalid configuration (6 problems):',
+      '  - PORT must be a port number from 0 to 65535, e.g. 8080 (got "eighty")',
+      '  - LOYALTY_TIMEOUT_MS must be a whole number of milliseconds, e.g. 10000 (got "10s": 10s is 10000 milliseconds)',
+      '  - ADMIN_TOKEN must be at least 16 characters',
+      '  - SQUARE_API_BASE_URL must be an http(s) URL ({shop} may stand for the shop domain)',
+      expect.stringMatching(/^ {2}- NODE_ENV=production needs LOYALTY_BASE_URL, LOYALTY_APP_TOKEN, POS_TOKEN: sandbox never starts in production; without POS_TOKEN/),
+      '  - BRIDGE_FAILPOINTS is for crash tests and is refused in production',
+    ]);
+  });
+
+  it.each([
+    ['LOYALTY_TIMEOUT_MS', '10s', 'must be a whole number of milliseconds, e.g. 10000 (got "10s": 10s is 10000 milliseconds)'],
+    ['LOYALTY_TIMEOUT_MS', '0', 'must be at least 1 millisecond, e.g. 10000 (got 0)'],
+    ['LOYALTY_RETRY_BASE_MS', '1.5', 'must be a whole number of milliseconds, e.g. 1000 (got "1.5")'],
+    ['BACKFILL_INTERVAL_MS', '5min', 'must be a whole number of milliseconds, e.g. 60000 (a minute; 0: off) (got "5min": 5min is 300000 milliseconds)'],
+    ['BACKFILL_OVERLAP_MS', '72h', 'must be a whole number of milliseconds, e.g. 259200000 (72 hours) (got "72h": 72h is 259200000 milliseconds)'],
+    ['ANSWER_BUDGET_MS', '2500', 'must be at most 1900 milliseconds: it must leave room to answer a POS within 2 s (got 2500)'],
+    ['METRICS_REFRESH_MS', '50', 'must be at least 100 milliseconds, e.g. 10000 (got 50)'],
+    ['BODY_LIMIT_BYTES', '1mb', 'must be a whole number of bytes, e.g. 1048576 (1 MiB) (got "1mb")'],
+    ['WORKER_CONCURRENCY', 'many', 'must be a whole number of records at once, e.g. 8 (got "many")'],
+    ['DEAD_LETTER_RETRY_MAX_ATTEMPTS', '99', 'must be at most 20 runs (got 99)'],
+    ['PORT', '70000', 'must be at most 65535 (got 70000)'],
+    ['SANDBOX_SIMULATOR_PORT', 'auto', 'must be a port number from 0 to 65535, e.g. 4010 (got "auto")'],
+  ])('a number names its unit and an example: %s=%s', (variable, value, message) => {
+    expect(refusal({ [variable]: value })).toBe(`invalid configuration: ${variable} ${message}`);
+  });
+
+  it('numbers are read as the digits they are: no NaN, no exponent, no silent rounding', () => {
+    expect(loadConfig({ LOYALTY_TIMEOUT_MS: ' 2500 ' }).loyalty.timeoutMs).toBe(2500);
+    expect(refusal({ LOYALTY_TIMEOUT_MS: '1e4' })).toMatch(/LOYALTY_TIMEOUT_MS must be a whole number of milliseconds, e.g. 10000 \(got "1e4"\)/);
+    expect(refusal({ LOYALTY_TIMEOUT_MS: 'NaN' })).toBe('invalid configuration: LOYALTY_TIMEOUT_MS must be a whole number of milliseconds, e.g. 10000 (got "NaN")');
+  });
+
+  it('LOYALTY_BASE_URL is the address before /api/v2/: a URL that is not one, or that ends in /api/v2, is named with what to write', () => {
+    expect(refusal({ LOYALTY_BASE_URL: 'loyalty.example.test', LOYALTY_APP_TOKEN: 't' })).toBe(
+      "invalid configuration: LOYALTY_BASE_URL must be the loyalty service's http(s) address, before /api/v2/, e.g. https://loyalty.example.com",
+    );
+    expect(refusal({ LOYALTY_BASE_URL: 'https://loyalty.example.test/api/v2/', LOYALTY_APP_TOKEN: 't' })).toBe(
+      'invalid configuration: LOYALTY_BASE_URL must be the address before /api/v2/ (the bridge adds /api/v2/ itself): leave /api/v2 out',
+    );
+    expect(loadConfig({ LOYALTY_BASE_URL: 'https://gateway.example.test/loyalty/', LOYALTY_APP_TOKEN: 't' }).loyalty.baseUrl).toBe('https://gateway.example.test/loyalty');
+  });
+
+  it('a secret never appears in a refusal', () => {
+    const message = refusal({ NODE_ENV: 'production', LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 'app-token-secret-1', ADMIN_TOKEN: 'adm-secret', POS_TOKEN: 'pos-secret', LOYALTY_TIMEOUT_MS: 'x' });
+    expect(message).toMatch(/ADMIN_TOKEN must be at least 16 characters/);
+    for (const secret of ['app-token-secret-1', 'adm-secret', 'pos-secret']) expect(message).not.toContain(secret);
+  });
+
+  it('docs/production.env.example starts a production bridge as it is, every variable it names (set or commented out) is one the bridge reads, and it is shell-safe', () => {
+    const text = readFileSync('docs/production.env.example', 'utf8');
+    const set = Object.fromEntries([...text.matchAll(/^([A-Z_]+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!]));
+    expect(set).toMatchObject({ NODE_ENV: 'production', LOYALTY_BASE_URL: expect.any(String), LOYALTY_APP_TOKEN: expect.any(String), ADMIN_TOKEN: expect.any(String), POS_TOKEN: expect.any(String) });
+    const config = loadConfig(set);
+    expect(config).toMatchObject({ sandbox: false, nodeEnv: 'production', posAuth: { mode: 'token' }, ledgerUrl: 'file:/data/ledger.json' });
+    // Uncommented, the commented-out lines are accepted too (a SECRETS_KEY and the POS variables).
+    const all = Object.fromEntries([...text.matchAll(/^#? ?([A-Z_]+)=(\S*)$/gm)].map((m) => [m[1]!, m[2]!]));
+    const known = new Set([...Object.keys(all)].filter((name) => name !== 'SECRETS_KEY' && name !== 'LEDGER_URL'));
+    expect(loadConfig({ ...all, LEDGER_URL: set.LEDGER_URL!, SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') }).pos.square).toMatchObject({ notificationUrl: 'https://bridge.example.com/v1/webhooks/square' });
+    // A name the bridge does not read would be a silent typo: each is named in docs/configuration.md's table.
+    const table = readFileSync('docs/configuration.md', 'utf8');
+    for (const name of known) expect([name, table.includes(`\`${name}\``)]).toEqual([name, true]);
+    // `. ./bridge.env` in a shell must read it: no value holds a space, <, >, $, quote or backquote.
+    for (const [name, value] of Object.entries(all)) expect([name, /[\s<>$'"`;&|]/.test(value)]).toEqual([name, false]);
   });
 });

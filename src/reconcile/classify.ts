@@ -221,14 +221,14 @@ function accrualOperations(record: LedgerRecord, operations: Map<number, Operati
     return { operations: claimed.flatMap((id) => operations.get(id) ?? []), missing: claimed.filter((id) => !operations.has(id)).map((id) => `operation ${id}`) };
   }
   const cards = successfulCards(record);
-  if (cards.length === 0) return { operations: [], missing: ['any operation (the record names neither an operation nor a card: settled by hand?)'] };
+  if (cards.length === 0) return { operations: [], missing: ['operation for it (the record names neither an operation nor a card: settled by hand?)'] };
   const since = Date.parse(record.createdAt) - clockSkewMs;
   const found: Operation[] = [];
   const missing: string[] = [];
   for (const card of cards) {
     const op = earliest(onCard(card), (o) => !explained.has(o.id) && Date.parse(o.createdAt) >= since && centsEqualsMajor(record.accrual.check!.amount, o.purchaseSum ?? NaN));
     if (!op) {
-      missing.push(`an operation on card ${card}`);
+      missing.push(`operation of ${money(record.accrual.check!.amount)} on card ${card}`);
       continue;
     }
     explained.set(op.id, record.transactionId);
@@ -243,7 +243,8 @@ function notInHistory(record: LedgerRecord, missing: string[]): Difference {
     kind: 'not_in_history',
     transactionId: record.transactionId,
     orderId: record.orderId,
-    why: `the ledger holds it as ${record.accrual.state} (${how}, ${money(record.accrual.check!.amount)}) but the history shows ${missing.join(', ')}`,
+    // Names what is missing: "has no operation 7", the operation the record claims.
+    why: `the ledger holds it as ${record.accrual.state} (${how}, ${money(record.accrual.check!.amount)}) but the history has no ${missing.join(' and no ')}`,
     next: `verify at the loyalty service (the card's history); in doubt, do not re-send: correct the card there by hand or resolve the record (POST /v1/admin/transactions/${record.transactionId}/resolve)`,
   };
 }

@@ -28,7 +28,7 @@ describe('operations endpoints', () => {
     expect(res.body).toEqual({ status: 'ok', instance: h.bridge.core.delivery.instanceId, version: expect.any(String) });
   });
 
-  it('/readyz checks the ledger', async () => {
+  it('/readyz checks the ledger, and that the loyalty service takes the app token (test/e2e/readiness.test.ts: when it does not)', async () => {
     const res = await request(h.bridge.url).get('/readyz');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'ready', checks: { ledger: 'ok', upstream: 'ok' } });

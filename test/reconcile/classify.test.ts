@@ -79,7 +79,7 @@ describe('each kind, found once', () => {
 
   it('not_in_history: an accrual whose operation the history does not hold', () => {
     const differences = run({ ledger: [accrued('N-1', 7)], history: [] });
-    expect(differences).toEqual([{ kind: 'not_in_history', transactionId: 'generic:N-1', orderId: 'N-1', why: expect.stringContaining('the history shows operation 7'), next: expect.stringContaining('verify') }]);
+    expect(differences).toEqual([{ kind: 'not_in_history', transactionId: 'generic:N-1', orderId: 'N-1', why: expect.stringMatching(/but the history has no operation 7$/), next: expect.stringContaining('verify') }]);
   });
 
   it('not_in_history: an accrual an operator resolved without naming an operation or card', () => {
