@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * `npm start`, `npm run migrate`, `npm run ledger:copy`, `npm run secrets:rotate`: `node scripts/start.mjs [dist/<entry>.js] [args…]`
+ * `npm start`, `npm run simulator`, `npm run migrate`, `npm run ledger:copy`, `npm run secrets:rotate`,
+ * `npm run reconcile-report`, `npm run backfill`: `node scripts/start.mjs [dist/<entry>.js] [args…]`
  * (default entry: dist/src/main.js, the bridge). Plain JavaScript, so it runs without TypeScript.
  *
  * 1. dist/ is made current first (scripts/build.mjs: nothing is compiled when it already is, a build

@@ -1,6 +1,6 @@
 /**
  * What sandbox adds to a bridge started with nothing configured (no LOYALTY_BASE_URL; never in
- * production), so that many merchants can be tried at once (README "Many merchants"):
+ * production), so that many merchants can be tried at once (docs/merchants.md):
  *
  * - a SECRETS_KEY, when none is set, generated once and kept in a private file (0600, in a 0700
  *   folder) beside the file ledger, so that the demo merchants' sealed secrets open again at the
@@ -11,16 +11,21 @@
  *   later start finds them in the ledger and creates nothing;
  * - the simulator's fake POS APIs as the bridge's POS APIs, each demo merchant's POS accounts held
  *   there, so that webhooks carrying only ids (Square, Clover) or a customer's id (Loyverse) are
- *   completed from them as from the real POS (README "Signing a webhook by hand").
+ *   completed from them as from the real POS (docs/pos-systems.md, "Signing a webhook by hand").
+ *
+ * - a fresh ledger at every start (prepareSandboxLedger), since the in-process simulator's books start
+ *   empty at every start too: a ledger kept from an earlier run would hold accruals these books never
+ *   saw, and every report would end with differences. SANDBOX_LEDGER=keep keeps it, said loudly.
  *
  * Their POS and admin tokens are issued anew at every start and printed in the banner, as the
  * sandbox's generated admin token is: nothing about them is fixed or public, tokens of an earlier
  * run stop working, and the ledger keeps only their hashes. Their POS API access tokens are fixed
  * and public (demoPosToken).
  */
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import { FileLedgerStore } from './ledger/file-store.js';
+import { ProcessLock } from './ledger/process-lock.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE } from './ledger/private-files.js';
 import type { MerchantAdmin, MerchantView } from './merchants/admin.js';
 import { newSecretsKey, parseSecretsKey, SecretsKeyError } from './merchants/secrets.js';
@@ -142,7 +147,7 @@ const DEMO_POS: Readonly<Record<PosName, { field: string; options(account: strin
   loyverse: { field: 'merchantId', options: (merchantId, accessToken, currency) => ({ merchantId, accessToken, currency }) },
 };
 
-/** The demo merchants (README "Many merchants"): an account on every POS, each also held by the simulator's fake of that POS. */
+/** The demo merchants (docs/merchants.md): an account on every POS, each also held by the simulator's fake of that POS. */
 export const DEMO_MERCHANTS = [
   {
     id: 'demo-bakery',
@@ -189,9 +194,14 @@ export function demoCredentials(demo: (typeof DEMO_MERCHANTS)[number]): Record<s
 export function installDemoMerchants(sim: Simulator): void {
   for (const demo of DEMO_MERCHANTS) {
     sim.addMerchant({ id: demo.id, credentials: demoCredentials(demo) });
-    for (const [pos, account] of Object.entries(demo.accounts) as [PosName, string][]) {
-      sim.pos.byName(pos)!.addAccount(DEMO_POS[pos].options(account, demoPosToken(demo.id, pos), demo.currency));
-    }
+    installPosAccounts(sim, demo.id, demo.accounts, demo.currency);
+  }
+}
+
+/** Opens `accounts` (by POS) at the simulator's fake POSes for `merchantId`, each with its public token (demoPosToken). */
+export function installPosAccounts(sim: Simulator, merchantId: string, accounts: Readonly<Record<PosName, string>>, currency: string): void {
+  for (const [pos, account] of Object.entries(accounts) as [PosName, string][]) {
+    sim.pos.byName(pos)!.addAccount(DEMO_POS[pos].options(account, demoPosToken(merchantId, pos), currency));
   }
 }
 
@@ -222,4 +232,70 @@ export async function ensureDemoMerchants(admin: MerchantAdmin, sim: Simulator):
     }
   }
   return out;
+}
+
+/**
+ * What sandbox did with its ledger at this start (the banner says it):
+ * - `new`: there was none; this one is marked as sandbox's, to be emptied at its next start;
+ * - `emptied`: sandbox's own ledger of an earlier run, emptied (the simulator's books are empty too);
+ * - `kept`: left as it is, with `why` (SANDBOX_LEDGER=keep; PostgreSQL, which sandbox never empties;
+ *   a file ledger sandbox did not make, which may be a real one; or one in use by another process).
+ *   Its records then name accruals the new simulator never booked: `warning` says what that does.
+ */
+export type SandboxLedger = { action: 'new' | 'emptied' } | { action: 'kept'; why: string; warning: boolean };
+
+/** The file beside a file ledger that says sandbox made it (so that sandbox may empty it), for a manifest path. */
+export function sandboxLedgerMarker(manifestPath: string): string {
+  return join(dirname(manifestPath), `${basename(manifestPath, extname(manifestPath))}.sandbox.json`);
+}
+
+/**
+ * Makes the ledger match the simulator's empty books, or says why not. Only a file ledger sandbox
+ * made itself (its marker beside it) is ever emptied: a ledger it did not make could be a real one
+ * that a missing LOYALTY_BASE_URL sent into sandbox, and nothing of it is touched. Emptying takes
+ * the ledger's lock first, so a ledger another process holds is left alone (its start-up then
+ * refuses, as it always did). What it removes is every file of the ledger: the manifest and each
+ * file named after it (`ledger.json*`, `ledger.journal/`, `ledger.index.sqlite*`, `ledger.merchants/`,
+ * …), never the sandbox's key file or anything else in the folder.
+ */
+export async function prepareSandboxLedger(ledgerUrl: string, keep: boolean): Promise<SandboxLedger> {
+  if (!ledgerUrl.startsWith('file:')) return { action: 'kept', why: 'a PostgreSQL ledger, which sandbox never empties', warning: true };
+  const manifest = FileLedgerStore.fromUrl(ledgerUrl).manifestPath;
+  const marker = sandboxLedgerMarker(manifest);
+  const exists = async (path: string) => stat(path).then(() => true, () => false);
+  if (!(await exists(manifest))) {
+    await mkdir(dirname(manifest), { recursive: true, mode: PRIVATE_DIR });
+    await writeMarker(marker);
+    return { action: 'new' };
+  }
+  if (keep) return { action: 'kept', why: 'SANDBOX_LEDGER=keep', warning: true };
+  if (!(await exists(marker))) return { action: 'kept', why: 'it was not made by sandbox (or by a build before sandbox emptied its ledger), so it is left as it is', warning: true };
+  const lock = new ProcessLock(`${manifest}.lock`);
+  try {
+    await lock.acquire();
+  } catch (error) {
+    return { action: 'kept', why: (error as Error).message, warning: false };
+  }
+  try {
+    const folder = dirname(manifest);
+    const stem = basename(manifest, extname(manifest));
+    const own = (name: string) => name === basename(manifest) || name.startsWith(`${stem}.`);
+    for (const name of (await readdir(folder)).filter(own)) {
+      if (name === basename(lock.path)) continue;
+      await rm(join(folder, name), { recursive: true, force: true });
+    }
+    await writeMarker(marker);
+  } finally {
+    await lock.release();
+  }
+  return { action: 'emptied' };
+}
+
+async function writeMarker(path: string): Promise<void> {
+  const handle = await open(path, 'w', PRIVATE_FILE);
+  try {
+    await handle.writeFile(`${JSON.stringify({ madeBy: 'sandbox', note: 'npm start without LOYALTY_BASE_URL empties this ledger at every start (its simulator starts empty too); SANDBOX_LEDGER=keep keeps it' })}\n`);
+  } finally {
+    await handle.close();
+  }
 }

@@ -2,7 +2,8 @@
  * `npm start` with nothing configured, as a process (the built dist/src/main.js): sandbox makes its
  * own SECRETS_KEY in a private file beside the ledger and starts with two demo merchants besides the
  * default one, created from nothing but their app tokens at the in-process simulator; a restart
- * finds them and creates nothing, and issues new tokens (the old ones stop working). Outside sandbox,
+ * that keeps the ledger (SANDBOX_LEDGER=keep) finds them and creates nothing, and issues new tokens
+ * (the old ones stop working). Outside sandbox,
  * a ledger holding merchants without SECRETS_KEY stops start-up with one line naming the variable.
  * Needs `npm run build` first (npm test does it).
  */
@@ -118,9 +119,10 @@ describe('sandbox: demo merchants and its own SECRETS_KEY', () => {
     expect(await bridge.kill('SIGTERM')).toBe(0);
   }, 60_000);
 
-  it('a restart creates nothing, keeps the key, and issues new tokens: the earlier ones are refused', async () => {
+  it('a restart that keeps the ledger (SANDBOX_LEDGER=keep) creates nothing, keeps the key, and issues new tokens: the earlier ones are refused', async () => {
     const keyBefore = readFileSync(join(dir, 'data', 'sandbox-secrets.key'), 'utf8');
-    const bridge = await start();
+    // Kept, the ledger outlives the simulator's books (test/build/sandbox-ledger.test.ts: the default empties it).
+    const bridge = await start({ SANDBOX_LEDGER: 'keep' });
     const banner = await bannerOf(bridge);
     expect(banner.text).toContain('(generated at an earlier start; SECRETS_KEY is not set)');
     expect(readFileSync(join(dir, 'data', 'sandbox-secrets.key'), 'utf8')).toBe(keyBefore);

@@ -159,7 +159,8 @@ describe('sandbox: signed webhooks from every POS accrue and reverse, completed 
     expect(await bridge.kill('SIGTERM')).toBe(0);
 
     // Nothing listens on port 9: a Square API set there is refused, and the bridge must use it all the same.
-    bridge = await spawnBridge({ LEDGER_URL: sandboxLedgerUrl(dir), LOG_LEVEL: 'info', SQUARE_API_BASE_URL: 'http://127.0.0.1:9' });
+    // The ledger kept (SANDBOX_LEDGER=keep): the merchant made at the first start is what is restarted on.
+    bridge = await spawnBridge({ LEDGER_URL: sandboxLedgerUrl(dir), LOG_LEVEL: 'info', SQUARE_API_BASE_URL: 'http://127.0.0.1:9', SANDBOX_LEDGER: 'keep' });
     banner = await bannerOf(bridge);
     expect(banner.demos['demo-bakery']).toMatchObject({ created: false });
     const pointed = SANDBOX_POS_APIS.filter((pos) => pos !== 'square').map((pos) => `${banner.simulator}${POS_API_BASE_PATHS[pos]}`);

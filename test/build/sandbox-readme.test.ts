@@ -1,37 +1,55 @@
 /**
- * The README's sandbox commands, run as written: the shell blocks of "Signing a webhook by hand"
- * and "Creating an order in the fake POS" are taken from README.md and run with bash (curl, openssl,
- * base64) against a started sandbox, so the documented headers, signing recipes, URLs and ids cannot
- * drift from what the bridge accepts. What a reader puts in place is put in place first: the
- * banner's simulator address in `SIM`, demo-cafe's admin token in `CAFE_ADMIN`, this bridge's port
- * for the documented 8080, and the sandbox is started as the missed-webhook demo says
- * (BACKFILL_INTERVAL_MS=0: no scheduled pass comes between a sale and the pass the demo asks for).
- * Every answer a command documents (`# {…}`) is checked against the one it gives
+ * The documented commands, run as written, in the order printed: the README's "Five minutes with the
+ * sandbox"; docs/pos-systems.md's "Signing a webhook by hand" (one block per POS); the missed-webhook
+ * demo of docs/backfill-and-reconcile.md; docs/merchants.md's demo merchants side by side and
+ * "Onboarding"; and docs/backfill-and-reconcile.md's "From a shell, against the simulator" (npm run
+ * simulator, npm run backfill and npm run reconcile-report, outside sandbox). Each shell block is
+ * taken from its file and run with bash (curl, openssl, base64, node) against a started sandbox or
+ * simulator, so the documented headers, signing recipes, URLs, ids and order cannot drift from what
+ * the bridge does. What a reader puts in place is put in place first: the banner's simulator address
+ * in `SIM`, the demo merchants' tokens, this bridge's port for the documented 8080, this simulator's
+ * for 4010, and `node dist/scripts/<name>.js` for `npm run <name> --` (npm would build first, in the
+ * shared checkout). Every answer a command documents (`# {…}`) is checked against the one it gives
  * (test/support/documented-answer.ts). The table of the demo merchants' POS accounts is checked
  * against what sandbox installs.
  * Needs `npm run build` first (npm test does it).
  */
-import { execFile } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { DEMO_MERCHANTS, demoPosToken } from '../../src/sandbox.js';
-import type { BridgeProcess } from '../support/bridge-process.js';
+import { freePort, type BridgeProcess } from '../support/bridge-process.js';
 import { answerMismatches, parseDocumentedAnswer } from '../support/documented-answer.js';
-import { ADMIN_TOKEN } from '../support/harness.js';
+import { eventually } from '../support/harness.js';
 import { simulatorBooks, startSandbox, type Banner } from '../support/sandbox.js';
 
-const README = readFileSync(join(process.cwd(), 'README.md'), 'utf8');
+const CHECKOUT = process.cwd();
+const read = (file: string) => readFileSync(join(CHECKOUT, file), 'utf8');
 
-/** The text of the README section under `### <title>`, up to the next heading. */
-function section(title: string): string {
-  const start = README.indexOf(`\n### ${title}\n`);
-  if (start < 0) throw new Error(`README has no section "### ${title}"`);
-  const rest = README.slice(start + 1);
-  const end = rest.slice(1).search(/\n#{2,3} /);
-  return end < 0 ? rest : rest.slice(0, end + 1);
+/** The text of the section of `file` under the heading `title` (any level), up to the next heading of its level or higher; code blocks are not headings. */
+function section(file: string, title: string): string {
+  const lines = read(file).split('\n');
+  let fence = false;
+  let start = -1;
+  let level = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.startsWith('```')) fence = !fence;
+    const heading = fence ? undefined : /^(#{1,6}) (.*)$/.exec(line);
+    if (!heading) continue;
+    if (start < 0 && heading[2] === title) {
+      start = i;
+      level = heading[1]!.length;
+    } else if (start >= 0 && heading[1]!.length <= level) {
+      return lines.slice(start, i).join('\n');
+    }
+  }
+  if (start < 0) throw new Error(`${file} has no section "${title}"`);
+  return lines.slice(start).join('\n');
 }
 
 /** The ```sh blocks of a section, in order. */
@@ -78,33 +96,90 @@ function undocumented(step: Step, output: string): string[] {
   return answerMismatches(actual, parseDocumentedAnswer(step.answer)).map((m) => `${command}: ${m}`);
 }
 
-/** How the missed-webhook demo says to start the sandbox, beside ADMIN_TOKEN (see beforeAll). */
-const DEMO_ENV = { BACKFILL_INTERVAL_MS: '0' };
+const END = '@@end-of-step@@';
 
-describe('README: the sandbox commands for signing webhooks and making orders in the fake POSes', () => {
+/**
+ * Runs `script` (the reader's preface, with what they put in place) and then `steps` in one bash, as
+ * a reader would; answers what each step printed (trimmed) and its exit code. With `stopOnError`
+ * false a failing command does not end the script: an exit code can be the documented outcome.
+ */
+async function runSteps(preface: string, steps: Step[], options: { cwd: string; replace?: [string | RegExp, string][]; stopOnError?: boolean }): Promise<{ output: string; code: number }[]> {
+  const commands = steps.map((step) => `${step.commands}\nprintf '\\n${END} %s\\n' "$?"`);
+  let script = [preface, ...commands].join('\n');
+  for (const [from, to] of options.replace ?? []) script = script.replaceAll(from, to);
+  const flags = options.stopOnError === false ? '-uo' : '-euo';
+  const { stdout } = await promisify(execFile)('bash', [flags, 'pipefail', '-c', script], { cwd: options.cwd, timeout: 60_000 });
+  const parts = stdout.split(new RegExp(`\\n${END} (\\d+)\\n`));
+  const results: { output: string; code: number }[] = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) results.push({ output: parts[i]!.trim(), code: Number(parts[i + 1]) });
+  expect(results).toHaveLength(steps.length);
+  return results;
+}
+
+/** The reader's shell after starting the sandbox: the documented `NAME=…` lines replaced by this sandbox's values. */
+function withValues(block: string, values: Record<string, string>): string {
+  let out = block;
+  for (const [name, value] of Object.entries(values)) {
+    const line = new RegExp(`^${name}=\\S+`, 'm');
+    expect([name, line.test(out)]).toEqual([name, true]);
+    out = out.replace(line, `${name}=${value}`);
+  }
+  return out;
+}
+
+const ADMIN = 'local-admin-token-123';
+
+describe('README: five minutes with the sandbox, as printed', () => {
   let dir: string;
   let bridge: BridgeProcess;
   let banner: Banner;
-  const signing = shellBlocks(section('Signing a webhook by hand'));
-  const preface = signing[0]!;
-  const byPos = new Map(signing.slice(1).map((block) => [/\/v1\/webhooks\/([a-z]+)/.exec(block)![1]!, block]));
+  const text = section('README.md', 'Five minutes with the sandbox');
+  const [start, preface, ...blocks] = shellBlocks(text);
 
-  /**
-   * Runs the README's preface and then `steps` in one shell, as a reader would, with this sandbox's
-   * addresses and demo-cafe's admin token; answers what each step printed, trimmed.
-   */
-  const run = async (steps: Step[]): Promise<string[]> => {
-    const setSim = /^SIM=\S+/m;
-    const setCafeAdmin = /^CAFE_ADMIN=\S+/m;
-    expect(preface).toMatch(setSim);
-    const end = '@@end-of-step@@';
-    const commands = steps.map((step) => `${step.commands.replace(setCafeAdmin, `CAFE_ADMIN=${banner.demos['demo-cafe']!.adminToken}`)}\nprintf '\\n${end}\\n'`);
-    const script = [preface.replace(setSim, `SIM=${banner.simulator}`), ...commands].join('\n').replaceAll('localhost:8080', `localhost:${bridge.port}`);
-    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd: dir, timeout: 30_000 });
-    const outputs = stdout.split(`\n${end}\n`).map((output) => output.trim());
-    expect(outputs).toHaveLength(steps.length + 1);
-    return outputs.slice(0, -1);
-  };
+  beforeAll(async () => {
+    // As the README starts it; POS_TOKEN unset (spawnBridge sets one): sandbox takes direct posts without a token.
+    ({ dir, bridge, banner } = await startSandbox('bridge-readme-five-', { ADMIN_TOKEN: ADMIN, POS_TOKEN: '' }));
+  }, 30_000);
+  afterAll(async () => {
+    await bridge?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts the sandbox with the admin token every later command uses', () => {
+    expect(start!.trim()).toBe(`ADMIN_TOKEN=${ADMIN} npm start`);
+    expect(blocks.join('\n')).not.toMatch(/Bearer (?!local-admin-token-123)[a-z]/);
+  });
+
+  it('every command answers as its comment says, in the order printed', async () => {
+    const steps = blocks.flatMap(documentedSteps);
+    expect(steps.every((step) => step.answer)).toBe(true);
+    const outputs = await runSteps(withValues(preface!, { SIM: banner.simulator }), steps, { cwd: CHECKOUT, replace: [['localhost:8080', `localhost:${bridge.port}`]] });
+    expect(steps.flatMap((step, i) => undocumented(step, outputs[i]!.output))).toEqual([]);
+    // What the comments cannot say with their "…": the webhook's sale is accrued once in demo-cafe's books, and the record is the walk-through's.
+    const sale = JSON.parse(outputs.find((o) => o.output.includes('"pos":"shopify"'))!.output).results[0];
+    expect((await simulatorBooks(banner, 'demo-cafe')).transactions[sale.transactionId]).toMatchObject({ accruals: 1, amount: 700 });
+    const record = JSON.parse(outputs.find((o) => o.output.includes('"history"'))!.output);
+    expect(record.history.map((h: { to: string }) => h.to)).toEqual(['pending', 'accrued', 'reversal_pending', 'reversed']);
+  }, 60_000);
+});
+
+describe('docs: signing webhooks, the missed-webhook demo, the demo merchants and onboarding, in one sandbox', () => {
+  let dir: string;
+  let bridge: BridgeProcess;
+  let banner: Banner;
+  const signing = shellBlocks(section('docs/pos-systems.md', 'Signing a webhook by hand'));
+  const signingPreface = signing[0]!;
+  const byPos = new Map(signing.slice(1).map((block) => [/\/v1\/webhooks\/([a-z]+)/.exec(block)![1]!, block]));
+  const demoText = section('docs/backfill-and-reconcile.md', 'Trying it: the missed-webhook demo');
+  /** How the missed-webhook demo says to start the sandbox. */
+  const DEMO_ENV = { ADMIN_TOKEN: ADMIN, BACKFILL_INTERVAL_MS: '0' };
+  const tokens = () => ({
+    SIM: banner.simulator,
+    CAFE_ADMIN: banner.demos['demo-cafe']!.adminToken,
+    CAFE_POS: banner.demos['demo-cafe']!.posToken,
+    BAKERY_POS: banner.demos['demo-bakery']!.posToken,
+  });
+  const port = (): [string, string][] => [['localhost:8080', `localhost:${bridge.port}`]];
   const books = (merchantId: string) => simulatorBooks(banner, merchantId);
 
   beforeAll(async () => {
@@ -115,9 +190,9 @@ describe('README: the sandbox commands for signing webhooks and making orders in
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('documents the secret, the demo merchants\' POS accounts and their access tokens as sandbox has them', () => {
-    expect(preface).toContain(`SECRET=${SANDBOX_WEBHOOK_SECRET} `);
-    const table = section("The sandbox's fake POSes");
+  it("documents the secret, the demo merchants' POS accounts and their access tokens as sandbox has them", () => {
+    expect(signingPreface).toContain(`SECRET=${SANDBOX_WEBHOOK_SECRET} `);
+    const table = section('docs/pos-systems.md', "The sandbox's fake POSes");
     for (const demo of DEMO_MERCHANTS) {
       const row = table.split('\n').find((l) => l.startsWith(`| \`${demo.id}\` |`))!;
       const cells = row.split('|').slice(2, -1).map((c) => c.trim().replaceAll('`', ''));
@@ -135,20 +210,19 @@ describe('README: the sandbox commands for signing webhooks and making orders in
   it.each(['square', 'shopify', 'clover', 'toast', 'loyverse'])('%s: the documented commands deliver a signed webhook that accrues 8.50 once, as the comment says', async (pos) => {
     const steps = documentedSteps(byPos.get(pos)!);
     expect(steps).toHaveLength(1);
-    const [output] = await run(steps);
-    expect(undocumented(steps[0]!, output!)).toEqual([]);
-    const [result] = JSON.parse(output!).results;
+    const { output } = (await runSteps(withValues(signingPreface, { SIM: banner.simulator }), steps, { cwd: dir, replace: port() }))[0]!;
+    expect(undocumented(steps[0]!, output)).toEqual([]);
+    const [result] = JSON.parse(output).results;
     expect((await books(result.merchantId)).transactions[result.transactionId]).toMatchObject({ accruals: 1, reversals: 0, amount: 850 });
   }, 30_000);
 
-  it('"Creating an order in the fake POS": the missed-webhook demo runs as written, each command answering as its comment says', async () => {
-    const text = section('Creating an order in the fake POS');
+  it('the missed-webhook demo runs as written, each command answering as its comment says, and the three sides agree at the end', async () => {
     // Started as the demo says: no scheduled pass between the sale and the passes it asks for.
-    expect(text).toContain(`BACKFILL_INTERVAL_MS=${DEMO_ENV.BACKFILL_INTERVAL_MS} npm start`);
-    expect(text).toMatch(/^CAFE_ADMIN=\S+/m);
-    const steps = documentedSteps(shellBlocks(text).join('\n'));
+    expect(demoText).toContain(`ADMIN_TOKEN=${ADMIN} BACKFILL_INTERVAL_MS=${DEMO_ENV.BACKFILL_INTERVAL_MS} npm start`);
+    const [preface, ...blocks] = shellBlocks(demoText);
+    const steps = documentedSteps(blocks.join('\n'));
     expect(steps.every((step) => step.answer)).toBe(true);
-    const outputs = await run(steps);
+    const outputs = (await runSteps(withValues(preface!, { SIM: banner.simulator }), steps.map((s) => ({ ...s, commands: withCafeAdmin(s.commands) })), { cwd: dir, replace: port() })).map((o) => o.output);
     expect(steps.flatMap((step, i) => undocumented(step, outputs[i]!))).toEqual([]);
 
     // What the comments cannot say with their "…": every answer is about this run's sale.
@@ -171,10 +245,84 @@ describe('README: the sandbox commands for signing webhooks and making orders in
     const cafe = await books('demo-cafe');
     expect(cafe.transactions[transactionId]).toMatchObject({ accruals: 1, reversals: 1, amount: 660 });
     expect(cafe.transactions[`${transactionId}~r1`]).toMatchObject({ accruals: 1, reversals: 0, amount: 440 });
+    // The last answer is the report's: the three sides agree, as the demo promises.
+    expect(answers.at(-1)).toMatchObject({ merchantId: 'demo-cafe', complete: true, differences: [] });
     // Every pass of the account was one the demo asked for.
-    const status = await (await fetch(`${bridge.url}/v1/admin/backfill?merchantId=demo-cafe`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json();
+    const status = await (await fetch(`${bridge.url}/v1/admin/backfill?merchantId=demo-cafe`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
     expect(status.scheduled).toBe(false);
     expect(status.items.find((item: { pos: string }) => item.pos === 'square').lastPass).toMatchObject({ by: 'request', new: 1, known: 1 });
+  }, 60_000);
+
+  /** demo-cafe's admin token where the demo has the reader set it. */
+  const withCafeAdmin = (commands: string) => commands.replace(/^CAFE_ADMIN=\S+/m, `CAFE_ADMIN=${banner.demos['demo-cafe']!.adminToken}`);
+
+  it("the demo merchants side by side (docs/merchants.md): each command answers as its comment says", async () => {
+    const [preface, block] = shellBlocks(section('docs/merchants.md', "Trying it: the sandbox's two demo merchants"));
+    const steps = documentedSteps(block!);
+    expect(steps.every((step) => step.answer)).toBe(true);
+    const outputs = await runSteps(withValues(preface!, tokens()), steps, { cwd: dir, replace: port() });
+    expect(steps.flatMap((step, i) => undocumented(step, outputs[i]!.output))).toEqual([]);
+    // demo-cafe's admin token listed its own records only.
+    const own = JSON.parse(outputs.find((o) => o.output.startsWith('{"items"'))!.output);
+    expect(new Set(own.items.map((r: { merchantId: string }) => r.merchantId))).toEqual(new Set(['demo-cafe']));
+  }, 30_000);
+
+  it('onboarding (docs/merchants.md) runs in the order printed: the install at the simulator first, then the merchant from its app token alone', async () => {
+    const text = section('docs/merchants.md', 'Onboarding');
+    const [block] = shellBlocks(text);
+    expect(block!.indexOf('$SIM/__sim/merchants')).toBeLessThan(block!.indexOf('/v1/admin/merchants'));
+    const steps = documentedSteps(block!);
+    expect(steps).toHaveLength(2);
+    const outputs = await runSteps(`SIM=${banner.simulator}`, steps, { cwd: dir, replace: port() });
+    expect(steps.flatMap((step, i) => undocumented(step, outputs[i]!.output))).toEqual([]);
+    const created = JSON.parse(outputs[1]!.output);
+    // Its POS token works: a checkout of the new merchant lands in its own books, in its currency.
+    const res = await fetch(`${bridge.url}/v1/checkouts/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${created.posToken}` },
+      body: JSON.stringify({ orderId: 'CS-1', currency: 'CAD', total: '4.00', customer: { phone: '+14165550123' } }),
+    });
+    expect(await res.json()).toMatchObject({ status: 'accrued' });
+    expect((await books('corner-shop')).transactions['generic:CS-1']).toMatchObject({ accruals: 1, amount: 400 });
+  }, 30_000);
+});
+
+describe('docs: from a shell, against the simulator (npm run simulator, backfill, reconcile-report)', () => {
+  let dir: string;
+  let simulator: ReturnType<typeof spawn> | undefined;
+  const text = section('docs/backfill-and-reconcile.md', 'From a shell, against the simulator');
+  const [startSimulator, block] = shellBlocks(text);
+  /** `npm run <name> --` as the built script npm would run after building (the shared checkout is not rebuilt here). */
+  const built: [RegExp, string][] = [[/npm run ([a-z-]+) --/g, `node ${join(CHECKOUT, 'dist', 'scripts')}/$1.js`]];
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'docs-shell-'));
+  });
+  afterAll(() => {
+    simulator?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the simulator, then a missing sale reported (exit 3), backfilled, and the report agreeing (exit 0), as printed', async () => {
+    expect(startSimulator!.trim()).toBe('npm run simulator -- --port 4010 --write-env sim.env');
+    const port = await freePort();
+    let command = startSimulator!.trim().replace('--port 4010', `--port ${port}`);
+    for (const [from, to] of built) command = command.replace(from, to);
+    const [node, ...args] = command.split(' ');
+    simulator = spawn(node === 'node' ? process.execPath : node!, args, { cwd: dir, env: { PATH: process.env.PATH! }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    simulator.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await eventually(() => out, (o) => o.includes('Ctrl-C stops it'), 15_000);
+
+    expect(text).toContain('(exit code `3`: differences)');
+    expect(text).toContain('(exit code `0`)');
+    const steps = documentedSteps(block!);
+    expect(steps.every((step) => step.answer)).toBe(true);
+    const results = await runSteps('', steps, { cwd: dir, replace: [...built, ['4010', String(port)]], stopOnError: false });
+    expect(steps.flatMap((step, i) => undocumented(step, results[i]!.output))).toEqual([]);
+    expect(results.map((r) => r.code)).toEqual([3, 0, 0]);
+    const [before, pass] = results.map((r) => JSON.parse(r.output));
+    expect(pass.new).toEqual([before.differences[0].transactionId]);
   }, 60_000);
 });
 
