@@ -42,7 +42,7 @@ export interface Bridge {
   worker: Worker;
   /** Runs dead letters with a transient cause again, on their schedule. */
   deadLetterRetrier: DeadLetterRetrier;
-  /** Reads POS accounts back from the POSes' APIs (README "Backfill"): on request, and every BACKFILL_INTERVAL_MS when set. */
+  /** Reads POS accounts back from the POSes' APIs (docs/backfill-and-reconcile.md): on request, and every BACKFILL_INTERVAL_MS when set. */
   backfill: BackfillPoller;
   /** The ledger gauges' counts, taken every METRICS_REFRESH_MS (`refresh()` counts now). */
   readings: LedgerReadings;

@@ -2,7 +2,7 @@
  * Prometheus metrics, one registry per app instance (tests build several apps in one process). The
  * process metrics are prom-client's defaults under their standard names (process_cpu_seconds_total,
  * nodejs_heap_size_used_bytes, …), so stock dashboards work; the bridge's own carry `bridge_`.
- * README "Observability" lists them; ops/grafana-dashboard.json and ops/alerts.yml use them.
+ * docs/observability.md lists them; ops/grafana-dashboard.json and ops/alerts.yml use them.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PeriodicLoop } from './core/periodic.js';

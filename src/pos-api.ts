@@ -4,7 +4,7 @@
  * each POS's orders for backfill (GET or POST, the POS's own paging). The access token goes as
  * `Authorization: Bearer` or in the POS's own header (Shopify); JSON; one timeout. A failure is a PosApiError: a direct post is answered 502 (its
  * sender posts again); a webhook delivery is kept as a dead letter, which the bridge runs again by
- * itself when the failure is transient (see the README, "Dead letters").
+ * itself when the failure is transient (see docs/operators.md, "Dead letters").
  */
 import axios, { type AxiosInstance } from 'axios';
 import { BridgeError } from './errors.js';

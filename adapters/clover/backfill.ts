@@ -1,5 +1,5 @@
 /**
- * Backfill from Clover (README "Backfill"): `GET /v3/merchants/{mId}/orders` with
+ * Backfill from Clover (docs/backfill-and-reconcile.md): `GET /v3/merchants/{mId}/orders` with
  * `filter=modifiedTime>=since` and `filter=modifiedTime<until` (epoch milliseconds: exactly the
  * window [since, until)), oldest change first, every expansion translation needs, and offset
  * paging (`limit` at most 1000): a page shorter than the limit is the last. Offset paging runs over

@@ -1,4 +1,4 @@
-/** Clover's variables (README "Configuration"). Merchants outside the US set their region's API address. */
+/** Clover's variables (docs/configuration.md). Merchants outside the US set their region's API address. */
 import type { PosSettingsDeclaration } from '../../src/pos/settings.js';
 
 export const cloverSettings: PosSettingsDeclaration = {

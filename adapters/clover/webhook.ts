@@ -64,7 +64,7 @@ function isNotificationType(type: string): type is NotificationType {
 /**
  * What a fetched order asks for. Refunds win over the sale: a refunded order is still "locked", and
  * its sale was recorded by an earlier notification (or, if that was lost, the refund settles it:
- * a full refund reverses by the derived id; see the README for the partial case).
+ * a full refund reverses by the derived id; see docs/pos-systems.md for the partial case).
  */
 export function decideOrder(fetched: unknown, merchantId: string, orderId: string, key: string): WebhookAction | WebhookAction[] {
   const order = parseWith(CloverOrder, fetched, 'order');

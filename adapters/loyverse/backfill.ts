@@ -1,5 +1,5 @@
 /**
- * Backfill from Loyverse (README "Backfill"): `GET /v1.0/receipts` with `updated_at_min` and
+ * Backfill from Loyverse (docs/backfill-and-reconcile.md): `GET /v1.0/receipts` with `updated_at_min` and
  * `updated_at_max` (both included, so the window [since, until) ends one millisecond early), at
  * most 250 a page, paged by `cursor` with only `limit` beside it (a cursor carries its own filters;
  * Loyverse refuses one sent with other filters). Receipts come newest first.

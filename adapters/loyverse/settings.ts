@@ -1,4 +1,4 @@
-/** Loyverse's variables (README "Configuration"); the API address is the host, without `/v1.0`. */
+/** Loyverse's variables (docs/configuration.md); the API address is the host, without `/v1.0`. */
 import type { PosSettingsDeclaration } from '../../src/pos/settings.js';
 
 export const loyverseSettings: PosSettingsDeclaration = {

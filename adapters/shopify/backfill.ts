@@ -1,5 +1,5 @@
 /**
- * Backfill from Shopify (README "Backfill"): `GET /admin/api/<version>/orders.json` with
+ * Backfill from Shopify (docs/backfill-and-reconcile.md): `GET /admin/api/<version>/orders.json` with
  * `status=any` (the default, `open`, hides every archived order, and a paid sale is archived at
  * once), `updated_at_min`/`updated_at_max` (both inclusive, to the second, so the window [since,
  * until) ends at the last whole second before `until`), oldest change first. Pages follow the

@@ -1,5 +1,5 @@
 /**
- * Shopify's variables (README "Configuration"). Orders carry their customers, so the API is read
+ * Shopify's variables (docs/configuration.md). Orders carry their customers, so the API is read
  * only by backfill: each shop at its own host (`{shop}`), with the token in Shopify's own header.
  */
 import type { PosSettingsDeclaration } from '../../src/pos/settings.js';

@@ -123,6 +123,6 @@ export const shopifyWebhook: WebhookSpec = {
   },
   classify,
   // Shopify names the shop in X-Shopify-Shop-Domain. The HMAC covers the body only, and no shop is
-  // named in it: the header is what Shopify gives (README "Many merchants" says what that means).
+  // named in it: the header is what Shopify gives (docs/merchants.md says what that means).
   accounts: (body, headers) => [{ account: singleHeaderValue(headers, 'x-shopify-shop-domain'), body }],
 };

@@ -1,5 +1,5 @@
 /**
- * Backfill from Square (README "Backfill"): SearchOrders (`POST /v2/orders/search`) filtered on
+ * Backfill from Square (docs/backfill-and-reconcile.md): SearchOrders (`POST /v2/orders/search`) filtered on
  * `updated_at` and sorted by UPDATED_AT (Square requires the filtered time to be the sort field),
  * for the seller's locations (ListLocations, at most 10 per search, so one listing per 10), paged
  * by `cursor` with the very same body on every page (Square refuses a cursor with another query).

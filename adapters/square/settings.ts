@@ -1,4 +1,4 @@
-/** Square's variables (README "Configuration"). */
+/** Square's variables (docs/configuration.md). */
 import type { PosSettingsDeclaration } from '../../src/pos/settings.js';
 
 export const squareSettings: PosSettingsDeclaration = {

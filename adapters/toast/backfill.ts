@@ -1,5 +1,5 @@
 /**
- * Backfill from Toast (README "Backfill"): `GET /orders/v2/ordersBulk` with `startDate` (included)
+ * Backfill from Toast (docs/backfill-and-reconcile.md): `GET /orders/v2/ordersBulk` with `startDate` (included)
  * and `endDate` (excluded), exactly the window [since, until), written as Toast writes dates
  * (`2026-03-01T10:00:00.000+0000`, its `+` sent as %2B: unencoded it reaches Toast as a space and the
  * date is refused), the restaurant in `Toast-Restaurant-External-ID`, and page paging (`pageSize`

@@ -1,5 +1,5 @@
 /**
- * Toast's variables (README "Configuration"). Webhooks carry the whole order, so the API is read
+ * Toast's variables (docs/configuration.md). Webhooks carry the whole order, so the API is read
  * only by backfill (ordersBulk), naming the restaurant in Toast-Restaurant-External-ID.
  */
 import type { PosSettingsDeclaration } from '../../src/pos/settings.js';

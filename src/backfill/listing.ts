@@ -1,6 +1,6 @@
 /**
  * Reads one merchant's orders and refunds back from one POS's own API, for a window of the POS's
- * modification times (README "Backfill"). Read-only: it changes nothing in the ledger or upstream.
+ * modification times (docs/backfill-and-reconcile.md). Read-only: it changes nothing in the ledger or upstream.
  * Used by the backfill poller (which feeds what it finds through the webhooks' path) and by the
  * three-way reconcile report (which compares it with the ledger).
  *

@@ -1,5 +1,5 @@
 /**
- * How backfill shares the process with checkouts (README "Backfill"). A pass is a long run of short
+ * How backfill shares the process with checkouts (docs/backfill-and-reconcile.md). A pass is a long run of short
  * synchronous steps (a found order parsed, its record looked up): given a turn of the event loop
  * after each, it still took nearly all of it, and checkouts beside back-to-back passes waited
  * behind order after order (their p50 at 200/s went from 2.3 to 11.8 ms in the scale run of issue

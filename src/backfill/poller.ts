@@ -1,5 +1,5 @@
 /**
- * The backfill poller (README "Backfill"): reads each merchant's POS accounts back from the POSes'
+ * The backfill poller (docs/backfill-and-reconcile.md): reads each merchant's POS accounts back from the POSes'
  * own APIs and feeds every order and refund it finds through the path webhooks take, so what a lost
  * webhook left out is recorded, and what is recorded already changes nothing.
  *
@@ -93,7 +93,7 @@ export type BackfillStatus = Pick<BackfillState, 'merchantId' | 'pos' | 'account
 };
 
 /**
- * What an instance that died mid-pass keeps its account for, at most (README "Backfill", "Several
+ * What an instance that died mid-pass keeps its account for, at most (docs/backfill-and-reconcile.md, "Several
  * instances"): renewed every 10 s by a live pass, so 20 s of slack for a slow ledger write.
  */
 const DEFAULT_LEASE_MS = 30_000;

@@ -3,7 +3,7 @@
  * round, in-doubt verification), a few at a time. An operator's reconcile is the same pass with
  * `force`, run now, reporting what it examined, fixed and left open, and why.
  *
- * Merchants share it fairly (README, "One merchant's trouble stays its own"): a scheduled pass takes
+ * Merchants share it fairly (docs/how-it-works.md, "One merchant's trouble stays its own"): a scheduled pass takes
  * at most BATCH due records, at most PER_MERCHANT of one merchant, the merchants taking turns
  * (`listDue`); one merchant's records get at most half the lanes while another's wait in the pass;
  * a merchant the loyalty service is rate-limiting is left out until its pause ends or one of its

@@ -31,7 +31,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     // A shed request is the bridge working as designed: counted in a metric, one request-log line.
     if (known.status >= 500 && !(error instanceof OverloadedError)) (req.log ?? logger).error({ err: error }, 'request failed');
     // The request log's line for this answer gives the reason of a refusal (request-log.ts): every
-    // 4xx, and a request shed for load (503), which is a refusal too, with why (README "Observability").
+    // 4xx, and a request shed for load (503), which is a refusal too, with why (docs/observability.md).
     if (known.status < 500 || error instanceof OverloadedError) res.locals.refusal = { code: known.code, message: known.message, ...refusalReason(known, error) };
     if (res.headersSent) return;
     if (error instanceof OverloadedError) res.setHeader('Retry-After', String(error.retryAfterSeconds));

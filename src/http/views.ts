@@ -79,7 +79,7 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
 /**
  * One record in full: customer, every attempt, the history of status changes, and what an operator
  * may do now. Masked (the default), as a dead letter's body is: the customer's phone number and
- * email, and those in what each attempt sent and got back, are replaced (README "Operators": no
+ * email, and those in what each attempt sent and got back, are replaced (docs/operators.md: no
  * personal data unless asked for explicitly). `unmask`: as kept.
  */
 export function recordDetail(record: LedgerRecord, actions: RecordDetail['actions'], unmask = false): RecordDetail {

@@ -369,7 +369,7 @@ export function auditMatches(entry: AuditEntry, query: AuditQuery): boolean {
   return (!query.merchantId || entry.merchantId === query.merchantId) && (!query.actor || entry.actor === query.actor) && (!query.from || atMs >= query.from.getTime()) && (!query.to || atMs <= query.to.getTime());
 }
 
-/** What one backfill pass found (README "Backfill"), kept with its account's state. */
+/** What one backfill pass found (docs/backfill-and-reconcile.md), kept with its account's state. */
 export interface BackfillPassSummary {
   startedAt: string;
   finishedAt: string;

@@ -131,7 +131,7 @@ export interface ListedObject {
 }
 
 /**
- * How backfill lists a POS account's orders and refunds changed in a window (README "Backfill").
+ * How backfill lists a POS account's orders and refunds changed in a window (docs/backfill-and-reconcile.md).
  * Pure apart from `prepare`: it says which requests to send and reads their answers; the core
  * sends them and pages through them.
  */

@@ -3,7 +3,7 @@
  * the names of its variables, which of them holds what, their defaults, and any rule across them.
  * config.ts builds its schema and `Config.pos` from the declarations the composition root passes
  * it, so adding a POS adds a declaration and edits nothing in config.ts. Variable names and
- * defaults are public (README "Configuration"): a declaration never renames one.
+ * defaults are public (docs/configuration.md): a declaration never renames one.
  */
 import type { PosSettings } from './contract.js';
 

@@ -3,7 +3,7 @@
  * its operations history in, every difference out, each with why it is one and what to do next.
  * Nothing here reads or writes anything; `report.ts` gathers the three sides.
  *
- * How the sides are matched (the README, "Three-way reconcile"):
+ * How the sides are matched (docs/backfill-and-reconcile.md, "Three-way reconcile"):
  * - POS ↔ ledger by transactionId: the ledger keys an order by the id derived from the POS's own
  *   ids, which the POS listing computes the same way; a refund by its order and its refund id.
  * - Ledger ↔ history by operation id where the record holds them (an accrue's answer names the

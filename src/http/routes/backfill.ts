@@ -1,5 +1,5 @@
 /**
- * Backfill on request and its state (README "Backfill"): `POST /v1/admin/backfill` runs one pass of
+ * Backfill on request and its state (docs/backfill-and-reconcile.md): `POST /v1/admin/backfill` runs one pass of
  * one merchant's account on one POS now; `GET /v1/admin/backfill` shows every account's watermark,
  * last pass and next pass. ADMIN_TOKEN names the merchant (`merchantId`, default `default`); a
  * merchant's admin token acts for its own merchant only (another named is a 404, as for records).

@@ -1,5 +1,5 @@
 /**
- * The operator console (README "Console"): static files from `src/console/` (copied beside the
+ * The operator console (docs/operators.md "Console"): static files from `src/console/` (copied beside the
  * compiled code by `npm run build`), served at `/admin` with headers that keep the page to its own
  * files. Everything the page shows or does goes through `/v1/admin/*` with the operator's token,
  * so there is no session here to steal and nothing is served that the token would not be given.
