@@ -1,6 +1,6 @@
 /**
  * `npm run backfill -- --merchant <id> --pos <pos> --since <ISO 8601> [--until <ISO 8601>]` runs one
- * backfill pass from a shell (README "Backfill"): it reads the merchant's account on the POS back for
+ * backfill pass from a shell (docs/backfill-and-reconcile.md): it reads the merchant's account on the POS back for
  * the window, records what the POS's webhooks left out, and prints what it found as JSON (the answer
  * of POST /v1/admin/backfill), with a progress line on stderr while pages are read.
  *

@@ -1,5 +1,5 @@
 /**
- * Part F of the benchmark: backfill (README "Backfill"). One simulator (the loyalty service and the
+ * Part F of the benchmark: backfill (docs/backfill-and-reconcile.md). One simulator (the loyalty service and the
  * fake Square API) and one bridge (file ledger), both child processes. ORDERS Square orders are
  * made in the fake Square account and posted to the bridge as checkouts, so the ledger holds every
  * one; then backfill passes (POST /v1/admin/backfill, the poller's default page size of 100) read

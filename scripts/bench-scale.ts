@@ -2,7 +2,7 @@
  * Part S of the benchmark (`npm run bench -- --only=scale`): what each path costs as the ledger's
  * history grows, on PostgreSQL at 10k and 1M records (10M with --scale-10m) and on the file ledger
  * at 1k and 1M, with the growth ratio of each figure to the smallest size. Figures only; the aims
- * (README "Benchmark") are printed beside them.
+ * (docs/benchmark.md) are printed beside them.
  *
  * The PostgreSQL ledgers are made the way an operator's would be: a bridge process writes a seed
  * through its HTTP API against the simulator (checkouts, full and partial refunds, refusals, a

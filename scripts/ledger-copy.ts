@@ -249,7 +249,7 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     audit.inPostgres = entries.filter((e) => held.has(auditKey(e))).length;
     if (audit.inFile) log(`audit trail: ${fmt(audit.imported)} entries imported, ${fmt(audit.skipped)} skipped (already in PostgreSQL)`);
 
-    // Backfill watermarks (README "Backfill"), without their leases (no pass runs while the file
+    // Backfill watermarks (docs/backfill-and-reconcile.md), without their leases (no pass runs while the file
     // ledger is held for the copy). PostgreSQL's state of an account is kept when its watermark is
     // as far along already (a re-run, or a bridge on PostgreSQL that read further).
     const backfill = { inFile: 0, imported: 0, skipped: 0, inPostgres: 0 };

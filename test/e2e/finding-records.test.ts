@@ -4,7 +4,7 @@
  * without its country code), email or card serial (audited, never the contact in clear); each
  * record's origin (a direct post with its request id, a webhook with its event key, a dead letter's
  * replay, a partial refund's remainder) and the payload it was created from, masked unless
- * unmasked (audited); reconcile runs and reports in the audit trail. See README "Operators".
+ * unmasked (audited); reconcile runs and reports in the audit trail. See docs/operators.md.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

@@ -90,7 +90,7 @@ describe('with POS_MAX_IN_FLIGHT=1 and one POS request held in flight', () => {
     const res = await postJson(h.bridge.url, path, body);
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('1');
-    // The request log says why it was refused, as for a 4xx (README "Observability").
+    // The request log says why it was refused, as for a 4xx (docs/observability.md).
     const line = await eventually(
       () => logLines.map((l) => JSON.parse(l) as Record<string, any>).find((l) => l.req?.id === res.headers['x-request-id'] && l.msg === 'request completed'),
       (found) => found !== undefined,

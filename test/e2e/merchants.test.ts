@@ -5,7 +5,7 @@
  * only, a suspended or unknown merchant's deliveries become dead letters and nothing goes upstream,
  * rotated tokens stop at once, onboarding needs nothing but the app token, per-merchant defaults fill
  * what payloads leave out, and no secret is ever in clear in the ledger's files, its tables or the logs.
- * See README "Many merchants".
+ * See docs/merchants.md.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';

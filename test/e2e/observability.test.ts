@@ -1,5 +1,5 @@
 /**
- * What an on-call engineer reads (README "Observability"): Prometheus's standard process metrics;
+ * What an on-call engineer reads (docs/observability.md): Prometheus's standard process metrics;
  * the bridge's gauges of open records by status, open dead letters by reason and the attention
  * queue; webhook outcomes per POS; the loyalty request latency histogram; a log line with its
  * reason for every refusal, 401 and 403 included, with no credential or contact detail in it; and

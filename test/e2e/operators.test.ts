@@ -3,7 +3,7 @@
  * PostgreSQL): who a token is; finding records by several statuses, the POS's own order id, a refund
  * id and days; the attention queue; the actions allowed on a record and why not; close, dismiss,
  * resolve and bulk actions, each with its actor and reason in the record's history and the audit
- * trail; merchant scoping; dead letters as summaries and masked details. See README "Operators".
+ * trail; merchant scoping; dead letters as summaries and masked details. See docs/operators.md.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
