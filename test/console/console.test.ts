@@ -1,5 +1,5 @@
 /**
- * The operator console (README "Console") driven as a person would, in Debian's Chromium: the
+ * The operator console (docs/operators.md "Console") driven as a person would, in Debian's Chromium: the
  * bridge and the loyalty simulator run for real over HTTP, elements are found by their role and
  * visible text, and every wait fails the test when what it waits for does not appear. The tests
  * take the screenshots the README shows: into docs/screenshots/ with UPDATE_SCREENSHOTS=1 (so a plain
@@ -16,12 +16,11 @@ import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import { CONSOLE_CSP } from '../../src/http/routes/console.js';
-import { launchChromium, openConsole, seriousViolations, type ConsolePage } from '../support/browser.js';
+import { gone, launchChromium, openConsole, readableText, seriousViolations, visible, type ConsolePage, closeWatched } from '../support/browser.js';
 import { ADMIN_TOKEN, checkout, postJson, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url)) : `${mkdtempSync(join(tmpdir(), 'console-screenshots-'))}/`;
-const WAIT_MS = 10_000;
 const TEST_MS = 60_000;
 
 const MARKUP_ORDER_ID = '<img src=x id=injected onerror=alert(1)>';
@@ -112,31 +111,15 @@ beforeAll(async () => {
 
 afterEach(async () => {
   // Whatever a test did in the page, it loaded nothing from elsewhere and broke no policy.
-  if (open) {
-    const { foreignRequests, errors } = open;
-    await open.close();
-    open = undefined;
-    expect(foreignRequests).toEqual([]);
-    expect(errors).toEqual([]);
-  }
+  const watched = open;
+  open = undefined;
+  await closeWatched(watched);
 });
 
 afterAll(async () => {
   await browser?.close();
   await h?.close();
 });
-
-/** Waits for `locator` to be visible; fails the test when it is not within WAIT_MS. */
-async function visible(locator: Locator): Promise<Locator> {
-  await locator.waitFor({ state: 'visible', timeout: WAIT_MS });
-  return locator;
-}
-
-/** Waits until `locator` matches nothing; fails the test when it still does after WAIT_MS. */
-async function gone(locator: Locator): Promise<void> {
-  await locator.first().waitFor({ state: 'detached', timeout: WAIT_MS });
-  expect(await locator.count()).toBe(0);
-}
 
 async function signedIn(token = ADMIN_TOKEN): Promise<Page> {
   open = await openConsole(browser, h.bridge.url);
@@ -159,6 +142,11 @@ async function goTo(page: Page, section: string, heading: string): Promise<void>
 async function queue(page: Page): Promise<Locator> {
   await goTo(page, 'Needs attention', 'Needs attention');
   return visible(page.getByRole('table', { name: /^Oldest first/ }));
+}
+
+/** The API's words as the page shows them: each time in them written as the console writes times (UTC, to the second). */
+function asShown(text: string): string {
+  return text.replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z/g, (iso) => `${new Date(iso).toISOString().slice(0, 19).replace('T', ' ')} UTC`);
 }
 
 /** The whole page, or what is on screen (a dialog over the page). */
@@ -320,7 +308,9 @@ describe('as a person would', () => {
     // Every field set each time (the form keeps what the last search asked), then the answer waited
     // for by what it must show: no two searches in a row show the same records.
     const search = async (fields: Record<string, string>, statuses: string[] = []) => {
-      for (const label of ['POS order id', 'Transaction id', 'Refund id', 'Merchant', 'Created from', 'Created to (inclusive)']) await page.getByLabel(label, { exact: true }).fill(fields[label] ?? '');
+      for (const label of ['POS order id', 'Transaction id', 'Refund id', 'Created from', 'Created to (inclusive)']) await page.getByLabel(label, { exact: true }).fill(fields[label] ?? '');
+      // Merchants are picked from the list the bridge gives ('' is all merchants).
+      await page.getByLabel('Merchant', { exact: true }).selectOption(fields.Merchant ?? '');
       await page.getByLabel('POS', { exact: true }).selectOption(fields.POS ?? '');
       for (const status of ['Reversed', 'Reverse failed']) await page.getByRole('checkbox', { name: status, exact: true }).setChecked(statuses.includes(status));
       await page.getByRole('button', { name: 'Search', exact: true }).click();
@@ -444,7 +434,7 @@ describe('as a person would', () => {
   it('retries several failed records in one bulk action, confirmed with their count', async () => {
     const page = await signedIn();
     await goTo(page, 'Search', 'Search records');
-    await page.getByLabel('Merchant').fill('default');
+    await page.getByLabel('Merchant').selectOption('default');
     await page.getByRole('checkbox', { name: 'Failed', exact: true }).check();
     await page.getByRole('button', { name: 'Search' }).click();
     await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
@@ -473,7 +463,7 @@ describe('as a person would', () => {
     const created = (await admin('get', '/v1/admin/transactions/generic:W-1?merchantId=west')).body.createdAt as string;
     const since = created.slice(0, 10);
     await goTo(page, 'Search', 'Search records');
-    await page.getByLabel('Merchant').fill('west');
+    await page.getByLabel('Merchant').selectOption('west');
     await page.getByRole('checkbox', { name: 'Failed', exact: true }).check();
     await page.getByLabel('Created from').fill(since);
     await page.getByRole('button', { name: 'Search', exact: true }).click();
@@ -540,7 +530,7 @@ describe('as a person would', () => {
     for (const [name, rule] of [['Replay', why.replay], ['Dismiss', why.dismiss]] as const) {
       const button = page.getByRole('button', { name, exact: true });
       expect(await button.isDisabled()).toBe(true);
-      expect(await page.locator(`#${await button.getAttribute('aria-describedby')}`).textContent()).toBe(`Not available: ${rule.why}`);
+      expect(await page.locator(`#${await button.getAttribute('aria-describedby')}`).textContent()).toBe(`Not available: ${asShown(rule.why)}`);
     }
     await screenshot(page, 'dead-letter');
     expect(await seriousViolations(page)).toEqual([]);
@@ -610,15 +600,25 @@ describe('as a person would', () => {
     await visible(open.getByRole('link', { name: 'generic:N-1' }));
 
     // The three-way report of a merchant whose history the bridge can read, for today.
-    await page.getByLabel('Merchant').fill('east');
+    await page.getByLabel('Merchant').selectOption('east');
     await page.getByRole('button', { name: 'Read report' }).click();
     await visible(page.getByText(/^Merchant east, from .* UTC to .* UTC \(not included\): 0 POS orders and refunds, 1 ledger record and 1 operation examined; 0 differences\.$/));
     await screenshot(page, 'reconcile');
     expect(await seriousViolations(page)).toEqual([]);
     // Where it cannot be read, the page says why, in the API's words.
-    await page.getByLabel('Merchant').fill('north');
+    await page.getByLabel('Merchant').selectOption('north');
     await page.getByRole('button', { name: 'Read report' }).click();
     await visible(page.getByRole('alert').filter({ hasText: 'merchant north has no loyalty API key' }));
+
+    // Reconcile passes and reports are recorded in the audit log, naming no record.
+    await goTo(page, 'Audit log', 'Audit log');
+    const log = await visible(page.getByRole('table', { name: 'Operator actions, newest first' }));
+    for (const action of ['reconcile', 'report']) {
+      const row = log.getByRole('row').filter({ has: page.getByRole('cell', { name: action, exact: true }) });
+      await visible(row.first());
+      expect(await row.first().getByRole('cell').nth(1).textContent()).toBe('admin');
+      expect(await row.first().getByRole('cell').nth(3).getByRole('link').count()).toBe(0);
+    }
   }, TEST_MS);
 
   it('signs the page out when the bridge stops accepting its token (rotated), and forgets it', async () => {
@@ -628,5 +628,108 @@ describe('as a person would', () => {
     await goTo(page, 'Search', 'Sign in to the operator console');
     await visible(page.getByRole('alert').filter({ hasText: 'no longer accepts your token' }));
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  }, TEST_MS);
+});
+
+describe('rough edges', () => {
+  it('formats every time and amount the API writes in its words, and shows no stray null', async () => {
+    // An entry in the audit log, whatever ran before.
+    expect((await admin('get', '/v1/admin/transactions/generic:A-1?unmask=true')).status).toBe(200);
+    const page = await signedIn();
+    /** No raw ISO time, no count of cents, no JSON word where a person reads the page. */
+    const readsWell = async (what: string) => {
+      const text = await readableText(page);
+      // Each one found, with what surrounds it.
+      const raw = [...text.matchAll(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}|\b\d+ cents?\b|\d+-cent\b|\bnull\b|\bundefined\b|\bNaN\b/g)].map((m) => text.slice(Math.max(0, m.index - 40), m.index + m[0].length + 20));
+      expect({ what, raw }).toEqual({ what, raw: [] });
+    };
+    // A partial refund's history speaks of cents and of times: shown as money and formatted times.
+    await page.goto('/admin/#/transactions/default/generic%3AP-1');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:P-1' }));
+    const history = (await admin('get', '/v1/admin/transactions/generic:P-1')).body.history as { event: string }[];
+    expect(history.some((e) => / cents\b/.test(e.event))).toBe(true);
+    await visible(page.locator('.timeline').getByText(/partial refund RP-1 of 19\.99 USD/));
+    await readsWell('record P-1');
+    await page.goto('/admin/#/transactions/default/generic%3AP-1~r1');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:P-1~r1' }));
+    await readsWell('record P-1~r1');
+    await page.goto('/admin/#/transactions/default/generic%3AO-404');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:O-404' }));
+    await readsWell('record O-404');
+    await queue(page);
+    await readsWell('attention');
+    await goTo(page, 'Search', 'Search records');
+    await visible(page.getByRole('table', { name: 'Records, newest first' }));
+    await readsWell('search');
+    await goTo(page, 'Dead letters', 'Dead letters');
+    await page.getByLabel('Show').selectOption('all');
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await page.getByRole('table', { name: 'Dead letters, newest first' }).getByRole('link', { name: deadLetterId }).click();
+    await visible(page.getByRole('heading', { level: 2, name: 'Delivery' }));
+    await readsWell('dead letter');
+    await goTo(page, 'Audit log', 'Audit log');
+    await visible(page.getByRole('table', { name: 'Operator actions, newest first' }));
+    await readsWell('audit');
+  }, TEST_MS);
+
+  it('highlights the tab a record was reached from: the queue, a search, the audit log', async () => {
+    const page = await signedIn();
+    const tab = (name: string) => page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name, exact: true });
+    const current = async () => (await page.getByRole('navigation', { name: 'Console' }).locator('a[aria-current="page"]').allTextContents());
+    const items = await queue(page);
+    await items.getByRole('link', { name: 'generic:N-1' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:N-1' }));
+    expect(await current()).toEqual(['Needs attention']);
+    await tab('Search').click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Search records' }));
+    await page.getByLabel('POS order id').fill('H-1');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByRole('table', { name: 'Records, newest first' }).getByRole('link', { name: 'generic:H-1' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }));
+    expect(await current()).toEqual(['Search']);
+    await page.goBack();
+    await visible(page.getByRole('heading', { level: 1, name: 'Search records' }));
+    expect(await current()).toEqual(['Search']);
+    // From the audit log: under the audit log (an entry about A-1 there to follow).
+    expect((await admin('get', '/v1/admin/transactions/generic:A-1?unmask=true')).status).toBe(200);
+    await tab('Audit log').click();
+    const log = await visible(page.getByRole('table', { name: 'Operator actions, newest first' }));
+    await log.getByRole('link', { name: 'generic:A-1' }).first().click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:A-1' }));
+    expect(await current()).toEqual(['Audit log']);
+    // Opened by its address (the tab reloaded there): under Search, where records are found.
+    await page.goto('/admin/#/transactions/north/generic%3AN-1');
+    await page.reload();
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:N-1' }));
+    expect(await current()).toEqual(['Search']);
+  }, TEST_MS);
+
+  it('says there is no such record, where a link names one the ledger lacks, instead of loading for ever', async () => {
+    const page = await signedIn();
+    await page.goto('/admin/#/transactions/default/generic%3ANO-SUCH');
+    await visible(page.getByRole('heading', { level: 1, name: 'No such record' }));
+    await visible(page.getByRole('alert').filter({ hasText: 'The ledger has no record generic:NO-SUCH of merchant default.' }));
+    expect(await page.getByText('Loading…').count()).toBe(0);
+    await visible(page.getByRole('link', { name: 'Start a backfill' }));
+    expect(await seriousViolations(page)).toEqual([]);
+  }, TEST_MS);
+
+  it("starts afresh after signing out and in again: no previous person's page, no \"Signed out.\" banner", async () => {
+    const page = await signedIn();
+    await page.goto('/admin/#/transactions/default/generic%3AH-1');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Sign in to the operator console' }));
+    await visible(page.getByRole('status').filter({ hasText: 'Signed out.' }));
+    // The address keeps nothing of the page signed out of.
+    expect(new URL(page.url()).hash).toBe('');
+    await page.getByLabel('Admin token').fill(ALICE_TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await visible(page.getByText('Signed in as'));
+    await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
+    expect(await page.locator('#status').textContent()).toBe('');
+    expect(await page.getByText('Signed out.').count()).toBe(0);
+    expect(await page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }).count()).toBe(0);
+    expect(new URL(page.url()).hash).toBe('#/attention');
   }, TEST_MS);
 });

@@ -4,7 +4,10 @@
  */
 import { describe, expect, it } from '@jest/globals';
 // @ts-expect-error: the console's own ES module, plain JavaScript for the browser (no types).
-import { age, LEDGER_STATUSES as CONSOLE_STATUSES, maskContact, money, POS_NAMES as CONSOLE_POS_NAMES } from '../../src/console/js/dom.js';
+import { age, LEDGER_STATUSES as CONSOLE_STATUSES, majorMoney, maskContact, money, POS_NAMES as CONSOLE_POS_NAMES, prose } from '../../src/console/js/dom.js';
+// @ts-expect-error: the console's own ES module.
+import { BULK_MAX as CONSOLE_BULK_MAX } from '../../src/console/js/views/search.js';
+import { BULK_MAX } from '../../src/http/routes/admin.js';
 import { POS_NAMES } from '../../src/http/openapi.js';
 import { LEDGER_STATUSES } from '../../src/ledger/record.js';
 
@@ -24,6 +27,30 @@ describe('money', () => {
   it('shows nothing for what is not a whole number of cents', () => {
     expect(money(12.5, 'USD')).toBe('');
     expect(money(undefined, 'USD')).toBe('');
+  });
+});
+
+describe('majorMoney', () => {
+  it("shows the loyalty history's decimal sums as money, rounded to the cent once", () => {
+    expect(majorMoney(-8.4, 'USD')).toBe('−8.40 USD');
+    expect(majorMoney(59.97, 'USD')).toBe('59.97 USD');
+    expect(majorMoney(0.1 + 0.2, 'EUR')).toBe('0.30 EUR');
+    expect(majorMoney(undefined, 'USD')).toBe('');
+    expect(majorMoney(null, 'USD')).toBe('');
+  });
+});
+
+describe('prose', () => {
+  it("writes the API's counts of cents as money, with the record's currency or without one", () => {
+    expect(prose('partial refund RP-1 of 1999 cents: the remaining 3998 cents as generic:P-1~r1', 'USD')).toEqual(['partial refund RP-1 of ', '19.99 USD', ': the remaining ', '39.98 USD', ' as generic:P-1~r1']);
+    expect(prose('so 1101 cents of the 5666-cent Check, pro rata', 'USD')).toEqual(['so ', '11.01 USD', ' of the ', '56.66 USD', ' Check, pro rata']);
+    expect(prose('1 cent', 'EUR')).toEqual(['0.01 EUR']);
+    // The attention queue names no currency: the amounts alone, the one it is compared with too.
+    expect(prose('delivered again with another amount (latest 999 cents, recorded 5997; 1 such deliveries in all)')).toEqual(['delivered again with another amount (latest ', '9.99', ', recorded ', '59.97', '; 1 such deliveries in all)']);
+    // Anything else stays as it is: ids with digits, a count of records, a reversal in major units.
+    expect(prose('operation 5 on card 21-100003-4, a reversal of -59.97, 3 records', 'USD')).toEqual(['operation 5 on card 21-100003-4, a reversal of -59.97, 3 records']);
+    expect(prose(undefined)).toBe('');
+    expect(prose('')).toEqual([]);
   });
 });
 
@@ -56,5 +83,9 @@ describe("the console's lists of names are the bridge's own", () => {
   it('ledger statuses and POS names match the bridge', () => {
     expect(CONSOLE_STATUSES).toEqual([...LEDGER_STATUSES]);
     expect(CONSOLE_POS_NAMES).toEqual([...POS_NAMES]);
+  });
+
+  it("refuses a bulk action over the bridge's own limit before asking to confirm it", () => {
+    expect(CONSOLE_BULK_MAX).toBe(BULK_MAX);
   });
 });

@@ -7,7 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { expect } from '@jest/globals';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -28,9 +29,13 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 }
 
+/** The desktop the console's screenshots are taken at, and a phone (an iPhone's 390 CSS pixels). */
+export const DESKTOP = { width: 1280, height: 900 };
+export const PHONE = { width: 390, height: 844 };
+
 /** A fresh browser context (its own sessionStorage, cookies and cache) with the page watched. */
-export async function openConsole(browser: Browser, origin: string): Promise<ConsolePage> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL: origin });
+export async function openConsole(browser: Browser, origin: string, viewport: { width: number; height: number } = DESKTOP): Promise<ConsolePage> {
+  const context = await browser.newContext({ viewport, baseURL: origin });
   const foreignRequests: string[] = [];
   const errors: string[] = [];
   await context.route('**/*', (route) => {
@@ -46,6 +51,14 @@ export async function openConsole(browser: Browser, origin: string): Promise<Con
   });
   page.on('pageerror', (error) => errors.push(error.message));
   return { page, context, foreignRequests, errors, close: () => context.close() };
+}
+
+/** Closes a page's context, then asserts that it loaded nothing from elsewhere and broke no policy (each test's afterEach). */
+export async function closeWatched(open: ConsolePage | undefined): Promise<void> {
+  if (!open) return;
+  await open.close();
+  expect(open.foreignRequests).toEqual([]);
+  expect(open.errors).toEqual([]);
 }
 
 const require = createRequire(import.meta.url);
@@ -72,4 +85,53 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
     return result.violations;
   })) as AxeViolation[];
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/** How long a test waits for what it expects to appear. */
+export const WAIT_MS = 10_000;
+
+/** Waits for `locator` to be visible; fails the test when it is not within WAIT_MS. */
+export async function visible(locator: Locator): Promise<Locator> {
+  await locator.waitFor({ state: 'visible', timeout: WAIT_MS });
+  return locator;
+}
+
+/** Waits until `locator` matches nothing; fails the test when it still does after WAIT_MS. */
+export async function gone(locator: Locator): Promise<void> {
+  await locator.first().waitFor({ state: 'detached', timeout: WAIT_MS });
+  expect(await locator.count()).toBe(0);
+}
+
+/** What sticks out of the page at its width: the page's own scroll width, and each element whose box ends past the viewport's right edge. */
+export async function overflow(page: Page): Promise<{ scrollWidth: number; viewport: number; wider: string[] }> {
+  return page.evaluate(() => {
+    const viewport = document.documentElement.clientWidth;
+    const wider: string[] = [];
+    for (const element of document.body.querySelectorAll('*')) {
+      const box = element.getBoundingClientRect();
+      if (box.width === 0 && box.height === 0) continue;
+      if (box.right > viewport + 0.5 || box.left < -0.5) {
+        const name = `${element.tagName.toLowerCase()}${element.id ? `#${element.id}` : ''}${element.classList.length ? `.${[...element.classList].join('.')}` : ''}`;
+        wider.push(`${name} (${Math.round(box.left)}-${Math.round(box.right)} px): ${(element.textContent ?? '').trim().slice(0, 60)}`);
+      }
+    }
+    return { scrollWidth: document.documentElement.scrollWidth, viewport, wider };
+  });
+}
+
+/**
+ * The text a person reads in the page's main part and its dialog: <pre> blocks (JSON as the API
+ * gave it) and closed <details> left out, as they are not prose the console formats.
+ */
+export async function readableText(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const parts: string[] = [];
+    for (const root of [document.querySelector('main'), document.querySelector('#status'), ...document.querySelectorAll('dialog')]) {
+      if (!root) continue;
+      const copy = root.cloneNode(true) as Element;
+      for (const skip of copy.querySelectorAll('pre, details:not([open]) > :not(summary)')) skip.remove();
+      parts.push(copy.textContent ?? '');
+    }
+    return parts.join('\n');
+  });
 }

@@ -9,30 +9,34 @@ import { h, replace } from './dom.js';
  *
  * options:
  * - `title`: the dialog's heading, e.g. "Retry generic:A-1001".
- * - `effect`: what will happen (text or nodes), or, with `choices`, a function of the choice.
- * - `choices`: `[{ value, label }]` the operator must pick one of (a resolve's outcome).
+ * - `intro`: what the operator should read before choosing (nodes; e.g. what the loyalty history shows).
+ * - `effect`: what will happen (text or nodes), or, with `choices`, a function of the choice
+ *   (`undefined` until one is chosen).
+ * - `choices`: `[{ value, label }]` the operator must pick one of (a resolve's outcome). None is
+ *   picked for them: the outcome is what the person established, never a default.
  * - `confirmLabel`: the button that does it, e.g. "Retry".
  */
-export function confirmAction({ title, effect, choices, confirmLabel }) {
+export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
   const dialog = h('dialog', { class: 'confirm', 'aria-labelledby': 'confirm-title' });
   const effectBox = h('div', { class: 'effect', id: 'confirm-effect' });
   const problem = h('p', { class: 'problem', role: 'alert' });
+  const heading = h('h2', { id: 'confirm-title', tabindex: '-1' }, title);
   // Checked here rather than with `required`, so the message is the console's own and is announced.
   const reason = h('textarea', { id: 'confirm-reason', name: 'reason', rows: '3', maxlength: '500', 'aria-required': 'true', 'aria-describedby': 'confirm-reason-hint' });
-  const choiceInputs = (choices ?? []).map((choice, i) =>
-    h(
-      'label',
-      { class: 'choice' },
-      h('input', { type: 'radio', name: 'choice', value: choice.value, checked: i === 0 ? true : undefined, onchange: () => showEffect() }),
-      ` ${choice.label}`,
-    ),
+  const choiceInputs = (choices ?? []).map((choice) =>
+    h('label', { class: 'choice' }, h('input', { type: 'radio', name: 'choice', value: choice.value, onchange: () => choiceChanged() }), ` ${choice.label}`),
   );
+  const outcomeGroup = choiceInputs.length ? h('fieldset', { class: 'outcomes', 'aria-describedby': 'confirm-outcome-hint' }, h('legend', {}, 'Outcome'), h('p', { class: 'hint', id: 'confirm-outcome-hint' }, 'None is chosen for you: pick what you established.'), choiceInputs) : null;
   reason.addEventListener('input', () => {
     problem.textContent = '';
     reason.removeAttribute('aria-invalid');
   });
   const chosen = () => dialog.querySelector('input[name="choice"]:checked')?.value;
   const showEffect = () => replace(effectBox, h('h3', {}, 'What will happen'), typeof effect === 'function' ? effect(chosen()) : effect);
+  const choiceChanged = () => {
+    if (problem.dataset.about === 'choice') problem.textContent = '';
+    showEffect();
+  };
 
   return new Promise((resolve) => {
     let answer;
@@ -42,9 +46,16 @@ export function confirmAction({ title, effect, choices, confirmLabel }) {
         method: 'dialog',
         onsubmit: (event) => {
           event.preventDefault();
+          if (choiceInputs.length && !chosen()) {
+            problem.textContent = 'Choose an outcome: the one you established in the loyalty service.';
+            problem.dataset.about = 'choice';
+            dialog.querySelector('input[name="choice"]').focus();
+            return;
+          }
           const text = reason.value.trim();
           if (!text) {
             problem.textContent = 'Give a reason: it is kept with the record and in the audit log.';
+            problem.dataset.about = 'reason';
             reason.setAttribute('aria-invalid', 'true');
             reason.focus();
             return;
@@ -53,8 +64,9 @@ export function confirmAction({ title, effect, choices, confirmLabel }) {
           dialog.close();
         },
       },
-      h('h2', { id: 'confirm-title' }, title),
-      choiceInputs.length ? h('fieldset', {}, h('legend', {}, 'Outcome'), choiceInputs) : null,
+      heading,
+      intro ? h('div', { class: 'intro' }, intro) : null,
+      outcomeGroup,
       effectBox,
       h('label', { for: 'confirm-reason' }, 'Reason'),
       h('p', { id: 'confirm-reason-hint', class: 'hint' }, 'Required. Kept in the record\u2019s history and in the audit log with your name.'),
@@ -75,6 +87,9 @@ export function confirmAction({ title, effect, choices, confirmLabel }) {
     showEffect();
     document.body.append(dialog);
     dialog.showModal();
-    reason.focus();
+    // With a choice to make, the dialog starts at its title, so what it shows is read first and
+    // the next Tab reaches the outcomes; without one, at the reason it asks for.
+    if (choiceInputs.length) heading.focus();
+    else reason.focus();
   });
 }

@@ -35,14 +35,18 @@ export function replace(parent, ...children) {
   append(parent, children);
 }
 
-/** A table with a caption and header cells: `rows` are arrays of cells (nodes or text). */
+/**
+ * A table with a caption and header cells: `rows` are arrays of cells (nodes or text). Each cell
+ * carries its column's name (`data-label`): on a narrow screen the stylesheet lays a row out as a
+ * card, each cell under its column's name, instead of a table wider than the screen.
+ */
 export function table(caption, headers, rows, attributes = {}) {
   return h(
     'table',
-    attributes,
+    { ...attributes, class: ['reflow', attributes.class].filter(Boolean).join(' ') },
     h('caption', {}, caption),
     h('thead', {}, h('tr', {}, headers.map((text) => h('th', { scope: 'col' }, text)))),
-    h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((cell) => h('td', {}, cell))))),
+    h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((cell, i) => h('td', { 'data-label': headers[i] || undefined }, cell))))),
   );
 }
 
@@ -97,6 +101,47 @@ export function money(cents, currency) {
 }
 
 /**
+ * A decimal amount in the currency's major units (the loyalty history's `purchaseSum`: 8.4 is
+ * 8.40) as `money` shows cents; rounded to the cent once, as the bridge reads it.
+ */
+export function majorMoney(amount, currency) {
+  if (typeof amount !== 'number' || !Number.isFinite(amount)) return '';
+  return money(Math.round(amount * 100), currency);
+}
+
+/**
+ * A timestamp with its offset (2026-11-24T09:12:00.000Z), or so many cents (325 cents, a 5666-cent
+ * Check, and the amount the attention queue compares it with: "latest 999 cents, recorded 5997"),
+ * inside the API's text.
+ */
+const IN_TEXT = /(?<iso>\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2}))|(?<cents>-?\b\d+)(?<unit> cents?\b|-cent\b)|(?<=\d cents, recorded )(?<recorded>\d+)\b/g;
+
+/**
+ * The API's words (a history event, a why) as nodes: every timestamp in them shown as `time` shows
+ * one, and every "325 cents" as the money it is (`3.25 USD`, or `3.25` where the currency is not
+ * known), so the page never shows a raw ISO time or a count of cents beside formatted money. The
+ * rest stays text.
+ */
+export function prose(text, currency) {
+  if (text === undefined || text === null) return '';
+  const source = String(text);
+  const parts = [];
+  let last = 0;
+  for (const match of source.matchAll(IN_TEXT)) {
+    const { iso, cents, recorded } = match.groups;
+    let node;
+    if (iso) node = Number.isNaN(Date.parse(iso)) ? null : time(iso);
+    // Without a currency (a queue item names none), the amount alone: 9.99.
+    else node = money(Number(cents ?? recorded), currency);
+    if (node === null || node === undefined) continue;
+    parts.push(source.slice(last, match.index), node);
+    last = match.index + match[0].length;
+  }
+  parts.push(source.slice(last));
+  return parts.filter((part) => part !== '');
+}
+
+/**
  * A customer's phone number or email masked to its last characters: enough to tell customers apart
  * on a screen (or a screenshot), not to reach them.
  */
@@ -116,7 +161,9 @@ export function maskContact(text, kind) {
 
 /** JSON shown as indented text (what was sent, what came back), as the API gives it: contact details masked unless asked for. */
 export function json(value) {
-  return h('pre', { class: 'json', tabindex: '0' }, JSON.stringify(value, null, 2) ?? '');
+  // Nothing kept (no body came back, an empty one) is said in words, not as the JSON word "null".
+  const empty = value === undefined || value === null || value === '';
+  return h('pre', { class: 'json', tabindex: '0' }, empty ? '(nothing)' : JSON.stringify(value, null, 2));
 }
 
 const STATUS_LABELS = {

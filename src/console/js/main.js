@@ -5,12 +5,15 @@
  */
 import { api, describeError, session, whenTokenRefused } from './api.js';
 import { h, replace } from './dom.js';
+import { forgetMerchants } from './merchants.js';
+import { selection } from './selection.js';
 import { attentionView } from './views/attention.js';
 import { auditView } from './views/audit.js';
+import { backfillView } from './views/backfill.js';
 import { deadLetterView, deadLettersView } from './views/dead-letters.js';
 import { reconcileView } from './views/reconcile.js';
 import { recordView } from './views/record.js';
-import { searchView } from './views/search.js';
+import { forgetSearch, searchView } from './views/search.js';
 
 const ROUTES = [
   [/^\/attention$/, attentionView],
@@ -19,6 +22,7 @@ const ROUTES = [
   [/^\/dead-letters$/, deadLettersView],
   [/^\/dead-letters\/([^/]+)$/, deadLetterView],
   [/^\/reconcile$/, reconcileView],
+  [/^\/backfill$/, backfillView],
   [/^\/audit$/, auditView],
 ];
 const HOME = '/attention';
@@ -28,7 +32,14 @@ const NAV = [
   ['#/search', 'Search'],
   ['#/dead-letters', 'Dead letters'],
   ['#/reconcile', 'Reconcile'],
+  ['#/backfill', 'Backfill'],
   ['#/audit', 'Audit log'],
+];
+
+/** A page under no tab of its own (a record, a dead letter) keeps the tab it was reached from; opened directly, this one. */
+const PARENT_TAB = [
+  [/^\/transactions\//, '/search'],
+  [/^\/dead-letters\//, '/dead-letters'],
 ];
 
 const main = document.getElementById('main');
@@ -38,6 +49,8 @@ const status = document.getElementById('status');
 
 /** Who the token is: `{ actor, scope: 'global' | 'merchant', merchantId? }`, once signed in. */
 let principal;
+/** The tab of the last page shown that has one: what a record or dead letter opened from it is under. */
+let lastTab;
 
 /** `#/search?status=a,b` → `{ path: '/search', params }`. */
 function currentRoute() {
@@ -67,11 +80,7 @@ async function render() {
   if (!session.token() || !principal) return renderSignIn();
   const { path, params } = currentRoute();
   const match = ROUTES.map(([pattern, view]) => [pattern.exec(path), view]).find(([m]) => m);
-  for (const link of nav.querySelectorAll('a')) {
-    const active = path === link.getAttribute('href').slice(1) || (link.getAttribute('href') === '#/search' && path.startsWith('/transactions/')) || (link.getAttribute('href') === '#/dead-letters' && path.startsWith('/dead-letters/'));
-    if (active) link.setAttribute('aria-current', 'page');
-    else link.removeAttribute('aria-current');
-  }
+  highlightTab(path);
   // A view renders into a section of its own: should the operator move on before it has loaded,
   // it writes into a section no longer on the page.
   const section = h('section', { class: 'view' });
@@ -87,9 +96,30 @@ async function render() {
   } catch (error) {
     if (!section.isConnected) return;
     if (!section.querySelector('h1')) section.prepend(h('h1', { tabindex: '-1' }, 'Could not load this page'));
+    // What was loading is not any more: the page says why instead.
+    for (const loading of section.querySelectorAll('.loading')) loading.remove();
     section.append(h('p', { class: 'problem', role: 'alert' }, describeError(error)));
   }
   if (section.isConnected) focusHeading(section);
+}
+
+/**
+ * Marks the tab of the page shown (`aria-current`): a top-level page's own; a record's or dead
+ * letter's, the tab it was reached from (the attention queue, a search, the audit log, a report),
+ * or its natural list when opened directly.
+ */
+function highlightTab(path) {
+  const tabs = NAV.map(([href]) => href.slice(1));
+  let current = tabs.find((tab) => path === tab);
+  if (current) lastTab = current;
+  else {
+    const parent = PARENT_TAB.find(([pattern]) => pattern.test(path))?.[1];
+    current = parent ? (lastTab ?? parent) : undefined;
+  }
+  for (const link of nav.querySelectorAll('a')) {
+    if (link.getAttribute('href').slice(1) === current) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
 }
 
 /**
@@ -138,13 +168,31 @@ function renderSignIn(problem) {
   token.focus();
 }
 
-/** Asks the bridge who the token is; keeps it for this tab only when the bridge accepts it. */
+/**
+ * Asks the bridge who the token is; keeps it for this tab only when the bridge accepts it. What was
+ * said before signing in ("Signed out.", a refusal) is not about the page that follows.
+ */
 async function signIn(token) {
   principal = await api('/v1/admin/whoami', { token });
   session.signIn(token);
+  status.textContent = '';
   showPrincipal();
   if (!location.hash.startsWith('#/')) location.hash = `#${HOME}`;
   else render();
+}
+
+/**
+ * Forgets everything of the session that ends: who it was, the page it was on (the address's route,
+ * so the next person signing in starts at the attention queue, not at the last one's record), the
+ * records ticked, the customer searched and the merchants listed.
+ */
+function forgetSession() {
+  session.signOut();
+  principal = undefined;
+  lastTab = undefined;
+  selection.clear();
+  forgetSearch();
+  forgetMerchants();
 }
 
 function showPrincipal() {
@@ -158,8 +206,9 @@ function showPrincipal() {
         type: 'button',
         class: 'secondary',
         onclick: () => {
-          session.signOut();
-          principal = undefined;
+          forgetSession();
+          // The route is left out of the address (and of the tab's history entry): nothing of this page is kept.
+          history.replaceState(null, '', `${location.pathname}${location.search}`);
           announce('Signed out.');
           renderSignIn();
         },
@@ -181,8 +230,7 @@ function showPrincipal() {
 whenTokenRefused(() => {
   // Signing in answers a refusal itself; this is for a token refused while in use.
   if (!principal) return;
-  session.signOut();
-  principal = undefined;
+  forgetSession();
   renderSignIn('The bridge no longer accepts your token (it may have been rotated). Sign in again.');
 });
 

@@ -1,6 +1,7 @@
 /** Everything that needs a person, oldest first: why, how long it has waited, and counts per kind and per merchant. */
 import { api } from '../api.js';
-import { age, deadLetterHref, h, recordLink, replace, statusBadge, table, time } from '../dom.js';
+import { age, deadLetterHref, h, prose, recordLink, replace, statusBadge, table, time } from '../dom.js';
+import { merchantField, merchantList } from '../merchants.js';
 
 const KIND_LABELS = {
   in_doubt: 'In doubt',
@@ -25,19 +26,20 @@ export async function attentionView({ section, params, principal, navigate }) {
   const queue = await api('/v1/admin/attention', { query: { merchantId } });
   const total = queue.total ?? Object.values(queue.counts ?? {}).reduce((sum, n) => sum + n, 0);
 
+  const merchants = principal.scope === 'global' ? await merchantList(principal) : undefined;
   const merchantFilter =
     principal.scope === 'global'
       ? h(
           'form',
           {
             class: 'filters inline',
+            'aria-label': 'Show the queue of one merchant',
             onsubmit: (event) => {
               event.preventDefault();
-              navigate('/attention', { merchantId: new FormData(event.target).get('merchantId')?.trim() });
+              navigate('/attention', { merchantId: String(new FormData(event.target).get('merchantId') ?? '').trim() });
             },
           },
-          h('label', { for: 'attention-merchant' }, 'Merchant'),
-          h('input', { id: 'attention-merchant', name: 'merchantId', value: merchantId, placeholder: 'all merchants' }),
+          merchantField({ id: 'attention-merchant', merchants, value: merchantId }),
           h('button', { type: 'submit', class: 'secondary' }, 'Show'),
         )
       : null;
@@ -87,7 +89,7 @@ export async function attentionView({ section, params, principal, navigate }) {
             item.pos ?? '',
             item.orderId ?? '',
             h('span', { title: item.since }, age(item.since)),
-            item.why ?? '',
+            prose(item.why),
           ]),
           { class: 'queue' },
         )

@@ -1,16 +1,20 @@
 /** The audit log: who did what, when, why, to which record. */
 import { api } from '../api.js';
-import { count, deadLetterHref, h, pager, recordLink, replace, table, time } from '../dom.js';
+import { count, deadLetterHref, h, pager, prose, recordLink, replace, table, time } from '../dom.js';
+import { merchantField, merchantList } from '../merchants.js';
 
 const PAGE_SIZE = 50;
 const FIELDS = ['actor', 'merchantId', 'from', 'to'];
-/** Actions on a dead letter (their target is its id); the others act on records. */
+/** Actions on a dead letter (their target is its id). */
 const LETTER_ACTIONS = new Set(['replay', 'dismiss', 'unmask']);
+/** Actions on a record (their target is its transactionId), alone or in bulk; the others (a reconcile pass, a report, a customer search) name no record. */
+const RECORD_ACTION = /^(bulk:)?(retry|reverse|resolve|close|acknowledge)\b|^unmask (record|payload)$/;
 
 export async function auditView({ section, params, principal, navigate }) {
   const query = Object.fromEntries(FIELDS.map((name) => [name, params.get(name) ?? '']));
   if (principal.scope === 'merchant') query.merchantId = principal.merchantId;
   const page = Math.max(1, Number(params.get('page')) || 1);
+  const merchants = principal.scope === 'global' ? await merchantList(principal) : undefined;
   const input = (name, label, attributes = {}) => h('div', { class: 'field' }, h('label', { for: `audit-${name}` }, label), h('input', { id: `audit-${name}`, name, value: query[name], ...attributes }));
   const form = h(
     'form',
@@ -27,7 +31,7 @@ export async function auditView({ section, params, principal, navigate }) {
       'div',
       { class: 'grid' },
       input('actor', 'Actor', { placeholder: 'e.g. admin, merchant:m1' }),
-      principal.scope === 'global' ? input('merchantId', 'Merchant', { placeholder: 'all merchants' }) : null,
+      principal.scope === 'global' ? merchantField({ id: 'audit-merchantId', merchants, value: query.merchantId }) : null,
       input('from', 'From', { type: 'date' }),
       input('to', 'To (inclusive)', { type: 'date' }),
     ),
@@ -46,7 +50,7 @@ export async function auditView({ section, params, principal, navigate }) {
       ? table(
           'Operator actions, newest first',
           ['When', 'Actor', 'Action', 'Target', 'Reason', 'Outcome', 'Merchant'],
-          log.items.map((entry) => [time(entry.at), entry.actor, entry.action, target(entry), entry.reason ?? '', entry.outcome ?? '', entry.merchantId ?? '']),
+          log.items.map((entry) => [time(entry.at), entry.actor, entry.action, target(entry), entry.reason ?? '', prose(entry.outcome ?? ''), entry.merchantId ?? '']),
           { class: 'audit' },
         )
       : null,
@@ -54,9 +58,10 @@ export async function auditView({ section, params, principal, navigate }) {
   );
 }
 
-/** The record or dead letter an entry names, linked. */
+/** The record or dead letter an entry names, linked; what other actions name (a pass, a report's range), as text. */
 function target(entry) {
   if (!entry.target) return '';
   if (LETTER_ACTIONS.has(entry.action)) return h('a', { href: deadLetterHref(entry.target) }, entry.target);
-  return recordLink(entry.merchantId, entry.target);
+  if (RECORD_ACTION.test(entry.action)) return recordLink(entry.merchantId, entry.target);
+  return prose(entry.target);
 }

@@ -1,9 +1,19 @@
 /** Dead letters: authentic POS deliveries the bridge could not carry out; replay one, or dismiss it with a reason. */
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
-import { count, deadLetterHref, facts, h, pager, POS_NAMES, replace, table, time } from '../dom.js';
+import { deliveryBox } from '../delivery.js';
+import { count, deadLetterHref, facts, h, pager, POS_NAMES, prose, recordLink, replace, table, time } from '../dom.js';
+import { backfillHref } from './backfill.js';
 
 const PAGE_SIZE = 50;
+
+/**
+ * The merchant of each record a replay run here created, from the replay's answer: a letter kept
+ * for a shop no merchant had names no merchant, and its runs name their records by transactionId
+ * only. Records created by a run not seen in this page are named, unlinked, when the letter names
+ * no merchant.
+ */
+const merchantOfCreated = new Map();
 
 function stateOf(letter) {
   if (letter.dismissed) return 'dismissed';
@@ -60,7 +70,7 @@ export async function deadLettersView({ section, params, navigate }) {
             time(letter.receivedAt),
             String(letter.deliveries ?? 1),
             stateOf(letter),
-            letter.reason,
+            prose(letter.reason),
           ]),
         )
       : null,
@@ -80,7 +90,9 @@ export async function deadLetterView({ section, announce, refresh }, id) {
     const confirmed = await confirmAction({ title: `${label} dead letter ${letter.id}`, effect: h('p', {}, effect), confirmLabel: label });
     if (!confirmed) return;
     try {
-      await api(`/v1/admin/dead-letters/${encodeURIComponent(letter.id)}/${name}`, { method: 'POST', body: { reason: confirmed.reason } });
+      const answer = await api(`/v1/admin/dead-letters/${encodeURIComponent(letter.id)}/${name}`, { method: 'POST', body: { reason: confirmed.reason } });
+      // A webhook result names its merchant when it is not the default one.
+      for (const result of answer?.results ?? []) if (result.transactionId) merchantOfCreated.set(result.transactionId, result.merchantId ?? 'default');
       announce(`${label} dead letter ${letter.id}: done.`);
       await refresh();
     } catch (error) {
@@ -99,7 +111,7 @@ export async function deadLetterView({ section, announce, refresh }, id) {
       'li',
       {},
       h('button', { type: 'button', class: 'action', disabled: !rule.allowed, 'aria-describedby': rule.allowed ? undefined : `why-${name}`, onclick: () => act(name, label, effect) }, label),
-      rule.allowed ? null : h('span', { class: 'why', id: `why-${name}` }, `Not available: ${rule.why ?? 'the bridge does not allow it now'}`),
+      rule.allowed ? null : h('span', { class: 'why', id: `why-${name}` }, 'Not available: ', prose(rule.why ?? 'the bridge does not allow it now')),
     );
   };
 
@@ -113,7 +125,7 @@ export async function deadLetterView({ section, announce, refresh }, id) {
       ['Received', time(letter.receivedAt)],
       ['Last received', time(letter.lastReceivedAt)],
       ['Deliveries', String(letter.deliveries ?? 1)],
-      ['Reason', letter.reason],
+      ['Reason', prose(letter.reason)],
       ['Resolved', letter.resolvedAt ? time(letter.resolvedAt) : undefined],
       ['Dismissed', letter.dismissed ? [time(letter.dismissed.at), ` by ${letter.dismissed.actor}: ${letter.dismissed.reason}`] : undefined],
       ['Next run by the bridge', letter.retry?.nextAt ? time(letter.retry.nextAt) : undefined],
@@ -130,57 +142,53 @@ export async function deadLetterView({ section, announce, refresh }, id) {
       ),
     ),
     outcome,
+    nextStep(letter),
     letter.issues?.length ? h('section', {}, h('h2', {}, 'Fields that could not be translated'), h('ul', {}, letter.issues.map((i) => h('li', {}, `${i.field}: ${i.message}`)))) : null,
     h(
       'section',
       { 'aria-labelledby': 'runs-heading' },
       h('h2', { id: 'runs-heading' }, 'Runs'),
-      letter.replays?.length ? table('Every run since it was kept, oldest first', ['At', 'By', 'Outcome'], letter.replays.map((r) => [time(r.at), r.by ?? '', r.outcome])) : h('p', {}, 'Not run again yet.'),
+      letter.replays?.length
+        ? table(
+            'Every run since it was kept, oldest first',
+            ['At', 'By', 'Outcome', 'Records it created'],
+            letter.replays.map((r) => [time(r.at), r.by ?? '', prose(r.outcome), r.created?.length ? h('ul', { class: 'plain' }, r.created.map((id) => h('li', {}, createdLink(letter, id)))) : '']),
+          )
+        : h('p', {}, 'Not run again yet.'),
     ),
     h(
       'section',
       { 'aria-labelledby': 'body-heading' },
       h('h2', { id: 'body-heading' }, 'Delivery'),
-      letter.headers ? table('Headers the bridge reads', ['Header', 'Value'], Object.entries(letter.headers).map(([k, v]) => [k, v])) : null,
-      letter.body !== undefined ? body(letter) : null,
+      letter.body !== undefined
+        ? deliveryBox(letter, () => api(`/v1/admin/dead-letters/${encodeURIComponent(letter.id)}`, { query: { unmask: 'true' } }), {
+            id: 'letter',
+            buttonLabel: 'Show phone numbers and emails',
+            onError: (error) => outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, describeError(error))),
+          })
+        : null,
     ),
   );
 }
 
-/** The delivery's body, masked as the API gives it; a person may ask for it in clear, which the API records in the audit log. */
-function body(letter) {
-  const box = h('div', {});
-  const show = (shown) => {
-    const heading = h('h3', {}, `Body (${shown.bodyEncoding ?? 'utf8'}${shown.masked ? '; customers\u2019 phone numbers and emails masked' : ''})`);
-    const text = shown.masked && shown.bodyEncoding === 'base64' ? 'Withheld while masked: a base64 body cannot be searched for contact details.' : prettyBody(shown);
-    const unmask = shown.masked
-      ? h(
-          'p',
-          {},
-          h(
-            'button',
-            {
-              type: 'button',
-              class: 'secondary',
-              'aria-describedby': 'unmask-hint',
-              onclick: async () => show(await api(`/v1/admin/dead-letters/${encodeURIComponent(letter.id)}`, { query: { unmask: 'true' } })),
-            },
-            'Show phone numbers and emails',
-          ),
-          h('span', { class: 'hint', id: 'unmask-hint' }, ' Recorded in the audit log with your name.'),
-        )
-      : null;
-    replace(box, heading, unmask, h('pre', { class: 'json', tabindex: '0' }, text));
-  };
-  show(letter);
-  return box;
+/** A record a run created, linked to its page where its merchant is known. */
+function createdLink(letter, transactionId) {
+  const merchantId = letter.merchantId ?? merchantOfCreated.get(transactionId);
+  return merchantId ? recordLink(merchantId, transactionId) : [transactionId, h('span', { class: 'hint' }, ' (the letter names no merchant: find it by Search)')];
 }
 
-function prettyBody(letter) {
-  if (letter.bodyEncoding === 'base64') return letter.body;
-  try {
-    return JSON.stringify(JSON.parse(letter.body), null, 2);
-  } catch {
-    return letter.body;
-  }
+/** A letter whose refund came before its order ("no order … in the ledger"): the order is read back from the POS by a backfill, then the letter replayed. */
+const ORDER_MISSING = /\bno order .* in the ledger\b/;
+
+function nextStep(letter) {
+  if (stateOf(letter) !== 'open' || !ORDER_MISSING.test(letter.reason ?? '') || !letter.merchantId) return null;
+  // The order was changed at or before the refund came: a day before the letter arrived, which the operator may move earlier.
+  const since = new Date(Date.parse(letter.receivedAt) - 86_400_000).toISOString();
+  return h(
+    'section',
+    { 'aria-labelledby': 'next-heading' },
+    h('h2', { id: 'next-heading' }, 'Next step: backfill its order'),
+    h('p', {}, `The ledger has not got the order this delivery refers to: its webhook never arrived. A backfill of merchant ${letter.merchantId}'s ${letter.pos} account reads it back from the POS; then replay this letter.`),
+    h('p', {}, h('a', { class: 'button-link', href: backfillHref({ merchantId: letter.merchantId, pos: letter.pos, since, deadLetterId: letter.id }) }, `Backfill ${letter.pos} for merchant ${letter.merchantId}…`)),
+  );
 }

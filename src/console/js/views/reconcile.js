@@ -3,9 +3,14 @@
  * three-way report (POS ↔ ledger ↔ loyalty history) where the bridge serves it.
  */
 import { api, ApiError, describeError } from '../api.js';
-import { count, h, recordLink, replace, statusBadge, table, time } from '../dom.js';
+import { count, h, prose, recordLink, replace, statusBadge, table, time } from '../dom.js';
+import { merchantField, merchantList } from '../merchants.js';
+import { backfillHref } from './backfill.js';
 
-export async function reconcileView({ section, principal, announce }) {
+export async function reconcileView({ section, params, principal, announce, navigate }) {
+  replace(section, h('h1', {}, 'Reconcile'), h('p', { class: 'loading' }, 'Loading…'));
+  const merchants = principal.scope === 'global' ? await merchantList(principal) : undefined;
+  if (!section.isConnected) return;
   const report = h('div', { class: 'report' });
   const run = h(
     'button',
@@ -44,7 +49,7 @@ export async function reconcileView({ section, principal, announce }) {
       run,
       report,
     ),
-    threeWaySection(principal),
+    threeWaySection({ params, principal, merchants, navigate }),
   );
 }
 
@@ -52,44 +57,56 @@ function passReport(result) {
   return [
     h('p', { class: 'summary' }, `Examined ${count(result.examined, 'record')} between `, time(result.startedAt), ' and ', time(result.finishedAt), '. ', result.complete ? 'Every open record was examined.' : h('strong', {}, 'Not complete: run it again for the rest.')),
     result.fixed.length
-      ? table(`Fixed (${result.fixed.length})`, ['Record', 'Merchant', 'From', 'To', 'Why'], result.fixed.map((f) => [recordLink(f.merchantId, f.transactionId), f.merchantId, statusBadge(f.from), statusBadge(f.to), f.why]))
+      ? table(`Fixed (${result.fixed.length})`, ['Record', 'Merchant', 'From', 'To', 'Why'], result.fixed.map((f) => [recordLink(f.merchantId, f.transactionId), f.merchantId, statusBadge(f.from), statusBadge(f.to), prose(f.why)]))
       : h('p', {}, 'Nothing was fixed by this pass.'),
     result.open.length
-      ? table(`Still open (${result.open.length})`, ['Record', 'Merchant', 'Status', 'Why'], result.open.map((o) => [recordLink(o.merchantId, o.transactionId), o.merchantId, statusBadge(o.status), o.why]))
+      ? table(`Still open (${result.open.length})`, ['Record', 'Merchant', 'Status', 'Why'], result.open.map((o) => [recordLink(o.merchantId, o.transactionId), o.merchantId, statusBadge(o.status), prose(o.why)]))
       : h('p', {}, 'Nothing is left open.'),
   ];
 }
 
-function threeWaySection(principal) {
+/**
+ * The three-way report's form and answer. The merchant and range are in the page's address, so a
+ * report can be read again (after a backfill it started, say) and the browser's Back returns to it.
+ */
+function threeWaySection({ params, principal, merchants, navigate }) {
   const out = h('div', { class: 'report' });
   const today = new Date().toISOString().slice(0, 10);
+  const asked = params.get('from') && params.get('to');
+  const merchantId = principal.scope === 'merchant' ? principal.merchantId : (params.get('merchantId') ?? 'default');
+  const from = params.get('from') ?? today;
+  const to = params.get('to') ?? today;
   const form = h(
     'form',
     {
       class: 'filters inline',
       'aria-label': 'Three-way report',
-      onsubmit: async (event) => {
+      onsubmit: (event) => {
         event.preventDefault();
         const data = new FormData(event.target);
-        replace(out, h('p', { class: 'loading' }, 'Reading the POS, the ledger and the loyalty history…'));
-        try {
-          const merchantId = principal.scope === 'merchant' ? principal.merchantId : String(data.get('merchantId') ?? '').trim();
-          const query = { merchantId, from: String(data.get('from')), to: String(data.get('to')) };
-          const result = await api('/v1/admin/reports/reconcile', { query });
-          replace(out, threeWayReport(result, merchantId, query));
-        } catch (error) {
-          const missing = error instanceof ApiError && error.status === 404 && /^no route/.test(error.message);
-          replace(out, missing ? h('p', { role: 'status' }, 'This bridge does not serve the three-way report yet.') : h('p', { class: 'problem', role: 'alert' }, describeError(error)));
-        }
+        navigate('/reconcile', {
+          merchantId: principal.scope === 'merchant' ? undefined : String(data.get('merchantId') ?? '').trim(),
+          from: String(data.get('from')),
+          to: String(data.get('to')),
+        });
       },
     },
-    principal.scope === 'global' ? [h('label', { for: 'three-merchant' }, 'Merchant'), h('input', { id: 'three-merchant', name: 'merchantId', value: 'default', required: true })] : null,
-    h('label', { for: 'three-from' }, 'From'),
-    h('input', { id: 'three-from', name: 'from', type: 'date', value: today, required: true }),
-    h('label', { for: 'three-to' }, 'To'),
-    h('input', { id: 'three-to', name: 'to', type: 'date', value: today, required: true }),
+    principal.scope === 'global' ? merchantField({ id: 'three-merchant', merchants, value: merchantId, any: null, required: true }) : null,
+    h('div', { class: 'field' }, h('label', { for: 'three-from' }, 'From'), h('input', { id: 'three-from', name: 'from', type: 'date', value: from, required: true })),
+    h('div', { class: 'field' }, h('label', { for: 'three-to' }, 'To'), h('input', { id: 'three-to', name: 'to', type: 'date', value: to, required: true })),
     h('button', { type: 'submit', class: 'secondary' }, 'Read report'),
   );
+  if (asked) {
+    replace(out, h('p', { class: 'loading' }, 'Reading the POS, the ledger and the loyalty history…'));
+    const query = { merchantId, from, to };
+    api('/v1/admin/reports/reconcile', { query }).then(
+      (result) => replace(out, threeWayReport(result, merchantId, query)),
+      (error) => {
+        const missing = error instanceof ApiError && error.status === 404 && /^no route/.test(error.message);
+        replace(out, missing ? h('p', { role: 'status' }, 'This bridge does not serve the three-way report yet.') : h('p', { class: 'problem', role: 'alert' }, describeError(error)));
+      },
+    );
+  }
   return h(
     'section',
     { 'aria-labelledby': 'three-heading' },
@@ -100,11 +117,38 @@ function threeWaySection(principal) {
   );
 }
 
+/**
+ * A row's next step when it is a backfill: `backfill: POST /v1/admin/backfill {"merchantId":…,
+ * "pos":…,"since":…} …` (src/reconcile/classify.ts) read as its merchant, POS and time.
+ */
+function backfillOf(next) {
+  const match = /^backfill: POST \/v1\/admin\/backfill (\{[^}]*\})/.exec(next ?? '');
+  if (!match) return undefined;
+  try {
+    const step = JSON.parse(match[1]);
+    return typeof step.pos === 'string' && typeof step.since === 'string' ? step : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The kinds of difference whose record is not in the ledger: nothing to link to. */
+const NOT_IN_LEDGER = new Set(['missing_in_ledger']);
+
 function threeWayReport(result, merchantId, query) {
   const examined = result.examined ?? {};
   const differences = result.differences ?? [];
   const counts = Object.entries(result.counts ?? {}).filter(([, n]) => n > 0);
   const unread = (result.sources ?? []).filter((source) => !source.read);
+  const next = (d) => {
+    const step = backfillOf(d.next);
+    if (!step) return prose(d.next);
+    // Back from the backfill, the same report is read again.
+    return [
+      h('a', { class: 'button-link', href: backfillHref({ merchantId: step.merchantId ?? merchantId, pos: step.pos, since: step.since, report: { from: query.from, to: query.to } }) }, `Backfill ${step.pos} since `, time(step.since), '…'),
+      h('span', { class: 'hint' }, ' Reads the POS back and records what the ledger lacks.'),
+    ];
+  };
   return [
     h(
       'p',
@@ -121,7 +165,15 @@ function threeWayReport(result, merchantId, query) {
       ? table(
           'Differences',
           ['Kind', 'Record', 'POS order', 'Operation', 'Why', 'Next step'],
-          differences.map((d) => [d.kind, d.transactionId ? recordLink(merchantId, d.transactionId) : '', d.orderId ?? '', d.operationId === undefined ? '' : String(d.operationId), d.why, d.next]),
+          differences.map((d) => [
+            d.kind,
+            d.transactionId ? (NOT_IN_LEDGER.has(d.kind) ? h('span', { class: 'id' }, d.transactionId, h('span', { class: 'hint' }, ' (not in the ledger)')) : recordLink(merchantId, d.transactionId)) : '',
+            d.orderId ?? '',
+            d.operationId === undefined || d.operationId === null ? '' : String(d.operationId),
+            prose(d.why),
+            next(d),
+          ]),
+          { class: 'differences' },
         )
       : null,
     h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: (event) => downloadCsv(event.target, query) }, 'Download as CSV')),

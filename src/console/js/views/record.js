@@ -1,13 +1,15 @@
 /**
- * One record's page: its status and links, the actions allowed on it (the others disabled with the
- * API's reason), the Check with its selections, every attempt with what was sent and what came
- * back, and its history as a timeline.
+ * One record's page: its status and links, where it came from (the POS's payload, its webhook
+ * event, its dead letter), what the loyalty history shows for a call in doubt, the actions allowed
+ * on it (the others disabled with the API's reason), the Check with its selections, every attempt
+ * with what was sent and what came back, and its history as a timeline.
  */
-import { api, describeError } from '../api.js';
+import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
-import { count, facts, h, json, maskContact, money, recordLink, replace, statusBadge, statusLabel, table, time } from '../dom.js';
+import { deliveryBox } from '../delivery.js';
+import { count, deadLetterHref, facts, h, json, majorMoney, maskContact, money, prose, recordLink, replace, statusBadge, statusLabel, table, time } from '../dom.js';
 
-/** What each action does, as the README's admin API says it; shown before the operator confirms. */
+/** What each action does, as docs/operators.md's admin API says it; shown before the operator confirms. */
 export const ACTION_EFFECTS = {
   retry: 'The bridge delivers again what provably did not happen upstream (a refused or pending call). It refuses where a retry could double an accrual or a reversal.',
   reverse: 'The bridge reverses the whole accrual at the loyalty service: the points this order earned are taken back (what remains of it after partial refunds, on its last remainder record).',
@@ -31,6 +33,26 @@ const ACTIONS = [
   ['acknowledge', 'Acknowledge'],
 ];
 
+/** What the loyalty history shows, in words (`reading` of the evidence). */
+const READINGS = {
+  accrued: 'The history shows the accrual',
+  not_accrued: 'The history shows no accrual',
+  reversed: 'The history shows the reversal',
+  not_reversed: 'The history shows no reversal',
+  ambiguous: 'Ambiguous: more than one operation could be it',
+  unknown: 'Unknown: the history cannot tell',
+};
+
+/** How a record came to be (`origin.via`). */
+const ORIGINS = {
+  pos: 'a direct post from the POS',
+  webhook: 'a webhook delivery from the POS',
+  backfill: 'backfill: read back from the POS\u2019s API (its webhook never arrived)',
+  replay: 'a replay of a dead letter',
+  remainder: 'the remainder of a partial refund',
+  operator: 'an operator',
+};
+
 /**
  * The record's page. The API masks the customer's phone number and email (in the customer and in
  * every attempt) unless asked for them, which it records in the audit log: the page asks only when
@@ -39,8 +61,22 @@ const ACTIONS = [
 export async function recordView(context, merchantId, transactionId, unmask = false) {
   const { section, announce, refresh } = context;
   replace(section, h('h1', {}, `Record ${transactionId}`), h('p', { class: 'loading' }, 'Loading…'));
-  const record = await api(`/v1/admin/transactions/${encodeURIComponent(transactionId)}`, { query: { merchantId, unmask: unmask ? 'true' : undefined } });
+  let record;
+  try {
+    record = await api(`/v1/admin/transactions/${encodeURIComponent(transactionId)}`, { query: { merchantId, unmask: unmask ? 'true' : undefined } });
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 404) throw error;
+    replace(
+      section,
+      h('h1', {}, 'No such record'),
+      h('p', { class: 'problem', role: 'alert' }, `The ledger has no record ${transactionId} of merchant ${merchantId}. ${describeError(error)}`),
+      h('p', {}, 'An order the POS has and the ledger does not (its webhook never arrived) is recorded by a backfill: ', h('a', { href: `#/backfill?${new URLSearchParams({ merchantId })}` }, 'Start a backfill'), '.'),
+    );
+    return;
+  }
+  if (!section.isConnected) return;
   const check = record.check;
+  const currency = check?.currency;
   const outcome = h('div', { class: 'action-result' });
   const unmaskButton = record.masked
     ? h(
@@ -50,6 +86,8 @@ export async function recordView(context, merchantId, transactionId, unmask = fa
         h('span', { class: 'hint', id: 'unmask-hint' }, ' Recorded in the audit log with your name.'),
       )
     : null;
+  // What the loyalty history shows for a call in doubt: read now, while the page is shown.
+  const evidence = needsEvidence(record) ? readEvidence(record) : undefined;
 
   replace(
     section,
@@ -59,7 +97,7 @@ export async function recordView(context, merchantId, transactionId, unmask = fa
       ['Merchant', record.merchantId],
       ['POS', record.pos],
       ['POS order id', record.orderId],
-      ['Amount', check ? money(check.amount, check.currency) : undefined],
+      ['Amount', check ? money(check.amount, currency) : undefined],
       ['Created', time(record.createdAt)],
       ['Updated', time(record.updatedAt)],
       ['Next attempt', record.nextAttemptAt ? time(record.nextAttemptAt) : undefined],
@@ -69,28 +107,31 @@ export async function recordView(context, merchantId, transactionId, unmask = fa
       ['Refund ids', record.reversal?.refundIds?.length ? record.reversal.refundIds.join(', ') : undefined],
       ['Parent record', record.parentTransactionId ? recordLink(record.merchantId, record.parentTransactionId) : undefined],
       ['Remainder record', record.remainderTransactionId ? recordLink(record.merchantId, record.remainderTransactionId) : undefined],
-      ['Partial refund', record.partialRefund ? `${record.partialRefund.refundId}: ${money(record.partialRefund.refundedCents, check?.currency)} refunded; the rest is accrued as ${record.partialRefund.remainderTransactionId}` : undefined],
+      ['Partial refund', record.partialRefund ? `${record.partialRefund.refundId}: ${money(record.partialRefund.refundedCents, currency)} refunded; the rest is accrued as ${record.partialRefund.remainderTransactionId}` : undefined],
       ['Closed', record.closed ? [time(record.closed.at), ` by ${record.closed.actor}: ${record.closed.reason}`] : undefined],
+      ['Acknowledged', record.acknowledged ? [time(record.acknowledged.at), ` by ${record.acknowledged.actor}: ${record.acknowledged.reason}`] : undefined],
       ['Customer', customer(record.customer)],
     ]),
     unmaskButton,
-    actionsSection(record, outcome, { announce, refresh }),
+    evidence ? evidence.section : null,
+    actionsSection(record, outcome, { announce, refresh, evidence }),
     outcome,
+    originSection(record, section),
     checkSection(check),
     resultsSection(record),
     attemptsSection(record),
-    historySection(record),
-    changedRepeatsSection(record, check?.currency),
+    historySection(record, currency),
+    changedRepeatsSection(record, currency),
   );
 }
 
 function describeSide(side) {
   if (!side) return undefined;
   const parts = [side.state];
-  if (side.settledBy) parts.push(`settled by ${side.settledBy}`);
-  if (side.inDoubtSince) parts.push(`in doubt since ${side.inDoubtSince}`);
-  if (side.operationIds?.length) parts.push(`operations ${side.operationIds.join(', ')}`);
-  return parts.join('; ');
+  if (side.settledBy) parts.push(`; settled by ${side.settledBy}`);
+  if (side.inDoubtSince) parts.push('; in doubt since ', time(side.inDoubtSince));
+  if (side.operationIds?.length) parts.push(`; operations ${side.operationIds.join(', ')}`);
+  return parts;
 }
 
 /** The customer as the API gives it: phone and email masked unless the operator asked for them. */
@@ -100,7 +141,125 @@ function customer(c) {
   return parts.filter(Boolean).join(', ') || undefined;
 }
 
-function actionsSection(record, outcome, { announce, refresh }) {
+/** A call in doubt, or an outcome a person may settle: where the loyalty history is the evidence. */
+function needsEvidence(record) {
+  return record.accrual?.state === 'in_doubt' || record.reversal?.state === 'in_doubt' || record.actions?.resolve?.allowed === true;
+}
+
+/**
+ * The evidence section, filled once the API has read the loyalty history
+ * (`GET …/{id}/evidence`, which changes nothing). `answer` settles to the evidence, or undefined.
+ */
+function readEvidence(record) {
+  const body = h('div', { class: 'evidence-body' }, h('p', { class: 'loading' }, 'Reading the loyalty service\u2019s operations history…'));
+  const section = h(
+    'section',
+    { class: 'evidence', 'aria-labelledby': 'evidence-heading' },
+    h('h2', { id: 'evidence-heading' }, 'Evidence from the loyalty history'),
+    h('p', { class: 'hint' }, 'What the loyalty service\u2019s operations history shows around this record\u2019s uncertain call, read now. Reading it changes nothing.'),
+    body,
+  );
+  const answer = api(`/v1/admin/transactions/${encodeURIComponent(record.transactionId)}/evidence`, { query: { merchantId: record.merchantId } }).then(
+    (evidence) => {
+      replace(body, evidenceView(evidence, record));
+      return evidence;
+    },
+    (error) => {
+      const missing = error instanceof ApiError && error.status === 404 && /^no route/i.test(error.message);
+      replace(body, h('p', { class: 'problem' }, missing ? 'This bridge does not read the loyalty history for a record yet.' : `The history could not be read: ${describeError(error)}`));
+      return undefined;
+    },
+  );
+  return { section, answer };
+}
+
+function evidenceView(evidence, record) {
+  const currency = record.check?.currency;
+  const operations = evidence.operations ?? [];
+  const cards = evidence.cards ?? [];
+  const shape = evidence.reversalShape;
+  return [
+    h(
+      'p',
+      { class: `reading reading-${evidence.reading}` },
+      h('strong', {}, evidence.question === 'none' ? 'Nothing about this record is uncertain now.' : `${READINGS[evidence.reading] ?? evidence.reading}.`),
+      ' ',
+      prose(evidence.why, currency),
+    ),
+    facts([
+      ['Uncertain call', evidence.question === 'reversal' ? 'the reversal' : evidence.question === 'accrual' ? 'the accrual' : 'none (the operations around its last call)'],
+      ['History read', evidence.window ? ['from ', time(evidence.window.from), ' to ', time(evidence.window.to)] : undefined],
+      ['Cards', cards.length ? cards.map((c) => `${c.serialNumber}${c.balance === undefined || c.balance === null ? '' : ` (balance ${c.balance})`}`).join(', ') : 'none named'],
+      [
+        'A reversal looks like',
+        shape ? [`event ${shape.eventId}, ${shape.sign < 0 ? 'a negative' : 'a positive'} sum on the same card (learned from `, recordLink(record.merchantId, shape.learnedFrom), ' at ', time(shape.at), ')'] : evidence.question === 'reversal' ? 'not known yet: no reversal this loyalty service confirmed has been read back' : undefined,
+      ],
+    ]),
+    operations.length
+      ? table(
+          `Operations on its cards in that time (${count(operations.filter((o) => o.candidate).length, 'candidate')})`,
+          ['Operation', 'At', 'Card', 'Event', 'Purchase', 'Points', 'Balance', 'Claimed by', 'Candidate', 'Why'],
+          operations.map((o) => [
+            String(o.id),
+            time(o.at),
+            o.cardId ?? '',
+            o.eventName ? `${o.eventName} (${o.eventId})` : String(o.eventId ?? ''),
+            majorMoney(o.purchaseSum, currency),
+            points(o.amount),
+            points(o.balance),
+            o.claimedBy ? recordLink(record.merchantId, o.claimedBy) : '',
+            h('span', { class: `badge ${o.candidate ? 'candidate' : 'not-candidate'}` }, o.candidate ? 'candidate' : 'not a candidate'),
+            prose(o.why, currency),
+          ]),
+          { class: 'operations' },
+        )
+      : h('p', {}, 'No operation on its cards in that time.'),
+  ];
+}
+
+/** Points (an operation's amount, a balance) as a number, negative with a minus sign as money shows one. */
+function points(n) {
+  return typeof n === 'number' && Number.isFinite(n) ? String(n).replace(/^-/, '\u2212') : '';
+}
+
+/** At most this many operations are listed in the resolve dialog; the page's evidence lists them all. */
+const DIALOG_OPERATIONS = 6;
+
+/** What the resolve dialog shows first: the reading and the operations it read (candidates first), or that the history is still being read. */
+async function evidenceSummary(evidence, record) {
+  if (!evidence) return null;
+  const currency = record.check?.currency;
+  const read = await Promise.race([evidence.answer, new Promise((resolve) => setTimeout(() => resolve('pending'), 3000))]);
+  if (read === 'pending') return [h('h3', {}, 'What the loyalty history shows'), h('p', {}, 'Still being read: see the page\u2019s evidence once it is there.')];
+  if (!read) return [h('h3', {}, 'What the loyalty history shows'), h('p', {}, 'It could not be read: see the page\u2019s evidence section for why.')];
+  const operations = [...(read.operations ?? [])].sort((a, b) => Number(b.candidate) - Number(a.candidate));
+  const shown = operations.slice(0, DIALOG_OPERATIONS);
+  return [
+    h('h3', {}, 'What the loyalty history shows'),
+    h('p', {}, h('strong', {}, `${READINGS[read.reading] ?? read.reading}.`), ' ', prose(read.why, currency)),
+    shown.length
+      ? h(
+          'ul',
+          { class: 'candidates' },
+          shown.map((o) =>
+            h(
+              'li',
+              {},
+              `Operation ${o.id} on card ${o.cardId}: `,
+              majorMoney(o.purchaseSum, currency) || `${points(o.amount)} points`,
+              ' at ',
+              time(o.at),
+              o.claimedBy ? `, claimed by ${o.claimedBy}` : '',
+              o.candidate ? ' \u2014 a candidate' : [' \u2014 not a candidate: ', prose(o.why, currency)],
+            ),
+          ),
+        )
+      : h('p', {}, 'No operation on its cards in that time.'),
+    operations.length > shown.length ? h('p', {}, `And ${count(operations.length - shown.length, 'more operation')}: see the page\u2019s evidence.`) : null,
+  ];
+}
+
+function actionsSection(record, outcome, { announce, refresh, evidence }) {
   const allowedOf = (name) => record.actions?.[name] ?? { allowed: true };
   // Acknowledging is offered where there is something to acknowledge (a refusal, changed repeats),
   // or was (so its page says by whom); elsewhere it would only ever be disabled.
@@ -112,7 +271,7 @@ function actionsSection(record, outcome, { announce, refresh }) {
       'li',
       {},
       h('button', { type: 'button', class: 'action', disabled: !rule.allowed, 'aria-describedby': rule.allowed ? undefined : whyId, onclick: () => act(name, label.replace('…', ''), rule) }, label),
-      rule.allowed ? null : h('span', { class: 'why', id: whyId }, `Not available: ${rule.why ?? 'the bridge does not allow it in this state'}`),
+      rule.allowed ? null : h('span', { class: 'why', id: whyId }, 'Not available: ', prose(rule.why ?? 'the bridge does not allow it in this state')),
     );
   });
 
@@ -120,11 +279,12 @@ function actionsSection(record, outcome, { announce, refresh }) {
     const outcomes = name === 'resolve' ? RESOLVE_OUTCOMES.filter((o) => !rule.outcomes || rule.outcomes.includes(o.value)) : undefined;
     const confirmed = await confirmAction({
       title: `${label} ${record.transactionId}`,
+      intro: name === 'resolve' ? await evidenceSummary(evidence, record) : undefined,
       choices: outcomes,
       effect: (choice) => [
         h('p', {}, `Now: ${statusLabel(record.status)}.`),
         h('p', {}, ACTION_EFFECTS[name]),
-        name === 'resolve' ? h('p', {}, RESOLVE_OUTCOMES.find((o) => o.value === choice)?.effect ?? '') : null,
+        name === 'resolve' ? h('p', {}, RESOLVE_OUTCOMES.find((o) => o.value === choice)?.effect ?? 'Choose the outcome to see what it does.') : null,
       ],
       confirmLabel: label,
     });
@@ -141,6 +301,53 @@ function actionsSection(record, outcome, { announce, refresh }) {
   }
 
   return h('section', { 'aria-labelledby': 'actions-heading' }, h('h2', { id: 'actions-heading' }, 'Actions'), h('ul', { class: 'actions' }, buttons));
+}
+
+/**
+ * Where the record came from (`origin`): how it was created, when, and links to what created it:
+ * its dead letter, its webhook event, the POS's payload as it arrived (masked; shown in clear on
+ * request, which the API records in the audit log).
+ */
+function originSection(record, page) {
+  const origin = record.origin;
+  const heading = h('h2', { id: 'origin-heading' }, 'Where it came from');
+  if (!origin) return h('section', { 'aria-labelledby': 'origin-heading' }, heading, h('p', {}, 'Not recorded: the bridge kept no origin for this record (it was created before the bridge kept them).'));
+  const payload = h('div', { class: 'payload' });
+  if (origin.payload) {
+    replace(payload, h('p', { class: 'loading' }, 'Loading what the POS sent…'));
+    const url = `/v1/admin/transactions/${encodeURIComponent(record.transactionId)}/payload`;
+    const problem = (error) => payload.append(h('p', { class: 'problem', role: 'alert' }, describeError(error)));
+    api(url, { query: { merchantId: record.merchantId } }).then(
+      (shown) => {
+        if (!page.isConnected) return;
+        replace(
+          payload,
+          h('h3', {}, 'What the POS sent'),
+          h('p', {}, `Received `, time(shown.receivedAt), shown.pos ? ` from ${shown.pos}` : '', '.'),
+          deliveryBox(shown, () => api(url, { query: { merchantId: record.merchantId, unmask: 'true' } }), { id: 'payload', buttonLabel: 'Show the payload unmasked', headersCaption: 'Headers the bridge kept', onError: problem }),
+        );
+      },
+      (error) => {
+        if (!page.isConnected) return;
+        replace(payload, error instanceof ApiError && error.status === 404 ? h('p', {}, 'The payload was not kept.') : h('p', { class: 'problem' }, `The payload could not be read: ${describeError(error)}`));
+      },
+    );
+  } else {
+    replace(payload, h('p', {}, 'The bridge kept no payload for this record.'));
+  }
+  return h(
+    'section',
+    { 'aria-labelledby': 'origin-heading' },
+    heading,
+    facts([
+      ['Created by', ORIGINS[origin.via] ?? origin.via],
+      ['Received', time(origin.receivedAt)],
+      ['Request id', origin.requestId],
+      ['Webhook event', origin.webhookKey],
+      ['Dead letter', origin.deadLetterId ? h('a', { href: deadLetterHref(origin.deadLetterId) }, `dead letter ${origin.deadLetterId}`) : undefined],
+    ]),
+    payload,
+  );
 }
 
 function checkSection(check) {
@@ -162,7 +369,7 @@ function checkSection(check) {
     table(
       'Selections',
       ['Item', 'Group', 'Quantity', 'Unit price', 'Total'],
-      (check.selections ?? []).map((s) => [s.displayName ?? s.id ?? '', s.groupId ?? '', String(s.quantity), m(s.price) ?? '', m(s.totalPrice) ?? '']),
+      (check.selections ?? []).map((s) => [s.displayName ?? s.id ?? '', s.groupId ?? '', s.quantity === undefined || s.quantity === null ? '' : String(s.quantity), m(s.price) ?? '', m(s.totalPrice) ?? '']),
     ),
   );
 }
@@ -170,19 +377,28 @@ function checkSection(check) {
 function resultsSection(record) {
   const results = [...(record.results ?? []).map((r) => ['accrual', r]), ...(record.reversal?.results ?? []).map((r) => ['reversal', r])];
   const errors = record.errors ?? [];
+  const currency = record.check?.currency;
   if (!results.length && !errors.length) return null;
   return h(
     'section',
-    { 'aria-labelledby': 'results-heading' },
-    h('h2', { id: 'results-heading' }, 'Results per card'),
+    { 'aria-labelledby': 'card-results-heading' },
+    h('h2', { id: 'card-results-heading' }, 'Results per card'),
     results.length
       ? table(
           'What the loyalty service answered for each card',
           ['Call', 'Card', 'Succeeded', 'Accrued', 'Operation', 'Error', 'Reversed at'],
-          results.map(([call, r]) => [call, r.serialNumber ?? '', r.isSuccess ? 'yes' : 'no', r.accruedValue === undefined ? '' : String(r.accruedValue), r.operationId == null ? '' : String(r.operationId), r.errorMessage ?? '', r.reversedAt ? time(r.reversedAt) : '']),
+          results.map(([call, r]) => [
+            call,
+            r.serialNumber ?? '',
+            r.isSuccess ? 'yes' : 'no',
+            r.accruedValue === undefined || r.accruedValue === null ? '' : String(r.accruedValue),
+            r.operationId === undefined || r.operationId === null ? '' : String(r.operationId),
+            r.errorMessage ? prose(r.errorMessage, currency) : '',
+            r.reversedAt ? time(r.reversedAt) : '',
+          ]),
         )
       : null,
-    errors.length ? [h('h3', {}, 'Errors'), h('ul', {}, errors.map((e) => h('li', {}, e)))] : null,
+    errors.length ? [h('h3', {}, 'Errors'), h('ul', {}, errors.map((e) => h('li', {}, prose(e, currency))))] : null,
   );
 }
 
@@ -209,7 +425,7 @@ function attemptsSection(record) {
   );
 }
 
-function historySection(record) {
+function historySection(record, currency) {
   return h(
     'section',
     { 'aria-labelledby': 'history-heading' },
@@ -224,7 +440,7 @@ function historySection(record) {
           time(event.at),
           ' ',
           event.from || event.to ? h('span', { class: 'transition' }, `${event.from ? statusLabel(event.from) : '—'} → ${event.to ? statusLabel(event.to) : '—'}`) : null,
-          h('p', {}, event.event, event.actor ? ` — by ${event.actor}` : '', event.detail && !event.event.includes(event.detail) ? ` (${event.detail})` : ''),
+          h('p', {}, prose(event.event, currency), event.actor ? ` — by ${event.actor}` : '', event.detail && !String(event.event ?? '').includes(event.detail) ? [' (', prose(event.detail, currency), ')'] : ''),
         ),
       ),
     ),

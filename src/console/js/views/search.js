@@ -1,61 +1,103 @@
 /**
- * Finding records: by the POS's own order id, the transactionId, a refund id, merchant, several
- * statuses, POS and dates; and bulk actions on the records selected or on every record the search
- * matches, confirmed with their count.
+ * Finding records: by the POS's own order id or a refund id (prefix, any case: the server matches
+ * them so), the transactionId, a customer (phone, email or card serial, within one merchant), the
+ * merchant picked from a list, several statuses, POS and dates; and bulk actions on the records
+ * ticked (kept across pages and searches) or on every record the search matches, confirmed with
+ * their count, and refused before any confirmation when they are more than a bulk action takes.
  */
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { count, h, LEDGER_STATUSES, money, POS_NAMES, recordLink, pager, replace, statusBadge, statusLabel, table, time } from '../dom.js';
+import { merchantField, merchantList } from '../merchants.js';
+import { selection } from '../selection.js';
 import { ACTION_EFFECTS, RESOLVE_OUTCOMES } from './record.js';
 
 const PAGE_SIZE = 50;
 const FIELDS = ['orderId', 'transactionId', 'refundId', 'merchantId', 'pos', 'from', 'to'];
+/** The most records one bulk action takes: the bridge's BULK_MAX (src/http/routes/admin.ts), which refuses more. */
+export const BULK_MAX = 100;
+
+/**
+ * The customer searched for: kept in this page only, never in its address (which the browser keeps
+ * in its history), so a phone number or email does not outlive the tab. The address says only that
+ * the search was by customer (`customer=1`).
+ */
+let customerQuery = '';
+
+export function forgetSearch() {
+  customerQuery = '';
+}
 
 export async function searchView({ section, params, principal, navigate, announce, refresh }) {
   const query = Object.fromEntries(FIELDS.map((name) => [name, params.get(name) ?? '']));
   if (principal.scope === 'merchant') query.merchantId = principal.merchantId;
+  const byCustomer = params.get('customer') === '1';
+  query.customer = byCustomer ? customerQuery : '';
   const statuses = (params.get('status') ?? '').split(',').filter(Boolean);
   const page = Math.max(1, Number(params.get('page')) || 1);
 
-  const form = searchForm(query, statuses, principal, (values) => navigate('/search', values));
+  replace(section, h('h1', {}, 'Search records'), h('p', { class: 'loading' }, 'Loading…'));
+  const merchants = await merchantList(principal);
+  if (!section.isConnected) return;
   const results = h('div', { class: 'results' });
+  const form = searchForm(query, statuses, principal, merchants, results, (values) => navigate('/search', values));
   // With no filter, the newest records: what a person looking around expects to see first.
   replace(section, h('h1', {}, 'Search records'), form, results);
 
+  if (byCustomer && !query.customer) {
+    replace(results, h('p', { role: 'status' }, 'Enter the customer again: a phone number, email or card serial is not kept in the page\u2019s address.'));
+    return;
+  }
   replace(results, h('p', { class: 'loading' }, 'Searching…'));
   const found = await find(query, statuses, page);
   if (!section.isConnected) return;
-  // transactionId → merchant: a bulk action names records within one merchant.
-  const selected = new Map();
   const pages = Math.max(1, Math.ceil(found.total / PAGE_SIZE));
-  const rows = found.items.map((record) => {
-    const box = h('input', {
+  const ticks = h('p', { class: 'ticked', id: 'ticked-count', 'aria-live': 'polite' });
+  const bulk = found.items.length ? bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared: () => syncBoxes() }) : null;
+  const boxes = found.items.map((record) =>
+    h('input', {
       type: 'checkbox',
       'aria-label': `Select ${record.transactionId}`,
-      onchange: (event) => (event.target.checked ? selected.set(record.transactionId, record.merchantId) : selected.delete(record.transactionId)),
-    });
-    return [
-      box,
-      recordLink(record.merchantId, record.transactionId),
-      record.merchantId ?? '',
-      statusBadge(record.status),
-      record.pos,
-      record.orderId,
-      money(record.check?.amount, record.check?.currency),
-      time(record.createdAt),
-      time(record.updatedAt),
-    ];
-  });
+      checked: selection.has(record.merchantId, record.transactionId) ? true : undefined,
+      onchange: (event) => {
+        selection.set(record.merchantId, record.transactionId, event.target.checked);
+        syncAll();
+        bulk?.showCount();
+      },
+    }),
+  );
+  const rows = found.items.map((record, i) => [
+    boxes[i],
+    recordLink(record.merchantId, record.transactionId),
+    record.merchantId ?? '',
+    statusBadge(record.status),
+    record.pos,
+    record.orderId,
+    money(record.check?.amount, record.check?.currency),
+    time(record.createdAt),
+    time(record.updatedAt),
+  ]);
   const selectAll = h('input', {
     type: 'checkbox',
     id: 'select-all',
     onchange: (event) => {
-      for (const box of results.querySelectorAll('tbody input[type="checkbox"]')) {
-        box.checked = event.target.checked;
-        box.dispatchEvent(new Event('change'));
-      }
+      found.items.forEach((record, i) => {
+        selection.set(record.merchantId, record.transactionId, event.target.checked);
+        boxes[i].checked = event.target.checked;
+      });
+      bulk?.showCount();
     },
   });
+  const syncAll = () => {
+    selectAll.checked = found.items.length > 0 && found.items.every((r) => selection.has(r.merchantId, r.transactionId));
+  };
+  const syncBoxes = () => {
+    found.items.forEach((record, i) => {
+      boxes[i].checked = selection.has(record.merchantId, record.transactionId);
+    });
+    syncAll();
+  };
+  syncAll();
   const pageHref = (n) => `#/search?${new URLSearchParams({ ...Object.fromEntries(params), page: String(n) })}`;
   replace(
     results,
@@ -67,10 +109,13 @@ export async function searchView({ section, params, principal, navigate, announc
           h('p', {}, h('label', {}, selectAll, ' Select every record on this page')),
           table('Records, newest first', ['Select', 'Transaction', 'Merchant', 'Status', 'POS', 'POS order', 'Amount', 'Created', 'Updated'], rows, { class: 'records' }),
           pager(page, pages, pageHref),
-          bulkForm({ query, statuses, total: found.total, selected, byFilter: found.byFilter, announce, refresh }),
+          bulk,
         ]
-      : null,
+      : selection.size
+        ? h('p', {}, `${count(selection.size, 'record')} ticked in earlier searches (kept until you clear them).`)
+        : null,
   );
+  bulk?.showCount();
 }
 
 /** The records the search names: one record by its transactionId, or a page of the list. */
@@ -85,10 +130,10 @@ async function find(query, statuses, page) {
     }
   }
   const list = await api('/v1/admin/transactions', {
-    query: { status: statuses.join(','), orderId: query.orderId, refundId: query.refundId, merchantId: query.merchantId, pos: query.pos, from: query.from, to: query.to, page, limit: PAGE_SIZE },
+    query: { status: statuses.join(','), orderId: query.orderId, refundId: query.refundId, customer: query.customer, merchantId: query.merchantId, pos: query.pos, from: query.from, to: query.to, page, limit: PAGE_SIZE },
   });
-  // A bulk filter names status, POS, merchant and dates only: a search by order or refund id acts on the selection.
-  return { items: list.items, total: list.total, totalCapped: list.totalCapped === true, byFilter: !query.orderId && !query.refundId };
+  // A bulk filter names status, POS, merchant and dates only: a search by order, refund id or customer acts on the selection.
+  return { items: list.items, total: list.total, totalCapped: list.totalCapped === true, byFilter: !query.orderId && !query.refundId && !query.customer };
 }
 
 /** "3 records match", or "More than 1,000 records match" when the bridge stopped counting. */
@@ -100,9 +145,16 @@ function matchHeading(found) {
 
 const thousands = (n) => n.toLocaleString('en-US');
 
-function searchForm(query, statuses, principal, submit) {
-  const input = (name, label, attributes = {}) =>
-    h('div', { class: 'field' }, h('label', { for: `search-${name}` }, label), h('input', { id: `search-${name}`, name, value: query[name], ...attributes }));
+function searchForm(query, statuses, principal, merchants, results, submit) {
+  const input = (name, label, attributes = {}, hint) =>
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: `search-${name}` }, label),
+      h('input', { id: `search-${name}`, name, value: query[name], 'aria-describedby': hint ? `search-${name}-hint` : undefined, ...attributes }),
+      hint ? h('p', { class: 'hint', id: `search-${name}-hint` }, hint) : null,
+    );
+  const problem = h('p', { class: 'problem', role: 'alert' });
   return h(
     'form',
     {
@@ -113,16 +165,37 @@ function searchForm(query, statuses, principal, submit) {
         const data = new FormData(event.target);
         const values = Object.fromEntries(FIELDS.map((name) => [name, String(data.get(name) ?? '').trim()]));
         values.status = data.getAll('status').join(',');
+        const customer = String(data.get('customer') ?? '').trim();
+        if (customer && principal.scope === 'global' && !values.merchantId) {
+          problem.textContent = 'Choose the merchant: a customer is looked up within one merchant.';
+          event.target.querySelector('#search-merchantId')?.focus();
+          return;
+        }
+        problem.textContent = '';
+        customerQuery = customer;
+        values.customer = customer ? '1' : '';
+        // A new search starts at its first page; the records ticked stay ticked.
         submit(values);
       },
     },
     h(
       'div',
       { class: 'grid' },
-      input('orderId', 'POS order id'),
-      input('transactionId', 'Transaction id', { placeholder: 'e.g. generic:A-1001' }),
-      input('refundId', 'Refund id'),
-      principal.scope === 'global' ? input('merchantId', 'Merchant', { placeholder: 'all merchants' }) : null,
+      input('orderId', 'POS order id', {}, 'Its beginning is enough, in any case: h-1 finds H-1 and H-10.'),
+      input('transactionId', 'Transaction id', { placeholder: 'e.g. generic:A-1001' }, 'The whole id, exactly.'),
+      input('refundId', 'Refund id', {}, 'Its beginning is enough, in any case.'),
+      h(
+        'div',
+        { class: 'field wide' },
+        h('label', { for: 'search-customer' }, 'Customer'),
+        h('input', { id: 'search-customer', name: 'customer', value: query.customer, autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'search-customer-hint' }),
+        h(
+          'p',
+          { class: 'hint', id: 'search-customer-hint' },
+          `A phone number, email or card serial, looked up within ${principal.scope === 'global' ? 'the merchant chosen' : 'your merchant'} (a national number in its region; phone:, email: or card: before it says which). Recorded in the audit log; not kept in the page\u2019s address.`,
+        ),
+      ),
+      principal.scope === 'global' ? merchantField({ id: 'search-merchantId', merchants, value: query.merchantId }) : null,
       h(
         'div',
         { class: 'field' },
@@ -138,6 +211,7 @@ function searchForm(query, statuses, principal, submit) {
       h('legend', {}, 'Statuses (any of)'),
       LEDGER_STATUSES.map((status) => h('label', {}, h('input', { type: 'checkbox', name: 'status', value: status, checked: statuses.includes(status) ? true : undefined }), ` ${statusLabel(status)}`)),
     ),
+    problem,
     h('button', { type: 'submit', class: 'primary' }, 'Search'),
   );
 }
@@ -149,49 +223,104 @@ const BULK_ACTIONS = [
   ['close', 'Close'],
 ];
 
-/** A bulk action on the selected records, or on every record the search matches (its filter). */
-function bulkForm({ query, statuses, total, selected, byFilter, announce, refresh }) {
+/**
+ * A bulk action on the records ticked, or on every record the search matches (its filter). More
+ * than BULK_MAX is refused here, before any confirmation, asking for a narrower selection.
+ */
+function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared }) {
+  const { total, byFilter } = found;
   const outcome = h('div', { class: 'bulk-result' });
   const action = h('select', { id: 'bulk-action', name: 'action' }, BULK_ACTIONS.map(([value, label]) => h('option', { value }, label)));
-  const filterNote = byFilter ? null : h('p', { class: 'hint', id: 'bulk-filter-why' }, 'A bulk action by filter names statuses, POS, merchant and dates: this search by an order or refund id acts on the records you select.');
-  return h(
+  const tooMany = total > BULK_MAX || found.totalCapped;
+  const filterNote = !byFilter
+    ? h('p', { class: 'hint', id: 'bulk-filter-why' }, 'A bulk action by filter names statuses, POS, merchant and dates: this search by an order id, a refund id or a customer acts on the records you tick.')
+    : tooMany
+      ? h('p', { class: 'hint', id: 'bulk-filter-why' }, `More than ${BULK_MAX} match: a bulk action takes at most ${BULK_MAX}. Narrow the search first.`)
+      : null;
+  const clear = h(
+    'button',
+    {
+      type: 'button',
+      class: 'secondary',
+      onclick: () => {
+        selection.clear();
+        onCleared();
+        showCount();
+        announce('Selection cleared.');
+      },
+    },
+    'Clear the selection',
+  );
+  const tickedLabel = h('span', {});
+  function showCount() {
+    const n = selection.size;
+    tickedLabel.textContent = ` The records ticked (${n})`;
+    replace(ticks, n ? `${count(n, 'record')} ticked, kept across pages and searches until you clear them${n > BULK_MAX ? `: more than the ${BULK_MAX} a bulk action takes` : ''}.` : 'No record ticked.', ' ', n ? clear : null);
+  }
+
+  const refuse = (text) => {
+    outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, text));
+  };
+
+  const section = h(
     'section',
     { class: 'bulk', 'aria-labelledby': 'bulk-heading' },
     h('h2', { id: 'bulk-heading' }, 'Bulk action'),
+    ticks,
     h(
       'form',
       {
+        'aria-describedby': 'ticked-count',
         onsubmit: async (event) => {
           event.preventDefault();
           const data = new FormData(event.target);
           const name = String(data.get('action'));
           const scope = String(data.get('scope'));
-          const ids = [...selected.keys()];
-          if (scope === 'selected' && ids.length === 0) {
-            outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, 'Select at least one record first.'));
-            return;
+          const picked = selection.all();
+          if (scope === 'selected' && picked.length === 0) return refuse('Tick at least one record first.');
+          if (scope === 'selected' && picked.length > BULK_MAX) {
+            return refuse(`${count(picked.length, 'record')} ticked: a bulk action takes at most ${BULK_MAX}. Untick some (or clear the selection and tick fewer), then review again.`);
           }
-          const targets = scope === 'selected' ? ids.length : total;
+          if (scope === 'filter' && tooMany) {
+            return refuse(
+              `${found.totalCapped ? `More than ${thousands(total)}` : thousands(total)} records match this search: a bulk action takes at most ${BULK_MAX}. Narrow the search (a merchant, a POS, statuses or dates) until at most ${BULK_MAX} match, or tick the records to act on.`,
+            );
+          }
+          outcome.replaceChildren();
+          const targets = scope === 'selected' ? picked.length : total;
           const label = BULK_ACTIONS.find(([value]) => value === name)[1];
           const noun = count(targets, 'record');
+          const several = new Set(picked.map((p) => p.merchantId)).size > 1;
           const target =
             scope === 'selected'
-              ? h('p', {}, `The ${noun} selected: ${ids.join(', ')}.`)
+              ? h('p', {}, `The ${noun} selected: ${picked.map((p) => (several ? `${p.merchantId}/${p.transactionId}` : p.transactionId)).join(', ')}.`)
               : h('p', {}, `Every record matching this search now: ${noun} (${describeFilter(query, statuses)}).`);
           const confirmed = await confirmAction({
             title: `${label} ${noun}`,
             choices: name === 'resolve' ? RESOLVE_OUTCOMES : undefined,
-            effect: (choice) => [target, h('p', {}, name === 'resolve' ? RESOLVE_OUTCOMES.find((o) => o.value === choice)?.effect : ACTION_EFFECTS[name]), h('p', {}, 'Each record is decided on its own: any the bridge refuses is listed with why, and the others go ahead.'), name === 'retry' || name === 'resolve' ? h('p', {}, 'What is to be sent goes out on the bridge\u2019s next delivery passes (Reconcile runs one now).') : null],
+            effect: (choice) => [
+              target,
+              name === 'resolve' ? h('p', {}, RESOLVE_OUTCOMES.find((o) => o.value === choice)?.effect ?? 'Choose the outcome you established.') : h('p', {}, ACTION_EFFECTS[name]),
+              h('p', {}, 'Each record is decided on its own: any the bridge refuses is listed with why, and the others go ahead.'),
+              name === 'retry' || name === 'resolve' ? h('p', {}, 'What is to be sent goes out on the bridge\u2019s next delivery passes (Reconcile runs one now).') : null,
+            ],
             confirmLabel: `${label} ${noun}`,
           });
           if (!confirmed) return;
           const body = { action: name, reason: confirmed.reason, ...(name === 'resolve' ? { outcome: confirmed.choice } : {}) };
-          if (scope === 'selected') Object.assign(body, idsOf(selected));
+          if (scope === 'selected') Object.assign(body, idsOf(picked));
           else body.filter = filterOf(query, statuses);
           try {
             const answer = await api('/v1/admin/transactions/bulk', { method: 'POST', body });
             const done = answer.done ?? [];
             const refused = answer.refused ?? [];
+            // What was done leaves the selection; what was refused stays ticked for another look.
+            if (scope === 'selected') {
+              const doneIds = new Set(done);
+              for (const p of picked) if (doneIds.has(p.transactionId) || doneIds.has(`${p.merchantId}/${p.transactionId}`)) selection.set(p.merchantId, p.transactionId, false);
+              onCleared();
+              showCount();
+            }
             const text = `${label}: ${done.length} done, ${refused.length} refused.`;
             outcome.replaceChildren(
               h('p', { role: 'status' }, text),
@@ -200,7 +329,7 @@ function bulkForm({ query, statuses, total, selected, byFilter, announce, refres
             );
             announce(text);
           } catch (error) {
-            outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, describeError(error)));
+            refuse(describeError(error));
           }
         },
       },
@@ -209,24 +338,26 @@ function bulkForm({ query, statuses, total, selected, byFilter, announce, refres
         'fieldset',
         {},
         h('legend', {}, 'Apply to'),
-        h('label', {}, h('input', { type: 'radio', name: 'scope', value: 'selected', checked: true }), ' The records I select'),
-        h('label', {}, h('input', { type: 'radio', name: 'scope', value: 'filter', disabled: !byFilter, 'aria-describedby': filterNote ? 'bulk-filter-why' : undefined }), ` Every record matching this search (${total})`),
+        h('label', {}, h('input', { type: 'radio', name: 'scope', value: 'selected', checked: true }), tickedLabel),
+        h('label', {}, h('input', { type: 'radio', name: 'scope', value: 'filter', disabled: !byFilter, 'aria-describedby': filterNote ? 'bulk-filter-why' : undefined }), ` Every record matching this search (${found.totalCapped ? `more than ${thousands(total)}` : thousands(total)})`),
         filterNote,
       ),
       h('button', { type: 'submit', class: 'primary' }, 'Review bulk action…'),
     ),
     outcome,
   );
+  section.showCount = showCount;
+  return section;
 }
 
 /**
- * The selected records as the bulk API names them: transactionIds of one merchant with its id, or,
+ * The ticked records as the bulk API names them: transactionIds of one merchant with its id, or,
  * across merchants (ADMIN_TOKEN only), each as `<merchantId>/<transactionId>`.
  */
-function idsOf(selected) {
-  const merchants = new Set(selected.values());
-  if (merchants.size === 1) return { ids: [...selected.keys()], merchantId: [...merchants][0] };
-  return { ids: [...selected].map(([id, merchantId]) => `${merchantId}/${id}`) };
+function idsOf(picked) {
+  const merchants = new Set(picked.map((p) => p.merchantId));
+  if (merchants.size === 1) return { ids: picked.map((p) => p.transactionId), merchantId: [...merchants][0] };
+  return { ids: picked.map((p) => `${p.merchantId}/${p.transactionId}`) };
 }
 
 function filterOf(query, statuses) {
