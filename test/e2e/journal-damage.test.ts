@@ -105,8 +105,10 @@ describe('journal damage found at start-up', () => {
     const lines = await journalLines(segment);
     // A: its second round's in-flight marker (v3) and outcome (v4) are lost; v2 reads `pending`.
     await zeroFill(segment, lines, line(lines, A, 3), line(lines, A, 4));
-    // B: the reverse's marker (v4) and outcome (v5) are lost; v3 reads `reversal_pending`.
+    // B: the reverse's marker (v4), its outcome (v5) and the note of its history entry read after it
+    // (v6: how this service records a reversal, learned from it) are lost; v3 reads `reversal_pending`.
     await zeroFill(segment, lines, line(lines, B, 4), line(lines, B, 5));
+    await zeroFill(segment, lines, line(lines, B, 6), line(lines, B, 6));
     // D: the remainder's record, D's link to it, and the remainder's accrual are lost.
     const lastOfD = lines.filter((l) => l.id === D || l.id === `${D}~r1`).at(-1)!;
     await zeroFill(segment, lines, line(lines, `${D}~r1`, 1), lastOfD);
@@ -134,8 +136,12 @@ describe('journal damage found at start-up', () => {
     expect((await record(A)).accrual.settledBy).toBe('history');
     expect((await h.bridge.core.delivery.advance(D, true)).note).toMatch(/remainder generic:D-1~r1: accrued/);
     expect(await record(`${D}~r1`)).toMatchObject({ status: 'accrued', accrual: { settledBy: 'history' } });
-    // The history cannot prove a reversal: an operator settles it.
-    expect((await h.bridge.core.delivery.advance(B, true)).note).toMatch(/operator must \/resolve/);
+    // The reversal shape learned before the damage (kept with the ledger, not in the journal) finds two
+    // unclaimed reversal entries of this sum on the card: B's and D's (D's note of its own was lost
+    // with its lines). Which is B's cannot be told, so a person decides; nothing is resent.
+    const passB = await h.bridge.core.delivery.advance(B, true);
+    expect(passB).toMatchObject({ after: 'in_doubt', note: expect.stringMatching(/2 entries of event 24 with a negative purchase sum for 5997 cents.*cannot be told/) });
+    expect(await record(B)).toMatchObject({ status: 'in_doubt', reversal: { state: 'in_doubt', unproven: { why: expect.stringMatching(/cannot be told/) } } });
 
     const after = h.sim.books();
     expect(after).toMatchObject({ accrueRequests: 10, reverseRequests: 2, doubleAccruals: [], doubleReversals: [] });
@@ -144,7 +150,7 @@ describe('journal damage found at start-up', () => {
     logLines.length = 0;
     await h.restart({ startWorker: false });
     expect(logLines.filter((l) => /journal was damaged/.test(l))).toEqual([]);
-    expect(await record(B)).toMatchObject({ status: 'in_doubt', version: 4 });
+    expect(await record(B)).toMatchObject({ status: 'in_doubt', version: 5 });
     expect(await record(A)).toMatchObject({ status: 'accrued' });
   });
 

@@ -43,6 +43,15 @@ describeIf('PostgreSQL crash after an accrue outcome committed without waiting f
     const res = await fetch(`${bridge!.url}${path}`, { method: 'POST', headers: POS_POST_HEADERS, body: JSON.stringify(body) });
     return { status: res.status, body: (await res.json()) as { status: string } };
   };
+  const setting = async (name: string): Promise<string | undefined> => {
+    const db = new pg.Client({ connectionString: cluster.url });
+    await db.connect();
+    try {
+      return (await db.query<{ value: string }>('SELECT value FROM ledger_settings WHERE name = $1', [name])).rows[0]?.value;
+    } finally {
+      await db.end();
+    }
+  };
   const stored = async (transactionId: string): Promise<LedgerRecord | undefined> => {
     const db = new pg.Client({ connectionString: cluster.url });
     await db.connect();
@@ -58,6 +67,10 @@ describeIf('PostgreSQL crash after an accrue outcome committed without waiting f
     // A sale and its refund: the reversal's outcome is committed durably (and flushes all before it).
     expect((await post('/v1/checkouts/generic', checkout({ orderId: 'KEPT-1', customer: { phone: '+15557000001' } }))).body.status).toBe('accrued');
     expect((await post('/v1/refunds/generic', { orderId: 'KEPT-1', refundId: 'R-1' })).body.status).toBe('reversed');
+    // After the answer, the bridge reads the reversal's history entry and keeps its shape (a durable
+    // write, which would flush what the WAL holds): waited for, so that nothing flushes after this point.
+    const shape = await eventually(() => setting('reversal_shape/default'), (value) => value !== undefined, 10_000);
+    expect(JSON.parse(shape!)).toMatchObject({ eventId: 24, sign: -1, learnedFrom: 'generic:KEPT-1' });
 
     // From here nothing flushes the WAL: what commits without waiting for it stays in memory.
     const walWriter = cluster.pidOf('walwriter');

@@ -23,7 +23,8 @@ describe('dueOf', () => {
     ['a pending reversal: when its pause ends', written({ accrual: 'accrued', reversal: 'pending' }, undefined, 30), { atMs: at(40), needsVerifier: false }],
     ['a pending reversal of a refused accrual: now, nothing to wait for', written({ accrual: 'failed', reversal: 'pending' }, undefined, 30), { atMs: at(10), needsVerifier: false }],
     ['a pending reversal of a skipped checkout: now', written({ accrual: 'skipped', reversal: 'pending' }), { atMs: at(10), needsVerifier: false }],
-    ['a reversal in doubt: never, an operator must resolve it', written({ accrual: 'accrued', reversal: 'in_doubt' }, undefined, 5), undefined],
+    ['a reversal in doubt: when the history is looked at for its entry, by the verifier only', written({ accrual: 'accrued', reversal: 'in_doubt' }, undefined, 5), { atMs: at(15), needsVerifier: true }],
+    ['a reversal in doubt the history did not prove: never, an operator must resolve it', written({ accrual: 'accrued', reversal: 'in_doubt', reversalUnproven: true }, undefined, 5), undefined],
     ['a call in flight: now, whatever the pause says (a takeover may be needed)', written({ accrual: 'pending', inFlight: true }, undefined, 60), { atMs: at(10), needsVerifier: false }],
     ['an in-doubt accrual marked in flight: now, for anyone', written({ accrual: 'in_doubt', inFlight: true }, undefined, 60), { atMs: at(10), needsVerifier: false }],
     [

@@ -43,6 +43,8 @@ export interface RecordOptions {
   customer?: LedgerRecord['accrual']['customer'];
   /** Default 5997. */
   amount?: number;
+  /** A reversal in doubt the operations history did not prove (`reversal.unproven`): a person's to settle. */
+  reversalUnproven?: boolean;
 }
 
 /** A phone and email of this transactionId's own. */
@@ -105,6 +107,7 @@ export function makeRecord(transactionId: string, options: RecordOptions = {}): 
   if (accrualState === 'in_doubt') record.accrual.inDoubtSince = createdAt;
   if (options.inFlight) record.inFlight = { operation: 'accrue', startedAt: createdAt, owner: 'test-worker' };
   if (options.nextAttemptAt !== undefined) record.nextAttemptAt = minutes(options.nextAttemptAt);
+  if (options.reversalUnproven) record.reversal.unproven = { at: createdAt, why: 'no entry of the learned shape' };
   record.status = deriveStatus(record);
   return record;
 }
@@ -540,7 +543,7 @@ export function ledgerStoreContract(name: string, makeStore: () => Promise<Store
       it('finds a due record behind 600 older ones that an operator or a distant round holds (limit 500)', async () => {
         // What a worker used to starve on: the oldest open records, none of which it can move now.
         for (let i = 0; i < 200; i++) {
-          await store.insert(makeRecord(`generic:reversal-in-doubt-${i}`, { at: i, accrual: 'accrued', reversal: 'in_doubt' }));
+          await store.insert(makeRecord(`generic:reversal-in-doubt-${i}`, { at: i, accrual: 'accrued', reversal: 'in_doubt', reversalUnproven: true }));
           await store.insert(makeRecord(`generic:accrual-in-doubt-${i}`, { at: 200 + i, accrual: 'in_doubt' }));
           await store.insert(makeRecord(`generic:next-round-later-${i}`, { at: 400 + i, accrual: 'pending', nextAttemptAt: 2000 }));
         }
