@@ -76,15 +76,25 @@ const OPERATOR_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/i;
  * ADMIN_TOKENS=`name=token,name=token`: several global operators, told apart in the history and the
  * audit trail. A name is never `admin` nor starts with `merchant:` (the other actors); names and
  * tokens are unique; a token is 16 characters or more, like ADMIN_TOKEN. Errors name the entry by
- * its position and name, never the token.
+ * its position and name, never the token. The tokens of other variables are checked against these
+ * in acrossVariables.
  */
 function parseNamedTokens(text: string, ctx: z.RefinementCtx): NamedAdminToken[] {
-  const tokens: NamedAdminToken[] = [];
+  const { tokens, problems } = readNamedTokens(text);
+  for (const message of problems) ctx.addIssue({ code: 'custom', message });
+  return tokens.map(({ name, token }) => ({ name, token }));
+}
+
+/** The entries of ADMIN_TOKENS that are well formed, each with its position, and a line for each that is not. */
+function readNamedTokens(text: string): { tokens: (NamedAdminToken & { entry: string })[]; problems: string[] } {
+  const tokens: (NamedAdminToken & { entry: string })[] = [];
+  const problems: string[] = [];
   const entries = text.split(',').map((e) => e.trim()).filter(Boolean);
-  entries.forEach((entry, i) => {
-    const at = entry.indexOf('=');
-    const name = at > 0 ? entry.slice(0, at).trim() : '';
-    const token = at > 0 ? entry.slice(at + 1).trim() : '';
+  entries.forEach((text, i) => {
+    const at = text.indexOf('=');
+    const name = at > 0 ? text.slice(0, at).trim() : '';
+    const token = at > 0 ? text.slice(at + 1).trim() : '';
+    const entry = `entry ${i + 1}${name && OPERATOR_NAME.test(name) ? ` (${name})` : ''}`;
     const problem = !name
       ? 'must be name=token'
       : !OPERATOR_NAME.test(name) || name.toLowerCase() === 'admin'
@@ -96,10 +106,10 @@ function parseNamedTokens(text: string, ctx: z.RefinementCtx): NamedAdminToken[]
             : tokens.some((t) => t.token === token)
               ? 'repeats a token'
               : undefined;
-    if (problem) ctx.addIssue({ code: 'custom', message: `entry ${i + 1}${name && OPERATOR_NAME.test(name) ? ` (${name})` : ''} ${problem}` });
-    else tokens.push({ name, token });
+    if (problem) problems.push(`${entry} ${problem}`);
+    else tokens.push({ name, token, entry });
   });
-  return tokens;
+  return { tokens, problems };
 }
 
 /**
@@ -386,12 +396,13 @@ function posAuthConfig(raw: RawConfig, sandbox: boolean): PosAuthConfig {
 /**
  * The rules across variables, read from what was given (so they are listed beside the variables
  * whose values are wrong): what production needs, the upstream's token, POS_AUTH against POS_TOKEN,
- * failpoints. Each problem names its variables.
+ * ADMIN_TOKENS against the other tokens, failpoints. Each problem names its variables.
  */
 function acrossVariables(merged: Record<string, unknown>, nodeEnv: string, sandbox: boolean, given: (name: string) => boolean): string[] {
   const problems: string[] = [];
   const posAuthOff = merged.POS_AUTH === 'off';
   if (posAuthOff && given('POS_TOKEN')) problems.push('POS_AUTH=off and POS_TOKEN are both set; unset one (POS_AUTH=off accepts direct POS posts without any credential)');
+  problems.push(...reusedAdminTokens(merged));
   if (nodeEnv === 'production') {
     // The four a production bridge needs (docs/production.md), listed together.
     const missing = ['LOYALTY_BASE_URL', 'LOYALTY_APP_TOKEN', 'ADMIN_TOKEN', ...(posAuthOff ? [] : ['POS_TOKEN'])].filter((name) => !given(name));
@@ -408,6 +419,28 @@ function acrossVariables(merged: Record<string, unknown>, nodeEnv: string, sandb
     if (given('BRIDGE_FAILPOINTS')) problems.push('BRIDGE_FAILPOINTS is for crash tests and is refused in production');
   } else if (!sandbox && !given('LOYALTY_APP_TOKEN')) {
     problems.push('LOYALTY_APP_TOKEN is required when LOYALTY_BASE_URL is set');
+  }
+  return problems;
+}
+
+/**
+ * An ADMIN_TOKENS entry whose token is also ADMIN_TOKEN or POS_TOKEN. With ADMIN_TOKEN's token the
+ * operator would be recorded as `admin` (ADMIN_TOKEN is checked first), so the audit trail could not
+ * tell them apart, which is what ADMIN_TOKENS is for (docs/operators.md); with POS_TOKEN's, every
+ * system that posts checkouts would hold an operator's global admin token. Named by the entry's
+ * position and name, never by the token.
+ */
+function reusedAdminTokens(merged: Record<string, unknown>): string[] {
+  if (typeof merged.ADMIN_TOKENS !== 'string') return [];
+  const others = (['ADMIN_TOKEN', 'POS_TOKEN'] as const).filter((variable) => typeof merged[variable] === 'string');
+  const problems: string[] = [];
+  for (const { entry, token } of readNamedTokens(merged.ADMIN_TOKENS).tokens) {
+    for (const variable of others) {
+      // Compared trimmed, as the entries are: a header's value never carries the spaces around a token.
+      if (token === (merged[variable] as string).trim()) {
+        problems.push(`ADMIN_TOKENS ${entry} reuses ${variable}'s token; give each operator a token of their own, used nowhere else`);
+      }
+    }
   }
   return problems;
 }

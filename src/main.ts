@@ -1,6 +1,8 @@
 /**
  * The bridge as a process. With no LOYALTY_BASE_URL it runs in sandbox: the built-in simulator is
- * the upstream, and startup says so loudly. SIGTERM/SIGINT stop it gracefully.
+ * the upstream, and startup says so loudly. SIGTERM/SIGINT stop it gracefully (a second signal of
+ * the same kind stops it at once), and so does the end of the launcher that started it
+ * (scripts/start.mjs, `npm start`), however that ends: see launcherGone.
  */
 import { posSettingDeclarations } from '../adapters/index.js';
 import { configuredValue, loadConfig, ConfigError, SANDBOX_WEBHOOK_SECRET, type Config } from './config.js';
@@ -10,6 +12,8 @@ import { demoPosToken, ensureDemoMerchants, installDemoMerchants, prepareSandbox
 import { createSimulator, type Simulator } from './simulator/index.js';
 
 async function main(): Promise<void> {
+  // Watched from the first instant: a launcher killed while this process starts must stop it too.
+  const launcher = launcherGone();
   let config;
   try {
     config = loadConfig(posSettingDeclarations);
@@ -70,8 +74,12 @@ async function main(): Promise<void> {
     throw error;
   }
   // Armed as soon as the bridge listens: a SIGTERM during what follows (sandbox's demo merchants) stops it gracefully too.
-  const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down: no new requests; finishing in-flight work');
+  let stopping = false;
+  const shutdown = (why: { signal: string } | { launcher: string }) => {
+    // Once: a second signal of the same kind finds no handler left (process.once) and stops the process at once.
+    if (stopping) return;
+    stopping = true;
+    logger.info(why, 'shutting down: no new requests; finishing in-flight work');
     const force = setTimeout(() => {
       logger.error('shutdown took too long; in-flight records will be recovered as in doubt at the next start');
       process.exit(1);
@@ -85,8 +93,9 @@ async function main(): Promise<void> {
         process.exit(0);
       });
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGTERM', () => shutdown({ signal: 'SIGTERM' }));
+  process.once('SIGINT', () => shutdown({ signal: 'SIGINT' }));
+  void launcher?.then(() => shutdown({ launcher: 'scripts/start.mjs, which started this bridge, is gone (killed, or its process group was)' }));
 
   const demos = sandbox ? await ensureDemoMerchants(bridge.merchants, sandbox.simulator) : [];
 
@@ -117,6 +126,21 @@ async function main(): Promise<void> {
   logPosAuth(config.posAuth, logger);
   sayIfNotReady(bridge);
 
+}
+
+/**
+ * Resolves when the launcher that started this process (scripts/start.mjs, through `npm start`) has
+ * ended; undefined when no launcher did (`node dist/src/main.js`, as the image runs it). The launcher
+ * gives this process an IPC channel and nothing else: the kernel closes it when the launcher ends,
+ * even by SIGKILL, which no signal handler of the launcher's could pass on. The bridge runs in a
+ * process group of its own (so that a Ctrl-C reaches it once, scripts/start.mjs says why), so a
+ * SIGKILL of npm's group would otherwise leave it running, answering and holding the ledger's lock,
+ * and the next start would be refused (docs/development.md, "Building and starting").
+ */
+function launcherGone(): Promise<void> | undefined {
+  if (!process.send) return undefined;
+  if (!process.connected) return Promise.resolve();
+  return new Promise((resolve) => process.once('disconnect', () => resolve()));
 }
 
 /**

@@ -8,6 +8,16 @@ const loadConfig = (env: Record<string, string>) => loadConfigOf(posSettingDecla
 
 const load = (env: Record<string, string>) => () => loadConfig(env);
 
+/** The message loadConfig refuses `env` with. */
+const refusal = (env: Record<string, string>): string => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error(`${JSON.stringify(env)} was accepted`);
+};
+
 const production = { NODE_ENV: 'production', LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't', ADMIN_TOKEN: 'a'.repeat(32) };
 
 describe('configuration', () => {
@@ -62,6 +72,39 @@ describe('configuration', () => {
     expect(load({ ADMIN_TOKENS: 'just-a-token-0123456789' })).toThrow(/entry 1 must be name=token/);
     // The message never quotes a token.
     expect(load({ ADMIN_TOKENS: 'alice=short-secret' })).toThrow(/^(?![\s\S]*short-secret)/);
+  });
+
+  it('an ADMIN_TOKENS token that is also ADMIN_TOKEN, POS_TOKEN or another entry\'s is refused at start, naming the variable and the entry, never the token', () => {
+    const adminToken = 'the-admin-token-0123456789';
+    const posToken = 'the-pos-token-0123456789';
+    // With ADMIN_TOKEN's token the operator would be recorded as `admin`: refused, in sandbox and in production alike.
+    expect(refusal({ ADMIN_TOKEN: adminToken, ADMIN_TOKENS: `alice=alice-token-0123456789,bob=${adminToken}` })).toBe(
+      "invalid configuration: ADMIN_TOKENS entry 2 (bob) reuses ADMIN_TOKEN's token; give each operator a token of their own, used nowhere else",
+    );
+    expect(refusal({ ...production, POS_TOKEN: posToken, ADMIN_TOKEN: adminToken, ADMIN_TOKENS: `alice=${adminToken}` })).toBe(
+      "invalid configuration: ADMIN_TOKENS entry 1 (alice) reuses ADMIN_TOKEN's token; give each operator a token of their own, used nowhere else",
+    );
+    // Spaces around an entry's token are not part of it, so they do not hide the reuse.
+    expect(refusal({ ADMIN_TOKEN: adminToken, ADMIN_TOKENS: `alice= ${adminToken} ` })).toMatch(/ADMIN_TOKENS entry 1 \(alice\) reuses ADMIN_TOKEN's token/);
+    // A POS's credential must not open the admin API.
+    expect(refusal({ POS_TOKEN: posToken, ADMIN_TOKENS: `alice=${posToken}` })).toBe(
+      "invalid configuration: ADMIN_TOKENS entry 1 (alice) reuses POS_TOKEN's token; give each operator a token of their own, used nowhere else",
+    );
+    // Two entries with one token.
+    expect(refusal({ ADMIN_TOKENS: 'alice=shared-token-0123456789,bob=shared-token-0123456789' })).toBe('invalid configuration: ADMIN_TOKENS entry 2 (bob) repeats a token');
+    // Listed with every other problem at once.
+    const several = refusal({ ADMIN_TOKEN: adminToken, POS_TOKEN: posToken, ADMIN_TOKENS: `alice=${adminToken},bob=${posToken}`, PORT: 'eighty' });
+    expect(several.split('\n')).toEqual([
+      'invalid configuration (3 problems):',
+      '  - PORT must be a port number from 0 to 65535, e.g. 8080 (got "eighty")',
+      "  - ADMIN_TOKENS entry 1 (alice) reuses ADMIN_TOKEN's token; give each operator a token of their own, used nowhere else",
+      "  - ADMIN_TOKENS entry 2 (bob) reuses POS_TOKEN's token; give each operator a token of their own, used nowhere else",
+    ]);
+    for (const message of [several, refusal({ ADMIN_TOKENS: 'alice=shared-token-0123456789,bob=shared-token-0123456789' })]) {
+      for (const secret of [adminToken, posToken, 'shared-token-0123456789']) expect(message).not.toContain(secret);
+    }
+    // Tokens of their own are accepted.
+    expect(loadConfig({ ADMIN_TOKEN: adminToken, POS_TOKEN: posToken, ADMIN_TOKENS: 'alice=alice-token-0123456789' }).namedAdminTokens).toEqual([{ name: 'alice', token: 'alice-token-0123456789' }]);
   });
 
   it('production refuses to start without the upstream and admin token, and never in sandbox', () => {
@@ -125,16 +168,6 @@ describe('configuration', () => {
     expect(loadConfig({ ...outside, SHOPIFY_API_BASE_URL: 'http://127.0.0.1:9/shopify/{shop}' }).pos.shopify!.apiBaseUrl).toBe('http://127.0.0.1:9/shopify/{shop}');
     expect(() => loadConfig({ ...outside, SHOPIFY_API_BASE_URL: '{shop}' })).toThrow(/SHOPIFY_API_BASE_URL/);
   });
-
-  /** The message loadConfig refuses `env` with. */
-  const refusal = (env: Record<string, string>): string => {
-    try {
-      loadConfig(env);
-    } catch (error) {
-      return (error as Error).message;
-    }
-    throw new Error(`${JSON.stringify(env)} was accepted`);
-  };
 
   it('NODE_ENV=production with nothing set names all four variables it needs, in one message, each with why', () => {
     const message = refusal({ NODE_ENV: 'production' });

@@ -8,6 +8,16 @@
  * written. A lock naming this very pid that this process does not hold is stale too: in a container
  * the bridge is PID 1 on every start, so a killed one leaves a lock naming the pid of its successor.
  *
+ * A live pid is not enough to call a lock held: pids are reused, so a lock left by a killed bridge
+ * can name an unrelated process started since (or a zombie, a process that ended and was not yet
+ * reaped), and such a lock would block every start. So the lock also names its owner's start time
+ * (field 22 of /proc/<pid>/stat, clock ticks since boot), and it is held only while a process with
+ * that pid runs, is not a zombie and started at that time. A lock written before the start time was
+ * recorded is held only while its pid runs a program whose command line is node's. Where /proc is
+ * not there (macOS), a lock is held while its pid is alive, as before. A process hidden from this
+ * one in /proc (hidepid) but alive is taken to hold it: the rule never takes a live owner's lock.
+ * A lock taken over is said on stderr with why (`log`), and `LockTakeover.why` says it to the caller.
+ *
  * The boot id (Linux: /proc/sys/kernel/random/boot_id, the host's, also inside containers) says
  * whether the machine restarted since the lock was written: then the lock is stale whatever its pid
  * (pids start over at boot), and the ledger's last writes may never have reached the disk (the
@@ -26,7 +36,8 @@
  * itself stale and taken over the same way, through `<lock>.takeover.takeover`.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PRIVATE_FILE } from './private-files.js';
@@ -54,6 +65,8 @@ export interface LockTakeover {
   stale: boolean;
   /** That lock was written on an earlier boot of this machine (both boot ids known and different). */
   machineRestarted: boolean;
+  /** Why the lock taken over was stale, e.g. "process 123 is gone" (only when `stale`). */
+  why?: string;
 }
 
 /** What a lock or guard file says. */
@@ -61,23 +74,45 @@ interface Owner {
   /** Undefined when the file holds no readable pid. */
   pid?: number;
   boot?: string;
+  /** The owner's start time in clock ticks since boot; undefined in locks written without /proc or by earlier builds. */
+  started?: string;
 }
 
-type Claim = { held: true; replaced?: Owner } | { held: false; owner: Owner };
+/** Whether the owner a file names holds it, and if not, why (said when it is taken over). */
+type Judgment = { live: true } | { live: false; why: string };
+
+type Claim = { held: true; replaced?: { owner: Owner; why: string } } | { held: false; owner: Owner };
+
+export interface ProcessLockOptions {
+  /** This boot's id (default: the kernel's). */
+  bootId?: () => string | undefined;
+  /** Where the processes are listed (default /proc; one that does not exist stands for a system without it). */
+  procRoot?: string;
+  /** Where a takeover is said (default: a line on stderr). */
+  log?: (line: string) => void;
+}
 
 export class ProcessLock {
   #held = false;
+  readonly #bootId: () => string | undefined;
+  readonly #processes: ProcessTable;
+  readonly #log: (line: string) => void;
 
   constructor(
     readonly path: string,
-    private readonly bootId: () => string | undefined = currentBootId,
-  ) {}
+    options: ProcessLockOptions = {},
+  ) {
+    this.#bootId = options.bootId ?? currentBootId;
+    this.#processes = new ProcessTable(options.procRoot ?? '/proc');
+    this.#log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+  }
 
   async acquire(): Promise<LockTakeover> {
     const candidate = `${this.path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-    const boot = this.bootId();
+    const boot = this.#bootId();
+    const started = this.#processes.startTime(process.pid);
     // Created private (a new name, so the mode applies), like every file of the ledger (see private-files.ts).
-    await writeFile(candidate, boot ? `${process.pid}\n${boot}\n` : String(process.pid), { mode: PRIVATE_FILE, flag: 'wx' });
+    await writeFile(candidate, boot ? `${process.pid}\n${boot}\n${started ?? ''}\n` : String(process.pid), { mode: PRIVATE_FILE, flag: 'wx' });
     try {
       const claim = await this.#claim(this.path, candidate, boot, 0);
       if (!claim.held) throw new Error(`the ledger is in use by process ${claim.owner.pid} (${this.path}); a JSON-file ledger serves one process, use PostgreSQL for several`);
@@ -85,9 +120,11 @@ export class ProcessLock {
       heldHere.add(this.path);
       const replaced = claim.replaced;
       if (!replaced) return { stale: false, machineRestarted: false };
+      // Said, so that whoever finds the lock file renewed knows whose it was and why it was not theirs.
+      this.#log(`taking over the lock ${this.path}: ${replaced.why}`);
       // A lock is linked into place whole, so one without a readable pid (empty, zero bytes) was cut
       // by an OS crash: its boot cannot be told, and the conservative answer is that it restarted.
-      return { stale: true, machineRestarted: replaced.pid === undefined || earlierBoot(replaced, boot) };
+      return { stale: true, machineRestarted: replaced.owner.pid === undefined || earlierBoot(replaced.owner, boot), why: replaced.why };
     } finally {
       await unlink(candidate).catch(() => undefined);
     }
@@ -121,7 +158,7 @@ export class ProcessLock {
       }
       const found = await readOwner(path);
       if (!found) continue; // released meanwhile: link again
-      if (isLive(found, path, boot)) return { held: false, owner: found };
+      if (this.#judge(found, path, boot).live) return { held: false, owner: found };
       if (depth >= MAX_GUARD_DEPTH) throw new Error(`could not take the ledger lock ${this.path}: ${guardPath} is stale too; remove the *.takeover files once no bridge runs on this ledger`);
       const guard = await this.#claim(guardPath, candidate, boot, depth + 1);
       if (!guard.held) {
@@ -134,7 +171,8 @@ export class ProcessLock {
         // Judged again under the guard: what is read now is what the rename replaces (see above).
         const stale = await readOwner(path);
         if (!stale) continue;
-        if (isLive(stale, path, boot)) return { held: false, owner: stale };
+        const judgment = this.#judge(stale, path, boot);
+        if (judgment.live) return { held: false, owner: stale };
         const replacement = `${candidate}.${depth}`;
         await link(candidate, replacement);
         heldHere.add(path);
@@ -145,16 +183,86 @@ export class ProcessLock {
           await unlink(replacement).catch(() => undefined);
           throw error;
         }
-        return { held: true, replaced: stale };
+        return { held: true, replaced: { owner: stale, why: judgment.why } };
       } finally {
         heldHere.delete(guardPath);
         await unlink(guardPath);
       }
     }
   }
+
+  /**
+   * Judged by boot first: pids start over with every boot, so a file from an earlier boot names a
+   * pid that may well run again now (PID 1 always does) and is someone else's. Then by the process
+   * the pid names now (see the file's comment).
+   */
+  #judge(owner: Owner, path: string, boot: string | undefined): Judgment {
+    if (earlierBoot(owner, boot)) return { live: false, why: `it was written on an earlier boot of this machine (by process ${owner.pid ?? '?'})` };
+    if (owner.pid === undefined) return { live: false, why: 'it names no process (an empty or cut file)' };
+    if (owner.pid === process.pid) {
+      return heldHere.has(path) ? { live: true } : { live: false, why: `it names this process's pid ${owner.pid}, but this process did not take it (an earlier process with the same pid did, as a restarted container's PID 1 does)` };
+    }
+    return this.#processes.judge(owner.pid, owner.started);
+  }
 }
 
-/** What the file at `path` says, or undefined when there is none. Older locks hold the pid alone. */
+/**
+ * The processes of this machine as /proc shows them, or, where there is no /proc, as `kill(pid, 0)`
+ * answers (alive or not, nothing more).
+ */
+class ProcessTable {
+  constructor(private readonly root: string) {}
+
+  /** The start time of process `pid`, or undefined without /proc. */
+  startTime(pid: number): string | undefined {
+    return this.#stat(pid)?.started;
+  }
+
+  /** Whether `pid` is the process that wrote a lock naming it (with its start time `started`, where the lock has one). */
+  judge(pid: number, started: string | undefined): Judgment {
+    if (!existsSync(`${this.root}/self/stat`)) {
+      return isAlive(pid) ? { live: true } : { live: false, why: `process ${pid} is gone` };
+    }
+    const stat = this.#stat(pid);
+    if (!stat) {
+      // Alive but not listed: hidden from this process (/proc mounted with hidepid). Held, as before.
+      return isAlive(pid) ? { live: true } : { live: false, why: `process ${pid} is gone` };
+    }
+    if (stat.state === 'Z' || stat.state === 'X') return { live: false, why: `process ${pid} has ended (a zombie its parent has not reaped)` };
+    if (started !== undefined) {
+      return stat.started === started ? { live: true } : { live: false, why: `pid ${pid} now names another process (started at tick ${stat.started}, the lock's owner at ${started})` };
+    }
+    // A lock from before start times were recorded: the owner was a node process (the bridge, or an operator command).
+    const program = this.#program(pid);
+    if (program === undefined) return { live: true };
+    return /^node/.test(program) ? { live: true } : { live: false, why: `pid ${pid} now runs ${JSON.stringify(program.slice(0, 64))}, not node (a lock without its owner's start time)` };
+  }
+
+  /** State (field 3) and start time (field 22) of /proc/<pid>/stat; undefined where there is none. */
+  #stat(pid: number): { state: string; started: string } | undefined {
+    let text: string;
+    try {
+      text = readFileSync(`${this.root}/${pid}/stat`, 'utf8');
+    } catch {
+      return undefined;
+    }
+    // The command name (field 2, in parentheses) may hold spaces and parentheses: the fields after it are read from its last ')'.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    const [state, started] = [fields[0], fields[19]];
+    return state && started ? { state, started } : undefined;
+  }
+
+  /** The file name of the program `pid` runs (argv[0]), '' for a process without one, undefined where it cannot be read. */
+  #program(pid: number): string | undefined {
+    try {
+      return basename(readFileSync(`${this.root}/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '');
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** What the file at `path` says, or undefined when there is none. Older locks hold the pid alone, or the pid and boot. */
 async function readOwner(path: string): Promise<Owner | undefined> {
   let text: string;
   try {
@@ -163,21 +271,12 @@ async function readOwner(path: string): Promise<Owner | undefined> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const [pidLine = '', boot = ''] = text.split('\n').map((l) => l.trim());
-  return { pid: /^[1-9]\d*$/.test(pidLine) ? Number(pidLine) : undefined, boot: boot || undefined };
+  const [pidLine = '', boot = '', started = ''] = text.split('\n').map((l) => l.trim());
+  return { pid: /^[1-9]\d*$/.test(pidLine) ? Number(pidLine) : undefined, boot: boot || undefined, started: /^\d+$/.test(started) ? started : undefined };
 }
 
 function earlierBoot(owner: Owner, boot: string | undefined): boolean {
   return Boolean(boot && owner.boot && owner.boot !== boot);
-}
-
-/**
- * Judged by boot first: pids start over with every boot, so a file from an earlier boot names a
- * pid that may well run again now (PID 1 always does) and is someone else's.
- */
-function isLive(owner: Owner, path: string, boot: string | undefined): boolean {
-  if (earlierBoot(owner, boot) || owner.pid === undefined) return false;
-  return owner.pid === process.pid ? heldHere.has(path) : isAlive(owner.pid);
 }
 
 function isAlive(pid: number): boolean {

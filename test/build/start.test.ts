@@ -6,6 +6,7 @@
  *   dist/ is built once; a start with nothing changed compiles nothing; a changed source is
  *   compiled; a build killed mid-way, or stopped with SIGTERM, leaves the previous dist/ in place and
  *   usable; SIGTERM and a terminal's Ctrl-C reach the bridge through npm, once, so it stops gracefully.
+ *   (npm or the launcher SIGKILLed, and a second Ctrl-C: launcher-parent-death.test.ts.)
  * - The image: what the Dockerfile ships (dist/, package.json, config/, scripts/*.mjs and
  *   production-only node_modules from `npm ci --omit=dev`, so no TypeScript), where `npm start`,
  *   `npm run migrate`, `npm run secrets:rotate` and `npm run ledger:copy` run against a real PostgreSQL.

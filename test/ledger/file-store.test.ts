@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, statSync, utimesSync, writeSync } from 'node:fs';
 import { chmod, cp, mkdtemp, open, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -294,14 +295,22 @@ describe('FileLedgerStore on disk', () => {
     expect(isAlive(1)).toBe(true); // PID 1 always runs: after a reboot, any pid a lock names may be someone else's
     await writeFile(`${path}.lock`, '1\nan-earlier-boot-id\n');
     store = await openAt(path);
-    expect((await readFile(`${path}.lock`, 'utf8')).split('\n')).toEqual([String(process.pid), currentBootId(), '']);
+    // Its owner now: this process, this boot (and, third, its start time: process-lock.ts).
+    expect((await readFile(`${path}.lock`, 'utf8')).split('\n').slice(0, 2)).toEqual([String(process.pid), currentBootId()]);
     expect(store.recovery).toMatchObject({ machineRestarted: true, corruptLines: 0 });
   });
 
-  it('a lock written on this boot by a process that runs is in use', async () => {
-    await writeFile(`${path}.lock`, `1\n${currentBootId()}\n`);
-    await expect(openAt(path)).rejects.toThrow(/in use by process 1 /);
-    expect(await readFile(`${path}.lock`, 'utf8')).toBe(`1\n${currentBootId()}\n`);
+  it('a lock written on this boot by a bridge (a node process) that runs is in use', async () => {
+    // A lock of an older build (no start time) naming a live node process: another bridge holds it.
+    const owner = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    try {
+      await new Promise<void>((resolve, reject) => owner.once('spawn', resolve).once('error', reject));
+      await writeFile(`${path}.lock`, `${owner.pid}\n${currentBootId()}\n`);
+      await expect(openAt(path)).rejects.toThrow(new RegExp(`in use by process ${owner.pid} `));
+      expect(await readFile(`${path}.lock`, 'utf8')).toBe(`${owner.pid}\n${currentBootId()}\n`);
+    } finally {
+      owner.kill('SIGKILL');
+    }
   });
 
   it.each([
