@@ -23,6 +23,7 @@ import { posSettingDeclarations } from '../adapters/index.js';
 import { demoPosToken, DEMO_MERCHANTS, installDemoMerchants, installPosAccounts } from '../src/sandbox.js';
 import { createSimulator, POS_API_BASE_PATHS, type PosName } from '../src/simulator/index.js';
 import { CommandError, describeError, isEntryPoint, parseOptions } from './cli.js';
+import { launcherGone } from '../src/launcher.js';
 
 const USAGE = 'usage: npm run simulator -- [--port 4010] [--write-env sim.env]   (SIMULATOR_PORT sets the port too; 0 picks a free one)';
 export const DEFAULT_SIMULATOR_PORT = 4010;
@@ -113,6 +114,8 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<vo
     const stop = () => resolve();
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+    // A SIGKILL of `npm run simulator` (or of its group) ends it too, as it ends a bridge (src/launcher.ts).
+    void launcherGone()?.then(stop);
   });
   await listening.close();
   process.stdout.write('loyalty simulator stopped\n');

@@ -2,7 +2,7 @@
  * The bridge as a process. With no LOYALTY_BASE_URL it runs in sandbox: the built-in simulator is
  * the upstream, and startup says so loudly. SIGTERM/SIGINT stop it gracefully (a second signal of
  * the same kind stops it at once), and so does the end of the launcher that started it
- * (scripts/start.mjs, `npm start`), however that ends: see launcherGone.
+ * (scripts/start.mjs, `npm start`), however that ends: see src/launcher.ts.
  */
 import { posSettingDeclarations } from '../adapters/index.js';
 import { configuredValue, loadConfig, ConfigError, SANDBOX_WEBHOOK_SECRET, type Config } from './config.js';
@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './logger.js';
 import { startBridge, type Bridge } from './bridge.js';
 import { demoPosToken, ensureDemoMerchants, installDemoMerchants, prepareSandboxLedger, sandboxKeyPath, sandboxSecretsKey, withSandboxPosApis, type DemoMerchant, type SandboxLedger } from './sandbox.js';
 import { createSimulator, type Simulator } from './simulator/index.js';
+import { launcherGone } from './launcher.js';
 
 async function main(): Promise<void> {
   // Watched from the first instant: a launcher killed while this process starts must stop it too.
@@ -126,21 +127,6 @@ async function main(): Promise<void> {
   logPosAuth(config.posAuth, logger);
   sayIfNotReady(bridge);
 
-}
-
-/**
- * Resolves when the launcher that started this process (scripts/start.mjs, through `npm start`) has
- * ended; undefined when no launcher did (`node dist/src/main.js`, as the image runs it). The launcher
- * gives this process an IPC channel and nothing else: the kernel closes it when the launcher ends,
- * even by SIGKILL, which no signal handler of the launcher's could pass on. The bridge runs in a
- * process group of its own (so that a Ctrl-C reaches it once, scripts/start.mjs says why), so a
- * SIGKILL of npm's group would otherwise leave it running, answering and holding the ledger's lock,
- * and the next start would be refused (docs/development.md, "Building and starting").
- */
-function launcherGone(): Promise<void> | undefined {
-  if (!process.send) return undefined;
-  if (!process.connected) return Promise.resolve();
-  return new Promise((resolve) => process.once('disconnect', () => resolve()));
 }
 
 /**

@@ -25,8 +25,12 @@ interface SimulatorProcess {
 }
 
 /** The built script, as `npm run simulator -- <args>` runs it after building, with only PATH and `env`. */
-function simulator(args: string[], env: Record<string, string> = {}): SimulatorProcess {
-  const child = spawn(process.execPath, [join(process.cwd(), 'dist', 'scripts', 'simulator.js'), ...args], { env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function simulator(args: string[], env: Record<string, string> = {}, launcherChannel = false): SimulatorProcess {
+  const child = spawn(process.execPath, [join(process.cwd(), 'dist', 'scripts', 'simulator.js'), ...args], {
+    env: { PATH: process.env.PATH!, ...env },
+    // scripts/start.mjs gives what it starts an IPC channel, which closes when it dies (src/launcher.ts).
+    stdio: launcherChannel ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
@@ -157,5 +161,15 @@ describe('npm run simulator', () => {
     expect(byVariable.output()).toContain('loyalty simulator stopped\n');
     sim.child.kill('SIGTERM');
     expect(await sim.exited).toBe(0);
+  }, 30_000);
+
+  it('stops when the launcher that started it is gone (its channel closes, as when npm start is SIGKILLed)', async () => {
+    const launched = simulator(['--port', '0'], {}, true);
+    const address = (await eventually(() => launched.output(), (o) => /loyalty simulator: http:\/\/\S+/.test(o), 15_000)).match(/loyalty simulator: (http:\/\/\S+)/)![1]!;
+    expect((await fetch(`${address}/__sim/books`)).status).toBe(200);
+    launched.child.disconnect();
+    expect(await launched.exited).toBe(0);
+    expect(launched.output()).toContain('loyalty simulator stopped\n');
+    await expect(fetch(`${address}/__sim/books`)).rejects.toThrow();
   }, 30_000);
 });
