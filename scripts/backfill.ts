@@ -2,7 +2,8 @@
  * `npm run backfill -- --merchant <id> --pos <pos> --since <ISO 8601> [--until <ISO 8601>]` runs one
  * backfill pass from a shell (docs/backfill-and-reconcile.md): it reads the merchant's account on the POS back for
  * the window, records what the POS's webhooks left out, and prints what it found as JSON (the answer
- * of POST /v1/admin/backfill), with a progress line on stderr while pages are read.
+ * of POST /v1/admin/backfill), with a progress line on stderr while pages are read. The window ends
+ * at now at most, whatever --until says (the pass cuts it there): a watermark never moves past now.
  *
  * It runs the bridge's own code on the configured ledger (LEDGER_URL and every other variable, as
  * `npm start` reads them), without serving HTTP or running the scheduled work: a file ledger is

@@ -63,13 +63,10 @@ export class PayloadTooLargeError extends BridgeError {
   }
 }
 
+/** 415: a body that is not JSON (POS bodies and admin bodies alike); the message names the type expected. */
 export class UnsupportedMediaTypeError extends BridgeError {
   constructor(contentType: string | undefined) {
-    super(
-      `content-type must be application/json, got ${contentType ? JSON.stringify(contentType) : 'none'}`,
-      415,
-      'unsupported_media_type',
-    );
+    super(`content-type must be application/json, got ${contentType ? JSON.stringify(echoed(contentType)) : 'none'}`, 415, 'unsupported_media_type');
   }
 }
 
@@ -124,6 +121,24 @@ export class OverloadedError extends BridgeError {
   ) {
     super(message, 503, 'overloaded', { reason, retryAfterSeconds });
   }
+}
+
+/**
+ * Characters of the client's own input an error message repeats (an id, a header), at most: a
+ * 15,000-character id came back as a 15 KB 404 (docs/security.md, "Hostile input"). Enough to
+ * recognise what was sent.
+ */
+export const MAX_ECHO = 200;
+
+/**
+ * `text` as an error message repeats it: cut at `max` characters, marked with … when it was. A cut
+ * never leaves half of a surrogate pair behind (PostgreSQL refuses a lone surrogate wherever the
+ * message is kept, e.g. a dead letter's reason).
+ */
+export function echoed(text: string, max = MAX_ECHO): string {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 2)) ? max - 2 : max - 1;
+  return `${text.slice(0, end)}…`;
 }
 
 export function describeIssues(issues: FieldIssue[]): string {

@@ -1,15 +1,26 @@
 /**
- * A POS body's bytes as JSON: valid UTF-8, valid JSON, no deeper than MAX_JSON_DEPTH (hostile
- * nesting cannot exhaust the stack of whatever walks it later), and no key twice in one object
- * (`{"total":"1","total":"1000"}` would silently take the last). Used by the HTTP routes and by
- * webhook intake, which must parse the exact bytes their signature covers; neutral of both.
+ * A body's bytes as JSON: valid UTF-8, valid JSON, no deeper than MAX_JSON_DEPTH (hostile nesting
+ * cannot exhaust the stack of whatever walks it later), no key twice in one object
+ * (`{"total":"1","total":"1000"}` would silently take the last), and no string (key or value) that
+ * holds a lone UTF-16 surrogate. Used by the HTTP routes (POS and admin bodies) and by webhook
+ * intake, which must parse the exact bytes their signature covers; neutral of all three.
  */
-import { ValidationError } from './errors.js';
+import { echoed, ValidationError } from './errors.js';
 
 export const MAX_JSON_DEPTH = 32;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-export function parseJsonBody(raw: Buffer | undefined): unknown {
+export interface JsonBodyOptions {
+  /**
+   * Refuse NUL (`\u0000`) in any string as well. Admin bodies do: what they carry is ids looked up
+   * in the store and reasons kept in the audit trail, and PostgreSQL text cannot hold NUL. POS
+   * bodies do not: their ids are refused with any control character by the adapters, and the
+   * stores keep free text with NUL (PostgreSQL as U+FFFD).
+   */
+  refuseNul?: boolean;
+}
+
+export function parseJsonBody(raw: Buffer | undefined, options: JsonBodyOptions = {}): unknown {
   if (!raw || raw.length === 0) throw ValidationError.field('', 'body is empty; a JSON object is required');
   let text: string;
   try {
@@ -26,7 +37,55 @@ export function parseJsonBody(raw: Buffer | undefined): unknown {
   const problem = checkStructure(text);
   if (problem === TOO_DEEP) throw ValidationError.field('', `body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (problem !== undefined) throw ValidationError.field(problem, 'appears more than once');
+  // Valid UTF-8 cannot encode a surrogate, and JSON allows no raw control character in a string:
+  // both can only come as a \u escape, so a body without one needs no walk.
+  if (text.includes('\\u')) {
+    const unstorable = unstorableString(value, [], options.refuseNul === true);
+    if (unstorable) throw ValidationError.field(unstorable.field, unstorable.message);
+  }
   return value;
+}
+
+/** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const LONE_SURROGATE_OR_NUL = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\u0000/;
+
+/**
+ * The first string (a key or a value) holding a lone UTF-16 surrogate (`"\ud800"`), or NUL when
+ * `refuseNul`: its path, dotted as the other issues' (`items.0.name`), and why. JSON.parse accepts a
+ * lone surrogate, but it is no Unicode text: PostgreSQL's jsonb refuses it ("invalid input syntax
+ * for type json"), so the same order was a 500 there and recorded on the file ledger
+ * (docs/security.md, "Hostile input"); every store now answers 400. The path names a key with
+ * such a character in \u notation, never the character itself: the message may be kept (a dead
+ * letter's reason), and must be storable too.
+ */
+function unstorableString(value: unknown, path: string[], refuseNul: boolean): { field: string; message: string } | undefined {
+  const bad = refuseNul ? LONE_SURROGATE_OR_NUL : LONE_SURROGATE;
+  const message = `must not contain ${refuseNul ? 'NUL (\\u0000) or ' : ''}a lone UTF-16 surrogate (\\ud800-\\udfff)`;
+  if (typeof value === 'string') return bad.test(value) ? { field: fieldPath(path), message } : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = unstorableString(value[i], [...path, String(i)], refuseNul);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [key, member] of Object.entries(value)) {
+      if (bad.test(key)) return { field: fieldPath([...path, key]), message: `(a key) ${message}` };
+      const found = unstorableString(member, [...path, key], refuseNul);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A path as an issue names it: dotted, cut at MAX_PATH_TEXT, every surrogate and NUL of its keys in
+ * \u notation, so that the message itself is storable anywhere (a dead letter keeps it).
+ */
+function fieldPath(path: readonly string[]): string {
+  return echoed(path.join('.').replace(/[\uD800-\uDFFF\u0000]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`), MAX_PATH_TEXT);
 }
 
 const QUOTE = 0x22;
@@ -119,6 +178,5 @@ function remember(frame: Frame, key: string): boolean {
 }
 
 function pathOf(frames: Frame[], key: string): string {
-  const path = [...frames.slice(0, -1).map((f) => (f.keys ? f.key : String(f.index))), key].join('.');
-  return path.length > MAX_PATH_TEXT ? `${path.slice(0, MAX_PATH_TEXT - 1)}…` : path;
+  return fieldPath([...frames.slice(0, -1).map((f) => (f.keys ? f.key : String(f.index))), key]);
 }

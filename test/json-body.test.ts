@@ -72,3 +72,85 @@ describe('parseJsonBody', () => {
     }
   });
 });
+
+describe('parseJsonBody: text no store can keep (docs/security.md, "Hostile input")', () => {
+  /** The one issue a body is refused with, or undefined when it is accepted. */
+  const issueOf = (text: string, options?: { refuseNul?: boolean }) => {
+    try {
+      parseJsonBody(Buffer.from(text), options);
+      return undefined;
+    } catch (error) {
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).issues).toHaveLength(1);
+      return (error as ValidationError).issues[0];
+    }
+  };
+  const SURROGATE = 'must not contain a lone UTF-16 surrogate (\\ud800-\\udfff)';
+  const SURROGATE_OR_NUL = 'must not contain NUL (\\u0000) or a lone UTF-16 surrogate (\\ud800-\\udfff)';
+
+  it.each([
+    ['{"orderId":"\\ud800"}', 'orderId'],
+    ['{"orderId":"A-\\udc00-1"}', 'orderId'],
+    ['{"items":[{"id":"a"},{"id":"b","name":"x\\uDBFF"}]}', 'items.1.name'],
+    ['{"a":{"b":["ok","\\udfff"]}}', 'a.b.1'],
+    ['{"a":"\\udc00\\ud800"}', 'a'],
+    ['["\\ud83d"]', '0'],
+    ['"\\ud800"', ''],
+  ])('a lone surrogate: %s → 400 naming %j', (text, field) => {
+    expect(issueOf(text)).toEqual({ field, message: SURROGATE });
+  });
+
+  it('a key holding one is named in \\u notation, so that the message itself is storable', () => {
+    const issue = issueOf('{"customer":{"na\\ud800me":"Ann"}}')!;
+    expect(issue).toEqual({ field: 'customer.na\\ud800me', message: `(a key) ${SURROGATE}` });
+    expect(isWellFormed(issue.field)).toBe(true);
+  });
+
+  it('a duplicate key holding one is named in \\u notation too', () => {
+    expect(issueOf('{"\\ud800":1,"\\ud800":2}')).toEqual({ field: '\\ud800', message: 'appears more than once' });
+  });
+
+  it('surrogate pairs, written raw or escaped, are text like any other', () => {
+    expect(issueOf('{"name":"Latte 😀","note":"\\ud83d\\ude00","\\ud83d\\ude00":1}')).toBeUndefined();
+    expect(parseJsonBody(Buffer.from('{"n":"\\ud83d\\ude00"}'))).toEqual({ n: '😀' });
+  });
+
+  it('NUL: accepted in a POS body (its ids are refused by the adapters), refused where asked (admin bodies), naming the field', () => {
+    expect(issueOf('{"note":"a\\u0000b"}')).toBeUndefined();
+    expect(issueOf('{"note":"a\\u0000b"}', { refuseNul: true })).toEqual({ field: 'note', message: SURROGATE_OR_NUL });
+    expect(issueOf('{"ids":["x","\\u0000"]}', { refuseNul: true })).toEqual({ field: 'ids.1', message: SURROGATE_OR_NUL });
+    expect(issueOf('{"a\\u0000":1}', { refuseNul: true })).toEqual({ field: 'a\\u0000', message: `(a key) ${SURROGATE_OR_NUL}` });
+  });
+
+  it('an escaped backslash followed by u is not an escape: "\\\\ud800" is six characters of text', () => {
+    expect(parseJsonBody(Buffer.from('{"a":"\\\\ud800","b":"\\\\u0000"}'), { refuseNul: true })).toEqual({ a: '\\ud800', b: '\\u0000' });
+  });
+
+  it('any JSON value, its strings of any UTF-16 code units: refused exactly when a string (key or value) holds a lone surrogate', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 4, stringUnit: 'binary' }), (value) => {
+        // JSON.stringify writes a lone surrogate as a \u escape, as a hostile client would.
+        expect(issueOf(JSON.stringify(value)) !== undefined).toBe(hasLoneSurrogate(value));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+/** Whether a string is well-formed UTF-16: every surrogate in a pair (String.prototype.isWellFormed, spelled out for the ES2022 library). */
+function isWellFormed(text: string): boolean {
+  try {
+    encodeURIComponent(text); // throws URIError on a lone surrogate
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether any string (key or value) of a parsed JSON value holds a lone surrogate: what the parser must refuse. */
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return !isWellFormed(value);
+  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+  if (value && typeof value === 'object') return Object.entries(value).some(([k, v]) => !isWellFormed(k) || hasLoneSurrogate(v));
+  return false;
+}

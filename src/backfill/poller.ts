@@ -11,7 +11,7 @@
  * next pass) is kept in the ledger store per merchant and POS, with the lease of the instance
  * running a pass: on PostgreSQL one instance at most reads an account at a time.
  */
-import { BridgeError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError } from '../errors.js';
 import { withMerchant } from '../log-context.js';
 import { maskContacts } from '../mask.js';
 import { DEFAULT_MERCHANT, ledgerKey } from '../ledger/record.js';
@@ -145,7 +145,7 @@ export class BackfillPoller {
    */
   async runPass(request: PassRequest): Promise<PassResult> {
     const merchant = await this.merchants.get(request.merchantId);
-    if (!merchant) throw new NotFoundError(`no merchant ${request.merchantId}`, 'unknown_merchant');
+    if (!merchant) throw new NotFoundError(`no merchant ${echoed(request.merchantId)}`, 'unknown_merchant');
     if (merchant.status === 'suspended') throw new MerchantSuspendedError(merchant.id);
     return withMerchant(merchant.id, () => this.#pace.run((work) => this.#pass(merchant, request, work)));
   }
@@ -155,8 +155,12 @@ export class BackfillPoller {
     const { adapter, account } = listingSource({ adapters: this.adapters, merchant, pos });
     const startedAt = this.clock();
     const state = await this.#lease(merchant.id, pos, account);
-    const until = request.until ?? startedAt;
-    const since = request.since ?? new Date((state.watermark ? Date.parse(state.watermark) : until.getTime()) - this.options.overlapMs);
+    // A watermark never moves past now (docs/backfill-and-reconcile.md), whoever asks (the CLI
+    // too): a window is read up to now at most, and a watermark an earlier build stored in the
+    // future (an until of 2099 taken as it was) counts as now, so passes read the present again.
+    const until = request.until && request.until.getTime() < startedAt.getTime() ? request.until : startedAt;
+    const watermark = notPast(state.watermark, startedAt);
+    const since = request.since ?? new Date((watermark ? Date.parse(watermark) : until.getTime()) - this.options.overlapMs);
     if (until.getTime() <= since.getTime()) {
       await this.#release(merchant.id, pos);
       throw ValidationError.field('until', `must be after since (${since.toISOString()})`);
@@ -374,7 +378,8 @@ export class BackfillPoller {
     const stored = await this.store.updateBackfillState(merchantId, pos, (current) => {
       if (!current || lost) return undefined;
       const ours = current.lease?.owner === this.options.owner;
-      const watermark = error ? current.watermark : advanced(current.watermark, result.since, result.until);
+      const kept = notPast(current.watermark, startedAt);
+      const watermark = error ? kept : advanced(kept, result.since, result.until);
       return {
         ...current,
         ...(watermark ? { watermark } : {}),
@@ -482,6 +487,11 @@ export class BackfillPoller {
   rounds(count = 1): Promise<void> {
     return this.#loop.passes(count);
   }
+}
+
+/** A stored watermark, or `now` when it lies after now (stored by a build that took an until in the future). */
+function notPast(watermark: string | undefined, now: Date): string | undefined {
+  return watermark && Date.parse(watermark) > now.getTime() ? now.toISOString() : watermark;
 }
 
 /**

@@ -6,14 +6,14 @@
  * as it then is. Each carries who did it and why (`OperatorAct`): written into the record's history
  * and, once it is done, into the audit trail.
  */
-import { ConflictError, NotFoundError, type BridgeError } from '../errors.js';
+import { ConflictError, echoed, NotFoundError, type BridgeError } from '../errors.js';
 import { keyOf, merchantOf, type LedgerRecord, type OperatorAct } from '../ledger/record.js';
 import { dismissRefusal, replayRefusal, type AuditEntry, type DeadLetter } from '../ledger/store.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import type { Evidence } from './history-verifier.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
-import type { RecordWriter } from './record-writer.js';
+import { transactionIdOf, type RecordWriter } from './record-writer.js';
 import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
 
 export type { ResolveInput };
@@ -45,7 +45,7 @@ export class OperatorActions {
     // What remains of the order may have moved to remainder records: the operator reverses the last.
     for (let attempt = 0; attempt < 5; attempt++) {
       const current = (await chainOf(this.writer, key)).at(-1);
-      if (!current) throw new NotFoundError(`no ledger record ${key}`);
+      if (!current) throw new NotFoundError(`no ledger record ${echoed(transactionIdOf(key))}`);
       const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId, note, { act });
       if (answer !== MOVED) {
         await this.audit(`${options.bulk ? 'bulk:' : ''}reverse`, act, answer.record);
@@ -86,13 +86,13 @@ export class OperatorActions {
     let refused: BridgeError | undefined;
     const letter = await this.writer.store.updateDeadLetter(id, (current) => {
       const why = current && dismissRefusal(current, nowMs);
-      if (!current) refused = new NotFoundError(`no dead letter ${id}`);
+      if (!current) refused = new NotFoundError(`no dead letter ${echoed(id)}`);
       else if (why) refused = new ConflictError(why, { deadLetterId: id });
       if (refused || !current) return undefined;
       const at = new Date(nowMs).toISOString();
       return { ...current, resolvedAt: at, dismissed: { at, actor: act.actor, reason: act.reason.slice(0, 500) }, ...(current.retry ? { retry: { ...current.retry, nextAt: undefined, claim: undefined } } : {}) };
     });
-    if (refused || !letter) throw refused ?? new NotFoundError(`no dead letter ${id}`);
+    if (refused || !letter) throw refused ?? new NotFoundError(`no dead letter ${echoed(id)}`);
     await this.audit('dismiss', act, { id, merchantId: letter.merchantId }, 'dismissed');
     return letter;
   }

@@ -6,12 +6,22 @@
  * the one conflict-retry rule of the core. A transition that no longer applies to what was read
  * says so itself (it answers undefined, or throws a ConflictError for the caller to show).
  */
-import { NotFoundError, VersionConflictError } from '../errors.js';
+import { echoed, NotFoundError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { LedgerRecord } from '../ledger/record.js';
 import type { LedgerStore, UpdateOptions } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { nextVersion, type Transition } from './transitions.js';
+
+/**
+ * The transactionId a ledger key names (`ledgerKey`: `<merchantId>/<transactionId>`, the
+ * transactionId alone for the default merchant; transactionIds hold no `/`). What a message shows:
+ * the key is the store's, and a 404 naming `shop-a/…` told a client how records are kept
+ * (docs/security.md, "Hostile input").
+ */
+export function transactionIdOf(key: string): string {
+  return key.slice(key.indexOf('/') + 1);
+}
 
 /** How often a change is decided again after another writer won the race. */
 const MAX_DECISIONS = 5;
@@ -32,7 +42,7 @@ export class RecordWriter {
   /** The record under this ledger key (`keyOf`: its transactionId within its merchant). */
   async require(key: string): Promise<LedgerRecord> {
     const record = await this.store.get(key);
-    if (!record) throw new NotFoundError(`no ledger record ${key}`);
+    if (!record) throw new NotFoundError(`no ledger record ${echoed(transactionIdOf(key))}`);
     return record;
   }
 

@@ -9,7 +9,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import { BridgeError, NotFoundError, OverloadedError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../errors.js';
+import { BridgeError, echoed, NotFoundError, OverloadedError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 
 /** Enough of a path to recognise it; a URL can be kilobytes of the caller's choosing. */
@@ -20,8 +20,7 @@ const DECOMPRESSED = new Set(['gzip', 'deflate', 'br', 'zstd']);
 
 export function notFoundHandler(): RequestHandler {
   return (req, _res, next) => {
-    const path = req.path.length > MAX_PATH_ECHO ? `${req.path.slice(0, MAX_PATH_ECHO)}…` : req.path;
-    next(new NotFoundError(`no route ${req.method} ${path}`));
+    next(new NotFoundError(`no route ${req.method} ${echoed(req.path, MAX_PATH_ECHO)}`));
   };
 }
 

@@ -171,7 +171,7 @@ const RESPONSES = {
   },
   PayloadTooLarge: { description: 'The body is larger than the limit (BODY_LIMIT_BYTES on POS endpoints, 16 KB on /v1/admin); error.limitBytes says it.', content: json(ref('Error')) },
   UnsupportedMediaType: {
-    description: 'The body is not JSON (POS endpoints need Content-Type application/json or application/*+json), declares a charset other than UTF-8, or comes in a Content-Encoding other than identity, gzip, deflate and br.',
+    description: 'The body is not JSON (POS endpoints, and admin requests that carry a body, need Content-Type application/json or application/*+json; a body with another type, or none, is refused unread and the action does not run), declares a charset other than UTF-8, or comes in a Content-Encoding other than identity, gzip, deflate and br.',
     content: json(ref('Error')),
   },
   InternalError: { description: 'A failure the bridge did not foresee (e.g. the ledger cannot write); the message is hidden, the log has it.', content: json(ref('Error')) },
@@ -190,10 +190,16 @@ const direct = {
 };
 const BAD_PATH = 'a path parameter that is not valid percent-encoding (invalid_path)';
 const SCOPE_INVALID = 'merchantId is not a merchant id (invalid_payload)';
+/** What every /v1/admin request is checked for before its route reads it (src/http/body.ts adminInput). */
+const ADMIN_INPUT =
+  'Every /v1/admin request, before its route reads it: a query value (or name) holding a control character or bytes that are not UTF-8 is a 400 naming the parameter; a path id holding a control character is a 404; a body must be JSON (415), at most 16 KB (413), and a key given twice, NUL or a lone UTF-16 surrogate in it is a 400 naming the field. Errors repeat at most 200 characters of what was sent.';
 
 /** What a POS post can be refused for besides its own outcome. */
 const posErrors = {
   '401': use('Unauthorized'),
+  '422': errorResponse(
+    "The POS's API answered that the object the post names is not the merchant's (404, 410: pos_object_not_found, e.g. another seller's order or customer) or not one it reads (400: pos_object_refused). Nothing was recorded; posting it again changes nothing, so it is not a 5xx the POS retries.",
+  ),
   '403': errorResponse("The token's merchant is suspended (merchant_suspended); nothing of the body was read, nothing recorded."),
   '408': use('RequestTimeout'),
   '413': use('PayloadTooLarge'),
@@ -273,7 +279,7 @@ function buildDocument(version: string) {
             ...answers,
             '400': errorResponse(`The payload is not valid (invalid_payload: error.issues names each field and why), or ${BAD_PATH}. Nothing is recorded.`),
             '404': answerOrError('An unknown {pos} (unknown_pos), or a repeat of an order known only from a refund neither the ledger nor the loyalty service knew (its record).'),
-            '502': errorResponse("The POS's API failed when the bridge fetched the customer the order names only by id (Square, Clover, Loyverse with an access token)."),
+            '502': errorResponse("The POS's API failed when the bridge fetched the customer the order names only by id (Square, Clover, Loyverse with an access token): a timeout, 429 or 5xx, or the bridge's own token refused (pos_api_failed)."),
             ...posErrors,
           },
         },
@@ -384,7 +390,11 @@ function buildDocument(version: string) {
           tags: ['Operators'],
           summary: 'Who this token is: its actor and scope',
           ...admin,
-          responses: { '200': { description: 'The actor recorded for its actions, and what it sees.', content: json(ref('WhoAmI')) }, ...adminCommon },
+          responses: {
+            '200': { description: 'The actor recorded for its actions, and what it sees.', content: json(ref('WhoAmI')) },
+            '400': errorResponse('A query value holding a control character or bytes that are not UTF-8 (invalid_payload, the parameter named).'),
+            ...adminCommon,
+          },
         },
       },
       '/v1/admin/attention': {
@@ -584,9 +594,9 @@ function buildDocument(version: string) {
           responses: {
             '200': {
               description: 'The report (complete false: a POS account could not be listed, or the history kept moving; differences may be missing, never invented).',
-              content: { ...json(ref('ThreeWayReport')), 'text/csv': { schema: { type: 'string', description: 'kind,transactionId,orderId,operationId,why,next; RFC 4180 quoting, CRLF line ends; a cell a spreadsheet would run as a formula starts with an apostrophe.' } } },
+              content: { ...json(ref('ThreeWayReport')), 'text/csv': { schema: { type: 'string', description: 'kind,transactionId,orderId,operationId,why,next; RFC 4180 quoting (also of every cell holding ; or a formula character), CRLF line ends; a formula character (= + - @ tab CR) that begins a cell, or a part of it after ; , or a line feed, is preceded by an apostrophe.' } } },
             },
-            '400': errorResponse(`from or to is missing or not a day or a date-time with an offset, to is not after from, the range spans more than ${MAX_RANGE_DAYS} days, merchantId is not a merchant id, or another parameter was given (invalid_payload, the field named).`),
+            '400': errorResponse(`from or to is missing or not a day or a date-time with an offset, from is before 2000-01-01 or later than now, to is not after from, the range spans more than ${MAX_RANGE_DAYS} days, merchantId is not a merchant id, or another parameter was given (invalid_payload, the field named): a range the loyalty history cannot serve is the client's to fix, never a 502.`),
             '404': errorResponse("No such merchant, or another merchant's, asked with a merchant's admin token (not_found)."),
             '422': errorResponse("The merchant has no loyalty API key: its operations history cannot be read (history_unavailable)."),
             '502': errorResponse('The operations history could not be read: the loyalty service kept answering 429 past the back-off, or failed (history_unavailable).'),
@@ -654,7 +664,7 @@ function buildDocument(version: string) {
           requestBody: { required: true, content: json(ref('BackfillRequest')) },
           responses: {
             '200': { description: 'The pass read the whole window: what it found.', content: json(ref('BackfillAnswer')) },
-            '400': errorResponse('The body is not valid: pos missing or unknown, since or until not an ISO 8601 date-time, until not after since, an unknown field (invalid_payload, each named).'),
+            '400': errorResponse('The body is not valid: pos missing or unknown, since or until not an ISO 8601 date-time or later than now (a watermark never moves past now), until not after since, an unknown field (invalid_payload, each named).'),
             '403': errorResponse('The merchant is suspended (merchant_suspended): nothing is read or recorded for it.'),
             '404': errorResponse("No such merchant, or a merchant's admin token named another (unknown_merchant, not_found)."),
             '409': errorResponse('A pass of this account is running (on this instance or another on the same ledger): ask again once it is done (conflict).'),
@@ -786,7 +796,7 @@ function buildDocument(version: string) {
     },
     components: {
       securitySchemes: {
-        adminToken: { type: 'http', scheme: 'bearer', description: "ADMIN_TOKEN (in sandbox, generated and printed once at start-up): every merchant's records; or a merchant's admin token: its own only." },
+        adminToken: { type: 'http', scheme: 'bearer', description: `ADMIN_TOKEN (in sandbox, generated and printed once at start-up): every merchant's records; or a merchant's admin token: its own only. ${ADMIN_INPUT}` },
         posToken: { type: 'http', scheme: 'bearer', description: "POS_TOKEN (the default merchant), or a merchant's POS token: the token names the merchant. Direct POS posts run open only in sandbox or with POS_AUTH=off; without a token they are otherwise all refused." },
       },
       headers: { 'X-Request-Id': { description: "The caller's own plain X-Request-Id (letters, digits, . _ -, at most 128), or one made up.", schema: { type: 'string' } } },

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
+import { echoed } from '../errors.js';
 import { logContext, withLogContext } from '../log-context.js';
 import type { Logger } from '../logger.js';
 import { maskContacts } from '../mask.js';
@@ -50,7 +51,8 @@ export function requestLog(logger: Logger): RequestHandler {
         logger[level](
           {
             ...(context?.merchantId ? { merchantId: context.merchantId } : {}),
-            req: { id: req.id, method: req.method, path: req.path },
+            // Cut as every echo of input is (errors.ts `echoed`): a 15,000-character id is not a 15 KB line.
+            req: { id: req.id, method: req.method, path: echoed(req.path) },
             res: { statusCode: res.statusCode },
             // Set for a 4xx, and for a 503 of load shedding (error-handler.ts).
             ...(res.locals.refusal ? { refusal: refusalOf(res.locals.refusal as Refusal) } : {}),

@@ -50,7 +50,7 @@ export const ErrorEnvelope = z
     error: z.object({
       code: z.string().meta({
         description:
-          'invalid_payload, invalid_path, invalid_body, invalid_body_encoding, request_aborted (400); unauthorized (401); not_found, unknown_pos, unknown_order (404); conflict, refund_exceeds_remainder (409); payload_too_large (413); unsupported_media_type (415); pos_api_not_configured, replay_failed (422); internal (500); pos_api_failed (502: a direct post needing the POS API, which failed); overloaded (503). A webhook is never answered with these for what it carries: what the bridge cannot carry out is kept as a dead letter and answered 202 (WebhookResult dead_lettered).',
+          'invalid_payload, invalid_path, invalid_body, invalid_body_encoding, request_aborted (400); unauthorized (401); not_found, unknown_pos, unknown_order (404); conflict, refund_exceeds_remainder (409); payload_too_large (413); unsupported_media_type (415); pos_api_not_configured, replay_failed, pos_object_not_found, pos_object_refused (422); internal (500); pos_api_failed (502: a direct post needing the POS API, which failed); overloaded (503). A webhook is never answered with these for what it carries: what the bridge cannot carry out is kept as a dead letter and answered 202 (WebhookResult dead_lettered).',
       }),
       message: z.string(),
       issues: z.array(FieldIssue).optional().meta({ description: 'invalid_payload: each field and why, at most 20 listed, the rest counted.' }),

@@ -4,7 +4,7 @@
  */
 import type { Response } from 'express';
 import { merchantOf, type LedgerRecord } from '../ledger/record.js';
-import { maskContacts } from '../mask.js';
+import { maskContacts, maskContactsInJson } from '../mask.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
 import type { KeptPayload as StoredPayload, DeadLetter as StoredDeadLetter } from '../ledger/store.js';
 import type { DeadLetter, KeptPayload, PosAnswer, RecordDetail, RecordSummary } from './schemas.js';
@@ -88,10 +88,10 @@ export function recordDetail(record: LedgerRecord, actions: RecordDetail['action
     ...recordSummary(record),
     actions,
     version: record.version,
-    customer: customer && !unmask ? (maskJson(customer) as typeof customer) : customer,
+    customer: customer && !unmask ? (maskContactsInJson(customer) as typeof customer) : customer,
     inFlight: record.inFlight,
     rounds: record.rounds,
-    attempts: unmask ? record.attempts : record.attempts.map((a) => ({ ...a, request: maskJson(a.request), ...(a.response ? { response: { ...a.response, body: maskJson(a.response.body) } } : {}) })),
+    attempts: unmask ? record.attempts : record.attempts.map((a) => ({ ...a, request: maskContactsInJson(a.request), ...(a.response ? { response: { ...a.response, body: maskContactsInJson(a.response.body) } } : {}) })),
     attemptsOmitted: record.attemptsOmitted,
     history: record.history,
     changedRepeats: record.changedRepeats,
@@ -111,17 +111,6 @@ export function deadLetterSummary(letter: StoredDeadLetter): Omit<StoredDeadLett
   return summary;
 }
 
-/** Keys whose values are a customer's phone number or email, in any POS's payload (Square's phone_number, Shopify's email, …). */
-const CONTACT_KEY = /phone|e-?mail/i;
-
-function maskJson(value: unknown, key = ''): unknown {
-  if (typeof value === 'string') return CONTACT_KEY.test(key) && value ? '***' : maskContacts(value);
-  if (typeof value === 'number' && CONTACT_KEY.test(key)) return '***';
-  if (Array.isArray(value)) return value.map((v) => maskJson(v, key));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskJson(v, k)]));
-  return value;
-}
-
 /**
  * A dead letter's detail. Masked (the default), customers' phone numbers and emails in the body are
  * replaced: in JSON, every value under a key that names a phone or an email, and anything written
@@ -138,7 +127,7 @@ export function deadLetterDetail(letter: StoredDeadLetter, unmask: boolean, acti
 function maskedBody(body: string, encoding: 'utf8' | 'base64'): string {
   if (encoding === 'base64') return '';
   try {
-    return JSON.stringify(maskJson(JSON.parse(body)));
+    return JSON.stringify(maskContactsInJson(JSON.parse(body)));
   } catch {
     return maskContacts(body);
   }

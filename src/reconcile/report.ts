@@ -16,7 +16,7 @@
  *   lie outside the days read), and a reversal nobody explains (its order may be older than the
  *   range), are looked up in that card's own history before they are reported.
  */
-import { BridgeError, NotFoundError, ValidationError } from '../errors.js';
+import { BridgeError, echoed, NotFoundError, ValidationError } from '../errors.js';
 import { ledgerKey, type LedgerRecord } from '../ledger/record.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
@@ -38,14 +38,23 @@ export interface ReportRange {
   to: Date;
 }
 
+/** The earliest day a report may start: the loyalty history serves no earlier one, and a year 0 is a typo. */
+export const EARLIEST_REPORT_DAY = '2000-01-01';
+
 /**
  * `from` and `to` as a day (`2026-11-24`: the whole UTC day, `to`'s included) or a date-time with
- * an offset; `to` after `from`, at most MAX_RANGE_DAYS apart. A ValidationError names the field.
+ * an offset; `to` after `from`, at most MAX_RANGE_DAYS apart, `from` not before EARLIEST_REPORT_DAY
+ * and not after `now`. A ValidationError (400) names the field: a range the loyalty history cannot
+ * serve is the client's mistake, which asking again will not fix; only a history that fails to
+ * answer is a 502 (docs/backfill-and-reconcile.md). The year 9999 used to reach the loyalty service
+ * and come back as 502 history_unavailable.
  */
-export function parseRange(from: string, to: string): ReportRange {
+export function parseRange(from: string, to: string, now: Date = new Date()): ReportRange {
   const start = parseBound('from', from, 'start');
   const end = parseBound('to', to, 'end');
-  if (end.getTime() <= start.getTime()) throw ValidationError.field('to', `must be after from (${start.toISOString()}), got ${to}`);
+  if (start.getTime() < Date.parse(`${EARLIEST_REPORT_DAY}T00:00:00Z`)) throw ValidationError.field('from', `must be ${EARLIEST_REPORT_DAY} or later, got ${echoed(from, 40)}`);
+  if (start.getTime() > now.getTime()) throw ValidationError.field('from', `must not be later than now (${now.toISOString()}): there is nothing to report yet, got ${echoed(from, 40)}`);
+  if (end.getTime() <= start.getTime()) throw ValidationError.field('to', `must be after from (${start.toISOString()}), got ${echoed(to, 40)}`);
   const days = (end.getTime() - start.getTime()) / DAY_MS;
   if (days > MAX_RANGE_DAYS) throw ValidationError.field('to', `the range may span at most ${MAX_RANGE_DAYS} days, got ${Math.ceil(days)}: make one report per month`);
   return { from: start, to: end };
@@ -62,7 +71,7 @@ function parseBound(field: string, value: string, side: 'start' | 'end'): Date {
     const at = new Date(value);
     if (!Number.isNaN(at.getTime())) return at;
   }
-  throw ValidationError.field(field, `must be a day (2026-11-24) or a date-time with an offset (2026-11-24T10:00:00Z), got ${JSON.stringify(value.slice(0, 40))}`);
+  throw ValidationError.field(field, `must be a day (2026-11-24) or a date-time with an offset (2026-11-24T10:00:00Z), got ${JSON.stringify(echoed(value, 40))}`);
 }
 
 export interface PosSourceState {
@@ -111,7 +120,7 @@ export class ReconcileReporter {
 
   async report(merchantId: string, range: ReportRange, onProgress: (progress: ReportProgress) => void = () => {}): Promise<ThreeWayReport> {
     const merchant = await this.deps.merchants.get(merchantId);
-    if (!merchant) throw new NotFoundError(`no merchant ${merchantId}`);
+    if (!merchant) throw new NotFoundError(`no merchant ${echoed(merchantId)}`);
     if (!merchant.client.canVerify) {
       throw new BridgeError(`merchant ${merchant.id} has no loyalty API key (LOYALTY_API_KEY, or the merchant's loyalty.apiKey): its operations history cannot be read`, 422, 'history_unavailable');
     }
@@ -264,13 +273,28 @@ function day(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
-/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
-function csvField(value: string | number | undefined): string {
+/**
+ * A formula character (OWASP, "CSV injection": = + - @ tab CR) where a spreadsheet may read a cell
+ * as beginning: the cell's start, or right after a list separator or a line feed inside it, spaces
+ * between allowed. Opened where the list separator is `;` (much of Europe), a line is split at
+ * every `;`, quotes or not, and `a;=HYPERLINK(…)` becomes a cell that begins with `=`; where it is
+ * `,` the same with commas, and with line feeds, in a tool that ignores the quotes.
+ */
+const FORMULA_AT_A_START = /(^|[;,\n])( *)([=+\-@\t\r])/g;
+/** What makes a cell quoted: a separator of either kind, a quote, a line break, or a formula character anywhere. */
+const NEEDS_QUOTES = /[;,"\r\n=+\-@\t]/;
+
+/**
+ * One CSV cell (RFC 4180, its quotes doubled), kept as text by every spreadsheet
+ * (docs/backfill-and-reconcile.md): a formula character that begins the cell, or begins any part of
+ * it after a `;`, a `,` or a line feed, is preceded by `'`; a cell holding a separator, a quote, a line break or a
+ * formula character anywhere is quoted. The first character alone used to be checked, so a cell
+ * `x;=cmd` ran `=cmd` in a `;` locale.
+ */
+export function csvField(value: string | number | undefined): string {
   if (value === undefined) return '';
-  let text = String(value);
-  // A cell a spreadsheet would run as a formula (=, +, -, @, tab or CR first) is kept as text.
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  const text = String(value).replace(FORMULA_AT_A_START, "$1$2'$3");
+  return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 export const CSV_COLUMNS = ['kind', 'transactionId', 'orderId', 'operationId', 'why', 'next'] as const;

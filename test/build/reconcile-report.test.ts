@@ -78,7 +78,7 @@ describe('npm run reconcile-report', () => {
   it('--csv: the differences as CSV; a range with none exits 0', async () => {
     const csv = await run(['--from', today(), '--to', today(), '--csv'], env);
     expect(csv.status).toBe(3);
-    expect(csv.stdout.split('\r\n')).toEqual(['kind,transactionId,orderId,operationId,why,next', expect.stringMatching(/^not_in_history,generic:N-1,N-1,,"the ledger holds it/), '']);
+    expect(csv.stdout.split('\r\n')).toEqual(['kind,transactionId,orderId,operationId,why,next', expect.stringMatching(/^not_in_history,"generic:N-1","N-1",,"the ledger holds it/), '']);
     const clean = await run(['--from', '2026-01-01', '--to', '2026-01-31'], env);
     expect(clean.stderr).toContain('no difference');
     expect(clean.status).toBe(0);

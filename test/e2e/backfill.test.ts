@@ -593,4 +593,47 @@ describe('backfill for created merchants: who may ask for whose pass', () => {
     expect(metrics).toMatch(/bridge_backfill_found_total\{pos="loyverse",result="known",merchant="shop-a"\} 1/);
     expect(metrics).toMatch(/bridge_backfill_passes_total\{pos="loyverse",outcome="complete",merchant="shop-a"\} 2/);
   });
+
+  // A watermark never moves past now (docs/backfill-and-reconcile.md): an until of 2099 used to
+  // become the watermark, and scheduled passes never read the present again (issue 19, row 4).
+  const watermarkOf = async () => (await h.bridge.store.listBackfillStates('shop-a')).find((s) => s.pos === 'loyverse')?.watermark;
+
+  it('an until or since later than now is a 400 naming it, and the watermark stays where it was', async () => {
+    const before = await watermarkOf();
+    expect(before).toEqual(expect.any(String));
+    const future = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'loyverse', since: ago(60), until: '2099-01-01T00:00:00Z' });
+    expect(future.status).toBe(400);
+    expect(future.body.error.issues).toEqual([{ field: 'until', message: expect.stringMatching(/^must not be later than now/) }]);
+    const early = await as(shop.adminToken).post({ pos: 'loyverse', since: '2099-01-01T00:00:00Z' });
+    expect(early.status).toBe(400);
+    expect(early.body.error.issues).toEqual([{ field: 'since', message: expect.stringMatching(/^must not be later than now/) }]);
+    expect(await watermarkOf()).toBe(before);
+    const row = (await as(ADMIN_TOKEN).get('?merchantId=shop-a')).body.items[0] as { watermark: string; lastPass: { until: string } };
+    expect(row.watermark).toBe(before);
+    expect(Date.parse(row.lastPass.until)).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('a pass asked for a window past now (as the CLI may ask) reads up to now: its until and the watermark are not later than now', async () => {
+    const asked = Date.now();
+    const result = await h.bridge.backfill.runPass({ merchantId: 'shop-a', pos: 'loyverse', since: new Date(Date.parse(ago(60))), until: new Date('2099-01-01T00:00:00Z'), by: 'request' });
+    const done = Date.now();
+    expect(Date.parse(result.until)).toBeGreaterThanOrEqual(asked);
+    expect(Date.parse(result.until)).toBeLessThanOrEqual(done);
+    expect(Date.parse(result.watermark!)).toBeLessThanOrEqual(done);
+    expect(Date.parse((await watermarkOf())!)).toBeLessThanOrEqual(done);
+  });
+
+  it('a watermark an earlier build stored past now counts as now: the next pass reads the present, and the watermark comes back to now', async () => {
+    await h.bridge.store.updateBackfillState('shop-a', 'loyverse', (current) => ({ ...current!, watermark: '2099-01-01T00:00:00.000Z' }));
+    const late = h.sim.pos.loyverse.addOrder(shop.account, sale('+14155550262', ago(2)));
+    const asked = Date.now();
+    const result = await h.bridge.backfill.runPass({ merchantId: 'shop-a', pos: 'loyverse', by: 'scheduled' });
+    const done = Date.now();
+    expect(Date.parse(result.until)).toBeGreaterThanOrEqual(asked);
+    expect(Date.parse(result.until)).toBeLessThanOrEqual(done);
+    expect(result.new).toEqual([expect.stringContaining(late.receipt_number)]);
+    const watermark = Date.parse((await watermarkOf())!);
+    expect(watermark).toBeGreaterThanOrEqual(asked);
+    expect(watermark).toBeLessThanOrEqual(done);
+  });
 });

@@ -132,7 +132,7 @@ describe.each(STORES)('the three-way report ($name store)', ({ name }) => {
     expect(lines[0]).toBe('kind,transactionId,orderId,operationId,why,next');
     expect(lines).toHaveLength(1 + 5 + 1);
     expect(lines.at(-1)).toBe('');
-    expect(lines[1]).toMatch(/^missing_in_ledger,generic:M-1,M-1,,.*,"backfill: POST \/v1\/admin\/backfill \{""merchantId"":""default"",/);
+    expect(lines[1]).toMatch(/^missing_in_ledger,"generic:M-1","M-1",,.*,"backfill: POST \/v1\/admin\/backfill \{""merchantId"":""default"",/);
     expect(lines[3]).toMatch(new RegExp(`^unclaimed_operation,,,${outsideOperation},`));
   });
 

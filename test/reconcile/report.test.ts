@@ -10,7 +10,9 @@ import type { LedgerRecord } from '../../src/ledger/record.js';
 import type { OperationsQuery } from '../../src/loyalty/client.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import type { ActiveMerchant } from '../../src/merchants/registry.js';
-import { ReconcileReporter, reportCsv } from '../../src/reconcile/report.js';
+import fc from 'fast-check';
+import { ValidationError } from '../../src/errors.js';
+import { csvField, EARLIEST_REPORT_DAY, parseRange, ReconcileReporter, reportCsv } from '../../src/reconcile/report.js';
 import { makeRecord, minutes } from '../ledger/store-contract.js';
 
 const CARD = '11-100001-2';
@@ -117,18 +119,108 @@ describe('gathering the sides', () => {
 });
 
 describe('reportCsv (RFC 4180)', () => {
-  it('quotes a field with a comma, a quote or a line break, doubles its quotes, ends lines with CRLF', () => {
+  it('quotes a field with a comma, a quote, a line break or a formula character, doubles its quotes, ends lines with CRLF', () => {
     const csv = reportCsv({
       differences: [
-        { kind: 'missing_in_ledger', transactionId: 'square:A-1', orderId: 'A-1', why: 'one, two "three"\nfour', next: 'plain' },
+        { kind: 'missing_in_ledger', transactionId: 'square:A-1', orderId: 'A1', why: 'one, two "three"\nfour', next: 'plain' },
         { kind: 'unclaimed_operation', operationId: 42, why: 'no comma here', next: 'x' },
       ],
     });
-    expect(csv).toBe('kind,transactionId,orderId,operationId,why,next\r\nmissing_in_ledger,square:A-1,A-1,,"one, two ""three""\nfour",plain\r\nunclaimed_operation,,,42,no comma here,x\r\n');
+    expect(csv).toBe('kind,transactionId,orderId,operationId,why,next\r\nmissing_in_ledger,"square:A-1",A1,,"one, two ""three""\nfour",plain\r\nunclaimed_operation,,,42,no comma here,x\r\n');
   });
 
   it("keeps a field a spreadsheet would run as a formula as text (a leading ')", () => {
     const csv = reportCsv({ differences: [{ kind: 'missing_in_ledger', orderId: '=HYPERLINK("http://x")', why: '-1', next: '@sum' }] });
-    expect(csv.split('\r\n')[1]).toBe(`missing_in_ledger,,"'=HYPERLINK(""http://x"")",,'-1,'@sum`);
+    expect(csv.split('\r\n')[1]).toBe(`missing_in_ledger,,"'=HYPERLINK(""http://x"")",,"'-1","'@sum"`);
+  });
+});
+
+describe('csvField: hostile cells (docs/backfill-and-reconcile.md, CSV)', () => {
+  it.each([
+    ['a formula first', '=1+1', `"'=1+1"`],
+    ['a plus first', '+1', `"'+1"`],
+    ['a minus first', '-2+3', `"'-2+3"`],
+    ['an at sign first', '@SUM(A1)', `"'@SUM(A1)"`],
+    ['a tab first', '\t=1', `"'\t=1"`],
+    ['a carriage return first', '\r=1', `"'\r=1"`],
+    ['a formula after a semicolon (a ; locale splits the cell there)', 'x;=HYPERLINK("http://evil")', `"x;'=HYPERLINK(""http://evil"")"`],
+    ['a formula after a comma', 'x,=1+1', `"x,'=1+1"`],
+    ['a formula after a separator and spaces', 'x;  @cmd', `"x;  '@cmd"`],
+    ['a formula after spaces', '  =1+1', `"  '=1+1"`],
+    ['several', '=a;+b,-c;@d', `"'=a;'+b,'-c;'@d"`],
+    ['a semicolon alone', 'a;b', '"a;b"'],
+    ['a formula character inside', 'A-1001', '"A-1001"'],
+    ['an equals sign inside', 'a=b', '"a=b"'],
+    ['a quote', 'say "hi"', '"say ""hi"""'],
+    ['a line feed', 'a\nb', '"a\nb"'],
+    ['a formula after a line feed', 'a\n-1', `"a\n'-1"`],
+    ['nothing to neutralise', 'plain text 42', 'plain text 42'],
+  ])('%s: %j → %j', (_name, cell, written) => {
+    expect(csvField(cell)).toBe(written);
+  });
+
+  it('numbers and absent cells', () => {
+    expect(csvField(42)).toBe('42');
+    expect(csvField(-5)).toBe(`"'-5"`);
+    expect(csvField(undefined)).toBe('');
+  });
+
+  /** The cells a reader makes of one written cell, splitting at `separator` wherever it stands and ignoring quotes, as a `;` locale does with a `,` file. */
+  const naiveCells = (written: string, separator: string) => written.split(separator).map((part) => part.replace(/^"/, ''));
+
+  it('whatever a cell holds, no part of it a reader splits at ; , or a line feed, ignoring quotes, begins with a formula character, and RFC 4180 readers get it back', () => {
+    const hostile = fc.array(fc.oneof(fc.constantFrom('=', '+', '-', '@', '\t', '\r', ';', ',', '"', ' ', '\n', 'cmd', '1', 'A'), fc.string({ maxLength: 3 })), { maxLength: 12 })
+      .map((parts) => parts.join(''))
+      // A ' of the cell's own would make what was added ambiguous to take back out below.
+      .filter((cell) => !cell.includes("'"));
+    fc.assert(
+      fc.property(hostile, (cell) => {
+        const written = csvField(cell);
+        for (const separator of [';', ',', '\n']) {
+          for (const part of naiveCells(written, separator)) expect(part.replace(/^ +/, '')).not.toMatch(/^[=+\-@\t\r]/);
+        }
+        const read = written.startsWith('"') ? written.slice(1, -1).replace(/""/g, '"') : written;
+        // What was added: a ' before a formula character, at the start or after a separator and spaces.
+        expect(read.replace(/(^ *|[;,\n] *)'(?=[=+\-@\t\r])/g, '$1')).toBe(cell);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('parseRange: what the loyalty history can serve, else a 400 naming the parameter', () => {
+  const now = new Date('2026-11-27T08:00:00Z');
+  /** The issue a range is refused with; undefined when it is accepted. */
+  const refusal = (from: string, to: string) => {
+    try {
+      parseRange(from, to, now);
+      return undefined;
+    } catch (error) {
+      expect(error).toBeInstanceOf(ValidationError);
+      return (error as ValidationError).issues[0];
+    }
+  };
+
+  it.each([
+    ['the year 9999', '9999-01-01', '9999-01-02', 'from', /must not be later than now/],
+    ['a from after now', '2026-11-27T08:00:01Z', '2026-11-28', 'from', /must not be later than now/],
+    ['before 2000', '1999-12-31', '2000-01-02', 'from', new RegExp(`must be ${EARLIEST_REPORT_DAY} or later`)],
+    ['the year 0', '0000-01-01', '0000-01-02', 'from', /or later/],
+    ['to before from', '2026-11-20', '2026-11-10', 'to', /must be after from/],
+    ['to equal to from (date-times)', '2026-11-20T10:00:00Z', '2026-11-20T10:00:00Z', 'to', /must be after from/],
+    ['a span over the maximum', '2026-09-01', '2026-11-01', 'to', /at most 32 days/],
+    ['up to the year 9999', '2026-11-01', '9999-12-31', 'to', /at most 32 days/],
+    ['not a day', '2026-02-30', '2026-03-01', 'from', /must be a day/],
+  ])('%s → 400 naming %s', (_name, from, to, field, message) => {
+    expect(refusal(from, to)).toEqual({ field, message: expect.stringMatching(message) });
+  });
+
+  it.each([
+    ['today, whole', '2026-11-27', '2026-11-27'],
+    ['a month up to the end of today', '2026-10-28', '2026-11-27'],
+    ['from now to a future to', '2026-11-27T08:00:00Z', '2026-11-28T08:00:00Z'],
+    ['the first day served', '2000-01-01', '2000-01-31'],
+  ])('%s is a range', (_name, from, to) => {
+    expect(refusal(from, to)).toBeUndefined();
   });
 });

@@ -4,15 +4,16 @@
  * admin token sees its own records, dead letters and reconcile only: another merchant's record is
  * a 404, never a 403, so its existence is not told.
  */
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
 import type { NamedAdminToken } from '../../config.js';
 import type { Ingest } from '../../core/ingest.js';
 import type { OperatorActions } from '../../core/operator.js';
 import type { Worker } from '../../core/worker.js';
 import { attentionQueue } from '../../core/attention-queue.js';
-import { BridgeError, NotFoundError, ValidationError } from '../../errors.js';
+import { BridgeError, echoed, NotFoundError, ValidationError } from '../../errors.js';
 import { adminAuth, requireGlobalAdmin, type AdminPrincipal, type TokenDirectory } from '../auth.js';
+import { adminInput } from '../body.js';
 import { DEFAULT_MERCHANT, keyOf as recordKeyOf, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../../ledger/record.js';
 import type { MerchantAdmin } from '../../merchants/admin.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
@@ -202,7 +203,7 @@ export const DeadLetterQuery = z.strictObject({
 export function scopeOf(req: Request, requested: string | undefined): string | undefined {
   const principal = req.adminPrincipal as AdminPrincipal;
   if (principal.scope === 'global') return requested;
-  if (requested && requested !== principal.merchantId) throw new NotFoundError(`no merchant ${requested}`);
+  if (requested && requested !== principal.merchantId) throw new NotFoundError(`no merchant ${echoed(requested)}`);
   return principal.merchantId;
 }
 
@@ -223,6 +224,13 @@ function keyOf(req: Request, query: { merchantId?: string } = parseWith(ScopeQue
   return ledgerKey(scopeOf(req, query.merchantId) ?? DEFAULT_MERCHANT, req.params.transactionId as string);
 }
 
+/** The merchant `:merchantId` names; one no merchant can have (not a merchant id) is the same 404 as an unknown one, its text cut short. */
+function merchantIdOf(req: Request): string {
+  const id = req.params.merchantId as string;
+  if (!MERCHANT_ID.test(id)) throw new NotFoundError(`no merchant ${echoed(id)}`);
+  return id;
+}
+
 /** Who acts, from the token, and why, from the body. */
 function actOf(req: Request, reason: string | undefined): OperatorAct {
   return { actor: (req.adminPrincipal as AdminPrincipal).actor, ...(reason ? { reason } : {}) };
@@ -230,7 +238,7 @@ function actOf(req: Request, reason: string | undefined): OperatorAct {
 
 export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: readonly NamedAdminToken[]; store: LedgerStore; operator: OperatorActions; worker: Worker; ingest: Ingest; merchants: MerchantAdmin; tokens: Pick<TokenDirectory, 'byAdminToken'> }): Router {
   const router = Router();
-  router.use('/v1/admin', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), express.json({ limit: '16kb' }));
+  router.use('/v1/admin', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), adminInput());
 
   router.get('/v1/admin/whoami', (req, res) => {
     const principal = req.adminPrincipal as AdminPrincipal;
@@ -288,7 +296,7 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
   router.get('/v1/admin/transactions/:transactionId', async (req, res) => {
     const q = parseWith(RecordDetailQuery, req.query);
     const record = await deps.store.get(keyOf(req, q));
-    if (!record) throw new NotFoundError(`no ledger record ${req.params.transactionId}`);
+    if (!record) throw new NotFoundError(`no ledger record ${echoed(req.params.transactionId as string)}`);
     const unmask = q.unmask === 'true';
     // Reading a customer's contact details in clear is an action like any other: who, when, which record.
     if (unmask) await deps.operator.audit('unmask record', actOf(req, undefined), { transactionId: record.transactionId, merchantId: merchantOf(record) });
@@ -298,7 +306,7 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
   /** What the loyalty history shows around the record's uncertain call, read live; changes nothing (contract v1.4). */
   router.get('/v1/admin/transactions/:transactionId/evidence', async (req, res) => {
     const key = keyOf(req, parseWith(ScopeQuery, req.query));
-    if (!(await deps.store.get(key))) throw new NotFoundError(`no ledger record ${req.params.transactionId}`);
+    if (!(await deps.store.get(key))) throw new NotFoundError(`no ledger record ${echoed(req.params.transactionId as string)}`);
     res.json((await deps.operator.evidence(key)) satisfies EvidenceAnswer);
   });
 
@@ -309,7 +317,7 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
     const payload = await deps.store.getPayload(key);
     if (!payload) {
       const record = await deps.store.get(key);
-      throw new NotFoundError(record ? `record ${req.params.transactionId} has no payload kept (${record.origin ? (record.origin.via === 'remainder' ? 'a remainder comes from no delivery' : `its delivery was over ${PAYLOAD_KEPT_BYTES / 1024} KiB`) : 'it was recorded before payloads were kept'})` : `no ledger record ${req.params.transactionId}`);
+      throw new NotFoundError(record ? `record ${echoed(req.params.transactionId as string)} has no payload kept (${record.origin ? (record.origin.via === 'remainder' ? 'a remainder comes from no delivery' : `its delivery was over ${PAYLOAD_KEPT_BYTES / 1024} KiB`) : 'it was recorded before payloads were kept'})` : `no ledger record ${echoed(req.params.transactionId as string)}`);
     }
     const unmask = q.unmask === 'true';
     if (unmask) await deps.operator.audit('unmask payload', actOf(req, undefined), { transactionId: req.params.transactionId as string, merchantId: scopeOf(req, q.merchantId) ?? DEFAULT_MERCHANT });
@@ -415,7 +423,7 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
         answer.done.push(target.id);
       } catch (error) {
         if (!(error instanceof BridgeError) || error.status >= 500) throw error;
-        answer.refused.push({ id: target.id, why: error.status === 404 ? `no ledger record ${target.id}` : error.message });
+        answer.refused.push({ id: target.id, why: error.status === 404 ? `no ledger record ${echoed(target.id)}` : error.message });
       }
     }
     return answer;
@@ -438,7 +446,7 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
   async function letterOf(req: Request) {
     const letter = await deps.store.getDeadLetter(req.params.id as string);
     const principal = req.adminPrincipal as AdminPrincipal;
-    if (!letter || (principal.scope === 'merchant' && letter.merchantId !== principal.merchantId)) throw new NotFoundError(`no dead letter ${req.params.id}`);
+    if (!letter || (principal.scope === 'merchant' && letter.merchantId !== principal.merchantId)) throw new NotFoundError(`no dead letter ${echoed(req.params.id as string)}`);
     return letter;
   }
 
@@ -487,19 +495,19 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
   });
 
   router.get('/v1/admin/merchants/:merchantId', global, async (req, res) => {
-    res.json(await deps.merchants.get(req.params.merchantId as string));
+    res.json(await deps.merchants.get(merchantIdOf(req)));
   });
 
   router.patch('/v1/admin/merchants/:merchantId', global, async (req, res) => {
-    res.json(await deps.merchants.update(req.params.merchantId as string, req.body));
+    res.json(await deps.merchants.update(merchantIdOf(req), req.body));
   });
 
   router.post('/v1/admin/merchants/:merchantId/tokens', global, async (req, res) => {
-    res.json(await deps.merchants.rotateTokens(req.params.merchantId as string));
+    res.json(await deps.merchants.rotateTokens(merchantIdOf(req)));
   });
 
   router.post('/v1/admin/merchants/:merchantId/refresh', global, async (req, res) => {
-    res.json(await deps.merchants.refresh(req.params.merchantId as string));
+    res.json(await deps.merchants.refresh(merchantIdOf(req)));
   });
 
   return router;

@@ -4,14 +4,16 @@
  * last pass and next pass. ADMIN_TOKEN names the merchant (`merchantId`, default `default`); a
  * merchant's admin token acts for its own merchant only (another named is a 404, as for records).
  */
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
 import type { BackfillPoller } from '../../backfill/poller.js';
 import type { NamedAdminToken } from '../../config.js';
+import { ValidationError } from '../../errors.js';
 import { DEFAULT_MERCHANT } from '../../ledger/record.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import { parseWith } from '../../validation.js';
 import { adminAuth, type TokenDirectory } from '../auth.js';
+import { adminInput } from '../body.js';
 import { scopeOf } from './admin.js';
 
 const timestamp = z.iso.datetime({ offset: true });
@@ -21,8 +23,8 @@ export const BackfillRequest = z
   .strictObject({
     merchantId: merchantId.optional().meta({ description: "Whose account (ADMIN_TOKEN; default `default`). A merchant's admin token reads its own, and may name only itself." }),
     pos: z.string().min(1).max(32).meta({ description: 'The POS to read back, e.g. square (one whose API lists orders: square, shopify, clover, toast, loyverse).' }),
-    since: timestamp.meta({ description: 'Start of the window (ISO 8601), included: orders and refunds the POS changed at or after it.' }),
-    until: timestamp.optional().meta({ description: 'End of the window (ISO 8601), excluded; default now.' }),
+    since: timestamp.meta({ description: 'Start of the window (ISO 8601), included: orders and refunds the POS changed at or after it. Not later than now.' }),
+    until: timestamp.optional().meta({ description: 'End of the window (ISO 8601), excluded; default now, and never later (400): a watermark never moves past now.' }),
   })
   .meta({ description: 'One backfill pass now.' });
 
@@ -81,15 +83,23 @@ export const BackfillStatusList = z
 
 export function backfillRoutes(deps: { adminToken: string; namedAdminTokens?: readonly NamedAdminToken[]; tokens: Pick<TokenDirectory, 'byAdminToken'>; backfill: BackfillPoller; intervalMs: number; overlapMs: number }): Router {
   const router = Router();
-  router.use('/v1/admin/backfill', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), express.json({ limit: '16kb' }));
+  router.use('/v1/admin/backfill', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), adminInput());
 
   router.post('/v1/admin/backfill', async (req, res) => {
     const body = parseWith(BackfillRequest, req.body ?? {});
+    // A watermark never moves past now (docs/backfill-and-reconcile.md): a window reaching into the
+    // future is refused rather than cut short, so the operator sees what was read. An until of
+    // 2099 used to become the watermark, and scheduled passes never read the present again.
+    const now = new Date();
+    const since = new Date(body.since);
+    const until = body.until ? new Date(body.until) : undefined;
+    if (since.getTime() > now.getTime()) throw ValidationError.field('since', `must not be later than now (${now.toISOString()})`);
+    if (until && until.getTime() > now.getTime()) throw ValidationError.field('until', `must not be later than now (${now.toISOString()}): leave it out to read up to now`);
     const result = await deps.backfill.runPass({
       merchantId: scopeOf(req, body.merchantId) ?? DEFAULT_MERCHANT,
       pos: body.pos,
-      since: new Date(body.since),
-      ...(body.until ? { until: new Date(body.until) } : {}),
+      since,
+      ...(until ? { until } : {}),
       by: 'request',
     });
     res.json(result satisfies z.infer<typeof BackfillAnswer>);

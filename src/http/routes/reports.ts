@@ -4,7 +4,7 @@
  * (`merchantId`, default `default`); a merchant's admin token sees its own only, and a merchantId
  * naming another is a 404, as on every admin route. Making a report changes nothing.
  */
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
 import { DEFAULT_MERCHANT } from '../../ledger/record.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
@@ -12,6 +12,7 @@ import { MAX_RANGE_DAYS, parseRange, reportCsv, type ReconcileReporter } from '.
 import { parseWith } from '../../validation.js';
 import type { NamedAdminToken } from '../../config.js';
 import { adminAuth, type AdminPrincipal, type TokenDirectory } from '../auth.js';
+import { adminInput } from '../body.js';
 import type { OperatorActions } from '../../core/operator.js';
 import { scopeOf } from './admin.js';
 import type { ThreeWayReport } from '../schemas.js';
@@ -30,8 +31,8 @@ export const REPORT_PATH = '/v1/admin/reports/reconcile';
 
 export function reportRoutes(deps: { adminToken: string; namedAdminTokens?: readonly NamedAdminToken[]; tokens: Pick<TokenDirectory, 'byAdminToken'>; reporter: ReconcileReporter; operator: Pick<OperatorActions, 'audit'> }): Router {
   const router = Router();
-  // As every /v1/admin route: the same auth, and the same 16 KB body limit (a GET carries none).
-  router.use('/v1/admin/reports', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), express.json({ limit: '16kb' }));
+  // As every /v1/admin route: the same auth, and the same checks of its query, path and body (a GET carries none).
+  router.use('/v1/admin/reports', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), adminInput());
 
   router.get(REPORT_PATH, async (req, res) => {
     const q = parseWith(ReconcileReportQuery, req.query);
