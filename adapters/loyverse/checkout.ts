@@ -33,7 +33,7 @@
  * magnitudes: whether Loyverse writes a refund's money as positive or negative numbers is not
  * confirmed, and the equation above still checks that they add up.
  */
-import { ValidationError } from '../../src/errors.js';
+import { echoed, ValidationError } from '../../src/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { decimalToCents, decimalToString, isWholeNumber, type Decimal } from '../../src/money.js';
 import { nonZero } from '../../src/pos/check.js';
@@ -147,7 +147,7 @@ function includedTax(taxes: LoyverseTax[], read: (d: Decimal, field: string) => 
       default:
         throw ValidationError.field(
           `${field}.${j}.type`,
-          `must be "INCLUDED" or "ADDED" for a non-zero tax, got ${JSON.stringify(tax.type ?? null)}: the bridge must know whether the price contains it`,
+          `must be "INCLUDED" or "ADDED" for a non-zero tax, got ${echoed(JSON.stringify(tax.type ?? null))}: the bridge must know whether the price contains it`,
         );
     }
   });

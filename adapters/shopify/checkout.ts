@@ -33,7 +33,7 @@
  */
 import { z } from 'zod';
 import { normalizeCustomer, toE164, type Customer as BridgeCustomer } from '../../src/customer.js';
-import { ValidationError } from '../../src/errors.js';
+import { echoed, ValidationError } from '../../src/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, centsToDecimalString, decimalToCents, mulDecimal, nonNegativeCents, parseDecimal, toCents } from '../../src/money.js';
 import { nonZero } from '../../src/pos/check.js';
@@ -71,7 +71,7 @@ export function shopCents(plain: Amount | null | undefined, set: MoneySet | null
   if (set) {
     const code = set.shop_money.currency_code;
     if (options.currency && code && code !== options.currency) {
-      throw ValidationError.field(`${field}_set.shop_money.currency_code`, `is ${code}, but the order's currency is ${options.currency}`);
+      throw ValidationError.field(`${field}_set.shop_money.currency_code`, `is ${echoed(code)}, but the order's currency is ${options.currency}`);
     }
     fromSet = convert(set.shop_money.amount, `${field}_set.shop_money.amount`);
   }
@@ -234,7 +234,7 @@ export const PAID_FINANCIAL_STATUSES: ReadonlySet<string> = new Set(['paid', 'pa
 
 function requirePaid(status: string | null | undefined, field: string): void {
   if (status === undefined || status === null || PAID_FINANCIAL_STATUSES.has(status)) return;
-  throw ValidationError.field(field, `is ${JSON.stringify(status)}: the order is not paid, so nothing accrues until it is (${[...PAID_FINANCIAL_STATUSES].join(', ')})`);
+  throw ValidationError.field(field, `is ${echoed(JSON.stringify(status))}: the order is not paid, so nothing accrues until it is (${[...PAID_FINANCIAL_STATUSES].join(', ')})`);
 }
 
 export function translateOrder(body: unknown, context: AdapterContext): CheckoutIntent {

@@ -21,7 +21,7 @@
  * embedded line when the whole line is refunded, or when nothing about it was discounted or taxed;
  * otherwise the refund is refused.
  */
-import { ValidationError } from '../../src/errors.js';
+import { echoed, ValidationError } from '../../src/errors.js';
 import { decimalToCents, mulDecimal, nonNegativeCents, parseDecimal } from '../../src/money.js';
 import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
 import { parseWith } from '../../src/validation.js';
@@ -94,7 +94,7 @@ function readRefundLine(line: RefundLineItem, field: string): ReadRefundLine | u
   const embedded = line.line_item;
   if (!embedded) throw ValidationError.field(`${field}.line_item`, 'is required: its variant_id names the selection the refunded units were accrued under');
   if (embedded.id && embedded.id !== line.line_item_id) {
-    throw ValidationError.field(`${field}.line_item.id`, `is ${embedded.id}, but line_item_id is ${line.line_item_id}`);
+    throw ValidationError.field(`${field}.line_item.id`, `is ${echoed(String(embedded.id))}, but line_item_id is ${echoed(String(line.line_item_id))}`);
   }
   if (typeof embedded.quantity === 'number' && quantity > embedded.quantity) {
     throw ValidationError.field(`${field}.quantity`, `refunds ${quantity} units of a line that sold ${embedded.quantity}`);
@@ -121,7 +121,7 @@ function shopCurrencyOf(refund: Refund, prefix: string): string | undefined {
     ...(refund.order_adjustments ?? []).flatMap((a) => [a.amount_set, a.tax_amount_set]),
   ];
   const codes = new Set(sets.map((s) => s?.shop_money.currency_code).filter((c): c is string => Boolean(c)));
-  if (codes.size > 1) throw ValidationError.field(at(prefix, 'refund_line_items'), `the shop-currency amounts are in several currencies (${[...codes].join(', ')})`);
+  if (codes.size > 1) throw ValidationError.field(at(prefix, 'refund_line_items'), `the shop-currency amounts are in several currencies (${echoed([...codes].join(', '))})`);
   return [...codes][0];
 }
 
@@ -145,7 +145,7 @@ function readAdjustments(refund: Refund, prefix: string, currency: string | unde
 function refunded(refund: Refund, prefix: string): { cents: number; currency?: string } {
   const transactions = (refund.transactions ?? []).map((t, i) => ({ t, field: at(prefix, `transactions.${i}`) })).filter(({ t }) => t.kind === 'refund' && !FAILED.has(t.status ?? ''));
   const currencies = new Set(transactions.map(({ t }) => t.currency).filter((c): c is string => Boolean(c)));
-  if (currencies.size > 1) throw ValidationError.field(at(prefix, 'transactions'), `return money in several currencies (${[...currencies].join(', ')})`);
+  if (currencies.size > 1) throw ValidationError.field(at(prefix, 'transactions'), `return money in several currencies (${echoed([...currencies].join(', '))})`);
   return { cents: sum(transactions.map(({ t, field }) => nonNegativeCents(t.amount, `${field}.amount`))), currency: [...currencies][0] };
 }
 
@@ -173,7 +173,7 @@ function subtotalIncludesTax(refund: Refund, lines: ReadRefundLine[], prefix: st
   const adjAmount = part([adjustments.amount]);
   const adjTax = part([adjustments.tax]);
   if (subtotal === undefined || tax === undefined || dutiesIn === undefined || adjAmount === undefined || adjTax === undefined) {
-    throw ValidationError.field(at(prefix, 'transactions'), `return money in ${money.currency}, but the refund lines do not all state their amounts in ${money.currency}: the refund cannot be checked`);
+    throw ValidationError.field(at(prefix, 'transactions'), `return money in ${echoed(String(money.currency))}, but the refund lines do not all state their amounts in ${echoed(String(money.currency))}: the refund cannot be checked`);
   }
   // Adjustments are signed from the order's side: a shipping refund of 5.00 is amount "-5.00".
   const taxOnTop = subtotal + tax + dutiesIn - adjAmount - adjTax;
@@ -181,7 +181,7 @@ function subtotalIncludesTax(refund: Refund, lines: ReadRefundLine[], prefix: st
   const onTop = money.cents === taxOnTop;
   const inside = taxInside.includes(money.cents);
   if (onTop !== inside) return inside;
-  const currency = money.currency ? ` ${money.currency}` : '';
+  const currency = money.currency ? ` ${echoed(money.currency)}` : '';
   throw ValidationError.field(
     at(prefix, 'transactions'),
     `return ${show(money.cents)}${currency}, which matches ${onTop ? 'both' : 'neither'} the refunded lines with their tax on top (${show(taxOnTop)}) ${onTop ? 'and' : 'nor'} with the tax inside their subtotal (${show(taxInside[0]!)}): whether refund_line_items[].subtotal includes tax is not stated in a refund, so the bridge will not guess`,
@@ -208,7 +208,7 @@ export function withoutItemsReason(refund: Refund, prefix = ''): { ignorable: bo
   }
   return {
     ignorable: false,
-    reason: `names no refunded items but returns ${show(money.cents)}${money.currency ? ` ${money.currency}` : ''} that is not only shipping: an amount-only refund cannot be measured without its tax; reverse this order by hand`,
+    reason: `names no refunded items but returns ${show(money.cents)}${money.currency ? ` ${echoed(money.currency)}` : ''} that is not only shipping: an amount-only refund cannot be measured without its tax; reverse this order by hand`,
   };
 }
 

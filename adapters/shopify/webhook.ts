@@ -7,8 +7,14 @@
  *
  * Dedupe: `X-Shopify-Event-Id` names the event (the same across retries, which Shopify makes up to
  * 8 times over 4 hours with the original payload), else `X-Shopify-Webhook-Id` (older API
- * versions). Without either, the topic and the object's id are the key: one order is paid once and
- * one refund created once, and the core's ledger dedupes on the order and refund ids anyway.
+ * versions). Both are UUIDs Shopify issues, unique across every shop, so a delivery taken once is a
+ * duplicate whichever shop a later copy names in `X-Shopify-Shop-Domain`, which the HMAC does not
+ * cover (contract v1.4). Without either, the topic and the object's id are the key, the shop's own
+ * (order ids are Shopify's too, but the key is not an event's): one order is paid once and one
+ * refund created once, and the core's ledger dedupes on the order and refund ids anyway.
+ *
+ * Header names: Shopify's own library also sends and accepts them without the `X-` prefix
+ * (`shopify-hmac-sha256`, `shopify-topic`, …); both are read (`headerAliases`).
  *
  * Topics acted on: `orders/paid` → checkout (the moment the order's money is in); `orders/create`
  * → checkout only when already `paid` (POS sales are created paid, and a shop subscribed to
@@ -16,8 +22,8 @@
  * order id and calls nothing); `refunds/create` → refund. Everything else is acknowledged and ignored.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { ValidationError } from '../../src/errors.js';
-import { singleHeaderValue, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
+import { echoed, ValidationError } from '../../src/errors.js';
+import { singleHeaderValue, type ActionKey, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
 import { parseRefundPayload, withoutItemsReason } from './refund.js';
 import { unwrap } from './schema.js';
 
@@ -25,6 +31,12 @@ export const SIGNATURE_HEADER = 'x-shopify-hmac-sha256';
 export const TOPIC_HEADER = 'x-shopify-topic';
 export const EVENT_ID_HEADER = 'x-shopify-event-id';
 export const WEBHOOK_ID_HEADER = 'x-shopify-webhook-id';
+export const SHOP_DOMAIN_HEADER = 'x-shopify-shop-domain';
+
+/** Each header's name without `X-`, as Shopify's own library sends and accepts it, for the name read here. */
+const UNPREFIXED_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
+  [SIGNATURE_HEADER, TOPIC_HEADER, EVENT_ID_HEADER, WEBHOOK_ID_HEADER, SHOP_DOMAIN_HEADER].map((name) => [name.replace(/^x-/, ''), name]),
+);
 
 /** Topics the bridge knows; each is mapped below, unknown ones are ignored with a generic reason. */
 const TOPICS = ['orders/paid', 'orders/create', 'refunds/create', 'orders/cancelled', 'orders/updated', 'orders/edited', 'orders/fulfilled', 'orders/partially_fulfilled', 'orders/delete'] as const;
@@ -56,28 +68,29 @@ function objectOf(body: unknown, wrapper: 'order' | 'refund'): Record<string, un
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
 
-function dedupeKey(headers: IncomingHttpHeaders, topic: string, body: unknown): string {
+/** The action's key: Shopify's event id (unique across shops), else its webhook id (the same), else the shop's own topic and object id. */
+function dedupeKey(headers: IncomingHttpHeaders, topic: string, body: unknown): ActionKey {
   const eventId = idHeader(headers, EVENT_ID_HEADER);
-  if (eventId) return `event:${eventId}`;
+  if (eventId) return { key: `event:${eventId}`, uniqueAcrossAccounts: true };
   const webhookId = idHeader(headers, WEBHOOK_ID_HEADER);
-  if (webhookId) return `webhook:${webhookId}`;
+  if (webhookId) return { key: `webhook:${webhookId}`, uniqueAcrossAccounts: true };
   const id = objectOf(body, topic.startsWith('refunds/') ? 'refund' : 'order').id;
-  return typeof id === 'number' || typeof id === 'string' ? `${topic}:${id}` : topic;
+  return { key: typeof id === 'number' || typeof id === 'string' ? `${topic}:${id}` : topic };
 }
 
 /** A refund that returns nothing or only shipping is acknowledged here; anything unreadable goes on to be refused loudly. */
-function refundAction(key: string, body: unknown): WebhookAction {
+function refundAction(key: ActionKey, body: unknown): WebhookAction {
   try {
     const { refund } = parseRefundPayload(body);
     const refundsUnits = (refund.refund_line_items ?? []).some((line) => line.quantity !== 0);
     if (!refundsUnits) {
       const { ignorable, reason } = withoutItemsReason(refund);
-      if (ignorable) return { kind: 'ignored', key, reason };
+      if (ignorable) return { kind: 'ignored', ...key, reason };
     }
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
   }
-  return { kind: 'refund', key, payload: body };
+  return { kind: 'refund', ...key, payload: body };
 }
 
 function classify(body: unknown, headers: IncomingHttpHeaders): WebhookAction[] {
@@ -85,27 +98,27 @@ function classify(body: unknown, headers: IncomingHttpHeaders): WebhookAction[] 
   if (!topic) throw ValidationError.field(TOPIC_HEADER, 'is missing: without the topic the delivery cannot be understood');
   if (!TOPIC_FORMAT.test(topic)) throw ValidationError.field(TOPIC_HEADER, `is not one topic: ${JSON.stringify(topic.slice(0, 80))}`);
   const key = dedupeKey(headers, topic, body);
-  if (!isTopic(topic)) return [{ kind: 'ignored', key, reason: `topic ${topic} is not one the bridge acts on` }];
+  if (!isTopic(topic)) return [{ kind: 'ignored', ...key, reason: `topic ${echoed(topic)} is not one the bridge acts on` }];
   switch (topic) {
     case 'orders/paid':
-      return [{ kind: 'checkout', key, payload: body }];
+      return [{ kind: 'checkout', ...key, payload: body }];
     case 'orders/create': {
       const status = objectOf(body, 'order').financial_status;
-      if (status === 'paid') return [{ kind: 'checkout', key, payload: body }];
-      return [{ kind: 'ignored', key, reason: `orders/create with financial_status ${JSON.stringify(status ?? null)}: accrued when orders/paid arrives` }];
+      if (status === 'paid') return [{ kind: 'checkout', ...key, payload: body }];
+      return [{ kind: 'ignored', ...key, reason: `orders/create with financial_status ${echoed(JSON.stringify(status ?? null))}: accrued when orders/paid arrives` }];
     }
     case 'refunds/create':
       return [refundAction(key, body)];
     case 'orders/cancelled':
-      return [{ kind: 'ignored', key, reason: 'a cancellation itself changes nothing: money given back arrives as refunds/create' }];
+      return [{ kind: 'ignored', ...key, reason: 'a cancellation itself changes nothing: money given back arrives as refunds/create' }];
     case 'orders/updated':
     case 'orders/edited':
-      return [{ kind: 'ignored', key, reason: `${topic}: the accrual is the order as paid (orders/paid); later changes are not re-accrued, refunds arrive as refunds/create` }];
+      return [{ kind: 'ignored', ...key, reason: `${topic}: the accrual is the order as paid (orders/paid); later changes are not re-accrued, refunds arrive as refunds/create` }];
     case 'orders/fulfilled':
     case 'orders/partially_fulfilled':
-      return [{ kind: 'ignored', key, reason: `${topic}: fulfilment does not change what was paid` }];
+      return [{ kind: 'ignored', ...key, reason: `${topic}: fulfilment does not change what was paid` }];
     case 'orders/delete':
-      return [{ kind: 'ignored', key, reason: 'orders/delete: deleting an order record returns no money; refunds arrive as refunds/create' }];
+      return [{ kind: 'ignored', ...key, reason: 'orders/delete: deleting an order record returns no money; refunds arrive as refunds/create' }];
     default: {
       const unhandled: never = topic;
       throw new Error(`unmapped Shopify topic ${String(unhandled)}`);
@@ -123,6 +136,10 @@ export const shopifyWebhook: WebhookSpec = {
   },
   classify,
   // Shopify names the shop in X-Shopify-Shop-Domain. The HMAC covers the body only, and no shop is
-  // named in it: the header is what Shopify gives (docs/merchants.md says what that means).
-  accounts: (body, headers) => [{ account: singleHeaderValue(headers, 'x-shopify-shop-domain'), body }],
+  // named in it: the header is what Shopify gives (docs/merchants.md says what that means), which is
+  // why its event ids are deduplicated across shops (dedupeKey).
+  accounts: (body, headers) => [{ account: singleHeaderValue(headers, SHOP_DOMAIN_HEADER), body }],
+  headerAliases: UNPREFIXED_NAMES,
+  // The event id headers are not signed either: the signed body itself identifies a taken delivery.
+  accountOutsideSignature: true,
 };

@@ -18,7 +18,7 @@
  *   that is not inside total_money after all, a field Square added) is refused, never guessed.
  */
 import { hasContact, normalizeCustomer, type Customer, type RawCustomer } from '../../src/customer.js';
-import { ValidationError } from '../../src/errors.js';
+import { echoed, ValidationError } from '../../src/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
 import { nonZero } from '../../src/pos/check.js';
@@ -64,7 +64,7 @@ export class MinorUnits {
   read(money: Money | null | undefined, field: string, sign: 'non-negative' | 'any' = 'non-negative'): bigint {
     if (!money) return 0n;
     if (money.currency !== this.currency) {
-      throw ValidationError.field(`${this.path(field)}.currency`, `is ${JSON.stringify(money.currency)} but the order is in ${this.currency}`);
+      throw ValidationError.field(`${this.path(field)}.currency`, `is ${JSON.stringify(echoed(money.currency))} but the order is in ${this.currency}`);
     }
     const minor = BigInt(money.amount);
     if (sign === 'non-negative' && minor < 0n) throw ValidationError.field(`${this.path(field)}.amount`, `must not be negative, got ${money.amount}`);
@@ -182,7 +182,7 @@ export function checkoutFromOrder(body: unknown, context: AdapterContext): Check
   const path = (field: string) => at(prefix, field);
   if (!order.id) throw ValidationError.field(path('id'), 'is required: the Square order id identifies the transaction');
   if (order.state !== COMPLETED) {
-    throw ValidationError.field(path('state'), `is ${JSON.stringify(order.state ?? null)}: only ${COMPLETED} Square orders are sales that accrue (OPEN, DRAFT and CANCELED ones are not)`);
+    throw ValidationError.field(path('state'), `is ${echoed(JSON.stringify(order.state ?? null))}: only ${COMPLETED} Square orders are sales that accrue (OPEN, DRAFT and CANCELED ones are not)`);
   }
   const lines = order.line_items ?? [];
   if ((order.returns ?? []).length > 0) {

@@ -22,7 +22,7 @@ export const squareAdapter: PosAdapter = {
   // A PaymentRefund posted without its order: with SQUARE_ACCESS_TOKEN the order is read, as the webhook does.
   refundFetch: (body) => {
     const named = paymentRefundOrderId(body);
-    return named && { fetch: (api) => retrieveOrder(api, named.orderId), payload: (order) => ({ refund: named.refund, order }) };
+    return named && { fetch: (api) => retrieveOrder(api, named.orderId), payload: (order) => ({ refund: named.refund, order }), reads: { kind: 'order', id: named.orderId } };
   },
   webhook: squareWebhook,
   backfill: squareBackfill,

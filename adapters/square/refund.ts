@@ -8,7 +8,7 @@
  *   order whose `returns[].source_order_id` is the original order and whose `return_line_items`
  *   say, tax-excluded, what was returned.
  */
-import { ValidationError } from '../../src/errors.js';
+import { echoed, ValidationError } from '../../src/errors.js';
 import { assertCurrency, isWholeNumber, minorUnitsToCents } from '../../src/money.js';
 import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
 import { isObject, parseWith } from '../../src/validation.js';
@@ -27,7 +27,7 @@ function refundFromReturnOrder(order: Order, prefix: string, refundCurrency?: { 
   const returns = order.returns ?? [];
   const sources = [...new Set(returns.map((r) => r.source_order_id))];
   if (sources.length !== 1 || !sources[0]) {
-    throw ValidationError.field(path('returns'), `must name exactly one source_order_id (the sale being refunded), got ${sources.map((s) => JSON.stringify(s ?? null)).join(', ')}`);
+    throw ValidationError.field(path('returns'), `must name exactly one source_order_id (the sale being refunded), got ${echoed(sources.map((s) => JSON.stringify(s ?? null)).join(', '))}`);
   }
   if ((order.line_items ?? []).length > 0) {
     throw ValidationError.field(path('line_items'), 'are present next to returns: an exchange is not split automatically; post the sale to /v1/checkouts/generic and the return to /v1/refunds/generic');
@@ -36,7 +36,7 @@ function refundFromReturnOrder(order: Order, prefix: string, refundCurrency?: { 
   if (!firstMoney) throw ValidationError.field(path('returns'), 'state no returned money (no return_line_items, return_service_charges or return_amounts)');
   const money = new MinorUnits(assertCurrency(firstMoney.currency, path('return_amounts.total_money.currency')), prefix);
   if (refundCurrency && refundCurrency.currency !== money.currency) {
-    throw ValidationError.field(refundCurrency.field, `is ${JSON.stringify(refundCurrency.currency)} but the return order is in ${money.currency}`);
+    throw ValidationError.field(refundCurrency.field, `is ${JSON.stringify(echoed(refundCurrency.currency))} but the return order is in ${money.currency}`);
   }
 
   let refunded = 0n;
@@ -92,7 +92,7 @@ function refundFromSaleOrder(refund: PaymentRefund, order: Order, prefix: string
   if (!order.total_money) throw ValidationError.field(path('total_money'), 'is required to measure the refund against the order');
   const money = new MinorUnits(assertCurrency(order.total_money.currency, path('total_money.currency')), prefix);
   if (refund.amount_money.currency !== money.currency) {
-    throw ValidationError.field(r('amount_money.currency'), `is ${JSON.stringify(refund.amount_money.currency)} but the order is in ${money.currency}`);
+    throw ValidationError.field(r('amount_money.currency'), `is ${JSON.stringify(echoed(refund.amount_money.currency))} but the order is in ${money.currency}`);
   }
   const refunded = BigInt(refund.amount_money.amount);
   const total = money.read(order.total_money, 'total_money');
@@ -161,13 +161,13 @@ export function refundFromSquare(body: unknown): RefundIntent {
     const [rawRefund, refundPrefix] = isObject(body.refund) ? [body.refund, 'refund'] : [body, ''];
     const refund = parseWith(PaymentRefund, rawRefund, refundPrefix);
     if (refund.status !== COMPLETED) {
-      throw ValidationError.field(at(refundPrefix, 'status'), `is ${JSON.stringify(refund.status)}: a Square refund is acted on once its status is ${COMPLETED}`);
+      throw ValidationError.field(at(refundPrefix, 'status'), `is ${echoed(JSON.stringify(refund.status))}: a Square refund is acted on once its status is ${COMPLETED}`);
     }
     if (refundPrefix === '' || body.order === undefined) return refundWithoutOrder(refund, refundPrefix);
     const { order, prefix: orderPrefix } = parseOrder(body.order, 'order');
     if (!refund.order_id) throw ValidationError.field(at(refundPrefix, 'order_id'), 'is required: it names the order the refund belongs to');
     if (order.id !== refund.order_id) {
-      throw ValidationError.field(at(orderPrefix, 'id'), `is ${JSON.stringify(order.id ?? null)} but the refund's order_id is ${JSON.stringify(refund.order_id)}`);
+      throw ValidationError.field(at(orderPrefix, 'id'), `is ${echoed(JSON.stringify(order.id ?? null))} but the refund's order_id is ${echoed(JSON.stringify(refund.order_id))}`);
     }
     return (order.returns ?? []).length > 0
       ? refundFromReturnOrder(order, orderPrefix, { currency: refund.amount_money.currency, field: at(refundPrefix, 'amount_money.currency') })
@@ -181,7 +181,7 @@ export function refundFromSquare(body: unknown): RefundIntent {
     );
   }
   if (order.state !== COMPLETED) {
-    throw ValidationError.field(at(prefix, 'state'), `is ${JSON.stringify(order.state ?? null)}: a return order is acted on once it is ${COMPLETED}`);
+    throw ValidationError.field(at(prefix, 'state'), `is ${echoed(JSON.stringify(order.state ?? null))}: a return order is acted on once it is ${COMPLETED}`);
   }
   return refundFromReturnOrder(order, prefix);
 }

@@ -9,13 +9,15 @@ import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { withMerchant } from '../log-context.js';
 import { hasContact } from '../customer.js';
-import { BridgeError, ConflictError, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
+import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
 import { DEFAULT_MERCHANT, FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
 import { replayRefusal, type DeadLetter, type LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
-import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosSettings, RefundIntent, WebhookAction } from '../pos/contract.js';
-import { posApi, PosApiError, PosApiNotConfiguredError } from '../pos-api.js';
+import { KeyedMutex } from '../keyed-mutex.js';
+import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosObjectRef, PosSettings, RefundIntent, WebhookAction, WebhookSpec } from '../pos/contract.js';
+import { isObjectRefusal, posApi, PosApiError, PosApiNotConfiguredError, PosObjectRefusedError } from '../pos-api.js';
+import { canonicalHeaders } from '../webhooks/headers.js';
 import { singleHeader, verifySignature } from '../webhooks/signature.js';
 import type { Answer } from './answer.js';
 import { isDueForRetry, retryAfterFailure, type DeadLetterRetryPolicy, type DeadLetterRunner } from './dead-letter-retry.js';
@@ -96,6 +98,53 @@ function describeFailures(errors: BridgeError[]): string {
 /** A fetched object may itself be id-only or need another fetch; this bounds the chain. */
 const MAX_FETCH_DEPTH = 3;
 
+/**
+ * An authentic delivery with no body at all: kept as a dead letter like any delivery the bridge
+ * cannot read, and the answer says so in plain words. Shopify's own library refuses such a
+ * delivery outright (missing_body); keeping it lets a person see what arrived.
+ */
+const EMPTY_BODY = 'empty body: the delivery is authentic (its signature matches) but carries nothing to act on; kept as a dead letter';
+
+/**
+ * The longest field or message of one issue an adapter's refusal is repeated with. Adapters cut
+ * what they echo of the POS's input (an id, a currency, a status) at MAX_ECHO characters; this
+ * bounds whatever else they say, so no answer, dead letter or attention item repeats a hostile body
+ * whole (security review, issue 19: a 12 KB header came back in the answer and the attention queue).
+ */
+const MAX_ISSUE_CHARS = 600;
+
+/** `error` with each issue's field and message cut at MAX_ISSUE_CHARS (the same error when none is longer). */
+function bounded(error: ValidationError): ValidationError {
+  const long = (text: string) => text.length > MAX_ISSUE_CHARS;
+  if (!error.issues.some((issue) => long(issue.field) || long(issue.message))) return error;
+  return new ValidationError(error.issues.map((issue) => ({ field: echoed(issue.field, MAX_ISSUE_CHARS), message: echoed(issue.message, MAX_ISSUE_CHARS) })));
+}
+
+/** An adapter's translation of the POS's payload; its refusal bounded (`bounded`). */
+function translated<T>(translate: () => T): T {
+  try {
+    return translate();
+  } catch (error) {
+    throw error instanceof ValidationError ? bounded(error) : error;
+  }
+}
+
+/**
+ * A read of the POS's API that a direct post asked for. The POS answering that the object the post
+ * names is not the merchant's (404, 410: another merchant's order) or not one it can read (400) is
+ * the sender's to fix: a 422 naming the object, which the POS does not retry. Anything else (a
+ * timeout, 429 or 5xx, or the bridge's own token refused, 401 or 403, which an operator fixes)
+ * stays a 502: nothing was recorded, and the sender posts it again.
+ */
+async function readForDirectPost<T>(pos: string, object: PosObjectRef, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof PosApiError && error.posStatus !== undefined && isObjectRefusal(error.posStatus)) throw new PosObjectRefusedError(pos, object, error.posStatus);
+    throw error;
+  }
+}
+
 /** The merchants ingest needs to know of (the merchant registry). */
 export interface MerchantDirectory {
   get(id: string): Promise<IngestMerchant | undefined>;
@@ -124,13 +173,46 @@ export class MerchantSuspendedError extends BridgeError {
 /** A delivery's part that names no merchant the bridge serves (kept as a dead letter, answered 2xx). */
 class UnknownMerchantError extends BridgeError {
   constructor(pos: string, account: string | undefined) {
-    super(account ? `no merchant has the ${pos} account ${JSON.stringify(account.slice(0, 80))}` : `the ${pos} delivery names no account, and merchants are bound to accounts`, 202, 'unknown_merchant');
+    super(account ? `no merchant has the ${pos} account ${JSON.stringify(echoed(account))}` : `the ${pos} delivery names no account, and merchants are bound to accounts`, 202, 'unknown_merchant');
   }
+}
+
+/**
+ * Where a webhook action is remembered once done (`remember`), and every key under which it counts
+ * as done already (`known`). Per merchant: two merchants' deliveries may carry equal event ids (a
+ * Square event id is only its seller's), so a merchant's keys are prefixed with its id; the default
+ * merchant's are bare, as they were before merchants existed, so what it remembered still counts.
+ * A key the POS issues once across its accounts (`uniqueAcrossAccounts`: Shopify's event ids) is
+ * remembered bare, for every merchant, so a copy naming another account is a duplicate (contract
+ * v1.4); what this merchant remembered under its prefix before that rule still counts.
+ */
+function eventKeys(merchant: IngestMerchant, action: WebhookAction): { remember: string; known: string[] } {
+  const own = merchant.id === DEFAULT_MERCHANT ? action.key : `${merchant.id}/${action.key}`;
+  if (!action.uniqueAcrossAccounts) return { remember: own, known: [own] };
+  return { remember: action.key, known: own === action.key ? [own] : [action.key, own] };
+}
+
+/**
+ * The key of a part's signed bytes, for a POS whose account is named outside the signature
+ * (`accountOutsideSignature`): remembered bare and under the merchant that took it, beside the event
+ * key, so a copy of the same bytes naming another account, under any event id, is a duplicate. The
+ * same merchant's copy goes on to its event key and the ledger (the same order under another topic
+ * is answered as a repeat of its record).
+ */
+function signedBytesKey(spec: WebhookSpec, partRaw: Buffer): string | undefined {
+  if (!spec.accountOutsideSignature) return undefined;
+  return `signed:${createHash('sha256').update(partRaw).digest('base64url')}`;
 }
 
 export class Ingest implements DeadLetterRunner {
   /** POS API clients by merchant (its access token) and POS; a merchant changed is a new object, so a new client. */
   readonly #apis = new WeakMap<IngestMerchant, Map<string, PosApi | undefined>>();
+  /**
+   * One action of a given event key at a time in this process: two copies arriving together (a POS
+   * retry racing the original, or a copy naming another shop) are one taken and one duplicate, not
+   * two. Across instances the ledger's own dedupe on the order is what remains.
+   */
+  readonly #eventLocks = new KeyedMutex();
 
   constructor(
     private readonly adapters: ReadonlyMap<string, PosAdapter>,
@@ -167,7 +249,8 @@ export class Ingest implements DeadLetterRunner {
   /** `direct`: a post to /v1/checkouts/{pos} (its context is the poster's account); `arrival`: what brought it (a record it creates keeps it). */
   async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false, arrival?: Arrival): Promise<Answer> {
     const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
-    return this.checkoutIntent(adapter, adapter.parseCheckout(payload, context), merchant, arrival);
+    const intent = translated(() => adapter.parseCheckout(payload, context));
+    return this.intake.checkout(adapter.name, await this.#withCustomer(adapter, intent, merchant, direct), merchant.id, arrival);
   }
 
   /**
@@ -175,7 +258,7 @@ export class Ingest implements DeadLetterRunner {
    * from the POS's API as for a webhook, then intake. `arrival`: kept by the record it creates.
    */
   async checkoutIntent(adapter: PosAdapter, intent: CheckoutIntent, merchant: IngestMerchant, arrival?: Arrival): Promise<Answer> {
-    return this.intake.checkout(adapter.name, await this.#withCustomer(adapter, intent, merchant), merchant.id, arrival);
+    return this.intake.checkout(adapter.name, await this.#withCustomer(adapter, intent, merchant, false), merchant.id, arrival);
   }
 
   /** A refund the adapter has read already, as a webhook's refund goes to intake. */
@@ -197,13 +280,13 @@ export class Ingest implements DeadLetterRunner {
 
   async refund(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false, arrival?: Arrival): Promise<Answer> {
     // A refund that names what measures it is read from the POS when its token is set (a failure is
-    // a 502: nothing was recorded, and the sender posts it again); without the token the adapter
-    // measures it as well as the payload allows.
+    // a 502: nothing was recorded, and the sender posts it again; an object the merchant's account
+    // does not have is a 422); without the token the adapter measures it as well as the payload allows.
     const needs = direct ? adapter.refundFetch?.(payload) : undefined;
     const api = needs ? this.#api(adapter.name, merchant) : undefined;
-    const body = needs && api ? needs.payload(await needs.fetch(api)) : payload;
+    const body = needs && api ? needs.payload(await readForDirectPost(adapter.name, needs.reads, () => needs.fetch(api))) : payload;
     const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
-    return this.intake.refund(adapter.name, adapter.parseRefund(body, context), merchant.id, arrival);
+    return this.intake.refund(adapter.name, translated(() => adapter.parseRefund(body, context)), merchant.id, arrival);
   }
 
   /**
@@ -217,6 +300,8 @@ export class Ingest implements DeadLetterRunner {
     const adapter = this.adapter(pos);
     const spec = adapter.webhook;
     if (!spec) throw new NotFoundError(`${pos} has no webhooks; post its payloads to /v1/checkouts/${pos} and /v1/refunds/${pos}`, 'unknown_pos');
+    // Read under the names the adapter reads (Shopify's without `X-` as well), before anything checks them.
+    ({ headers, rawHeaders } = canonicalHeaders(spec.headerAliases, { headers, rawHeaders }));
     // Webhook secrets are per POS app, the same for every merchant that installed it.
     const app = this.merchants.default.pos[pos] ?? { apiBaseUrl: '' };
     // Only while no secret is configured: the handshake exists because Clover shows its auth code
@@ -237,6 +322,7 @@ export class Ingest implements DeadLetterRunner {
     };
     let body: unknown;
     try {
+      if (raw.length === 0) throw ValidationError.field('', EMPTY_BODY);
       body = parseJsonBody(raw);
     } catch (error) {
       if (!isKept(error)) throw error;
@@ -254,7 +340,7 @@ export class Ingest implements DeadLetterRunner {
       if (!known || known.status === 'suspended') {
         // Authentic, but nobody's to carry out: kept for an operator; nothing is sent upstream.
         const why = known ? new MerchantSuspendedError(known.id) : new UnknownMerchantError(pos, part.account);
-        await keep(known?.id, partRaw, [{ key: part.account ?? 'delivery', error: why, at: results.length }]);
+        await keep(known?.id, partRaw, [{ key: part.account === undefined ? 'delivery' : echoed(part.account), error: why, at: results.length }]);
         continue;
       }
       // Each action is tried even when another fails: a bad one must not hold back the rest of a
@@ -264,15 +350,15 @@ export class Ingest implements DeadLetterRunner {
         for (const action of spec.classify(part.body, headers)) {
           try {
             // Its lines name the merchant of this part, which for a batch (Clover) is not the whole delivery's.
-            results.push(...(await withMerchant(known.id, () => this.#act(adapter, known, action, partArrival))));
+            results.push(...(await withMerchant(known.id, () => this.#actOnce(adapter, known, action, partArrival, signedBytesKey(spec, partRaw)))));
           } catch (error) {
             if (!isKept(error)) throw error;
-            failures.push({ key: action.key, error, at: results.length });
+            failures.push({ key: echoed(action.key), error, at: results.length });
           }
         }
       } catch (error) {
         if (!isKept(error)) throw error;
-        failures.push({ key: part.account ?? 'delivery', error, at: results.length });
+        failures.push({ key: part.account === undefined ? 'delivery' : echoed(part.account), error, at: results.length });
       }
       // Every failing part is kept (each its own merchant's), as one letter for all its failures.
       if (failures.length > 0) await keep(known.id, partRaw, failures);
@@ -385,39 +471,60 @@ export class Ingest implements DeadLetterRunner {
     return { letter: written!, ...(outcome ? { outcome } : {}), ...(failure ? { error: failure.reason } : {}) };
   }
 
-  async #act(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, arrival: Arrival | undefined, depth = 0): Promise<WebhookResult[]> {
+  /**
+   * One action of a delivery, alone among those of its event key (or its signed bytes' key,
+   * `signedBytesKey`) in this process (`#eventLocks`).
+   */
+  #actOnce(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, arrival: Arrival | undefined, signedKey: string | undefined): Promise<WebhookResult[]> {
+    return this.#eventLocks.run(`${adapter.name}\u0000${signedKey ?? eventKeys(merchant, action).remember}`, () => this.#act(adapter, merchant, action, arrival, signedKey));
+  }
+
+  async #act(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, arrival: Arrival | undefined, signedKey?: string, depth = 0): Promise<WebhookResult[]> {
     // Named in the answer when it is not the default merchant (a single-merchant bridge answers as it always did).
     const ids = merchant.id === DEFAULT_MERCHANT ? {} : { merchantId: merchant.id };
-    if (action.kind === 'ignored') return [{ key: action.key, action: 'ignored', reason: action.reason, ...ids }];
-    // Per merchant: two merchants' deliveries may carry equal event ids. The default merchant's keys
-    // are as they were before merchants existed, so what it remembered still counts.
-    const eventKey = merchant.id === DEFAULT_MERCHANT ? action.key : `${merchant.id}/${action.key}`;
-    if (await this.store.hasWebhookEvent(adapter.name, eventKey)) return [{ key: action.key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true, ...ids }];
+    // The key as the answer names it: it is the POS's input, of any length.
+    const key = echoed(action.key);
+    if (action.kind === 'ignored') return [{ key, action: 'ignored', reason: action.reason, ...ids }];
+    const { remember, known } = eventKeys(merchant, action);
+    const takenByAnother = signedKey !== undefined && (await this.store.hasWebhookEvent(adapter.name, signedKey)) && !(await this.store.hasWebhookEvent(adapter.name, `${merchant.id}/${signedKey}`));
+    for (const done of known) {
+      if (takenByAnother || (await this.store.hasWebhookEvent(adapter.name, done))) return [{ key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true, ...ids }];
+    }
+    // What a fetch decides is as unique as the event that asked for it.
+    const unique = action.uniqueAcrossAccounts ? { uniqueAcrossAccounts: true as const } : {};
     if (action.kind === 'fetch') {
       if (depth >= MAX_FETCH_DEPTH) throw ValidationError.field('', 'the POS API kept answering with references instead of objects');
       const api = this.#api(adapter.name, merchant);
-      if (!api && action.withoutApi) return this.#act(adapter, merchant, { ...action.withoutApi(), key: action.key }, arrival, depth + 1);
+      if (!api && action.withoutApi) return this.#act(adapter, merchant, { ...action.withoutApi(), key: action.key, ...unique }, arrival, signedKey, depth + 1);
       if (!api) throw new PosApiNotConfiguredError(adapter.name);
       const decided = action.decide(await action.fetch(api));
       const next = Array.isArray(decided) ? decided : [decided];
       // Several actions from one fetch (e.g. two refunds seen at once) are each remembered under their
       // own key; a redelivered notification fetches again and skips those already done.
       const results: WebhookResult[] = [];
-      for (const n of next) results.push(...(await this.#act(adapter, merchant, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}` } as WebhookAction, arrival, depth + 1)));
+      for (const n of next) results.push(...(await this.#act(adapter, merchant, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}`, ...unique } as WebhookAction, arrival, signedKey, depth + 1)));
       return results;
     }
-    const from = arrival && { ...arrival, webhookKey: eventKey };
+    const from = arrival && { ...arrival, webhookKey: remember };
     const answer = action.kind === 'checkout' ? await this.checkout(adapter, action.payload, merchant, false, from) : await this.refund(adapter, action.payload, merchant, false, from);
-    await this.store.rememberWebhookEvent(adapter.name, eventKey);
-    return [{ key: action.key, action: action.kind, transactionId: answer.record.transactionId, status: answer.record.status, ...(answer.repeat ? { duplicate: true } : {}), ...ids }];
+    await this.store.rememberWebhookEvent(adapter.name, remember);
+    if (signedKey) {
+      // Whose it is first: a crash between the two leaves it this merchant's, never another's.
+      await this.store.rememberWebhookEvent(adapter.name, `${merchant.id}/${signedKey}`);
+      await this.store.rememberWebhookEvent(adapter.name, signedKey);
+    }
+    return [{ key, action: action.kind, transactionId: answer.record.transactionId, status: answer.record.status, ...(answer.repeat ? { duplicate: true } : {}), ...ids }];
   }
 
-  async #withCustomer(adapter: PosAdapter, intent: CheckoutIntent, merchant: IngestMerchant): Promise<CheckoutIntent> {
-    if (hasContact(intent.customer) || !intent.customerRef || !adapter.fetchCustomer) return intent;
+  /** `direct`: for a direct post, a customer the merchant's POS account does not have is a 422 (`readForDirectPost`). */
+  async #withCustomer(adapter: PosAdapter, intent: CheckoutIntent, merchant: IngestMerchant, direct: boolean): Promise<CheckoutIntent> {
+    const { customerRef } = intent;
+    if (hasContact(intent.customer) || !customerRef || !adapter.fetchCustomer) return intent;
     const api = this.#api(adapter.name, merchant);
     // Without the POS's API token the customer cannot be found: the checkout is recorded as skipped.
     if (!api) return intent;
-    const customer = await adapter.fetchCustomer(intent.customerRef, api, merchant.context);
+    const read = () => adapter.fetchCustomer!(customerRef, api, merchant.context);
+    const customer = direct ? await readForDirectPost(adapter.name, { kind: 'customer', id: customerRef }, read) : await read();
     return { ...intent, customer: { ...customer, ...intent.customer } };
   }
 
@@ -433,7 +540,9 @@ export class Ingest implements DeadLetterRunner {
    * part's failures), or, run from a dead letter, names that letter: the run's caller writes what
    * came of it. Answers the cause and a result per failure.
    */
-  async #keep(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, failures: Failure[], replay: WebhookReplay | undefined): Promise<{ kept: KeptLetter; results: WebhookResult[] }> {
+  async #keep(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, kept: Failure[], replay: WebhookReplay | undefined): Promise<{ kept: KeptLetter; results: WebhookResult[] }> {
+    // What the letter and the answer repeat of each cause is bounded, whichever step refused it.
+    const failures = kept.map(({ key, error }) => ({ key, error: error instanceof ValidationError ? bounded(error) : error }));
     const errors = failures.map((f) => f.error);
     // One transient failure is enough to run the part again: what went through is skipped then,
     // and once only failures a person must fix are left, the letter waits for one.

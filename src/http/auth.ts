@@ -92,17 +92,19 @@ export function requireGlobalAdmin(): RequestHandler {
 /**
  * Direct POS posts. With a credential required (token mode): a merchant's POS token, or POS_TOKEN for
  * the default merchant; anything else is a 401, so an unset POS_TOKEN never opens the endpoints that
- * reverse customers' points. Open (sandbox, or POS_AUTH=off behind a private network): the default
- * merchant, unless a merchant's POS token is given.
+ * reverse customers' points. Open (sandbox, or POS_AUTH=off behind a private network): a request
+ * with no `Authorization` header at all is the default merchant's. In every mode, a credential that
+ * names no merchant (a mistyped token, a merchant's admin token, a header that is not `Bearer`) is a
+ * 401 (contract v1.4): taken as the default merchant's, another merchant's customers would get its
+ * points.
  */
 export function posAuth(config: PosAuthConfig, tokens: Pick<TokenDirectory, 'byPosToken'>): RequestHandler {
   return (req, res, next) => {
-    const given = bearerToken(req.headers.authorization);
     const refuse = (reason: string) => {
       challenge(res, 'loyalty-bridge pos');
       next(new UnauthorizedError('missing or invalid credentials: direct POS posts need a merchant\'s POS token (or POS_TOKEN, the default merchant\'s)', reason));
     };
-    if (given === undefined) {
+    if (req.headers.authorization === undefined) {
       if (config.mode === 'open') {
         req.posPrincipal = { merchantId: DEFAULT_MERCHANT };
         nameMerchant(DEFAULT_MERCHANT);
@@ -110,11 +112,12 @@ export function posAuth(config: PosAuthConfig, tokens: Pick<TokenDirectory, 'byP
       }
       return refuse('token_missing');
     }
+    const given = bearerToken(req.headers.authorization);
+    if (given === undefined) return refuse('token_malformed');
     tokens.byPosToken(given).then((merchant) => {
-      if (merchant) req.posPrincipal = { merchantId: merchant.id };
-      else if (config.mode === 'open') req.posPrincipal = { merchantId: DEFAULT_MERCHANT };
-      else return refuse('token_unknown');
-      nameMerchant(req.posPrincipal.merchantId);
+      if (!merchant) return refuse('token_unknown');
+      req.posPrincipal = { merchantId: merchant.id };
+      nameMerchant(merchant.id);
       next();
     }, next);
   };

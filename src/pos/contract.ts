@@ -76,6 +76,12 @@ export interface RefundIntent {
   };
 }
 
+/** An object of the POS's a request names (`order` `ABC123`): what a refusal says the POS does not have. */
+export interface PosObjectRef {
+  kind: string;
+  id: string;
+}
+
 /** Reads the POS's own API with its access token (GET, JSON). */
 export interface PosApi {
   get(path: string, query?: Record<string, string>): Promise<unknown>;
@@ -182,16 +188,33 @@ export interface ReplayWindow {
 }
 
 /** What one authentic webhook delivery asks for. Batched deliveries (Clover, Loyverse) give several. */
-export type WebhookAction =
-  | { kind: 'checkout'; key: string; payload: unknown }
-  | { kind: 'refund'; key: string; payload: unknown }
+export type WebhookAction = (
+  | { kind: 'checkout'; payload: unknown }
+  | { kind: 'refund'; payload: unknown }
   /**
    * Id-only events: fetch the object from the POS's API, then decide what it is. `withoutApi`: what
    * to do instead when the POS's access token is not set (absent: the event waits for one, as a dead
    * letter). Not used when the API fails: that passes, and the exact answer is worth waiting for.
+   * What it decides is remembered under this action's key, as unique as this action's.
    */
-  | { kind: 'fetch'; key: string; fetch(api: PosApi): Promise<unknown>; decide(fetched: unknown): WebhookAction | WebhookAction[]; withoutApi?(): WebhookAction }
-  | { kind: 'ignored'; key: string; reason: string };
+  | { kind: 'fetch'; fetch(api: PosApi): Promise<unknown>; decide(fetched: unknown): WebhookAction | WebhookAction[]; withoutApi?(): WebhookAction }
+  | { kind: 'ignored'; reason: string }
+) &
+  ActionKey;
+
+/** The identity an action is deduplicated by: the same key delivered again changes nothing. */
+export interface ActionKey {
+  key: string;
+  /**
+   * The key is an id the POS issues once across all its accounts (Shopify's event and webhook ids,
+   * docs/pos-systems.md), so a delivery taken under it is a duplicate for every merchant, whichever
+   * account a later copy names: where the account is named outside what is signed (Shopify's shop
+   * domain header), a copy naming another shop must not accrue again. Absent: the key is the
+   * account's own (the POS's event ids may repeat across accounts, or the key is built from the
+   * object's id), and is remembered per merchant.
+   */
+  uniqueAcrossAccounts?: true;
+}
 
 /** One merchant's part of a webhook delivery. */
 export interface WebhookPart {
@@ -231,6 +254,20 @@ export interface WebhookSpec {
    * Matched only when the signature header is absent; it is acknowledged and nothing is recorded.
    */
   unsignedHandshake?(body: unknown): string | undefined;
+  /**
+   * Other names the POS (or its own libraries) send a header under, each with the name this spec
+   * reads (lower case): the core reads a delivery's headers under the spec's names, whichever the
+   * sender used, and refuses (400, naming the header) a delivery giving both names different values.
+   */
+  headerAliases?: Readonly<Record<string, string>>;
+  /**
+   * The account a delivery speaks for is named outside what the signature covers (Shopify's shop
+   * domain header), and the secret is the POS app's, the same for every merchant: signed bytes taken
+   * for one account could be re-posted naming another, with any unsigned event id. The core then
+   * also remembers each taken part by the digest of its signed bytes, for every merchant, so such a
+   * copy is a duplicate whatever its unsigned headers say (contract v1.4).
+   */
+  accountOutsideSignature?: true;
 }
 
 export interface PosAdapter {
@@ -244,7 +281,7 @@ export interface PosAdapter {
    * PaymentRefund without its return order): how to read that from the POS's API and the payload it
    * makes, used when the access token is set. Undefined for a refund that is complete as it is.
    */
-  refundFetch?(body: unknown): { fetch(api: PosApi): Promise<unknown>; payload(fetched: unknown): unknown } | undefined;
+  refundFetch?(body: unknown): { fetch(api: PosApi): Promise<unknown>; payload(fetched: unknown): unknown; reads: PosObjectRef } | undefined;
   webhook?: WebhookSpec;
   /** How to list the account's orders and refunds by modification time (backfill); absent: the POS has no such API. */
   backfill?: BackfillSpec;

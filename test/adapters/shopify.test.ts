@@ -189,14 +189,14 @@ describe('fixtures', () => {
   it('refunds_create_pos_partial_CAD as a refunds/create webhook is a refund action keyed by the event id', () => {
     const body = fixture('refunds_create_pos_partial_CAD.json');
     expect(shopifyAdapter.webhook!.classify(body, { 'x-shopify-topic': 'refunds/create', 'x-shopify-event-id': '3c1f6e0a-8b1d-4a7e-9a55-0f5e3c2b1a00' })).toEqual([
-      { kind: 'refund', key: 'event:3c1f6e0a-8b1d-4a7e-9a55-0f5e3c2b1a00', payload: body },
+      { kind: 'refund', key: 'event:3c1f6e0a-8b1d-4a7e-9a55-0f5e3c2b1a00', uniqueAcrossAccounts: true, payload: body },
     ]);
   });
 
   it('order_fixture_shopify_python_api as an orders/paid webhook is a checkout action (the wrapper is accepted)', () => {
     const body = fixture('order_fixture_shopify_python_api.json');
     expect(shopifyAdapter.webhook!.classify(body, { 'x-shopify-topic': 'orders/paid', 'x-shopify-webhook-id': 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043' })).toEqual([
-      { kind: 'checkout', key: 'webhook:b54557e4-bdd9-4b37-8a5f-bf7d70bcd043', payload: body },
+      { kind: 'checkout', key: 'webhook:b54557e4-bdd9-4b37-8a5f-bf7d70bcd043', uniqueAcrossAccounts: true, payload: body },
     ]);
   });
 });
@@ -577,7 +577,7 @@ describe('webhooks', () => {
   it('orders/paid is a checkout keyed by X-Shopify-Event-Id; a repeated delivery has the same key', () => {
     const headers = { 'x-shopify-topic': 'orders/paid', 'x-shopify-event-id': 'e-1', 'x-shopify-webhook-id': 'w-1' };
     const first = classify(modernOrder(), headers);
-    expect(first).toEqual([{ kind: 'checkout', key: 'event:e-1', payload: modernOrder() }]);
+    expect(first).toEqual([{ kind: 'checkout', key: 'event:e-1', uniqueAcrossAccounts: true, payload: modernOrder() }]);
     expect(classify(modernOrder(), { ...headers, 'x-shopify-triggered-at': 'later' })[0]!.key).toBe(first[0]!.key);
   });
 
@@ -587,30 +587,37 @@ describe('webhooks', () => {
     expect(classify(modernRefund(), { 'x-shopify-topic': 'refunds/create' })[0]).toMatchObject({ kind: 'refund', key: 'refunds/create:8801' });
   });
 
+  it("keys from Shopify's event and webhook ids are unique across shops; a key built from the topic and object id is the shop's own", () => {
+    expect(classify(modernOrder(), { 'x-shopify-topic': 'orders/paid', 'x-shopify-event-id': 'e-1' })[0]!.uniqueAcrossAccounts).toBe(true);
+    expect(classify(modernOrder(), { 'x-shopify-topic': 'orders/paid', 'x-shopify-webhook-id': 'w-1' })[0]!.uniqueAcrossAccounts).toBe(true);
+    expect(classify(modernOrder(), { 'x-shopify-topic': 'orders/paid' })[0]!.uniqueAcrossAccounts).toBeUndefined();
+    expect(classify(modernRefund(), { 'x-shopify-topic': 'refunds/create' })[0]!.uniqueAcrossAccounts).toBeUndefined();
+  });
+
   it('orders/create acts only when already paid', () => {
-    expect(classify(modernOrder(), { 'x-shopify-topic': 'orders/create', 'x-shopify-event-id': 'e-2' })).toEqual([{ kind: 'checkout', key: 'event:e-2', payload: modernOrder() }]);
+    expect(classify(modernOrder(), { 'x-shopify-topic': 'orders/create', 'x-shopify-event-id': 'e-2' })).toEqual([{ kind: 'checkout', key: 'event:e-2', uniqueAcrossAccounts: true, payload: modernOrder() }]);
     expect(classify(modernOrder({ financial_status: 'pending' }), { 'x-shopify-topic': 'orders/create', 'x-shopify-event-id': 'e-3' })).toEqual([
-      { kind: 'ignored', key: 'event:e-3', reason: 'orders/create with financial_status "pending": accrued when orders/paid arrives' },
+      { kind: 'ignored', key: 'event:e-3', uniqueAcrossAccounts: true, reason: 'orders/create with financial_status "pending": accrued when orders/paid arrives' },
     ]);
   });
 
   it('a refund of nothing or of shipping only is acknowledged and ignored; an amount-only refund goes on (to be refused loudly)', () => {
     const headers = { 'x-shopify-topic': 'refunds/create', 'x-shopify-event-id': 'e-4' };
     const shippingOnly = modernRefund({ refund_line_items: [], order_adjustments: [{ kind: 'shipping_refund', amount: '-5.00', tax_amount: '-0.40' }], transactions: [{ amount: '5.40', kind: 'refund', status: 'success' }] });
-    expect(classify(shippingOnly, headers)).toEqual([{ kind: 'ignored', key: 'event:e-4', reason: 'the refund returns only shipping, which is not part of the accrued amount: nothing to reverse' }]);
+    expect(classify(shippingOnly, headers)).toEqual([{ kind: 'ignored', key: 'event:e-4', uniqueAcrossAccounts: true, reason: 'the refund returns only shipping, which is not part of the accrued amount: nothing to reverse' }]);
     expect(classify(modernRefund({ refund_line_items: [], transactions: [] }), headers)).toEqual([
-      { kind: 'ignored', key: 'event:e-4', reason: 'the refund returns no items and no money: nothing to reverse' },
+      { kind: 'ignored', key: 'event:e-4', uniqueAcrossAccounts: true, reason: 'the refund returns no items and no money: nothing to reverse' },
     ]);
     const amountOnly = modernRefund({ refund_line_items: [], transactions: [{ amount: '10.00', kind: 'refund', status: 'success' }] });
-    expect(classify(amountOnly, headers)).toEqual([{ kind: 'refund', key: 'event:e-4', payload: amountOnly }]);
+    expect(classify(amountOnly, headers)).toEqual([{ kind: 'refund', key: 'event:e-4', uniqueAcrossAccounts: true, payload: amountOnly }]);
   });
 
   it('other topics are acknowledged and ignored, with the reason', () => {
     const reasons = (topic: string) => classify(modernOrder(), { 'x-shopify-topic': topic, 'x-shopify-event-id': 'e-5' });
-    expect(reasons('orders/cancelled')).toEqual([{ kind: 'ignored', key: 'event:e-5', reason: 'a cancellation itself changes nothing: money given back arrives as refunds/create' }]);
+    expect(reasons('orders/cancelled')).toEqual([{ kind: 'ignored', key: 'event:e-5', uniqueAcrossAccounts: true, reason: 'a cancellation itself changes nothing: money given back arrives as refunds/create' }]);
     expect(reasons('orders/updated')[0]).toMatchObject({ kind: 'ignored', reason: 'orders/updated: the accrual is the order as paid (orders/paid); later changes are not re-accrued, refunds arrive as refunds/create' });
     expect(reasons('orders/fulfilled')[0]).toMatchObject({ kind: 'ignored', reason: 'orders/fulfilled: fulfilment does not change what was paid' });
-    expect(reasons('products/update')).toEqual([{ kind: 'ignored', key: 'event:e-5', reason: 'topic products/update is not one the bridge acts on' }]);
+    expect(reasons('products/update')).toEqual([{ kind: 'ignored', key: 'event:e-5', uniqueAcrossAccounts: true, reason: 'topic products/update is not one the bridge acts on' }]);
   });
 
   it('an authentic delivery without one readable topic or event id is refused (it becomes a dead letter)', () => {

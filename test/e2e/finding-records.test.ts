@@ -13,7 +13,7 @@ import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
-import { postRaw, signature } from '../support/webhooks.js';
+import { postRaw, signature, paidShopifyOrder } from '../support/webhooks.js';
 
 const POS_TOKEN = 'pos-token-finding-0123456789';
 const shopifySettings: PosSettings = { webhookSecret: 'shpss_finding_secret_0123456789', apiBaseUrl: '', account: 'main.myshopify.com' };
@@ -24,25 +24,7 @@ const STORES = [
   { name: 'PostgreSQL', describe: describeIfPg },
 ];
 
-const shopifyOrder = (id: number, phone: string) => ({
-  id,
-  name: `#${id}`,
-  currency: 'USD',
-  financial_status: 'paid',
-  taxes_included: false,
-  created_at: '2026-11-21T10:00:00+01:00',
-  processed_at: '2026-11-21T10:05:00+01:00',
-  email: 'pat@example.test',
-  phone,
-  customer: { id: 9, email: 'pat@example.test', phone, first_name: 'Pat', last_name: 'Doe' },
-  line_items: [{ id: 1, variant_id: 11, product_id: 111, sku: 'BREAD', title: 'Bread', name: 'Bread', quantity: 2, price: '5.00', discount_allocations: [], tax_lines: [] }],
-  shipping_lines: [],
-  total_discounts: '0.00',
-  subtotal_price: '10.00',
-  total_tax: '0.00',
-  total_tip_received: '0.00',
-  total_price: '10.00',
-});
+const shopifyOrder = (id: number, phone: string) => paidShopifyOrder(id, { currency: 'USD', phone });
 
 for (const store of STORES) {
   store.describe(`finding records on the ${store.name} ledger`, () => {
@@ -129,7 +111,7 @@ for (const store of STORES) {
       const hooked = (await admin('get', '/v1/admin/transactions/shopify:5001')).body;
       expect(hooked.origin).toEqual({ via: 'webhook', receivedAt: expect.any(String), requestId: expect.any(String), webhookKey: 'event:evt-finding-1', payload: true });
       const replayed = (await admin('get', '/v1/admin/transactions/shopify:5002?merchantId=later')).body;
-      expect(replayed.origin).toEqual({ via: 'replay', receivedAt: expect.any(String), deadLetterId: letterId, webhookKey: 'later/event:evt-finding-2', payload: true });
+      expect(replayed.origin).toEqual({ via: 'replay', receivedAt: expect.any(String), deadLetterId: letterId, webhookKey: 'event:evt-finding-2', payload: true });
       const remainder = (await admin('get', '/v1/admin/transactions/generic:SqOrd-1001~r1')).body;
       expect(remainder.origin).toEqual({ via: 'remainder', receivedAt: remainder.createdAt, payload: false });
       // The letter's replay names what it recorded.

@@ -24,7 +24,7 @@ import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { filesText, tablesText } from '../support/ledger-text.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
-import { postRaw, signature } from '../support/webhooks.js';
+import { postRaw, signature, paidShopifyOrder } from '../support/webhooks.js';
 
 const { url: pgBase, describeIf: describeIfPg } = await describeWithDatabase();
 
@@ -47,26 +47,8 @@ const squareEvent = (account: string, orderId: string, eventId: string) => ({
   data: { type: 'order_updated', id: orderId, object: { order_updated: { order_id: orderId, state: 'COMPLETED', version: 4, location_id: 'L1' } } },
 });
 
-/** A paid Shopify order: two loaves at 5.00, no tax: 1000 cents. */
-const shopifyOrder = (id: number) => ({
-  id,
-  name: `#${id}`,
-  currency: 'EUR',
-  financial_status: 'paid',
-  taxes_included: false,
-  created_at: '2026-11-21T10:00:00+01:00',
-  processed_at: '2026-11-21T10:05:00+01:00',
-  email: 'pat@example.test',
-  phone: null,
-  customer: { id: 9, email: 'pat@example.test', phone: null, first_name: 'Pat', last_name: 'Doe' },
-  line_items: [{ id: 1, variant_id: 11, product_id: 111, sku: 'BREAD', title: 'Bread', name: 'Bread', quantity: 2, price: '5.00', discount_allocations: [], tax_lines: [] }],
-  shipping_lines: [],
-  total_discounts: '0.00',
-  subtotal_price: '10.00',
-  total_tax: '0.00',
-  total_tip_received: '0.00',
-  total_price: '10.00',
-});
+/** A paid Shopify order: 1000 cents. */
+const shopifyOrder = (id: number) => paidShopifyOrder(id);
 
 /** A paid Clover order of merchant `m`: two lattes at 5.00, 0.80 tax, 1.00 tip: 1000 cents. */
 const cloverOrder = (m: string, id: string) => ({
@@ -304,12 +286,14 @@ for (const store of STORES) {
       expect((await deliverSquare(squareEvent('SQ-B', 'SQ-ORDER-B2', 'EV-SAME'))).body.results[0]).toMatchObject({ status: 'accrued', merchantId: 'hooks-b' });
       expect(b.sim.books().transactions['square:SQ-ORDER-B2']).toMatchObject({ accruals: 1 });
 
-      // Shopify: the same order id from two shops, by X-Shopify-Shop-Domain (any case).
+      // Shopify: an order id in two shops' ledgers, by X-Shopify-Shop-Domain (any case). (Shopify's
+      // ids are global, so two shops' orders differ; its event ids are global too, so each delivery
+      // has its own: a copy of one shop's delivery naming another is a duplicate, hostile-pos-shopify.test.ts.)
       const shA = await deliverShopify(shopifyOrder(5001), 'shop-a.myshopify.com', 'sh-evt-1');
-      const shB = await deliverShopify(shopifyOrder(5001), 'SHOP-B.myshopify.com', 'sh-evt-1');
+      const shB = await deliverShopify({ ...shopifyOrder(5001), name: '#B-5001' }, 'SHOP-B.myshopify.com', 'sh-evt-2');
       expect([shA.status, shB.status]).toEqual([200, 200]);
       expect(shA.body.results).toEqual([{ key: 'event:sh-evt-1', action: 'checkout', transactionId: 'shopify:5001', status: 'accrued', merchantId: 'hooks-a' }]);
-      expect(shB.body.results).toEqual([{ key: 'event:sh-evt-1', action: 'checkout', transactionId: 'shopify:5001', status: 'accrued', merchantId: 'hooks-b' }]);
+      expect(shB.body.results).toEqual([{ key: 'event:sh-evt-2', action: 'checkout', transactionId: 'shopify:5001', status: 'accrued', merchantId: 'hooks-b' }]);
       for (const m of [a, b]) expect(m.sim.books().transactions['shopify:5001']).toMatchObject({ accruals: 1, amount: 1000 });
 
       // Clover: one delivery naming both merchants is split, each part fetched with its merchant's token.

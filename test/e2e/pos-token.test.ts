@@ -2,8 +2,12 @@
  * Direct POS posts (`/v1/checkouts/*`, `/v1/refunds/*`) need `Authorization: Bearer POS_TOKEN`,
  * checked before the body is read; a missing or wrong one is a 401 with a Bearer challenge that
  * records and sends nothing. Outside sandbox they are closed unless a token is set or the
- * deployment opted out (POS_AUTH=off). Webhooks keep their own signatures and do not need it.
+ * deployment opted out (POS_AUTH=off). Open or not, a credential that names no merchant (a mistyped
+ * token, a merchant's admin token) is a 401 (contract v1.4); only a request with no Authorization
+ * at all is the default merchant's where the mode is open. Webhooks keep their own signatures and
+ * do not need it.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
@@ -113,5 +117,53 @@ describe('outside sandbox, secure by default', () => {
     expect(wrong.headers['www-authenticate']).toMatch(/^Bearer realm="/);
     const lower = await request(h.bridge.url).get('/v1/admin/transactions').set('authorization', `bearer ${ADMIN_TOKEN}`);
     expect(lower.status).toBe(200);
+  });
+});
+
+describe('open modes: a credential that names no merchant is still a 401 (contract v1.4)', () => {
+  const MODES: { mode: string; env: Record<string, string>; because: string }[] = [
+    { mode: 'sandbox', env: {}, because: 'sandbox' },
+    { mode: 'POS_AUTH=off', env: { LOYALTY_BASE_URL: 'http://127.0.0.1:9', LOYALTY_APP_TOKEN: 'app-token', POS_AUTH: 'off' }, because: 'POS_AUTH=off' },
+  ];
+
+  it.each(MODES)('$mode: a mistyped token, a merchant\'s admin token or the global one, or a header that is not Bearer, is a 401 with a Bearer challenge that records and sends nothing; no header at all is the default merchant\'s, and a merchant\'s POS token its own', async ({ env, because }) => {
+    const open = await startHarness({ env, overrides: { secretsKey: randomBytes(32).toString('base64'), startWorker: false } });
+    try {
+      expect(open.config.posAuth).toEqual({ mode: 'open', because });
+      const installed = open.sim.addMerchant({ id: 'open-shop', appToken: `app-open-shop-${randomBytes(8).toString('hex')}` });
+      const created = await request(open.bridge.url).post('/v1/admin/merchants').set('authorization', `Bearer ${ADMIN_TOKEN}`).send({ id: 'open-shop', loyalty: { appToken: installed.appToken } });
+      expect(created.status).toBe(201);
+      const { posToken, adminToken } = created.body as { posToken: string; adminToken: string };
+      const send = (path: string, body: unknown, authorization?: string) => {
+        const req = request(open.bridge.url).post(path).set('content-type', 'application/json');
+        return (authorization === undefined ? req : req.set('authorization', authorization)).send(JSON.stringify(body));
+      };
+
+      for (const authorization of [`Bearer ${posToken.slice(0, -1)}X`, `Bearer ${adminToken}`, `Bearer ${ADMIN_TOKEN}`, `Basic ${posToken}`, posToken, 'Bearer ', '']) {
+        for (const [path, body] of [
+          ['/v1/checkouts/generic', checkout({ orderId: 'W-1' })],
+          ['/v1/refunds/generic', { orderId: 'W-1', refundId: 'R-1' }],
+        ] as const) {
+          const res = await send(path, body, authorization);
+          expect({ authorization, status: res.status }).toEqual({ authorization, status: 401 });
+          expect(res.body).toMatchObject({ error: { code: 'unauthorized' } });
+          expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="/);
+        }
+      }
+      expect(await open.bridge.store.count()).toBe(0);
+      expect(open.sim.books().accrueRequests + open.sim.books().reverseRequests).toBe(0);
+      expect(installed.books().accrueRequests).toBe(0);
+
+      const anonymous = await send('/v1/checkouts/generic', checkout({ orderId: 'W-2' }));
+      expect(anonymous.status).toBe(200);
+      expect(anonymous.body).toMatchObject({ transactionId: 'generic:W-2', status: 'accrued' });
+      expect(open.sim.books().transactions['generic:W-2']).toMatchObject({ accruals: 1 });
+      const own = await send('/v1/checkouts/generic', checkout({ orderId: 'W-3' }), `Bearer ${posToken}`);
+      expect(own.status).toBe(200);
+      expect(installed.books().transactions['generic:W-3']).toMatchObject({ accruals: 1 });
+      expect(open.sim.books().transactions['generic:W-3']).toBeUndefined();
+    } finally {
+      await open.close();
+    }
   });
 });

@@ -58,3 +58,30 @@ export function signature(adapter: PosAdapter, settings: PosSettings, body: Buff
   const lowered = Object.fromEntries(Object.entries(extraHeaders).map(([k, v]) => [k.toLowerCase(), v]));
   return [spec.signature.header, signLikePos(spec.signature, settings, bytes, lowered, encoding)];
 }
+
+/**
+ * A paid Shopify order as its webhook carries it: two loaves at 5.00, no tax, so a 1000-cent Check;
+ * `currency` and the customer's `phone` as a test needs them.
+ */
+export function paidShopifyOrder(id: number, options: { currency?: string; phone?: string | null } = {}): Record<string, unknown> {
+  const phone = options.phone ?? null;
+  return {
+    id,
+    name: `#${id}`,
+    currency: options.currency ?? 'EUR',
+    financial_status: 'paid',
+    taxes_included: false,
+    created_at: '2026-11-21T10:00:00+01:00',
+    processed_at: '2026-11-21T10:05:00+01:00',
+    email: 'pat@example.test',
+    phone,
+    customer: { id: 9, email: 'pat@example.test', phone, first_name: 'Pat', last_name: 'Doe' },
+    line_items: [{ id: 1, variant_id: 11, product_id: 111, sku: 'BREAD', title: 'Bread', name: 'Bread', quantity: 2, price: '5.00', discount_allocations: [], tax_lines: [] }],
+    shipping_lines: [],
+    total_discounts: '0.00',
+    subtotal_price: '10.00',
+    total_tax: '0.00',
+    total_tip_received: '0.00',
+    total_price: '10.00',
+  };
+}
