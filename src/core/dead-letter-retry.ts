@@ -16,48 +16,11 @@
  * claimed, so never run again.
  */
 import { withMerchant } from '../log-context.js';
-import type { DeadLetter, DeadLetterRetry, LedgerStore } from '../ledger/store.js';
-import { deadLetterDueAtMs, deadLetterHeld } from '../ledger/store.js';
+import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { PeriodicLoop } from './periodic.js';
 
-/**
- * Automatic runs come this many units after the failure before them: 1, 2, 5, 10, 30, 60, 120,
- * 240 (with the default unit of a minute: after 1 min, then 2, 5, 10, 30 min, 1 h, 2 h, 4 h, so
- * about 8 hours in all). Past the last step, each further run waits as long as the last.
- */
-export const RETRY_STEPS = [1, 2, 5, 10, 30, 60, 120, 240] as const;
-
-export interface DeadLetterRetryPolicy {
-  /** The schedule's unit (DEAD_LETTER_RETRY_BASE_MS). */
-  baseMs: number;
-  /** Automatic runs at most (DEAD_LETTER_RETRY_MAX_ATTEMPTS); then the letter waits for an operator. */
-  maxAttempts: number;
-  /** How long a run holds its letter (IN_FLIGHT_LEASE_MS: longer than any run takes). */
-  leaseMs: number;
-}
-
-/** Milliseconds before the next run, once `attempts` runs have been made. */
-export function retryDelayMs(policy: Pick<DeadLetterRetryPolicy, 'baseMs'>, attempts: number): number {
-  return policy.baseMs * RETRY_STEPS[Math.min(attempts, RETRY_STEPS.length - 1)]!;
-}
-
-/**
- * The retry state after the letter failed (again) at `nowMs`. `ran`: an automatic run failed, and
- * counts; an operator's replay or the POS delivering it again does not. The next run is scheduled
- * only for a transient cause, while runs remain. The claim of the run that failed is given back.
- */
-export function retryAfterFailure(policy: Pick<DeadLetterRetryPolicy, 'baseMs' | 'maxAttempts'>, previous: DeadLetterRetry | undefined, transient: boolean, nowMs: number, ran: boolean): DeadLetterRetry {
-  const attempts = (previous?.attempts ?? 0) + (ran ? 1 : 0);
-  const more = transient && attempts < policy.maxAttempts;
-  return { transient, attempts, ...(more ? { nextAt: new Date(nowMs + retryDelayMs(policy, attempts)).toISOString() } : {}) };
-}
-
-/** Due for an automatic run by `nowMs`, and nobody holds it. */
-export function isDueForRetry(letter: DeadLetter, nowMs: number): boolean {
-  const due = deadLetterDueAtMs(letter);
-  return due !== undefined && due <= nowMs && !deadLetterHeld(letter, nowMs);
-}
+// The letter's rules (its schedule, when it is due, claims and runs) are dead-letter-transitions.ts'.
 
 /** What the loop asks of ingest: run one due letter, claiming it first (false: it was not due, or another instance holds it). */
 export interface DeadLetterRunner {

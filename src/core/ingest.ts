@@ -12,7 +12,7 @@ import { hasContact } from '../customer.js';
 import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
 import { DEFAULT_MERCHANT, FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
-import { replayRefusal, type DeadLetter, type LedgerStore } from '../ledger/store.js';
+import type { DeadLetter, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosObjectRef, PosSettings, RefundIntent, WebhookAction, WebhookSpec } from '../pos/contract.js';
@@ -20,7 +20,8 @@ import { isObjectRefusal, posApi, PosApiError, PosApiNotConfiguredError, PosObje
 import { canonicalHeaders } from '../webhooks/headers.js';
 import { singleHeader, verifySignature } from '../webhooks/signature.js';
 import type { Answer } from './answer.js';
-import { isDueForRetry, retryAfterFailure, type DeadLetterRetryPolicy, type DeadLetterRunner } from './dead-letter-retry.js';
+import type { DeadLetterRunner } from './dead-letter-retry.js';
+import { afterRun, claimForRun, keep, type DeadLetterRetryPolicy, type RunResult } from './dead-letter-transitions.js';
 import type { IntakeService } from './intake.js';
 import { headersToKeep, keptPayload, storedBody, type Arrival } from './arrival.js';
 
@@ -422,14 +423,12 @@ export class Ingest implements DeadLetterRunner {
     const claim = { owner: this.deadLetters.owner, until: new Date(claimedAtMs + this.deadLetters.leaseMs).toISOString() };
     let refused: BridgeError | undefined;
     const claimed = await this.store.updateDeadLetter(id, (letter) => {
-      const why = letter && replayRefusal(letter, claimedAtMs);
-      if (!letter) refused = new NotFoundError(`no dead letter ${id}`);
-      else if (why) refused = new ConflictError(why, { deadLetterId: id });
-      else if (by === 'bridge' && !isDueForRetry(letter, claimedAtMs)) refused = new ConflictError(`dead letter ${id} is not due for an automatic run`);
-      if (refused) return undefined;
-      return { ...letter!, retry: { ...(letter!.retry ?? { transient: false, attempts: 0 }), claim } };
+      const result = claimForRun(letter, by, claim, claimedAtMs);
+      if (result.kind === 'claimed') return result.letter;
+      refused = result.kind === 'missing' ? new NotFoundError(`no dead letter ${echoed(id)}`) : new ConflictError(result.why, { deadLetterId: id });
+      return undefined;
     });
-    if (refused || !claimed) return { refused: refused ?? new NotFoundError(`no dead letter ${id}`) };
+    if (refused || !claimed) return { refused: refused ?? new NotFoundError(`no dead letter ${echoed(id)}`) };
 
     const at = this.clock().toISOString();
     let outcome: WebhookOutcome | undefined;
@@ -445,26 +444,12 @@ export class Ingest implements DeadLetterRunner {
       failure = { reason: error instanceof BridgeError ? error.message : `the run failed: ${(error as Error).message}`, transient: !(error instanceof BridgeError) };
     }
     const doneMs = this.clock().getTime();
-    const written = await this.store.updateDeadLetter(id, (letter) => {
-      if (!letter) return undefined;
-      // Given back only if still ours: a run that outlived its lease may have been taken over.
-      const ours = letter.retry?.claim?.owner === claim.owner && letter.retry.claim.until === claim.until;
-      const stillHeld = !ours && letter.retry?.claim ? { claim: letter.retry.claim } : {};
-      // The checkouts this run recorded (each names this letter as its origin); a refund acts on a record that exists.
-      const created = (outcome?.results ?? []).filter((r) => r.action === 'checkout' && r.transactionId && !r.duplicate).map((r) => r.transactionId!);
-      const replays = [...letter.replays, { at, by, outcome: failure ? `failed: ${failure.reason}` : `processed: ${outcome!.results.map((r) => r.status ?? r.reason ?? r.action).join(', ')}`, ...(created.length ? { created } : {}) }];
-      if (!failure) {
-        return { ...letter, resolvedAt: at, replays, retry: { transient: letter.retry?.transient ?? false, attempts: (letter.retry?.attempts ?? 0) + (by === 'bridge' ? 1 : 0), ...stillHeld } };
-      }
-      const { issues: _previous, ...rest } = letter;
-      return {
-        ...rest,
-        reason: failure.reason,
-        ...(failure.issues?.length ? { issues: failure.issues } : {}),
-        replays,
-        retry: { ...retryAfterFailure(this.deadLetters, letter.retry, failure.transient, doneMs, by === 'bridge'), ...stillHeld },
-      };
-    });
+    // The checkouts this run recorded (each names this letter as its origin); a refund acts on a record that exists.
+    const created = (outcome?.results ?? []).filter((r) => r.action === 'checkout' && r.transactionId && !r.duplicate).map((r) => r.transactionId!);
+    const result: RunResult = failure
+      ? { kind: 'failed', reason: failure.reason, ...(failure.issues ? { issues: failure.issues } : {}), transient: failure.transient, created }
+      : { kind: 'processed', outcome: outcome!.results.map((r) => r.status ?? r.reason ?? r.action).join(', '), created };
+    const written = await this.store.updateDeadLetter(id, (letter) => letter && afterRun(letter, by, claim, at, result, this.deadLetters, doneMs));
     if (thrown !== undefined && !(thrown instanceof BridgeError)) throw thrown;
     if (failure) this.logger.warn({ deadLetterId: id, by, transient: failure.transient, nextAt: written?.retry?.nextAt }, 'dead letter run again: failed again');
     else this.logger.info({ deadLetterId: id, by }, 'dead letter run again: resolved');
@@ -571,33 +556,8 @@ export class Ingest implements DeadLetterRunner {
     const { reason, reasonCode } = cause;
     // By POS, merchant and bytes: the POS delivering it again finds the same letter; two merchants' equal parts are two letters.
     const id = createHash('sha256').update(`${pos}\u0000${merchantId ?? ''}\u0000`).update(raw).digest('hex').slice(0, 24);
-    const nowMs = this.clock().getTime();
-    const now = new Date(nowMs).toISOString();
-    const letter = await this.store.updateDeadLetter(id, (existing) => {
-      if (existing) {
-        const { issues: _previous, ...rest } = existing;
-        // Delivered again: a schedule already running is kept (a repeat does not push it back);
-        // otherwise the new cause decides, and a run under way keeps its claim.
-        const held = existing.retry?.claim ? { claim: existing.retry.claim } : {};
-        const retry = transient && existing.retry?.nextAt ? existing.retry : { ...retryAfterFailure(this.deadLetters, existing.retry, transient, nowMs, false), ...held };
-        return { ...rest, lastReceivedAt: now, deliveries: existing.deliveries + 1, reason, reasonCode, ...(issues.length ? { issues } : {}), retry };
-      }
-      return {
-        id,
-        pos,
-        ...(merchantId ? { merchantId } : {}),
-        receivedAt: now,
-        lastReceivedAt: now,
-        deliveries: 1,
-        reason,
-        reasonCode,
-        ...(issues.length ? { issues } : {}),
-        headers: headersToKeep(headers, this.adapters.get(pos)?.webhook?.signature.header),
-        ...storedBody(raw),
-        replays: [],
-        retry: retryAfterFailure(this.deadLetters, undefined, transient, nowMs, false),
-      };
-    });
+    const delivery = { id, pos, ...(merchantId ? { merchantId } : {}), headers: headersToKeep(headers, this.adapters.get(pos)?.webhook?.signature.header), ...storedBody(raw) };
+    const letter = await this.store.updateDeadLetter(id, (existing) => keep(existing, delivery, { reason, reasonCode, issues, transient }, this.deadLetters, this.clock().getTime()));
     return letter!;
   }
 }

@@ -15,6 +15,7 @@ import type { Evidence } from './history-verifier.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
 import { transactionIdOf, type RecordWriter } from './record-writer.js';
 import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
+import { dismiss } from './dead-letter-transitions.js';
 
 export type { ResolveInput };
 
@@ -85,12 +86,10 @@ export class OperatorActions {
     const nowMs = this.writer.now().getTime();
     let refused: BridgeError | undefined;
     const letter = await this.writer.store.updateDeadLetter(id, (current) => {
-      const why = current && dismissRefusal(current, nowMs);
-      if (!current) refused = new NotFoundError(`no dead letter ${echoed(id)}`);
-      else if (why) refused = new ConflictError(why, { deadLetterId: id });
-      if (refused || !current) return undefined;
-      const at = new Date(nowMs).toISOString();
-      return { ...current, resolvedAt: at, dismissed: { at, actor: act.actor, reason: act.reason.slice(0, 500) }, ...(current.retry ? { retry: { ...current.retry, nextAt: undefined, claim: undefined } } : {}) };
+      const result = dismiss(current, act, nowMs);
+      if (result.kind === 'dismissed') return result.letter;
+      refused = result.kind === 'missing' ? new NotFoundError(`no dead letter ${echoed(id)}`) : new ConflictError(result.why, { deadLetterId: id });
+      return undefined;
     });
     if (refused || !letter) throw refused ?? new NotFoundError(`no dead letter ${echoed(id)}`);
     await this.audit('dismiss', act, { id, merchantId: letter.merchantId }, 'dismissed');

@@ -1,6 +1,6 @@
 /** The schedule of a dead letter's automatic runs (src/core/dead-letter-retry.ts), as the README states it. */
 import { describe, expect, it } from '@jest/globals';
-import { isDueForRetry, retryAfterFailure, retryDelayMs, RETRY_STEPS } from '../../src/core/dead-letter-retry.js';
+import { isDueForRetry, retryAfterFailure, retryDelayMs, RETRY_STEPS } from '../../src/core/dead-letter-transitions.js';
 import type { DeadLetter } from '../../src/ledger/store.js';
 
 const policy = { baseMs: 60_000, maxAttempts: 8 };
