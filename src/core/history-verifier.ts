@@ -20,6 +20,7 @@ import type { LedgerStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor } from '../money.js';
+import { mutant } from '../mutants.js';
 import { describeShape, isReversalEntry, readShape, sumSign } from './reversal-shape.js';
 import type { ReversalVerdict, Verdict } from './transitions.js';
 
@@ -102,7 +103,7 @@ export class HistoryVerifier {
           const claimedBy = await this.store.findOperationClaim(merchantOf(record), op.id);
           if (!accrualCandidate(op, record, cardId, since, claimedBy, shape).candidate) continue;
           const rivals = await this.#rivals(record, op, cards);
-          if (rivals.length === 0) return { kind: 'happened', operationId: op.id, cardId };
+          if (rivals.length === 0 || mutant('claim-ambiguous')) return { kind: 'happened', operationId: op.id, cardId };
           // Another matching operation may still be this record's alone: look at every one first.
           ambiguous ??= { kind: 'ambiguous', operationId: op.id, cardId, with: rivals };
         }
@@ -319,7 +320,8 @@ export class HistoryVerifier {
   /**
    * Other records of the customer (by any identifier of its own or of the cards' owner, through the
    * customer index) that could have left one of `entries`: the same Check amount, and a reversal in
-   * doubt, out now, or confirmed since `since` without its entries claimed.
+   * doubt, out now, confirmed since `since` without its entries claimed, or settled by a person
+   * without naming them.
    */
   async #reversalRivals(record: LedgerRecord, entries: Operation[], since: number, now: Date): Promise<{ others: string[]; noting: string[] } | 'too_many'> {
     const owners = entries.map((op) => (op as { customer?: { phone?: string | null; email?: string | null } }).customer).filter((c) => c !== undefined);
@@ -333,6 +335,14 @@ export class HistoryVerifier {
       if (keyOf(other) === keyOf(record) || other.accrual.check?.amount !== amount) continue;
       if (other.reversal.state === 'in_doubt' || other.inFlight?.operation === 'reverse') {
         others.push(other.transactionId);
+        continue;
+      }
+      if (other.reversal.state === 'reversed' && other.reversal.operationIds === undefined && !other.reversal.results.some((r) => r.reversedAt)) {
+        // A person settled it as reversed without naming its entry (resolve reversed): its entry, if
+        // its call could have left one since `since` (a call commits within its timeout and the
+        // grace period), is in the history claimed by nobody, as a rival's would be.
+        const lastCall = Math.max(...other.attempts.filter((a) => a.operation === 'reverse').map((a) => Date.parse(a.startedAt)));
+        if (lastCall >= since - this.options.graceMs) others.push(other.transactionId);
         continue;
       }
       const confirmed = other.reversal.results.map((r) => Date.parse(r.reversedAt ?? '')).filter((ms) => !Number.isNaN(ms) && ms >= since);
@@ -356,7 +366,39 @@ export class HistoryVerifier {
       if (began !== undefined && Date.parse(began) - this.options.clockSkewMs > created) continue;
       if ((await cards.of(other.accrual.customer)).includes(op.cardId)) rivals.push(other.transactionId);
     }
-    return rivals.sort();
+    for (const other of await this.#settledByAPerson(record, op)) {
+      if (other.accrual.customer && (await cards.of(other.accrual.customer)).includes(op.cardId)) rivals.push(other.transactionId);
+    }
+    return [...new Set(rivals)].sort();
+  }
+
+  /**
+   * Records of the customer (any identifier of the record's or of `op`'s card owner, through the
+   * customer index) whose accrual a person settled as done without naming its operation
+   * (`resolve accrued`), of the same Check amount, made no later than
+   * `op` (less the skew). Their operation is in the history and claimed by nobody: `op` may be it,
+   * so it proves nothing alone (found by the model check, docs/correctness.md: taken, it left the
+   * person-settled order's operation to a second order that never accrued). Past RIVAL_SCAN records
+   * of the customer, another cannot be ruled out: a stand-in rival says so.
+   */
+  async #settledByAPerson(record: LedgerRecord, op: Operation): Promise<LedgerRecord[]> {
+    const owner = (op as { customer?: { phone?: string | null; email?: string | null } }).customer;
+    const identities = [...new Set([...identitiesOf(record.accrual.customer), ...(owner ? identitiesOf({ phone: owner.phone ?? undefined, email: owner.email ?? undefined }) : [])])];
+    if (identities.length === 0) return [];
+    const page = await this.store.list({ merchantId: merchantOf(record), customer: identities, offset: 0, limit: RIVAL_SCAN });
+    const amount = record.accrual.check!.amount;
+    const made = (other: LedgerRecord) => Date.parse(other.createdAt) - this.options.clockSkewMs <= Date.parse(op.createdAt);
+    const settled = page.items.filter(
+      (other) =>
+        keyOf(other) !== keyOf(record) &&
+        other.accrual.check?.amount === amount &&
+        made(other) &&
+        other.accrual.settledBy === 'operator' &&
+        other.accrual.operationIds.length === 0 &&
+        (other.accrual.state === 'accrued' || other.accrual.state === 'partially_accrued'),
+    );
+    if (page.totalCapped || page.total > RIVAL_SCAN) return [...settled, { ...record, transactionId: `(another of the customer's ${RIVAL_SCAN}+ records)` }];
+    return settled;
   }
 }
 

@@ -6,6 +6,7 @@
  */
 import { AccrualKeyHeldError, ConflictError, NotFoundError, ValidationError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
+import { mutant } from '../mutants.js';
 import { hasContact } from '../customer.js';
 import { DEFAULT_MERCHANT, isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorAct } from '../ledger/record.js';
 import type { Logger } from '../logger.js';
@@ -109,7 +110,7 @@ export class IntakeService {
     // last. If a remainder appears while this refund is applied, walk the chain again.
     for (let attempt = 0; attempt < 5; attempt++) {
       const chain = await chainOf(this.writer, ledgerKey(merchantId, rootId));
-      const seen = refundId ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
+      const seen = refundId && !mutant('double-reverse') ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
       if (seen) return answerFor(this.writer.store, seen, true, refundId);
       const measuredAs: MeasuredRefund = intent.paidBack ? measureFromLedger(intent, intent.paidBack, chain) : intent;
       const measured: MeasuredRefund = via ? { ...measuredAs, note: measuredAs.note ? `${measuredAs.note}; ${via}` : via } : measuredAs;

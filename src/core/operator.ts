@@ -59,9 +59,28 @@ export class OperatorActions {
   async resolve(key: string, input: ResolveInput, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {
     await this.delivery.passFinished(key);
     const record = await this.writer.require(key);
-    const claimedBy = input.operationId !== undefined ? await this.writer.store.findOperationClaim(merchantOf(record), input.operationId) : undefined;
-    const changed = await this.writer.change(key, (r) => resolve(r, input, claimedBy, act));
+    const named = input.operationId === undefined && input.outcome === 'accrued' && record.accrual.state === 'in_doubt' ? await this.#onlyCandidate(key) : undefined;
+    const settled = named === undefined ? input : { ...input, operationId: named, note: `${input.note ? `${input.note}; ` : ''}operation ${named}, the only one the history shows for it, claimed` };
+    const claimedBy = settled.operationId !== undefined ? await this.writer.store.findOperationClaim(merchantOf(record), settled.operationId) : undefined;
+    const changed = await this.writer.change(key, (r) => resolve(r, settled, claimedBy, act));
     return this.#done(`resolve ${input.outcome}`, act, changed, options);
+  }
+
+  /**
+   * The one operation the history shows that could be this in-doubt accrual's, when there is
+   * exactly one: a person's `resolve accrued` claims it, so that no later accrual of the customer
+   * and amount takes it for its own (found by the model check, docs/correctness.md). None when the
+   * history cannot be read or shows none or several; the person's word stands either way, and an
+   * unclaimed operation then counts as that record's for the verifier (history-verifier.ts).
+   */
+  async #onlyCandidate(key: string): Promise<number | undefined> {
+    try {
+      const evidence = await this.delivery.evidence(key);
+      const candidates = evidence.question === 'accrual' ? evidence.operations.filter((op) => op.candidate) : [];
+      return candidates.length === 1 ? candidates[0]!.id : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** An orphan `reverse_failed` (a refund of an order the loyalty service never knew): kept, marked closed, audited. */

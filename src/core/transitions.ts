@@ -41,6 +41,7 @@ import { ACKNOWLEDGEABLE, attentionOf } from '../ledger/attention.js';
 import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.js';
 import type { RefundIntent } from '../pos/contract.js';
 import { originOf, type Arrival } from './arrival.js';
+import { mutant } from '../mutants.js';
 
 export interface TransitionOptions {
   /** Unit of the pause between delivery rounds (the same unit as the 429 schedule). */
@@ -94,7 +95,7 @@ export function plan(record: LedgerRecord): Plan {
     case 'pending':
       return { kind: 'call', operation: 'accrue', notBefore: record.nextAttemptAt };
     case 'in_doubt':
-      return { kind: 'verify', side: 'accrue', notBefore: record.nextAttemptAt };
+      return mutant('resend-after-reset') ? { kind: 'call', operation: 'accrue' } : { kind: 'verify', side: 'accrue', notBefore: record.nextAttemptAt };
     case 'none':
     case 'skipped':
     case 'accrued':
@@ -590,7 +591,7 @@ export function linkRemainder(record: LedgerRecord, remainderTransactionId: stri
 
 /** A full refund of a recorded order. Answers undefined when it is a repeat (nothing to change). */
 export function requestReversal(record: LedgerRecord, refundId: string | undefined, now: Date): Transition | undefined {
-  if (refundId && record.reversal.refundIds.includes(refundId)) return undefined;
+  if (refundId && record.reversal.refundIds.includes(refundId) && !mutant('double-reverse')) return undefined;
   const remember = (r: LedgerRecord) => {
     if (refundId) r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);
   };
@@ -613,7 +614,7 @@ export function requestReversal(record: LedgerRecord, refundId: string | undefin
       return `refund${named} of the rest of an order whose accrual the loyalty service refused: nothing was accrued, nothing is owed`;
     });
   }
-  if (record.reversal.state !== 'none') return undefined;
+  if (record.reversal.state !== 'none' && !(mutant('double-reverse') && record.reversal.state === 'reversed')) return undefined;
   return changed(record, (r) => {
     remember(r);
     r.reversal.requestedAt = now.toISOString();

@@ -7,6 +7,7 @@
  */
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { dueOf } from '../core/transitions.js';
+import { mutant } from '../mutants.js';
 import { takeTurns } from './due-turns.js';
 import { identitiesOf } from './customer-index.js';
 import { accrualKeys, claimedOperationIds, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
@@ -332,7 +333,7 @@ export class MemoryLedgerStore implements LedgerStore {
       if (holder !== undefined && holder !== id) throw new ConflictError(`operation ${op} is claimed by ${holder}`);
     }
     const held = previous ? accrualKeys(previous) : [];
-    const keys = accrualKeys(next);
+    const keys = mutant('no-accrual-keys') ? [] : accrualKeys(next);
     for (const accrualKey of keys) {
       const holder = this.state.accrualKeys.get(accrualKey);
       if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(id, this.state.records.get(holder)?.transactionId ?? holder);

@@ -229,3 +229,42 @@ describe('a reversal in doubt, by the learned shape (reversal-shape.ts)', () => 
     expect(await verify(history([{ eventId: 77 }, { id: 101, eventId: 24 }]), record, 11)).toEqual({ kind: 'happened', operationId: 101, cardId: CARD });
   });
 });
+
+describe('an accrual a person settled without naming its operation (resolve accrued, as the console sends it)', () => {
+  /** O1: accrued by a person's word at minute 9, its operation not named; made at minute 8. */
+  function settledByAPerson(id: string, customer: LedgerRecord['accrual']['customer'] = { phone: PHONE }): LedgerRecord {
+    const r = makeRecord(id, { at: 8, accrual: 'accrued', customer });
+    r.accrual.settledBy = 'operator';
+    return r;
+  }
+
+  it("its operation may be the one the history shows: a later accrual of the customer and amount does not take it, but is ambiguous with it (found by the model check)", async () => {
+    await store.insert(settledByAPerson('generic:O1'));
+    const o2 = inDoubt('generic:O2', 9);
+    await store.insert(o2);
+    expect(await verify(history([{}]), o2, 11)).toEqual({ kind: 'ambiguous', operationId: 100, cardId: CARD, with: ['generic:O1'] });
+  });
+
+  it('the same person known by an email on the settled order: still a rival, through the card owner the history names', async () => {
+    await store.insert(settledByAPerson('generic:O1', { email: 'kim@example.test' }));
+    const o2 = inDoubt('generic:O2', 9);
+    await store.insert(o2);
+    const owned = history([{ customer: { phone: PHONE, email: 'kim@example.test' } } as Partial<Operation>], { 'kim@example.test': [CARD] });
+    expect(await verify(owned, o2, 11)).toMatchObject({ kind: 'ambiguous', with: ['generic:O1'] });
+  });
+
+  it('settled with its operation named, or by the history, or made after the operation: not a rival', async () => {
+    const named = settledByAPerson('generic:O1');
+    named.accrual.operationIds = [99];
+    await store.insert(named);
+    const byHistory = makeRecord('generic:O3', { at: 8, accrual: 'accrued', customer: { phone: PHONE } });
+    byHistory.accrual.settledBy = 'history';
+    await store.insert(byHistory);
+    await store.insert(settledByAPerson('generic:O4-later', { phone: PHONE }));
+    const later = (await store.get('generic:O4-later'))!;
+    await store.update({ ...later, version: later.version + 1, createdAt: minutes(30) });
+    const o2 = inDoubt('generic:O2', 9);
+    await store.insert(o2);
+    expect(await verify(history([{}]), o2, 11)).toEqual({ kind: 'happened', operationId: 100, cardId: CARD });
+  });
+});

@@ -106,3 +106,34 @@ describe('one person known by a phone on one order and an email on the other', (
     await expectBooksAgree(['generic:K-0', 'generic:K-1', 'generic:K-2']);
   });
 });
+
+describe('a person settles an accrual in doubt as the console does: the outcome, no operation named', () => {
+  it("the resolve claims the one operation the history shows for it, so a later accrual of the customer and amount whose call never arrived does not take it (found by the model check)", async () => {
+    h = await startHarness({ env: { IN_DOUBT_GRACE_MS: '300' }, overrides: { startWorker: false } });
+    const phone = '+15550006666';
+    // O1 is booked, but its answer is lost: in doubt.
+    h.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+    expect((await postJson(h.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'P-1', customer: { phone } }))).body.status).toBe('in_doubt');
+    const booked = h.sim.books().transactions['generic:P-1']!.operationIds;
+    expect(booked).toHaveLength(1);
+    // A person resolves it from the console: the outcome and a reason, nothing else.
+    const resolved = await admin('post', '/v1/admin/transactions/generic:P-1/resolve').send({ outcome: 'accrued', reason: 'the card shows it' });
+    expect(resolved.body.status).toBe('accrued');
+    expect((await record('generic:P-1')).accrual.operationIds).toEqual(booked);
+    expect((await record('generic:P-1')).history.at(-1)!.event).toMatch(new RegExp(`resolved: accrued: .*operation ${booked[0]}, the only one the history shows for it, claimed`));
+
+    // O2 of the same customer and amount: its call is cut before the service commits it.
+    h.sim.faults.inject({ kind: 'drop_before_commit', on: 'accrue' });
+    expect((await postJson(h.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'P-2', customer: { phone } }))).body.status).toBe('in_doubt');
+    // The history shows only O1's operation, claimed: O2 did not happen, and once the grace period
+    // is over it is sent again and booked under its own id.
+    const after = await eventually(
+      () => admin('post', '/v1/admin/reconcile'),
+      (res) => res.body.fixed.some((f: { transactionId: string; to: string }) => f.transactionId === 'generic:P-2' && f.to === 'accrued'),
+      5000,
+    );
+    expect(after.body.open).toEqual([]);
+    await expectBooksAgree(['generic:P-1', 'generic:P-2']);
+    expect((await record('generic:P-2')).accrual.operationIds).not.toContain(booked[0]);
+  });
+});
