@@ -22,6 +22,9 @@ import { ConflictError } from '../errors.js';
 import {
   awaitsRemainder,
   deriveStatus,
+  dueOf,
+  plan,
+  unreachable,
   isOrphanReversal,
   merchantOf,
   withAttempts,
@@ -32,6 +35,7 @@ import {
   type LedgerStatus,
   type OperatorAct,
   type PartialRefundPlan,
+  type Plan,
   type ReversalShape,
 } from '../ledger/record.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
@@ -71,57 +75,9 @@ const MAX_REFUND_IDS_REMEMBERED = 100;
 
 // ------------------------------------------------------------------ what a record needs
 
-/** What a record needs, whatever the time: the scheduler's and the delivery's one source. */
-export type Plan =
-  /** A call is marked in flight: its owner finishes it, or it is taken over once abandoned. */
-  | { kind: 'in_flight'; operation: UpstreamOperation }
-  /** Reversed for a partial refund; the remainder's record is still to be created. */
-  | { kind: 'create_remainder' }
-  /** Send it, not before the end of the pause between rounds when there is one. */
-  | { kind: 'call'; operation: UpstreamOperation; notBefore?: string }
-  /** An accrual or (with the merchant's reversal shape learned) a reversal in doubt: ask the operations history, not before `notBefore`. */
-  | { kind: 'verify'; side: UpstreamOperation; notBefore?: string }
-  /** A refund of an accrual that was refused or skipped: nothing to reverse; record so. */
-  | { kind: 'reversal_not_needed' }
-  /** Only a person can move it. */
-  | { kind: 'operator'; why: string }
-  | { kind: 'settled' };
-
-export function plan(record: LedgerRecord): Plan {
-  const { accrual, reversal } = record;
-  if (record.inFlight) return { kind: 'in_flight', operation: record.inFlight.operation };
-  if (awaitsRemainder(record)) return { kind: 'create_remainder' };
-  switch (accrual.state) {
-    case 'pending':
-      return { kind: 'call', operation: 'accrue', notBefore: record.nextAttemptAt };
-    case 'in_doubt':
-      return mutant('resend-after-reset') ? { kind: 'call', operation: 'accrue' } : { kind: 'verify', side: 'accrue', notBefore: record.nextAttemptAt };
-    case 'none':
-    case 'skipped':
-    case 'accrued':
-    case 'partially_accrued':
-    case 'failed':
-      break;
-    default:
-      return unreachable(accrual.state);
-  }
-  switch (reversal.state) {
-    case 'in_doubt':
-      // Looked for in the history once the merchant's reversal shape is known (reversal-shape.ts); what that cannot prove is a person's.
-      if (reversal.unproven) return { kind: 'operator', why: `reverse outcome unknown; the history did not prove it (${reversal.unproven.why}), so an operator must /resolve it, shown the evidence` };
-      return { kind: 'verify', side: 'reverse', notBefore: record.nextAttemptAt };
-    case 'pending':
-      if (accrual.state === 'failed' || accrual.state === 'skipped') return { kind: 'reversal_not_needed' };
-      return { kind: 'call', operation: 'reverse', notBefore: record.nextAttemptAt };
-    case 'none':
-    case 'not_needed':
-    case 'reversed':
-    case 'failed':
-      return { kind: 'settled' };
-    default:
-      return unreachable(reversal.state);
-  }
-}
+// What a record needs (`plan`) and when the worker looks at it (`dueOf`) live with the record
+// (ledger/record.ts), below both the stores, which index them, and these transitions, which act on them.
+export { dueOf, plan, unreachable, type Plan };
 
 export interface StepContext {
   nowMs: number;
@@ -168,42 +124,6 @@ export function nextStep(record: LedgerRecord, ctx: StepContext): Step {
       return { kind: 'none', why: planned.why };
     case 'settled':
       return { kind: 'none', why: 'settled' };
-    default:
-      return unreachable(planned);
-  }
-}
-
-/**
- * When the worker should next look at an open record by itself (the scheduled pass; an operator's
- * reconcile looks at every open record), from `plan`:
- * - a call marked in flight, a remainder to create, a reversal with nothing to reverse: now (its
- *   `updatedAt`). An in-flight record is looked at so that a call its bridge can no longer finish
- *   is taken over, whatever pause `nextAttemptAt` still shows;
- * - a call to make: `nextAttemptAt`, the end of the pause between rounds, else now;
- * - an accrual in doubt: `nextAttemptAt`, when the history is checked. Only the history verifier
- *   settles it, and it runs only where LOYALTY_API_KEY is set: a setting of the running bridge
- *   that can change at a restart without the record being written again. So the answer says
- *   `needsVerifier`, stores keep it, and the worker's query says whether it can verify;
- * - a reversal in doubt: as an accrual in doubt (the history is asked once the merchant's reversal
- *   shape is learned: reversal-shape.ts), until the history did not prove it (`reversal.unproven`);
- * - then, and a settled record: never (undefined): only an operator's /resolve moves it.
- */
-export function dueOf(record: LedgerRecord): Due | undefined {
-  const now = Date.parse(record.updatedAt);
-  const after = (notBefore: string | undefined) => (notBefore ? Date.parse(notBefore) : now);
-  const planned = plan(record);
-  switch (planned.kind) {
-    case 'in_flight':
-    case 'create_remainder':
-    case 'reversal_not_needed':
-      return { atMs: now, needsVerifier: false };
-    case 'call':
-      return { atMs: after(planned.notBefore), needsVerifier: false };
-    case 'verify':
-      return { atMs: after(planned.notBefore), needsVerifier: true };
-    case 'operator':
-    case 'settled':
-      return undefined;
     default:
       return unreachable(planned);
   }
@@ -903,11 +823,6 @@ export function rootOf(transactionId: string): string {
 
 function remainderDepthOf(transactionId: string): number {
   return Number(/~r(\d+)$/.exec(transactionId)?.[1] ?? 0);
-}
-
-/** An exhaustive switch's default: a new state or outcome must be handled before this compiles. */
-export function unreachable(value: never): never {
-  throw new Error(`unhandled case ${JSON.stringify(value)}`);
 }
 
 export type { LedgerStatus };

@@ -73,9 +73,8 @@ import { Journal, syncDirectory, type Location, type Position, type WriteFailure
 import { LedgerIndex, type DeadLetterRow, type KeyAt, type RecordFilter, type RecordRow } from './file-index.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
-import { dueOf } from '../core/transitions.js';
 import { customerHash, customerHashesOf, newSearchKey } from './customer-index.js';
-import { accrualKeys, claimedOperationIds, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { accrualKeys, dueOf, claimedOperationIds, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import {
   backfillKey,

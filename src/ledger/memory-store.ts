@@ -6,11 +6,10 @@
  * so a caller that changes a record it was given changes nothing stored.
  */
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
-import { dueOf } from '../core/transitions.js';
 import { mutant } from '../mutants.js';
 import { takeTurns } from './due-turns.js';
 import { identitiesOf } from './customer-index.js';
-import { accrualKeys, claimedOperationIds, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import {

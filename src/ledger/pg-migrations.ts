@@ -5,11 +5,10 @@
  * migration that has shipped: add the next version.
  */
 import type pg from 'pg';
-import { dueOf } from '../core/transitions.js';
 import type { Customer } from '../customer.js';
 import { attentionEntriesOf } from './attention.js';
 import { CUSTOMER_SEARCH_KEY, customerHashesOf, newSearchKey } from './customer-index.js';
-import { accrualKeys, unsettledAmount, type LedgerRecord } from './record.js';
+import { accrualKeys, dueOf, unsettledAmount, type LedgerRecord } from './record.js';
 import { FOLD_CASE_SQL, foldCase } from './store.js';
 
 export interface Migration {

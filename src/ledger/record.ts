@@ -9,6 +9,7 @@ import type { Customer } from '../customer.js';
 import { identitiesOf } from './customer-index.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
+import { mutant } from '../mutants.js';
 
 export const LEDGER_STATUSES = [
   'skipped',
@@ -305,6 +306,8 @@ export function deriveStatus(record: Pick<LedgerRecord, 'accrual' | 'reversal'>)
     case 'none':
     case 'not_needed':
       break;
+    default:
+      return unreachable(record.reversal.state);
   }
   switch (record.accrual.state) {
     case 'none':
@@ -316,19 +319,14 @@ export function deriveStatus(record: Pick<LedgerRecord, 'accrual' | 'reversal'>)
     case 'partially_accrued':
     case 'failed':
       return record.accrual.state;
+    default:
+      return unreachable(record.accrual.state);
   }
 }
 
 /** Work remains for the worker, the reconciler or an operator. */
-export function isOpen(record: Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFlight' | 'remainderTransactionId'>): boolean {
-  return (
-    record.inFlight !== undefined ||
-    awaitsRemainder(record) ||
-    record.accrual.state === 'pending' ||
-    record.accrual.state === 'in_doubt' ||
-    record.reversal.state === 'pending' ||
-    record.reversal.state === 'in_doubt'
-  );
+export function isOpen(record: PlanInput): boolean {
+  return plan(record).kind !== 'settled';
 }
 
 export interface Due {
@@ -377,4 +375,103 @@ export function awaitsRemainder(record: Pick<LedgerRecord, 'reversal' | 'remaind
 /** A refund of an order the loyalty service never knew: nothing was accrued under its id, so nothing can be reversed. */
 export function isOrphanReversal(record: Pick<LedgerRecord, 'reversal' | 'accrual'>): boolean {
   return record.reversal.state === 'failed' && record.reversal.unknownUpstream === true && record.accrual.state === 'none';
+}
+
+// ------------------------------------------------------------------ what a record needs
+
+/** What `plan` reads of a record. */
+export type PlanInput = Pick<LedgerRecord, 'accrual' | 'reversal' | 'inFlight' | 'remainderTransactionId' | 'nextAttemptAt'>;
+
+/** What a record needs, whatever the time: the scheduler's and the delivery's one source. */
+export type Plan =
+  /** A call is marked in flight: its owner finishes it, or it is taken over once abandoned. */
+  | { kind: 'in_flight'; operation: UpstreamOperation }
+  /** Reversed for a partial refund; the remainder's record is still to be created. */
+  | { kind: 'create_remainder' }
+  /** Send it, not before the end of the pause between rounds when there is one. */
+  | { kind: 'call'; operation: UpstreamOperation; notBefore?: string }
+  /** An accrual or (with the merchant's reversal shape learned) a reversal in doubt: ask the operations history, not before `notBefore`. */
+  | { kind: 'verify'; side: UpstreamOperation; notBefore?: string }
+  /** A refund of an accrual that was refused or skipped: nothing to reverse; record so. */
+  | { kind: 'reversal_not_needed' }
+  /** Only a person can move it. */
+  | { kind: 'operator'; why: string }
+  | { kind: 'settled' };
+
+export function plan(record: PlanInput): Plan {
+  const { accrual, reversal } = record;
+  if (record.inFlight) return { kind: 'in_flight', operation: record.inFlight.operation };
+  if (awaitsRemainder(record)) return { kind: 'create_remainder' };
+  switch (accrual.state) {
+    case 'pending':
+      return { kind: 'call', operation: 'accrue', notBefore: record.nextAttemptAt };
+    case 'in_doubt':
+      return mutant('resend-after-reset') ? { kind: 'call', operation: 'accrue' } : { kind: 'verify', side: 'accrue', notBefore: record.nextAttemptAt };
+    case 'none':
+    case 'skipped':
+    case 'accrued':
+    case 'partially_accrued':
+    case 'failed':
+      break;
+    default:
+      return unreachable(accrual.state);
+  }
+  switch (reversal.state) {
+    case 'in_doubt':
+      // Looked for in the history once the merchant's reversal shape is known (reversal-shape.ts); what that cannot prove is a person's.
+      if (reversal.unproven) return { kind: 'operator', why: `reverse outcome unknown; the history did not prove it (${reversal.unproven.why}), so an operator must /resolve it, shown the evidence` };
+      return { kind: 'verify', side: 'reverse', notBefore: record.nextAttemptAt };
+    case 'pending':
+      if (accrual.state === 'failed' || accrual.state === 'skipped') return { kind: 'reversal_not_needed' };
+      return { kind: 'call', operation: 'reverse', notBefore: record.nextAttemptAt };
+    case 'none':
+    case 'not_needed':
+    case 'reversed':
+    case 'failed':
+      return { kind: 'settled' };
+    default:
+      return unreachable(reversal.state);
+  }
+}
+
+/**
+ * When the worker should next look at an open record by itself (the scheduled pass; an operator's
+ * reconcile looks at every open record), from `plan`:
+ * - a call marked in flight, a remainder to create, a reversal with nothing to reverse: now (its
+ *   `updatedAt`). An in-flight record is looked at so that a call its bridge can no longer finish
+ *   is taken over, whatever pause `nextAttemptAt` still shows;
+ * - a call to make: `nextAttemptAt`, the end of the pause between rounds, else now;
+ * - an accrual in doubt: `nextAttemptAt`, when the history is checked. Only the history verifier
+ *   settles it, and it runs only where LOYALTY_API_KEY is set: a setting of the running bridge
+ *   that can change at a restart without the record being written again. So the answer says
+ *   `needsVerifier`, stores keep it, and the worker's query says whether it can verify;
+ * - a reversal in doubt: as an accrual in doubt (the history is asked once the merchant's reversal
+ *   shape is learned: reversal-shape.ts), until the history did not prove it (`reversal.unproven`);
+ * - then, and a settled record: never (undefined): only an operator's /resolve moves it.
+ */
+export function dueOf(record: PlanInput & Pick<LedgerRecord, 'updatedAt'>): Due | undefined {
+  const now = Date.parse(record.updatedAt);
+  const after = (notBefore: string | undefined) => (notBefore ? Date.parse(notBefore) : now);
+  const planned = plan(record);
+  switch (planned.kind) {
+    case 'in_flight':
+    case 'create_remainder':
+    case 'reversal_not_needed':
+      return { atMs: now, needsVerifier: false };
+    case 'call':
+      return { atMs: after(planned.notBefore), needsVerifier: false };
+    case 'verify':
+      return { atMs: after(planned.notBefore), needsVerifier: true };
+    case 'operator':
+    case 'settled':
+      return undefined;
+    default:
+      return unreachable(planned);
+  }
+}
+
+
+/** An exhaustive switch's default: a new state or outcome must be handled before this compiles. */
+export function unreachable(value: never): never {
+  throw new Error(`unhandled case ${JSON.stringify(value)}`);
 }
