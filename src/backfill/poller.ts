@@ -26,6 +26,7 @@ import { MerchantSuspendedError } from '../core/ingest.js';
 import { keptPayload, type Arrival } from '../core/arrival.js';
 import { DEFAULT_LISTING_RETRY, listingSource, listPosChanges, type FoundItem, type ListingRetry } from './listing.js';
 import { Pace, type WorkClock } from './pace.js';
+import { isSuspended } from '../merchants/merchant.js';
 
 /** What the history of a record backfill created says: its webhook never came. */
 export const FOUND_BY_BACKFILL = 'found by backfill: its webhook never arrived';
@@ -146,7 +147,7 @@ export class BackfillPoller {
   async runPass(request: PassRequest): Promise<PassResult> {
     const merchant = await this.merchants.get(request.merchantId);
     if (!merchant) throw new NotFoundError(`no merchant ${echoed(request.merchantId)}`, 'unknown_merchant');
-    if (merchant.status === 'suspended') throw new MerchantSuspendedError(merchant.id);
+    if (isSuspended(merchant)) throw new MerchantSuspendedError(merchant.id);
     return withMerchant(merchant.id, () => this.#pace.run((work) => this.#pass(merchant, request, work)));
   }
 

@@ -304,10 +304,8 @@ export class DeliveryService {
       let record = await this.writer.require(key);
       const now = this.writer.now();
       const upstream = await this.upstreams.upstreamOf(merchantOf(record));
-      let step = nextStep(record, { nowMs: now.getTime(), force, canVerify: upstream?.verifier.enabled ?? false, abandoned: this.abandoned(record) });
-      // Nothing is sent for a merchant that is suspended or no longer known; its records wait as they are.
-      if (!upstream && (step.kind === 'call' || step.kind === 'verify')) step = { kind: 'none', why: `merchant ${merchantOf(record)} is not known to this bridge: nothing is sent` };
-      if (upstream?.suspended && step.kind === 'call') step = { kind: 'none', why: `merchant ${merchantOf(record)} is suspended: nothing is sent until it is active again` };
+      const merchant = !upstream ? 'unknown' : upstream.suspended ? 'suspended' : 'active';
+      const step = nextStep(record, { nowMs: now.getTime(), force, canVerify: upstream?.verifier.enabled ?? false, abandoned: this.abandoned(record), merchant });
       try {
         switch (step.kind) {
           case 'take_over':
@@ -337,8 +335,7 @@ export class DeliveryService {
   /** The accrual waits behind `holder` (a transactionId of its merchant): looked at again soon while the holder's call is out, later while it is in doubt. */
   async #waitBehind(waiting: LedgerRecord, holder: string): Promise<{ record: LedgerRecord; note: string }> {
     const holding = await this.writer.store.get(ledgerKey(merchantOf(waiting), holder));
-    const pauseMs = holding?.accrual.state === 'in_doubt' ? Math.max(this.options.inDoubtVerifyAfterMs, this.options.retryBaseMs) : this.options.retryBaseMs;
-    const record = await this.writer.change(keyOf(waiting), (r) => (r.accrual.state === 'pending' && !r.inFlight ? waitBehind(r, holder, this.writer.now(), pauseMs) : undefined));
+    const record = await this.writer.change(keyOf(waiting), (r) => (r.accrual.state === 'pending' && !r.inFlight ? waitBehind(r, holder, holding, this.writer.now(), this.options) : undefined));
     this.metrics.accrualsHeldBack.inc(this.metrics.merchant(merchantOf(waiting)));
     return { record, note: `waits behind ${holder}: an accrual of the same customer and amount is unsettled` };
   }

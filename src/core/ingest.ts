@@ -24,6 +24,7 @@ import type { DeadLetterRunner } from './dead-letter-retry.js';
 import { afterRun, claimForRun, keep, type DeadLetterRetryPolicy, type RunResult } from './dead-letter-transitions.js';
 import type { IntakeService } from './intake.js';
 import { headersToKeep, keptPayload, storedBody, type Arrival } from './arrival.js';
+import { isSuspended } from '../merchants/merchant.js';
 
 export interface WebhookResult {
   key: string;
@@ -243,7 +244,7 @@ export class Ingest implements DeadLetterRunner {
   async merchant(id: string): Promise<IngestMerchant> {
     const merchant = await this.merchants.get(id);
     if (!merchant) throw new NotFoundError(`no merchant ${id}`, 'unknown_merchant');
-    if (merchant.status === 'suspended') throw new MerchantSuspendedError(id);
+    if (isSuspended(merchant)) throw new MerchantSuspendedError(id);
     return merchant;
   }
 
@@ -338,7 +339,7 @@ export class Ingest implements DeadLetterRunner {
       const partRaw = parts.length === 1 ? raw : Buffer.from(JSON.stringify(part.body));
       const partArrival = arrival && { ...arrival, payload: keptPayload(pos, partRaw, arrival.receivedAt, headers, spec.signature.header) };
       const known = 'merchantId' in part && part.merchantId ? await this.merchants.get(part.merchantId) : await this.merchants.byAccount(pos, part.account);
-      if (!known || known.status === 'suspended') {
+      if (!known || isSuspended(known)) {
         // Authentic, but nobody's to carry out: kept for an operator; nothing is sent upstream.
         const why = known ? new MerchantSuspendedError(known.id) : new UnknownMerchantError(pos, part.account);
         await keep(known?.id, partRaw, [{ key: part.account === undefined ? 'delivery' : echoed(part.account), error: why, at: results.length }]);

@@ -87,6 +87,11 @@ export interface StepContext {
   canVerify: boolean;
   /** The record's in-flight call belongs to a bridge that can no longer finish it (see DeliveryService). */
   abandoned: boolean;
+  /**
+   * The record's merchant, as the bridge knows it now: nothing is sent for a suspended merchant (its
+   * records are kept, and read in the history), nor asked of the loyalty service for one no longer known.
+   */
+  merchant: 'active' | 'suspended' | 'unknown';
 }
 
 /** What a pass over the record does now. */
@@ -100,6 +105,13 @@ export type Step =
   | { kind: 'none'; why: string };
 
 export function nextStep(record: LedgerRecord, ctx: StepContext): Step {
+  const step = stepByPlan(record, ctx);
+  if (ctx.merchant === 'unknown' && (step.kind === 'call' || step.kind === 'verify')) return { kind: 'none', why: `merchant ${merchantOf(record)} is not known to this bridge: nothing is sent` };
+  if (ctx.merchant === 'suspended' && step.kind === 'call') return { kind: 'none', why: `merchant ${merchantOf(record)} is suspended: nothing is sent until it is active again` };
+  return step;
+}
+
+function stepByPlan(record: LedgerRecord, ctx: StepContext): Step {
   const planned = plan(record);
   const due = (notBefore: string | undefined) => ctx.force || !notBefore || Date.parse(notBefore) <= ctx.nowMs;
   switch (planned.kind) {
@@ -287,7 +299,13 @@ export function keyless(record: LedgerRecord, holder: string): LedgerRecord {
  * (`accrualKeys`). It stays pending and is looked at again after `pauseMs`; the history says so
  * when it starts waiting behind another record, not at every look.
  */
-export function waitBehind(record: LedgerRecord, holder: string, now: Date, pauseMs: number): Transition {
+/**
+ * The accrual waits behind `holder` (an unsettled accrual of the same customer and amount, as it was
+ * found): looked at again after a round's unit while the holder's call is out, and no sooner than
+ * the holder's history check while it is in doubt.
+ */
+export function waitBehind(record: LedgerRecord, holder: string, holding: Pick<LedgerRecord, 'accrual'> | undefined, now: Date, options: Pick<TransitionOptions, 'retryBaseMs' | 'inDoubtVerifyAfterMs'>): Transition {
+  const pauseMs = holding?.accrual.state === 'in_doubt' ? Math.max(options.inDoubtVerifyAfterMs, options.retryBaseMs) : options.retryBaseMs;
   return changed(record, (r) => {
     const already = r.accrual.waitingBehind === holder;
     r.accrual.waitingBehind = holder;

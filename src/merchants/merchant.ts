@@ -18,6 +18,15 @@ export const MERCHANT_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 export type MerchantStatus = 'active' | 'suspended';
 
+/**
+ * A suspended merchant's orders are neither recorded from direct posts (403) nor sent upstream; its
+ * webhooks are kept as dead letters and its records wait as they are, still read in the history.
+ * Decided here once: ingest, backfill and delivery ask this.
+ */
+export function isSuspended(merchant: { status: MerchantStatus }): boolean {
+  return merchant.status === 'suspended';
+}
+
 /** A merchant's account on one POS: its id there (the POS names the merchant by it in webhooks) and its API token. */
 export interface PosAccount {
   /** Square/Clover/Loyverse `merchantId`, Shopify `shopDomain`, Toast `restaurantGuid` (the field each adapter declares). */

@@ -16,7 +16,7 @@ import type { LedgerStore } from '../ledger/store.js';
 import type { AdapterContext, PosSettings } from '../pos/contract.js';
 import type { PosSettingDeclarations } from '../pos/settings.js';
 import { HistoryVerifier, type VerifierOptions } from '../core/history-verifier.js';
-import { accountKey, DEFAULT_MERCHANT, type MerchantStatus, type StoredMerchant } from './merchant.js';
+import { accountKey, DEFAULT_MERCHANT, isSuspended, type MerchantStatus, type StoredMerchant } from './merchant.js';
 import { SecretBox, tokenHash } from './secrets.js';
 
 /** How long a merchant read from the store is used before it is read again. */
@@ -148,7 +148,7 @@ export class MerchantRegistry {
       this.options.logger.error({ merchantId, err: error }, 'merchant could not be loaded');
       return undefined;
     });
-    return merchant && { calls: merchant.client, verifier: merchant.verifier, suspended: merchant.status === 'suspended' };
+    return merchant && { calls: merchant.client, verifier: merchant.verifier, suspended: isSuspended(merchant) };
   }
 
   async canVerifyAny(): Promise<boolean> {

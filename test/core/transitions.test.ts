@@ -103,7 +103,7 @@ describe('recordOutcome: every outcome of every call', () => {
 });
 
 describe('nextStep: what a pass does now, for every state', () => {
-  const ctx = (over: Partial<StepContext> = {}): StepContext => ({ nowMs: NOW.getTime(), force: false, canVerify: true, abandoned: false, ...over });
+  const ctx = (over: Partial<StepContext> = {}): StepContext => ({ nowMs: NOW.getTime(), force: false, canVerify: true, abandoned: false, merchant: 'active', ...over });
   const later = (r: LedgerRecord) => (r.nextAttemptAt = minutes(90));
   const table: [string, LedgerRecord, Partial<StepContext>, string][] = [
     ['pending, due', record('pending'), {}, 'call accrue'],
@@ -120,6 +120,10 @@ describe('nextStep: what a pass does now, for every state', () => {
     ['in-doubt accrual, refund pending: verify first', record('in_doubt', 'pending'), {}, 'verify'],
     ['refused accrual, refund pending', record('failed', 'pending'), {}, 'reversal_not_needed'],
     ['skipped, refund pending', record('skipped', 'pending'), {}, 'reversal_not_needed'],
+    ['pending, its merchant suspended: nothing is sent', record('pending'), { merchant: 'suspended' }, 'none'],
+    ['in doubt, its merchant suspended: the history is still read', record('in_doubt'), { merchant: 'suspended' }, 'verify'],
+    ['pending, its merchant no longer known: nothing is sent', record('pending'), { merchant: 'unknown' }, 'none'],
+    ['in doubt, its merchant no longer known: nothing is asked', record('in_doubt'), { merchant: 'unknown' }, 'none'],
     ['reversal in doubt, verifier available: the history is read for it', record('accrued', 'in_doubt'), {}, 'verify'],
     ['reversal in doubt, no verifier: an operator', record('accrued', 'in_doubt'), { canVerify: false, force: true }, 'none'],
     ['reversal in doubt the history did not prove: an operator', record('accrued', 'in_doubt', (r) => (r.reversal.unproven = { at: r.updatedAt, why: 'no reversal shape learned' })), { force: true }, 'none'],
@@ -209,7 +213,7 @@ describe('operator actions, for every state', () => {
     expect(() => resolve(record('in_doubt'), { outcome: 'accrued', operationId: 5 }, 'generic:other')).toThrow(/already claimed by generic:other/);
     const again = nextVersion(record('in_doubt'), resolve(record('in_doubt'), { outcome: 'not_accrued', note: 'checked by phone' }), NOW);
     expect(again.status).toBe('pending');
-    expect(nextStep(again, { nowMs: NOW.getTime(), force: false, canVerify: true, abandoned: false })).toEqual({ kind: 'call', operation: 'accrue' });
+    expect(nextStep(again, { nowMs: NOW.getTime(), force: false, canVerify: true, abandoned: false, merchant: 'active' })).toEqual({ kind: 'call', operation: 'accrue' });
     expect(again.history.at(-1)!.event).toBe('operator resolved: not_accrued: checked by phone');
   });
 });
@@ -252,11 +256,21 @@ describe('one unsettled accrual per customer and amount', () => {
   });
 
   it('waiting behind a holder is said once, and going out clears it', () => {
-    const waiting = nextVersion(record('pending'), waitBehind(record('pending'), 'generic:H-1', NOW, 1000), NOW);
-    const again = nextVersion(waiting, waitBehind(waiting, 'generic:H-1', NOW, 1000), NOW);
+    const options = { retryBaseMs: 1000, inDoubtVerifyAfterMs: 5000 };
+    const holding = calling('accrue', 'pending');
+    const waiting = nextVersion(record('pending'), waitBehind(record('pending'), 'generic:H-1', holding, NOW, options), NOW);
+    const again = nextVersion(waiting, waitBehind(waiting, 'generic:H-1', holding, NOW, options), NOW);
     expect(again.history.filter((e) => e.event.startsWith('waits behind generic:H-1'))).toHaveLength(1);
     expect(again).toMatchObject({ status: 'pending', nextAttemptAt: new Date(NOW.getTime() + 1000).toISOString(), accrual: { waitingBehind: 'generic:H-1' } });
     expect(markInFlight(again, 'accrue', OWNER, NOW).record.accrual.waitingBehind).toBeUndefined();
+  });
+
+  it("behind a holder in doubt, it is looked at again no sooner than the holder's history check; behind one whose call is out, after a round's unit", () => {
+    const options = { retryBaseMs: 1000, inDoubtVerifyAfterMs: 5000 };
+    const behindDoubt = waitBehind(record('pending'), 'generic:H-1', record('in_doubt'), NOW, options).record;
+    expect(behindDoubt.nextAttemptAt).toBe(new Date(NOW.getTime() + 5000).toISOString());
+    const behindCall = waitBehind(record('pending'), 'generic:H-1', calling('accrue', 'pending'), NOW, options).record;
+    expect(behindCall.nextAttemptAt).toBe(new Date(NOW.getTime() + 1000).toISOString());
   });
 });
 
