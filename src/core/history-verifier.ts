@@ -23,6 +23,7 @@ import { centsEqualsMajor } from '../money.js';
 import { mutant } from '../mutants.js';
 import { describeShape, isReversalEntry, readShape, sumSign } from './reversal-shape.js';
 import type { ReversalVerdict, Verdict } from './transitions.js';
+import { unreachable } from '../unreachable.js';
 
 export type { ReversalVerdict, Verdict };
 
@@ -295,8 +296,11 @@ export class HistoryVerifier {
           return { reading: 'not_accrued', why: `no matching operation on ${verdict.examinedCards} card(s) after the grace period` };
         case 'ambiguous':
           return { reading: 'ambiguous', why: `operation ${verdict.operationId} on card ${verdict.cardId} could be the accrual of ${verdict.with.join(', ')} too` };
-        default:
+        case 'too_early':
+        case 'cannot_verify':
           return { reading: 'unknown', why: verdict.reason };
+        default:
+          return unreachable(verdict);
       }
     }
     if (record.inFlight) return { reading: 'unknown', why: 'the reverse call is still out' };
@@ -306,8 +310,11 @@ export class HistoryVerifier {
         return { reading: 'reversed', why: `operation ${verdict.operationIds.join(', ')} (${describeShape(verdict.shape)}) on card ${verdict.cards.join(', ')}: one on each, claimed by no record, none could be another's` };
       case 'unproven':
         return { reading: verdict.reading, why: verdict.why };
-      default:
+      case 'too_early':
+      case 'cannot_verify':
         return { reading: 'unknown', why: verdict.reason };
+      default:
+        return unreachable(verdict);
     }
   }
 

@@ -10,6 +10,9 @@ import { identitiesOf } from './customer-index.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
 import { mutant } from '../mutants.js';
+import { unreachable } from '../unreachable.js';
+
+export { unreachable };
 
 export const LEDGER_STATUSES = [
   'skipped',
@@ -470,8 +473,3 @@ export function dueOf(record: PlanInput & Pick<LedgerRecord, 'updatedAt'>): Due 
   }
 }
 
-
-/** An exhaustive switch's default: a new state or outcome must be handled before this compiles. */
-export function unreachable(value: never): never {
-  throw new Error(`unhandled case ${JSON.stringify(value)}`);
-}

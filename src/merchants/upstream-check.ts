@@ -26,6 +26,7 @@ import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { CredentialsAnswer, LoyaltyClient } from '../loyalty/client.js';
 import { DEFAULT_MERCHANT } from './merchant.js';
+import { unreachable } from '../unreachable.js';
 
 export interface UpstreamCheckOptions {
   /** How long a check that found the credential taken stands (default 60 s). */
@@ -109,6 +110,8 @@ export function credentialProblem(check: CredentialCheck, baseUrl: string): stri
       return `LOYALTY_BASE_URL (${address}) does not lead to the loyalty service's API: POST ${address}/api/v2/marketplace/resolve-credentials answered ${verdict.detail}; set LOYALTY_BASE_URL to the service's address before /api/v2/ (the bridge adds /api/v2/ itself)${merchantId === DEFAULT_MERCHANT ? '' : ` (found checking merchant ${merchantId})`}`;
     case 'unreachable':
       return `the loyalty service at ${address} did not answer resolve-credentials${merchantId === DEFAULT_MERCHANT ? '' : ` for merchant ${merchantId}`} (${verdict.detail}): checkouts are recorded and delivered once it answers`;
+    default:
+      return unreachable(verdict);
   }
 }
 

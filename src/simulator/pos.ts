@@ -173,6 +173,12 @@ export function posRouter(ctx: SimContext): express.Router {
         res.status(out.status).json(out.body);
         return;
       }
+      case 'history_moves':
+        throw new Error('history_moves is a fault of history reads, never taken for a call (faults.ts)');
+      default: {
+        const unknown: never = fault.kind;
+        throw new Error(`unhandled fault ${String(unknown)}`);
+      }
     }
   }
 

@@ -23,6 +23,7 @@ import { parseWith } from '../../validation.js';
 import type { AttentionAnswer, AuditList, BulkAnswer, DeadLetter, DeadLetterList, EvidenceAnswer, KeptPayload, ReconcileReport, ReplayAnswer, ReplayFailure, TransactionList, WhoAmI } from '../schemas.js';
 import { deadLetterDetail, deadLetterSummary, keptPayloadView, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
 import { searchIdentities } from '../../ledger/customer-index.js';
+import { unreachable } from '../../unreachable.js';
 
 /** Well inside the server's 30 s request timeout (bridge.ts), so the report always reaches the operator. */
 export const RECONCILE_BUDGET_MS = 20_000;
@@ -419,6 +420,8 @@ export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: reado
           case 'acknowledge':
             await deps.operator.acknowledge(target.key, act, options);
             break;
+          default:
+            unreachable(body.action);
         }
         answer.done.push(target.id);
       } catch (error) {
