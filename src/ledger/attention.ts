@@ -3,7 +3,7 @@
  * (`GET /v1/admin/attention`), the stores' attention listing and the open-records gauge. Pure: the
  * stores use it to keep their attention index, the core to answer.
  */
-import { isOrphanReversal, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
+import { isOrphanReversal, keyOf, merchantOf, plan, type LedgerRecord, type LedgerStatus } from './record.js';
 
 export const ATTENTION_KINDS = ['in_doubt', 'ambiguous', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter'] as const;
 export type AttentionKind = (typeof ATTENTION_KINDS)[number];
@@ -35,7 +35,7 @@ export interface AttentionItem {
 }
 
 /** What `attentionOf` reads: everything but the attempt log, which stores may leave out of the read. */
-export type AttentionInput = Pick<LedgerRecord, 'transactionId' | 'merchantId' | 'status' | 'pos' | 'orderId' | 'updatedAt' | 'accrual' | 'reversal' | 'history' | 'changedRepeats' | 'closed' | 'acknowledged' | 'inFlight'>;
+export type AttentionInput = Pick<LedgerRecord, 'transactionId' | 'merchantId' | 'status' | 'pos' | 'orderId' | 'updatedAt' | 'accrual' | 'reversal' | 'history' | 'changedRepeats' | 'closed' | 'acknowledged' | 'inFlight' | 'remainderTransactionId' | 'nextAttemptAt'>;
 
 /** The kinds an operator may acknowledge (`acknowledged`): the others have an action that settles them. */
 export const ACKNOWLEDGEABLE: ReadonlySet<AttentionKind> = new Set(['failed', 'partially_accrued', 'changed_repeats']);
@@ -84,12 +84,14 @@ export function attentionOf(record: AttentionInput): AttentionItem[] {
   const base = { transactionId: record.transactionId, merchantId: merchantOf(record), status: record.status, pos: record.pos, orderId: record.orderId };
   const items: AttentionItem[] = [];
   const { accrual, reversal } = record;
-  if (!record.inFlight && reversal.state === 'in_doubt') {
+  // A call in doubt, as the transitions plan it (`plan`): the history is to be asked, or a person.
+  const planned = plan(record);
+  if ((planned.kind === 'verify' && planned.side === 'reverse') || (planned.kind === 'operator' && reversal.state === 'in_doubt')) {
     const why = reversal.unproven
       ? `reverse outcome unknown and the operations history does not prove it (${reversal.unproven.why}): a person must resolve it (reversed or not_reversed), shown the evidence`
       : "reverse outcome unknown; settled from the operations history once it shows the reversal (LOYALTY_API_KEY set and this service's reversal shape learned), otherwise a person must resolve it (reversed or not_reversed)";
     items.push({ ...base, kind: 'in_doubt', since: reversal.inDoubtSince ?? statusSince(record), why });
-  } else if (!record.inFlight && accrual.state === 'in_doubt') {
+  } else if (planned.kind === 'verify' && planned.side === 'accrue') {
     const rivals = accrual.ambiguousWith?.length ? accrual.ambiguousWith : undefined;
     items.push(
       rivals

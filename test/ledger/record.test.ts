@@ -1,6 +1,7 @@
 /** `dueOf`: when the worker looks at a record again, for every state the transitions tell apart; and what a record may accumulate. */
 import { describe, expect, it } from '@jest/globals';
 import { dueOf } from '../../src/core/transitions.js';
+import { attentionOf } from '../../src/ledger/attention.js';
 import { isOpen, RECORD_BOUNDS, withAttempts, withChangedDelivery, withHistoryEvent, type ChangedRepeats, type HistoryEvent, type LedgerRecord } from '../../src/ledger/record.js';
 import type { Attempt } from '../../src/loyalty/calls.js';
 import { makeRecord, minutes, type RecordOptions } from './store-contract.js';
@@ -92,5 +93,23 @@ describe('what one record may accumulate', () => {
       first: [1, 2, 3].map((n) => ({ at: minutes(n), amountCents: n })),
       latest: [498, 499, 500].map((n) => ({ at: minutes(n), amountCents: n })),
     });
+  });
+});
+
+describe('attentionOf: a call in doubt as the transitions plan it', () => {
+  it.each<[string, LedgerRecord, string[]]>([
+    ['an accrual in doubt: the history is asked (or a person)', written({ accrual: 'in_doubt' }), ['in_doubt']],
+    ['an accrual in doubt the history matches with another record: ambiguous', written({ accrual: 'in_doubt' }, (r) => (r.accrual.ambiguousWith = ['generic:D-2'])), ['ambiguous']],
+    ['a reversal in doubt', written({ accrual: 'accrued', reversal: 'in_doubt' }), ['in_doubt']],
+    ['a reversal in doubt the history did not prove', written({ accrual: 'accrued', reversal: 'in_doubt', reversalUnproven: true }), ['in_doubt']],
+    ['a call in flight: the bridge is moving it, nobody is asked', written({ accrual: 'in_doubt', inFlight: true }), []],
+    ['settled', written({ accrual: 'accrued' }), []],
+  ])('%s', (_name, record, kinds) => {
+    expect(attentionOf(record).map((item) => item.kind)).toEqual(kinds);
+  });
+
+  it('both sides in doubt (a journal damaged under a refund waiting for its sale): the accrual is what is asked about first, as the plan settles it first', () => {
+    const both = written({ accrual: 'in_doubt', reversal: 'in_doubt' });
+    expect(attentionOf(both)).toEqual([expect.objectContaining({ kind: 'in_doubt', why: expect.stringMatching(/^accrual outcome unknown/) })]);
   });
 });
