@@ -85,6 +85,14 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<vo
     writeFileSync(envFile, `# npm run simulator at ${listening.url}: a bridge's loyalty service and the default merchant's POS accounts (public test data)\n${variables.map(([k, v]) => `${k}=${v}`).join('\n')}\n`, { mode: 0o600 });
     chmodSync(envFile, 0o600);
   }
+  // Armed before the banner says it runs: a SIGTERM sent on reading it must find the handler there.
+  const stopped = new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+    // A SIGKILL of `npm run simulator` (or of its group) ends it too, as it ends a bridge (src/launcher.ts).
+    void launcherGone()?.then(stop);
+  });
   const line = '='.repeat(78);
   const pad = (text: string, width: number) => text.padEnd(width);
   process.stdout.write(
@@ -110,13 +118,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<vo
     ].join('\n'),
   );
 
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-    // A SIGKILL of `npm run simulator` (or of its group) ends it too, as it ends a bridge (src/launcher.ts).
-    void launcherGone()?.then(stop);
-  });
+  await stopped;
   await listening.close();
   process.stdout.write('loyalty simulator stopped\n');
 }
