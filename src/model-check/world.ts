@@ -1,0 +1,498 @@
+/**
+ * One world of the model checker: the real core services (createCore: intake, delivery, recovery,
+ * operator actions, with the real transitions and HistoryVerifier) of one or two bridge instances
+ * over one in-memory ledger, the scripted loyalty service (fake-loyalty.ts), and a clock that moves
+ * only when the explorer says time passes. Every event is applied, then the world is run until it
+ * is quiescent: nothing can move any more except through a choice of the explorer (a call's fate, a
+ * history read's order, the next event). See docs/correctness.md.
+ *
+ * Quiescence needs no timer: the core's work is promise chains over the in-memory store and the
+ * fake service, so one turn of the event loop (`setImmediate`) drains it. The one timer on the way
+ * is the answer budget (`deliverWithinBudget`); the model runs with a budget of zero, so a POS's
+ * answer is given as soon as the pass blocks on a call, and what runs when that timer fires only
+ * reads (the answer, metrics, the audit trail): the state never depends on when it fires.
+ */
+import { createCore, type Core } from '../core/core.js';
+import type { Upstream, UpstreamDirectory } from '../core/delivery.js';
+import { HistoryVerifier } from '../core/history-verifier.js';
+import { Worker } from '../core/worker.js';
+import { BridgeError, ConflictError } from '../errors.js';
+import { emptyMemoryLedger, MemoryLedgerStore, type MemoryLedgerState } from '../ledger/memory-store.js';
+import { DEFAULT_MERCHANT, isOpen, keyOf, ledgerKey, type LedgerRecord } from '../ledger/record.js';
+import { silentLogger } from '../logger.js';
+import type { CallReport } from '../loyalty/client.js';
+import { createMetrics, type Metrics } from '../metrics.js';
+import { RefundExceedsRemainderError } from '../core/remainder.js';
+import type { ResolveInput } from '../core/transitions.js';
+import { deriveTransactionId } from '../transaction-id.js';
+import { coverageBefore, noteCoverage } from './coverage.js';
+import { FakeLoyalty, FATE_WORDS, type Fate, type FakeLoyaltyState, type OutstandingCall } from './fake-loyalty.js';
+import { TIMING, type OrderSpec, type Scenario } from './scenario.js';
+
+/** The model's clock starts here; every time in a state is kept relative to the clock. */
+export const EPOCH_MS = Date.parse('2026-03-02T09:00:00.000Z');
+const POS = 'generic';
+
+/** The ledger as several instances share it on PostgreSQL: a call marked in flight by another live instance is left alone until its lease ends. */
+export class SharedMemoryLedgerStore extends MemoryLedgerStore {
+  readonly sharedByInstances = true;
+}
+
+export type ModelEvent =
+  | { kind: 'checkout'; order: string; instance: number }
+  | { kind: 'refund'; refund: 'full' | 'partial'; instance: number }
+  | { kind: 'tick'; instance: number }
+  | { kind: 'fate'; call: number; fate: Fate }
+  | { kind: 'orphan'; call: number; booked: boolean }
+  | { kind: 'late_commit'; call: number }
+  | { kind: 'read'; read: number; order: 'oldest_first' | 'newest_first' }
+  | { kind: 'crash'; instance: number }
+  | { kind: 'restart'; instance: number }
+  | { kind: 'time'; toMs: number }
+  | { kind: 'operator'; action: 'retry' | 'reverse' | 'resolve'; outcome?: ResolveInput['outcome']; key: string; instance: number };
+
+/** A bridge instance's place in the world: its core while it runs, nothing once it crashed. */
+interface Slot {
+  index: number;
+  generation: number;
+  live: boolean;
+  core?: Core;
+  worker?: Worker;
+  /** The worker's scheduled pass under way (a pass never overlaps the next). */
+  tickPending: boolean;
+  /**
+   * What the instance's rate-limit holds were told (RateLimitPauses.note: a 429 round, or an answer
+   * that ends a hold), with when: kept in memory by the instance, so part of the state.
+   */
+  rateNotes: { at: number }[];
+}
+
+/** Remaining events of the scenario's script. */
+interface Budgets {
+  deliveries: Record<string, number>;
+  fullRefund: number;
+  partialRefund: number;
+  crashes: number;
+  timeSteps: number;
+  operatorActions: number;
+}
+
+/** What the POS and the operator did: what the customers' balances should come to. */
+interface Facts {
+  /** Orders refunded whole (by the POS or an operator's reverse). */
+  fullRefunds: string[];
+  /** Orders a partial refund of which the bridge took. */
+  partialRefunds: string[];
+}
+
+/** Everything of a quiescent world with no live call or read pending: enough to build it again without replaying its past. */
+export interface WorldSnapshot {
+  nowMs: number;
+  ledger: MemoryLedgerState;
+  fake: FakeLoyaltyState;
+  slots: Pick<Slot, 'index' | 'generation' | 'live' | 'rateNotes'>[];
+  budgets: Budgets;
+  facts: Facts;
+}
+
+export class World {
+  nowMs = EPOCH_MS;
+  readonly store: MemoryLedgerStore;
+  readonly fake: FakeLoyalty;
+  readonly slots: Slot[] = [];
+  budgets: Budgets;
+  facts: Facts = { fullRefunds: [], partialRefunds: [] };
+  /** Exceptions the bridge threw that no POS or operator should ever see: each is a finding. */
+  readonly problems: string[] = [];
+  /** The situations of issue 20's world the events applied to this world went through (coverage.ts). */
+  readonly covered = new Set<string>();
+  readonly #clock = () => new Date(this.nowMs);
+
+  private constructor(
+    readonly scenario: Scenario,
+    snapshot?: WorldSnapshot,
+  ) {
+    const ledger = snapshot ? copyLedger(snapshot.ledger) : emptyMemoryLedger();
+    this.store = scenario.instances > 1 ? new SharedMemoryLedgerStore(ledger) : new MemoryLedgerStore(ledger);
+    this.fake = snapshot ? new FakeLoyalty(structuredClone(snapshot.fake), () => this.nowMs) : FakeLoyalty.empty(structuredClone(scenario.customers), () => this.nowMs);
+    this.budgets = snapshot
+      ? structuredClone(snapshot.budgets)
+      : {
+          deliveries: Object.fromEntries(scenario.orders.map((o) => [o.id, o.deliveries])),
+          fullRefund: scenario.fullRefund?.deliveries ?? 0,
+          partialRefund: scenario.partialRefund?.deliveries ?? 0,
+          crashes: scenario.crashes,
+          timeSteps: scenario.timeSteps,
+          operatorActions: scenario.operatorActions,
+        };
+    if (snapshot) {
+      this.nowMs = snapshot.nowMs;
+      this.facts = structuredClone(snapshot.facts);
+    }
+  }
+
+  static async create(scenario: Scenario): Promise<World> {
+    const world = new World(scenario);
+    await world.store.init();
+    for (let index = 0; index < scenario.instances; index++) {
+      world.slots.push({ index, generation: 1, live: true, tickPending: false, rateNotes: [] });
+      world.#start(world.slots[index]!);
+    }
+    return world;
+  }
+
+  /** The world as it was when `snapshot` was taken: the same ledger, books, clock, instances (their ids and rate-limit holds). */
+  static async restore(scenario: Scenario, snapshot: WorldSnapshot): Promise<World> {
+    const world = new World(scenario, snapshot);
+    await world.store.init();
+    for (const saved of snapshot.slots) {
+      const slot: Slot = { ...structuredClone(saved), tickPending: false };
+      world.slots.push(slot);
+      if (!slot.live) continue;
+      world.#start(slot);
+      // The holds this instance had, told again what it was told, at the times it was told.
+      for (const note of slot.rateNotes) slot.core!.delivery.rateLimits.note(DEFAULT_MERCHANT, RATE_LIMITED, note.at);
+    }
+    return world;
+  }
+
+  /** Only when quiescent with no live call or read pending (`calm`). */
+  snapshot(): WorldSnapshot {
+    if (!this.calm()) throw new Error('a snapshot was asked for while work is pending');
+    return {
+      nowMs: this.nowMs,
+      ledger: copyLedger(this.store.state),
+      fake: this.fake.snapshot(),
+      slots: this.slots.map(({ index, generation, live, rateNotes }) => ({ index, generation, live, rateNotes: structuredClone(rateNotes) })),
+      budgets: structuredClone(this.budgets),
+      facts: structuredClone(this.facts),
+    };
+  }
+
+  /** Nothing pending in any instance: no live call or history read out, no worker pass, no pass or reversal being noted. */
+  calm(): boolean {
+    if (this.fake.outstandingReads().length > 0) return false;
+    if (this.fake.outstandingCalls().some((c) => c.live && !c.lingering)) return false;
+    for (const slot of this.slots) {
+      if (!slot.live) continue;
+      if (slot.tickPending || slot.core!.delivery.learning > 0) return false;
+      for (const key of this.store.state.records.keys()) if (slot.core!.delivery.isRunning(key) || slot.core!.delivery.calling.has(key)) return false;
+    }
+    return true;
+  }
+
+  instanceId(slot: { index: number; generation: number }): string {
+    return `bridge-${slot.index + 1}#${slot.generation}`;
+  }
+
+  order(id: string): OrderSpec {
+    const order = this.scenario.orders.find((o) => o.id === id);
+    if (!order) throw new Error(`no order ${id} in scenario ${this.scenario.name}`);
+    return order;
+  }
+
+  transactionIdOf(order: string): string {
+    return deriveTransactionId(POS, order);
+  }
+
+  records(): LedgerRecord[] {
+    return [...this.store.state.records.values()];
+  }
+
+  /** Applies one event and runs the world until it is quiescent. */
+  async apply(event: ModelEvent): Promise<void> {
+    const before = coverageBefore(this, event);
+    switch (event.kind) {
+      case 'checkout': {
+        this.budgets.deliveries[event.order]! -= 1;
+        const order = this.order(event.order);
+        const customer = this.scenario.customers.find((c) => c.name === order.customer)!;
+        const check = { amount: order.amountCents, currency: 'USD', selections: [{ id: 'sku-1', quantity: 1, price: order.amountCents, totalPrice: order.amountCents }] };
+        const identity = order.by === 'phone' ? { phone: customer.phone } : { email: customer.email };
+        this.#watch(`checkout ${order.id}`, this.#core(event.instance).intake.checkout(POS, { orderId: order.id, check, customer: identity }));
+        break;
+      }
+      case 'refund': {
+        const spec = event.refund === 'full' ? this.scenario.fullRefund! : this.scenario.partialRefund!;
+        if (event.refund === 'full') {
+          this.budgets.fullRefund -= 1;
+          if (!this.facts.fullRefunds.includes(spec.order)) this.facts.fullRefunds.push(spec.order);
+          this.#watch(`full refund of ${spec.order}`, this.#core(event.instance).intake.refund(POS, { orderId: spec.order, refundId: `F-${spec.order}` }));
+        } else {
+          this.budgets.partialRefund -= 1;
+          const cents = this.scenario.partialRefund!.cents;
+          const taken = this.#core(event.instance).intake.refund(POS, { orderId: spec.order, refundId: `P-${spec.order}`, amountCents: cents });
+          // Taken unless the bridge answers that nothing remains to refund (a full refund came first): the customer then keeps nothing of the order anyway.
+          this.#watch(`partial refund of ${spec.order}`, taken, (error) => error instanceof RefundExceedsRemainderError);
+          if (!this.facts.partialRefunds.includes(spec.order)) this.facts.partialRefunds.push(spec.order);
+        }
+        break;
+      }
+      case 'tick': {
+        const slot = this.slots[event.instance]!;
+        slot.tickPending = true;
+        const generation = slot.generation;
+        this.#watch(
+          `worker pass of ${this.instanceId(slot)}`,
+          slot.worker!.reconcile(false).finally(() => {
+            if (slot.generation === generation) slot.tickPending = false;
+          }),
+        );
+        break;
+      }
+      case 'fate': {
+        const call = this.#outstanding(event.call);
+        const slot = this.slots.find((s) => s.live && this.instanceId(s) === call.instance);
+        if (!slot) throw new Error(`call ${event.call} has no live instance`);
+        // What the instance's rate-limit holds will be told (RateLimitPauses.note), kept for snapshots.
+        // An answer ends a hold whatever came before it, so only the 429 rounds since the last answer are kept.
+        if (event.fate === 'rate_limited') slot.rateNotes.push({ at: this.nowMs });
+        if (event.fate === 'answered' || event.fate === 'results_failed') slot.rateNotes = [];
+        this.fake.settle(event.call, event.fate);
+        break;
+      }
+      case 'orphan':
+        this.fake.settleOrphan(event.call, event.booked);
+        break;
+      case 'late_commit':
+        this.fake.lateCommit(event.call);
+        break;
+      case 'read':
+        this.fake.answerRead(event.read, event.order);
+        break;
+      case 'crash': {
+        const slot = this.slots[event.instance]!;
+        this.budgets.crashes -= 1;
+        this.fake.crash(this.instanceId(slot));
+        // Everything not in the ledger is lost: its core, its passes (left waiting for answers that never come), its holds.
+        Object.assign(slot, { live: false, core: undefined, worker: undefined, tickPending: false, rateNotes: [] });
+        break;
+      }
+      case 'restart': {
+        const slot = this.slots[event.instance]!;
+        slot.generation += 1;
+        slot.live = true;
+        this.#start(slot);
+        // As src/bridge.ts does at start-up, before it takes any request.
+        this.#watch(`recovery of ${this.instanceId(slot)}`, slot.core!.recovery.recoverInterrupted());
+        break;
+      }
+      case 'time':
+        this.budgets.timeSteps -= 1;
+        this.nowMs = event.toMs;
+        break;
+      case 'operator': {
+        this.budgets.operatorActions -= 1;
+        const act = { actor: 'operator', reason: 'model check' };
+        const operator = this.#core(event.instance).operator;
+        // The record may change between the person's choice and the action's write (a worker pass settles it
+        // meanwhile): the action is then refused with a 409 that says so, the console's answer to a race.
+        const version = this.store.state.records.get(event.key)?.version;
+        const overtaken = (error: unknown) => error instanceof ConflictError && this.store.state.records.get(event.key)?.version !== version;
+        if (event.action === 'reverse') {
+          const root = this.records().find((r) => keyOf(r) === event.key)!;
+          if (!this.facts.fullRefunds.includes(root.orderId)) this.facts.fullRefunds.push(root.orderId);
+          this.#watch(`operator reverse of ${event.key}`, operator.reverse(event.key, act), overtaken);
+        } else if (event.action === 'retry') this.#watch(`operator retry of ${event.key}`, operator.retry(event.key, act), overtaken);
+        else this.#watch(`operator resolve ${event.outcome} of ${event.key}`, operator.resolve(event.key, { outcome: event.outcome! }, act), overtaken);
+        break;
+      }
+      default:
+        unreachableEvent(event);
+    }
+    await quiescent();
+    noteCoverage(this, event, before, this.covered);
+  }
+
+  /** The event in words, as a line of a counterexample (read before it is applied). */
+  describe(event: ModelEvent): string {
+    const at = `[${this.clockText()}]`;
+    switch (event.kind) {
+      case 'checkout': {
+        const order = this.order(event.order);
+        const left = this.budgets.deliveries[order.id]!;
+        const again = left < order.deliveries ? ' again' : '';
+        return `${at} POS delivers checkout ${order.id}${again} (customer ${order.customer} by ${order.by}, ${(order.amountCents / 100).toFixed(2)}) to ${this.#name(event.instance)}`;
+      }
+      case 'refund': {
+        const spec = event.refund === 'full' ? this.scenario.fullRefund! : this.scenario.partialRefund!;
+        const left = event.refund === 'full' ? this.budgets.fullRefund : this.budgets.partialRefund;
+        const again = left < spec.deliveries ? ' again' : '';
+        const what = event.refund === 'full' ? `full refund F-${spec.order}` : `partial refund P-${spec.order} of ${(this.scenario.partialRefund!.cents / 100).toFixed(2)}`;
+        return `${at} POS delivers ${what}${again} of ${spec.order} to ${this.#name(event.instance)}`;
+      }
+      case 'tick':
+        return `${at} ${this.#name(event.instance)}: worker pass`;
+      case 'fate': {
+        const call = this.#outstanding(event.call);
+        return `${at} loyalty service: ${call.operation} ${call.transactionId} from ${call.instance} → ${FATE_WORDS[event.fate]}`;
+      }
+      case 'orphan': {
+        const call = this.#outstanding(event.call);
+        return `${at} loyalty service: ${call.operation} ${call.transactionId} from ${call.instance} (crashed) → ${event.booked ? 'booked (the answer reaches nobody)' : 'not booked'}`;
+      }
+      case 'late_commit': {
+        const call = this.#outstanding(event.call);
+        return `${at} loyalty service: books ${call.operation} ${call.transactionId} from ${call.instance} late, after its timeout`;
+      }
+      case 'read': {
+        const read = this.fake.outstandingReads().find((r) => r.seq === event.read)!;
+        return `${at} loyalty service: history of card ${read.card} read by ${read.instance} → listed ${event.order === 'oldest_first' ? 'oldest first' : 'newest first'}`;
+      }
+      case 'crash':
+        return `${at} ${this.#name(event.instance)} crashes (everything not in the ledger is lost)`;
+      case 'restart':
+        return `${at} bridge-${event.instance + 1} restarts as ${this.instanceId({ index: event.instance, generation: this.slots[event.instance]!.generation + 1 })} (start-up recovery)`;
+      case 'time':
+        return `${at} time passes: +${(event.toMs - this.nowMs) / 1000} s`;
+      case 'operator':
+        return `${at} operator (console, on ${this.#name(event.instance)}): ${event.action}${event.outcome ? ` ${event.outcome}` : ''} ${event.key}`;
+      default:
+        return unreachableEvent(event);
+    }
+  }
+
+  /** The clock as seconds since the world began. */
+  clockText(): string {
+    return `t+${((this.nowMs - EPOCH_MS) / 1000).toFixed(0)}s`;
+  }
+
+  /** Where things stand, in a few lines: for the end of a counterexample. */
+  summary(): string[] {
+    const lines: string[] = [];
+    for (const r of this.records().sort((a, b) => keyOf(a).localeCompare(keyOf(b)))) {
+      const flight = r.inFlight ? `, ${r.inFlight.operation} in flight (${r.inFlight.owner})` : '';
+      const claims = [...r.accrual.operationIds.map((id) => `accrual op ${id}`), ...(r.reversal.operationIds ?? []).map((id) => `reversal op ${id}`)];
+      lines.push(`ledger ${r.transactionId}: ${r.status} (accrual ${r.accrual.state}, reversal ${r.reversal.state}${flight}${claims.length ? `; claims ${claims.join(', ')}` : ''})`);
+    }
+    for (const [id, tx] of Object.entries(this.fake.state.transactions).sort()) lines.push(`service books ${id}: ${tx.accruals} accrual(s), ${tx.reversals} reversal(s)`);
+    for (const op of this.fake.state.operations) lines.push(`service operation ${op.id}: card ${op.card}, ${op.kind} of ${op.transactionId}, purchaseSum ${op.purchaseSum}, at t+${(op.createdAtMs - EPOCH_MS) / 1000}s`);
+    for (const call of this.fake.outstandingCalls()) lines.push(`call out: ${call.operation} ${call.transactionId} from ${call.instance}${call.live ? '' : ' (crashed)'}${call.lingering ? ' (timed out, to be booked)' : ''}`);
+    return lines;
+  }
+
+  #name(index: number): string {
+    return this.instanceId(this.slots[index]!);
+  }
+
+  #core(index: number): Core {
+    const core = this.slots[index]?.core;
+    if (!core) throw new Error(`instance ${index + 1} is not running`);
+    return core;
+  }
+
+  #outstanding(seq: number): OutstandingCall {
+    const call = this.fake.outstandingCalls().find((c) => c.seq === seq);
+    if (!call) throw new Error(`no outstanding call ${seq}`);
+    return call;
+  }
+
+  /** A new core for the slot: the real services, this world's clock, the fake service's calls and history for its instance id. */
+  #start(slot: Slot): void {
+    const id = this.instanceId(slot);
+    const verifier = new HistoryVerifier(this.fake.readerFor(id), this.store, { graceMs: TIMING.graceMs, clockSkewMs: TIMING.clockSkewMs });
+    const upstream: Upstream = { calls: this.fake.callsFor(id), verifier, suspended: false };
+    const upstreams: UpstreamDirectory = {
+      upstreamOf: async (merchantId) => (merchantId === DEFAULT_MERCHANT ? upstream : undefined),
+      canVerifyAny: async () => true,
+    };
+    const core = createCore({
+      store: this.store,
+      upstreams,
+      options: {
+        // Zero: a POS is answered as soon as the pass waits for a call (see the module's comment).
+        answerBudgetMs: 0,
+        retryBaseMs: TIMING.retryBaseMs,
+        inDoubtVerifyAfterMs: TIMING.inDoubtVerifyAfterMs,
+        partialRefundPolicy: 'reaccrue',
+        inFlightLeaseMs: TIMING.inFlightLeaseMs,
+      },
+      logger: silentLogger,
+      metrics: modelMetrics(),
+      clock: this.#clock,
+    });
+    // The instance's id names its in-flight markers: fixed, so that replaying a path gives the same ledger.
+    (core.delivery as { instanceId: string }).instanceId = id;
+    slot.core = core;
+    slot.worker = new Worker(this.store, core.delivery, { intervalMs: 1000, concurrency: 8, leaseMs: TIMING.inFlightLeaseMs, idleMs: 0 }, silentLogger);
+  }
+
+  /**
+   * Follows what an event started: a refusal a POS or operator may meet (`expected`) is part of the
+   * contract; any other exception is a problem the checker reports.
+   */
+  #watch(what: string, work: Promise<unknown>, expected: (error: unknown) => boolean = () => false): void {
+    work.catch((error: unknown) => {
+      if (expected(error)) return;
+      this.problems.push(`${what} failed: ${error instanceof BridgeError ? `${error.constructor.name} ${error.message}` : (error as Error)?.stack ?? String(error)}`);
+    });
+  }
+
+  /** The records of an order: the original and its remainders, in order. */
+  chainOf(order: string): LedgerRecord[] {
+    const chain: LedgerRecord[] = [];
+    for (let key: string | undefined = ledgerKey(DEFAULT_MERCHANT, this.transactionIdOf(order)); key; ) {
+      const record = this.store.state.records.get(key);
+      if (!record) break;
+      chain.push(record);
+      key = record.remainderTransactionId ? ledgerKey(DEFAULT_MERCHANT, record.remainderTransactionId) : undefined;
+    }
+    return chain;
+  }
+
+  /** Nothing left to do: no call or read out, no open record. */
+  settled(): boolean {
+    return this.fake.outstandingCalls().length === 0 && this.fake.outstandingReads().length === 0 && this.records().every((r) => !isOpen(r));
+  }
+
+}
+
+/**
+ * The ledger's maps copied, its records shared, not cloned: the memory store replaces a record on
+ * every write and hands out copies, never changing a stored one in place. Each record is frozen
+ * once, so that anything changing one in place would throw instead of changing a snapshot. The
+ * audit trail and kept payloads are not part of a state (only read by people), so not kept.
+ */
+function copyLedger(state: MemoryLedgerState): MemoryLedgerState {
+  for (const record of state.records.values()) deepFreeze(record);
+  return {
+    records: new Map(state.records),
+    operationClaims: new Map(state.operationClaims),
+    accrualKeys: new Map(state.accrualKeys),
+    webhookEvents: new Set(state.webhookEvents),
+    deadLetters: structuredClone(state.deadLetters),
+    merchants: structuredClone(state.merchants),
+    audit: [],
+    backfill: structuredClone(state.backfill),
+    payloads: new Map(),
+    settings: new Map(state.settings),
+  };
+}
+
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const inner of Object.values(value)) deepFreeze(inner);
+}
+
+/**
+ * One set of metrics for every core of every world: the core only writes them, never decides from
+ * them, and a new registry per core (one per replayed state) was a tenth of the checker's time.
+ */
+let sharedMetrics: Metrics | undefined;
+function modelMetrics(): Metrics {
+  sharedMetrics ??= createMetrics(undefined, false);
+  return sharedMetrics;
+}
+
+/** A round that ended in 429s (its last request answered 429), as RateLimitPauses.note reads it. */
+const RATE_LIMITED: CallReport = { outcome: { kind: 'retryable', reason: '429' }, attempts: [{ operation: 'accrue', startedAt: '', finishedAt: '', request: null, response: { status: 429, body: '' } }] };
+
+/** Runs everything the last event set moving until only the explorer's choices can move the world (see the module's comment). */
+export function quiescent(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+function unreachableEvent(event: never): never {
+  throw new Error(`unhandled event ${JSON.stringify(event)}`);
+}
