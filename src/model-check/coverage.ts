@@ -5,7 +5,6 @@
  * a situation no scenario reaches any more. Coverage is about the paths explored, not part of a state.
  */
 import { isAccrualUnsettled, keyOf } from '../ledger/record.js';
-import type { Fate } from './fake-loyalty.js';
 import { FATES } from './fake-loyalty.js';
 import type { ModelEvent, World } from './world.js';
 
@@ -77,7 +76,7 @@ export function noteCoverage(world: World, event: ModelEvent, before: CoverageBe
       break;
     }
     case 'fate':
-      note(`${before.operation} → ${event.fate satisfies Fate}`);
+      note(`${before.operation} → ${event.fate}`);
       break;
     case 'orphan':
       note(event.booked ? 'crashed instance\'s call booked' : 'crashed instance\'s call not booked');
