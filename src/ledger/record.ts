@@ -344,8 +344,10 @@ export interface Due {
  * marked in flight, or an outcome in doubt. Such an accrual is settled only by its answer or by the
  * operations history, and the history names no transactionId.
  */
-export function isAccrualUnsettled(record: Pick<LedgerRecord, 'inFlight' | 'accrual'>): boolean {
-  return record.inFlight?.operation === 'accrue' || record.accrual.state === 'in_doubt';
+export function isAccrualUnsettled(record: PlanInput): boolean {
+  // As the transitions plan it (`plan`): an accrue out now, or one whose outcome the history is to settle.
+  const planned = plan(record);
+  return (planned.kind === 'in_flight' && planned.operation === 'accrue') || (planned.kind === 'verify' && planned.side === 'accrue');
 }
 
 /**
@@ -356,7 +358,7 @@ export function isAccrualUnsettled(record: Pick<LedgerRecord, 'inFlight' | 'accr
  * customer's cards with that `purchaseSum` would match either). Hashed: the keys are compared
  * only, and the ledger's indexes need not hold contact details in clear.
  */
-export function accrualKeys(record: Pick<LedgerRecord, 'inFlight' | 'accrual' | 'merchantId'>): string[] {
+export function accrualKeys(record: PlanInput & Pick<LedgerRecord, 'merchantId'>): string[] {
   const { check, customer } = record.accrual;
   if (!check || !customer || !isAccrualUnsettled(record) || record.accrual.keyless) return [];
   const identities = identitiesOf(customer);
@@ -366,7 +368,7 @@ export function accrualKeys(record: Pick<LedgerRecord, 'inFlight' | 'accrual' | 
 }
 
 /** The amount of an unsettled accrual (for finding the records an operation could belong to), else undefined. */
-export function unsettledAmount(record: Pick<LedgerRecord, 'inFlight' | 'accrual'>): number | undefined {
+export function unsettledAmount(record: PlanInput): number | undefined {
   return isAccrualUnsettled(record) ? record.accrual.check?.amount : undefined;
 }
 
