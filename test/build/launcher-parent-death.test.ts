@@ -13,108 +13,17 @@
  *
  * Linux: processes are found through /proc. Every wait has a deadline and fails when it passes.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { freePort } from '../../scripts/bridge-process.js';
+import { commandLine, copyProject, descendants, healthy, killAll, runJob, running, shellEnv, waitFor, type Job } from '../support/jobs.js';
 
-const CHECKOUT = process.cwd();
-const PROJECT_FILES = ['src', 'adapters', 'scripts', 'config', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'];
 const ADMIN_TOKEN = 'launcher-test-admin-token-0123456789';
 
-/** The environment of a person's shell: none of jest's or the outer npm's settings. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (key.startsWith('npm_') || key.startsWith('JEST') || key === 'NODE_OPTIONS' || key === 'NODE_ENV' || key === 'INIT_CWD') continue;
-    env[key] = value;
-  }
-  return { ...env, LOG_LEVEL: 'info', ADMIN_TOKEN, ...extra };
-}
-
-interface Proc {
-  child: ChildProcess;
-  pid: number;
-  output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const started: Proc[] = [];
-
-/** Starts `command` in a process group of its own (its pid is the group's id), as a shell starts a job. */
-function runJob(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Proc {
-  const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let output = '';
-  // The bridge keeps writing to these pipes after npm and the launcher are gone: its last lines are read here.
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const proc = { child, pid: child.pid!, output: () => output, exited };
-  started.push(proc);
-  return proc;
-}
-
-/** Waits for `check` to answer true; fails naming what it waited for, with `context()`, once `timeoutMs` have passed. */
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number, context: () => string = () => ''): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${context()}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function answers(url: string): Promise<boolean> {
-  return fetch(`${url}/healthz`).then(
-    (r) => r.ok,
-    () => false,
-  );
-}
-
-/** The fields of /proc/<pid>/stat after the command name (state first), or undefined once the process is gone. */
-function statFields(pid: number): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
-}
-
-/** The process exists and is not a zombie waiting to be reaped. */
-function running(pid: number): boolean {
-  const state = statFields(pid)?.[0];
-  return state !== undefined && state !== 'Z';
-}
-
-/** Every process below `pid` (from /proc). */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const ppid = Number(statFields(Number(name))?.[1]);
-    children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-  }
-  const found: number[] = [];
-  const walk = (p: number) => {
-    for (const c of children.get(p) ?? []) {
-      found.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return found;
-}
-
-function commandLine(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-  } catch {
-    return '';
-  }
-}
+const cleanEnv = (extra: Record<string, string>) => shellEnv(ADMIN_TOKEN, extra);
+const started: Job[] = [];
 
 /** The one process below `root` whose command line contains `what`; fails when there is not exactly one. */
 function processBelow(root: number, what: string): number {
@@ -135,24 +44,14 @@ let dir: string;
 
 beforeAll(() => {
   // The project's sources, and the checkout's node_modules: what a fresh clone has after `npm ci`.
-  dir = mkdtempSync(join(tmpdir(), 'bridge-launcher-'));
-  for (const name of PROJECT_FILES) cpSync(join(CHECKOUT, name), join(dir, name), { recursive: true });
-  symlinkSync(realpathSync(join(CHECKOUT, 'node_modules')), join(dir, 'node_modules'));
+  dir = copyProject('bridge-launcher-');
   // Built once here, so that no start below compiles while it is timed.
   const build = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: dir, env: cleanEnv({}), encoding: 'utf8', timeout: 120_000 });
   if (build.status !== 0) throw new Error(`build failed:\n${build.stdout}${build.stderr}`);
 }, 150_000);
 
 afterAll(() => {
-  for (const proc of started) {
-    for (const pid of [...descendants(proc.pid), proc.pid]) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
+  for (const proc of started) killAll([...descendants(proc.pid), proc.pid], 'SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -161,15 +60,15 @@ describe('npm start: nothing outlives its launcher', () => {
   const bridgeEnv = (ledger: string, port: number) => cleanEnv({ PORT: String(port), LEDGER_URL: `file:${ledger}` });
 
   /** `npm start` (or `prefix… npm start`) as a job, up and answering; with its launcher's and bridge's pids. */
-  async function startJob(ledger: string, port: number, prefix: string[] = []): Promise<Proc & { url: string; launcher: number; bridge: number }> {
+  async function startJob(ledger: string, port: number, prefix: string[] = []): Promise<Job & { url: string; launcher: number; bridge: number }> {
     const [command, ...args] = [...prefix, 'npm', 'start'];
-    const job = runJob(command!, args, dir, bridgeEnv(ledger, port));
+    const job = runJob(started, command!, args, dir, bridgeEnv(ledger, port));
     const url = `http://127.0.0.1:${port}`;
     await waitFor(
       `${url}/healthz to answer 200`,
       () => {
         if (job.child.exitCode !== null || job.child.signalCode !== null) throw new Error(`npm start ended before ${url} was up:\n${job.output()}`);
-        return answers(url);
+        return healthy(url);
       },
       60_000,
       job.output,
@@ -179,11 +78,37 @@ describe('npm start: nothing outlives its launcher', () => {
     return { ...job, url, launcher: processBelow(job.pid, 'scripts/start.mjs'), bridge: processBelow(job.pid, 'dist/src/main.js') };
   }
 
+  /**
+   * A checkout whose accrue the simulator (in the bridge's process, in sandbox) commits at once and
+   * answers `delayMs` later: its answer, once the accrue is committed and while that answer is still to come.
+   */
+  async function accrueInFlight(job: Job & { url: string }, prefix: string, delayMs: number): Promise<{ orderId: string; checkout: Promise<Response> }> {
+    const simulator = / simulator: {2}(http:\/\/127\.0\.0\.1:\d+)/.exec(job.output())![1]!;
+    const fault = await fetch(`${simulator}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'slow_after_commit', delayMs }) });
+    expect(fault.status).toBeLessThan(300);
+    const orderId = `${prefix}-${Date.now()}`;
+    const checkout = fetch(`${job.url}/v1/checkouts/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ orderId, currency: 'USD', total: '12.50', customer: { phone: '+15550001111' } }),
+    });
+    await waitFor(
+      'the accrue to be committed at the simulator, its answer still to come',
+      async () => {
+        const books = (await fetch(`${simulator}/__sim/books`).then((r) => r.json())) as { transactions?: Record<string, unknown> };
+        return Boolean(books.transactions?.[`generic:${orderId}`]);
+      },
+      10_000,
+      job.output,
+    );
+    return { orderId, checkout };
+  }
+
   /** Waits until the bridge process is gone, nothing answers at `url` and the ledger's lock is released; fails otherwise. */
   async function waitAllGone(job: { output: () => string; url: string; launcher: number; bridge: number }, ledger: string): Promise<void> {
     const context = () => `${job.output()}\nbridge ${job.bridge} running: ${running(job.bridge)}; launcher ${job.launcher} running: ${running(job.launcher)}; lock: ${JSON.stringify(lockOf(ledger))}`;
     await waitFor(`the bridge (pid ${job.bridge}) and the launcher (pid ${job.launcher}) to end`, () => !running(job.bridge) && !running(job.launcher), 20_000, context);
-    expect(await answers(job.url)).toBe(false);
+    expect(await healthy(job.url)).toBe(false);
     // Stopped gracefully: the lock is released, not merely stale.
     expect(lockOf(ledger)).toEqual({ exists: false, ownerRunning: false });
     expect(job.output()).toContain('"msg":"stopped"');
@@ -203,24 +128,7 @@ describe('npm start: nothing outlives its launcher', () => {
     const port = await freePort();
     const job = await startJob(ledger, port);
     // A checkout whose accrue the simulator (in the bridge's process, in sandbox) commits at once and answers 800 ms later.
-    const simulator = / simulator: {2}(http:\/\/127\.0\.0\.1:\d+)/.exec(job.output())![1]!;
-    const fault = await fetch(`${simulator}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'slow_after_commit', delayMs: 800 }) });
-    expect(fault.status).toBeLessThan(300);
-    const orderId = `KILL-${Date.now()}`;
-    const checkout = fetch(`${job.url}/v1/checkouts/generic`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ orderId, currency: 'USD', total: '12.50', customer: { phone: '+15550001111' } }),
-    });
-    await waitFor(
-      'the accrue to be committed at the simulator, its answer still to come',
-      async () => {
-        const books = (await fetch(`${simulator}/__sim/books`).then((r) => r.json())) as { transactions?: Record<string, unknown> };
-        return Boolean(books.transactions?.[`generic:${orderId}`]);
-      },
-      10_000,
-      job.output,
-    );
+    const { orderId, checkout } = await accrueInFlight(job, 'KILL', 800);
 
     process.kill(-job.pid, 'SIGKILL');
     expect(await job.exited).toEqual({ code: null, signal: 'SIGKILL' });
@@ -267,26 +175,10 @@ describe('npm start: nothing outlives its launcher', () => {
     const ledger = join(dir, 'ctrl-c', 'ledger.json');
     const port = await freePort();
     const job = await startJob(ledger, port);
-    const simulator = / simulator: {2}(http:\/\/127\.0\.0\.1:\d+)/.exec(job.output())![1]!;
     // An accrue answered only after 30 s: the graceful stop waits for it (up to its 15 s limit).
-    await fetch(`${simulator}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'slow_after_commit', delayMs: 30_000 }) });
-    const orderId = `CTRL-C-${Date.now()}`;
-    const checkout = fetch(`${job.url}/v1/checkouts/generic`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ orderId, currency: 'USD', total: '12.50', customer: { phone: '+15550001111' } }),
-    }).then(
+    const checkout = (await accrueInFlight(job, 'CTRL-C', 30_000)).checkout.then(
       (r) => r.status,
       () => 'no answer',
-    );
-    await waitFor(
-      'the accrue to be committed at the simulator, its answer still to come',
-      async () => {
-        const books = (await fetch(`${simulator}/__sim/books`).then((r) => r.json())) as { transactions?: Record<string, unknown> };
-        return Boolean(books.transactions?.[`generic:${orderId}`]);
-      },
-      10_000,
-      job.output,
     );
     // A terminal's Ctrl-C signals the whole foreground job; npm passes it on again: the bridge sees one.
     process.kill(-job.pid, 'SIGINT');
@@ -301,7 +193,7 @@ describe('npm start: nothing outlives its launcher', () => {
     await waitFor(`the bridge (pid ${job.bridge}) to end at once`, () => !running(job.bridge), 5_000, job.output);
     await waitFor('npm to end', () => job.child.exitCode !== null || job.child.signalCode !== null, 5_000, job.output);
     expect(job.output()).not.toContain('"msg":"stopped"');
-    expect(await answers(job.url)).toBe(false);
+    expect(await healthy(job.url)).toBe(false);
     // Stopped at once, its lock is left behind, stale: the next start takes it over.
     expect(lockOf(ledger)).toEqual({ exists: true, ownerRunning: false });
     await nextStartComesUp(ledger, port);

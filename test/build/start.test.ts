@@ -14,50 +14,23 @@
  * Linux: processes are found through /proc. Needs PostgreSQL (see test/support/postgres.ts); fails,
  * rather than skips, without one.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { freePort } from '../../scripts/bridge-process.js';
 import { freshSchema, testDatabase } from '../support/postgres.js';
+import { commandLine, copyProject, descendants, healthy, killAll, runJob, running, shellEnv, waitFor, type Job } from '../support/jobs.js';
 
 const CHECKOUT = process.cwd();
-const PROJECT_FILES = ['src', 'adapters', 'scripts', 'config', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'];
 const ADMIN_TOKEN = 'build-test-admin-token-0123456789';
 /** What the image holds of scripts/: the start script and the build step it imports (which builds nothing there). */
 const IMAGE_SCRIPTS = ['build.mjs', 'start.mjs'];
 
-/** The environment of a person's shell: none of jest's or the outer npm's settings. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (key.startsWith('npm_') || key.startsWith('JEST') || key === 'NODE_OPTIONS' || key === 'NODE_ENV' || key === 'INIT_CWD') continue;
-    env[key] = value;
-  }
-  return { ...env, LOG_LEVEL: 'info', ADMIN_TOKEN, ...extra };
-}
-
-interface Proc {
-  child: ChildProcess;
-  pid: number;
-  output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const started: Proc[] = [];
-
-/** Starts `command` in a process group of its own, as a shell starts a job. */
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Proc {
-  const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const proc = { child, pid: child.pid!, output: () => output, exited };
-  started.push(proc);
-  return proc;
-}
+const cleanEnv = (extra: Record<string, string> = {}) => shellEnv(ADMIN_TOKEN, extra);
+const started: Job[] = [];
+const run = (command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv) => runJob(started, command, args, cwd, env);
 
 function runSync(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = cleanEnv()): { status: number | null; output: string; ms: number } {
   const t0 = performance.now();
@@ -65,27 +38,8 @@ function runSync(command: string, args: string[], cwd: string, env: NodeJS.Proce
   return { status: result.status, output: `${result.stdout}${result.stderr}`, ms: performance.now() - t0 };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Waits for `check` to answer true; fails naming what it waited for, with `context()`. */
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number, context: () => string = () => ''): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${context()}`);
-    await sleep(5);
-  }
-}
-
-async function healthy(url: string): Promise<boolean> {
-  return fetch(`${url}/healthz`).then(
-    (r) => r.ok,
-    () => false,
-  );
-}
-
 /** Waits until the bridge at `url` answers /healthz; fails if `proc` ends first. */
-async function waitHealthy(proc: Proc, url: string): Promise<void> {
+async function waitHealthy(proc: Job, url: string): Promise<void> {
   await waitFor(
     `${url}/healthz to answer 200`,
     async () => {
@@ -95,66 +49,6 @@ async function waitHealthy(proc: Proc, url: string): Promise<void> {
     60_000,
     proc.output,
   );
-}
-
-/** Every process below `pid` (from /proc), deepest last. */
-function descendants(pid: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(name)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const found: number[] = [];
-  const walk = (p: number) => {
-    for (const c of parents.get(p) ?? []) {
-      found.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return found;
-}
-
-function commandLine(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-  } catch {
-    return '';
-  }
-}
-
-/** The process exists and is not a zombie waiting to be reaped. */
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-function killAll(pids: number[], signal: NodeJS.Signals): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // already gone
-    }
-  }
-}
-
-/** A copy of the project's sources with the checkout's node_modules: what a fresh clone has after `npm ci`. */
-function copyProject(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'bridge-build-'));
-  for (const name of PROJECT_FILES) cpSync(join(CHECKOUT, name), join(dir, name), { recursive: true });
-  symlinkSync(realpathSync(join(CHECKOUT, 'node_modules')), join(dir, 'node_modules'));
-  return dir;
 }
 
 function stampOf(dir: string): { text: string; ino: number; dirIno: number } {
@@ -171,7 +65,7 @@ function count(text: string, pattern: RegExp): number {
   return text.match(new RegExp(pattern.source, 'g'))?.length ?? 0;
 }
 
-async function stopGracefully(proc: Proc, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+async function stopGracefully(proc: Job, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   process.kill(proc.pid, signal);
   const { code, signal: endedBy } = await proc.exited;
   expect({ code, endedBy }).toEqual({ code: 0, endedBy: null });
@@ -188,7 +82,7 @@ describe('npm start: build only when needed, whole, once', () => {
   let firstBuildMs = 0;
 
   beforeAll(() => {
-    dir = copyProject();
+    dir = copyProject('bridge-build-');
     // An entry that counts the signals it receives, and stops 1.5 s after the first: as a bridge with
     // work in flight does, which a second SIGINT or SIGTERM would stop at once.
     writeFileSync(
@@ -382,7 +276,7 @@ describe('the image: dist/, config/ and production-only node_modules, no TypeScr
     if (!db.url) throw new Error(`this test needs PostgreSQL: ${db.source}`);
     database = db.url;
     // What the Dockerfile's build stage produces: `npm run build` on the sources.
-    source = copyProject();
+    source = copyProject('bridge-build-');
     const build = runSync('npm', ['run', 'build'], source);
     if (build.status !== 0) throw new Error(`build failed:\n${build.output}`);
     // What its final stage holds: the same files, and `npm ci --omit=dev` from the lockfile.
