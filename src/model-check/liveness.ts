@@ -28,6 +28,7 @@ import { balanceViolation, safetyViolation } from './invariants.js';
 import { TIMING } from './scenario.js';
 import { stateKey } from './state-key.js';
 import type { ModelEvent, World } from './world.js';
+import { centsEqualsMajor } from '../money.js';
 
 /**
  * Steps of a continuation at most, a guard against a model that never stops: with the rechecks
@@ -225,7 +226,7 @@ export async function leftToAPerson(world: World, record: LedgerRecord): Promise
     if (rival) return { legitimate: true, why: `${rival.transactionId}'s reversal of the same card and amount could have left the same entry` };
     const since = Date.parse(record.reversal.inDoubtSince!) - TIMING.clockSkewMs;
     const claimed = new Set(world.records().flatMap((r) => [...r.accrual.operationIds, ...(r.reversal.operationIds ?? [])]));
-    const entries = operations.filter((op) => op.card === card && op.kind === 'reversal' && op.createdAtMs >= since && !claimed.has(op.id) && Math.abs(op.purchaseSum) * 100 === amount);
+    const entries = operations.filter((op) => op.card === card && op.kind === 'reversal' && op.createdAtMs >= since && !claimed.has(op.id) && amount !== undefined && centsEqualsMajor(amount, Math.abs(op.purchaseSum)));
     if (entries.length > 1) return { legitimate: true, why: `the card shows ${entries.length} unclaimed reversal entries of that amount` };
     return { legitimate: false, why: 'the reversal shape is known, the service booked the reversal and its card shows its one entry, which no other record could have left' };
   }
