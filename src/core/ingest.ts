@@ -465,6 +465,15 @@ export class Ingest implements DeadLetterRunner {
     return this.#eventLocks.run(`${adapter.name}\u0000${signedKey ?? eventKeys(merchant, action).remember}`, () => this.#act(adapter, merchant, action, arrival, signedKey));
   }
 
+  /**
+   * Whether the action was taken already: under one of its event keys, or (`signedKey`) its signed
+   * bytes by another merchant. The event keys first: a POS's redelivery, the common duplicate.
+   */
+  async #taken(pos: string, merchant: IngestMerchant, known: string[], signedKey: string | undefined): Promise<boolean> {
+    for (const done of known) if (await this.store.hasWebhookEvent(pos, done)) return true;
+    return signedKey !== undefined && (await this.store.hasWebhookEvent(pos, signedKey)) && !(await this.store.hasWebhookEvent(pos, `${merchant.id}/${signedKey}`));
+  }
+
   async #act(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, arrival: Arrival | undefined, signedKey?: string, depth = 0): Promise<WebhookResult[]> {
     // Named in the answer when it is not the default merchant (a single-merchant bridge answers as it always did).
     const ids = merchant.id === DEFAULT_MERCHANT ? {} : { merchantId: merchant.id };
@@ -472,10 +481,7 @@ export class Ingest implements DeadLetterRunner {
     const key = echoed(action.key);
     if (action.kind === 'ignored') return [{ key, action: 'ignored', reason: action.reason, ...ids }];
     const { remember, known } = eventKeys(merchant, action);
-    const takenByAnother = signedKey !== undefined && (await this.store.hasWebhookEvent(adapter.name, signedKey)) && !(await this.store.hasWebhookEvent(adapter.name, `${merchant.id}/${signedKey}`));
-    for (const done of known) {
-      if (takenByAnother || (await this.store.hasWebhookEvent(adapter.name, done))) return [{ key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true, ...ids }];
-    }
+    if (await this.#taken(adapter.name, merchant, known, signedKey)) return [{ key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true, ...ids }];
     // What a fetch decides is as unique as the event that asked for it.
     const unique = action.uniqueAcrossAccounts ? { uniqueAcrossAccounts: true as const } : {};
     if (action.kind === 'fetch') {
