@@ -174,11 +174,11 @@ export class DeliveryService {
   }
 
   /** The evidence for a person deciding the record: its cards' operations around its uncertain call, read live (history-verifier.ts `evidence`). */
-  async evidence(key: string): Promise<Evidence> {
+  async evidence(key: string, withReading = true): Promise<Evidence> {
     const record = await this.writer.require(key);
     const upstream = await this.upstreams.upstreamOf(merchantOf(record));
     if (!upstream) throw new NotFoundError(`merchant ${merchantOf(record)} is not known to this bridge: its history cannot be read`);
-    return upstream.verifier.evidence(record, this.writer.now());
+    return upstream.verifier.evidence(record, this.writer.now(), withReading);
   }
 
   /** Confirmed reversals whose history entries are being looked for now (tests wait for them). */

@@ -230,8 +230,10 @@ export class HistoryVerifier {
    * The evidence for a person deciding a record (GET /v1/admin/transactions/{id}/evidence): the
    * customer's cards and every operation on them around the uncertain call, each marked a candidate
    * or not by the same rules the verifier applies, and what the verifier reads from them. Changes nothing.
+   * `withReading: false`: the operations only (a person's resolve naming its operation needs no
+   * reading, which reads the history again), the reading `unknown`.
    */
-  async evidence(record: LedgerRecord, now: Date): Promise<Evidence> {
+  async evidence(record: LedgerRecord, now: Date, withReading = true): Promise<Evidence> {
     const question: Evidence['question'] =
       record.reversal.state === 'in_doubt' || record.inFlight?.operation === 'reverse' ? 'reversal' : record.accrual.state === 'in_doubt' || record.inFlight?.operation === 'accrue' ? 'accrual' : 'none';
     const shape = await readShape(this.store, merchantOf(record));
@@ -279,7 +281,7 @@ export class HistoryVerifier {
       const last = operations.filter((o) => o.cardId === serialNumber && o.balance !== undefined).at(-1);
       return { serialNumber, ...(last ? { balance: last.balance } : {}) };
     });
-    const reading = await this.#reading(record, question, now);
+    const reading = withReading ? await this.#reading(record, question, now) : { reading: 'unknown' as const, why: 'not read' };
     return { ...base, cards: cardsOut, operations, ...reading };
   }
 

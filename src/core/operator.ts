@@ -75,7 +75,7 @@ export class OperatorActions {
    */
   async #onlyCandidate(key: string): Promise<number | undefined> {
     try {
-      const evidence = await this.delivery.evidence(key);
+      const evidence = await this.delivery.evidence(key, false);
       const candidates = evidence.question === 'accrual' ? evidence.operations.filter((op) => op.candidate) : [];
       return candidates.length === 1 ? candidates[0]!.id : undefined;
     } catch {
