@@ -16,7 +16,7 @@ import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import { CONSOLE_CSP } from '../../src/http/routes/console.js';
-import { gone, launchChromium, openConsole, readableText, seriousViolations, visible, type ConsolePage, closeWatched } from '../support/browser.js';
+import { gone, launchChromium, openConsole, readableText, seriousViolations, visible, type ConsolePage, closeWatched, goTo, signIn } from '../support/browser.js';
 import { ADMIN_TOKEN, checkout, postJson, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
@@ -123,19 +123,7 @@ afterAll(async () => {
 
 async function signedIn(token = ADMIN_TOKEN): Promise<Page> {
   open = await openConsole(browser, h.bridge.url);
-  const { page } = open;
-  await page.goto('/admin/');
-  await visible(page.getByRole('heading', { level: 1, name: 'Sign in to the operator console' }));
-  await page.getByLabel('Admin token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await visible(page.getByText('Signed in as'));
-  await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
-  return page;
-}
-
-async function goTo(page: Page, section: string, heading: string): Promise<void> {
-  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: section }).click();
-  await visible(page.getByRole('heading', { level: 1, name: heading }));
+  return signIn(open.page, token);
 }
 
 /** The attention queue's table of items, once loaded. */

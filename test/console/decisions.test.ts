@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
-import { gone, launchChromium, openConsole, overflow, PHONE, seriousViolations, visible, type ConsolePage, closeWatched } from '../support/browser.js';
+import { gone, launchChromium, openConsole, overflow, PHONE, seriousViolations, visible, type ConsolePage, closeWatched, goTo, signIn } from '../support/browser.js';
 import { sale } from '../support/backfill-pos.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { postRaw } from '../support/webhooks.js';
@@ -118,19 +118,7 @@ afterAll(async () => {
 
 async function signedIn(token = ADMIN_TOKEN, viewport?: { width: number; height: number }): Promise<Page> {
   open = await openConsole(browser, h.bridge.url, viewport);
-  const { page } = open;
-  await page.goto('/admin/');
-  await visible(page.getByRole('heading', { level: 1, name: 'Sign in to the operator console' }));
-  await page.getByLabel('Admin token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await visible(page.getByText('Signed in as'));
-  await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
-  return page;
-}
-
-async function goTo(page: Page, section: string, heading: string): Promise<void> {
-  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: section }).click();
-  await visible(page.getByRole('heading', { level: 1, name: heading }));
+  return signIn(open.page, token);
 }
 
 async function screenshot(page: Page, name: string, fullPage = true): Promise<void> {

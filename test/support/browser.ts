@@ -53,6 +53,23 @@ export async function openConsole(browser: Browser, origin: string, viewport: { 
   return { page, context, foreignRequests, errors, close: () => context.close() };
 }
 
+/** Signs a fresh console page in with `token`, as a person does, and waits for the first page. */
+export async function signIn(page: Page, token: string): Promise<Page> {
+  await page.goto('/admin/');
+  await visible(page.getByRole('heading', { level: 1, name: 'Sign in to the operator console' }));
+  await page.getByLabel('Admin token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await visible(page.getByText('Signed in as'));
+  await visible(page.getByRole('heading', { level: 1, name: 'Needs attention' }));
+  return page;
+}
+
+/** Follows the console's navigation to `section` and waits for its heading. */
+export async function goTo(page: Page, section: string, heading: string): Promise<void> {
+  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: section }).click();
+  await visible(page.getByRole('heading', { level: 1, name: heading }));
+}
+
 /** Closes a page's context, then asserts that it loaded nothing from elsewhere and broke no policy (each test's afterEach). */
 export async function closeWatched(open: ConsolePage | undefined): Promise<void> {
   if (!open) return;
