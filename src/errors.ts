@@ -23,8 +23,13 @@ export class BridgeError extends Error {
 
 /** 400: the payload is not valid; `issues` names each field and why. */
 export class ValidationError extends BridgeError {
-  constructor(readonly issues: FieldIssue[], message = describeIssues(issues)) {
-    super(message, 400, 'invalid_payload', { issues });
+  readonly issues: FieldIssue[];
+
+  /** Each issue's field and message are cut at MAX_ISSUE_CHARS (`boundedIssue`), whoever raised it. */
+  constructor(issues: FieldIssue[], message?: string) {
+    const bounded = issues.map(boundedIssue);
+    super(message ?? describeIssues(bounded), 400, 'invalid_payload', { issues: bounded });
+    this.issues = bounded;
   }
 
   static field(field: string, message: string): ValidationError {
@@ -139,6 +144,19 @@ export function echoed(text: string, max = MAX_ECHO): string {
   if (text.length <= max) return text;
   const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 2)) ? max - 2 : max - 1;
   return `${text.slice(0, end)}…`;
+}
+
+/**
+ * The longest field or message of one issue a refusal repeats. What raises it cuts its echo of the
+ * input (an id, a currency, a status) at MAX_ECHO; this bounds whatever else it says, so no answer,
+ * dead letter or attention item repeats a hostile body whole (docs/security.md: a 12 KB header came
+ * back in the answer and the attention queue).
+ */
+const MAX_ISSUE_CHARS = 600;
+
+function boundedIssue(issue: FieldIssue): FieldIssue {
+  if (issue.field.length <= MAX_ISSUE_CHARS && issue.message.length <= MAX_ISSUE_CHARS) return issue;
+  return { ...issue, field: echoed(issue.field, MAX_ISSUE_CHARS), message: echoed(issue.message, MAX_ISSUE_CHARS) };
 }
 
 export function describeIssues(issues: FieldIssue[]): string {

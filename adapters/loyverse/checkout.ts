@@ -72,7 +72,7 @@ export function naming<T>(receipt: LoyverseReceipt, translate: () => T): T {
     return translate();
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
-    throw new ValidationError(error.issues, `receipt ${receipt.receipt_number} of store ${receipt.store_id}: ${error.message}`);
+    throw new ValidationError(error.issues, `receipt ${echoed(String(receipt.receipt_number))} of store ${echoed(String(receipt.store_id))}: ${error.message}`);
   }
 }
 

@@ -108,30 +108,6 @@ const MAX_FETCH_DEPTH = 3;
 const EMPTY_BODY = 'empty body: the delivery is authentic (its signature matches) but carries nothing to act on; kept as a dead letter';
 
 /**
- * The longest field or message of one issue an adapter's refusal is repeated with. Adapters cut
- * what they echo of the POS's input (an id, a currency, a status) at MAX_ECHO characters; this
- * bounds whatever else they say, so no answer, dead letter or attention item repeats a hostile body
- * whole (security review, issue 19: a 12 KB header came back in the answer and the attention queue).
- */
-const MAX_ISSUE_CHARS = 600;
-
-/** `error` with each issue's field and message cut at MAX_ISSUE_CHARS (the same error when none is longer). */
-function bounded(error: ValidationError): ValidationError {
-  const long = (text: string) => text.length > MAX_ISSUE_CHARS;
-  if (!error.issues.some((issue) => long(issue.field) || long(issue.message))) return error;
-  return new ValidationError(error.issues.map((issue) => ({ field: echoed(issue.field, MAX_ISSUE_CHARS), message: echoed(issue.message, MAX_ISSUE_CHARS) })));
-}
-
-/** An adapter's translation of the POS's payload; its refusal bounded (`bounded`). */
-function translated<T>(translate: () => T): T {
-  try {
-    return translate();
-  } catch (error) {
-    throw error instanceof ValidationError ? bounded(error) : error;
-  }
-}
-
-/**
  * A read of the POS's API that a direct post asked for. The POS answering that the object the post
  * names is not the merchant's (404, 410: another merchant's order) or not one it can read (400) is
  * the sender's to fix: a 422 naming the object, which the POS does not retry. Anything else (a
@@ -251,7 +227,7 @@ export class Ingest implements DeadLetterRunner {
   /** `direct`: a post to /v1/checkouts/{pos} (its context is the poster's account); `arrival`: what brought it (a record it creates keeps it). */
   async checkout(adapter: PosAdapter, payload: unknown, merchant: IngestMerchant, direct = false, arrival?: Arrival): Promise<Answer> {
     const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
-    const intent = translated(() => adapter.parseCheckout(payload, context));
+    const intent = adapter.parseCheckout(payload, context);
     return this.intake.checkout(adapter.name, await this.#withCustomer(adapter, intent, merchant, direct), merchant.id, arrival);
   }
 
@@ -288,7 +264,7 @@ export class Ingest implements DeadLetterRunner {
     const api = needs ? this.#api(adapter.name, merchant) : undefined;
     const body = needs && api ? needs.payload(await readForDirectPost(adapter.name, needs.reads, () => needs.fetch(api))) : payload;
     const context = direct ? await this.#directContext(adapter, merchant) : merchant.context;
-    return this.intake.refund(adapter.name, translated(() => adapter.parseRefund(body, context)), merchant.id, arrival);
+    return this.intake.refund(adapter.name, adapter.parseRefund(body, context), merchant.id, arrival);
   }
 
   /**
@@ -533,9 +509,8 @@ export class Ingest implements DeadLetterRunner {
    * came of it. Answers the cause and a result per failure.
    */
   async #keep(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, kept: Failure[], replay: WebhookReplay | undefined): Promise<{ kept: KeptLetter; results: WebhookResult[] }> {
-    // What the letter and the answer repeat of each cause is bounded, whichever step refused it.
-    const failures = kept.map(({ key, error }) => ({ key, error: error instanceof ValidationError ? bounded(error) : error }));
-    const errors = failures.map((f) => f.error);
+    // What the letter and the answer repeat of each cause is bounded where the cause is raised (errors.ts).
+    const errors = kept.map((f) => f.error);
     // One transient failure is enough to run the part again: what went through is skipped then,
     // and once only failures a person must fix are left, the letter waits for one.
     const transient = errors.some(isTransient);
@@ -543,11 +518,11 @@ export class Ingest implements DeadLetterRunner {
     const issues = errors.flatMap((e) => (e instanceof ValidationError ? e.issues : [])).slice(0, 20);
     const letter = replay ? { id: replay.letterId, retry: undefined } : await this.#deadLetter(pos, merchantId, raw, headers, { reason, reasonCode: errors[0]!.code }, issues, transient);
     const retryAt = letter.retry?.nextAt;
-    if (!replay) this.logger.warn({ pos, merchantId, deadLetterId: letter.id, transient, retryAt, reasons: failures.map((f) => f.error.code) }, 'webhook kept as a dead letter');
+    if (!replay) this.logger.warn({ pos, merchantId, deadLetterId: letter.id, transient, retryAt, reasons: kept.map((f) => f.error.code) }, 'webhook kept as a dead letter');
     const ids = merchantId && merchantId !== DEFAULT_MERCHANT ? { merchantId } : {};
     return {
       kept: { letterId: letter.id, reason, ...(issues.length ? { issues } : {}), transient },
-      results: failures.map(({ key, error }) => ({
+      results: kept.map(({ key, error }) => ({
         key,
         action: 'dead_lettered' as const,
         ...ids,
