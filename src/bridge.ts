@@ -25,7 +25,6 @@ import { MerchantAdmin } from './merchants/admin.js';
 import { sealedSecretsOf } from './merchants/merchant.js';
 import { MerchantRegistry } from './merchants/registry.js';
 import { UpstreamCheck, type UpstreamCheckOptions } from './merchants/upstream-check.js';
-import { setUpstreamReadiness } from './http/routes/ops.js';
 import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
 import { createMetrics, LedgerReadings } from './metrics.js';
@@ -180,6 +179,8 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   const merchants = new MerchantAdmin(store, registry, overrides.posDeclarations ?? posSettingDeclarations, clientOptions, logger);
   const scrubbed = await ingest.scrubDeadLetterHeaders();
   if (scrubbed) logger.warn({ scrubbed }, 'dead letters kept webhook credentials or signatures (an earlier build kept them): removed; rotate the webhook secrets of the POS systems concerned if others could read the dead letters');
+  // Whether the loyalty service takes the merchants' app tokens: what /readyz answers (started below, before listening).
+  const upstream = new UpstreamCheck(registry, store, logger, overrides.upstreamCheck);
   const app = createApp({
     ingest,
     operator: core.operator,
@@ -203,7 +204,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     }),
     bodyLimitBytes: config.bodyLimitBytes,
     posMaxInFlight: config.posMaxInFlight,
-    upstreamConfigured: true,
+    upstreamReadiness: () => upstream.readiness(),
     version: VERSION,
     backfill: { poller: backfill, ...config.backfill },
   });
@@ -215,9 +216,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   // Start-up asks the loyalty service whether it takes the app tokens (at most LOYALTY_TIMEOUT_MS, up
   // to 10 s, before listening; longer, it goes on in the background): a wrong LOYALTY_APP_TOKEN or
   // LOYALTY_BASE_URL is logged now, naming the variable, and /readyz answers 503 until it is fixed.
-  const upstream = new UpstreamCheck(registry, store, logger, overrides.upstreamCheck);
   await upstream.start(Math.min(config.loyalty.timeoutMs, 10_000));
-  setUpstreamReadiness(app, () => upstream.readiness());
   const server = http.createServer({ headersTimeout, requestTimeout: 30_000, connectionsCheckingInterval: Math.min(1000, headersTimeout) }, app);
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, config.host, resolve));
   const address = server.address() as AddressInfo;

@@ -20,6 +20,7 @@ import { consoleRoutes } from './routes/console.js';
 import { opsRoutes } from './routes/ops.js';
 import { posRoutes } from './routes/pos.js';
 import { reportRoutes } from './routes/reports.js';
+import type { UpstreamReadiness } from '../merchants/upstream-check.js';
 
 export interface AppDeps {
   ingest: Ingest;
@@ -43,7 +44,8 @@ export interface AppDeps {
   bodyLimitBytes: number;
   /** POS requests handled at once before more are shed (POS_MAX_IN_FLIGHT). */
   posMaxInFlight: number;
-  upstreamConfigured: boolean;
+  /** What the last checks of the loyalty service's credentials found: `/readyz`'s upstream (src/merchants/upstream-check.ts). */
+  upstreamReadiness: () => UpstreamReadiness;
   version: string;
   /** Backfill on request and its state (`/v1/admin/backfill`), with the schedule's settings it reports. */
   backfill: { poller: BackfillPoller; intervalMs: number; overlapMs: number };
