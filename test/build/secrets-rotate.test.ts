@@ -30,13 +30,21 @@ const { url: pgBase, describeIf: describeIfPg } = await describeWithDatabase();
 const newKey = () => randomBytes(32).toString('base64');
 const fingerprint = (key: string) => keyFingerprint(parseSecretsKey(key));
 
+/**
+ * Where the built script is run from: an empty folder, as an operator's shell anywhere would be. Not
+ * the checkout, whose ./data may hold a sandbox's key from an earlier `npm start` (which the command
+ * then uses for a ledger that is not a file's, and "SECRETS_KEY is not set" is not what it answers).
+ */
+const shellDir = mkdtempSync(join(tmpdir(), 'secrets-rotate-shell-'));
+afterAll(() => rmSync(shellDir, { recursive: true, force: true }));
+
 /** The command as an operator types it, or the built script itself (`direct`), with only these variables. */
 function rotate(args: string[], env: Record<string, string>, how: 'npm' | 'direct' = 'direct'): { status: number | null; stdout: string; stderr: string } {
   const clean = { PATH: process.env.PATH!, HOME: process.env.HOME ?? tmpdir(), ...env };
   const result =
     how === 'npm'
       ? spawnSync('npm', ['run', '--silent', 'secrets:rotate', '--', ...args], { cwd: process.cwd(), env: clean, encoding: 'utf8', timeout: 120_000 })
-      : spawnSync(process.execPath, [join(process.cwd(), 'dist', 'scripts', 'secrets-rotate.js'), ...args], { env: clean, encoding: 'utf8', timeout: 60_000 });
+      : spawnSync(process.execPath, [join(process.cwd(), 'dist', 'scripts', 'secrets-rotate.js'), ...args], { cwd: shellDir, env: clean, encoding: 'utf8', timeout: 60_000 });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
