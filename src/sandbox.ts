@@ -31,7 +31,7 @@ import type { MerchantAdmin, MerchantView } from './merchants/admin.js';
 import { newSecretsKey, parseSecretsKey, SecretsKeyError } from './merchants/secrets.js';
 import type { PosSettings } from './pos/contract.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
-import { POS_API_BASE_PATHS, type PosName, type Simulator } from './simulator/index.js';
+import { POS_API_BASE_PATHS, POS_NAMES, type PosName, type Simulator } from './simulator/index.js';
 
 export const SANDBOX_KEY_FILE = 'sandbox-secrets.key';
 
@@ -96,10 +96,9 @@ export async function sandboxSecretsKey(path: string): Promise<{ key: string; cr
 
 /**
  * The POSes whose API sandbox points the bridge at the simulator's fake of (docs/simulator-pos-apis.md):
- * those whose webhooks the bridge completes from the POS's API, the ones with a `<POS>_API_BASE_URL`.
- * A POS that gets such a variable is one more name here.
+ * every vendor POS, each with a `<POS>_API_BASE_URL` the bridge completes webhooks from.
  */
-export const SANDBOX_POS_APIS: readonly PosName[] = ['square', 'shopify', 'clover', 'toast', 'loyverse'];
+export const SANDBOX_POS_APIS: readonly PosName[] = POS_NAMES;
 
 /**
  * `pos` (Config.pos) with the API base URL of each of SANDBOX_POS_APIS at the simulator's fake, unless

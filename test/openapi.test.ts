@@ -12,7 +12,8 @@ import { z } from 'zod';
 import { adapters } from '../adapters/index.js';
 import { shopifyAdapter } from '../adapters/shopify/index.js';
 import { GenericCheckout, GenericRefund } from '../adapters/generic/schema.js';
-import { COMPONENT_SCHEMAS, EXAMPLES, POS_NAMES, WEBHOOK_POS_NAMES, openApiDocument } from '../src/http/openapi.js';
+import { COMPONENT_SCHEMAS, EXAMPLES, openApiDocument } from '../src/http/openapi.js';
+import { POS_NAMES, VENDOR_POS_NAMES } from '../src/pos/contract.js';
 import type { PosSettings } from '../src/pos/contract.js';
 import { parseWith } from '../src/validation.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from './support/harness.js';
@@ -70,7 +71,7 @@ describe('the document, complete', () => {
 
   it('names the POS systems the bridge registers, and those with webhooks', () => {
     expect([...POS_NAMES].sort()).toEqual([...adapters.keys()].sort());
-    expect([...WEBHOOK_POS_NAMES].sort()).toEqual([...adapters.values()].filter((a) => a.webhook).map((a) => a.name).sort());
+    expect([...VENDOR_POS_NAMES].sort()).toEqual([...adapters.values()].filter((a) => a.webhook).map((a) => a.name).sort());
   });
 
   it.each(operations.map((o) => [`${o.method.toUpperCase()} ${o.path}`, o.path, o.operation] as const))('%s: operationId, tag, security, a 2xx, a 4xx and 408', (_name, path, operation) => {

@@ -16,11 +16,8 @@ import { BackfillAnswer, BackfillQuery, BackfillRequest, BackfillStatusList } fr
 import { ReconcileReportQuery, REPORT_PATH } from './routes/reports.js';
 import { MAX_RANGE_DAYS } from '../reconcile/report.js';
 import * as S from './schemas.js';
+import { POS_NAMES, VENDOR_POS_NAMES } from '../pos/contract.js';
 
-/** `{pos}` (bridge-contract "POS-facing endpoints"); test/openapi.test.ts holds these to the adapters the bridge registers. */
-export const POS_NAMES = ['generic', 'square', 'shopify', 'clover', 'toast', 'loyverse'] as const;
-/** The generic payload has no webhooks: a POS without an adapter posts to /v1/checkouts and /v1/refunds. */
-export const WEBHOOK_POS_NAMES = POS_NAMES.filter((pos) => pos !== 'generic');
 
 /** The merchant bodies as the bridge parses them, with the POS accounts of the adapters it registers. */
 const merchantBodies = merchantSchemas(posSettingDeclarations);
@@ -320,7 +317,7 @@ function buildDocument(version: string) {
           description:
             "The raw delivery as the POS sends it: its signature is verified over the exact bytes (Square, Shopify, Clover, Toast and Loyverse schemes; each POS's secret variable must be set outside sandbox), then each event is routed to checkout or refund, deduplicated on the POS's event identity; other events are acknowledged and ignored. Each event belongs to the merchant whose POS account it names (Square merchant_id, Shopify shop domain, Clover merchant id, Toast restaurant GUID, Loyverse merchant_id). An authentic delivery is never refused for what it carries: whatever the bridge cannot carry out now is kept whole as a dead letter and answered 202, its result dead_lettered with the deadLetterId and the reason, so that the POS neither delivers it again nor disables the subscription. A transient cause (the POS API timed out or answered 5xx or 429 when the bridge fetched what the delivery names) is the bridge's to retry: the result's retryAt says when it runs the letter again by itself (after 1, 2, 5, 10, 30, 60, 120, 240 × DEAD_LETTER_RETRY_BASE_MS, DEAD_LETTER_RETRY_MAX_ATTEMPTS runs at most). Any other cause (no access token, no merchant or a suspended one, an untranslatable payload, a refund of more than remains) waits for an operator's replay.",
           security: [],
-          parameters: [pathParameter('pos', 'The POS that sent the delivery; generic has no webhooks (404), like any other name.', WEBHOOK_POS_NAMES)],
+          parameters: [pathParameter('pos', 'The POS that sent the delivery; generic has no webhooks (404), like any other name.', VENDOR_POS_NAMES)],
           requestBody: { required: true, description: "The POS's webhook body, byte for byte.", content: json({ type: 'object' }) },
           responses: {
             '200': { description: 'Every event handled, each outcome final now (or a duplicate, or ignored).', content: json(ref('WebhookAnswer')) },

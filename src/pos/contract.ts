@@ -10,6 +10,19 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Customer } from '../customer.js';
 import type { Check } from '../loyalty/contract.js';
 
+/**
+ * Every POS the bridge takes payloads from (`{pos}` in the POS-facing paths), written here and
+ * nowhere else: test/openapi.test.ts holds it to the adapters the bridge registers.
+ */
+export const POS_NAMES = ['generic', 'square', 'shopify', 'clover', 'toast', 'loyverse'] as const;
+export type PosName = (typeof POS_NAMES)[number];
+/**
+ * The vendors' POSes: each has its own API and signed webhooks. `generic` is the bridge's own
+ * payload for a POS without an adapter, posted to /v1/checkouts and /v1/refunds, with no webhooks.
+ */
+export type VendorPosName = Exclude<PosName, 'generic'>;
+export const VENDOR_POS_NAMES: readonly VendorPosName[] = POS_NAMES.filter((pos): pos is VendorPosName => pos !== 'generic');
+
 /** One POS's settings, from configuration (`<POS>_…` variables). */
 export interface PosSettings {
   /** Webhook signing secret / signature key / auth code. Unset outside sandbox: webhooks are refused. */

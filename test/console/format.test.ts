@@ -8,7 +8,7 @@ import { age, LEDGER_STATUSES as CONSOLE_STATUSES, majorMoney, maskContact, mone
 // @ts-expect-error: the console's own ES module.
 import { BULK_MAX as CONSOLE_BULK_MAX } from '../../src/console/js/views/search.js';
 import { BULK_MAX } from '../../src/http/routes/admin.js';
-import { POS_NAMES } from '../../src/http/openapi.js';
+import { POS_NAMES } from '../../src/pos/contract.js';
 import { LEDGER_STATUSES } from '../../src/ledger/record.js';
 
 describe('money', () => {

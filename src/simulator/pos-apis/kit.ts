@@ -7,8 +7,11 @@ import type { Request, RequestHandler, Response } from 'express';
 import type express from 'express';
 import type { PosFaultQueue } from './faults.js';
 
-export const POS_NAMES = ['square', 'shopify', 'clover', 'toast', 'loyverse'] as const;
-export type PosName = (typeof POS_NAMES)[number];
+import { VENDOR_POS_NAMES, type VendorPosName } from '../../pos/contract.js';
+
+/** The simulator fakes the API of every vendor POS the bridge has an adapter for. */
+export const POS_NAMES = VENDOR_POS_NAMES;
+export type PosName = VendorPosName;
 
 /** The simulator's clock and cancellable timers (SimContext), all a fake POS needs of it. */
 export interface PosContext {
