@@ -9,6 +9,7 @@ import { genericAdapter } from '../adapters/generic/index.js';
 import type { AccrueRequest } from '../src/loyalty/contract.js';
 import type { LedgerRecord } from '../src/ledger/record.js';
 import { deriveTransactionId } from '../src/transaction-id.js';
+import { EXAMPLE_CHECKOUT } from '../adapters/generic/example.js';
 
 export const ADAPTER_CONTEXT = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 
@@ -23,15 +24,8 @@ export function phoneOf(n: number): string {
 export function checkoutPayload(orderId: string, n: number): Record<string, unknown> {
   const c = n % CUSTOMER_POOL;
   return {
+    ...EXAMPLE_CHECKOUT,
     orderId,
-    currency: 'USD',
-    total: '59.97',
-    tax: '4.80',
-    discount: '0',
-    tip: '5.00',
-    serviceCharge: '0',
-    openedAt: '2026-11-21T10:00:00Z',
-    closedAt: '2026-11-21T10:20:00Z',
     customer: { phone: phoneOf(n), email: `guest${c}@example.test`, firstName: 'Ann', lastName: `Lee${c}` },
     items: [
       { id: 'sku-1', groupId: 'coffee', name: 'Latte', quantity: 2, unitPrice: '19.99', total: '39.98' },

@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { GenericCheckout, GenericRefund } from '../../adapters/generic/schema.js';
+import { EXAMPLE_CHECKOUT } from '../../adapters/generic/example.js';
 import { RETRY_AFTER_SECONDS } from './load-shedding.js';
 import { posSettingDeclarations } from '../../adapters/index.js';
 import { merchantSchemas } from '../merchants/admin.js';
@@ -108,19 +109,7 @@ export const EXAMPLES = {
   checkout: {
     generic: {
       summary: 'The generic payload',
-      value: {
-        orderId: 'A-1001',
-        currency: 'USD',
-        total: '59.97',
-        tax: '4.80',
-        discount: '0',
-        tip: '5.00',
-        serviceCharge: '0',
-        openedAt: '2026-11-21T10:00:00Z',
-        closedAt: '2026-11-21T10:20:00Z',
-        customer: { phone: '+15550001111', email: 'a@b.test', cardSerial: '11-123456-1', firstName: 'Ann', lastName: 'Lee' },
-        items: [{ id: 'sku-1', groupId: 'coffee', name: 'Latte', quantity: 3, unitPrice: '19.99', total: '59.97' }],
-      },
+      value: EXAMPLE_CHECKOUT,
     },
   },
   refund: {

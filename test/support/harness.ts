@@ -12,6 +12,7 @@ import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge
 import { silentLogger, type Logger } from '../../src/logger.js';
 import { createSimulator, type Simulator, type ListeningSimulator, type SimulatorOptions } from '../../src/simulator/index.js';
 import request from 'supertest';
+import { EXAMPLE_CHECKOUT } from '../../adapters/generic/example.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -110,21 +111,10 @@ function describe(value: unknown): string {
   }
 }
 
+/** The generic payload's example, found by phone and email alone (a test that needs a card serial names one). */
 export function checkout(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    orderId: 'A-1001',
-    currency: 'USD',
-    total: '59.97',
-    tax: '4.80',
-    discount: '0',
-    tip: '5.00',
-    serviceCharge: '0',
-    openedAt: '2026-11-21T10:00:00Z',
-    closedAt: '2026-11-21T10:20:00Z',
-    customer: { phone: '+15550001111', email: 'a@b.test', firstName: 'Ann', lastName: 'Lee' },
-    items: [{ id: 'sku-1', groupId: 'coffee', name: 'Latte', quantity: 3, unitPrice: '19.99', total: '59.97' }],
-    ...overrides,
-  };
+  const { cardSerial: _, ...customer } = structuredClone(EXAMPLE_CHECKOUT).customer;
+  return { ...structuredClone(EXAMPLE_CHECKOUT), customer, ...overrides };
 }
 
 /** POSTs `body` as JSON text (exact bytes, content type application/json), as a POS does. */
