@@ -13,6 +13,7 @@ import { DeadLetterRetrier } from './core/dead-letter-retry.js';
 import { Ingest } from './core/ingest.js';
 import { createCore, type Core } from './core/core.js';
 import { Worker } from './core/worker.js';
+import { merchantUpstreams } from './core/upstreams.js';
 import { armFailpoints } from './failpoints.js';
 import { createApp } from './http/app.js';
 import { FileLedgerStore } from './ledger/file-store.js';
@@ -20,7 +21,7 @@ import type { LedgerStore } from './ledger/store.js';
 import { openStore } from './ledger/open-store.js';
 import type { Logger } from './logger.js';
 import { ledgerReading } from './core/attention-queue.js';
-import { MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from './loyalty/client.js';
+import { LoyaltyClient, MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from './loyalty/client.js';
 import { MerchantAdmin } from './merchants/admin.js';
 import { sealedSecretsOf } from './merchants/merchant.js';
 import { MerchantRegistry } from './merchants/registry.js';
@@ -137,7 +138,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   });
   const core = createCore({
     store,
-    upstreams: registry,
+    upstreams: merchantUpstreams(registry, store, { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs }, logger),
     options: { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, partialRefundPolicy: config.partialRefundPolicy, inFlightLeaseMs: config.inFlightLeaseMs },
     logger,
     metrics,
@@ -278,8 +279,7 @@ export function merchantRegistry(
     box,
     declarations: overrides.posDeclarations ?? posSettingDeclarations,
     posSettings: { ...config.pos, ...overrides.posSettings },
-    client: clientOptions,
-    verifier: { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs },
+    connect: (credentials) => new LoyaltyClient({ ...clientOptions, ...credentials }),
     defaults: { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion },
     defaultMerchant: { appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, posToken: config.posAuth.mode === 'token' ? config.posAuth.token : undefined },
     logger,

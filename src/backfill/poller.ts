@@ -14,7 +14,8 @@
 import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError } from '../errors.js';
 import { withMerchant } from '../log-context.js';
 import { maskContacts } from '../mask.js';
-import { DEFAULT_MERCHANT, ledgerKey } from '../ledger/record.js';
+import { ledgerKey } from '../ledger/record.js';
+import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { BackfillPassSummary, BackfillState, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';

@@ -9,6 +9,7 @@ import type { Customer } from '../customer.js';
 import { identitiesOf } from './customer-index.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
+import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { mutant } from '../mutants.js';
 import { unreachable } from '../unreachable.js';
 
@@ -129,8 +130,8 @@ export function claimedOperationIds(record: Pick<LedgerRecord, 'accrual' | 'reve
   return reversal.length ? [...record.accrual.operationIds, ...reversal] : record.accrual.operationIds;
 }
 
-/** The merchant of every record written before merchants existed, and of the one built from the variables. */
-export const DEFAULT_MERCHANT = 'default';
+// TEMPORARY until src/http imports it from merchants/merchant.ts.
+export { DEFAULT_MERCHANT };
 
 /**
  * The key a record is stored under: its transactionId within its merchant. Two merchants may send

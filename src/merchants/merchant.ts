@@ -8,10 +8,15 @@
  * The `default` merchant is not stored: it is built from the variables (LOYALTY_APP_TOKEN, POS_TOKEN,
  * each POS's variables), so a deployment with no merchant created works as it always did.
  */
-import { DEFAULT_MERCHANT } from '../ledger/record.js';
-import type { SealedSecret } from './secrets.js';
 
-export { DEFAULT_MERCHANT };
+/**
+ * The merchant of every record written before merchants existed, and of the one built from the
+ * variables. Its records' ledger keys are bare transactionIds (ledger/record.ts `ledgerKey`).
+ *
+ * This module is the merchant's shape and imports nothing: the ledger stores and indexes merchants
+ * by it, and everything above reads it, without the ledger depending on how merchants are served.
+ */
+export const DEFAULT_MERCHANT = 'default';
 
 /** `id` never changes: it is in every ledger key of the merchant's records. */
 export const MERCHANT_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
@@ -25,6 +30,18 @@ export type MerchantStatus = 'active' | 'suspended';
  */
 export function isSuspended(merchant: { status: MerchantStatus }): boolean {
   return merchant.status === 'suspended';
+}
+
+/** An encrypted secret as stored (`secrets.ts` seals and opens it): the key it was sealed with is named by a fingerprint, never kept. */
+export interface SealedSecret {
+  alg: 'aes-256-gcm';
+  /** First 16 hex characters of SHA-256(key): which SECRETS_KEY sealed it (rotation, a wrong key). */
+  key: string;
+  iv: string;
+  tag: string;
+  data: string;
+  /** What may be shown of it (`mask`): its last four characters. */
+  hint: string;
 }
 
 /** A merchant's account on one POS: its id there (the POS names the merchant by it in webhooks) and its API token. */

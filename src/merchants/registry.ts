@@ -1,6 +1,7 @@
 /**
  * The merchants a running bridge serves, ready to use: each with its loyalty client (its own app
- * token; its API key for verification), its POS settings (its accounts and access tokens beside the
+ * token; its API key for history reads), made by the `connect` the composition root gives (the
+ * registry holds merchants; it does not wire clients), its POS settings (its accounts and access tokens beside the
  * POS apps' webhook secrets, which are per app, from the variables) and its defaults. The `default`
  * merchant is built from the variables; created merchants are read from the ledger store and their
  * secrets opened with SECRETS_KEY.
@@ -11,12 +12,11 @@
  * so a cached lookup is a hash and a map read.
  */
 import type { Logger } from '../logger.js';
-import { LoyaltyClient, type LoyaltyClientOptions } from '../loyalty/client.js';
+import type { LoyaltyClient } from '../loyalty/client.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { AdapterContext, PosSettings } from '../pos/contract.js';
 import type { PosSettingDeclarations } from '../pos/settings.js';
-import { HistoryVerifier, type VerifierOptions } from '../core/history-verifier.js';
-import { accountKey, DEFAULT_MERCHANT, isSuspended, type MerchantStatus, type StoredMerchant } from './merchant.js';
+import { accountKey, DEFAULT_MERCHANT, type MerchantStatus, type StoredMerchant } from './merchant.js';
 import { SecretBox, tokenHash } from './secrets.js';
 
 /** How long a merchant read from the store is used before it is read again. */
@@ -32,7 +32,6 @@ export interface ActiveMerchant {
   id: string;
   status: MerchantStatus;
   client: LoyaltyClient;
-  verifier: HistoryVerifier;
   context: AdapterContext;
   /** By POS name: the POS app's secrets and addresses, this merchant's account and access token. */
   pos: Record<string, PosSettings>;
@@ -45,9 +44,8 @@ export interface RegistryOptions {
   declarations: PosSettingDeclarations;
   /** The POS apps' settings from the variables: every merchant's webhook secrets and API addresses; the default merchant's accounts and tokens. */
   posSettings: Record<string, PosSettings>;
-  /** The address, timeouts and shared pools of every merchant's client. */
-  client: Omit<LoyaltyClientOptions, 'appToken' | 'apiKey'>;
-  verifier: VerifierOptions;
+  /** A merchant's loyalty client for its credentials (the composition root's: address, timeouts, shared pools). */
+  connect(credentials: { appToken: string; apiKey?: string }): LoyaltyClient;
   defaults: AdapterContext;
   /** The default merchant: the install LOYALTY_APP_TOKEN names, POS_TOKEN's merchant. */
   defaultMerchant: { appToken: string; apiKey?: string; posToken?: string };
@@ -142,19 +140,6 @@ export class MerchantRegistry {
     });
   }
 
-  /** The core's view (UpstreamDirectory): a merchant's calls and history; undefined for one not known. */
-  async upstreamOf(merchantId: string): Promise<{ calls: LoyaltyClient; verifier: HistoryVerifier; suspended: boolean } | undefined> {
-    const merchant = await this.get(merchantId).catch((error: unknown) => {
-      this.options.logger.error({ merchantId, err: error }, 'merchant could not be loaded');
-      return undefined;
-    });
-    return merchant && { calls: merchant.client, verifier: merchant.verifier, suspended: isSuspended(merchant) };
-  }
-
-  async canVerifyAny(): Promise<boolean> {
-    return this.default.verifier.enabled || (await this.anyCreated());
-  }
-
   async anyCreated(): Promise<boolean> {
     const cached = this.#anyCreated;
     if (cached && this.#now() - cached.atMs < CACHE_MS) return cached.value;
@@ -200,9 +185,7 @@ export class MerchantRegistry {
   }
 
   #activate(id: string, status: MerchantStatus, appToken: string, apiKey: string | undefined, context: AdapterContext, pos: Record<string, PosSettings>): ActiveMerchant {
-    const client = new LoyaltyClient({ ...this.options.client, appToken, apiKey });
-    const verifier = new HistoryVerifier(client, this.options.store, this.options.verifier);
-    return { id, status, client, verifier, context, pos };
+    return { id, status, client: this.options.connect({ appToken, apiKey }), context, pos };
   }
 
   async #cached<T>(cache: Map<string, Cached<T>>, key: string, read: () => Promise<T>): Promise<T> {

@@ -6,18 +6,11 @@
  * enough, and nobody, the bridge included, can show them again once created.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { SealedSecret } from './merchant.js';
 
-/** An encrypted secret as stored: the key it was sealed with is named by a fingerprint, never kept. */
-export interface SealedSecret {
-  alg: 'aes-256-gcm';
-  /** First 16 hex characters of SHA-256(key): which SECRETS_KEY sealed it (rotation, a wrong key). */
-  key: string;
-  iv: string;
-  tag: string;
-  data: string;
-  /** What may be shown of it (`mask`): its last four characters. */
-  hint: string;
-}
+// TEMPORARY until scripts/secrets-rotate.ts imports it from merchant.ts.
+export type { SealedSecret };
+
 
 export class SecretsKeyError extends Error {}
 

@@ -5,7 +5,8 @@
  * the console's operator actions where the transitions allow them (`operatorActions`) and the
  * person would be telling the truth.
  */
-import { DEFAULT_MERCHANT, keyOf, type LedgerRecord } from '../ledger/record.js';
+import { keyOf, type LedgerRecord } from '../ledger/record.js';
+import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { isOpen } from '../ledger/record.js';
 import type { ResolveInput } from '../core/transitions.js';
 import { TIMING } from './scenario.js';
