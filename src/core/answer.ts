@@ -3,7 +3,7 @@
  * `http/` maps `settled` to 200, `in_progress` to 202 and `unknown_order` to 404, in one place.
  */
 import { FINAL_STATUSES, isOpen, isOrphanReversal, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { RecordStore } from '../ledger/store.js';
 
 export type AnswerOutcome =
   /** Final now: the record (and its remainder, if any) has nothing left in flight. */
@@ -23,7 +23,7 @@ export interface Answer {
   outcome: AnswerOutcome;
 }
 
-export async function answerFor(store: Pick<LedgerStore, 'get'>, record: LedgerRecord, repeat: boolean, refundId?: string): Promise<Answer> {
+export async function answerFor(store: Pick<RecordStore, 'get'>, record: LedgerRecord, repeat: boolean, refundId?: string): Promise<Answer> {
   // The remainder is the same merchant's record: read by its ledger key (a bare transactionId is the default merchant's).
   const child = record.remainderTransactionId ? await store.get(ledgerKey(merchantOf(record), record.remainderTransactionId)) : undefined;
   const remainder = child ? { transactionId: child.transactionId, status: child.status } : undefined;

@@ -16,7 +16,7 @@
 import type { Customer } from '../customer.js';
 import { identitiesOf } from '../ledger/customer-index.js';
 import { isAccrualUnsettled, keyOf, merchantOf, type LedgerRecord, type ReversalShape } from '../ledger/record.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { RecordStore, SettingStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor } from '../money.js';
@@ -36,7 +36,7 @@ export interface VerifierOptions {
 export type HistoryReader = Pick<LoyaltyClient, 'canVerify' | 'findCards' | 'listOperations'>;
 
 /** What the verifier reads of the ledger: claims, unsettled accruals by amount, a customer's records, the learned reversal shape. */
-export type VerifierStore = Pick<LedgerStore, 'findOperationClaim' | 'listUnsettledAccruals' | 'list' | 'getSetting'>;
+export type VerifierStore = Pick<RecordStore, 'findOperationClaim' | 'listUnsettledAccruals' | 'list'> & SettingStore;
 
 /** A reversal's history entries, found after the service confirmed it (`learnReversal`). */
 export type LearnedReversal = { kind: 'learned'; operationIds: number[]; shape: Pick<ReversalShape, 'eventId' | 'sign'> } | { kind: 'not_learned'; why: string };

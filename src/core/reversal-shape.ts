@@ -15,7 +15,7 @@
  * the evidence (GET /v1/admin/transactions/{id}/evidence).
  */
 import type { ReversalShape } from '../ledger/record.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { SettingStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor } from '../money.js';
 
@@ -26,7 +26,7 @@ export function shapeSettingName(merchantId: string): string {
   return `reversal_shape/${merchantId}`;
 }
 
-export async function readShape(store: Pick<LedgerStore, 'getSetting'>, merchantId: string): Promise<ReversalShape | undefined> {
+export async function readShape(store: Pick<SettingStore, 'getSetting'>, merchantId: string): Promise<ReversalShape | undefined> {
   const text = await store.getSetting(shapeSettingName(merchantId));
   if (!text) return undefined;
   const parsed = JSON.parse(text) as ReversalShape;

@@ -13,7 +13,7 @@
 import { attentionOf, SETTLED_ATTENTION_STATUSES } from '../ledger/attention.js';
 import { withMerchant } from '../log-context.js';
 import type { Logger } from '../logger.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { RecordStore } from '../ledger/store.js';
 import { FINAL_STATUSES, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
 import type { DeliveryService, StepReport } from './delivery.js';
 import { PeriodicLoop } from './periodic.js';
@@ -57,7 +57,7 @@ export class Worker {
   );
 
   constructor(
-    private readonly store: LedgerStore,
+    private readonly store: RecordStore,
     private readonly service: DeliveryService,
     private readonly options: { intervalMs: number; concurrency: number; leaseMs: number; idleMs: number },
     private readonly logger: Logger,

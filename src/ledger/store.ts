@@ -444,7 +444,13 @@ export interface UpdateOptions {
   synchronous?: boolean;
 }
 
-export interface LedgerStore {
+/**
+ * The ledger is one store of several aggregates, each its own interface with its own contract suite
+ * (test/ledger/contracts/): records, audit, webhook events, merchants, dead letters, backfill states
+ * and settings. A part of the bridge names the aggregates it uses, so what it may touch is in its
+ * signature; the three stores implement them all, as `LedgerStore`.
+ */
+export interface StoreLifecycle {
   /** A short name for logs and readiness (`file`, `postgres`). */
   readonly kind: string;
   /**
@@ -462,6 +468,10 @@ export interface LedgerStore {
    * while the call went out. Absent where every write is durable when it returns (PostgreSQL commits).
    */
   durable?(): Promise<void>;
+}
+
+/** The records: the transactions the bridge delivers, their claims (operation ids, accrual keys) and the indexes that find them. */
+export interface RecordStore {
   /**
    * By ledger key (`keyOf`, `ledgerKey`): the transactionId within its merchant. Records are kept per
    * merchant, so two merchants' equal transactionIds never touch; claims (operation ids, accrual keys)
@@ -492,10 +502,6 @@ export interface LedgerStore {
   listAttention(query: AttentionQuery): Promise<{ entry: AttentionEntry; record: AttentionInput }[]>;
   /** The attention index counted (no record is read): what the queue's counts and the gauges show. */
   countAttention(merchantId?: string): Promise<AttentionCounts>;
-  /** Keeps one operator action for good. */
-  appendAudit(entry: AuditEntry): Promise<void>;
-  /** Newest first (ties: the later written first). The total is capped (`Page`). */
-  listAudit(query: AuditQuery): Promise<Page<AuditEntry>>;
   /**
    * Records with work left (see `isOpen`), due or not (`dueOnly`: see there), oldest first (by
    * createdAt, then ledger key), at most `limit`, after `after` when given (to page through them
@@ -525,12 +531,25 @@ export interface LedgerStore {
   countOpen(): Promise<number>;
   /** Records with work left (`isOpen`), by status: costs what is open, never what the ledger holds. */
   countOpenByStatus(): Promise<Partial<Record<LedgerStatus, number>>>;
-  /** Open dead letters (not resolved nor dismissed), by cause and by merchant. */
-  countOpenDeadLetters(): Promise<DeadLetterCounts>;
+}
+
+/** Operator actions, kept for good. */
+export interface AuditStore {
+  /** Keeps one operator action for good. */
+  appendAudit(entry: AuditEntry): Promise<void>;
+  /** Newest first (ties: the later written first). The total is capped (`Page`). */
+  listAudit(query: AuditQuery): Promise<Page<AuditEntry>>;
+}
+
+/** The POS deliveries already taken (a redelivery is a duplicate). */
+export interface WebhookEventStore {
   /** Records that a webhook event (by the POS's dedupe key) was processed; false when it already was. */
   rememberWebhookEvent(pos: string, key: string): Promise<boolean>;
   hasWebhookEvent(pos: string, key: string): Promise<boolean>;
-  // ---------------------------------------------------------------- merchants
+}
+
+/** Created merchants (the `default` merchant is built from the variables, never stored). */
+export interface MerchantStore {
   /**
    * Inserts a merchant (version 1, an id not used yet) or replaces it (compare-and-set: the stored
    * version must be `merchant.version - 1`; VersionConflictError otherwise). ConflictError, and
@@ -545,6 +564,10 @@ export interface LedgerStore {
   findMerchantByToken(kind: 'pos' | 'admin', hash: string): Promise<StoredMerchant | undefined>;
   /** The merchant holding this POS account (`accountKey`). */
   findMerchantByAccount(accountKey: string): Promise<StoredMerchant | undefined>;
+}
+
+/** Webhook deliveries that could not be taken, kept to be replayed. */
+export interface DeadLetterStore {
   /** Inserts or replaces a dead letter by id. */
   saveDeadLetter(letter: DeadLetter): Promise<void>;
   getDeadLetter(id: string): Promise<DeadLetter | undefined>;
@@ -560,7 +583,12 @@ export interface LedgerStore {
   updateDeadLetter(id: string, change: (current: DeadLetter | undefined) => DeadLetter | undefined): Promise<DeadLetter | undefined>;
   /** Open letters due for an automatic run by `nowMs` (`deadLetterDueAtMs`), earliest first, at most `limit`. */
   listDueDeadLetters(query: { nowMs: number; limit: number }): Promise<DeadLetter[]>;
-  // ---------------------------------------------------------------- backfill
+  /** Open dead letters (not resolved nor dismissed), by cause and by merchant. */
+  countOpenDeadLetters(): Promise<DeadLetterCounts>;
+}
+
+/** Each merchant's backfill of each POS: its watermark, lease and last passes. */
+export interface BackfillStateStore {
   getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined>;
   /**
    * As `updateDeadLetter`, for one merchant's backfill of one POS: reads the state (undefined when
@@ -571,9 +599,13 @@ export interface LedgerStore {
   updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined>;
   /** Every merchant's, by merchant then POS; `merchantId`: that merchant's only. */
   listBackfillStates(merchantId?: string): Promise<BackfillState[]>;
-  // ---------------------------------------------------------------- settings
+}
+
+/** What the bridge learned and keeps with the ledger. */
+export interface SettingStore {
   /** What the bridge learned and keeps with the ledger, by name (a merchant's reversal shape: core/reversal-shape.ts); few and small. */
   getSetting(name: string): Promise<string | undefined>;
   /** Stores a setting, replacing what it held; durable when it answers. */
-  putSetting(name: string, value: string): Promise<void>;
-}
+  putSetting(name: string, value: string): Promise<void>;}
+
+export interface LedgerStore extends StoreLifecycle, RecordStore, AuditStore, WebhookEventStore, MerchantStore, DeadLetterStore, BackfillStateStore, SettingStore {}

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { isIsoCurrency } from '../currencies.js';
 import { BridgeError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { MerchantStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { LoyaltyClient, type LoyaltyClientOptions } from '../loyalty/client.js';
 import type { Credential } from '../loyalty/contract.js';
@@ -98,7 +98,7 @@ export class MerchantAdmin {
   readonly #schemas: ReturnType<typeof merchantSchemas>;
 
   constructor(
-    private readonly store: LedgerStore,
+    private readonly store: MerchantStore,
     private readonly registry: MerchantRegistry,
     private readonly declarations: PosSettingDeclarations,
     private readonly clientOptions: Omit<LoyaltyClientOptions, 'appToken' | 'apiKey'>,

@@ -13,7 +13,7 @@
  */
 import type { Logger } from '../logger.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { MerchantStore } from '../ledger/store.js';
 import type { AdapterContext, PosSettings } from '../pos/contract.js';
 import type { PosSettingDeclarations } from '../pos/settings.js';
 import { accountKey, DEFAULT_MERCHANT, type MerchantStatus, type StoredMerchant } from './merchant.js';
@@ -38,7 +38,7 @@ export interface ActiveMerchant {
 }
 
 export interface RegistryOptions {
-  store: LedgerStore;
+  store: MerchantStore;
   /** Opens created merchants' secrets; absent where SECRETS_KEY is not set (no merchant can be stored then). */
   box?: SecretBox;
   declarations: PosSettingDeclarations;

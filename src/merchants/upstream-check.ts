@@ -22,7 +22,7 @@
  * `perRound + 1` calls per `roundGapMs` from an instance, however often `/readyz` is asked; with
  * 3,000 merchants each is checked about every 50 minutes, with a few, every minute.
  */
-import type { LedgerStore } from '../ledger/store.js';
+import type { MerchantStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { CredentialsAnswer, LoyaltyClient } from '../loyalty/client.js';
 import { DEFAULT_MERCHANT } from './merchant.js';
@@ -135,7 +135,7 @@ export class UpstreamCheck {
 
   constructor(
     private readonly merchants: CheckedMerchants,
-    private readonly store: Pick<LedgerStore, 'listMerchants'>,
+    private readonly store: Pick<MerchantStore, 'listMerchants'>,
     private readonly logger: Logger,
     options: Partial<UpstreamCheckOptions> = {},
   ) {

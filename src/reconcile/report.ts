@@ -18,7 +18,7 @@
  */
 import { BridgeError, echoed, NotFoundError, ValidationError } from '../errors.js';
 import { ledgerKey, type LedgerRecord } from '../ledger/record.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { RecordStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
 import type { ActiveMerchant } from '../merchants/registry.js';
 import { classify, DIFFERENCE_KINDS, successfulCards, type Difference, type DifferenceKind } from './classify.js';
@@ -105,7 +105,7 @@ export interface ReportProgress {
 export interface ReconcileReporterDeps {
   /** The merchants the bridge serves (the registry): whose client reads the history, whose POS accounts are listed. */
   merchants: { get(id: string): Promise<ActiveMerchant | undefined> };
-  store: Pick<LedgerStore, 'get' | 'list' | 'findOperationClaim'>;
+  store: Pick<RecordStore, 'get' | 'list' | 'findOperationClaim'>;
   /** Where the POS's orders come from (the backfill's listing). */
   posSource: PosOrderSource;
   clockSkewMs: number;

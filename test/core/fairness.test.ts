@@ -16,7 +16,7 @@ import { silentLogger } from '../../src/logger.js';
 import type { CallReport } from '../../src/loyalty/client.js';
 import type { AccrueRequest } from '../../src/loyalty/contract.js';
 import { createMetrics } from '../../src/metrics.js';
-import { makeRecord, minutes } from '../ledger/store-contract.js';
+import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 
 const RETRY_BASE_MS = 1000;
 

@@ -7,7 +7,7 @@ import { HistoryVerifier, type HistoryReader } from '../../src/core/history-veri
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import type { LedgerRecord } from '../../src/ledger/record.js';
 import type { Card, Operation } from '../../src/loyalty/contract.js';
-import { makeRecord, minutes } from '../ledger/store-contract.js';
+import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 
 const SKEW_MS = 60_000;
 const GRACE_MS = 5 * 60_000;

@@ -9,7 +9,7 @@ import { ConflictError } from '../../src/errors.js';
 import { ATTENTION_STATUSES, attentionOf } from '../../src/ledger/attention.js';
 import { ATTENTION_PREDICATE } from '../../src/ledger/pg-migrations.js';
 import { deriveStatus, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
-import { makeRecord, minutes } from '../ledger/store-contract.js';
+import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 
 const NOW = new Date(minutes(60));
 const ALICE = { actor: 'alice', reason: 'checked with the loyalty team' };

@@ -24,7 +24,7 @@ import { ConflictError } from '../../src/errors.js';
 import { accrualKeys, deriveStatus, type AccrualState, type LedgerRecord, type LedgerStatus, type ReversalState } from '../../src/ledger/record.js';
 import type { UpstreamOperation } from '../../src/loyalty/calls.js';
 import type { CallOutcome } from '../../src/loyalty/client.js';
-import { makeRecord, minutes } from '../ledger/store-contract.js';
+import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 
 const options: TransitionOptions = { retryBaseMs: 1000, inDoubtVerifyAfterMs: 5000, partialRefundPolicy: 'reaccrue' };
 const NOW = new Date(minutes(60));

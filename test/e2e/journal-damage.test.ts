@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { LedgerRecord } from '../../src/ledger/record.js';
 import { createLogger } from '../../src/logger.js';
-import { makeRecord } from '../ledger/store-contract.js';
+import { makeRecord } from '../ledger/contracts/factories.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness, postJson } from '../support/harness.js';
 
 let h: Harness;

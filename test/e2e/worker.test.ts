@@ -7,7 +7,7 @@ import request from 'supertest';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import type { LedgerRecord } from '../../src/ledger/record.js';
 import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness, postJson } from '../support/harness.js';
-import { makeRecord } from '../ledger/store-contract.js';
+import { makeRecord } from '../ledger/contracts/factories.js';
 
 let h: Harness;
 afterEach(async () => {

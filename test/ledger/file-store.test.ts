@@ -10,7 +10,8 @@ import { currentBootId } from '../../src/ledger/process-lock.js';
 import { openStore } from '../../src/ledger/open-store.js';
 import { isOpen, keyOf, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
-import { ledgerStoreContract, makeLetter, makeMerchant, makeRecord, minutes, nextVersion, settle } from './store-contract.js';
+import { ledgerStoreContract } from './store-contract.js';
+import { makeLetter, makeMerchant, makeRecord, minutes, nextVersion, settle } from './contracts/factories.js';
 
 /** Whether a process with this pid runs (signal 0 checks without sending anything). */
 function isAlive(pid: number): boolean {

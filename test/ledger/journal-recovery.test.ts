@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import type { LedgerRecord } from '../../src/ledger/record.js';
-import { makeRecord } from './store-contract.js';
+import { makeRecord } from './contracts/factories.js';
 
 interface JournalLine {
   offset: number;

@@ -11,7 +11,7 @@ import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { keyOf, type LedgerRecord } from '../../src/ledger/record.js';
 import { archiveMonths, listPartitions, main, MIN_AGE_DAYS } from '../../scripts/ledger-archive.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
-import { makeRecord, nextVersion } from './store-contract.js';
+import { makeRecord, nextVersion } from './contracts/factories.js';
 
 const { url: base, describeIf } = await describeWithDatabase();
 

@@ -18,7 +18,7 @@ import { dueOf } from '../../src/core/transitions.js';
 import { isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
 import type { DeadLetter } from '../../src/ledger/store.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
-import { makeMerchant, makeRecord, nextVersion } from './store-contract.js';
+import { makeMerchant, makeRecord, nextVersion } from './contracts/factories.js';
 
 const { url: base, describeIf } = await describeWithDatabase();
 

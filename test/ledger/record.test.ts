@@ -4,7 +4,7 @@ import { dueOf } from '../../src/core/transitions.js';
 import { attentionOf } from '../../src/ledger/attention.js';
 import { isOpen, RECORD_BOUNDS, withAttempts, withChangedDelivery, withHistoryEvent, type ChangedRepeats, type HistoryEvent, type LedgerRecord } from '../../src/ledger/record.js';
 import type { Attempt } from '../../src/loyalty/calls.js';
-import { makeRecord, minutes, type RecordOptions } from './store-contract.js';
+import { makeRecord, minutes, type RecordOptions } from './contracts/factories.js';
 
 const at = (n: number): number => Date.parse(minutes(n));
 

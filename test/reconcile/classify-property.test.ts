@@ -9,7 +9,7 @@ import type { LedgerRecord } from '../../src/ledger/record.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import { classify, type DifferenceKind } from '../../src/reconcile/classify.js';
 import type { PosEntry } from '../../src/reconcile/pos-source.js';
-import { makeRecord, minutes } from '../ledger/store-contract.js';
+import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 
 const FATES = ['clean', 'refunded', 'missing_in_ledger', 'not_in_history', 'unclaimed_operation', 'reopened', 'refund_not_recorded', 'reversal_not_in_history', 'double'] as const;
 type Fate = (typeof FATES)[number];

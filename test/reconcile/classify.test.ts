@@ -9,7 +9,7 @@ import type { LedgerRecord } from '../../src/ledger/record.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import { classify, type ReconcileInput } from '../../src/reconcile/classify.js';
 import { posEntryOf, type PosRefund, type PosSale } from '../../src/reconcile/pos-source.js';
-import { makeRecord, minutes } from '../ledger/store-contract.js';
+import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 
 const CARD = '11-100001-2';
 const FROM = new Date(minutes(-60));

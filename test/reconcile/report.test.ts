@@ -13,7 +13,7 @@ import type { ActiveMerchant } from '../../src/merchants/registry.js';
 import fc from 'fast-check';
 import { ValidationError } from '../../src/errors.js';
 import { csvField, EARLIEST_REPORT_DAY, parseRange, ReconcileReporter, reportCsv } from '../../src/reconcile/report.js';
-import { makeRecord, minutes } from '../ledger/store-contract.js';
+import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 
 const CARD = '11-100001-2';
 const op = (id: number, at: string, purchaseSum = 59.97): Operation => ({ id, cardId: CARD, eventId: 24, purchaseSum, createdAt: at });
