@@ -68,8 +68,9 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
-import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
+import type { StoredMerchant } from '../merchants/merchant.js';
 import { Journal, syncDirectory, type Location, type Position, type WriteFailure, type WriteFile } from './journal.js';
+import { BackfillStateTable, MerchantTable } from './held-tables.js';
 import { LedgerIndex, type DeadLetterRow, type KeyAt, type RecordFilter, type RecordRow } from './file-index.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
@@ -77,7 +78,6 @@ import { customerHash, customerHashesOf, newSearchKey } from './customer-index.j
 import { accrualKeys, dueOf, claimedOperationIds, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import {
-  backfillKey,
   deadLetterDueAtMs,
   pageOf,
   PREFIX_MATCH_CAP,
@@ -204,8 +204,8 @@ export class FileLedgerStore implements LedgerStore {
   readonly indexPath: string;
   /** Every merchant's backfill state in one private JSON document (`<stem>.backfill.json`): one per merchant and POS, few. */
   readonly backfillPath: string;
-  readonly #backfill = new Map<string, BackfillState>();
-  readonly #merchants = new Map<string, StoredMerchant>();
+  readonly #backfill = new BackfillStateTable();
+  readonly #merchants = new MerchantTable();
   readonly #journal: Journal;
   readonly #lock: ProcessLock;
   #index?: LedgerIndex;
@@ -586,22 +586,13 @@ export class FileLedgerStore implements LedgerStore {
 
   saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {
     return this.#locks.run('merchants', async () => {
-      const current = this.#merchants.get(merchant.id);
-      if (merchant.version === 1 && current) throw new ConflictError(`merchant ${merchant.id} exists`);
-      if (merchant.version !== 1 && current?.version !== merchant.version - 1) throw new VersionConflictError(`merchant ${merchant.id}`, merchant.version - 1, current?.version);
-      const accounts = accountKeysOf(merchant);
-      for (const other of this.#merchants.values()) {
-        if (other.id === merchant.id) continue;
-        const taken = accountKeysOf(other).find((a) => accounts.includes(a));
-        if (taken) throw new ConflictError(`POS account ${taken} belongs to merchant ${other.id}`);
-        if ([other.tokens.pos, other.tokens.admin].some((t) => t === merchant.tokens.pos || t === merchant.tokens.admin)) throw new ConflictError('token already in use');
-      }
+      this.#merchants.checkSave(merchant);
       // The merchant's file holds sealed secrets and token hashes only; synced, since an app token
       // lost in a crash could not be asked for again.
       const db = new Low<StoredMerchant>(new PrivateJSONFile(join(this.merchantsDir, `${merchant.id}.json`), { syncData: true }), merchant);
       await this.#writingFile(() => db.write());
       syncDirectory(this.merchantsDir);
-      this.#merchants.set(merchant.id, structuredClone(merchant));
+      this.#merchants.put(merchant);
       return merchant;
     });
   }
@@ -625,51 +616,40 @@ export class FileLedgerStore implements LedgerStore {
   }
 
   async getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined> {
-    const state = this.#backfill.get(backfillKey(merchantId, pos));
-    return state && structuredClone(state);
+    return this.#backfill.get(merchantId, pos);
   }
 
   updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined> {
     return this.#locks.run('backfill', async () => {
-      const key = backfillKey(merchantId, pos);
-      const current = this.#backfill.get(key);
-      const next = change(current && structuredClone(current));
-      if (!next) return current && structuredClone(current);
-      const states = new Map(this.#backfill).set(key, structuredClone({ ...next, merchantId, pos }));
+      const next = this.#backfill.next(merchantId, pos, change);
+      if (!next) return this.#backfill.get(merchantId, pos);
       // Synced: a watermark taken back by a crash is only read again (the pass repeats), but one
       // moved ahead of what was recorded would skip orders; the journal is synced before any call, this file at once.
-      const db = new Low<BackfillState[]>(new PrivateJSONFile(this.backfillPath, { syncData: true }), [...states.values()]);
+      const db = new Low<BackfillState[]>(new PrivateJSONFile(this.backfillPath, { syncData: true }), this.#backfill.allWith(next));
       await this.#writingFile(() => db.write());
-      this.#backfill.set(key, states.get(key)!);
-      return structuredClone(states.get(key)!);
+      this.#backfill.put(next);
+      return this.#backfill.get(merchantId, pos);
     });
   }
 
   async listBackfillStates(merchantId?: string): Promise<BackfillState[]> {
-    return [...this.#backfill.values()]
-      .filter((s) => !merchantId || s.merchantId === merchantId)
-      .sort((a, b) => backfillKey(a.merchantId, a.pos).localeCompare(backfillKey(b.merchantId, b.pos)))
-      .map((s) => structuredClone(s));
+    return this.#backfill.list(merchantId);
   }
 
   async getMerchant(id: string): Promise<StoredMerchant | undefined> {
-    const merchant = this.#merchants.get(id);
-    return merchant && structuredClone(merchant);
+    return this.#merchants.get(id);
   }
 
   async listMerchants(query: { offset: number; limit: number }): Promise<{ items: StoredMerchant[]; total: number }> {
-    const all = [...this.#merchants.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1));
-    return { items: all.slice(query.offset, query.offset + query.limit).map((m) => structuredClone(m)), total: all.length };
+    return this.#merchants.list(query);
   }
 
   async findMerchantByToken(kind: 'pos' | 'admin', hash: string): Promise<StoredMerchant | undefined> {
-    for (const merchant of this.#merchants.values()) if (merchant.tokens[kind] === hash) return structuredClone(merchant);
-    return undefined;
+    return this.#merchants.byToken(kind, hash);
   }
 
   async findMerchantByAccount(accountKey: string): Promise<StoredMerchant | undefined> {
-    for (const merchant of this.#merchants.values()) if (accountKeysOf(merchant).includes(accountKey)) return structuredClone(merchant);
-    return undefined;
+    return this.#merchants.byAccount(accountKey);
   }
 
   async saveDeadLetter(letter: DeadLetter): Promise<void> {
@@ -1189,7 +1169,7 @@ export class FileLedgerStore implements LedgerStore {
     for (const file of files) await makePrivate(join(this.merchantsDir, file), PRIVATE_FILE);
     for (const file of files.filter((f) => f.endsWith('.json') && !f.startsWith('.'))) {
       const merchant = JSON.parse(await readFile(join(this.merchantsDir, file), 'utf8')) as StoredMerchant;
-      this.#merchants.set(merchant.id, merchant);
+      this.#merchants.put(merchant);
     }
   }
 
@@ -1198,7 +1178,7 @@ export class FileLedgerStore implements LedgerStore {
     if (!existsSync(this.backfillPath)) return;
     await makePrivate(this.backfillPath, PRIVATE_FILE);
     const states = JSON.parse(await readFile(this.backfillPath, 'utf8')) as BackfillState[];
-    for (const state of states) this.#backfill.set(backfillKey(state.merchantId, state.pos), state);
+    for (const state of states) this.#backfill.put(state);
   }
 }
 

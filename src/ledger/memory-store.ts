@@ -8,14 +8,14 @@
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
 import { mutant } from '../mutants.js';
 import { takeTurns } from './due-turns.js';
+import { BackfillStateTable, MerchantTable } from './held-tables.js';
 import { identitiesOf } from './customer-index.js';
 import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
-import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
+import type { StoredMerchant } from '../merchants/merchant.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import {
   attentionOrder,
   auditMatches,
-  backfillKey,
   countAttentionEntries,
   deadLetterDueAtMs,
   LIST_COUNT_CAP,
@@ -73,7 +73,13 @@ const copy = <T>(value: T): T => structuredClone(value);
 export class MemoryLedgerStore implements LedgerStore {
   readonly kind = 'memory';
 
-  constructor(readonly state: MemoryLedgerState = emptyMemoryLedger()) {}
+  readonly #merchants: MerchantTable;
+  readonly #backfill: BackfillStateTable;
+
+  constructor(readonly state: MemoryLedgerState = emptyMemoryLedger()) {
+    this.#merchants = new MerchantTable(state.merchants);
+    this.#backfill = new BackfillStateTable(state.backfill);
+  }
 
   #open = false;
 
@@ -267,59 +273,40 @@ export class MemoryLedgerStore implements LedgerStore {
   }
 
   async getBackfillState(merchantId: string, pos: string): Promise<BackfillState | undefined> {
-    const state = this.state.backfill.get(backfillKey(merchantId, pos));
-    return state && copy(state);
+    return this.#backfill.get(merchantId, pos);
   }
 
   async updateBackfillState(merchantId: string, pos: string, change: (current: BackfillState | undefined) => BackfillState | undefined): Promise<BackfillState | undefined> {
     // Nothing awaits between the read and the write: no other writer can come between them.
-    const key = backfillKey(merchantId, pos);
-    const current = this.state.backfill.get(key);
-    const next = change(current && copy(current));
-    if (next) this.state.backfill.set(key, copy({ ...next, merchantId, pos }));
-    const stored = this.state.backfill.get(key);
-    return stored && copy(stored);
+    const next = this.#backfill.next(merchantId, pos, change);
+    if (next) this.#backfill.put(next);
+    return this.#backfill.get(merchantId, pos);
   }
 
   async listBackfillStates(merchantId?: string): Promise<BackfillState[]> {
-    return [...this.state.backfill.values()]
-      .filter((s) => !merchantId || s.merchantId === merchantId)
-      .sort((a, b) => (a.merchantId < b.merchantId ? -1 : a.merchantId > b.merchantId ? 1 : a.pos < b.pos ? -1 : a.pos > b.pos ? 1 : 0))
-      .map(copy);
+    return this.#backfill.list(merchantId);
   }
 
   async saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {
-    const current = this.state.merchants.get(merchant.id);
-    if (merchant.version === 1 && current) throw new ConflictError(`merchant ${merchant.id} exists`);
-    if (merchant.version !== 1 && current?.version !== merchant.version - 1) throw new VersionConflictError(`merchant ${merchant.id}`, merchant.version - 1, current?.version);
-    for (const other of this.state.merchants.values()) {
-      if (other.id === merchant.id) continue;
-      const taken = accountKeysOf(merchant).find((a) => accountKeysOf(other).includes(a));
-      if (taken) throw new ConflictError(`POS account ${taken} belongs to merchant ${other.id}`);
-      if ([other.tokens.pos, other.tokens.admin].some((t) => t === merchant.tokens.pos || t === merchant.tokens.admin)) throw new ConflictError('token already in use');
-    }
-    this.state.merchants.set(merchant.id, copy(merchant));
+    this.#merchants.checkSave(merchant);
+    this.#merchants.put(merchant);
     return copy(merchant);
   }
 
   async getMerchant(id: string): Promise<StoredMerchant | undefined> {
-    const merchant = this.state.merchants.get(id);
-    return merchant && copy(merchant);
+    return this.#merchants.get(id);
   }
 
   async listMerchants(query: { offset: number; limit: number }): Promise<{ items: StoredMerchant[]; total: number }> {
-    const all = [...this.state.merchants.values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1));
-    return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length };
+    return this.#merchants.list(query);
   }
 
   async findMerchantByToken(kind: 'pos' | 'admin', hash: string): Promise<StoredMerchant | undefined> {
-    const found = [...this.state.merchants.values()].find((m) => m.tokens[kind] === hash);
-    return found && copy(found);
+    return this.#merchants.byToken(kind, hash);
   }
 
   async findMerchantByAccount(accountKey: string): Promise<StoredMerchant | undefined> {
-    const found = [...this.state.merchants.values()].find((m) => accountKeysOf(m).includes(accountKey));
-    return found && copy(found);
+    return this.#merchants.byAccount(accountKey);
   }
 
   /** The claims are checked before anything changes, so a refused write leaves everything as it was. */
