@@ -66,16 +66,17 @@ import { basename, dirname, extname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
-import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
+import { VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { StoredMerchant } from '../merchants/merchant.js';
 import { Journal, syncDirectory, type Location, type Position, type WriteFailure, type WriteFile } from './journal.js';
 import { BackfillStateTable, MerchantTable } from './held-tables.js';
+import { checkClaims } from './claims.js';
 import { LedgerIndex, type DeadLetterRow, type KeyAt, type RecordFilter, type RecordRow } from './file-index.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
 import { customerHash, customerHashesOf, newSearchKey } from './customer-index.js';
-import { accrualKeys, dueOf, claimedOperationIds, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { accrualKeys, dueOf, claimedOperationIds, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, transactionIdOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import {
   deadLetterDueAtMs,
@@ -563,7 +564,7 @@ export class FileLedgerStore implements LedgerStore {
 
   async findOperationClaim(merchantId: string, operationId: number): Promise<string | undefined> {
     const holder = this.#idx.claimHolder(merchantId, operationId);
-    return holder === undefined ? undefined : transactionIdOf(holder, merchantId);
+    return holder === undefined ? undefined : transactionIdOf(merchantId, holder);
   }
 
   async count(): Promise<number> {
@@ -818,23 +819,9 @@ export class FileLedgerStore implements LedgerStore {
     this.#indexWriteFailure ??= { error: error as NodeJS.ErrnoException, sinceMs: Date.now() };
   }
 
-  /**
-   * An upstream operation proves one accrual: an id another record holds is refused, as in PostgreSQL.
-   * An accrual key another record holds is refused when this version takes it newly (`held` are the
-   * keys the stored version has), so a record already holding a key keeps moving.
-   */
+  /** The claims' rules (claims.ts), over the index's holders. */
   #checkClaims(record: LedgerRecord, keys: readonly string[], held: readonly string[]): void {
-    const key = keyOf(record);
-    const merchant = merchantOf(record);
-    for (const id of claimedOperationIds(record)) {
-      const holder = this.#idx.claimHolder(merchant, id);
-      if (holder !== undefined && holder !== key) throw new ConflictError(`operation ${id} is claimed by ${transactionIdOf(holder, merchant)}`);
-    }
-    for (const accrualKey of keys) {
-      const holder = this.#idx.accrualKeyHolder(accrualKey);
-      // Accrual keys are per merchant (the merchant is hashed into them): the holder is this merchant's.
-      if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(record.transactionId, transactionIdOf(holder, merchant));
-    }
+    checkClaims(record, keys, held, { operation: (merchant, id) => this.#idx.claimHolder(merchant, id), accrualKey: (accrualKey) => this.#idx.accrualKeyHolder(accrualKey) });
   }
 
   #keep(record: LedgerRecord): void {
@@ -1334,11 +1321,6 @@ function isLineHeader(h: unknown): h is LineHeader {
 function deadLetterRow(letter: DeadLetter): DeadLetterRow {
   const dueMs = deadLetterDueAtMs(letter);
   return { id: letter.id, receivedMs: Date.parse(letter.receivedAt) || 0, pos: letter.pos, open: !letter.resolvedAt, reasonCode: letter.reasonCode ?? UNCLASSIFIED, ...(letter.merchantId ? { merchantId: letter.merchantId } : {}), ...(dueMs !== undefined ? { dueMs } : {}) };
-}
-
-/** The transactionId a ledger key of `merchant` stands for (the key without its merchant's prefix). */
-function transactionIdOf(key: string, merchant: string): string {
-  return merchant === DEFAULT_MERCHANT ? key : key.slice(merchant.length + 1);
 }
 
 function segmentName(n: number): string {

@@ -5,12 +5,13 @@
  * hands the same maps to a new instance. Records are copied in and out, as a store on disk would,
  * so a caller that changes a record it was given changes nothing stored.
  */
-import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../errors.js';
+import { VersionConflictError } from '../errors.js';
 import { mutant } from '../mutants.js';
 import { takeTurns } from './due-turns.js';
+import { checkClaims } from './claims.js';
 import { BackfillStateTable, MerchantTable } from './held-tables.js';
 import { identitiesOf } from './customer-index.js';
-import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, ledgerKey, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
 import type { StoredMerchant } from '../merchants/merchant.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import {
@@ -314,16 +315,15 @@ export class MemoryLedgerStore implements LedgerStore {
     const id = next.transactionId;
     const key = keyOf(next);
     const merchant = merchantOf(next);
-    for (const op of claimedOperationIds(next)) {
-      const holder = this.state.operationClaims.get(claimKey(merchant, op));
-      if (holder !== undefined && holder !== id) throw new ConflictError(`operation ${op} is claimed by ${holder}`);
-    }
     const held = previous ? accrualKeys(previous) : [];
     const keys = mutant('no-accrual-keys') ? [] : accrualKeys(next);
-    for (const accrualKey of keys) {
-      const holder = this.state.accrualKeys.get(accrualKey);
-      if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(id, this.state.records.get(holder)?.transactionId ?? holder);
-    }
+    checkClaims(next, keys, held, {
+      operation: (merchantId, op) => {
+        const holder = this.state.operationClaims.get(claimKey(merchantId, op));
+        return holder === undefined ? undefined : ledgerKey(merchantId, holder);
+      },
+      accrualKey: (accrualKey) => this.state.accrualKeys.get(accrualKey),
+    });
     for (const op of previous ? claimedOperationIds(previous) : []) if (this.state.operationClaims.get(claimKey(merchant, op)) === id) this.state.operationClaims.delete(claimKey(merchant, op));
     for (const op of claimedOperationIds(next)) this.state.operationClaims.set(claimKey(merchant, op), id);
     for (const accrualKey of held) if (this.state.accrualKeys.get(accrualKey) === key) this.state.accrualKeys.delete(accrualKey);

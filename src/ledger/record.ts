@@ -144,6 +144,11 @@ export function ledgerKey(merchantId: string, transactionId: string): string {
   return merchantId === DEFAULT_MERCHANT ? transactionId : `${merchantId}/${transactionId}`;
 }
 
+/** The transactionId a ledger key of this merchant stands for (the key without its merchant's prefix). */
+export function transactionIdOf(merchantId: string, key: string): string {
+  return merchantId === DEFAULT_MERCHANT ? key : key.slice(merchantId.length + 1);
+}
+
 export function merchantOf(record: Pick<LedgerRecord, 'merchantId'>): string {
   return record.merchantId ?? DEFAULT_MERCHANT;
 }
