@@ -29,7 +29,7 @@ import Database from 'better-sqlite3';
 import type { AttentionKind } from './attention.js';
 import type { Location, Position, SegmentStamp } from './journal.js';
 import type { LedgerStatus } from './record.js';
-import { CUSTOMER_SEARCH_DEPTH, foldCase, LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
+import { attentionCountsOf, CUSTOMER_SEARCH_DEPTH, foldCase, LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
 
 /** Bumped whenever the schema or the meaning of a column changes: an index of another format is rebuilt. */
 export const INDEX_FORMAT = 2;
@@ -589,16 +589,8 @@ export class LedgerIndex {
   countAttention(merchantId?: string): AttentionCounts {
     const sql = `SELECT kind, merchant, count(*) AS n, min(since_ms) AS oldest_ms, since FROM attention ${merchantId !== undefined ? 'WHERE merchant = ?' : ''} GROUP BY kind, merchant`;
     const rows = this.#prepare(sql).all(...(merchantId !== undefined ? [merchantId] : [])) as { kind: AttentionKind; merchant: string; n: number; oldest_ms: number; since: string }[];
-    const counts: AttentionCounts = { byKind: {}, byMerchant: {} };
-    const oldest = new Map<string, number>();
-    for (const r of rows) {
-      const kind = (counts.byKind[r.kind] ??= { count: 0, oldestSince: r.since });
-      kind.count += r.n;
-      // `since` is the row holding the minimum (SQLite's rule for a bare column beside min()).
-      if (r.oldest_ms < (oldest.get(r.kind) ?? Infinity)) (kind.oldestSince = r.since), oldest.set(r.kind, r.oldest_ms);
-      counts.byMerchant[r.merchant] = (counts.byMerchant[r.merchant] ?? 0) + r.n;
-    }
-    return counts;
+    // `since` is the row holding the minimum (SQLite's rule for a bare column beside min()).
+    return attentionCountsOf(rows.map((r) => ({ kind: r.kind, merchantId: r.merchant, count: r.n, oldestSince: r.since })));
   }
 
   // ---------------------------------------------------------------- payloads

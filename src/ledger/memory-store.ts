@@ -17,7 +17,7 @@ import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from './attenti
 import {
   attentionOrder,
   auditMatches,
-  countAttentionEntries,
+  attentionCountsOf,
   deadLetterDueAtMs,
   LIST_COUNT_CAP,
   listMatches,
@@ -154,7 +154,7 @@ export class MemoryLedgerStore implements LedgerStore {
   }
 
   async countAttention(merchantId?: string): Promise<AttentionCounts> {
-    return countAttentionEntries(this.#attentionEntries(merchantId).map((e) => e.entry));
+    return attentionCountsOf(this.#attentionEntries(merchantId).map(({ entry }) => ({ kind: entry.kind, merchantId: entry.merchantId, count: 1, oldestSince: entry.since })));
   }
 
   #attentionEntries(merchantId: string | undefined): { entry: AttentionEntry; record: LedgerRecord }[] {

@@ -345,14 +345,25 @@ export function newestFirst(a: { createdAtMs: number; key: string }, b: { create
   return b.createdAtMs - a.createdAtMs || (a.key < b.key ? 1 : a.key > b.key ? -1 : 0);
 }
 
-/** Counts attention entries as `countAttention` answers them (stores that hold their index in memory). */
-export function countAttentionEntries(entries: Iterable<Pick<AttentionEntry, 'merchantId' | 'kind' | 'since'>>): AttentionCounts {
+/** One group of the attention index counted: its kind and merchant, how many, and the oldest entry's `since`. */
+export interface AttentionGroup {
+  kind: AttentionKind;
+  merchantId: string;
+  count: number;
+  oldestSince: string;
+}
+
+/**
+ * The attention index's groups folded into what `countAttention` answers, by every store alike: the
+ * SQL stores group in their tables, the memory store passes each entry as a group of one.
+ */
+export function attentionCountsOf(groups: Iterable<AttentionGroup>): AttentionCounts {
   const counts: AttentionCounts = { byKind: {}, byMerchant: {} };
-  for (const e of entries) {
-    const kind = (counts.byKind[e.kind] ??= { count: 0, oldestSince: e.since });
-    kind.count++;
-    if (Date.parse(e.since) < Date.parse(kind.oldestSince)) kind.oldestSince = e.since;
-    counts.byMerchant[e.merchantId] = (counts.byMerchant[e.merchantId] ?? 0) + 1;
+  for (const g of groups) {
+    const kind = (counts.byKind[g.kind] ??= { count: 0, oldestSince: g.oldestSince });
+    kind.count += g.count;
+    if (Date.parse(g.oldestSince) < Date.parse(kind.oldestSince)) kind.oldestSince = g.oldestSince;
+    counts.byMerchant[g.merchantId] = (counts.byMerchant[g.merchantId] ?? 0) + g.count;
   }
   return counts;
 }
