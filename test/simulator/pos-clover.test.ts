@@ -3,40 +3,35 @@
  * read by the Clover adapter's own two-read fetch, expansions, offset paging with filters, faults and
  * refusals in Clover's shapes.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { fetchOrder } from '../../adapters/clover/api.js';
 import { cloverAdapter } from '../../adapters/clover/index.js';
 import { posApi } from '../../src/pos-api.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
-import { call, TWO_LINES, US } from '../support/pos-http.js';
+import { call, fakePosApis, minutesAfter, TWO_LINES, US } from '../support/pos-http.js';
 
 const MERCHANT = 'HFBW9FH45ZBH2';
 const TOKEN = 'clover-token-1';
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
-const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
+const at = minutesAfter(T0);
 
 describe('fake Clover API', () => {
-  let sim: Simulator;
-  let server: ListeningSimulator;
-  const clover = (path: string, token: string | null = TOKEN) => call(`${server.url}/clover/v3/merchants/${MERCHANT}${path}`, { headers: token === null ? {} : { authorization: `Bearer ${token}` } });
-  const api = () => posApi('clover', { apiBaseUrl: `${server.url}/clover`, accessToken: TOKEN }, 2000)!;
+  const clover = (path: string, token: string | null = TOKEN) => call(`${apis.url}/clover/v3/merchants/${MERCHANT}${path}`, { headers: token === null ? {} : { authorization: `Bearer ${token}` } });
+  const api = () => posApi('clover', { apiBaseUrl: `${apis.url}/clover`, accessToken: TOKEN }, 2000)!;
 
-  beforeAll(async () => {
-    sim = createSimulator({ now: () => new Date(T0) });
-    server = await sim.listen();
+  const apis = fakePosApis({
+    now: () => new Date(T0),
+    accounts: (sim) => {
+      sim.pos.clover.addAccount({ merchantId: MERCHANT, accessToken: TOKEN });
+      sim.pos.clover.addAccount({ merchantId: 'XYZVJT2ZRRRSC', accessToken: 'clover-token-2' });
+    },
   });
-  afterAll(() => server.close());
-  beforeEach(() => {
-    sim.pos.reset();
-    sim.pos.clover.addAccount({ merchantId: MERCHANT, accessToken: TOKEN });
-    sim.pos.clover.addAccount({ merchantId: 'XYZVJT2ZRRRSC', accessToken: 'clover-token-2' });
-  });
+  const { sim } = apis;
 
   it('answers orders that the Clover adapter fetches (its two expanded reads) and translates to the expected Check', async () => {
     const customer = sim.pos.clover.addCustomer(MERCHANT, { phone: '+14155550123', email: 'ada@example.com' });
     const order = sim.pos.clover.addOrder(MERCHANT, { lines: TWO_LINES, tip: 100, customer: customer.id as string });
     const fetched = await fetchOrder(api(), MERCHANT, order.id as string);
-    expect(fetched).toMatchObject({ id: order.id, state: 'locked', total: 1692, currency: 'USD', href: `${server.url}/clover/v3/merchants/${MERCHANT}/orders/${order.id}` });
+    expect(fetched).toMatchObject({ id: order.id, state: 'locked', total: 1692, currency: 'USD', href: `${apis.url}/clover/v3/merchants/${MERCHANT}/orders/${order.id}` });
     // One line item per unit; each unit's share of its line's discount, negative.
     const lineItems = (fetched as { lineItems: { elements: { price: number; discounts?: { elements: { amount: number }[] } }[] } }).lineItems.elements;
     expect(lineItems.map((l) => [l.price, l.discounts?.elements[0]?.amount ?? 0])).toEqual([
@@ -104,7 +99,7 @@ describe('fake Clover API', () => {
     const order = sim.pos.clover.addOrder(MERCHANT, { lines: TWO_LINES });
     expect(await clover(`/orders/${order.id as string}`, null)).toMatchObject({ status: 401, body: { message: '401 Unauthorized' } });
     expect((await clover(`/orders/${order.id as string}`, 'clover-token-2')).status).toBe(401);
-    const other = await call(`${server.url}/clover/v3/merchants/XYZVJT2ZRRRSC/orders/${order.id as string}`, { headers: { authorization: 'Bearer clover-token-2' } });
+    const other = await call(`${apis.url}/clover/v3/merchants/XYZVJT2ZRRRSC/orders/${order.id as string}`, { headers: { authorization: 'Bearer clover-token-2' } });
     expect(other.status).toBe(404);
   });
 

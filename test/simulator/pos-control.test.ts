@@ -3,22 +3,15 @@
  * as a bridge process or a sandbox driver that only sees the simulator's URL would, on the same
  * port as the loyalty service.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { adapters } from '../../adapters/index.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
-import { call, TWO_LINES, US, verifyDelivery } from '../support/pos-http.js';
+import { call, fakePosApis, TWO_LINES, US, verifyDelivery } from '../support/pos-http.js';
 
 describe('fake POS control API over HTTP', () => {
-  let sim: Simulator;
-  let server: ListeningSimulator;
-  const control = (path: string, body?: unknown, method?: string) => call(`${server.url}/__sim/pos${path}`, { body, ...(method ? { method } : {}) });
+  const control = (path: string, body?: unknown, method?: string) => call(`${apis.url}/__sim/pos${path}`, { body, ...(method ? { method } : {}) });
 
-  beforeAll(async () => {
-    sim = createSimulator();
-    server = await sim.listen();
-  });
-  afterAll(() => server.close());
-  beforeEach(() => sim.pos.reset());
+  const apis = fakePosApis();
+  const { sim } = apis;
 
   it('creates accounts, orders, refunds and customers that the POS API then serves, beside the loyalty service', async () => {
     const account = await control('/square/accounts', { merchantId: 'ML8QMERCHANT1', accessToken: 'sq-1', locationIds: ['LOC1'] });
@@ -28,7 +21,7 @@ describe('fake POS control API over HTTP', () => {
     expect(customer.status).toBe(201);
     const order = await control('/square/accounts/ML8QMERCHANT1/orders', { lines: TWO_LINES, customer: customer.body.id });
     expect(order.status).toBe(201);
-    const served = await call(`${server.url}/square/v2/orders/${order.body.id}`, { headers: { authorization: 'Bearer sq-1' } });
+    const served = await call(`${apis.url}/square/v2/orders/${order.body.id}`, { headers: { authorization: 'Bearer sq-1' } });
     expect(adapters.get('square')!.parseCheckout(served.body, US)).toMatchObject({ customerRef: customer.body.id, check: { amount: 1599 } });
     const refund = await control('/square/accounts/ML8QMERCHANT1/refunds', { orderId: order.body.id, lines: [{ line: 1 }] });
     expect(refund.status).toBe(201);
@@ -39,16 +32,16 @@ describe('fake POS control API over HTTP', () => {
     // A shop domain in the path, as in the API's own prefix.
     expect((await control('/shopify/accounts', { shop: 'cafe-9.myshopify.com', accessToken: 'shpat_1' })).status).toBe(201);
     expect((await control('/shopify/accounts/cafe-9.myshopify.com/orders', { lines: TWO_LINES, archived: false })).status).toBe(201);
-    const listed = await call(`${server.url}/shopify/cafe-9.myshopify.com/admin/api/2024-01/orders.json`, { headers: { 'x-shopify-access-token': 'shpat_1' } });
+    const listed = await call(`${apis.url}/shopify/cafe-9.myshopify.com/admin/api/2024-01/orders.json`, { headers: { 'x-shopify-access-token': 'shpat_1' } });
     expect(listed.body.orders).toHaveLength(1);
 
     // The loyalty service answers on the same port as before.
-    expect((await call(`${server.url}/api/v2/marketplace/accrue`, { body: {} })).status).toBe(400);
+    expect((await call(`${apis.url}/api/v2/marketplace/accrue`, { body: {} })).status).toBe(400);
   });
 
   it('injects and clears faults, and builds signed webhook deliveries', async () => {
     const { body: account } = await control('/loyverse/accounts', { accessToken: 'lv-1' });
-    const receipts = () => call(`${server.url}/loyverse/v1.0/receipts`, { headers: { authorization: 'Bearer lv-1' } });
+    const receipts = () => call(`${apis.url}/loyverse/v1.0/receipts`, { headers: { authorization: 'Bearer lv-1' } });
     expect(await control(`/loyverse/accounts/${account.merchantId}/faults`, { kind: 'rate_limit', times: 2, retryAfter: 5 })).toMatchObject({ status: 201, body: { pending: 2 } });
     const limited = await receipts();
     expect(limited.status).toBe(429);

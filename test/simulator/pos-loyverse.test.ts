@@ -3,34 +3,29 @@
  * receipts and refund receipts read by the Loyverse adapter, customers read by its own fetch, the
  * receipts list paged by cursor, faults and refusals.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { loyverseAdapter } from '../../adapters/loyverse/index.js';
 import { posApi } from '../../src/pos-api.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
-import { call, TWO_LINES, US } from '../support/pos-http.js';
+import { call, fakePosApis, minutesAfter, TWO_LINES, US } from '../support/pos-http.js';
 
 const MERCHANT = '7e2daef3-48ad-4aba-b226-2d180f564f31';
 const STORE = 'c3930770-950c-4f48-aa43-174e021f59ba';
 const TOKEN = 'loyverse-token-1';
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
-const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
+const at = minutesAfter(T0);
 
 describe('fake Loyverse API', () => {
-  let sim: Simulator;
-  let server: ListeningSimulator;
-  const loyverse = (path: string, token: string | null = TOKEN) => call(`${server.url}/loyverse${path}`, { headers: token === null ? {} : { authorization: `Bearer ${token}` } });
+  const loyverse = (path: string, token: string | null = TOKEN) => call(`${apis.url}/loyverse${path}`, { headers: token === null ? {} : { authorization: `Bearer ${token}` } });
   const numbers = (r: { body: { receipts: { receipt_number: string }[] } }) => r.body.receipts.map((x) => x.receipt_number);
 
-  beforeAll(async () => {
-    sim = createSimulator({ now: () => new Date(T0) });
-    server = await sim.listen();
+  const apis = fakePosApis({
+    now: () => new Date(T0),
+    accounts: (sim) => {
+      sim.pos.loyverse.addAccount({ merchantId: MERCHANT, accessToken: TOKEN, storeIds: [STORE] });
+      sim.pos.loyverse.addAccount({ accessToken: 'loyverse-token-2' });
+    },
   });
-  afterAll(() => server.close());
-  beforeEach(() => {
-    sim.pos.reset();
-    sim.pos.loyverse.addAccount({ merchantId: MERCHANT, accessToken: TOKEN, storeIds: [STORE] });
-    sim.pos.loyverse.addAccount({ accessToken: 'loyverse-token-2' });
-  });
+  const { sim } = apis;
 
   it('answers receipts that the Loyverse adapter translates to the expected Check, refund receipts naming their sale, and customers', async () => {
     const sale = sim.pos.loyverse.addOrder(MERCHANT, { lines: TWO_LINES, tip: 100, customer: { firstName: 'Ada', lastName: 'Lovelace', phone: '+14155550123', code: '11-123456-1' } });
@@ -41,7 +36,7 @@ describe('fake Loyverse API', () => {
     const checkout = loyverseAdapter.parseCheckout(got.body, US);
     expect(checkout).toMatchObject({ orderId: '1-1001', scope: STORE });
     expect(checkout.check).toMatchObject({ amount: 1599, currency: 'USD', taxAmount: 93, discountAmount: 50, tipAmount: 100 });
-    const api = posApi('loyverse', { apiBaseUrl: `${server.url}/loyverse`, accessToken: TOKEN }, 2000)!;
+    const api = posApi('loyverse', { apiBaseUrl: `${apis.url}/loyverse`, accessToken: TOKEN }, 2000)!;
     await expect(loyverseAdapter.fetchCustomer!(checkout.customerRef!, api, US)).resolves.toEqual({ phone: '+14155550123', serialNumber: '11-123456-1', firstName: 'Ada', lastName: 'Lovelace' });
 
     const refund = sim.pos.loyverse.addRefund(MERCHANT, { orderId: sale.receipt_number, lines: [{ line: 0, quantity: 1 }] });

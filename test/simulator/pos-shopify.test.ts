@@ -3,32 +3,27 @@
  * path prefix per shop, orders.json paged by Link-header page_info, the open-only default status,
  * inclusive time filters, the Shopify adapter reading its orders and refunds.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
-import { call, links, TWO_LINES, US } from '../support/pos-http.js';
+import { call, fakePosApis, minutesAfter, links, TWO_LINES, US } from '../support/pos-http.js';
 
 const SHOP = 'cafe-9.myshopify.com';
 const TOKEN = 'shpat_cafe9';
 const T0 = Date.parse('2026-03-01T15:00:00.000Z');
-const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
+const at = minutesAfter(T0);
 
 describe('fake Shopify API', () => {
-  let sim: Simulator;
-  let server: ListeningSimulator;
-  const base = () => `${server.url}/shopify/${SHOP}/admin/api/2024-01`;
+  const base = () => `${apis.url}/shopify/${SHOP}/admin/api/2024-01`;
   const shopify = (pathOrUrl: string, headers: Record<string, string> = { 'x-shopify-access-token': TOKEN }) => call(pathOrUrl.startsWith('http') ? pathOrUrl : `${base()}${pathOrUrl}`, { headers });
 
-  beforeAll(async () => {
-    sim = createSimulator({ now: () => new Date(T0) });
-    server = await sim.listen();
+  const apis = fakePosApis({
+    now: () => new Date(T0),
+    accounts: (sim) => {
+      sim.pos.shopify.addAccount({ shop: SHOP, accessToken: TOKEN, currency: 'CAD' });
+      sim.pos.shopify.addAccount({ shop: 'other.myshopify.com', accessToken: 'shpat_other' });
+    },
   });
-  afterAll(() => server.close());
-  beforeEach(() => {
-    sim.pos.reset();
-    sim.pos.shopify.addAccount({ shop: SHOP, accessToken: TOKEN, currency: 'CAD' });
-    sim.pos.shopify.addAccount({ shop: 'other.myshopify.com', accessToken: 'shpat_other' });
-  });
+  const { sim } = apis;
 
   it('answers orders and their refunds as Shopify objects that the Shopify adapter translates to the expected Check', async () => {
     const order = sim.pos.shopify.addOrder(SHOP, { lines: TWO_LINES, tip: 100, customer: { email: 'ada@example.com', phone: '+14155550123', firstName: 'Ada' } });
@@ -136,8 +131,8 @@ describe('fake Shopify API', () => {
     expect(bearer.status).toBe(401);
     expect(bearer.body.errors).toMatch(/Invalid API key or access token/);
     expect((await shopify(`/orders/${order.id}.json`, { 'x-shopify-access-token': 'shpat_other' })).status).toBe(401);
-    expect((await call(`${server.url}/shopify/nowhere.myshopify.com/admin/api/2024-01/orders.json`, { headers: { 'x-shopify-access-token': TOKEN } })).status).toBe(404);
-    const otherShop = await call(`${server.url}/shopify/other.myshopify.com/admin/api/2024-01/orders/${order.id}.json`, { headers: { 'x-shopify-access-token': 'shpat_other' } });
+    expect((await call(`${apis.url}/shopify/nowhere.myshopify.com/admin/api/2024-01/orders.json`, { headers: { 'x-shopify-access-token': TOKEN } })).status).toBe(404);
+    const otherShop = await call(`${apis.url}/shopify/other.myshopify.com/admin/api/2024-01/orders/${order.id}.json`, { headers: { 'x-shopify-access-token': 'shpat_other' } });
     expect(otherShop.status).toBe(404);
   });
 

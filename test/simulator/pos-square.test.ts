@@ -3,38 +3,35 @@
  * read by the Square adapter, SearchOrders' cursor bound to its query, inclusive time ranges, faults
  * and refusals in Square's own shapes.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { beforeEach, describe, expect, it } from '@jest/globals';
 import { squareAdapter } from '../../adapters/square/index.js';
 import { retrieveOrder } from '../../adapters/square/api.js';
 import { posApi } from '../../src/pos-api.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
-import { call, TWO_LINES, US } from '../support/pos-http.js';
+import { call, fakePosApis, minutesAfter, TWO_LINES, US } from '../support/pos-http.js';
 
 const MERCHANT = 'ML8QMERCHANT1';
 const OTHER = 'ML8QMERCHANT2';
 const TOKEN = 'sq-token-1';
 const LOCATIONS = ['LOCA0000000A1', 'LOCA0000000B2'];
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
-const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
+const at = minutesAfter(T0);
 
 describe('fake Square API', () => {
-  let sim: Simulator;
-  let server: ListeningSimulator;
   let clock = T0;
   const square = (path: string, init: { token?: string | null; body?: unknown } = {}) =>
-    call(`${server.url}/square${path}`, { headers: init.token === null ? {} : { authorization: `Bearer ${init.token ?? TOKEN}` }, body: init.body });
+    call(`${apis.url}/square${path}`, { headers: init.token === null ? {} : { authorization: `Bearer ${init.token ?? TOKEN}` }, body: init.body });
   const search = (body: unknown, token?: string) => square('/v2/orders/search', { body, token });
 
-  beforeAll(async () => {
-    sim = createSimulator({ now: () => new Date(clock) });
-    server = await sim.listen();
+  const apis = fakePosApis({
+    now: () => new Date(clock),
+    accounts: (sim) => {
+      sim.pos.square.addAccount({ merchantId: MERCHANT, accessToken: TOKEN, locationIds: LOCATIONS });
+      sim.pos.square.addAccount({ merchantId: OTHER, accessToken: 'sq-token-2', locationIds: ['LOCOTHER00001'] });
+    },
   });
-  afterAll(() => server.close());
+  const { sim } = apis;
   beforeEach(() => {
     clock = T0;
-    sim.pos.reset();
-    sim.pos.square.addAccount({ merchantId: MERCHANT, accessToken: TOKEN, locationIds: LOCATIONS });
-    sim.pos.square.addAccount({ merchantId: OTHER, accessToken: 'sq-token-2', locationIds: ['LOCOTHER00001'] });
   });
 
   it('answers a sale, its customer and its refund as Square objects that the Square adapter translates to the expected Check', async () => {
@@ -52,7 +49,7 @@ describe('fake Square API', () => {
       { displayName: 'Bagel', quantity: 1, price: 299, totalPrice: 299 },
     ]);
     // The order names its customer only by id; the bridge's own read finds the contact details.
-    const api = posApi('square', { apiBaseUrl: `${server.url}/square`, accessToken: TOKEN }, 2000)!;
+    const api = posApi('square', { apiBaseUrl: `${apis.url}/square`, accessToken: TOKEN }, 2000)!;
     await expect(squareAdapter.fetchCustomer!(checkout.customerRef!, api, US)).resolves.toMatchObject({ phone: '+14155550123', email: 'ada@example.com' });
 
     // One latte back: the return order measures it, tax excluded (its share of the discount taken off).

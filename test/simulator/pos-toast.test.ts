@@ -3,35 +3,30 @@
  * restaurant named by header, ordersBulk paged by page and pageSize over [startDate, endDate),
  * refunds on the order, faults and refusals in Toast's shape.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { toastAdapter } from '../../adapters/toast/index.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
-import { call, links, TWO_LINES, US } from '../support/pos-http.js';
+import { call, fakePosApis, minutesAfter, links, TWO_LINES, US } from '../support/pos-http.js';
 
 const RESTAURANT = '4f6c2d1e-8a3b-4c5d-9e7f-0a1b2c3d4e5f';
 const OTHER = '9d57bbfc-c0e1-4bb0-9cec-ebcb186306bb';
 const TOKEN = 'toast-token-1';
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
-const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
+const at = minutesAfter(T0);
 /** Toast's own date format, URL-encoded ("+" must be %2B). */
 const toastDate = (minutes: number) => encodeURIComponent(new Date(T0 + minutes * 60_000).toISOString().replace('Z', '+0000'));
 
 describe('fake Toast API', () => {
-  let sim: Simulator;
-  let server: ListeningSimulator;
   const toast = (pathOrUrl: string, headers: Record<string, string> = { authorization: `Bearer ${TOKEN}`, 'toast-restaurant-external-id': RESTAURANT }) =>
-    call(pathOrUrl.startsWith('http') ? pathOrUrl : `${server.url}/toast${pathOrUrl}`, { headers });
+    call(pathOrUrl.startsWith('http') ? pathOrUrl : `${apis.url}/toast${pathOrUrl}`, { headers });
 
-  beforeAll(async () => {
-    sim = createSimulator({ now: () => new Date(T0) });
-    server = await sim.listen();
+  const apis = fakePosApis({
+    now: () => new Date(T0),
+    accounts: (sim) => {
+      sim.pos.toast.addAccount({ restaurantGuid: RESTAURANT, accessToken: TOKEN });
+      sim.pos.toast.addAccount({ restaurantGuid: OTHER, accessToken: 'toast-token-2' });
+    },
   });
-  afterAll(() => server.close());
-  beforeEach(() => {
-    sim.pos.reset();
-    sim.pos.toast.addAccount({ restaurantGuid: RESTAURANT, accessToken: TOKEN });
-    sim.pos.toast.addAccount({ restaurantGuid: OTHER, accessToken: 'toast-token-2' });
-  });
+  const { sim } = apis;
 
   it('answers orders as Toast objects that the Toast adapter translates to the expected Check, and refunds on the order', async () => {
     const order = sim.pos.toast.addOrder(RESTAURANT, { lines: TWO_LINES, tip: 100, customer: { firstName: 'Jack', phone: '+14155550123', email: 'jack@example.com' } });

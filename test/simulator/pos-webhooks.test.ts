@@ -4,13 +4,13 @@
  * classified by the adapter into the action its object calls for; where the webhook carries only
  * ids, the adapter's fetch reads the object from the fake API.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { IncomingHttpHeaders } from 'node:http';
 import { adapters } from '../../adapters/index.js';
 import { posApi } from '../../src/pos-api.js';
 import type { PosAdapter, PosSettings, WebhookAction } from '../../src/pos/contract.js';
-import { createSimulator, type ListeningSimulator, type SignedDelivery, type Simulator } from '../../src/simulator/index.js';
-import { TWO_LINES, US, verifyDelivery } from '../support/pos-http.js';
+import type { SignedDelivery } from '../../src/simulator/index.js';
+import { fakePosApis, TWO_LINES, US, verifyDelivery } from '../support/pos-http.js';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
 const SECRET = 'sandbox-webhook-secret';
@@ -38,20 +38,14 @@ function tampered(delivery: SignedDelivery): SignedDelivery {
 }
 
 describe('fake POS webhooks, as the bridge receives them', () => {
-  let sim: Simulator;
-  let server: ListeningSimulator;
 
-  beforeAll(async () => {
-    sim = createSimulator({ now: () => new Date(T0) });
-    server = await sim.listen();
-  });
-  afterAll(() => server.close());
-  beforeEach(() => sim.pos.reset());
+  const apis = fakePosApis({ now: () => new Date(T0) });
+  const { sim } = apis;
 
   it('Square: signed over the notification URL and body; order.updated is fetched from the fake and decided a checkout, refund.updated a refund', async () => {
     const { merchantId, accessToken } = sim.pos.square.addAccount({});
     const sale = sim.pos.square.addOrder(merchantId, { lines: TWO_LINES, tip: 100 });
-    const settings: PosSettings = { webhookSecret: SECRET, notificationUrl: 'https://bridge.example/v1/webhooks/square', apiBaseUrl: `${server.url}/square`, accessToken };
+    const settings: PosSettings = { webhookSecret: SECRET, notificationUrl: 'https://bridge.example/v1/webhooks/square', apiBaseUrl: `${apis.url}/square`, accessToken };
     const delivery = sim.pos.square.webhook(merchantId, { event: 'order.updated', id: sale.id, signatureKey: SECRET, notificationUrl: settings.notificationUrl! });
     const { account, actions } = receive('square', settings, delivery);
     expect(account).toBe(merchantId);
@@ -90,7 +84,7 @@ describe('fake POS webhooks, as the bridge receives them', () => {
   it('Clover: ids only, keyed by merchant, with the static X-Clover-Auth code; the adapter fetches the order from the fake and decides a checkout', async () => {
     const { merchantId, accessToken } = sim.pos.clover.addAccount({});
     const order = sim.pos.clover.addOrder(merchantId, { lines: TWO_LINES });
-    const settings: PosSettings = { webhookSecret: 'clover-auth-code', apiBaseUrl: `${server.url}/clover`, accessToken };
+    const settings: PosSettings = { webhookSecret: 'clover-auth-code', apiBaseUrl: `${apis.url}/clover`, accessToken };
     const delivery = sim.pos.clover.webhook(merchantId, { id: order.id as string, authCode: 'clover-auth-code' });
     const { account, actions } = receive('clover', settings, delivery);
     expect(account).toBe(merchantId);

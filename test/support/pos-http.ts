@@ -1,7 +1,38 @@
 /** Reads the simulator's fake POS APIs over real HTTP, the way a backfill poller would. */
+import { afterAll, beforeAll, beforeEach } from '@jest/globals';
 import type { AdapterContext, PosSettings } from '../../src/pos/contract.js';
-import type { SignedDelivery } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type SignedDelivery, type Simulator } from '../../src/simulator/index.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
+
+/**
+ * The simulator for one test file's fake-POS tests: listening from before the first test to after
+ * the last, its clock `now`, its fake POSes emptied before each test and `accounts` added back.
+ */
+export function fakePosApis(options: { now?: () => Date; accounts?: (sim: Simulator) => void } = {}): { readonly sim: Simulator; readonly url: string } {
+  const sim = createSimulator(options.now ? { now: options.now } : {});
+  let server: ListeningSimulator | undefined;
+  beforeAll(async () => {
+    server = await sim.listen();
+  });
+  afterAll(() => server?.close());
+  beforeEach(() => {
+    sim.pos.reset();
+    options.accounts?.(sim);
+  });
+  return {
+    sim,
+    get url() {
+      if (!server) throw new Error('the simulator is not listening yet: read url inside a test');
+      return server.url;
+    },
+  };
+}
+
+/** ISO times `minutes` after `t0`: the fixed clock fake-POS tests write their orders at. */
+export const minutesAfter =
+  (t0: number) =>
+  (minutes: number): string =>
+    new Date(t0 + minutes * 60_000).toISOString();
 
 export interface Reply {
   status: number;
