@@ -34,8 +34,11 @@ const run = (command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
 
 function runSync(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = cleanEnv()): { status: number | null; output: string; ms: number } {
   const t0 = performance.now();
-  const result = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout: 120_000 });
-  return { status: result.status, output: `${result.stdout}${result.stderr}`, ms: performance.now() - t0 };
+  const result = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout: 150_000 });
+  const ms = performance.now() - t0;
+  // A command killed at the timeout prints nothing of its own: say so, or its failure reads as empty.
+  const ended = result.error ? `\n(${command} did not finish: ${result.error.message}, after ${ms.toFixed(0)} ms)` : result.signal ? `\n(${command} ended by ${result.signal} after ${ms.toFixed(0)} ms)` : '';
+  return { status: result.status, output: `${result.stdout ?? ''}${result.stderr ?? ''}${ended}`, ms };
 }
 
 /** Waits until the bridge at `url` answers /healthz; fails if `proc` ends first. */
