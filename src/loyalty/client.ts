@@ -62,6 +62,12 @@ export interface LoyaltyClientOptions {
   retryBaseMs: number;
   random?: () => number;
   /**
+   * How the back-off between retries waits (by default a real timer). Tests give one that records
+   * each delay asked of it and ends at once, so the 1, 2, 4, 8 units are asserted exactly rather
+   * than timed.
+   */
+  sleep?: (ms: number) => Promise<void>;
+  /**
    * Connection pools shared by every merchant's client (one client per app token): a thousand
    * merchants must not mean a thousand pools of idle sockets to the same host.
    */
@@ -206,6 +212,7 @@ export class LoyaltyClient {
       },
     );
     const random = options.random ?? Math.random;
+    const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     axiosRetry(this.#http, {
       retries: MAX_429_RETRIES,
       shouldResetTimeout: true,
@@ -214,8 +221,10 @@ export class LoyaltyClient {
         const done = error.config?.['axios-retry']?.retryCount ?? 0;
         return error.response!.status === 429 || done + 1 < MAX_5XX_REQUESTS;
       },
+      // The back-off is waited out in onRetry, through `sleep`, so axios-retry's own timer waits nothing.
+      retryDelay: () => 0,
       // 1, 2, 4, 8 units, each stretched by up to 20% of jitter so stores do not retry in step.
-      retryDelay: (retryCount) => options.retryBaseMs * 2 ** (retryCount - 1) * (1 + 0.2 * random()),
+      onRetry: (retryCount) => sleep(options.retryBaseMs * 2 ** (retryCount - 1) * (1 + 0.2 * random())),
     });
   }
 

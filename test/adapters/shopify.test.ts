@@ -90,6 +90,13 @@ function modernOrder(overrides: Record<string, unknown> = {}): Record<string, an
   };
 }
 
+/**
+ * `modernOrder()`'s Check amount in cents, worked out from its lines: three lattes at 4.50 less the
+ * 1.50 discount allocated to them, and one mug at 12.00. Tax (1.92) and shipping (5.00) are not
+ * goods sold, so neither is in it: 1350 − 150 + 1200 = 2400, its subtotal_price.
+ */
+const MODERN_AMOUNT = 3 * 450 - 150 + 1 * 1200;
+
 /** What `modernOrder()` must become. */
 const modernSelections = [
   { id: '2001', groupId: '3001', displayName: 'Latte - Large', quantity: 3, price: 450, totalPrice: 1200 },
@@ -420,12 +427,13 @@ describe('checkout: only a paid order accrues (financial_status)', () => {
   });
 
   it.each(['paid', 'partially_refunded', 'refunded'])('%s accrues (a refunded order was paid; its refunds are their own)', (status) => {
-    expect(checkout(modernOrder({ financial_status: status })).check.amount).toBeGreaterThan(0);
+    // The whole order, not what is left of it after refunds: those are reversed on their own.
+    expect(checkout(modernOrder({ financial_status: status })).check).toMatchObject({ amount: MODERN_AMOUNT, selections: modernSelections });
   });
 
   it('an order without the field (posted directly, built by hand) is read as before', () => {
     const { financial_status: _status, ...order } = modernOrder();
-    expect(checkout(order).check.amount).toBeGreaterThan(0);
+    expect(checkout(order).check).toMatchObject({ amount: MODERN_AMOUNT, selections: modernSelections });
   });
 });
 

@@ -2,7 +2,9 @@
  * The journal's group commit: `durable()` resolves only once every line appended before the call
  * is on disk, including a line whose sync another caller started and which has not finished yet
  * (the caller would otherwise make its upstream call on a line a crash could take back). The
- * file sync is held by the test, so who waits for what is seen exactly.
+ * file sync is held by the test, so who waits for what is seen exactly: a caller that must be let
+ * through is awaited itself once its sync is let finish (the test fails on jest's timeout if it never
+ * is), and one that must still wait is seen still waiting while the sync it needs is held.
  */
 import { fdatasync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -42,34 +44,38 @@ function track(p: Promise<void>): { done: boolean } {
 
 it('a caller arriving while a sync that covers its line is under way waits for that sync', async () => {
   journal.append({ k: 'r' }, '"first"');
-  const first = track(journal.durable());
+  const firstDurable = journal.durable();
+  const first = track(firstDurable);
   await ticks();
   expect(held).toHaveLength(1); // the sync has started: the line no longer waits for one
-  const second = track(journal.durable());
+  const secondDurable = journal.durable();
+  const second = track(secondDurable);
   await ticks();
   expect([first.done, second.done]).toEqual([false, false]);
   held.shift()!();
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  expect([first.done, second.done]).toEqual([true, true]);
+  // That one sync lets both through, and no other was started for the second caller.
+  await Promise.all([firstDurable, secondDurable]);
+  expect(held).toHaveLength(0);
 });
 
 it('callers arriving together share one sync; a line appended after it started gets the next one', async () => {
   journal.append({ k: 'r' }, '"a"');
-  const together = [track(journal.durable()), track(journal.durable()), track(journal.durable())];
+  const together = [journal.durable(), journal.durable(), journal.durable()];
   await ticks();
   expect(held).toHaveLength(1);
   journal.append({ k: 'r' }, '"b"');
-  const later = track(journal.durable());
+  const laterDurable = journal.durable();
+  const later = track(laterDurable);
   await ticks();
   expect(held).toHaveLength(1); // the next sync waits for the one under way
   held.shift()!();
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(together.map((t) => t.done)).toEqual([true, true, true]);
+  await Promise.all(together);
+  // The first sync covered "a" only: the caller of "b" still waits, on the sync that started for it.
   expect(later.done).toBe(false);
   expect(held).toHaveLength(1);
   held.shift()!();
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(later.done).toBe(true);
+  await laterDurable;
+  expect(held).toHaveLength(0);
 });
 
 it('nothing appended since the last sync: durable() resolves without a new one', async () => {
@@ -94,13 +100,14 @@ it('a sync that fails: durable() rejects, the failure is remembered for readines
     await expect(first).rejects.toMatchObject({ code: 'EIO' });
     expect(failing.writeFailure?.error.code).toBe('EIO');
     // The line is not known to be on disk: no call may go out on it before a sync succeeds.
-    const second = track(failing.durable());
+    const secondDurable = failing.durable();
+    const second = track(secondDurable);
     await ticks();
     expect(syncs).toHaveLength(1);
     expect(second.done).toBe(false);
     syncs.shift()!(null);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(second.done).toBe(true);
+    await secondDurable;
+    expect(syncs).toHaveLength(0);
   } finally {
     await failing.settle();
     failing.close();

@@ -11,8 +11,10 @@ import { accrualKeyColumns, dueColumns, MIGRATIONS, partitionName } from '../../
 import { dueSql, jsonb, PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { isOpen, keyOf, merchantOf, type LedgerRecord } from '../../src/ledger/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
+import { eventually } from '../support/eventually.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
-import { ledgerStoreContract, makeLetter, makeRecord, minutes, nextVersion } from './store-contract.js';
+import { ledgerStoreContract } from './store-contract.js';
+import { makeLetter, makeRecord, minutes, nextVersion } from './contracts/factories.js';
 
 const { url: base, describeIf } = await describeWithDatabase();
 
@@ -68,10 +70,15 @@ describeIf('PostgreSQL', () => {
       expect(ids).toHaveLength(10);
       // B holds its batch: A's next pass gets only its own back.
       expect((await a.listOpen({ limit: 10, claim: { owner: 'A', leaseMs: 60_000 } })).map((r) => r.transactionId).sort()).toEqual(mine.map((r) => r.transactionId).sort());
-      // A short lease runs out, and then anyone may take the records.
-      await b.listOpen({ limit: 10, claim: { owner: 'B', leaseMs: 1 } });
-      await new Promise((r) => setTimeout(r, 20));
-      expect((await a.listOpen({ limit: 10, claim: { owner: 'A', leaseMs: 60_000 } })).length).toBeGreaterThanOrEqual(theirs.length);
+      // A short lease runs out, and then anyone may take the records: A's claims, polled until
+      // the server's clock has passed B's 1 ms lease, end with every one of the ten.
+      expect((await b.listOpen({ limit: 10, claim: { owner: 'B', leaseMs: 1 } })).map((r) => r.transactionId).sort()).toEqual(theirs.map((r) => r.transactionId).sort());
+      const all = Array.from({ length: 10 }, (_, i) => `generic:L-${i}`).sort();
+      const taken = await eventually(
+        async () => (await a.listOpen({ limit: 10, claim: { owner: 'A', leaseMs: 60_000 } })).map((r) => r.transactionId).sort(),
+        (ids) => ids.length === all.length,
+      );
+      expect(taken).toEqual(all);
     });
 
     it('hands each worker a disjoint batch of due records, earliest due first, and none that is not due', async () => {

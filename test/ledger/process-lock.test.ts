@@ -17,6 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { currentBootId, ProcessLock } from '../../src/ledger/process-lock.js';
 import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
+import { eventually } from '../support/eventually.js';
 
 const BUILT_LOCK = join(process.cwd(), 'dist', 'src', 'ledger', 'process-lock.js');
 const CONTENDERS = 8;
@@ -67,26 +68,14 @@ function startContender(lockPath: string): Contender {
   return contender;
 }
 
-/** Waits until every contender has said a line matching `pattern`, and fails naming who did not within 20 s; answers what each said. */
+/**
+ * Waits until every contender has said a line matching `pattern` and answers what each said; at 20 s
+ * it fails, naming each contender that had not (its pid, what it said and its stderr).
+ */
 async function allSaid(contenders: Contender[], pattern: RegExp): Promise<string[][]> {
-  const deadline = Date.now() + 20_000;
-  while (!contenders.every((c) => c.lines.some((l) => pattern.test(l)))) {
-    if (Date.now() > deadline) {
-      const silent = contenders.filter((c) => !c.lines.some((l) => pattern.test(l)));
-      throw new Error(`timed out after 20000 ms waiting for ${contenders.length} contenders to say ${pattern}; ${silent.length} did not:\n${silent.map((c) => `  pid ${c.child.pid}: ${JSON.stringify(c.lines)} ${c.errors()}`).join('\n')}`);
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  const silent = () => contenders.filter((c) => !c.lines.some((l) => pattern.test(l))).map((c) => ({ pid: c.child.pid, said: [...c.lines], stderr: c.errors() }));
+  await eventually(silent, (left) => left.length === 0, 20_000, { what: `${contenders.length} contenders to say ${pattern} (the value: those that had not)` });
   return contenders.map((c) => c.lines);
-}
-
-/** Waits for `check` to answer true; fails naming what it waited for after `timeoutMs`. */
-async function waitFor(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /** State (field 3) and start time in clock ticks since boot (field 22) of /proc/<pid>/stat, or undefined once it is gone. */
@@ -110,7 +99,7 @@ async function startProcess(command: string, args: string[]): Promise<{ child: C
   let stdout = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
   const pid = child.pid!;
-  await waitFor(`${command} (pid ${pid}) to run`, () => procStat(pid) !== undefined);
+  await eventually(() => procStat(pid), (stat) => stat !== undefined, 10_000, { what: `${command} (pid ${pid}) to run` });
   return { child, pid, stdout: () => stdout };
 }
 
@@ -237,9 +226,9 @@ describe('whose a lock is: the process its pid names now, by start time', () => 
     // The shell starts `sleep 0` in the background, prints its pid and becomes `sleep 60`, which
     // never waits for its children: the ended `sleep 0` stays a zombie until `sleep 60` ends.
     const parent = await startProcess('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60']);
-    await waitFor('the shell to print its background child\'s pid', () => /^\d+\n/.test(parent.stdout()));
-    const zombie = Number(parent.stdout().trim());
-    await waitFor(`process ${zombie} to be a zombie`, () => procStat(zombie)?.state === 'Z');
+    const printed = await eventually(parent.stdout, (out) => /^\d+\n/.test(out), 10_000, { what: "the shell to print its background child's pid" });
+    const zombie = Number(printed.trim());
+    await eventually(() => procStat(zombie)?.state, (state) => state === 'Z', 10_000, { what: `process ${zombie} to be a zombie` });
     const why = `process ${zombie} has ended (a zombie its parent has not reaped)`;
 
     // Its own start time: only its being a zombie tells that it holds nothing.

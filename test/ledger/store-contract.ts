@@ -28,6 +28,3 @@ export function ledgerStoreContract(name: string, makeStore: MakeStore<LedgerSto
   webhookEventStoreContract(name, makeStore);
   settingStoreContract(name, makeStore);
 }
-
-// TEMPORARY: test/ledger/pg-store.test.ts still imports the factories from here.
-export { makeLetter, makeRecord, minutes, nextVersion } from './contracts/factories.js';

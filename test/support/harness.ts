@@ -13,6 +13,10 @@ import { silentLogger, type Logger } from '../../src/logger.js';
 import { createSimulator, type Simulator, type ListeningSimulator, type SimulatorOptions } from '../../src/simulator/index.js';
 import request from 'supertest';
 import { EXAMPLE_CHECKOUT } from '../../adapters/generic/example.js';
+import { eventually } from './eventually.js';
+
+// Polling has one owner, eventually.ts; the many tests that take it from here keep doing so.
+export { eventually };
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -86,29 +90,6 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
   };
   return harness;
-}
-
-/**
- * Polls until `check` passes and answers the value that passed; when the time is up, throws with
- * the last value read, so a wait can never end quietly in a state it did not wait for.
- */
-export async function eventually<T>(read: () => Promise<T> | T, check: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (check(value)) return value;
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${check.toString()}; the last value read was ${describe(value)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-function describe(value: unknown): string {
-  try {
-    const text = JSON.stringify(value);
-    return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
-  } catch {
-    return String(value);
-  }
 }
 
 /** The generic payload's example, found by phone and email alone (a test that needs a card serial names one). */

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from './eventually.js';
 
 const CHECKOUT = process.cwd();
 /** What a fresh clone holds that building and starting read. */
@@ -50,14 +51,12 @@ export function runJob(started: Job[], command: string, args: string[], cwd: str
   return job;
 }
 
-/** Waits for `check` to answer true; fails naming what it waited for, with `context()`, once `timeoutMs` have passed. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number, context: () => string = () => ''): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${context()}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+/**
+ * Waits for `check` to answer true; fails naming what it waited for, with `context()`, once `timeoutMs`
+ * have passed. The build tests' way of saying it: the polling itself is `eventually`'s.
+ */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number, context?: () => string): Promise<void> {
+  await eventually(check, (held) => held, timeoutMs, { what, context });
 }
 
 /** Whether a bridge answers /healthz with 200 at `url`. */

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../scripts/bridge-process.js';
+import { eventually } from './eventually.js';
 
 export interface TestDatabase {
   /** A postgres:// URL, or undefined when no PostgreSQL could be had. */
@@ -109,8 +110,7 @@ export async function startCluster(settings: Record<string, string> = {}): Promi
       const pidsNow = pids();
       for (const pid of pidsNow) process.kill(pid, 'SIGKILL');
       // Gone when no pid answers any more.
-      for (let i = 0; i < 200 && pidsNow.some((pid) => alive(pid)); i++) await new Promise((r) => setTimeout(r, 25));
-      if (pidsNow.some((pid) => alive(pid))) throw new Error(`the cluster's processes ${pidsNow.filter(alive).join(', ')} outlived SIGKILL`);
+      await eventually(() => pidsNow.filter(alive), (left) => left.length === 0, 5000, { what: "the cluster's processes to end on SIGKILL (the value: those still alive)" });
     },
     start,
     stop: () => void run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),

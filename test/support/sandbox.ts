@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnBridge, type BridgeProcess } from './bridge-process.js';
-import { eventually } from './harness.js';
+import { eventually } from './eventually.js';
 
 export interface Banner {
   text: string;
