@@ -9,14 +9,16 @@
  * or a found order the bridge could not record for a passing cause (the ledger, the POS API) leaves
  * it where it was, and the next pass reads that stretch again. The state (watermark, last pass,
  * next pass) is kept in the ledger store per merchant and POS, with the lease of the instance
- * running a pass: on PostgreSQL one instance at most reads an account at a time.
+ * running a pass (lease.ts: the rules of every lease): on PostgreSQL one instance at most reads an
+ * account at a time, and one pass at most in this instance.
  */
 import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError } from '../errors.js';
 import { withMerchant } from '../log-context.js';
 import { maskContacts } from '../mask.js';
 import { ledgerKey } from '../ledger/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
-import type { BackfillPassSummary, BackfillState, LedgerStore } from '../ledger/store.js';
+import { backfillKey, type BackfillPassSummary, type BackfillState, type LedgerStore } from '../ledger/store.js';
+import { isHeld, LeaseKeeper, release, renew, renewalDue, standing, take, type Lease, type Renewal } from '../lease.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { CheckoutIntent, PosAdapter, RefundIntent } from '../pos/contract.js';
@@ -104,13 +106,18 @@ const MERCHANT_PAGE = 100;
 
 /** 409: another pass of this account is under way (here or on another instance). */
 export class BackfillRunningError extends ConflictError {
-  constructor(merchantId: string, pos: string, lease: { owner: string; until: string }) {
+  constructor(merchantId: string, pos: string, lease: Lease) {
     super(`a backfill pass of merchant ${merchantId}'s ${pos} account is running (instance ${lease.owner}, held until ${lease.until}); ask again once it is done`, { merchantId, pos });
   }
 }
 
 export class BackfillPoller {
   readonly #pace: Pace;
+  /**
+   * The accounts (`backfillKey`) a pass of this instance is reading now. The lease says which
+   * instance reads an account; this, whether this instance's pass still does (lease.ts).
+   */
+  readonly #passes = new Set<string>();
   /** Rounds are looked for often enough that each account's pass starts within a minute of its nextPassAt. */
   readonly #loop = new PeriodicLoop(
     () => this.round(),
@@ -153,8 +160,26 @@ export class BackfillPoller {
   }
 
   async #pass(merchant: IngestMerchant, request: PassRequest, work: WorkClock): Promise<PassResult> {
+    const { adapter, account } = listingSource({ adapters: this.adapters, merchant, pos: request.pos });
+    // One pass of an account at a time here too: this instance's lease does not keep its own passes out.
+    const key = backfillKey(merchant.id, request.pos);
+    if (this.#passes.has(key)) throw new BackfillRunningError(merchant.id, request.pos, await this.#ownLease(merchant.id, request.pos));
+    this.#passes.add(key);
+    try {
+      return await this.#leasedPass(merchant, request, work, adapter, account);
+    } finally {
+      this.#passes.delete(key);
+    }
+  }
+
+  /** The lease a pass of this instance holds (as stored; as it will be stored, while that pass is still taking it). */
+  async #ownLease(merchantId: string, pos: string): Promise<Lease> {
+    const stored = (await this.store.getBackfillState(merchantId, pos))?.lease;
+    return stored ?? { owner: this.options.owner, until: new Date(this.clock().getTime() + this.#leaseMs).toISOString() };
+  }
+
+  async #leasedPass(merchant: IngestMerchant, request: PassRequest, work: WorkClock, adapter: PosAdapter, account: string): Promise<PassResult> {
     const { pos } = request;
-    const { adapter, account } = listingSource({ adapters: this.adapters, merchant, pos });
     const startedAt = this.clock();
     const state = await this.#lease(merchant.id, pos, account);
     // A watermark never moves past now (docs/backfill-and-reconcile.md), whoever asks (the CLI
@@ -172,7 +197,17 @@ export class BackfillPoller {
     // merchant's accounts each interval does not fill the log; what it recorded is always info.
     const routine = request.by === 'scheduled';
     this.logger[routine ? 'debug' : 'info']({ pos, account, since: result.since, until: result.until, by: request.by }, 'backfill pass started');
-    const lease = this.#keepLease(merchant.id, pos);
+    const keeper = new LeaseKeeper({
+      leaseMs: this.#leaseMs,
+      renew: () => this.#renew(merchant.id, pos, true),
+      onError: (error) => this.logger.warn({ pos, err: error }, 'backfill lease not renewed (the ledger store failed): trying again'),
+    });
+    // Still ours before anything is taken: a pass that lost its lease stops there.
+    const ours = async (renewal?: Promise<Renewal>) => {
+      const outcome = renewal && (await renewal);
+      const lost = outcome && 'lost' in outcome ? { holder: outcome.lost } : keeper.lost;
+      if (lost) throw new BackfillRunningError(merchant.id, pos, lost.holder ?? { owner: 'nobody', until: this.clock().toISOString() });
+    };
     try {
       // Refunds after every sale of the window: a partial refund needs the sale it reduces recorded.
       const refunds: FoundItem[] = [];
@@ -198,11 +233,10 @@ export class BackfillPoller {
         const key = `${item.kind}\u0000${item.orderId}\u0000${item.refundId ?? ''}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        // Still ours before anything is taken: a pass that lost its lease stops here.
-        if (lease.lost) throw lease.lost;
+        await ours();
         if (pages > renewedAt) {
           renewedAt = pages;
-          await this.#renew(merchant.id, pos);
+          await ours(this.#renew(merchant.id, pos));
         }
         if (item.kind === 'refund') refunds.push(item);
         else await this.#take(adapter, merchant, item, result);
@@ -210,18 +244,18 @@ export class BackfillPoller {
         // up every checkout meanwhile (pace.ts).
         await work.rest();
       }
-      if (refunds.length > 0) await this.#renew(merchant.id, pos);
+      if (refunds.length > 0) await ours(this.#renew(merchant.id, pos));
       for (const item of refunds) {
-        if (lease.lost) throw lease.lost;
+        await ours();
         await this.#take(adapter, merchant, item, result);
         await work.rest();
       }
     } catch (error) {
-      await lease.stop();
+      await keeper.stop();
       await this.#finish(merchant.id, pos, result, startedAt, request.by, error);
       throw error;
     }
-    await lease.stop();
+    await keeper.stop();
     return this.#finish(merchant.id, pos, result, startedAt, request.by);
   }
 
@@ -273,86 +307,54 @@ export class BackfillPoller {
     }
   }
 
-  /** Takes the account's lease for this instance: 409 while another instance's holds. */
+  /** Takes the account's lease for this instance: 409 while another instance's holds (lease.ts `take`). */
   async #lease(merchantId: string, pos: string, account: string): Promise<BackfillState> {
     const nowMs = this.clock().getTime();
-    let held: { owner: string; until: string } | undefined;
+    let held: Lease | undefined;
     const state = await this.store.updateBackfillState(merchantId, pos, (current) => {
-      const lease = current?.lease;
-      if (lease && this.#holds(lease, nowMs)) {
-        held = lease;
+      const taking = take(this.#standing(current?.lease), this.options.owner, nowMs, this.#leaseMs);
+      if ('heldBy' in taking) {
+        held = taking.heldBy;
         return undefined;
       }
       // Another account on the POS: its watermark says nothing of this one.
       const base: BackfillState = current && current.account === account ? current : { merchantId, pos, account };
-      return { ...base, lease: { owner: this.options.owner, until: new Date(nowMs + this.#leaseMs).toISOString() } };
+      return { ...base, lease: taking.taken };
     });
     if (held) throw new BackfillRunningError(merchantId, pos, held);
     return state!;
   }
 
   /**
-   * Whether a lease still keeps this instance out. On a store one process holds (the file ledger),
-   * another instance's lease was left by a process that is gone (it stopped mid-pass): taken over
-   * at once, as records left in flight are, rather than waiting for it to run out.
+   * The account's lease as it stands for this instance (lease.ts `standing`). On a store one process
+   * holds (the file ledger), another instance's lease was left by a process that is gone (it stopped
+   * mid-pass): taken over at once, as records left in flight are, rather than waiting for it to run out.
    */
-  #holds(lease: { owner: string; until: string }, nowMs: number): boolean {
-    if (Date.parse(lease.until) <= nowMs) return false;
-    return lease.owner === this.options.owner || this.store.sharedByInstances === true;
+  #standing(lease: Lease | undefined): Lease | undefined {
+    return standing(lease, this.options.owner, this.store.sharedByInstances === true);
   }
 
   /**
-   * Renews the pass's lease every third of its length for as long as the pass runs, whatever its
-   * pages take (a page asked again after 429s can take minutes; a page of new orders is as many
-   * accruals): so the lease can be short, and an instance that dies mid-pass (SIGKILL, a lost host)
-   * holds its account for one lease at most. `lost` once another instance took the lease (it ran
-   * out while the store could not be written); stop() ends the renewals, waiting for one under way.
+   * Renews the pass's lease (lease.ts `renew`), answering `lost` once another instance took it (it
+   * ran out while the store could not be written). A page renews only once half of it is used
+   * (usually no write), the keeper's timer every third of it (`always`).
    */
-  #keepLease(merchantId: string, pos: string): { readonly lost: BackfillRunningError | undefined; stop(): Promise<void> } {
-    let lost: BackfillRunningError | undefined;
-    let renewing = Promise.resolve();
-    const timer = setInterval(() => {
-      renewing = renewing.then(() => this.#renew(merchantId, pos, true)).catch((error: unknown) => {
-        if (error instanceof BackfillRunningError) {
-          lost = error;
-          clearInterval(timer);
-        } else this.logger.warn({ pos, err: error }, 'backfill lease not renewed (the ledger store failed): trying again');
-      });
-    }, this.#leaseMs / 3);
-    // A pass under way does not keep a stopping process alive.
-    timer.unref();
-    return {
-      get lost() {
-        return lost;
-      },
-      async stop() {
-        clearInterval(timer);
-        await renewing;
-      },
-    };
-  }
-
-  /**
-   * Keeps the lease while pages are read (renewed once half of it is used, or `always`); a lease
-   * lost meanwhile (it ran out and another instance took it) ends the pass.
-   */
-  async #renew(merchantId: string, pos: string, always = false): Promise<void> {
+  async #renew(merchantId: string, pos: string, always = false): Promise<Renewal> {
     const nowMs = this.clock().getTime();
-    let lost: { owner: string; until: string } | undefined;
+    let renewal: Renewal | undefined;
     await this.store.updateBackfillState(merchantId, pos, (current) => {
-      if (current?.lease?.owner !== this.options.owner) {
-        lost = current?.lease ?? { owner: 'nobody', until: new Date(nowMs).toISOString() };
-        return undefined;
-      }
-      // Between the timer's renewals, a page renews only once half of it is used: usually no write.
-      if (!always && Date.parse(current.lease.until) - nowMs > this.#leaseMs / 2) return undefined;
-      return { ...current, lease: { owner: this.options.owner, until: new Date(nowMs + this.#leaseMs).toISOString() } };
+      renewal = renew(current?.lease, this.options.owner, nowMs, this.#leaseMs);
+      if ('lost' in renewal || (!always && !renewalDue(current!.lease!, nowMs, this.#leaseMs))) return undefined;
+      return { ...current!, lease: renewal.renewed };
     });
-    if (lost) throw new BackfillRunningError(merchantId, pos, lost);
+    return renewal!;
   }
 
   async #release(merchantId: string, pos: string): Promise<void> {
-    await this.store.updateBackfillState(merchantId, pos, (current) => (current?.lease?.owner === this.options.owner ? { ...current, lease: undefined } : undefined));
+    await this.store.updateBackfillState(merchantId, pos, (current) => {
+      const kept = release(current?.lease, this.options.owner);
+      return current && kept !== current.lease ? { ...current, lease: kept } : undefined;
+    });
   }
 
   /**
@@ -379,7 +381,6 @@ export class BackfillPoller {
     const lost = error instanceof BackfillRunningError;
     const stored = await this.store.updateBackfillState(merchantId, pos, (current) => {
       if (!current || lost) return undefined;
-      const ours = current.lease?.owner === this.options.owner;
       const kept = notPast(current.watermark, startedAt);
       const watermark = error ? kept : advanced(kept, result.since, result.until);
       return {
@@ -387,7 +388,7 @@ export class BackfillPoller {
         ...(watermark ? { watermark } : {}),
         lastPass: summary,
         ...(this.scheduled ? { nextPassAt: new Date(finishedAt.getTime() + this.options.intervalMs).toISOString() } : {}),
-        lease: ours ? undefined : current.lease,
+        lease: release(current.lease, this.options.owner),
       };
     });
     this.metrics.backfillPasses.inc({ pos, outcome: error ? 'failed' : 'complete', ...this.metrics.merchant(merchantId) });
@@ -413,7 +414,7 @@ export class BackfillPoller {
         if (!account || !merchant.pos[pos]?.accessToken) continue;
         const state = states.get(`${merchant.id}/${pos}`);
         const current = state?.account === account ? state : undefined;
-        const running = current?.lease && this.#holds(current.lease, nowMs) ? current.lease : undefined;
+        const running = this.#running(current, nowMs);
         rows.push({
           merchantId: merchant.id,
           pos,
@@ -426,6 +427,14 @@ export class BackfillPoller {
       }
     }
     return rows;
+  }
+
+  /** The lease of the pass reading the account now: this instance's while its pass runs, another's while it holds (lease.ts). */
+  #running(state: BackfillState | undefined, nowMs: number): Lease | undefined {
+    const lease = state?.lease;
+    if (!lease) return undefined;
+    if (lease.owner === this.options.owner) return this.#passes.has(backfillKey(state.merchantId, state.pos)) ? lease : undefined;
+    return isHeld(this.#standing(lease), nowMs, this.options.owner) ? lease : undefined;
   }
 
   /** The merchants to read: the default one and every created one (or the one named). */

@@ -11,9 +11,10 @@
  * letter accrues or reverses goes through the rules that make it happen once.
  *
  * Several instances on one PostgreSQL ledger: an instance claims a letter (the store's atomic
- * `updateDeadLetter`) before running it and holds it for the lease; others leave it alone until
- * the run is written, or the lease ends (the instance stopped mid-run). A resolved letter is never
- * claimed, so never run again.
+ * `updateDeadLetter`) before running it and holds it for the lease (`retry.claim`, a lease under
+ * lease.ts' rules); others leave it alone until the run is written, or the lease ends (the
+ * instance stopped mid-run). Within one instance, ingest keeps the loop and an operator's replay
+ * from running one letter at once. A resolved letter is never claimed, so never run again.
  */
 import { withMerchant } from '../log-context.js';
 import type { LedgerStore } from '../ledger/store.js';

@@ -1,16 +1,24 @@
 /**
- * Every rule of a dead letter's life, as pure functions, as transitions.ts holds a record's: kept,
- * kept again when the POS delivers it again, claimed for a run (an operator's replay or the bridge's
- * own), written after the run, dismissed. No I/O and no clock: the caller passes the time and
- * writes what comes back through the store's atomic `updateDeadLetter`. Ingest, the retry loop and
- * operator actions all decide from here, so a rule is written once.
+ * Every rule of a dead letter's life, as pure functions, as transitions.ts holds a record's: kept
+ * (for which cause, and whether it passes by itself), kept again when the POS delivers it again,
+ * claimed for a run (an operator's replay or the bridge's own), written after the run, dismissed.
+ * No I/O and no clock: the caller passes the time and writes what comes back through the store's
+ * atomic `updateDeadLetter`. Ingest, the retry loop and operator actions all decide from here, so
+ * a rule is written once.
  *
- * What the store must index to answer "due" and "held" (`deadLetterDueAtMs`, `deadLetterHeld`) and
- * the refusals an operator reads (`replayRefusal`, `dismissRefusal`) stay beside the store's types
- * (ledger/store.ts), which the stores use without the core.
+ * A run's claim (`retry.claim`) is a lease, and follows lease.ts' rules: it keeps other instances
+ * out until it runs out; this instance knows by itself whether its own run of the letter is still
+ * going (`RunClaimant.underWay`).
+ *
+ * Still in ledger/store.ts: `deadLetterDueAtMs`, which every store indexes letters by, so it must
+ * stay below the core; and, for now, `deadLetterHeld` and the refusals an operator reads
+ * (`replayRefusal`, `dismissRefusal`), which no store uses: they belong here (operator.ts reads them
+ * for a letter's actions).
  */
-import type { FieldIssue } from '../errors.js';
-import { deadLetterDueAtMs, deadLetterHeld, dismissRefusal, replayRefusal, type DeadLetter, type DeadLetterRetry } from '../ledger/store.js';
+import { BridgeError, ValidationError, type FieldIssue } from '../errors.js';
+import { deadLetterDueAtMs, dismissRefusal, replayRefusal, type DeadLetter, type DeadLetterRetry } from '../ledger/store.js';
+import { isHeld, release, take, type Lease } from '../lease.js';
+import { PosApiError } from '../pos-api.js';
 
 export interface DeadLetterRetryPolicy {
   /** The schedule's unit (DEAD_LETTER_RETRY_BASE_MS). */
@@ -44,10 +52,31 @@ export function retryAfterFailure(policy: Pick<DeadLetterRetryPolicy, 'baseMs' |
   return { transient, attempts, ...(more ? { nextAt: new Date(nowMs + retryDelayMs(policy, attempts)).toISOString() } : {}) };
 }
 
-/** Due for an automatic run by `nowMs`, and nobody holds it. */
+/** Due for an automatic run by `nowMs`, and no run's claim holds it (a live claim, anyone's: the due time the stores index waits it out). */
 export function isDueForRetry(letter: DeadLetter, nowMs: number): boolean {
   const due = deadLetterDueAtMs(letter);
-  return due !== undefined && due <= nowMs && !deadLetterHeld(letter, nowMs);
+  return due !== undefined && due <= nowMs && !isHeld(letter.retry?.claim, nowMs);
+}
+
+/** A cause that may pass by itself: the POS API timed out, or answered 5xx or 429. */
+export function passesByItself(error: BridgeError): boolean {
+  return error instanceof PosApiError && error.transient;
+}
+
+/**
+ * Why a part of a delivery is kept, from its failures (at least one): the first one's code, every
+ * message in one line of bounded length, the field issues (20 at most). One transient failure is
+ * enough to run the part again: what went through is skipped then, and once only failures a person
+ * must fix are left, the letter waits for one.
+ */
+export function keepCause(errors: readonly BridgeError[]): KeepCause {
+  const text = errors.map((e) => e.message).join('; ');
+  return {
+    reason: text.length > 2000 ? `${text.slice(0, 2000)}…` : text,
+    reasonCode: errors[0]!.code,
+    issues: errors.flatMap((e) => (e instanceof ValidationError ? e.issues : [])).slice(0, 20),
+    transient: errors.some(passesByItself),
+  };
 }
 
 /** Why a delivery is kept: its first cause, every field issue, and whether it passes by itself. */
@@ -93,8 +122,16 @@ export function keep(existing: DeadLetter | undefined, delivery: KeptDelivery, c
 /** Who runs a letter: an operator's replay, or the bridge's own run of a letter due. */
 export type RunBy = 'operator' | 'bridge';
 
-/** A run's hold on its letter: no other run (another instance's, an operator's) starts meanwhile. */
-export type RunClaim = NonNullable<DeadLetterRetry['claim']>;
+/** A run's hold on its letter, a lease (lease.ts): no other run (another instance's, an operator's) starts meanwhile. */
+export type RunClaim = Lease;
+
+/** Who asks to run a letter: this instance, for how long its run holds the letter, and whether a run of it by this instance is still going. */
+export interface RunClaimant {
+  owner: string;
+  leaseMs: number;
+  /** This instance runs the letter now (its claim does not keep it out: lease.ts), so it does not run it again. */
+  underWay?: boolean;
+}
 
 export type ClaimResult =
   | { kind: 'claimed'; letter: DeadLetter }
@@ -105,13 +142,20 @@ export type ClaimResult =
   /** The bridge's own run of a letter that is not due (a person's, or not yet). */
   | { kind: 'not_due'; why: string };
 
-/** Claims `letter` for a run by `by` at `nowMs`, holding it until `claim.until`. */
-export function claimForRun(letter: DeadLetter | undefined, by: RunBy, claim: RunClaim, nowMs: number): ClaimResult {
+/**
+ * Claims `letter` for a run by `by` at `nowMs`, holding it for `claimant.leaseMs` (lease.ts `take`):
+ * refused once resolved, while this instance runs it already, and while another instance's run
+ * holds it; the bridge's own run only once it is due.
+ */
+export function claimForRun(letter: DeadLetter | undefined, by: RunBy, claimant: RunClaimant, nowMs: number): ClaimResult {
   if (!letter) return { kind: 'missing' };
-  const why = replayRefusal(letter, nowMs);
-  if (why) return { kind: 'refused', why };
+  if (letter.resolvedAt) return { kind: 'refused', why: replayRefusal(letter, nowMs)! };
+  const beingRun = `dead letter ${letter.id} is being run now (by ${claimant.owner}); ask again once that run is written`;
+  if (claimant.underWay) return { kind: 'refused', why: replayRefusal(letter, nowMs) ?? beingRun };
+  const taking = take(letter.retry?.claim, claimant.owner, nowMs, claimant.leaseMs);
+  if ('heldBy' in taking) return { kind: 'refused', why: replayRefusal(letter, nowMs) ?? beingRun };
   if (by === 'bridge' && !isDueForRetry(letter, nowMs)) return { kind: 'not_due', why: `dead letter ${letter.id} is not due for an automatic run` };
-  return { kind: 'claimed', letter: { ...letter, retry: { ...(letter.retry ?? { transient: false, attempts: 0 }), claim } } };
+  return { kind: 'claimed', letter: { ...letter, retry: { ...(letter.retry ?? { transient: false, attempts: 0 }), claim: taking.taken } } };
 }
 
 /**
@@ -123,11 +167,12 @@ export type RunResult = { kind: 'processed'; outcome: string; created: string[] 
 /**
  * The letter once the run `claim` made at `at` is written: resolved when it went through, else its
  * new cause and schedule (an automatic run's failure counts against the runs left). The claim is
- * given back only if still the run's own: a run that outlived its lease may have been taken over.
+ * given back only by its owner (lease.ts `release`): a run that outlived its lease may have been
+ * taken over, and that run's claim stays.
  */
 export function afterRun(letter: DeadLetter, by: RunBy, claim: RunClaim, at: string, result: RunResult, policy: Pick<DeadLetterRetryPolicy, 'baseMs' | 'maxAttempts'>, doneMs: number): DeadLetter {
-  const ours = letter.retry?.claim?.owner === claim.owner && letter.retry.claim.until === claim.until;
-  const stillHeld = !ours && letter.retry?.claim ? { claim: letter.retry.claim } : {};
+  const kept = release(letter.retry?.claim, claim.owner);
+  const stillHeld = kept ? { claim: kept } : {};
   const ran = by === 'bridge';
   const created = result.created.length ? { created: result.created } : {};
   if (result.kind === 'processed') {

@@ -11,6 +11,7 @@
  * waits for it, within the budget, and goes right after.
  */
 import { randomUUID } from 'node:crypto';
+import { isHeld, leaseFrom, standing } from '../lease.js';
 import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
@@ -187,17 +188,18 @@ export class DeliveryService {
   }
 
   /**
-   * A call marked in flight by a bridge that can no longer finish it: our own marker with no call
-   * of ours out (the pass that set it failed to record the outcome); with a single-process ledger,
-   * any other owner (that process is gone: the ledger's lock says so); with a shared ledger, an
-   * owner whose lease ran out (it died, or is far past any round's length).
+   * A call marked in flight by a bridge that can no longer finish it. The marker is a lease
+   * (lease.ts: its owner, from its start for `inFlightLeaseMs`): our own, with no call of ours out
+   * (the pass that set it failed to record the outcome); with a single-process ledger, any other
+   * owner's (that process is gone: the ledger's lock says so); with a shared ledger, another owner's
+   * that ran out (it died, or is far past any round's length).
    */
   abandoned(record: LedgerRecord): boolean {
     const flight = record.inFlight;
     if (!flight) return false;
     if (flight.owner === this.instanceId) return !this.calling.has(keyOf(record));
-    if (!this.writer.store.sharedByInstances) return true;
-    return this.writer.now().getTime() - Date.parse(flight.startedAt) > this.options.inFlightLeaseMs;
+    const lease = standing(leaseFrom(flight.owner, flight.startedAt, this.options.inFlightLeaseMs), this.instanceId, this.writer.store.sharedByInstances === true);
+    return !isHeld(lease, this.writer.now().getTime(), this.instanceId);
   }
 
   /** Takes over an abandoned call: in doubt. Undefined when another instance took it over first. */

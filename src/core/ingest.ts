@@ -22,7 +22,7 @@ import { canonicalHeaders } from '../webhooks/headers.js';
 import { singleHeader, verifySignature } from '../webhooks/signature.js';
 import type { Answer } from './answer.js';
 import type { DeadLetterRunner } from './dead-letter-retry.js';
-import { afterRun, claimForRun, keep, type DeadLetterRetryPolicy, type RunResult } from './dead-letter-transitions.js';
+import { afterRun, claimForRun, keep, keepCause, passesByItself, type DeadLetterRetryPolicy, type KeepCause, type RunResult } from './dead-letter-transitions.js';
 import type { IntakeService } from './intake.js';
 import { headersToKeep, keptPayload, storedBody, type Arrival } from './arrival.js';
 import { isSuspended } from '../merchants/merchant.js';
@@ -72,11 +72,6 @@ function isKept(error: unknown): error is BridgeError {
   return error instanceof BridgeError && (error.status === 404 || error.status === 409) && error.code !== 'unknown_pos';
 }
 
-/** A cause that may pass by itself: the POS API timed out, or answered 5xx or 429. */
-function isTransient(error: BridgeError): boolean {
-  return error instanceof PosApiError && error.transient;
-}
-
 /** One action (or a whole part) of a delivery that could not be carried out, under the key its result is given. */
 interface Failure {
   key: string;
@@ -91,12 +86,6 @@ export interface WebhookReplay {
 
 /** How ingest keeps and runs dead letters. `owner`: this instance, as named in the claims it takes. */
 export type DeadLetterOptions = DeadLetterRetryPolicy & { owner: string };
-
-/** Reasons of several failures kept in one letter, in one line of bounded length. */
-function describeFailures(errors: BridgeError[]): string {
-  const text = errors.map((e) => e.message).join('; ');
-  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
-}
 
 /** A fetched object may itself be id-only or need another fetch; this bounds the chain. */
 const MAX_FETCH_DEPTH = 3;
@@ -192,6 +181,12 @@ export class Ingest implements DeadLetterRunner {
    * two. Across instances the ledger's own dedupe on the order is what remains.
    */
   readonly #eventLocks = new KeyedMutex();
+  /**
+   * The dead letters this instance is running now. A letter's claim names the instance, and keeps
+   * only other instances out (lease.ts): this is what keeps the retry loop and an operator's replay
+   * here from running one letter twice at once.
+   */
+  readonly #letterRuns = new Set<string>();
 
   constructor(
     private readonly adapters: ReadonlyMap<string, PosAdapter>,
@@ -385,7 +380,7 @@ export class Ingest implements DeadLetterRunner {
     return run;
   }
 
-  /** The bridge's own run of a letter due (dead-letter-retry.ts); `ran: false` when it was not due or another instance holds it. */
+  /** The bridge's own run of a letter due (dead-letter-retry.ts); `ran: false` when it was not due, or another run holds it. */
   async retryDeadLetter(id: string): Promise<{ ran: boolean; resolved?: boolean }> {
     const run = await this.#run(id, 'bridge');
     return 'refused' in run ? { ran: false } : { ran: true, resolved: run.error === undefined };
@@ -393,20 +388,32 @@ export class Ingest implements DeadLetterRunner {
 
   /**
    * Claims the letter, runs its delivery again and writes what came of it, giving the claim back.
-   * The claim is what keeps two instances (or the loop and an operator) from running one letter at
-   * once, and a resolved letter from being run again.
+   * The claim is what keeps two instances from running one letter at once (lease.ts), `#letterRuns`
+   * the loop and an operator here; and a resolved letter is never run again.
    */
   async #run(id: string, by: 'operator' | 'bridge'): Promise<{ refused: BridgeError } | { letter: DeadLetter; outcome?: WebhookOutcome; error?: string }> {
+    // Refused (claimForRun), naming the run under way.
+    if (this.#letterRuns.has(id)) return this.#claimAndRun(id, by, true);
+    this.#letterRuns.add(id);
+    try {
+      return await this.#claimAndRun(id, by, false);
+    } finally {
+      this.#letterRuns.delete(id);
+    }
+  }
+
+  async #claimAndRun(id: string, by: 'operator' | 'bridge', underWay: boolean): Promise<{ refused: BridgeError } | { letter: DeadLetter; outcome?: WebhookOutcome; error?: string }> {
     const claimedAtMs = this.clock().getTime();
-    const claim = { owner: this.deadLetters.owner, until: new Date(claimedAtMs + this.deadLetters.leaseMs).toISOString() };
+    const claimant = { owner: this.deadLetters.owner, leaseMs: this.deadLetters.leaseMs, underWay };
     let refused: BridgeError | undefined;
     const claimed = await this.store.updateDeadLetter(id, (letter) => {
-      const result = claimForRun(letter, by, claim, claimedAtMs);
+      const result = claimForRun(letter, by, claimant, claimedAtMs);
       if (result.kind === 'claimed') return result.letter;
       refused = result.kind === 'missing' ? new NotFoundError(`no dead letter ${echoed(id)}`) : new ConflictError(result.why, { deadLetterId: id });
       return undefined;
     });
-    if (refused || !claimed) return { refused: refused ?? new NotFoundError(`no dead letter ${echoed(id)}`) };
+    if (refused || !claimed?.retry?.claim) return { refused: refused ?? new NotFoundError(`no dead letter ${echoed(id)}`) };
+    const claim = claimed.retry.claim;
 
     const at = this.clock().toISOString();
     let outcome: WebhookOutcome | undefined;
@@ -511,13 +518,9 @@ export class Ingest implements DeadLetterRunner {
    */
   async #keep(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, kept: Failure[], replay: WebhookReplay | undefined): Promise<{ kept: KeptLetter; results: WebhookResult[] }> {
     // What the letter and the answer repeat of each cause is bounded where the cause is raised (errors.ts).
-    const errors = kept.map((f) => f.error);
-    // One transient failure is enough to run the part again: what went through is skipped then,
-    // and once only failures a person must fix are left, the letter waits for one.
-    const transient = errors.some(isTransient);
-    const reason = describeFailures(errors);
-    const issues = errors.flatMap((e) => (e instanceof ValidationError ? e.issues : [])).slice(0, 20);
-    const letter = replay ? { id: replay.letterId, retry: undefined } : await this.#deadLetter(pos, merchantId, raw, headers, { reason, reasonCode: errors[0]!.code }, issues, transient);
+    const cause = keepCause(kept.map((f) => f.error));
+    const { reason, issues, transient } = cause;
+    const letter = replay ? { id: replay.letterId, retry: undefined } : await this.#deadLetter(pos, merchantId, raw, headers, cause);
     const retryAt = letter.retry?.nextAt;
     if (!replay) this.logger.warn({ pos, merchantId, deadLetterId: letter.id, transient, retryAt, reasons: kept.map((f) => f.error.code) }, 'webhook kept as a dead letter');
     const ids = merchantId && merchantId !== DEFAULT_MERCHANT ? { merchantId } : {};
@@ -530,17 +533,16 @@ export class Ingest implements DeadLetterRunner {
         deadLetterId: letter.id,
         reason: error.message,
         ...(error instanceof ValidationError ? { issues: error.issues } : {}),
-        ...(retryAt && isTransient(error) ? { retryAt } : {}),
+        ...(retryAt && passesByItself(error) ? { retryAt } : {}),
       })),
     };
   }
 
-  async #deadLetter(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, cause: { reason: string; reasonCode: string }, issues: FieldIssue[], transient: boolean): Promise<DeadLetter> {
-    const { reason, reasonCode } = cause;
+  async #deadLetter(pos: string, merchantId: string | undefined, raw: Buffer, headers: IncomingHttpHeaders, cause: KeepCause): Promise<DeadLetter> {
     // By POS, merchant and bytes: the POS delivering it again finds the same letter; two merchants' equal parts are two letters.
     const id = createHash('sha256').update(`${pos}\u0000${merchantId ?? ''}\u0000`).update(raw).digest('hex').slice(0, 24);
     const delivery = { id, pos, ...(merchantId ? { merchantId } : {}), headers: headersToKeep(headers, this.adapters.get(pos)?.webhook?.signature.header), ...storedBody(raw) };
-    const letter = await this.store.updateDeadLetter(id, (existing) => keep(existing, delivery, { reason, reasonCode, issues, transient }, this.deadLetters, this.clock().getTime()));
+    const letter = await this.store.updateDeadLetter(id, (existing) => keep(existing, delivery, cause, this.deadLetters, this.clock().getTime()));
     return letter!;
   }
 }

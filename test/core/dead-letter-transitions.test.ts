@@ -1,7 +1,9 @@
 /** A dead letter's rules, as tables: kept, kept again, claimed for a run, written after it, dismissed. */
 import { describe, expect, it } from '@jest/globals';
-import { afterRun, claimForRun, dismiss, keep, type KeepCause, type RunBy, type RunResult } from '../../src/core/dead-letter-transitions.js';
+import { afterRun, claimForRun, dismiss, keep, keepCause, type KeepCause, type RunBy, type RunResult } from '../../src/core/dead-letter-transitions.js';
+import { NotFoundError, ValidationError } from '../../src/errors.js';
 import type { DeadLetter } from '../../src/ledger/store.js';
+import { PosApiError } from '../../src/pos-api.js';
 
 const MINUTE = 60_000;
 const T0 = Date.parse('2026-11-20T10:00:00.000Z');
@@ -16,6 +18,25 @@ const theirs = { owner: 'instance-b', until: at(12) };
 function letter(change: Partial<DeadLetter> = {}): DeadLetter {
   return { ...keep(undefined, delivery, transient, policy, T0), ...change };
 }
+
+describe('keepCause: why a part of a delivery is kept', () => {
+  const timedOut = new PosApiError("square's API timed out", true);
+  const refused = new PosApiError("square's API answered 401", false);
+  const invalid = ValidationError.field('total', 'must not be negative');
+
+  it('the first failure names the code; every message in one line; one transient failure is enough to run it again', () => {
+    expect(keepCause([invalid, timedOut])).toEqual({ reason: `${invalid.message}; ${timedOut.message}`, reasonCode: 'invalid_payload', issues: invalid.issues, transient: true });
+    expect(keepCause([refused, new NotFoundError('no order O-1')])).toEqual({ reason: `${refused.message}; no order O-1`, reasonCode: 'pos_api_failed', issues: [], transient: false });
+  });
+
+  it('bounded: the reason at 2000 characters, the issues at 20', () => {
+    const many = Array.from({ length: 30 }, (_, i) => ValidationError.field(`f${i}`, 'x'.repeat(100)));
+    const cause = keepCause(many);
+    expect(cause.reason).toHaveLength(2001);
+    expect(cause.reason.endsWith('…')).toBe(true);
+    expect(cause.issues).toHaveLength(20);
+  });
+});
 
 describe('keep: a delivery kept, or kept again', () => {
   it.each<[string, DeadLetter | undefined, KeepCause, number, Partial<DeadLetter>]>([
@@ -44,11 +65,24 @@ describe('claimForRun', () => {
     ['the bridge, once due', letter(), 'bridge', 1, 'claimed'],
     ["the bridge, a person's letter", keep(undefined, delivery, forAPerson, policy, T0), 'bridge', 60, 'not_due'],
     ["an operator, a person's letter, any time", keep(undefined, delivery, forAPerson, policy, T0), 'operator', 0, 'claimed'],
+    // A claim names the instance (lease.ts): its own claim, with no run of its own going, was left by a run that could not give it back.
+    ['its own claim, no run of it going here: taken again', letter({ retry: { transient: true, attempts: 1, claim: mine } }), 'operator', 5, 'claimed'],
   ])('%s', (_name, current, by, minute, expected) => {
-    const result = claimForRun(current, by, mine, T0 + minute * MINUTE);
+    const nowMs = T0 + minute * MINUTE;
+    const result = claimForRun(current, by, { owner: mine.owner, leaseMs: 10 * MINUTE }, nowMs);
     expect(result.kind).toBe(expected);
-    if (result.kind === 'claimed') expect(result.letter.retry!.claim).toEqual(mine);
+    if (result.kind === 'claimed') expect(result.letter.retry!.claim).toEqual({ owner: mine.owner, until: new Date(nowMs + 10 * MINUTE).toISOString() });
     if (result.kind === 'refused') expect(result.why).toMatch(/^dead letter L1 (was resolved|is being run now \(by instance-b, held until)/);
+  });
+
+  it('refused while a run of it by this instance is going, naming that run, whether or not its claim ran out', () => {
+    const held = letter({ retry: { transient: true, attempts: 1, nextAt: at(1), claim: mine } });
+    for (const minute of [5, 11]) {
+      const result = claimForRun(held, 'operator', { owner: mine.owner, leaseMs: 10 * MINUTE, underWay: true }, T0 + minute * MINUTE);
+      expect(result).toEqual({ kind: 'refused', why: expect.stringMatching(/^dead letter L1 is being run now \(by instance-a/) });
+    }
+    expect(claimForRun(held, 'bridge', { owner: mine.owner, leaseMs: 10 * MINUTE, underWay: true }, T0 + 11 * MINUTE).kind).toBe('refused');
+    expect(claimForRun(letter({ resolvedAt: at(2) }), 'operator', { owner: mine.owner, leaseMs: MINUTE, underWay: true }, T0 + 3 * MINUTE)).toEqual({ kind: 'refused', why: expect.stringMatching(/was resolved/) });
   });
 });
 
