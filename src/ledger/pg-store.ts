@@ -13,10 +13,11 @@ import { AccrualKeyHeldError, ArchivedRecordError, ConflictError, VersionConflic
 import { WriteBatch } from './pg-batch.js';
 import { accrualKeyColumns, attentionColumn, dueColumns, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { claimedOperationIds, DEFAULT_MERCHANT, isOpen, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
+import { claimedOperationIds, isOpen, keyOf, merchantOf, transactionIdOf, type LedgerRecord, type LedgerStatus } from './record.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput, type AttentionKind } from './attention.js';
 import { CUSTOMER_SEARCH_KEY, customerHash, customerHashesOf } from './customer-index.js';
 import {
+  attentionCountsOf,
   backfillKey,
   CUSTOMER_SEARCH_DEPTH,
   deadLetterDueAtMs,
@@ -189,10 +190,6 @@ function refusal(outcome: Refusal, record: LedgerRecord): Error {
   return new ConflictError(outcome.message ?? 'the ledger refused the write');
 }
 
-/** The transactionId a ledger key of this merchant stands for. */
-function transactionIdOf(merchantId: string, key: string): string {
-  return merchantId === DEFAULT_MERCHANT ? key : key.slice(merchantId.length + 1);
-}
 
 /**
  * `listDue` in SQL (store.ts for what it answers; due-turns.ts says the same for the other stores),
@@ -204,6 +201,11 @@ function transactionIdOf(merchantId: string, key: string): string {
  * leased, or that were written within `idleMs`, are not candidates, and those chosen are locked
  * (SKIP LOCKED: a row being written is left for the next pass), checked again and leased to the
  * owner. The records themselves are read by their primary key, in their month's partition.
+ *
+ * The lease test (`lease_until IS NULL OR lease_until < now() OR lease_owner = owner`) is the rule
+ * of src/lease.ts, which owns it, said in SQL because the batch is chosen and locked in one
+ * statement; here the database's clock says when a lease ran out. A change to the rule is made
+ * there first, then here and in `#select`.
  */
 export function dueSql(query: DueQuery): { text: string; values: unknown[] } {
   const values: unknown[] = [new Date(query.nowMs).toISOString()];
@@ -560,15 +562,7 @@ export class PostgresLedgerStore implements LedgerStore {
       `SELECT kind, merchant_id, count(*) AS n, min(since) AS oldest FROM ledger_attention ${filter} GROUP BY kind, merchant_id`,
       params,
     );
-    const counts: AttentionCounts = { byKind: {}, byMerchant: {} };
-    for (const r of rows) {
-      const n = Number(r.n);
-      const kind = (counts.byKind[r.kind] ??= { count: 0, oldestSince: r.oldest.toISOString() });
-      kind.count += n;
-      if (r.oldest.getTime() < Date.parse(kind.oldestSince)) kind.oldestSince = r.oldest.toISOString();
-      counts.byMerchant[r.merchant_id] = (counts.byMerchant[r.merchant_id] ?? 0) + n;
-    }
-    return counts;
+    return attentionCountsOf(rows.map((r) => ({ kind: r.kind, merchantId: r.merchant_id, count: Number(r.n), oldestSince: r.oldest.toISOString() })));
   }
 
   async appendAudit(entry: AuditEntry): Promise<void> {
@@ -808,7 +802,8 @@ export class PostgresLedgerStore implements LedgerStore {
       return rows.map((r) => r.record);
     }
     // Each instance's worker takes a disjoint batch: rows another instance holds a live lease on,
-    // or is claiming right now (locked), are skipped.
+    // or is claiming right now (locked), are skipped. The lease test is src/lease.ts' rule in SQL
+    // (see `dueSql`).
     const owner = `$${params.push(claim.owner)}`;
     const leaseMs = `$${params.push(claim.leaseMs)}`;
     const idleMs = `$${params.push(claim.idleMs ?? 0)}`;
