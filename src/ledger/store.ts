@@ -6,6 +6,7 @@
  * record at most; an accrual key (`accrualKeys`: one customer and amount with an accrual
  * unsettled) is held by one record at most. Every store passes `test/ledger/store-contract.ts`.
  */
+import type { Lease } from '../lease.js';
 import { ValidationError, type FieldIssue } from '../errors.js';
 import type { StoredMerchant } from '../merchants/merchant.js';
 import type { AttentionInput, AttentionKind } from './attention.js';
@@ -141,7 +142,7 @@ export interface DeadLetterRetry {
    * holds it: no other instance runs it meanwhile. A claim past `until` was left by an instance
    * that stopped; it no longer holds anything.
    */
-  claim?: { owner: string; until: string };
+  claim?: Lease;
 }
 
 /**
@@ -418,7 +419,7 @@ export interface BackfillState {
    * The instance running a pass of this account now, and until when it holds it: no other instance
    * starts one meanwhile. A lease past `until` was left by an instance that stopped.
    */
-  lease?: { owner: string; until: string };
+  lease?: Lease;
 }
 
 /** A backfill state's key within a store: merchant ids (MERCHANT_ID) and POS names hold no `/`. */
