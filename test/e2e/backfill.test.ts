@@ -309,6 +309,28 @@ describe.each(BACKFILL_POSES)('backfill: $pos', (p) => {
     expect(Date.parse(row!.watermark!)).toBeGreaterThanOrEqual(Date.parse(watermark));
   });
 
+  it("on one instance, a second pass of an account while one runs is refused (409 naming the instance); a lease this instance left behind (a pass whose last write failed) holds nothing back", async () => {
+    s = await setUp(p);
+    const { h } = s;
+    for (let i = 0; i < 3; i++) addOrder(`+1415555025${i}`, ago(20 - i));
+    h.sim.pos[p.pos].faults(s.account.account).inject({ kind: 'slow', on: 'list', after: 1, delayMs: 1000 });
+    const first = backfill(h.bridge, { pos: p.pos, since: ago(60) }).then((r) => r);
+    const row = await eventually(() => status(h.bridge, p.pos), (r) => r?.running !== undefined);
+    const lease = row!.running as { owner: string; until: string };
+    const second = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(second.status).toBe(409);
+    expect(second.body.error.message).toContain(`(instance ${lease.owner}, held until`);
+    expect((await first).status).toBe(200);
+
+    // The same instance's lease left in the store, as a pass whose release failed leaves it: not
+    // running (the instance knows its own passes), and the next pass takes it at once.
+    await h.bridge.store.updateBackfillState('default', p.pos, (current) => ({ ...current!, lease: { owner: lease.owner, until: new Date(Date.now() + 60_000).toISOString() } }));
+    expect((await status(h.bridge, p.pos))!.running).toBeUndefined();
+    const next = await backfill(h.bridge, { pos: p.pos, since: ago(60) });
+    expect(next.status).toBe(200);
+    expect([next.body.examined, next.body.known]).toEqual([3, 3]);
+  });
+
   it('an instance that stops mid-pass loses and doubles nothing: another on the same single-process ledger takes its lease over at once and reads the window again; the stopped one, should it wake, can no longer move anything', async () => {
     const state = emptyMemoryLedger();
     s = await setUp(p, {}, { store: new MemoryLedgerStore(state), startWorker: false });
