@@ -1,7 +1,9 @@
 /**
- * What the operator commands (`npm run migrate`, `npm run ledger:copy`, `npm run secrets:rotate`, `npm run backfill`) share: an error that carries
- * its exit code, telling whether a module is the process's entry point, keeping passwords out of
- * what is printed, and a progress bar without a dependency.
+ * What the operator commands (`npm run migrate`, `npm run ledger:copy`, `npm run ledger:archive`,
+ * `npm run secrets:rotate`, `npm run reconcile-report`, `npm run backfill`) share: the command's
+ * skeleton (--help, exit codes, the one error line), an error that carries its exit code, telling
+ * whether a module is the process's entry point, keeping passwords out of what is printed, and a
+ * progress bar without a dependency.
  */
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -16,6 +18,61 @@ export class CommandError extends Error {
     super(message);
     this.name = 'CommandError';
   }
+}
+
+/*
+ * The skeleton of a command: `--help` or `-h` anywhere prints the usage and exits 0; otherwise the
+ * command runs, and its exit code is what it answers (0 when it answers nothing). What stops it is
+ * one line on stderr, `<name>: <message>`, and its exit code: a CommandError's own (2: the command
+ * line is wrong), else 1, when the line says `failed:` first. The line never holds a password of the
+ * URLs the command names (hideUrl) or of the variables it reads them from, nor its secrets.
+ */
+export interface CommandSpec {
+  /** How its error lines begin: `migrate`, `secrets:rotate`. */
+  name: string;
+  usage: string;
+  /** Where the usage goes (stdout). */
+  log?: (line: string) => void;
+  /** Variables holding URLs (LEDGER_URL) whose passwords the error line masks whenever they are set. */
+  hiddenVariables?: readonly string[];
+  /** Values the error line never shows (keys), each replaced by `***`. */
+  secrets?: (argv: readonly string[], env: NodeJS.ProcessEnv) => readonly string[];
+  /** A line added below the error when the command failed with exit code 1. */
+  failedNote?: string;
+  /** What the command does: answers its exit code (or nothing: 0); throws for what stops it. */
+  run(context: CommandContext): Promise<number | void>;
+}
+
+export interface CommandContext {
+  argv: readonly string[];
+  env: NodeJS.ProcessEnv;
+  /** From now on, an error line masks `url`'s password wherever it appears. */
+  hideUrl(url: string): void;
+}
+
+/** Runs a command as its spec says; answers the exit code, never throws. */
+export async function runCommand(spec: CommandSpec, argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    (spec.log ?? ((line: string) => process.stdout.write(`${line}\n`)))(spec.usage);
+    return 0;
+  }
+  const urls: string[] = [];
+  try {
+    return (await spec.run({ argv, env, hideUrl: (url) => void urls.push(url) })) ?? 0;
+  } catch (error) {
+    const code = error instanceof CommandError ? error.exitCode : 1;
+    const variables = (spec.hiddenVariables ?? []).flatMap((name) => (env[name] ? [env[name]] : []));
+    let message = hidePasswords(describeError(error), ...urls, ...variables);
+    for (const secret of spec.secrets?.(argv, env) ?? []) if (secret) message = message.split(secret).join('***');
+    const note = code === 1 && spec.failedNote ? `\n${spec.failedNote}` : '';
+    process.stderr.write(`${spec.name}: ${error instanceof CommandError ? '' : 'failed: '}${message}${note}\n`);
+    return code;
+  }
+}
+
+/** A command's `main(argv, env)`: answers the exit code. */
+export function command(spec: CommandSpec): (argv?: readonly string[], env?: NodeJS.ProcessEnv) => Promise<number> {
+  return (argv, env) => runCommand(spec, argv, env);
 }
 
 /** True when the module at `moduleUrl` (its `import.meta.url`) is the script node was started with. */

@@ -22,7 +22,7 @@
 import pg from 'pg';
 import { inTransaction, parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-store.js';
 import { partitionName } from '../src/ledger/pg-migrations.js';
-import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions } from './cli.js';
+import { CommandError, isEntryPoint, parseOptions, runCommand } from './cli.js';
 import { resolveLedgerUrl } from './migrate.js';
 
 const USAGE = 'usage: npm run ledger:archive -- --list | --month YYYY-MM|before_10[,YYYY-MM…] [--drop]   [--url postgres://…]   (default: LEDGER_URL)';
@@ -183,44 +183,45 @@ function mb(bytes: number): string {
 }
 
 /** The command: answers the exit code. */
-export async function main(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env, log: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    log(USAGE);
-    return 0;
-  }
-  let url: string | undefined;
-  let store: PostgresLedgerStore | undefined;
-  try {
-    const options = parseOptions(argv, ['url', 'month'], ['list', 'drop']);
-    if (options.has('list') === options.has('month')) throw new CommandError(`give --list or --month\n${USAGE}`, 2);
-    const urlArgs = options.has('url') ? ['--url', options.get('url')!] : [];
-    url = resolveLedgerUrl(urlArgs, env);
-    const { schema } = parsePgUrl(url);
-    store = new PostgresLedgerStore(url, { poolSize: 1 });
-    // Brings the schema up to date first: the partitions exist from migration 10 on.
-    await store.init();
-    log(`PostgreSQL ledger ${redactUrl(url)}${schema ? ` (schema ${schema})` : ''}`);
-    if (options.has('list')) {
-      for (const p of await listPartitions(store.pool)) log(`${p.name}  ${p.bounds}  ~${p.estimatedRecords} records  ${mb(p.bytes)}`);
-      return 0;
-    }
-    const months = options.get('month')!.split(',').map((m) => m.trim());
-    for (const result of await archiveMonths(store.pool, { months, drop: options.has('drop') })) {
-      log(
-        result.dropped
-          ? `archived ${result.partition}: ${result.records} records detached and dropped; their keys stay, so a redelivery of one is answered 409 archived`
-          : `archived ${result.partition}: ${result.records} records detached; the table ${result.partition} stands alone: pg_dump -t ${schema ? `${schema}.` : ''}${result.partition} …, then DROP TABLE ${result.partition}`,
-      );
-    }
-    return 0;
-  } catch (error) {
-    const code = error instanceof CommandError ? error.exitCode : 1;
-    const message = hidePasswords(describeError(error), ...(url ? [url] : []), ...(env.LEDGER_URL ? [env.LEDGER_URL] : []));
-    process.stderr.write(`ledger:archive: ${code === 1 ? 'failed: ' : ''}${message}\n`);
-    return code;
-  } finally {
-    await store?.close().catch(() => undefined);
-  }
+export function main(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env, log: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
+  return runCommand(
+    {
+      name: 'ledger:archive',
+      usage: USAGE,
+      log,
+      hiddenVariables: ['LEDGER_URL'],
+      async run({ hideUrl }) {
+        const options = parseOptions(argv, ['url', 'month'], ['list', 'drop']);
+        if (options.has('list') === options.has('month')) throw new CommandError(`give --list or --month\n${USAGE}`, 2);
+        const urlArgs = options.has('url') ? ['--url', options.get('url')!] : [];
+        const url = resolveLedgerUrl(urlArgs, env);
+        hideUrl(url);
+        const { schema } = parsePgUrl(url);
+        const store = new PostgresLedgerStore(url, { poolSize: 1 });
+        try {
+          // Brings the schema up to date first: the partitions exist from migration 10 on.
+          await store.init();
+          log(`PostgreSQL ledger ${redactUrl(url)}${schema ? ` (schema ${schema})` : ''}`);
+          if (options.has('list')) {
+            for (const p of await listPartitions(store.pool)) log(`${p.name}  ${p.bounds}  ~${p.estimatedRecords} records  ${mb(p.bytes)}`);
+            return;
+          }
+          const months = options.get('month')!.split(',').map((m) => m.trim());
+          for (const result of await archiveMonths(store.pool, { months, drop: options.has('drop') })) {
+            log(
+              result.dropped
+                ? `archived ${result.partition}: ${result.records} records detached and dropped; their keys stay, so a redelivery of one is answered 409 archived`
+                : `archived ${result.partition}: ${result.records} records detached; the table ${result.partition} stands alone: pg_dump -t ${schema ? `${schema}.` : ''}${result.partition} …, then DROP TABLE ${result.partition}`,
+            );
+          }
+        } finally {
+          await store.close().catch(() => undefined);
+        }
+      },
+    },
+    argv,
+    env,
+  );
 }
 
 if (isEntryPoint(import.meta.url)) process.exitCode = await main();

@@ -24,7 +24,7 @@ import { parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-sto
 import { keyOf, type LedgerRecord } from '../src/ledger/record.js';
 import type { StoredMerchant } from '../src/merchants/merchant.js';
 import type { AuditEntry, DeadLetter, LedgerStore, ListCursor } from '../src/ledger/store.js';
-import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions, ProgressBar, type ProgressOptions } from './cli.js';
+import { command, CommandError, describeError, hidePasswords, isEntryPoint, parseOptions, ProgressBar, type ProgressOptions } from './cli.js';
 
 const USAGE = 'usage: npm run ledger:copy -- --from file:./data/ledger.json --to postgres://user@host:5432/db[?schema=name]';
 
@@ -350,31 +350,27 @@ function fmt(n: number): string {
 }
 
 /** The command: answers the exit code. */
-export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const urls = argv.filter((a) => a.includes('://')).map((a) => a.replace(/^--[a-z-]+=/, ''));
-  const aborter = new AbortController();
-  const onSignal = () => {
-    process.stderr.write('\nstopping after the batch under way…\n');
-    aborter.abort();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  try {
-    const options = parseOptions(argv, ['from', 'to']);
-    const result = await copyLedger({ from: options.get('from') ?? '', to: options.get('to') ?? '', signal: aborter.signal });
-    return result.ok ? 0 : 1;
-  } catch (error) {
-    const code = error instanceof CommandError ? error.exitCode : 1;
-    process.stderr.write(`ledger:copy: ${code === 1 && !(error instanceof CommandError) ? 'failed: ' : ''}${hidePasswords(describeError(error), ...urls)}\n`);
-    return code;
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
-}
+export const main = command({
+  name: 'ledger:copy',
+  usage: USAGE,
+  async run({ argv, hideUrl }) {
+    for (const url of argv.filter((a) => a.includes('://')).map((a) => a.replace(/^--[a-z-]+=/, ''))) hideUrl(url);
+    const aborter = new AbortController();
+    const onSignal = () => {
+      process.stderr.write('\nstopping after the batch under way…\n');
+      aborter.abort();
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      const options = parseOptions(argv, ['from', 'to']);
+      const result = await copyLedger({ from: options.get('from') ?? '', to: options.get('to') ?? '', signal: aborter.signal });
+      return result.ok ? 0 : 1;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  },
+});
 
 if (isEntryPoint(import.meta.url)) process.exitCode = await main();

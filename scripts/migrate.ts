@@ -9,7 +9,7 @@
  */
 import { migrate, parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-store.js';
 import { MIGRATIONS } from '../src/ledger/pg-migrations.js';
-import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions } from './cli.js';
+import { command, CommandError, hidePasswords, isEntryPoint, parseOptions } from './cli.js';
 
 const USAGE = 'usage: npm run migrate [-- --url postgres://user@host:5432/db[?schema=name]]   (default: LEDGER_URL)';
 
@@ -62,22 +62,15 @@ export async function migrateLedger(options: { url: string; log?: (line: string)
 }
 
 /** The command: answers the exit code. */
-export async function main(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  let url: string | undefined;
-  try {
-    url = resolveLedgerUrl(argv, env);
+export const main = command({
+  name: 'migrate',
+  usage: USAGE,
+  hiddenVariables: ['LEDGER_URL'],
+  async run({ argv, env, hideUrl }) {
+    const url = resolveLedgerUrl(argv, env);
+    hideUrl(url);
     await migrateLedger({ url });
-    return 0;
-  } catch (error) {
-    const code = error instanceof CommandError ? error.exitCode : 1;
-    const message = hidePasswords(describeError(error), ...(url ? [url] : []), ...(env.LEDGER_URL ? [env.LEDGER_URL] : []));
-    process.stderr.write(`migrate: ${code === 1 ? 'failed: ' : ''}${message}\n`);
-    return code;
-  }
-}
+  },
+});
 
 if (isEntryPoint(import.meta.url)) process.exitCode = await main();

@@ -29,9 +29,10 @@ import { openStore } from '../src/ledger/open-store.js';
 import { redactUrl } from '../src/ledger/pg-store.js';
 import type { LedgerStore } from '../src/ledger/store.js';
 import { sealedSecretsOf, type StoredMerchant } from '../src/merchants/merchant.js';
-import { keyFingerprint, parseSecretsKey, SecretBox, SecretsKeyError, type SealedSecret } from '../src/merchants/secrets.js';
+import type { SealedSecret } from '../src/merchants/merchant.js';
+import { keyFingerprint, parseSecretsKey, SecretBox, SecretsKeyError } from '../src/merchants/secrets.js';
 import { readSandboxKey, sandboxKeyPath, writeSandboxKey } from '../src/sandbox.js';
-import { CommandError, describeError, hidePasswords, isEntryPoint, parseOptions } from './cli.js';
+import { command, CommandError, describeError, isEntryPoint, parseOptions } from './cli.js';
 
 const USAGE = 'usage: SECRETS_KEY=<current key> npm run secrets:rotate -- --to <new key> [--url <ledger>]   (new key: openssl rand -base64 32; ledger: LEDGER_URL)';
 /** Attempts per merchant when a running bridge changes it meanwhile (PostgreSQL). */
@@ -169,13 +170,13 @@ export async function rotateSecrets(options: RotateOptions): Promise<RotateResul
 }
 
 /** The command: answers the exit code. */
-export async function main(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  let url: string | undefined;
-  try {
+export const main = command({
+  name: 'secrets:rotate',
+  usage: USAGE,
+  // Never a key, even one given where an argument was expected.
+  secrets: (argv, env) => [...argv.map((a) => a.replace(/^--[a-z-]+=/, '')), env.SECRETS_KEY ?? ''].filter((value) => value.length >= 16 && !value.startsWith('--')),
+  failedNote: '(what was re-sealed stays so; run the same command again to finish)',
+  async run({ argv, env, hideUrl }) {
     const options = parseOptions(argv, ['to', 'url']);
     const to = options.get('to');
     if (!to) throw new CommandError(`--to is required: the new key (openssl rand -base64 32)\n${USAGE}`, 2);
@@ -185,7 +186,8 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
       if (error instanceof SecretsKeyError) throw new CommandError(`--to ${error.message}`, 2);
       throw error;
     }
-    url = options.get('url') ?? configuredValue('LEDGER_URL', env);
+    const url = options.get('url') ?? configuredValue('LEDGER_URL', env);
+    if (url) hideUrl(url);
     if (!url || !/^(file:.+|postgres(ql)?:\/\/.+)$/.test(url)) throw new CommandError(`LEDGER_URL (or --url) must be file:<path> or postgres://…${url ? `, not ${redactUrl(url)}` : ''}`, 2);
     // SECRETS_KEY, else the sandbox's own key file beside the ledger (replaced with the new key at the end).
     let from = env.SECRETS_KEY?.trim() || undefined;
@@ -206,15 +208,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
     } else {
       process.stdout.write('now set SECRETS_KEY to the new key, and start the bridge(s) with it\n');
     }
-    return 0;
-  } catch (error) {
-    const code = error instanceof CommandError ? error.exitCode : 1;
-    // Never a key, even one given where an argument was expected.
-    let message = hidePasswords(describeError(error), ...(url ? [url] : []));
-    for (const value of [...argv.map((a) => a.replace(/^--[a-z-]+=/, '')), env.SECRETS_KEY ?? '']) if (value.length >= 16 && !value.startsWith('--')) message = message.split(value).join('***');
-    process.stderr.write(`secrets:rotate: ${code === 1 && !(error instanceof CommandError) ? 'failed: ' : ''}${message}${code === 1 ? '\n(what was re-sealed stays so; run the same command again to finish)' : ''}\n`);
-    return code;
-  }
-}
+  },
+});
 
 if (isEntryPoint(import.meta.url)) process.exitCode = await main();

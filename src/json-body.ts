@@ -117,7 +117,7 @@ interface Frame {
  * seen 1: such a body is refused instead. Keys are compared decoded (`"\u0074otal"` is `total`).
  * Being valid JSON, the text needs no checking here: outside strings only the brackets, commas and
  * the quotes opening a key matter, and strings are skipped with indexOf. It is on the checkout's hot
- * path: about 3 µs for a 2 kB checkout (`node dist/scripts/bench-json-keys.js`).
+ * path: about 3 µs for a 2 kB checkout (`node dist/bench/json-keys.js`).
  */
 export function checkStructure(text: string): string | typeof TOO_DEEP | undefined {
   const frames: Frame[] = [];

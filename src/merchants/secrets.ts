@@ -8,9 +8,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { SealedSecret } from './merchant.js';
 
-// TEMPORARY until scripts/secrets-rotate.ts imports it from merchant.ts.
-export type { SealedSecret };
-
 
 export class SecretsKeyError extends Error {}
 

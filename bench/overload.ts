@@ -1,12 +1,12 @@
 /**
  * Overload: many POS connections at once against one sandbox bridge, and where the time goes.
- * `npm run build && node dist/scripts/bench-overload.js [--connections=200] [--seconds=10] [--warmup=2]
+ * `npm run build && node dist/bench/overload.js [--connections=200] [--seconds=10] [--warmup=2]
  *  [--keep-alive=false]
  *  [--sim=sandbox|process] [--env=NAME=value,NAME=value]`
  *
  * The bridge runs as its own process (`dist/src/main.js`), in sandbox (the simulator in the same
  * process, as `npm start` runs it) or with the simulator as a separate process (`--sim=process`),
- * with scripts/bench-probe.ts preloaded to time each phase of each request. The load generator
+ * with bench/overload-probe.ts preloaded to time each phase of each request. The load generator
  * (this process) opens `connections` keep-alive connections at once and on each posts checkouts back
  * to back for `seconds`: closed loop, as POS terminals waiting for their answer do. Every answer's
  * latency counts from the instant its request was handed to the socket (connection set-up
@@ -14,16 +14,17 @@
  *
  * Figures only; nothing fails. `--env` passes variables to the bridge (e.g. a shedding setting).
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { cleanupSync, fmt, freePort, installCleanup, progress, startChild, summarize, table, trackTempDir, waitForHttp, waitForLine, type Summary } from './bench-lib.js';
-import { checkoutPayload } from './bench-records.js';
+import { cleanupSync, freePort, installCleanup, progress, startChild, startSimulator, summarize, tempDir, waitForHttp, type Summary } from './lib.js';
+import { checkoutPayload } from './records.js';
+import { fmt, table } from './table.js';
 
-const here = dirname(fileURLToPath(import.meta.url)); // dist/scripts
+const here = dirname(fileURLToPath(import.meta.url)); // dist/bench
 const projectRoot = resolve(here, '..', '..');
 const PROMISE_MS = 2000;
 
@@ -120,7 +121,7 @@ async function load(url: URL, connections: number, seconds: number, tag: string)
 
 async function main(): Promise<void> {
   installCleanup();
-  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-overload-')));
+  const dir = tempDir('bench-overload-');
   const port = await freePort();
   const probeOut = join(dir, 'probe.json');
   const env: Record<string, string> = {
@@ -135,12 +136,13 @@ async function main(): Promise<void> {
   delete env.LOYALTY_BASE_URL;
   let sim: ReturnType<typeof startChild> | undefined;
   if (opts.sim === 'process') {
-    sim = startChild(process.execPath, [join(here, 'bench-sim.js'), '0'], { cwd: projectRoot });
-    env.LOYALTY_BASE_URL = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
+    const simulator = await startSimulator({ here, distDir: join(projectRoot, 'dist'), projectRoot });
+    sim = simulator.child;
+    env.LOYALTY_BASE_URL = simulator.url;
     env.LOYALTY_APP_TOKEN = 'sim-app-token';
     env.LOYALTY_API_KEY = 'sim-api-key';
   }
-  const bridge = startChild(process.execPath, [...(process.env.BENCH_EXTRA_IMPORT ? ['--import', process.env.BENCH_EXTRA_IMPORT] : []), '--import', pathToFileURL(join(here, 'bench-probe.js')).href, join(projectRoot, 'dist', 'src', 'main.js')], { cwd: dir, env });
+  const bridge = startChild(process.execPath, [...(process.env.BENCH_EXTRA_IMPORT ? ['--import', process.env.BENCH_EXTRA_IMPORT] : []), '--import', pathToFileURL(join(here, 'overload-probe.js')).href, join(projectRoot, 'dist', 'src', 'main.js')], { cwd: dir, env });
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(`${base}/readyz`, bridge);
   const url = new URL(base);
@@ -184,7 +186,7 @@ async function main(): Promise<void> {
   if (probe) {
     const req = probe.requests;
     out();
-    out('inside the bridge process (bench-probe), ms');
+    out('inside the bridge process (overload-probe), ms');
     out(
       table([
         ['phase', 'n', 'p50', 'p99', 'max', `> ${PROMISE_MS} ms`],

@@ -10,22 +10,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CACHE_MS } from '../src/merchants/registry.js';
-import { cpuMsOf, fmt, keepAliveAgent, median, postJson, progress, runPhase, startSimulatorAndBridge, table, type PhaseResult } from './bench-lib.js';
-import { checkoutPayload } from './bench-records.js';
+import { cpuMsOf, keepAliveAgent, median, postJson, progress, roundMedians, runPhase, startSimulatorAndBridge, type LoadOptions, type PartContext, type PhaseResult } from './lib.js';
+import { checkoutPayload } from './records.js';
+import { figureTable, fmt, phaseColumns, roundColumns, tableOf, times } from './table.js';
 
-export interface MerchantsPartOptions {
+export interface MerchantsPartOptions extends PartContext, LoadOptions {
   merchants: number;
-  requests: number;
-  concurrency: number;
-  warmup: number;
-  rounds: number;
-  runId: string;
-  here: string;
-  distDir: string;
-  projectRoot: string;
-  adminToken: string;
-  out: (line?: string) => void;
-  gc?: () => void;
 }
 
 interface Created {
@@ -49,8 +39,8 @@ export async function merchantsPart(o: MerchantsPartOptions): Promise<void> {
   progress(`many merchants: starting a simulator and a bridge for ${o.merchants} merchants`);
   const { sim, simUrl, bridge, bridgeUrl } = await startSimulatorAndBridge(o, 'merchants', (simUrl) => ({
     LOYALTY_BASE_URL: simUrl,
-    LOYALTY_APP_TOKEN: 'sim-app-token',
-    LOYALTY_API_KEY: 'sim-api-key',
+    LOYALTY_APP_TOKEN: o.appToken,
+    LOYALTY_API_KEY: o.apiKey,
     ADMIN_TOKEN: o.adminToken,
     POS_AUTH: 'token',
     SECRETS_KEY: randomBytes(32).toString('base64'),
@@ -88,7 +78,8 @@ export async function merchantsPart(o: MerchantsPartOptions): Promise<void> {
       progress(`many merchants: warm-up ${o.warmup} ${kind}`);
       await runPhase(spec(kind, 'warm', Math.max(o.warmup, kind === 'many' ? o.merchants : 0)));
     }
-    const phases: (PhaseResult & { kind: 'one' | 'many'; round: number; cpu: number })[] = [];
+    type Measured = PhaseResult & { kind: 'one' | 'many'; round: number; cpu: number };
+    const phases: Measured[] = [];
     for (let round = 1; round <= o.rounds; round++) {
       for (const kind of ['one', 'many'] as const) {
         o.gc?.();
@@ -105,7 +96,7 @@ export async function merchantsPart(o: MerchantsPartOptions): Promise<void> {
 
     const of = (kind: 'one' | 'many') => {
       const ps = phases.filter((p) => p.kind === kind);
-      return { throughput: median(ps.map((p) => p.throughput)), p50: median(ps.map((p) => p.latency.p50)), cpu: median(ps.map((p) => p.cpu)) };
+      return { ...roundMedians(ps), cpu: median(ps.map((p) => p.cpu)) };
     };
     const one = of('one');
     const many = of('many');
@@ -116,19 +107,13 @@ export async function merchantsPart(o: MerchantsPartOptions): Promise<void> {
     o.out("   looked up and accrued with that merchant's own app token. CPU is the bridge process's.");
     o.out(`   A merchant's lookups are cached ${CACHE_MS / 1000} s; at this rate each merchant is seen every ${fmt(secondsBetween, 1)} s in the many phase.`);
     o.out();
-    o.out(
-      table([
-        ['phase', 'round', 'req/s', 'p50 ms', 'p99 ms', 'not-200-ok', 'bridge cpu ms/req'],
-        ...phases.map((p) => [p.kind, String(p.round), fmt(p.throughput, 0), fmt(p.latency.p50), fmt(p.latency.p99), String(p.unexpected + p.errors), fmt(p.cpu)]),
-      ]),
-    );
+    o.out(tableOf(phases, [...roundColumns<Measured>((p) => p.kind), ...phaseColumns<Measured>('req/s', 'p50', 'p99', 'not-200-ok'), ['bridge cpu ms/req', (p) => fmt(p.cpu)]]));
     o.out();
     o.out(
-      table([
-        ['figure', 'value', 'target', 'status'],
-        [`per-checkout cost, ${o.merchants} merchants / one (bridge CPU per checkout, medians)`, `${fmt(cpuRatio)}×`, '≤ 1.1×', cpuRatio <= 1.1 ? 'met' : 'not met'],
-        ['  throughput one / many', `${fmt(one.throughput / many.throughput)}×`, '', ''],
-        ['  p50 latency many / one', `${fmt(many.p50 / one.p50)}×`, '', ''],
+      figureTable([
+        [`per-checkout cost, ${o.merchants} merchants / one (bridge CPU per checkout, medians)`, times(cpuRatio), '≤ 1.1×', cpuRatio <= 1.1],
+        ['  throughput one / many', times(one.throughput / many.throughput)],
+        ['  p50 latency many / one', times(many.latency.p50 / one.latency.p50)],
       ]),
     );
     o.out();

@@ -7,26 +7,21 @@
  * pass, and beside it the checkout path's latency at RATE/s, open loop, with no pass running and
  * with passes running back to back, alternating, medians of the rounds.
  */
-import { BENCH_POS_TOKEN, BRIDGE_POST_HEADERS, fmt, keepAliveAgent, median, postJson, progress, runPhase, runRatePhase, startSimulatorAndBridge, table, type PhaseResult } from './bench-lib.js';
-import { checkoutPayload } from './bench-records.js';
+import { bridgeEnv, BRIDGE_POST_HEADERS, keepAliveAgent, median, postJson, progress, roundMedians, runPhase, runRatePhase, startSimulatorAndBridge, type LoadOptions, type PartContext, type PhaseResult } from './lib.js';
+import { checkoutPayload } from './records.js';
+import { figureTable, fmt, phaseColumns, roundColumns, tableOf } from './table.js';
 
-export interface BackfillPartOptions {
+export interface BackfillPartOptions extends PartContext, LoadOptions {
+  /** Square orders in the ledger that each pass reads back. */
   orders: number;
-  rate: number;
-  rounds: number;
-  concurrency: number;
-  runId: string;
-  here: string;
-  distDir: string;
-  projectRoot: string;
-  adminToken: string;
-  out: (line?: string) => void;
-  gc?: () => void;
 }
 
 const SQUARE_MERCHANT = 'MLBENCHBACKF1';
 const SQUARE_TOKEN = 'bench-square-token';
 const SQUARE_LOCATION = 'LOCBENCHBACK1';
+
+/** A round's open-loop checkouts, with no pass running or with passes running. */
+type Labelled = PhaseResult & { label: string; round: number };
 
 interface PassFigures {
   seconds: number;
@@ -39,12 +34,7 @@ interface PassFigures {
 export async function backfillPart(o: BackfillPartOptions): Promise<void> {
   progress(`backfill: starting a simulator and a bridge; ${o.orders} Square orders`);
   const { sim, simUrl, bridge, bridgeUrl } = await startSimulatorAndBridge(o, 'backfill', (simUrl) => ({
-    LOYALTY_BASE_URL: simUrl,
-    LOYALTY_APP_TOKEN: 'sim-app-token',
-    LOYALTY_API_KEY: 'sim-api-key',
-    ADMIN_TOKEN: o.adminToken,
-    POS_TOKEN: BENCH_POS_TOKEN,
-    LOG_LEVEL: 'silent',
+    ...bridgeEnv(o, simUrl),
     SQUARE_API_BASE_URL: `${simUrl}/square`,
     SQUARE_ACCESS_TOKEN: SQUARE_TOKEN,
     SQUARE_MERCHANT_ID: SQUARE_MERCHANT,
@@ -130,38 +120,47 @@ export async function backfillPart(o: BackfillPartOptions): Promise<void> {
     rateAgent.destroy();
 
     const rate = median(passes.map((p) => p.examined / p.seconds));
-    const p99 = (kind: 'alone' | 'beside') => median(rounds.map((r) => r[kind].latency.p99));
-    const p50 = (kind: 'alone' | 'beside') => median(rounds.map((r) => r[kind].latency.p50));
-    const failed = rounds.reduce((n, r) => n + r.alone.unexpected + r.alone.errors + r.beside.unexpected + r.beside.errors, 0);
+    const alone = roundMedians(rounds.map((r) => r.alone));
+    const beside = roundMedians(rounds.map((r) => r.beside));
     o.out(`F. Backfill: a pass over ${o.orders} Square orders already in the ledger (file ledger, fake Square API in the simulator, pages of 100)`);
     o.out('   each order listed (POST /v2/orders/search), parsed by the Square adapter and found known; then checkouts at');
     o.out(`   ${o.rate}/s, open loop, 5 s, with no pass running and with passes running back to back.`);
     o.out();
     o.out(
-      table([
-        ['pass', 'seconds', 'examined', 'known', 'new', 'pages', 'orders/s'],
-        ...passes.map((p, i) => [String(i + 1), fmt(p.seconds, 2), String(p.examined), String(p.known), String(p.new), String(p.pages), fmt(p.examined / p.seconds, 0)]),
-      ]),
+      tableOf(
+        passes.map((p, i) => ({ ...p, n: i + 1 })),
+        [
+          ['pass', (p) => String(p.n)],
+          ['seconds', (p) => fmt(p.seconds, 2)],
+          ['examined', (p) => String(p.examined)],
+          ['known', (p) => String(p.known)],
+          ['new', (p) => String(p.new)],
+          ['pages', (p) => String(p.pages)],
+          ['orders/s', (p) => fmt(p.examined / p.seconds, 0)],
+        ],
+      ),
     );
     o.out();
     o.out(
-      table([
-        ['checkouts at ' + o.rate + '/s', 'round', 'p50 ms', 'p99 ms', 'max ms', 'not-200-ok'],
-        ...rounds.flatMap((r, i) => [
-          ['no pass', String(i + 1), fmt(r.alone.latency.p50), fmt(r.alone.latency.p99), fmt(r.alone.latency.max), String(r.alone.unexpected + r.alone.errors)],
-          ['passes running', String(i + 1), fmt(r.beside.latency.p50), fmt(r.beside.latency.p99), fmt(r.beside.latency.max), String(r.beside.unexpected + r.beside.errors)],
+      tableOf(
+        rounds.flatMap((r, i) => [
+          { ...r.alone, label: 'no pass', round: i + 1 },
+          { ...r.beside, label: 'passes running', round: i + 1 },
         ]),
-      ]),
+        [...roundColumns<Labelled>((r) => r.label, `checkouts at ${o.rate}/s`), ...phaseColumns<Labelled>('p50', 'p99', 'max', 'not-200-ok')],
+      ),
     );
     o.out();
     o.out(
-      table([
-        ['figure (medians of the rounds)', 'value'],
-        [`backfill pass over ${o.orders} known orders`, `${fmt(rate, 0)} orders/s`],
-        [`checkout p99 at ${o.rate}/s, no pass / passes running`, `${fmt(p99('alone'))} / ${fmt(p99('beside'))} ms`],
-        [`checkout p50 at ${o.rate}/s, no pass / passes running`, `${fmt(p50('alone'))} / ${fmt(p50('beside'))} ms`],
-        ['checkouts not answered 200 accrued', String(failed)],
-      ]),
+      figureTable(
+        [
+          [`backfill pass over ${o.orders} known orders`, `${fmt(rate, 0)} orders/s`],
+          [`checkout p99 at ${o.rate}/s, no pass / passes running`, `${fmt(alone.latency.p99)} / ${fmt(beside.latency.p99)} ms`],
+          [`checkout p50 at ${o.rate}/s, no pass / passes running`, `${fmt(alone.latency.p50)} / ${fmt(beside.latency.p50)} ms`],
+          ['checkouts not answered 200 accrued', String(alone.unexpected + alone.errors + beside.unexpected + beside.errors)],
+        ],
+        { figure: 'figure (medians of the rounds)' },
+      ),
     );
     o.out();
   } finally {

@@ -1,5 +1,5 @@
 /**
- * The stack's own ceiling, for part A of the benchmark: `node dist/scripts/bench-floor.js <upstream-url>`.
+ * The stack's own ceiling, for part A of the benchmark: `node dist/bench/stack-floor.js <upstream-url>`.
  * One express + axios hop that does nothing else: express.json() reads an accrue body, axios (with
  * axios-retry attached, a keep-alive agent, no status throwing: configured as the bridge's client)
  * posts it to the simulator, and the answer goes back as JSON. No validation, no ledger, no logging.
@@ -14,7 +14,7 @@ import axiosRetry from 'axios-retry';
 import express from 'express';
 
 const upstream = process.argv[2];
-if (!upstream) throw new Error('usage: bench-floor.js <upstream-url>');
+if (!upstream) throw new Error('usage: stack-floor.js <upstream-url>');
 const client = axios.create({
   baseURL: upstream,
   headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-App-Token': 'sim-app-token' },

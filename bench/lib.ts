@@ -1,14 +1,17 @@
 /**
- * Helpers for scripts/bench.ts: statistics, a plain-text table, a keep-alive HTTP load generator,
- * child processes that are always cleaned up, and /proc CPU readings. No dependency beyond Node.
+ * What the benchmarks share: statistics, a keep-alive HTTP load generator, the simulator and
+ * bridges as child processes that are always cleaned up, and /proc CPU readings. No dependency
+ * beyond Node. Their tables and figures: bench/table.ts.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
+import type { PhaseFigures } from './table.js';
 
 // ------------------------------------------------------------------ statistics
 
@@ -41,28 +44,25 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/**
+ * A phase's figures over a part's rounds: the medians of throughput and latency, the worst max, and
+ * every round's answers that were not the expected success.
+ */
+export function roundMedians(phases: readonly PhaseResult[]): PhaseFigures {
+  return {
+    throughput: median(phases.map((p) => p.throughput)),
+    latency: {
+      p50: median(phases.map((p) => p.latency.p50)),
+      p99: median(phases.map((p) => p.latency.p99)),
+      max: Math.max(...phases.map((p) => p.latency.max)),
+      mean: median(phases.map((p) => p.latency.mean)),
+    },
+    unexpected: phases.reduce((n, p) => n + p.unexpected, 0),
+    errors: phases.reduce((n, p) => n + p.errors, 0),
+  };
+}
+
 // ------------------------------------------------------------------ output
-
-export function fmt(value: number | undefined, digits = 2): string {
-  if (value === undefined || !Number.isFinite(value)) return '-';
-  return value.toFixed(digits);
-}
-
-/** A plain-text table: first row is the header; numbers are right-aligned, text left-aligned. */
-export function table(rows: string[][], indent = '  '): string {
-  const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  const numeric = (s: string) => /^[-+]?[\d.,]+(\s?[a-zA-Z%×µ/]+)?$|^-$/.test(s);
-  const line = (row: string[]) =>
-    indent +
-    row
-      .map((cell, i) => (i > 0 && numeric(cell) ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  const out = [line(rows[0]!), indent + widths.map((w) => '-'.repeat(w)).join('  ')];
-  for (const row of rows.slice(1)) out.push(line(row));
-  return out.join('\n');
-}
 
 export function progress(message: string): void {
   process.stderr.write(`[bench] ${message}\n`);
@@ -114,16 +114,21 @@ export function keepAliveAgent(concurrency: number): http.Agent {
   return new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency });
 }
 
+/** An answer's status and its body as text. */
+function answerOf(res: http.IncomingMessage): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    res.on('error', reject);
+  });
+}
+
 function post(url: URL, path: string, headers: Record<string, string>, body: string, agent: http.Agent): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       { host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
+      (res) => answerOf(res).then(resolve, reject),
     );
     req.on('error', reject);
     req.end(body);
@@ -216,18 +221,15 @@ export async function runRatePhase(spec: Omit<PhaseSpec, 'concurrency'> & { rate
 export async function getJson(url: string, timeoutMs = 2000, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const req = http.get(url, { timeout: timeoutMs, agent: false, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
+      answerOf(res).then(({ status, body: text }) => {
         let body: unknown = text;
         try {
           body = JSON.parse(text);
         } catch {
           /* not JSON */
         }
-        resolve({ status: res.statusCode ?? 0, body });
-      });
+        resolve({ status, body });
+      }, reject);
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
@@ -271,6 +273,17 @@ export function trackTempDir(dir: string): string {
 
 export function forgetTempDir(dir: string): void {
   tempDirs.delete(dir);
+}
+
+/** A new temporary folder, removed at exit if whoever made it does not remove it first (removeDir). */
+export function tempDir(prefix: string): string {
+  return trackTempDir(mkdtempSync(join(os.tmpdir(), prefix)));
+}
+
+/** Removes a temporary folder made with tempDir. */
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  forgetTempDir(dir);
 }
 
 export interface Child {
@@ -475,30 +488,129 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
+// ------------------------------------------------------------------ PostgreSQL
+
+/** The URL with our own `schema` parameter set (or removed), credentials kept. */
+export function withSchema(url: string, schema?: string): string {
+  const u = new URL(url);
+  if (schema) u.searchParams.set('schema', schema);
+  else u.searchParams.delete('schema');
+  return u.toString();
+}
+
+/** The URL with its password masked. */
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]*)(:[^@/]*)?@/, (_m, user: string, pass?: string) => `//${user}${pass ? ':***' : ''}@`);
+}
+
+/** Why a database call failed, on one line: the error's code and message, or what an AggregateError (several addresses refused) holds. */
+export function reason(error: unknown): string {
+  const e = error as { code?: string; message?: string; errors?: { message?: string }[] };
+  const message = (e.message || e.errors?.map((x) => x.message).join('; ') || String(error)).split('\n')[0]!.slice(0, 300);
+  return e.code && !message.includes(e.code) ? `${e.code}: ${message}` : message;
+}
+
+// ------------------------------------------------------------------ the simulator and bridges
+
+/** Where the built benchmark runs from: dist/bench (its child scripts), dist/, and the project (the children's working folder). */
+export interface BenchPaths {
+  here: string;
+  distDir: string;
+  projectRoot: string;
+}
+
+/** What every part of `npm run bench` is given besides its own knobs. */
+export interface PartContext extends BenchPaths {
+  /** Told apart in every order id, so that runs never collide. */
+  runId: string;
+  appToken: string;
+  apiKey: string;
+  adminToken: string;
+  out: (line?: string) => void;
+  gc?: () => void;
+}
+
+/** The load knobs of `npm run bench` (--requests, --concurrency, --warmup, --rounds, --rate). */
+export interface LoadOptions {
+  requests: number;
+  concurrency: number;
+  warmup: number;
+  rounds: number;
+  rate: number;
+}
+
+/** The simulator as a child process (`simulator-process.js`), listening. */
+export async function startSimulator(paths: BenchPaths): Promise<{ child: Child; url: string }> {
+  const child = startChild(process.execPath, [join(paths.here, 'simulator-process.js'), '0'], { cwd: paths.projectRoot });
+  return { child, url: (await waitForLine(child, /SIMULATOR_URL=(\S+)/))[1]! };
+}
+
+/** A measured bridge's variables, as a deployment runs it against the simulator at `simUrl` (direct POS posts carry BENCH_POS_TOKEN). */
+export function bridgeEnv(tokens: Pick<PartContext, 'appToken' | 'apiKey' | 'adminToken'>, simUrl: string): Record<string, string> {
+  return {
+    LOYALTY_BASE_URL: simUrl,
+    LOYALTY_APP_TOKEN: tokens.appToken,
+    LOYALTY_API_KEY: tokens.apiKey,
+    ADMIN_TOKEN: tokens.adminToken,
+    POS_TOKEN: BENCH_POS_TOKEN,
+    LOG_LEVEL: 'silent',
+  };
+}
+
+export interface BridgeChild {
+  child: Child;
+  url: string;
+  /** From the process's start to /readyz answering 200. */
+  startupMs: number;
+}
+
+/** A bridge (`dist/src/main.js`) as a child process on `ledgerUrl`, ready; stopped again if it does not become ready. */
+export async function startBridgeProcess(
+  paths: BenchPaths,
+  options: { ledgerUrl: string; env: Record<string, string>; nodeArgs?: string[]; readyTimeoutMs?: number },
+): Promise<BridgeChild> {
+  const port = await freePort();
+  const started = performance.now();
+  const child = startChild(process.execPath, [...(options.nodeArgs ?? []), join(paths.distDir, 'src', 'main.js')], {
+    cwd: paths.projectRoot,
+    env: { ...process.env, ...options.env, PORT: String(port), LEDGER_URL: options.ledgerUrl },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(`${url}/readyz`, child, options.readyTimeoutMs);
+  } catch (error) {
+    await child.stop();
+    throw error;
+  }
+  return { child, url, startupMs: performance.now() - started };
+}
+
 /**
- * A simulator (`bench-sim.js`) and a bridge (`dist/src/main.js`, a file ledger in a new temporary
- * folder) as child processes, the bridge ready; `env` gives the bridge's variables besides PORT and
- * LEDGER_URL, knowing the simulator's address.
+ * A simulator and a bridge (a file ledger in a new temporary folder) as child processes, the bridge
+ * ready; `env` gives the bridge's variables besides PORT and LEDGER_URL, knowing the simulator's address.
  */
 export async function startSimulatorAndBridge(
-  paths: { here: string; distDir: string; projectRoot: string },
+  paths: BenchPaths,
   label: string,
   env: (simUrl: string) => Record<string, string>,
 ): Promise<{ sim: Child; simUrl: string; bridge: Child; bridgeUrl: string }> {
-  const sim = startChild(process.execPath, [join(paths.here, 'bench-sim.js'), '0'], { cwd: paths.projectRoot });
-  const simUrl = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
-  const dir = trackTempDir(mkdtempSync(join(os.tmpdir(), `bench-${label}-`)));
-  const port = await freePort();
-  const bridge = startChild(process.execPath, [join(paths.distDir, 'src', 'main.js')], {
-    cwd: paths.projectRoot,
-    env: { ...process.env, ...env(simUrl), PORT: String(port), LEDGER_URL: `file:${join(dir, 'ledger.json')}` },
-  });
-  const bridgeUrl = `http://127.0.0.1:${port}`;
+  const sim = await startSimulator(paths);
+  const dir = tempDir(`bench-${label}-`);
   try {
-    await waitForHttp(`${bridgeUrl}/readyz`, bridge);
+    const bridge = await startBridgeProcess(paths, { ledgerUrl: `file:${join(dir, 'ledger.json')}`, env: env(sim.url) });
+    return { sim: sim.child, simUrl: sim.url, bridge: bridge.child, bridgeUrl: bridge.url };
   } catch (error) {
-    await Promise.all([bridge.stop(), sim.stop()]);
+    await sim.child.stop();
     throw error;
   }
-  return { sim, simUrl, bridge, bridgeUrl };
+}
+
+/** CPU ms per request between two readings of the same processes; undefined where either reading is. */
+export function perRequest<K extends string>(before: { [key in K]?: number }, after: { [key in K]?: number }, requests: number): { [key in K]?: number } {
+  const per: { [key in K]?: number } = {};
+  for (const key of Object.keys(before) as K[]) {
+    const [a, b] = [before[key], after[key]];
+    per[key] = a === undefined || b === undefined ? undefined : (b - a) / requests;
+  }
+  return per;
 }

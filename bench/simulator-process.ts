@@ -1,5 +1,5 @@
 /**
- * The simulator as a child process of the benchmark: `node dist/scripts/bench-sim.js [port]`.
+ * The simulator as a child process of the benchmark: `node dist/bench/simulator-process.js [port]`.
  * Prints `SIMULATOR_URL=<url>` once listening; stops on SIGTERM/SIGINT or when its stdin closes
  * (the benchmark died without cleaning up).
  */

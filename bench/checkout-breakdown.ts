@@ -4,9 +4,6 @@
  * against the benchmark's simulator; checkouts go one at a time, next to direct accrue calls one at
  * a time, so the difference is the bridge's own work per checkout without queueing.
  */
-import { mkdtempSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { posSettingDeclarations } from '../adapters/index.js';
@@ -15,8 +12,9 @@ import { loadConfig } from '../src/config.js';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
 import type { LedgerStore } from '../src/ledger/store.js';
 import { silentLogger } from '../src/logger.js';
-import { BENCH_POS_TOKEN, BRIDGE_POST_HEADERS, fmt, forgetTempDir, keepAliveAgent, runPhase, table, trackTempDir, type PhaseSpec } from './bench-lib.js';
-import { accrueBodyFor, checkoutPayload } from './bench-records.js';
+import { bridgeEnv, BRIDGE_POST_HEADERS, keepAliveAgent, removeDir, runPhase, tempDir, type PhaseSpec } from './lib.js';
+import { accrueBodyFor, checkoutPayload } from './records.js';
+import { fmt, phaseColumns, table, tableOf } from './table.js';
 
 /**
  * Wraps a LedgerStore so every method call is counted and timed by name. A Proxy rather than a
@@ -60,17 +58,12 @@ export interface SerialOptions {
 }
 
 export async function serialDiagnostic(o: SerialOptions): Promise<string> {
-  const dir = o.store ? undefined : trackTempDir(mkdtempSync(join(os.tmpdir(), 'bench-serial-')));
+  const dir = o.store ? undefined : tempDir('bench-serial-');
   const ledgerPath = dir ? join(dir, 'ledger.json') : undefined;
   const config = loadConfig(posSettingDeclarations, {
+    ...bridgeEnv({ appToken: o.appToken, apiKey: o.apiKey, adminToken: 'bench-admin-token-0123456789' }, o.simUrl),
     PORT: '0',
     LEDGER_URL: ledgerPath ? `file:${ledgerPath}` : o.ledgerUrl!,
-    LOG_LEVEL: 'silent',
-    LOYALTY_BASE_URL: o.simUrl,
-    LOYALTY_APP_TOKEN: o.appToken,
-    LOYALTY_API_KEY: o.apiKey,
-    ADMIN_TOKEN: 'bench-admin-token-0123456789',
-    POS_TOKEN: BENCH_POS_TOKEN,
   });
   const counting = countingStore(o.store ? o.store() : new FileLedgerStore(ledgerPath!));
   const bridge = await startBridge(config, silentLogger, { store: counting.store, defaultMetrics: false, startWorker: false });
@@ -107,11 +100,13 @@ export async function serialDiagnostic(o: SerialOptions): Promise<string> {
       '',
       table([['ledger call', 'calls/checkout', 'mean µs/call', 'µs/checkout'], ...rows]),
       '',
-      table([
-        ['one at a time', 'p50 ms', 'mean ms', 'p99 ms', 'not-200-ok'],
-        ['direct accrue', fmt(direct.latency.p50), fmt(direct.latency.mean), fmt(direct.latency.p99), String(direct.unexpected + direct.errors)],
-        ['bridge checkout', fmt(viaBridge.latency.p50), fmt(viaBridge.latency.mean), fmt(viaBridge.latency.p99), String(viaBridge.unexpected + viaBridge.errors)],
-      ]),
+      tableOf(
+        [
+          { ...direct, name: 'direct accrue' },
+          { ...viaBridge, name: 'bridge checkout' },
+        ],
+        [['one at a time', (r) => r.name], ...phaseColumns('p50', 'mean', 'p99', 'not-200-ok')],
+      ),
       '',
       `   bridge mean − direct mean = ${fmt(viaBridge.latency.mean - direct.latency.mean)} ms, of which ledger calls ${fmt(storeMs)} ms and the rest (HTTP in/out, parsing, validation, axios, logging) ${fmt(rest)} ms`,
     ];
@@ -120,9 +115,6 @@ export async function serialDiagnostic(o: SerialOptions): Promise<string> {
   } finally {
     for (const agent of Object.values(agents)) agent.destroy();
     await bridge.close();
-    if (dir) {
-      await rm(dir, { recursive: true, force: true });
-      forgetTempDir(dir);
-    }
+    if (dir) await removeDir(dir);
   }
 }

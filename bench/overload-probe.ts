@@ -1,5 +1,5 @@
 /**
- * Preloaded into the bridge process by scripts/bench-overload.ts (`node --import …/bench-probe.js
+ * Preloaded into the bridge process by bench/overload.ts (`node --import …/overload-probe.js
  * dist/src/main.js`): it changes nothing the bridge does, it only times where a request's time goes,
  * and writes the figures to BENCH_PROBE_OUT when the process exits.
  *

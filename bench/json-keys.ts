@@ -1,6 +1,6 @@
 /**
  * What the duplicate-key and depth check (checkStructure in src/json-body.ts) costs on the
- * checkout's hot path: `npm run build && node dist/scripts/bench-json-keys.js`.
+ * checkout's hot path: `npm run build && node dist/bench/json-keys.js`.
  *
  * A typical checkout body of about 2 kB (sixteen lines, customer, totals, compact as POS systems send it) is parsed many times: JSON.parse
  * alone, the walk over the parsed value that checked the depth before (what checkStructure
@@ -9,8 +9,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { checkStructure, parseJsonBody } from '../src/json-body.js';
-import { fmt, table } from './bench-lib.js';
-import { checkoutPayload } from './bench-records.js';
+import { checkoutPayload } from './records.js';
+import { fmt, table } from './table.js';
 
 function typicalBody(): string {
   const payload = checkoutPayload('A-20261121-000123', 7);

@@ -1,5 +1,5 @@
 /**
- * `node dist/scripts/bench-pg-drop.js <database-url> <schema>`: drops the benchmark's schema.
+ * `node dist/bench/pg-drop.js <database-url> <schema>`: drops the benchmark's schema.
  * The benchmark drops it itself at the end of part D; this is the last resort its synchronous
  * clean-up runs (spawnSync) on an error, SIGINT or an exit before that. Retries briefly while a
  * killed bridge's backends still hold locks. Exit code 0 when the schema is gone.
@@ -32,13 +32,13 @@ export async function dropBenchSchema(connectionString: string, schema: string, 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [url, schema] = process.argv.slice(2);
   if (!url || !schema) {
-    process.stderr.write('usage: bench-pg-drop.js <database-url> <schema>\n');
+    process.stderr.write('usage: pg-drop.js <database-url> <schema>\n');
     process.exit(2);
   }
   dropBenchSchema(url, schema).then(
     () => process.exit(0),
     (error: unknown) => {
-      process.stderr.write(`bench-pg-drop: ${(error as Error).message}\n`);
+      process.stderr.write(`pg-drop: ${(error as Error).message}\n`);
       process.exit(1);
     },
   );

@@ -3,7 +3,7 @@
  * `init()` took, how it came by its index (trusted, caught up, or rebuilt from a full scan of the
  * journal, and how many journal lines it read), and the process's resident memory once it is open
  * (after a full GC), beside the empty process's.
- *   node --expose-gc dist/scripts/bench-ledger-open.js <manifest path>
+ *   node --expose-gc dist/bench/ledger-open.js <manifest path>
  * Prints one line: `LEDGER_OPEN=<json>`.
  */
 import { statSync } from 'node:fs';
@@ -20,7 +20,7 @@ const settle = async () => {
 const mb = (bytes: number) => bytes / (1024 * 1024);
 
 const path = process.argv[2];
-if (!path) throw new Error('usage: bench-ledger-open.js <manifest path>');
+if (!path) throw new Error('usage: ledger-open.js <manifest path>');
 
 await settle();
 const before = process.memoryUsage();

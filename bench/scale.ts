@@ -18,9 +18,7 @@
  * WAL, commits and HOT updates it caused.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -31,38 +29,30 @@ import { isOpen, type LedgerRecord } from '../src/ledger/record.js';
 import { MIGRATIONS } from '../src/ledger/pg-migrations.js';
 import { migrate, PostgresLedgerStore } from '../src/ledger/pg-store.js';
 import {
-  BENCH_POS_TOKEN,
+  bridgeEnv,
   BRIDGE_POST_HEADERS,
-  fmt,
-  forgetTempDir,
-  freePort,
   keepAliveAgent,
   percentile,
   postJson,
   progress,
+  reason,
+  removeDir,
   runPhase,
-  startChild,
-  table,
-  trackTempDir,
-  waitForHttp,
-  waitForLine,
-  type Child,
-} from './bench-lib.js';
-import { accruedRecord, checkoutPayload } from './bench-records.js';
+  startBridgeProcess,
+  startSimulator,
+  tempDir,
+  withSchema,
+  type BridgeChild,
+  type LoadOptions,
+  type PartContext,
+} from './lib.js';
+import { accruedRecord, checkoutPayload } from './records.js';
+import { fmt, growthTable, p50p99, type GrowthRow } from './table.js';
 
-export interface ScalePartOptions {
-  out: (line?: string) => void;
-  here: string;
-  projectRoot: string;
-  distDir: string;
+export interface ScalePartOptions extends PartContext, Pick<LoadOptions, 'concurrency' | 'requests'> {
   databaseUrl: string;
   /** PostgreSQL sizes, smallest first (10k and 1M; 10M with --scale-10m). */
   pgSizes: number[];
-  concurrency: number;
-  requests: number;
-  appToken: string;
-  apiKey: string;
-  adminToken: string;
   /** File ledger sizes (1k and 1M). */
   fileSizes: number[];
   /** Records of the version-9 ledger migration 10 is timed on (0: not timed). */
@@ -75,28 +65,18 @@ const WARMUP = 5;
 const MERCHANTS = 1000;
 const DAYS = 90;
 
-interface Bridge {
-  child: Child;
-  url: string;
-  startupMs: number;
-}
-
-interface SizeFigures {
+/** What is measured at every size, on either ledger. */
+interface Measured {
   size: number;
   buildSeconds: number;
-  tableBytes: number;
   startupMs: number;
   reads: Map<string, { p50: number; p99: number }>;
   rssMb: number;
-  checkout: { perSecond: number; p50: number; walBytes: number; commits: number; hotShare: number | undefined; unexpected: number; walKinds?: string };
 }
 
-const reason = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 300);
-
-function withSchema(url: string, schema: string): string {
-  const u = new URL(url);
-  u.searchParams.set('schema', schema);
-  return u.toString();
+interface SizeFigures extends Measured {
+  tableBytes: number;
+  checkout: { perSecond: number; p50: number; walBytes: number; commits: number; hotShare: number | undefined; unexpected: number; walKinds?: string };
 }
 
 function rssMbOf(pid: number | undefined): number {
@@ -120,8 +100,7 @@ export async function scalePart(o: ScalePartOptions): Promise<void> {
   await admin.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect').catch(() => undefined);
   const seedSchema = `bench_scale_seed_${stamp}`;
   const schemas = [seedSchema, ...o.pgSizes.map((n) => `bench_scale_${n}_${stamp}`)];
-  const sim = startChild(process.execPath, [join(o.here, 'bench-sim.js'), '0'], { cwd: o.projectRoot });
-  const simUrl = (await waitForLine(sim, /SIMULATOR_URL=(\S+)/))[1]!;
+  const { child: sim, url: simUrl } = await startSimulator(o);
   const figures: SizeFigures[] = [];
   try {
     const seed = await writeSeed(o, simUrl, seedSchema, admin);
@@ -134,13 +113,13 @@ export async function scalePart(o: ScalePartOptions): Promise<void> {
       // A size measured is dropped before the next is built: 10M records take tens of GB.
       await admin.query(`DROP SCHEMA ${schema} CASCADE`);
     }
-    printFigures(out, figures);
+    printGrowth(out, figures, pgRows(figures), [...figures.filter((f) => f.checkout.walKinds).map((f) => `   WAL per checkout at ${f.size.toLocaleString('en-US')}: ${f.checkout.walKinds}`), PG_AIMS]);
     if (o.fileSizes.length) {
       const seedRecords = (await admin.query<{ record: LedgerRecord }>(`SELECT record FROM ${seedSchema}.ledger_records ORDER BY created_at, transaction_id`)).rows.map((r) => r.record);
       out('S. Scale: the same paths on the file ledger (the same seed and clones, written in bulk in its own line format)');
       const files: FileFigures[] = [];
       for (const size of o.fileSizes) files.push(await measureFileSize(o, simUrl, seedRecords, size));
-      printFileFigures(out, files);
+      printGrowth(out, files, fileRows(files), [FILE_AIMS]);
     }
     if (o.migrationSize) {
       const m = await migrationFigure(o, admin, o.migrationSize);
@@ -155,27 +134,9 @@ export async function scalePart(o: ScalePartOptions): Promise<void> {
   }
 }
 
-/** Starts a bridge process on `ledgerUrl` and waits for /readyz; answers how long that took. */
-async function startBridge(o: ScalePartOptions, simUrl: string, ledgerUrl: string): Promise<Bridge> {
-  const port = await freePort();
-  const started = performance.now();
-  const child = startChild(process.execPath, [join(o.distDir, 'src', 'main.js')], {
-    cwd: o.projectRoot,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      LOYALTY_BASE_URL: simUrl,
-      LOYALTY_APP_TOKEN: o.appToken,
-      LOYALTY_API_KEY: o.apiKey,
-      ADMIN_TOKEN: o.adminToken,
-      POS_TOKEN: BENCH_POS_TOKEN,
-      LEDGER_URL: ledgerUrl,
-      LOG_LEVEL: 'silent',
-    },
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/readyz`, child, 600_000);
-  return { child, url, startupMs: performance.now() - started };
+/** Starts a bridge process on `ledgerUrl` and waits for /readyz (a large ledger may take minutes); answers how long that took. */
+function startBridge(o: ScalePartOptions, simUrl: string, ledgerUrl: string): Promise<BridgeChild> {
+  return startBridgeProcess(o, { ledgerUrl, env: bridgeEnv(o, simUrl), readyTimeoutMs: 600_000 });
 }
 
 /**
@@ -288,7 +249,7 @@ interface Sample {
 }
 
 /** Each read path through the bridge's HTTP API, SAMPLES times after WARMUP: p50 and p99 in ms. */
-async function measureReads(o: ScalePartOptions, bridge: Bridge, sample: Sample): Promise<Map<string, { p50: number; p99: number }>> {
+async function measureReads(o: ScalePartOptions, bridge: BridgeChild, sample: Sample): Promise<Map<string, { p50: number; p99: number }>> {
   const reads = new Map<string, { p50: number; p99: number }>();
   const headers = { authorization: `Bearer ${o.adminToken}`, accept: 'application/json' };
   const weekAgo = new Date(Date.now() - 7 * 86_400_000).toISOString();
@@ -415,34 +376,13 @@ async function measureFileSize(o: ScalePartOptions, simUrl: string, seed: Ledger
   }
 }
 
-interface FileFigures {
-  size: number;
-  buildSeconds: number;
+interface FileFigures extends Measured {
   bytes: number;
   /** The first start, which builds the index from the journal. */
   indexStartupMs: number;
-  startupMs: number;
-  reads: Map<string, { p50: number; p99: number }>;
-  rssMb: number;
 }
 
-function printFileFigures(out: (line?: string) => void, figures: FileFigures[]): void {
-  if (figures.length === 0) return;
-  const base = figures[0]!;
-  const last = figures.at(-1)!;
-  const ratio = (a: number, b: number) => (a > 0 ? `${fmt(b / a, 2)}×` : '-');
-  const rows: string[][] = [['p50 ms (p99)', ...figures.map((f) => f.size.toLocaleString('en-US')), `${last.size.toLocaleString('en-US')}/${base.size.toLocaleString('en-US')}`]];
-  for (const name of base.reads.keys()) rows.push([name, ...figures.map((f) => `${fmt(f.reads.get(name)!.p50, 2)} (${fmt(f.reads.get(name)!.p99, 1)})`), ratio(base.reads.get(name)!.p50, last.reads.get(name)!.p50)]);
-  rows.push(['start-up to ready, ms', ...figures.map((f) => fmt(f.startupMs, 0)), ratio(base.startupMs, last.startupMs)]);
-  rows.push(['  the first start (builds the index), ms', ...figures.map((f) => fmt(f.indexStartupMs, 0)), '']);
-  rows.push(['bridge RSS after the reads, MB', ...figures.map((f) => fmt(f.rssMb, 0)), ratio(base.rssMb, last.rssMb)]);
-  rows.push(['ledger size on disk, MiB', ...figures.map((f) => fmt(f.bytes / 2 ** 20, 0)), '']);
-  out(table(rows, '  '));
-  out('   aims: 1M records open in ≤ 256 MB RSS and start in ≤ 3 s; every path ≤ 1.3× its smallest-size cost');
-  out();
-}
-
-async function checkoutPhase(o: ScalePartOptions, admin: pg.Client, bridge: Bridge, schema: string): Promise<SizeFigures['checkout']> {
+async function checkoutPhase(o: ScalePartOptions, admin: pg.Client, bridge: BridgeChild, schema: string): Promise<SizeFigures['checkout']> {
   const tag = `${schema}-co`;
   const bodies = Array.from({ length: o.requests }, (_, i) => JSON.stringify(checkoutPayload(`C-${tag}-${i}`, 5000 + i)));
   const agent = keepAliveAgent(o.concurrency);
@@ -494,30 +434,53 @@ async function checkoutPhase(o: ScalePartOptions, admin: pg.Client, bridge: Brid
   };
 }
 
-function printFigures(out: (line?: string) => void, figures: SizeFigures[]): void {
+/** A ledger's figures by size, then `notes`. */
+function printGrowth<T extends Measured>(out: (line?: string) => void, figures: T[], rows: GrowthRow<T>[], notes: string[]): void {
   if (figures.length === 0) return;
-  const base = figures[0]!;
-  const sizes = figures.map((f) => f.size.toLocaleString('en-US'));
-  const ratio = (a: number, b: number) => (a > 0 ? `${fmt(b / a, 2)}×` : '-');
-  const rows: string[][] = [['p50 ms (p99)', ...sizes, `${sizes.at(-1)}/${sizes[0]}`]];
-  for (const name of base.reads.keys()) {
-    rows.push([name, ...figures.map((f) => `${fmt(f.reads.get(name)!.p50, 2)} (${fmt(f.reads.get(name)!.p99, 1)})`), ratio(base.reads.get(name)!.p50, figures.at(-1)!.reads.get(name)!.p50)]);
-  }
-  rows.push(['start-up to ready, ms', ...figures.map((f) => fmt(f.startupMs, 0)), ratio(base.startupMs, figures.at(-1)!.startupMs)]);
-  rows.push(['bridge RSS after the reads, MB', ...figures.map((f) => fmt(f.rssMb, 0)), ratio(base.rssMb, figures.at(-1)!.rssMb)]);
-  rows.push([`checkouts/s at 16 concurrent`, ...figures.map((f) => fmt(f.checkout.perSecond, 0)), ratio(base.checkout.perSecond, figures.at(-1)!.checkout.perSecond)]);
-  rows.push(['  checkout p50 ms', ...figures.map((f) => fmt(f.checkout.p50, 1)), ratio(base.checkout.p50, figures.at(-1)!.checkout.p50)]);
-  rows.push(['  WAL per checkout, kB', ...figures.map((f) => fmt(f.checkout.walBytes / 1024, 2)), ratio(base.checkout.walBytes, figures.at(-1)!.checkout.walBytes)]);
-  rows.push(['  commits per checkout', ...figures.map((f) => fmt(f.checkout.commits, 2)), '']);
-  rows.push(['  HOT share of record updates', ...figures.map((f) => (f.checkout.hotShare === undefined ? '-' : `${fmt(f.checkout.hotShare * 100, 0)} %`)), '']);
-  rows.push(['  checkouts not answered 200 accrued', ...figures.map((f) => String(f.checkout.unexpected)), '']);
-  rows.push(['ledger size on disk, GiB', ...figures.map((f) => fmt(f.tableBytes / 2 ** 30, 2)), '']);
-  rows.push(['built in, s', ...figures.map((f) => fmt(f.buildSeconds, 0)), '']);
-  out(table(rows, '  '));
-  for (const f of figures) if (f.checkout.walKinds) out(`   WAL per checkout at ${f.size.toLocaleString('en-US')}: ${f.checkout.walKinds}`);
-  out('   aims: every path ≤ 1.3× its 10k cost at 10M; list p99 ≤ 50 ms and a scrape ≤ 100 ms at 10M; RSS flat; ≤ 2.5 kB WAL and ≤ 1.5 commits per checkout');
+  out(growthTable('p50 ms (p99)', figures, rows));
+  for (const line of notes) out(line);
   out();
 }
+
+/** The lines both ledgers' tables begin with: each read path. */
+function readRows(figures: readonly Measured[]): GrowthRow<Measured>[] {
+  return [...(figures[0]?.reads.keys() ?? [])].map((name) => ({ name, cell: (f) => p50p99(f.reads.get(name)!), value: (f) => f.reads.get(name)!.p50 }));
+}
+
+const STARTUP_ROW: GrowthRow<Measured> = { name: 'start-up to ready, ms', cell: (f) => fmt(f.startupMs, 0), value: (f) => f.startupMs };
+const RSS_ROW: GrowthRow<Measured> = { name: 'bridge RSS after the reads, MB', cell: (f) => fmt(f.rssMb, 0), value: (f) => f.rssMb };
+
+/** PostgreSQL's table: the reads, start-up, memory, then the checkout path's cost and the ledger's size. */
+function pgRows(figures: SizeFigures[]): GrowthRow<SizeFigures>[] {
+  return [
+    ...readRows(figures),
+    STARTUP_ROW,
+    RSS_ROW,
+    { name: `checkouts/s at 16 concurrent`, cell: (f) => fmt(f.checkout.perSecond, 0), value: (f) => f.checkout.perSecond },
+    { name: '  checkout p50 ms', cell: (f) => fmt(f.checkout.p50, 1), value: (f) => f.checkout.p50 },
+    { name: '  WAL per checkout, kB', cell: (f) => fmt(f.checkout.walBytes / 1024, 2), value: (f) => f.checkout.walBytes },
+    { name: '  commits per checkout', cell: (f) => fmt(f.checkout.commits, 2) },
+    { name: '  HOT share of record updates', cell: (f) => (f.checkout.hotShare === undefined ? '-' : `${fmt(f.checkout.hotShare * 100, 0)} %`) },
+    { name: '  checkouts not answered 200 accrued', cell: (f) => String(f.checkout.unexpected) },
+    { name: 'ledger size on disk, GiB', cell: (f) => fmt(f.tableBytes / 2 ** 30, 2) },
+    { name: 'built in, s', cell: (f) => fmt(f.buildSeconds, 0) },
+  ];
+}
+
+const PG_AIMS = '   aims: every path ≤ 1.3× its 10k cost at 10M; list p99 ≤ 50 ms and a scrape ≤ 100 ms at 10M; RSS flat; ≤ 2.5 kB WAL and ≤ 1.5 commits per checkout';
+
+/** The file ledger's table: the reads, start-up (and the first, which builds the index), memory, and its size. */
+function fileRows(figures: FileFigures[]): GrowthRow<FileFigures>[] {
+  return [
+    ...readRows(figures),
+    STARTUP_ROW,
+    { name: '  the first start (builds the index), ms', cell: (f) => fmt(f.indexStartupMs, 0) },
+    RSS_ROW,
+    { name: 'ledger size on disk, MiB', cell: (f) => fmt(f.bytes / 2 ** 20, 0) },
+  ];
+}
+
+const FILE_AIMS = '   aims: 1M records open in ≤ 256 MB RSS and start in ≤ 3 s; every path ≤ 1.3× its smallest-size cost';
 
 /**
  * How long migration 10 takes on a populated ledger: a schema at version 9 (migrations 1-9 as
@@ -578,19 +541,8 @@ async function migrationFigure(o: ScalePartOptions, admin: pg.Client, size: numb
   }
 }
 
-/** Removes a temporary folder of the part's (file ledgers). */
-export async function removeDir(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true });
-  forgetTempDir(dir);
-}
-
-/** A temporary folder of the part's, removed at exit if the part fails. */
-export function tempDir(prefix: string): string {
-  return trackTempDir(mkdtempSync(join(os.tmpdir(), prefix)));
-}
-
 /** Exact size of a folder in bytes (du -sb), for the file ledgers. */
-export function folderBytes(dir: string): number {
+function folderBytes(dir: string): number {
   const r = spawnSync('du', ['-sb', dir], { encoding: 'utf8' });
   return Number(r.stdout.split(/\s/)[0]);
 }
