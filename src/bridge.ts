@@ -7,6 +7,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { adapters as allAdapters, posSettingDeclarations } from '../adapters/index.js';
+import { EXAMPLE_CHECKOUT } from '../adapters/generic/example.js';
+import { GenericCheckout, GenericRefund } from '../adapters/generic/schema.js';
 import { BackfillPoller, type BackfillOptions } from './backfill/poller.js';
 import { ConfigError, type Config } from './config.js';
 import { DeadLetterRetrier } from './core/dead-letter-retry.js';
@@ -208,6 +210,15 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     upstreamReadiness: () => upstream.readiness(),
     version: VERSION,
     backfill: { poller: backfill, ...config.backfill },
+    // What the routes and /openapi.json need of the POSes: HTTP imports no adapter.
+    catalogue: {
+      names: [...(overrides.adapters ?? allAdapters).keys()],
+      webhookNames: [...(overrides.adapters ?? allAdapters).values()].filter((a) => a.webhook).map((a) => a.name),
+      listingNames: [...(overrides.adapters ?? allAdapters).values()].filter((a) => a.backfill).map((a) => a.name),
+      settingDeclarations: overrides.posDeclarations ?? posSettingDeclarations,
+      schemas: { checkout: GenericCheckout, refund: GenericRefund },
+      examples: { checkout: EXAMPLE_CHECKOUT },
+    },
   });
   // Slow clients are cut off (408): headers within 10 s, the whole request within 30 s; Node's
   // default 16 KiB header cap applies. Node checks both only every connectionsCheckingInterval

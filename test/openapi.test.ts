@@ -12,12 +12,13 @@ import { z } from 'zod';
 import { adapters } from '../adapters/index.js';
 import { shopifyAdapter } from '../adapters/shopify/index.js';
 import { GenericCheckout, GenericRefund } from '../adapters/generic/schema.js';
-import { COMPONENT_SCHEMAS, EXAMPLES, openApiDocument } from '../src/http/openapi.js';
+import { COMPONENT_SCHEMAS } from '../src/http/openapi.js';
 import { POS_NAMES, VENDOR_POS_NAMES } from '../src/pos/contract.js';
 import type { PosSettings } from '../src/pos/contract.js';
 import { parseWith } from '../src/validation.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from './support/harness.js';
 import { postRaw, signature } from './support/webhooks.js';
+import { documentOf } from './http/catalogue.js';
 
 type Json = Record<string, any>;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
@@ -39,13 +40,13 @@ const describeProblem = (p: NormalizedProblem) => `${p.severity} ${p.ruleId}: ${
 
 describe('the document, linted (Redocly, recommended rules)', () => {
   it('has no error, and no warning but those accepted', async () => {
-    const problems = await lint(openApiDocument('1.2.3'));
+    const problems = await lint(documentOf('1.2.3'));
     const failing = problems.filter((p) => p.severity === 'error' || !ACCEPTED_WARNINGS.has(p.ruleId));
     expect(failing.map(describeProblem)).toEqual([]);
   });
 
   it('the linter does fail a broken document (the check above can fail)', async () => {
-    const broken = structuredClone(openApiDocument('1.2.3')) as Json;
+    const broken = structuredClone(documentOf('1.2.3')) as Json;
     delete broken.paths['/v1/refunds/{pos}'].post.parameters;
     broken.paths['/healthz'].get.security = [{ nobody: [] }];
     const errors = (await lint(broken)).filter((p) => p.severity === 'error').map((p) => p.ruleId);
@@ -54,7 +55,7 @@ describe('the document, linted (Redocly, recommended rules)', () => {
 });
 
 describe('the document, complete', () => {
-  const document = openApiDocument('1.2.3') as Json;
+  const document = documentOf('1.2.3') as Json;
   const operations = Object.entries(document.paths as Json).flatMap(([path, item]) =>
     METHODS.filter((m) => item[m]).map((method) => ({ method, path, operation: item[method] as Json })),
   );
@@ -91,8 +92,11 @@ describe('the document, complete', () => {
   });
 
   it("the examples are payloads the generic schemas accept, as the routes parse them", () => {
-    for (const { value } of Object.values(EXAMPLES.checkout)) expect(() => parseWith(GenericCheckout, value)).not.toThrow();
-    for (const { value } of Object.values(EXAMPLES.refund)) expect(() => parseWith(GenericRefund, value)).not.toThrow();
+    const examples = (path: string) => Object.values(document.paths[path].post.requestBody.content['application/json'].examples as Record<string, { value: unknown }>);
+    expect(examples('/v1/checkouts/{pos}').length).toBeGreaterThan(0);
+    expect(examples('/v1/refunds/{pos}').length).toBeGreaterThan(0);
+    for (const { value } of examples('/v1/checkouts/{pos}')) expect(() => parseWith(GenericCheckout, value)).not.toThrow();
+    for (const { value } of examples('/v1/refunds/{pos}')) expect(() => parseWith(GenericRefund, value)).not.toThrow();
   });
 
   it('partial refunds: amount and items in the generic refund', () => {

@@ -16,6 +16,7 @@ import { chainOf, MOVED, type IntakeService } from './intake.js';
 import { transactionIdOf, type RecordWriter } from './record-writer.js';
 import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
 import { dismiss } from './dead-letter-transitions.js';
+import { runBulk, type BulkOutcome, type BulkRequest } from './bulk.js';
 
 export type { ResolveInput };
 
@@ -94,6 +95,11 @@ export class OperatorActions {
   async acknowledge(key: string, act: OperatorAct & { reason: string }, options: ActOptions = {}): Promise<Answer> {
     const changed = await this.writer.change(key, (r) => acknowledge(r, act, this.writer.now()));
     return this.#done('acknowledge', act, changed, { ...options, deliver: false });
+  }
+
+  /** One action on many records (`runBulk`), each through the action above, within the bulk budget on the core's clock. */
+  bulk(request: BulkRequest): Promise<BulkOutcome> {
+    return runBulk(request, { actions: this, store: this.writer.store, now: () => this.writer.now() });
   }
 
   /**

@@ -13,14 +13,13 @@ import type { ReconcileReporter } from '../reconcile/report.js';
 import type { TokenDirectory } from './auth.js';
 import { errorHandler, notFoundHandler } from './error-handler.js';
 import { loadShedding, SHED_PATHS } from './load-shedding.js';
+import { openApiDocument } from './openapi.js';
 import { requestLog } from './request-log.js';
-import { adminRoutes } from './routes/admin.js';
-import { backfillRoutes } from './routes/backfill.js';
+import { mountRoutes } from './router.js';
 import { consoleRoutes } from './routes/console.js';
-import { opsRoutes } from './routes/ops.js';
-import { posRoutes } from './routes/pos.js';
-import { reportRoutes } from './routes/reports.js';
+import { routeTable } from './table.js';
 import type { UpstreamReadiness } from '../merchants/upstream-check.js';
+import type { PosCatalogue } from '../pos/contract.js';
 
 export interface AppDeps {
   ingest: Ingest;
@@ -49,6 +48,8 @@ export interface AppDeps {
   version: string;
   /** Backfill on request and its state (`/v1/admin/backfill`), with the schedule's settings it reports. */
   backfill: { poller: BackfillPoller; intervalMs: number; overlapMs: number };
+  /** The POSes the bridge registers, as the routes and the document need them (the composition root's adapters). */
+  catalogue: PosCatalogue;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -63,13 +64,11 @@ export function createApp(deps: AppDeps): express.Express {
     res.on('finish', () => end({ route: req.route?.path ?? 'unmatched', code: String(res.statusCode) }));
     next();
   });
-  app.use(opsRoutes(deps));
   // Before the POS routes read a byte of the body (and before POS_TOKEN: cheaper to refuse first).
   app.use(SHED_PATHS, loadShedding({ maxInFlight: deps.posMaxInFlight, metrics: deps.metrics }));
-  app.use(posRoutes({ ingest: deps.ingest, bodyLimitBytes: deps.bodyLimitBytes, posAuth: deps.posAuth, tokens: deps.tokens, metrics: deps.metrics }));
-  app.use(reportRoutes(deps));
-  app.use(backfillRoutes({ adminToken: deps.adminToken, namedAdminTokens: deps.namedAdminTokens, tokens: deps.tokens, backfill: deps.backfill.poller, intervalMs: deps.backfill.intervalMs, overlapMs: deps.backfill.overlapMs }));
-  app.use(adminRoutes(deps));
+  // One table both mounts every route and documents it (/openapi.json).
+  const routes = routeTable(deps.catalogue);
+  app.use(mountRoutes(routes, { ...deps, openApi: () => openApiDocument(routes, deps.version) }));
   app.use(consoleRoutes());
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

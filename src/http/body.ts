@@ -42,10 +42,12 @@ export const ADMIN_BODY_LIMIT_BYTES = 16 * 1024;
 /**
  * C0 controls, DEL and C1 controls: no id the bridge keeps holds one (adapters refuse them in POS
  * ids, dead-letter and merchant ids are the bridge's own), and PostgreSQL text cannot hold NUL.
+ * A regular expression's class: /openapi.json states it too, on every free text of an admin query.
  */
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+export const CONTROL_CLASS = '\\u0000-\\u001F\\u007F-\\u009F';
+const CONTROL_CHARACTER = new RegExp(`[${CONTROL_CLASS}]`);
 
-/** Requests whose admin input was checked already: several routers share the /v1/admin prefix. */
+/** Requests whose admin input was checked already: checked once, however often it is mounted on a request's path. */
 const checkedRequests = new WeakSet<Request>();
 
 /**

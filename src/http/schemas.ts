@@ -474,3 +474,56 @@ export const ThreeWayReport = z
   })
   .meta({ description: 'POS ↔ ledger ↔ loyalty history for one merchant and range. Made by reading only: nothing was changed.' });
 export type ThreeWayReport = z.infer<typeof ThreeWayReport>;
+
+/** What one backfill pass found (`POST /v1/admin/backfill`). */
+export const BackfillAnswer = z
+  .object({
+    merchantId: z.string(),
+    pos: z.string(),
+    since: timestamp.meta({ description: 'The window read, from (included) …' }),
+    until: timestamp.meta({ description: '… to (excluded).' }),
+    examined: z.number().int().meta({ description: 'Orders and refunds the POS listed in the window (each once).' }),
+    new: z.array(z.string()).meta({ description: 'transactionIds this pass recorded: orders and refunds whose webhooks never arrived.' }),
+    known: z.number().int().meta({ description: 'Already recorded: nothing changed.' }),
+    refused: z.array(z.object({ id: z.string().meta({ description: "The POS's order id (order/refund for a refund)." }), why: z.string() })).meta({ description: 'Found but not recorded, and why (needs a person).' }),
+    unpaid: z.number().int().meta({ description: 'Unpaid sales listed and left alone (they accrue once paid).' }),
+    pages: z.number().int().meta({ description: 'Pages read from the POS.' }),
+    watermark: timestamp.optional().meta({ description: "The account's watermark after the pass: every change before it has been read." }),
+  })
+  .meta({ description: 'What one backfill pass found.' });
+
+const PassSummary = z.object({
+  startedAt: timestamp,
+  finishedAt: timestamp,
+  since: timestamp,
+  until: timestamp,
+  by: z.enum(['scheduled', 'request']),
+  examined: z.number().int(),
+  new: z.number().int(),
+  known: z.number().int(),
+  refused: z.number().int(),
+  unpaid: z.number().int(),
+  error: z.string().optional().meta({ description: 'Why the pass stopped before the end of its window (the watermark did not move).' }),
+});
+
+/** Every POS account backfill reads, and its state (`GET /v1/admin/backfill`). */
+export const BackfillStatusList = z
+  .object({
+    scheduled: z.boolean().meta({ description: 'Scheduled passes run (BACKFILL_INTERVAL_MS is not 0).' }),
+    intervalMs: z.number().int(),
+    overlapMs: z.number().int().meta({ description: 'How far before the watermark each pass starts (BACKFILL_OVERLAP_MS).' }),
+    items: z.array(
+      z.object({
+        merchantId: z.string(),
+        pos: z.string(),
+        account: z.string().meta({ description: "The merchant's account on the POS." }),
+        watermark: timestamp.optional(),
+        lastPass: PassSummary.optional(),
+        nextPassAt: timestamp.optional().meta({ description: 'When the next scheduled pass runs (absent when none is scheduled).' }),
+        running: z.object({ owner: z.string(), until: timestamp }).optional().meta({ description: 'The instance running a pass now, and until when its lease holds.' }),
+      }),
+    ),
+  })
+  .meta({ description: "Every merchant's POS accounts backfill can read (an account and an access token set), and their backfill." });
+export type BackfillAnswer = z.infer<typeof BackfillAnswer>;
+export type BackfillStatusList = z.infer<typeof BackfillStatusList>;

@@ -7,8 +7,10 @@
  * translate exactly: a wrong guess must fail loudly, never become a wrong amount.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { ZodType } from 'zod';
 import type { Customer } from '../customer.js';
 import type { Check } from '../loyalty/contract.js';
+import type { PosSettingDeclarations } from './settings.js';
 
 /**
  * Every POS the bridge takes payloads from (`{pos}` in the POS-facing paths), written here and
@@ -298,4 +300,24 @@ export interface PosAdapter {
   webhook?: WebhookSpec;
   /** How to list the account's orders and refunds by modification time (backfill); absent: the POS has no such API. */
   backfill?: BackfillSpec;
+}
+
+/**
+ * What the HTTP layer needs of the POSes the composition root registered, handed to it so that it
+ * imports no adapter: the names it routes and documents, the POS accounts a merchant may be given,
+ * and the generic payload (the one POS payload the bridge defines itself) as its adapter parses it.
+ */
+export interface PosCatalogue {
+  /** Every POS whose payloads `/v1/checkouts/{pos}` and `/v1/refunds/{pos}` take (the adapters' names). */
+  names: readonly string[];
+  /** Those whose webhooks `/v1/webhooks/{pos}` takes (an adapter with a `webhook` spec). */
+  webhookNames: readonly string[];
+  /** Those whose API lists orders by modification time (an adapter with a `backfill` spec): what backfill can read. */
+  listingNames: readonly string[];
+  /** Each POS's settings: the POS accounts a merchant's body may name (`/v1/admin/merchants`). */
+  settingDeclarations: PosSettingDeclarations;
+  /** The generic payload's zod schemas, as its adapter parses them (the document shows their input side). */
+  schemas: { checkout: ZodType; refund: ZodType };
+  /** A generic checkout the document shows (and the generic schema accepts). */
+  examples: { checkout: unknown };
 }

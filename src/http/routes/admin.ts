@@ -1,33 +1,44 @@
 /**
- * Operator endpoints under `/v1/admin`. ADMIN_TOKEN sees every merchant (`?merchantId=` narrows, and
- * names the merchant of a record; default: `default`) and alone manages merchants; a merchant's
- * admin token sees its own records, dead letters and reconcile only: another merchant's record is
- * a 404, never a 403, so its existence is not told.
+ * Operator endpoints under `/v1/admin`: records, the operator's actions on them, the attention
+ * queue, the audit trail and dead letters. ADMIN_TOKEN sees every merchant (`?merchantId=` narrows,
+ * and names the merchant of a record; default: `default`); a merchant's admin token sees its own
+ * records, dead letters and reconcile only: another merchant's record is a 404, never a 403, so its
+ * existence is not told. Merchants themselves are `merchants.ts`'s.
  */
-import { Router } from 'express';
-import { z } from 'zod';
-import type { NamedAdminToken } from '../../config.js';
-import type { Ingest } from '../../core/ingest.js';
-import type { OperatorActions } from '../../core/operator.js';
-import type { Worker } from '../../core/worker.js';
-import { attentionQueue } from '../../core/attention-queue.js';
-import { BridgeError, echoed, NotFoundError, ValidationError } from '../../errors.js';
-import { adminAuth, requireGlobalAdmin, type AdminPrincipal, type TokenDirectory } from '../auth.js';
-import { adminInput } from '../body.js';
-import { DEFAULT_MERCHANT, keyOf as recordKeyOf, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../../ledger/record.js';
-import type { MerchantAdmin } from '../../merchants/admin.js';
-import { MERCHANT_ID } from '../../merchants/merchant.js';
 import type { Request } from 'express';
-import { PAYLOAD_KEPT_BYTES, type LedgerStore, type ListCursor } from '../../ledger/store.js';
-import { parseWith } from '../../validation.js';
-import type { AttentionAnswer, AuditList, BulkAnswer, DeadLetter, DeadLetterList, EvidenceAnswer, KeptPayload, ReconcileReport, ReplayAnswer, ReplayFailure, TransactionList, WhoAmI } from '../schemas.js';
-import { deadLetterDetail, deadLetterSummary, keptPayloadView, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
+import { z } from 'zod';
+import { attentionQueue } from '../../core/attention-queue.js';
+import { BULK_ACTIONS, BULK_MAX, type BulkRequest } from '../../core/bulk.js';
+import { echoed, NotFoundError, ValidationError } from '../../errors.js';
 import { searchIdentities } from '../../ledger/customer-index.js';
-import { unreachable } from '../../unreachable.js';
+import { DEFAULT_MERCHANT, keyOf as recordKeyOf, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../../ledger/record.js';
+import { PAYLOAD_KEPT_BYTES, type LedgerStore, type ListCursor } from '../../ledger/store.js';
+import { MERCHANT_ID } from '../../merchants/merchant.js';
+import type { AdminPrincipal } from '../auth.js';
+import { answerOrError, BAD_PATH, error, OUTCOME_ANSWERS, route, type PathParam, type Route } from '../route.js';
+import {
+  AttentionAnswer,
+  AuditList,
+  BulkAnswer,
+  DeadLetter,
+  DeadLetterList,
+  EvidenceAnswer,
+  KeptPayload,
+  RecordDetail,
+  ReconcileReport,
+  ReplayAnswer,
+  ReplayFailure,
+  TransactionList,
+  WhoAmI,
+  PosAnswer,
+} from '../schemas.js';
+import { deadLetterDetail, deadLetterSummary, keptPayloadView, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
+
+export { BULK_MAX };
 
 /** Well inside the server's 30 s request timeout (bridge.ts), so the report always reaches the operator. */
 export const RECONCILE_BUDGET_MS = 20_000;
-/** The route schemas are exported for `/openapi.json`, which documents them as they are parsed. */
+/** The route schemas are exported for the tests, which parse with them as the routes do. */
 export const ReconcileQuery = z.strictObject({
   budgetMs: z.coerce
     .number()
@@ -43,22 +54,16 @@ const merchantIdParam = z.string().regex(MERCHANT_ID, 'must be a merchant id').o
 export const ScopeQuery = z.strictObject({ merchantId: merchantIdParam });
 export const ReconcileScopedQuery = ReconcileQuery.extend({ merchantId: merchantIdParam });
 
-/** At most this many records one bulk action touches; a filter matching more is refused (400) with its count. */
-export const BULK_MAX = 100;
-/** A bulk action stops taking new records after this long, inside the server's 30 s request timeout; the rest are refused as not attempted. */
-export const BULK_BUDGET_MS = 20_000;
-
-const DAY = /^\d{4}-\d{2}-\d{2}$/;
+const DAY_OR_DATE_TIME = 'must be a day (2026-01-01) or an ISO 8601 date-time (2026-01-01T09:30:00Z)';
 
 /**
- * A bound on a date: a day (`2026-01-01`, UTC) or an ISO 8601 date-time. A day as `from` is its
- * first instant; as `to`, its last, so `from=D&to=D` is the whole day.
+ * A bound on a date: a day (`2026-01-01`, UTC, a real one) or an ISO 8601 date-time with an offset.
+ * A day as `from` is its first instant; as `to`, its last, so `from=D&to=D` is the whole day.
  */
 function dateBound(end: 'start' | 'end', description: string) {
   return z
-    .string()
-    .refine((text) => (DAY.test(text) && !Number.isNaN(Date.parse(`${text}T00:00:00Z`)) && new Date(`${text}T00:00:00Z`).toISOString().startsWith(text)) || z.iso.datetime({ offset: true }).safeParse(text).success, 'must be a day (2026-01-01) or an ISO 8601 date-time (2026-01-01T09:30:00Z)')
-    .transform((text) => (DAY.test(text) ? new Date(`${text}T${end === 'start' ? '00:00:00.000' : '23:59:59.999'}Z`) : new Date(text)))
+    .union([z.iso.date(), z.iso.datetime({ offset: true })], { error: (issue) => (typeof issue.input === 'string' ? DAY_OR_DATE_TIME : undefined) })
+    .transform((text) => (text.length === 10 ? new Date(`${text}T${end === 'start' ? '00:00:00.000' : '23:59:59.999'}Z`) : new Date(text)))
     .optional()
     .meta({ description });
 }
@@ -66,7 +71,11 @@ function dateBound(end: 'start' | 'end', description: string) {
 const fromParam = dateBound('start', 'At or after: a day (its first instant, UTC) or an ISO 8601 date-time.');
 const toParam = dateBound('end', 'At or before: a day (up to its end, UTC) or an ISO 8601 date-time.');
 
-/** `status=a,b`: one or several ledger statuses; an unknown one is named. */
+/**
+ * `status=a,b`: one or several ledger statuses; an unknown one is named. Read leniently (spaces
+ * and empty items between the commas are dropped); the document states the plain form, which every
+ * client can send: statuses joined by commas.
+ */
 const statusList = z
   .string()
   .transform((text, ctx) => {
@@ -78,6 +87,7 @@ const statusList = z
     }
     return statuses as LedgerStatus[];
   })
+  .meta({ pattern: `^(?:${LEDGER_STATUSES.join('|')})(?:,(?:${LEDGER_STATUSES.join('|')}))*$` })
   .optional()
   .meta({ description: `Only records in these statuses, comma-separated: ${LEDGER_STATUSES.join(', ')}.` });
 
@@ -167,9 +177,14 @@ export const ReverseBody = z.strictObject({ reason: reasonOptional }).meta({ des
 export const RetryBody = z.strictObject({ reason: reasonOptional }).meta({ description: 'Optional.' });
 export const ReasonBody = z.strictObject({ reason: reasonRequired }).meta({ description: 'Why (required).' });
 
+/**
+ * One action on several records, named by ids or by a filter: one of the two, and resolve with its
+ * outcome. Both rules are checked as the body is parsed, and stated in the document beside them
+ * (`oneOf`, `anyOf`), so that no body the document allows is refused after parsing.
+ */
 export const BulkBody = z
   .strictObject({
-    action: z.enum(['retry', 'reverse', 'resolve', 'close', 'acknowledge']),
+    action: z.enum(BULK_ACTIONS),
     ids: z.array(z.string().min(1).max(300)).min(1).max(BULK_MAX).optional().meta({ description: `At most ${BULK_MAX} transactionIds of merchantId (the token's merchant, else default), or <merchantId>/<transactionId> with ADMIN_TOKEN.` }),
     merchantId: merchantIdParam.meta({ description: 'Whose records ids names (ADMIN_TOKEN; default: default).' }),
     filter: z
@@ -179,7 +194,16 @@ export const BulkBody = z
     outcome: ResolveBody.shape.outcome.optional().meta({ description: 'resolve: required.' }),
     reason: reasonRequired,
   })
-  .meta({ description: 'One action on several records: named by ids or by a filter (one of the two).' });
+  .superRefine((body, ctx) => {
+    if (Boolean(body.ids) === Boolean(body.filter)) ctx.addIssue({ code: 'custom', path: [], message: 'name the records by ids or by filter (one of the two)' });
+    else if (body.action === 'resolve' && !body.outcome) ctx.addIssue({ code: 'custom', path: ['outcome'], message: 'is required for resolve' });
+  })
+  .meta({
+    description: 'One action on several records: named by ids or by a filter (one of the two).',
+    oneOf: [{ required: ['ids'] }, { required: ['filter'] }],
+    // resolve names its outcome: an action other than resolve, or an outcome.
+    anyOf: [{ properties: { action: { not: { const: 'resolve' } } } }, { required: ['outcome'] }],
+  });
 
 export const DeadLetterDetailQuery = z.strictObject({
   unmask: z.enum(['true', 'false']).optional().meta({ description: "true: the body as kept, customers' phone numbers and emails in clear (recorded in the audit trail)." }),
@@ -196,6 +220,10 @@ export const DeadLetterQuery = z.strictObject({
   ...pageParams,
 });
 
+export const RecordDetailQuery = ScopeQuery.extend({
+  unmask: z.enum(['true', 'false']).optional().meta({ description: "true: the customer's phone number and email in clear, in customer and the attempts (recorded in the audit trail as unmask record)." }),
+});
+
 /**
  * The merchant a request acts for: a merchant's admin token, its own (a `merchantId` naming another
  * is the same 404 as a record it cannot see); ADMIN_TOKEN, the one `?merchantId=` names, or all
@@ -208,10 +236,6 @@ export function scopeOf(req: Request, requested: string | undefined): string | u
   return principal.merchantId;
 }
 
-export const RecordDetailQuery = ScopeQuery.extend({
-  unmask: z.enum(['true', 'false']).optional().meta({ description: "true: the customer's phone number and email in clear, in customer and the attempts (recorded in the audit trail as unmask record)." }),
-});
-
 /** A customer search as the audit trail names it: the kind and a part that says whom to those who know (a phone's last 4 digits, an email's domain), never the whole contact. */
 export function searchedAs(text: string): string {
   const value = text.trim().replace(/^(phone|email|card):/i, '');
@@ -221,297 +245,458 @@ export function searchedAs(text: string): string {
 }
 
 /** The ledger key of the record `:transactionId` names, in the request's merchant (default: `default`). */
-function keyOf(req: Request, query: { merchantId?: string } = parseWith(ScopeQuery, req.query)): string {
+function keyOf(req: Request, query: { merchantId?: string }): string {
   return ledgerKey(scopeOf(req, query.merchantId) ?? DEFAULT_MERCHANT, req.params.transactionId as string);
 }
 
-/** The merchant `:merchantId` names; one no merchant can have (not a merchant id) is the same 404 as an unknown one, its text cut short. */
-function merchantIdOf(req: Request): string {
-  const id = req.params.merchantId as string;
-  if (!MERCHANT_ID.test(id)) throw new NotFoundError(`no merchant ${echoed(id)}`);
-  return id;
-}
-
 /** Who acts, from the token, and why, from the body. */
-function actOf(req: Request, reason: string | undefined): OperatorAct {
+export function actOf(req: Request, reason: string | undefined): OperatorAct {
   return { actor: (req.adminPrincipal as AdminPrincipal).actor, ...(reason ? { reason } : {}) };
 }
 
-export function adminRoutes(deps: { adminToken: string; namedAdminTokens?: readonly NamedAdminToken[]; store: LedgerStore; operator: OperatorActions; worker: Worker; ingest: Ingest; merchants: MerchantAdmin; tokens: Pick<TokenDirectory, 'byAdminToken'> }): Router {
-  const router = Router();
-  router.use('/v1/admin', adminAuth({ token: deps.adminToken, named: deps.namedAdminTokens }, deps.tokens), adminInput());
-
-  router.get('/v1/admin/whoami', (req, res) => {
-    const principal = req.adminPrincipal as AdminPrincipal;
-    res.json({ actor: principal.actor, scope: principal.scope, ...(principal.scope === 'merchant' ? { merchantId: principal.merchantId } : {}) } satisfies WhoAmI);
-  });
-
-  router.get('/v1/admin/transactions', async (req, res) => {
-    const q = parseWith(ListQuery, req.query);
-    const merchantId = scopeOf(req, q.merchantId);
-    const customer = q.customer === undefined ? undefined : searchIdentities(q.customer, await deps.ingest.phoneRegion(merchantId));
-    if (customer?.length === 0) throw ValidationError.field('customer', 'is not a phone number, an email or a card serial');
-    // One more than asked: whether a next page exists, without counting beyond it.
-    const { items, total, totalCapped } = await deps.store.list({
-      merchantId,
-      status: q.status,
-      pos: q.pos,
-      orderId: q.orderId,
-      refundId: q.refundId,
-      customer,
-      from: q.from,
-      to: q.to,
-      after: q.cursor,
-      offset: (q.page - 1) * q.limit,
-      limit: q.limit + 1,
-    });
-    const page = items.slice(0, q.limit);
-    // Looking a customer up is reading personal data like unmasking is: who, when, whom (partly: the audit trail is no place for contacts).
-    if (q.customer !== undefined) await deps.operator.audit('search customer', actOf(req, undefined), { id: searchedAs(q.customer), merchantId }, `${totalCapped ? 'more than ' : ''}${total} record${total === 1 ? '' : 's'}`);
-    res.json({
-      items: page.map(recordSummary),
-      total,
-      ...(totalCapped ? { totalCapped } : {}),
-      page: q.page,
-      limit: q.limit,
-      ...(items.length > q.limit ? { nextCursor: cursorOf(page.at(-1)!) } : {}),
-    } satisfies TransactionList);
-  });
-
-  router.get('/v1/admin/attention', async (req, res) => {
-    const q = parseWith(AttentionQuery, req.query);
-    res.json((await attentionQueue(deps.store, { merchantId: scopeOf(req, q.merchantId), limit: q.limit })) satisfies AttentionAnswer);
-  });
-
-  router.get('/v1/admin/audit', async (req, res) => {
-    const q = parseWith(AuditQuery, req.query);
-    const { items, total, totalCapped } = await deps.store.listAudit({ merchantId: scopeOf(req, q.merchantId), actor: q.actor, from: q.from, to: q.to, offset: (q.page - 1) * q.limit, limit: q.limit });
-    res.json({ items, total, ...(totalCapped ? { totalCapped } : {}), page: q.page, limit: q.limit } satisfies AuditList);
-  });
-
-  router.post('/v1/admin/transactions/bulk', async (req, res) => {
-    const body = parseWith(BulkBody, req.body ?? {});
-    res.json((await bulk(req, body)) satisfies BulkAnswer);
-  });
-
-  router.get('/v1/admin/transactions/:transactionId', async (req, res) => {
-    const q = parseWith(RecordDetailQuery, req.query);
-    const record = await deps.store.get(keyOf(req, q));
-    if (!record) throw new NotFoundError(`no ledger record ${echoed(req.params.transactionId as string)}`);
-    const unmask = q.unmask === 'true';
-    // Reading a customer's contact details in clear is an action like any other: who, when, which record.
-    if (unmask) await deps.operator.audit('unmask record', actOf(req, undefined), { transactionId: record.transactionId, merchantId: merchantOf(record) });
-    res.json(recordDetail(record, await deps.operator.allowed(record), unmask));
-  });
-
-  /** What the loyalty history shows around the record's uncertain call, read live; changes nothing (contract v1.4). */
-  router.get('/v1/admin/transactions/:transactionId/evidence', async (req, res) => {
-    const key = keyOf(req, parseWith(ScopeQuery, req.query));
-    if (!(await deps.store.get(key))) throw new NotFoundError(`no ledger record ${echoed(req.params.transactionId as string)}`);
-    res.json((await deps.operator.evidence(key)) satisfies EvidenceAnswer);
-  });
-
-  /** The payload the record was created from, masked as a dead letter's body is unless ?unmask=true (audited as unmask payload). */
-  router.get('/v1/admin/transactions/:transactionId/payload', async (req, res) => {
-    const q = parseWith(RecordDetailQuery, req.query);
-    const key = keyOf(req, q);
-    const payload = await deps.store.getPayload(key);
-    if (!payload) {
-      const record = await deps.store.get(key);
-      throw new NotFoundError(record ? `record ${echoed(req.params.transactionId as string)} has no payload kept (${record.origin ? (record.origin.via === 'remainder' ? 'a remainder comes from no delivery' : `its delivery was over ${PAYLOAD_KEPT_BYTES / 1024} KiB`) : 'it was recorded before payloads were kept'})` : `no ledger record ${echoed(req.params.transactionId as string)}`);
-    }
-    const unmask = q.unmask === 'true';
-    if (unmask) await deps.operator.audit('unmask payload', actOf(req, undefined), { transactionId: req.params.transactionId as string, merchantId: scopeOf(req, q.merchantId) ?? DEFAULT_MERCHANT });
-    res.json(keptPayloadView(payload, unmask) satisfies KeptPayload);
-  });
-
-  router.post('/v1/admin/reconcile', async (req, res) => {
-    const q = parseWith(ReconcileScopedQuery, req.query);
-    const merchantId = scopeOf(req, q.merchantId);
-    const report = await deps.worker.reconcile(true, q.budgetMs, merchantId);
-    // A pass can settle records (fixed): who asked for it, and what it did, is kept.
-    await deps.operator.audit('reconcile', actOf(req, undefined), { id: merchantId ?? 'all merchants', merchantId }, `${report.examined} examined, ${report.fixed.length} fixed, ${report.open.length} open${report.complete ? '' : ', incomplete'}`);
-    res.json(report satisfies ReconcileReport);
-  });
-
-  router.post('/v1/admin/transactions/:transactionId/retry', async (req, res) => {
-    const body = parseWith(RetryBody, req.body ?? {});
-    const answer = await deps.operator.retry(keyOf(req), actOf(req, body.reason));
-    sendAnswer(res, answer);
-  });
-
-  router.post('/v1/admin/transactions/:transactionId/reverse', async (req, res) => {
-    const body = parseWith(ReverseBody, req.body ?? {});
-    const answer = await deps.operator.reverse(keyOf(req), actOf(req, body.reason));
-    sendAnswer(res, answer);
-  });
-
-  router.post('/v1/admin/transactions/:transactionId/resolve', async (req, res) => {
-    const body = parseWith(ResolveBody, req.body);
-    const reason = body.reason ?? body.note;
-    const answer = await deps.operator.resolve(keyOf(req), { outcome: body.outcome, operationId: body.operationId, note: reason }, actOf(req, reason));
-    sendAnswer(res, answer);
-  });
-
-  router.post('/v1/admin/transactions/:transactionId/close', async (req, res) => {
-    const body = parseWith(ReasonBody, req.body ?? {});
-    const answer = await deps.operator.close(keyOf(req), { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
-    res.status(200).json(posAnswer(answer));
-  });
-
-  router.post('/v1/admin/transactions/:transactionId/acknowledge', async (req, res) => {
-    const body = parseWith(ReasonBody, req.body ?? {});
-    const answer = await deps.operator.acknowledge(keyOf(req), { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
-    res.status(200).json(posAnswer(answer));
-  });
-
-  /**
-   * One action on many records, one by one through the same operator actions (and rules) as a
-   * single one, each with the actor and the reason. Retry and resolve leave delivery to the worker
-   * (delivering each within the answer budget would take minutes); reverse delivers as a single one
-   * does. Bounded by BULK_MAX records and BULK_BUDGET_MS: what the budget leaves is refused as not
-   * attempted, to be sent again.
-   */
-  async function bulk(req: Request, body: z.infer<typeof BulkBody>): Promise<BulkAnswer> {
-    if (Boolean(body.ids) === Boolean(body.filter)) throw ValidationError.field('', 'name the records by ids or by filter (one of the two)');
-    if (body.action === 'resolve' && !body.outcome) throw ValidationError.field('outcome', 'is required for resolve');
-    const principal = req.adminPrincipal as AdminPrincipal;
-    const targets: { id: string; key: string }[] = [];
-    if (body.ids) {
-      const merchant = scopeOf(req, body.merchantId) ?? DEFAULT_MERCHANT;
-      for (const id of body.ids) {
-        const slash = id.indexOf('/');
-        const named = slash > 0 && principal.scope === 'global' ? { merchantId: id.slice(0, slash), transactionId: id.slice(slash + 1) } : { merchantId: merchant, transactionId: id };
-        targets.push({ id, key: ledgerKey(named.merchantId, named.transactionId) });
-      }
-    } else {
-      const f = body.filter!;
-      const merchantId = scopeOf(req, f.merchantId ?? body.merchantId);
-      const found = await deps.store.list({ merchantId, status: f.status, pos: f.pos, from: f.from, to: f.to, offset: 0, limit: BULK_MAX });
-      if (found.total > BULK_MAX) throw ValidationError.field('filter', `matches ${found.total} records; a bulk action takes at most ${BULK_MAX}: narrow it (merchantId, pos, from, to) and repeat`);
-      for (const r of found.items) {
-        const key = ledgerKey(r.merchantId ?? DEFAULT_MERCHANT, r.transactionId);
-        targets.push({ id: principal.scope === 'global' && (r.merchantId ?? DEFAULT_MERCHANT) !== DEFAULT_MERCHANT ? key : r.transactionId, key });
-      }
-    }
-    const act: OperatorAct & { reason: string } = { actor: principal.actor, reason: body.reason };
-    const answer: BulkAnswer = { done: [], refused: [] };
-    const deadline = Date.now() + BULK_BUDGET_MS;
-    for (const target of targets) {
-      if (Date.now() > deadline) {
-        answer.refused.push({ id: target.id, why: `not attempted: the bulk action's ${BULK_BUDGET_MS / 1000} s budget ran out; send it again` });
-        continue;
-      }
-      try {
-        const options = { deliver: false, bulk: true };
-        switch (body.action) {
-          case 'retry':
-            await deps.operator.retry(target.key, act, options);
-            break;
-          case 'reverse':
-            await deps.operator.reverse(target.key, act, options);
-            break;
-          case 'resolve':
-            await deps.operator.resolve(target.key, { outcome: body.outcome!, note: body.reason }, act, options);
-            break;
-          case 'close':
-            await deps.operator.close(target.key, act, options);
-            break;
-          case 'acknowledge':
-            await deps.operator.acknowledge(target.key, act, options);
-            break;
-          default:
-            unreachable(body.action);
-        }
-        answer.done.push(target.id);
-      } catch (error) {
-        if (!(error instanceof BridgeError) || error.status >= 500) throw error;
-        answer.refused.push({ id: target.id, why: error.status === 404 ? `no ledger record ${echoed(target.id)}` : error.message });
-      }
-    }
-    return answer;
-  }
-
-  router.get('/v1/admin/dead-letters', async (req, res) => {
-    const q = parseWith(DeadLetterQuery, req.query);
-    const { items, total } = await deps.store.listDeadLetters({
-      merchantId: scopeOf(req, q.merchantId),
-      pos: q.pos,
-      open: q.open === undefined ? undefined : q.open === 'true',
-      awaiting: q.awaiting,
-      offset: (q.page - 1) * q.limit,
-      limit: q.limit,
-    });
-    res.json({ items: items.map(deadLetterSummary), total, page: q.page, limit: q.limit } satisfies DeadLetterList);
-  });
-
-  /** A dead letter the request may see: a merchant's admin, its own only (404 otherwise). */
-  async function letterOf(req: Request) {
-    const letter = await deps.store.getDeadLetter(req.params.id as string);
-    const principal = req.adminPrincipal as AdminPrincipal;
-    if (!letter || (principal.scope === 'merchant' && letter.merchantId !== principal.merchantId)) throw new NotFoundError(`no dead letter ${echoed(req.params.id as string)}`);
-    return letter;
-  }
-
-  router.get('/v1/admin/dead-letters/:id', async (req, res) => {
-    const q = parseWith(DeadLetterDetailQuery, req.query);
-    const letter = await letterOf(req);
-    const unmask = q.unmask === 'true';
-    // Reading customers' contact details in clear is an action like any other: who, when, which letter.
-    if (unmask) await deps.operator.audit('unmask', actOf(req, undefined), { id: letter.id, merchantId: letter.merchantId });
-    res.json(deadLetterDetail(letter, unmask, deps.operator.deadLetterActions(letter)) satisfies DeadLetter);
-  });
-
-  router.post('/v1/admin/dead-letters/:id/replay', async (req, res) => {
-    const body = parseWith(RetryBody, req.body ?? {});
-    const seen = await letterOf(req);
-    const { letter, outcome, error } = await deps.ingest.replayDeadLetter(req.params.id as string);
-    await deps.operator.audit('replay', actOf(req, body.reason), { id: seen.id, merchantId: seen.merchantId }, error ? `failed: ${error}` : 'processed');
-    const results = outcome ? { results: outcome.results } : {};
-    if (!error) {
-      res.json({ deadLetter: deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)), ...results } satisfies ReplayAnswer);
-      return;
-    }
-    // The one error envelope, with the letter as kept (its replays record this run); the request log says why.
-    res.locals.refusal = { code: 'replay_failed', message: error };
-    res.status(422).json({ error: { code: 'replay_failed', message: error, deadLetterId: letter.id }, requestId: req.id, deadLetter: deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)), ...results } satisfies ReplayFailure);
-  });
-
-  router.post('/v1/admin/dead-letters/:id/dismiss', async (req, res) => {
-    const body = parseWith(ReasonBody, req.body ?? {});
-    await letterOf(req);
-    const letter = await deps.operator.dismissDeadLetter(req.params.id as string, { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
-    res.json(deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)) satisfies DeadLetter);
-  });
-
-  // ---------------------------------------------------------------- merchants (ADMIN_TOKEN only)
-  const global = requireGlobalAdmin();
-
-  router.post('/v1/admin/merchants', global, async (req, res) => {
-    res.status(201).json(await deps.merchants.create(req.body));
-  });
-
-  router.get('/v1/admin/merchants', global, async (req, res) => {
-    const q = parseWith(PageQuery, req.query);
-    const { items, total } = await deps.merchants.list((q.page - 1) * q.limit, q.limit);
-    res.json({ items, total, page: q.page, limit: q.limit });
-  });
-
-  router.get('/v1/admin/merchants/:merchantId', global, async (req, res) => {
-    res.json(await deps.merchants.get(merchantIdOf(req)));
-  });
-
-  router.patch('/v1/admin/merchants/:merchantId', global, async (req, res) => {
-    res.json(await deps.merchants.update(merchantIdOf(req), req.body));
-  });
-
-  router.post('/v1/admin/merchants/:merchantId/tokens', global, async (req, res) => {
-    res.json(await deps.merchants.rotateTokens(merchantIdOf(req)));
-  });
-
-  router.post('/v1/admin/merchants/:merchantId/refresh', global, async (req, res) => {
-    res.json(await deps.merchants.refresh(merchantIdOf(req)));
-  });
-
-  return router;
+/** A dead letter the request may see: a merchant's admin, its own only (404 otherwise). */
+async function letterOf(req: Request, store: Pick<LedgerStore, 'getDeadLetter'>) {
+  const letter = await store.getDeadLetter(req.params.id as string);
+  const principal = req.adminPrincipal as AdminPrincipal;
+  if (!letter || (principal.scope === 'merchant' && letter.merchantId !== principal.merchantId)) throw new NotFoundError(`no dead letter ${echoed(req.params.id as string)}`);
+  return letter;
 }
+
+/** A bulk filter as the core takes it, in the merchant the request may act for. */
+function filtered(req: Request, { merchantId, ...filter }: NonNullable<z.output<typeof BulkBody>['filter']>, bodyMerchantId: string | undefined) {
+  return { filter, merchantId: scopeOf(req, merchantId ?? bodyMerchantId) };
+}
+
+export const SCOPE_INVALID = 'merchantId is not a merchant id (invalid_payload)';
+/** A merchant's admin token naming another merchant: the same 404 as a merchant that does not exist. */
+export const OTHER_MERCHANT = error("A merchant's admin token naming another merchant (not_found).");
+
+/** A path segment is never empty: `/v1/admin/transactions/` is the list's path, not a record's. */
+const transactionId: Record<string, PathParam> = { transactionId: { description: 'The transactionId, e.g. generic:A-1001 (percent-encode a / in it).', schema: z.string().min(1) } };
+const deadLetterId: Record<string, PathParam> = { id: { description: 'The dead letter id, as error.deadLetterId named it.', schema: z.string().min(1) } };
+
+export const adminRoutes: readonly Route[] = [
+  route({
+    method: 'get',
+    path: '/v1/admin/transactions',
+    operationId: 'listTransactions',
+    tag: 'Transactions',
+    summary: "List ledger records, newest first: by status, POS, days, the start of an order or refund id (A-Z in any case), or a customer's phone, email or card serial (audited)",
+    access: 'admin',
+    query: ListQuery,
+    answers: {
+      200: { description: 'One page of records: the Check sent and the results of each.', json: TransactionList },
+      400: error('A query parameter is not valid, or unknown, or an order or refund id start more than 1,000 ids share (invalid_payload, each named).'),
+      404: OTHER_MERCHANT,
+    },
+    async handle({ req, res, query: q, deps }) {
+      const merchantId = scopeOf(req, q.merchantId);
+      const customer = q.customer === undefined ? undefined : searchIdentities(q.customer, await deps.ingest.phoneRegion(merchantId));
+      if (customer?.length === 0) throw ValidationError.field('customer', 'is not a phone number, an email or a card serial');
+      // One more than asked: whether a next page exists, without counting beyond it.
+      const { items, total, totalCapped } = await deps.store.list({
+        merchantId,
+        status: q.status,
+        pos: q.pos,
+        orderId: q.orderId,
+        refundId: q.refundId,
+        customer,
+        from: q.from,
+        to: q.to,
+        after: q.cursor,
+        offset: (q.page - 1) * q.limit,
+        limit: q.limit + 1,
+      });
+      const page = items.slice(0, q.limit);
+      // Looking a customer up is reading personal data like unmasking is: who, when, whom (partly: the audit trail is no place for contacts).
+      if (q.customer !== undefined) await deps.operator.audit('search customer', actOf(req, undefined), { id: searchedAs(q.customer), merchantId }, `${totalCapped ? 'more than ' : ''}${total} record${total === 1 ? '' : 's'}`);
+      res.json({
+        items: page.map(recordSummary),
+        total,
+        ...(totalCapped ? { totalCapped } : {}),
+        page: q.page,
+        limit: q.limit,
+        ...(items.length > q.limit ? { nextCursor: cursorOf(page.at(-1)!) } : {}),
+      } satisfies TransactionList);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/admin/transactions/{transactionId}/evidence',
+    operationId: 'getEvidence',
+    tag: 'Transactions',
+    summary: "The loyalty history around the record's uncertain call, read live (the merchant's API key): its cards, their operations, each marked a candidate or not and why, and what the bridge reads from them. Changes nothing",
+    access: 'admin',
+    params: transactionId,
+    query: ScopeQuery,
+    answers: {
+      200: { description: 'The evidence (reading unknown, with why, when the history cannot be read).', json: EvidenceAnswer },
+      400: error(`${BAD_PATH}, ${SCOPE_INVALID}.`),
+      404: error("No such record (not_found), or not this merchant's."),
+    },
+    /** What the loyalty history shows around the record's uncertain call, read live; changes nothing (contract v1.4). */
+    async handle({ req, res, query, deps }) {
+      const key = keyOf(req, query);
+      if (!(await deps.store.get(key))) throw new NotFoundError(`no ledger record ${echoed(req.params.transactionId as string)}`);
+      res.json((await deps.operator.evidence(key)) satisfies EvidenceAnswer);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/admin/transactions/{transactionId}/payload',
+    operationId: 'getPayload',
+    tag: 'Transactions',
+    summary: "The POS payload the record was created from (a direct post, a webhook delivery or its part, a replayed dead letter, an object backfill found); customers' phone numbers and emails masked unless unmask=true, which is audited",
+    access: 'admin',
+    params: transactionId,
+    query: RecordDetailQuery,
+    answers: {
+      200: { description: 'The payload as it arrived (masked unless unmasked).', json: KeptPayload },
+      400: error(`${BAD_PATH}, ${SCOPE_INVALID}.`),
+      404: error('No such record, or none was kept for it (a remainder, a record from before payloads were kept, a delivery over 64 KiB): the message says which.'),
+    },
+    /** The payload the record was created from, masked as a dead letter's body is unless ?unmask=true (audited as unmask payload). */
+    async handle({ req, res, query: q, deps }) {
+      const key = keyOf(req, q);
+      const payload = await deps.store.getPayload(key);
+      if (!payload) {
+        const record = await deps.store.get(key);
+        throw new NotFoundError(record ? `record ${echoed(req.params.transactionId as string)} has no payload kept (${record.origin ? (record.origin.via === 'remainder' ? 'a remainder comes from no delivery' : `its delivery was over ${PAYLOAD_KEPT_BYTES / 1024} KiB`) : 'it was recorded before payloads were kept'})` : `no ledger record ${echoed(req.params.transactionId as string)}`);
+      }
+      const unmask = q.unmask === 'true';
+      if (unmask) await deps.operator.audit('unmask payload', actOf(req, undefined), { transactionId: req.params.transactionId as string, merchantId: scopeOf(req, q.merchantId) ?? DEFAULT_MERCHANT });
+      res.json(keptPayloadView(payload, unmask) satisfies KeptPayload);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/admin/whoami',
+    operationId: 'whoami',
+    tag: 'Operators',
+    summary: 'Who this token is: its actor and scope',
+    access: 'admin',
+    answers: {
+      200: { description: 'The actor recorded for its actions, and what it sees.', json: WhoAmI },
+      400: error('A query value holding a control character or bytes that are not UTF-8 (invalid_payload, the parameter named).'),
+    },
+    handle({ req, res }) {
+      const principal = req.adminPrincipal as AdminPrincipal;
+      res.json({ actor: principal.actor, scope: principal.scope, ...(principal.scope === 'merchant' ? { merchantId: principal.merchantId } : {}) } satisfies WhoAmI);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/admin/attention',
+    operationId: 'attention',
+    tag: 'Operators',
+    summary: 'Everything that needs a person, oldest first',
+    description:
+      'Records in doubt (ambiguous: the history matches several), failed, partially accrued, reverse_failed (not closed), with deliveries of another amount not yet acknowledged, and open dead letters. Counts per kind and per merchant cover everything; items are bounded by limit.',
+    access: 'admin',
+    query: AttentionQuery,
+    answers: {
+      200: { description: 'The queue.', json: AttentionAnswer },
+      400: error('A query parameter is not valid, or unknown (invalid_payload, each named).'),
+      404: OTHER_MERCHANT,
+    },
+    async handle({ req, res, query: q, deps }) {
+      res.json((await attentionQueue(deps.store, { merchantId: scopeOf(req, q.merchantId), limit: q.limit })) satisfies AttentionAnswer);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/admin/audit',
+    operationId: 'audit',
+    tag: 'Operators',
+    summary: 'Operator actions: who did what, when, why, to which record or letter',
+    description: "Newest first. A merchant's admin token sees its own merchant's only.",
+    access: 'admin',
+    query: AuditQuery,
+    answers: {
+      200: { description: 'One page of the audit trail.', json: AuditList },
+      400: error('A query parameter is not valid, or unknown (invalid_payload, each named).'),
+      404: OTHER_MERCHANT,
+    },
+    async handle({ req, res, query: q, deps }) {
+      const { items, total, totalCapped } = await deps.store.listAudit({ merchantId: scopeOf(req, q.merchantId), actor: q.actor, from: q.from, to: q.to, offset: (q.page - 1) * q.limit, limit: q.limit });
+      res.json({ items, total, ...(totalCapped ? { totalCapped } : {}), page: q.page, limit: q.limit } satisfies AuditList);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/admin/transactions/bulk',
+    operationId: 'bulkAction',
+    tag: 'Transactions',
+    summary: 'One action on several records, each with the actor and the reason',
+    description: `Records named by ids, or every record a filter matches (at most ${BULK_MAX}: a filter matching more is a 400 naming its count). Each record goes through the same action and rules as alone; retry and resolve leave delivery to the worker. The answer names each id done or refused, with why.`,
+    access: 'admin',
+    body: { schema: BulkBody, component: 'BulkBody', required: true, emptyWhenAbsent: true },
+    answers: {
+      200: { description: 'What was done to each.', json: BulkAnswer },
+      400: error('The body is not valid (invalid_payload, each field named): no reason, neither or both of ids and filter, resolve without outcome, or a filter matching too many records.'),
+      404: OTHER_MERCHANT,
+    },
+    async handle({ req, res, body, deps }) {
+      const principal = req.adminPrincipal as AdminPrincipal;
+      const common = {
+        act: { actor: principal.actor, reason: body.reason },
+        global: principal.scope === 'global',
+        ...(body.ids ? { ids: body.ids, merchantId: scopeOf(req, body.merchantId) } : filtered(req, body.filter!, body.merchantId)),
+      };
+      const request: BulkRequest = body.action === 'resolve' ? { ...common, action: 'resolve', outcome: body.outcome! } : { ...common, action: body.action };
+      res.json((await deps.operator.bulk(request)) satisfies BulkAnswer);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/admin/transactions/{transactionId}/close',
+    operationId: 'closeTransaction',
+    tag: 'Transactions',
+    summary: 'Close an orphan reverse_failed record: a refund of an order the loyalty service never knew',
+    description: 'The record is kept whole in its status, marked closed with the actor and reason, and leaves the attention queue; recorded in the audit trail.',
+    access: 'admin',
+    params: transactionId,
+    query: ScopeQuery,
+    body: { schema: ReasonBody, component: 'ReasonBody', required: true, emptyWhenAbsent: true },
+    answers: {
+      200: { description: 'Closed: the record as it stands.', json: PosAnswer },
+      400: error(`No reason, or the body is not valid (invalid_payload), ${SCOPE_INVALID}, or ${BAD_PATH}.`),
+      404: error("No such record (not_found), or not this merchant's."),
+      409: error('Anything but an open orphan reverse_failed: the message says why (conflict).'),
+    },
+    async handle({ req, res, query, body, deps }) {
+      const answer = await deps.operator.close(keyOf(req, query), { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
+      res.status(200).json(posAnswer(answer));
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/admin/transactions/{transactionId}/acknowledge',
+    operationId: 'acknowledgeTransaction',
+    tag: 'Transactions',
+    summary: 'Acknowledge a refusal (failed, partially accrued) or deliveries with another amount, settled outside the bridge',
+    description: 'The record leaves the attention queue until it needs a person again (a later failure, another such delivery); recorded in the history and the audit trail. Doubts and reversals are settled by resolve, retry or close instead.',
+    access: 'admin',
+    params: transactionId,
+    query: ScopeQuery,
+    body: { schema: ReasonBody, component: 'ReasonBody', required: true, emptyWhenAbsent: true },
+    answers: {
+      200: { description: 'Acknowledged: the record as it stands.', json: PosAnswer },
+      400: error(`No reason, or the body is not valid (invalid_payload), ${SCOPE_INVALID}, or ${BAD_PATH}.`),
+      404: error("No such record (not_found), or not this merchant's."),
+      409: error('Nothing to acknowledge: no refusal or delivery with another amount waits for a person (conflict).'),
+    },
+    async handle({ req, res, query, body, deps }) {
+      const answer = await deps.operator.acknowledge(keyOf(req, query), { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
+      res.status(200).json(posAnswer(answer));
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/admin/dead-letters/{id}/dismiss',
+    operationId: 'dismissDeadLetter',
+    tag: 'Dead letters',
+    summary: 'Dismiss a dead letter with a reason: kept, never run again',
+    access: 'admin',
+    params: deadLetterId,
+    body: { schema: ReasonBody, component: 'ReasonBody', required: true, emptyWhenAbsent: true },
+    answers: {
+      200: { description: 'Dismissed: the letter, masked.', json: DeadLetter },
+      400: error(`No reason, or the body is not valid (invalid_payload), or ${BAD_PATH}.`),
+      404: error('No such dead letter (not_found).'),
+      409: error('Resolved or dismissed already, or a run of it is under way (conflict, with deadLetterId).'),
+    },
+    async handle({ req, res, body, deps }) {
+      await letterOf(req, deps.store);
+      const letter = await deps.operator.dismissDeadLetter(req.params.id as string, { actor: (req.adminPrincipal as AdminPrincipal).actor, reason: body.reason });
+      res.json(deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)) satisfies DeadLetter);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/admin/transactions/{transactionId}',
+    operationId: 'getTransaction',
+    tag: 'Transactions',
+    summary: "One record with every attempt, its history, and the actions allowed now (and why not); the customer's phone number and email masked unless unmask=true, which is audited",
+    access: 'admin',
+    params: transactionId,
+    query: RecordDetailQuery,
+    answers: {
+      200: { description: 'The record in full.', json: RecordDetail },
+      400: error(`${BAD_PATH}, ${SCOPE_INVALID}.`),
+      404: error("No such record (not_found), or not this merchant's."),
+    },
+    async handle({ req, res, query: q, deps }) {
+      const record = await deps.store.get(keyOf(req, q));
+      if (!record) throw new NotFoundError(`no ledger record ${echoed(req.params.transactionId as string)}`);
+      const unmask = q.unmask === 'true';
+      // Reading a customer's contact details in clear is an action like any other: who, when, which record.
+      if (unmask) await deps.operator.audit('unmask record', actOf(req, undefined), { transactionId: record.transactionId, merchantId: merchantOf(record) });
+      res.json(recordDetail(record, await deps.operator.allowed(record), unmask));
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/admin/transactions/{transactionId}/retry',
+    operationId: 'retryTransaction',
+    tag: 'Transactions',
+    summary: 'Deliver again what provably did not happen',
+    description: 'For a record the loyalty service refused, or one still pending: sends its accrue or reverse now.',
+    access: 'admin',
+    params: transactionId,
+    query: ScopeQuery,
+    body: { schema: RetryBody, component: 'RetryBody', required: false, emptyWhenAbsent: true },
+    answers: {
+      ...OUTCOME_ANSWERS,
+      400: error(`${BAD_PATH}, ${SCOPE_INVALID}.`),
+      404: answerOrError('No such record (not_found), or the loyalty service does not know the transaction (the record).'),
+      409: error('A retry could double: the last call may have reached the loyalty service (settle it with /resolve), a call is in flight, or some cards succeeded.'),
+    },
+    async handle({ req, res, query, body, deps }) {
+      sendAnswer(res, await deps.operator.retry(keyOf(req, query), actOf(req, body.reason)));
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/admin/transactions/{transactionId}/reverse',
+    operationId: 'reverseTransaction',
+    tag: 'Transactions',
+    summary: 'Reverse the whole accrual',
+    access: 'admin',
+    params: transactionId,
+    query: ScopeQuery,
+    body: { schema: ReverseBody, component: 'ReverseBody', required: false, emptyWhenAbsent: true },
+    answers: {
+      ...OUTCOME_ANSWERS,
+      400: error(`The body is not valid (invalid_payload), ${SCOPE_INVALID}, or ${BAD_PATH}.`),
+      404: answerOrError('No such record (not_found), or the loyalty service does not know the transaction (the record).'),
+      409: error('The record cannot be reversed in its state.'),
+    },
+    async handle({ req, res, query, body, deps }) {
+      sendAnswer(res, await deps.operator.reverse(keyOf(req, query), actOf(req, body.reason)));
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/admin/transactions/{transactionId}/resolve',
+    operationId: 'resolveTransaction',
+    tag: 'Transactions',
+    summary: 'Settle an in-doubt call by hand',
+    description: 'Or, with outcome reversed, close a reverse_failed record whose failed cards were finished by hand.',
+    access: 'admin',
+    params: transactionId,
+    query: ScopeQuery,
+    body: { schema: ResolveBody, component: 'ResolveBody', required: true },
+    answers: {
+      ...OUTCOME_ANSWERS,
+      400: error(`The body is not valid (invalid_payload, each field named), ${SCOPE_INVALID}, or ${BAD_PATH}.`),
+      404: answerOrError('No such record (not_found), or the loyalty service does not know the transaction (the record).'),
+      409: error('Not in doubt (nor a failed reverse, for outcome reversed), or the operation is claimed by another record.'),
+    },
+    async handle({ req, res, query, body, deps }) {
+      const reason = body.reason ?? body.note;
+      sendAnswer(res, await deps.operator.resolve(keyOf(req, query), { outcome: body.outcome, operationId: body.operationId, note: reason }, actOf(req, reason)));
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/admin/reconcile',
+    operationId: 'reconcile',
+    tag: 'Transactions',
+    summary: "One reconciliation pass over all open work now (one merchant's with merchantId, or a merchant's admin token)",
+    description: 'Due and not-yet-due work alike; in-doubt calls are verified through the operations history where LOYALTY_API_KEY is set.',
+    access: 'admin',
+    query: ReconcileScopedQuery,
+    answers: {
+      200: { description: 'The report; complete false: call again for the rest.', json: ReconcileReport },
+      400: error('budgetMs is not a whole number from 0 to the maximum, merchantId is not a merchant id, or another parameter was given (invalid_payload).'),
+      404: OTHER_MERCHANT,
+    },
+    async handle({ req, res, query: q, deps }) {
+      const merchantId = scopeOf(req, q.merchantId);
+      const report = await deps.worker.reconcile(true, q.budgetMs, merchantId);
+      // A pass can settle records (fixed): who asked for it, and what it did, is kept.
+      await deps.operator.audit('reconcile', actOf(req, undefined), { id: merchantId ?? 'all merchants', merchantId }, `${report.examined} examined, ${report.fixed.length} fixed, ${report.open.length} open${report.complete ? '' : ', incomplete'}`);
+      res.json(report satisfies ReconcileReport);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/admin/dead-letters',
+    operationId: 'listDeadLetters',
+    tag: 'Dead letters',
+    summary: 'List dead letters, newest first',
+    access: 'admin',
+    query: DeadLetterQuery,
+    answers: {
+      200: { description: 'One page of dead letters.', json: DeadLetterList },
+      400: error('A query parameter is not valid, or unknown (invalid_payload, each named).'),
+      404: OTHER_MERCHANT,
+    },
+    async handle({ req, res, query: q, deps }) {
+      const { items, total } = await deps.store.listDeadLetters({
+        merchantId: scopeOf(req, q.merchantId),
+        pos: q.pos,
+        open: q.open === undefined ? undefined : q.open === 'true',
+        awaiting: q.awaiting,
+        offset: (q.page - 1) * q.limit,
+        limit: q.limit,
+      });
+      res.json({ items: items.map(deadLetterSummary), total, page: q.page, limit: q.limit } satisfies DeadLetterList);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/admin/dead-letters/{id}',
+    operationId: 'getDeadLetter',
+    tag: 'Dead letters',
+    summary: "One dead letter, with the delivery kept whole (customers' phone numbers and emails masked unless unmask=true, which is audited)",
+    access: 'admin',
+    params: deadLetterId,
+    query: DeadLetterDetailQuery,
+    answers: {
+      200: { description: 'The dead letter.', json: DeadLetter },
+      400: error(BAD_PATH),
+      404: error('No such dead letter (not_found).'),
+    },
+    async handle({ req, res, query: q, deps }) {
+      const letter = await letterOf(req, deps.store);
+      const unmask = q.unmask === 'true';
+      // Reading customers' contact details in clear is an action like any other: who, when, which letter.
+      if (unmask) await deps.operator.audit('unmask', actOf(req, undefined), { id: letter.id, merchantId: letter.merchantId });
+      res.json(deadLetterDetail(letter, unmask, deps.operator.deadLetterActions(letter)) satisfies DeadLetter);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/admin/dead-letters/{id}/replay',
+    operationId: 'replayDeadLetter',
+    tag: 'Dead letters',
+    summary: 'Run a dead letter through again',
+    description:
+      "After fixing configuration, or once its order arrived; also a letter the bridge is retrying by itself, ahead of its schedule (a transient failure then keeps its schedule; the operator's run does not count among the automatic attempts). Its signature is not checked again: it was when the delivery arrived. What was carried out before is skipped (each event is remembered by its key), so a replay never accrues or reverses twice.",
+    access: 'admin',
+    params: deadLetterId,
+    body: { schema: RetryBody, component: 'RetryBody', required: false, emptyWhenAbsent: true },
+    answers: {
+      200: { description: 'It went through: the dead letter is resolved, with the results.', json: ReplayAnswer },
+      400: error(BAD_PATH),
+      404: error('No such dead letter (not_found).'),
+      409: error('The letter is resolved already (a resolved letter is never run again), or a run of it is under way (the bridge retrying it, on this or another instance): conflict, with deadLetterId.'),
+      422: { description: 'It failed again (replay_failed): error says why; the dead letter keeps the run among its replays, and its retry says whether the bridge will run it again by itself.', json: ReplayFailure },
+    },
+    async handle({ req, res, body, deps }) {
+      const seen = await letterOf(req, deps.store);
+      const { letter, outcome, error: failed } = await deps.ingest.replayDeadLetter(req.params.id as string);
+      await deps.operator.audit('replay', actOf(req, body.reason), { id: seen.id, merchantId: seen.merchantId }, failed ? `failed: ${failed}` : 'processed');
+      const results = outcome ? { results: outcome.results } : {};
+      if (!failed) {
+        res.json({ deadLetter: deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)), ...results } satisfies ReplayAnswer);
+        return;
+      }
+      // The one error envelope, with the letter as kept (its replays record this run); the request log says why.
+      res.locals.refusal = { code: 'replay_failed', message: failed };
+      res.status(422).json({ error: { code: 'replay_failed', message: failed, deadLetterId: letter.id }, requestId: req.id, deadLetter: deadLetterDetail(letter, false, deps.operator.deadLetterActions(letter)), ...results } satisfies ReplayFailure);
+    },
+  }),
+];

@@ -1,38 +1,74 @@
-/** Operations endpoints: liveness, readiness, metrics, the OpenAPI document. */
-import { Router } from 'express';
-import type { LedgerStore } from '../../ledger/store.js';
-import type { UpstreamReadiness } from '../../merchants/upstream-check.js';
-import type { Metrics } from '../../metrics.js';
-import { openApiDocument } from '../openapi.js';
-import type { Health, Readiness } from '../schemas.js';
+/** Operations endpoints: liveness, readiness, metrics, the OpenAPI document. Open to anyone. */
+import { route, type Route } from '../route.js';
+import { Health, Readiness } from '../schemas.js';
 
-/** `upstreamReadiness`: what the last checks of the loyalty service's credentials found (src/merchants/upstream-check.ts). */
-export function opsRoutes(deps: { store: LedgerStore; metrics: Metrics; upstreamReadiness: () => UpstreamReadiness; version: string; instanceId: string }): Router {
-  const router = Router();
-  router.get('/healthz', (_req, res) => {
-    // The instance id appears in ledger records a call is in flight for: it tells operators (and the
-    // multi-instance tests) which instance holds a call.
-    res.json({ status: 'ok', instance: deps.instanceId, version: deps.version } satisfies Health);
-  });
-  router.get('/readyz', async (_req, res) => {
-    // What the last credential checks found, read from memory: a probe never waits for the loyalty
-    // service, and asking often never asks it more often (the check paces its own rounds).
-    const upstream = deps.upstreamReadiness();
-    const checks = { ledger: 'ok', upstream: upstream.upstream };
-    try {
-      await deps.store.ping();
-    } catch (error) {
-      // Unreachable (a database) or unable to write (a full disk): either way no checkout succeeds here.
-      checks.ledger = `failing: ${(error as Error).message}`;
-    }
-    const ready = checks.ledger === 'ok' && upstream.ready;
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks } satisfies Readiness);
-  });
-  router.get('/metrics', async (_req, res) => {
-    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
-  });
-  router.get('/openapi.json', (_req, res) => {
-    res.json(openApiDocument(deps.version));
-  });
-  return router;
-}
+export const opsRoutes: readonly Route[] = [
+  route({
+    method: 'get',
+    path: '/healthz',
+    operationId: 'getHealth',
+    tag: 'Operations',
+    summary: 'Alive',
+    description: 'The process answers; names this instance and its version.',
+    access: 'none',
+    answers: { 200: { description: 'Alive.', json: Health } },
+    handle({ res, deps }) {
+      // The instance id appears in ledger records a call is in flight for: it tells operators (and the
+      // multi-instance tests) which instance holds a call.
+      res.json({ status: 'ok', instance: deps.instanceId, version: deps.version } satisfies Health);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/readyz',
+    operationId: 'getReadiness',
+    tag: 'Operations',
+    summary: 'Ready to take checkouts',
+    description: 'The ledger is reachable and can write, and the upstream is configured.',
+    access: 'none',
+    answers: {
+      200: { description: 'Ready.', json: Readiness },
+      503: { description: 'Not ready: checks says which and why.', json: Readiness },
+    },
+    async handle({ res, deps }) {
+      // What the last credential checks found, read from memory: a probe never waits for the loyalty
+      // service, and asking often never asks it more often (the check paces its own rounds).
+      const upstream = deps.upstreamReadiness();
+      const checks = { ledger: 'ok', upstream: upstream.upstream };
+      try {
+        await deps.store.ping();
+      } catch (error) {
+        // Unreachable (a database) or unable to write (a full disk): either way no checkout succeeds here.
+        checks.ledger = `failing: ${(error as Error).message}`;
+      }
+      const ready = checks.ledger === 'ok' && upstream.ready;
+      res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks } satisfies Readiness);
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/metrics',
+    operationId: 'getMetrics',
+    tag: 'Operations',
+    summary: 'Prometheus metrics',
+    description: 'Counts and timings, no customer data; keep it off the internet if counts are private.',
+    access: 'none',
+    answers: { 200: { description: 'Prometheus text exposition.', media: { 'text/plain': { jsonSchema: { type: 'string' } } } } },
+    async handle({ res, deps }) {
+      res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'getOpenApi',
+    tag: 'Operations',
+    summary: 'This document',
+    description: 'The interface as OpenAPI 3.1.',
+    access: 'none',
+    answers: { 200: { description: 'This document.', json: { jsonSchema: { type: 'object' } } } },
+    handle({ res, deps }) {
+      res.json(deps.openApi());
+    },
+  }),
+];

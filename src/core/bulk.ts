@@ -1,0 +1,134 @@
+/**
+ * One operator action on many records (`POST /v1/admin/transactions/bulk`): the records named by
+ * ids, or every record a filter matches (at most BULK_MAX: a filter matching more is refused with
+ * its count), each through the same operator action and rules as alone, with the actor and the
+ * reason. Retry and resolve leave delivery to the worker (delivering each within the answer budget
+ * would take minutes); reverse delivers as a single one does. A bulk action stops taking records
+ * once its time budget (BULK_BUDGET_MS, read on the core's clock) is spent: what it leaves is
+ * refused as not attempted, to be sent again.
+ */
+import { BridgeError, echoed, ValidationError } from '../errors.js';
+import { DEFAULT_MERCHANT, ledgerKey, type LedgerStatus, type OperatorAct } from '../ledger/record.js';
+import type { LedgerStore } from '../ledger/store.js';
+import { unreachable } from '../unreachable.js';
+import type { OperatorActions, ResolveInput } from './operator.js';
+
+/** At most this many records one bulk action touches; a filter matching more is refused (400) with its count. */
+export const BULK_MAX = 100;
+/** A bulk action takes no new record after this long, inside the server's 30 s request timeout; the rest are refused as not attempted. */
+export const BULK_BUDGET_MS = 20_000;
+
+export const BULK_ACTIONS = ['retry', 'reverse', 'resolve', 'close', 'acknowledge'] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
+
+/** Which records a filter names, as the record list filters them. */
+export interface BulkFilter {
+  status?: readonly LedgerStatus[];
+  pos?: string;
+  from?: Date;
+  to?: Date;
+}
+
+export type BulkRequest = {
+  /** Who does it, and why: in each record's history and the audit trail (`bulk:<action>`). */
+  act: OperatorAct & { reason: string };
+  /**
+   * Whose records: the merchant a plain id belongs to (undefined: `default`), and the only one a
+   * filter matches (undefined: every merchant's).
+   */
+  merchantId?: string;
+  /**
+   * The bridge's operator (ADMIN_TOKEN): an id `<merchantId>/<transactionId>` names that merchant's
+   * record, and a filter's records of a merchant other than `default` are named so in the answer.
+   * A merchant's own admin is never global: its ids are its own merchant's, slash or not.
+   */
+  global: boolean;
+} & ({ action: Exclude<BulkAction, 'resolve'> } | { action: 'resolve'; outcome: ResolveInput['outcome'] }) &
+  ({ ids: readonly string[] } | { filter: BulkFilter });
+
+/** What was done to each record: as the request named it, done, or refused with why. */
+export interface BulkOutcome {
+  done: string[];
+  refused: { id: string; why: string }[];
+}
+
+export interface BulkDeps {
+  /** The single-record actions, whose rules each record goes through. */
+  actions: Pick<OperatorActions, BulkAction>;
+  store: Pick<LedgerStore, 'list'>;
+  /** The core's clock: the budget is read on it. */
+  now: () => Date;
+  budgetMs?: number;
+}
+
+interface Target {
+  /** As the answer names it. */
+  id: string;
+  key: string;
+}
+
+export async function runBulk(request: BulkRequest, deps: BulkDeps): Promise<BulkOutcome> {
+  const targets = 'ids' in request ? named(request.ids, request) : await matching(request.filter, request, deps.store);
+  const budgetMs = deps.budgetMs ?? BULK_BUDGET_MS;
+  const deadline = deps.now().getTime() + budgetMs;
+  const outcome: BulkOutcome = { done: [], refused: [] };
+  for (const target of targets) {
+    if (deps.now().getTime() > deadline) {
+      outcome.refused.push({ id: target.id, why: `not attempted: the bulk action's ${budgetMs / 1000} s budget ran out; send it again` });
+      continue;
+    }
+    try {
+      await act(deps.actions, request, target.key);
+      outcome.done.push(target.id);
+    } catch (error) {
+      if (!(error instanceof BridgeError) || error.status >= 500) throw error;
+      outcome.refused.push({ id: target.id, why: error.status === 404 ? `no ledger record ${echoed(target.id)}` : error.message });
+    }
+  }
+  return outcome;
+}
+
+/** Ids as given: the request's merchant's transactionIds, or `<merchantId>/<transactionId>` for the bridge's operator. */
+function named(ids: readonly string[], request: BulkRequest): Target[] {
+  const merchant = request.merchantId ?? DEFAULT_MERCHANT;
+  return ids.map((id) => {
+    const slash = id.indexOf('/');
+    const [merchantId, transactionId] = slash > 0 && request.global ? [id.slice(0, slash), id.slice(slash + 1)] : [merchant, id];
+    return { id, key: ledgerKey(merchantId, transactionId) };
+  });
+}
+
+/** Every record the filter matches in the request's merchant (or every merchant's), newest first; more than BULK_MAX is refused. */
+async function matching(filter: BulkFilter, request: BulkRequest, store: BulkDeps['store']): Promise<Target[]> {
+  const found = await store.list({ merchantId: request.merchantId, status: filter.status, pos: filter.pos, from: filter.from, to: filter.to, offset: 0, limit: BULK_MAX });
+  if (found.total > BULK_MAX) throw ValidationError.field('filter', `matches ${found.total} records; a bulk action takes at most ${BULK_MAX}: narrow it (merchantId, pos, from, to) and repeat`);
+  return found.items.map((r) => {
+    const merchantId = r.merchantId ?? DEFAULT_MERCHANT;
+    const key = ledgerKey(merchantId, r.transactionId);
+    return { id: request.global && merchantId !== DEFAULT_MERCHANT ? key : r.transactionId, key };
+  });
+}
+
+/** The single-record action, told it is part of a bulk one: audited as such, delivery left to the worker. */
+async function act(actions: BulkDeps['actions'], request: BulkRequest, key: string): Promise<void> {
+  const options = { deliver: false, bulk: true };
+  switch (request.action) {
+    case 'retry':
+      await actions.retry(key, request.act, options);
+      return;
+    case 'reverse':
+      await actions.reverse(key, request.act, options);
+      return;
+    case 'resolve':
+      await actions.resolve(key, { outcome: request.outcome, note: request.act.reason }, request.act, options);
+      return;
+    case 'close':
+      await actions.close(key, request.act, options);
+      return;
+    case 'acknowledge':
+      await actions.acknowledge(key, request.act, options);
+      return;
+    default:
+      unreachable(request);
+  }
+}
