@@ -8,7 +8,8 @@
  * refused as not attempted, to be sent again.
  */
 import { BridgeError, echoed, ValidationError } from '../errors.js';
-import { DEFAULT_MERCHANT, ledgerKey, type LedgerStatus, type OperatorAct } from '../ledger/record.js';
+import { ledgerKey, type LedgerStatus, type OperatorAct } from '../ledger/record.js';
+import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { unreachable } from '../unreachable.js';
 import type { OperatorActions, ResolveInput } from './operator.js';

@@ -11,12 +11,10 @@
  * going (`RunClaimant.underWay`).
  *
  * Still in ledger/store.ts: `deadLetterDueAtMs`, which every store indexes letters by, so it must
- * stay below the core; and, for now, `deadLetterHeld` and the refusals an operator reads
- * (`replayRefusal`, `dismissRefusal`), which no store uses: they belong here (operator.ts reads them
- * for a letter's actions).
+ * stay below the core.
  */
 import { BridgeError, ValidationError, type FieldIssue } from '../errors.js';
-import { deadLetterDueAtMs, dismissRefusal, replayRefusal, type DeadLetter, type DeadLetterRetry } from '../ledger/store.js';
+import { deadLetterDueAtMs, type DeadLetter, type DeadLetterRetry } from '../ledger/store.js';
 import { isHeld, release, take, type Lease } from '../lease.js';
 import { PosApiError } from '../pos-api.js';
 
@@ -202,4 +200,27 @@ export function dismiss(letter: DeadLetter | undefined, act: { actor: string; re
     kind: 'dismissed',
     letter: { ...letter, resolvedAt: at, dismissed: { at, actor: act.actor, reason: act.reason.slice(0, 500) }, ...(letter.retry ? { retry: { ...letter.retry, nextAt: undefined, claim: undefined } } : {}) },
   };
+}
+
+/** True while a run holds the letter (its claim has not run out by `nowMs`): operators hold no lease, so anyone's counts. */
+export function deadLetterHeld(letter: Pick<DeadLetter, 'retry'>, nowMs: number): boolean {
+  return isHeld(letter.retry?.claim, nowMs);
+}
+
+/**
+ * Why an operator may not replay the letter now: the `409` a replay answers, word for word (also
+ * what its detail's `actions.replay` says). Undefined when it may.
+ */
+export function replayRefusal(letter: Pick<DeadLetter, 'id' | 'resolvedAt' | 'retry'>, nowMs: number): string | undefined {
+  if (letter.resolvedAt) return `dead letter ${letter.id} was resolved at ${letter.resolvedAt}: there is nothing to run again`;
+  if (deadLetterHeld(letter, nowMs)) return `dead letter ${letter.id} is being run now (by ${letter.retry!.claim!.owner}, held until ${letter.retry!.claim!.until}); ask again once that run is written`;
+  return undefined;
+}
+
+/** Why an operator may not dismiss the letter now: the `409` a dismissal answers, word for word. Undefined when they may. */
+export function dismissRefusal(letter: Pick<DeadLetter, 'id' | 'resolvedAt' | 'retry' | 'dismissed'>, nowMs: number): string | undefined {
+  if (letter.dismissed) return `dead letter ${letter.id} was dismissed by ${letter.dismissed.actor} at ${letter.dismissed.at}`;
+  if (letter.resolvedAt) return `dead letter ${letter.id} was resolved at ${letter.resolvedAt}: a replay carried it out`;
+  if (deadLetterHeld(letter, nowMs)) return `dead letter ${letter.id} is being run now; dismiss it once that run is written, if it is still open`;
+  return undefined;
 }

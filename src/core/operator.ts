@@ -8,14 +8,14 @@
  */
 import { ConflictError, echoed, NotFoundError, type BridgeError } from '../errors.js';
 import { keyOf, merchantOf, type LedgerRecord, type OperatorAct } from '../ledger/record.js';
-import { dismissRefusal, replayRefusal, type AuditEntry, type DeadLetter } from '../ledger/store.js';
+import type { AuditEntry, DeadLetter } from '../ledger/store.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import type { Evidence } from './history-verifier.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
 import { transactionIdOf, type RecordWriter } from './record-writer.js';
 import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
-import { dismiss } from './dead-letter-transitions.js';
+import { dismiss, dismissRefusal, replayRefusal } from './dead-letter-transitions.js';
 import { runBulk, type BulkOutcome, type BulkRequest } from './bulk.js';
 
 export type { ResolveInput };

@@ -9,7 +9,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { PosAuthConfig } from '../config.js';
 import { BridgeError, UnauthorizedError } from '../errors.js';
-import { DEFAULT_MERCHANT } from '../ledger/record.js';
+import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { nameMerchant } from '../log-context.js';
 
 /** Who a direct POS post comes from. */

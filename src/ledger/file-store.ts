@@ -76,7 +76,8 @@ import { LedgerIndex, type DeadLetterRow, type KeyAt, type RecordFilter, type Re
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
 import { customerHash, customerHashesOf, newSearchKey } from './customer-index.js';
-import { accrualKeys, dueOf, claimedOperationIds, DEFAULT_MERCHANT, isOpen, keyOf, LEDGER_STATUSES, merchantOf, transactionIdOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, LEDGER_STATUSES, merchantOf, transactionIdOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from './attention.js';
 import {
   deadLetterDueAtMs,

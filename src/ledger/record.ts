@@ -130,8 +130,6 @@ export function claimedOperationIds(record: Pick<LedgerRecord, 'accrual' | 'reve
   return reversal.length ? [...record.accrual.operationIds, ...reversal] : record.accrual.operationIds;
 }
 
-// TEMPORARY until src/http imports it from merchants/merchant.ts.
-export { DEFAULT_MERCHANT };
 
 /**
  * The key a record is stored under: its transactionId within its merchant. Two merchants may send

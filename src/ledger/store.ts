@@ -158,30 +158,6 @@ export function deadLetterDueAtMs(letter: Pick<DeadLetter, 'resolvedAt' | 'retry
   return Math.max(Date.parse(next), claimedUntil);
 }
 
-/** True while another run holds the letter (its claim has not ended by `nowMs`). */
-export function deadLetterHeld(letter: Pick<DeadLetter, 'retry'>, nowMs: number): boolean {
-  const claim = letter.retry?.claim;
-  return Boolean(claim && Date.parse(claim.until) > nowMs);
-}
-
-/**
- * Why an operator may not replay the letter now: the `409` a replay answers, word for word (also
- * what its detail's `actions.replay` says). Undefined when it may.
- */
-export function replayRefusal(letter: Pick<DeadLetter, 'id' | 'resolvedAt' | 'retry'>, nowMs: number): string | undefined {
-  if (letter.resolvedAt) return `dead letter ${letter.id} was resolved at ${letter.resolvedAt}: there is nothing to run again`;
-  if (deadLetterHeld(letter, nowMs)) return `dead letter ${letter.id} is being run now (by ${letter.retry!.claim!.owner}, held until ${letter.retry!.claim!.until}); ask again once that run is written`;
-  return undefined;
-}
-
-/** Why an operator may not dismiss the letter now: the `409` a dismissal answers, word for word. Undefined when they may. */
-export function dismissRefusal(letter: Pick<DeadLetter, 'id' | 'resolvedAt' | 'retry' | 'dismissed'>, nowMs: number): string | undefined {
-  if (letter.dismissed) return `dead letter ${letter.id} was dismissed by ${letter.dismissed.actor} at ${letter.dismissed.at}`;
-  if (letter.resolvedAt) return `dead letter ${letter.id} was resolved at ${letter.resolvedAt}: a replay carried it out`;
-  if (deadLetterHeld(letter, nowMs)) return `dead letter ${letter.id} is being run now; dismiss it once that run is written, if it is still open`;
-  return undefined;
-}
-
 export interface DeadLetterQuery {
   pos?: string;
   open?: boolean;

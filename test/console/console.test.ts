@@ -15,7 +15,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import type { PosSettings } from '../../src/pos/contract.js';
-import { CONSOLE_CSP } from '../../src/http/routes/console.js';
+import { CONSOLE_CSP, type ConsoleVocabulary } from '../../src/http/routes/console.js';
 import { gone, launchChromium, openConsole, readableText, seriousViolations, visible, type ConsolePage, closeWatched, goTo, signIn } from '../support/browser.js';
 import { ADMIN_TOKEN, checkout, postJson, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, signature } from '../support/webhooks.js';
@@ -719,5 +719,93 @@ describe('rough edges', () => {
     expect(await page.getByText('Signed out.').count()).toBe(0);
     expect(await page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }).count()).toBe(0);
     expect(new URL(page.url()).hash).toBe('#/attention');
+  }, TEST_MS);
+});
+
+describe('what the bridge says, and only that', () => {
+  it('names statuses and POSes in the words of the vocabulary the bridge serves, read once before the page renders', async () => {
+    open = await openConsole(browser, h.bridge.url);
+    const { page } = open;
+    const bridge = (await request(h.bridge.url).get('/admin/vocabulary.json')).body as ConsoleVocabulary;
+    // The bridge's own answer with one label and one POS more: the page shows what it is given, from nowhere else.
+    const label = (status: string, words: string) => (status === 'accrued' ? 'Accrued (as served)' : words);
+    let reads = 0;
+    await page.route('**/admin/vocabulary.json', async (route) => {
+      reads += 1;
+      const response = await route.fetch();
+      const served = (await response.json()) as ConsoleVocabulary;
+      await route.fulfill({ response, json: { ...served, statuses: served.statuses.map((s) => ({ ...s, label: label(s.status, s.label) })), pos: [...served.pos, 'example-pos'] } });
+    });
+    await signIn(page, ADMIN_TOKEN);
+    await goTo(page, 'Search', 'Search records');
+    await visible(page.getByRole('checkbox', { name: 'Accrued (as served)', exact: true }));
+    expect((await page.locator('fieldset.statuses label').allTextContents()).map((text) => text.trim())).toEqual(bridge.statuses.map((s) => label(s.status, s.label)));
+    expect(await page.locator('fieldset.statuses label').evaluateAll((labels) => labels.map((l) => l.getAttribute('title')))).toEqual(bridge.statuses.map((s) => s.description));
+    expect(await page.locator('#search-pos option').allTextContents()).toEqual(['any POS', ...bridge.pos, 'example-pos']);
+    // A record's status in the served words, what it means as the badge's title.
+    await page.goto('/admin/#/transactions/default/generic%3AH-1');
+    const badge = await visible(page.locator('.facts .badge'));
+    expect(await badge.textContent()).toBe('Accrued (as served)');
+    expect(await badge.getAttribute('title')).toBe(bridge.statuses.find((s) => s.status === 'accrued')!.description);
+    // Dead letters by the POSes with webhooks; backfill by those whose API it reads.
+    await goTo(page, 'Dead letters', 'Dead letters');
+    expect(await page.locator('#dl-pos option').allTextContents()).toEqual(['any POS', ...bridge.webhookPos]);
+    await goTo(page, 'Backfill', 'Backfill');
+    expect(await page.locator('#backfill-pos option').allTextContents()).toEqual(['choose a POS', ...bridge.listingPos]);
+    expect(reads).toBe(1);
+  }, TEST_MS);
+
+  it('says it could not start, rather than showing a page without the bridge\'s words, when the vocabulary cannot be read', async () => {
+    open = await openConsole(browser, h.bridge.url);
+    const { page } = open;
+    await page.route('**/admin/vocabulary.json', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: { code: 'not_found', message: 'no route GET /admin/vocabulary.json' } }) }));
+    await page.goto('/admin/');
+    await visible(page.getByRole('heading', { level: 1, name: 'The console could not start' }));
+    await visible(page.getByRole('alert').filter({ hasText: 'could not be read: no route GET /admin/vocabulary.json [404 not_found]' }));
+    expect(await page.getByLabel('Admin token').count()).toBe(0);
+    expect(await seriousViolations(page)).toEqual([]);
+  }, TEST_MS);
+
+  it('shows an action the API gave no rule for as not allowed, saying so: never as allowed', async () => {
+    const page = await signedIn();
+    const detail = (await admin('get', '/v1/admin/transactions/generic:H-1')).body;
+    // The API allows reversing H-1 now: only the rule's absence disables it below.
+    expect(detail.actions.reverse).toEqual({ allowed: true });
+    let drop: (actions: Record<string, unknown>) => Record<string, unknown> | undefined = ({ reverse: _reverse, ...rest }) => rest;
+    await page.route(/\/v1\/admin\/transactions\/generic%3AH-1(\?|$)/, async (route) => {
+      const response = await route.fetch();
+      const record = await response.json();
+      const actions = drop(record.actions);
+      await route.fulfill({ response, json: actions ? { ...record, actions } : { ...record, actions: undefined } });
+    });
+    const why = async (name: string) => {
+      const button = page.getByRole('button', { name, exact: true });
+      expect(await button.isDisabled()).toBe(true);
+      return page.locator(`#${await button.getAttribute('aria-describedby')}`).textContent();
+    };
+    const noRule = 'Not available: the bridge gave no rule for this action, so the console does not offer it';
+
+    // One rule missing: that action only.
+    await page.goto('/admin/#/transactions/default/generic%3AH-1');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }));
+    expect(await why('Reverse')).toBe(noRule);
+    expect(await why('Retry')).toBe(`Not available: ${asShown(detail.actions.retry.why)}`);
+
+    // No rules at all: no action is offered.
+    drop = () => undefined;
+    await page.reload();
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }));
+    for (const name of ['Retry', 'Reverse', 'Resolve…', 'Close']) expect(await why(name)).toBe(noRule);
+    expect(await page.getByRole('button', { name: 'Acknowledge', exact: true }).count()).toBe(0);
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // A dead letter's actions alike.
+    await page.route(`**/v1/admin/dead-letters/${deadLetterId}`, async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, json: { ...(await response.json()), actions: {} } });
+    });
+    await page.goto(`/admin/#/dead-letters/${deadLetterId}`);
+    await visible(page.getByRole('heading', { level: 1, name: `Dead letter ${deadLetterId}` }));
+    for (const name of ['Replay', 'Dismiss']) expect(await why(name)).toBe(noRule);
   }, TEST_MS);
 });

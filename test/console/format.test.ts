@@ -1,15 +1,29 @@
 /**
  * The console's formatting of money, ages and contact details (src/console/js/dom.js): the page
  * shows integer cents as decimals without rounding, and masks customers' phone numbers and emails.
+ * And what the page names and allows comes from the bridge: the vocabulary it serves
+ * (`/admin/vocabulary.json`: statuses with their words, POS names, each from its one owner), which
+ * the page reads instead of keeping copies, and the rule the API gives for each action, an action
+ * it gave none for being not allowed.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-// @ts-expect-error: the console's own ES module, plain JavaScript for the browser (no types).
-import { age, LEDGER_STATUSES as CONSOLE_STATUSES, majorMoney, maskContact, money, POS_NAMES as CONSOLE_POS_NAMES, prose } from '../../src/console/js/dom.js';
+import express from 'express';
+import request from 'supertest';
+// @ts-expect-error: the console's own ES module, plain JavaScript for the browser (type-checked by tsconfig.console.json, not here).
+import { age, majorMoney, maskContact, money, prose, statusLabel } from '../../src/console/js/dom.js';
+// @ts-expect-error: the console's own ES module.
+import { ledgerStatuses, listingPosNames, posNames, statusWords, useVocabulary, webhookPosNames } from '../../src/console/js/vocabulary.js';
+// @ts-expect-error: the console's own ES module.
+import { NO_RULE, ruleOf } from '../../src/console/js/actions.js';
 // @ts-expect-error: the console's own ES module.
 import { BULK_MAX as CONSOLE_BULK_MAX } from '../../src/console/js/views/search.js';
 import { BULK_MAX } from '../../src/http/routes/admin.js';
-import { POS_NAMES } from '../../src/pos/contract.js';
+import { CONSOLE_DIR, CONSOLE_HEADERS, consoleRoutes, type ConsoleVocabulary } from '../../src/http/routes/console.js';
+import { POS_NAMES, VENDOR_POS_NAMES } from '../../src/pos/contract.js';
 import { LEDGER_STATUSES } from '../../src/ledger/record.js';
+import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../src/ledger/status-words.js';
 
 describe('money', () => {
   it.each([
@@ -77,14 +91,93 @@ describe('maskContact', () => {
   });
 });
 
-describe("the console's lists of names are the bridge's own", () => {
-  // The page is plain JavaScript with no build step, so it cannot import these: a status or POS added
-  // to the bridge and not to the page would silently never be searchable there.
-  it('ledger statuses and POS names match the bridge', () => {
-    expect(CONSOLE_STATUSES).toEqual([...LEDGER_STATUSES]);
-    expect(CONSOLE_POS_NAMES).toEqual([...POS_NAMES]);
+describe('the vocabulary the bridge serves the console', () => {
+  const app = express().use(consoleRoutes());
+  const served = async () => {
+    const res = await request(app).get('/admin/vocabulary.json');
+    expect(res.status).toBe(200);
+    return res;
+  };
+
+  it("is the ledger's statuses with their words, and the POS contract's names, under the console's headers", async () => {
+    const res = await served();
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    for (const [name, value] of Object.entries(CONSOLE_HEADERS)) expect(res.headers[name.toLowerCase()]).toBe(value);
+    const vocabulary = res.body as ConsoleVocabulary;
+    expect(vocabulary.statuses.map((s) => s.status)).toEqual([...LEDGER_STATUSES]);
+    for (const { status, label, description } of vocabulary.statuses) {
+      expect(label).toBe(STATUS_LABELS[status]);
+      expect(description).toBe(STATUS_DESCRIPTIONS[status]);
+      expect(label).not.toBe('');
+      expect(description).not.toBe('');
+    }
+    expect(vocabulary.pos).toEqual([...POS_NAMES]);
+    expect(vocabulary.webhookPos).toEqual([...VENDOR_POS_NAMES]);
+    expect(vocabulary.listingPos).toEqual([...VENDOR_POS_NAMES]);
+    // Only read: nothing else is answered at that address.
+    expect((await request(app).post('/admin/vocabulary.json')).status).toBe(404);
   });
 
+  it('is served by middleware, as the page is, not by a route of the JSON API that /openapi.json documents', () => {
+    const layers = (consoleRoutes() as unknown as { stack: { route?: unknown }[] }).stack;
+    expect(layers.length).toBeGreaterThan(0);
+    expect(layers.filter((layer) => layer.route)).toEqual([]);
+  });
+
+  it('is what the console names statuses and POSes by, once read', async () => {
+    const vocabulary = useVocabulary((await served()).body);
+    expect(ledgerStatuses()).toEqual([...LEDGER_STATUSES]);
+    expect(posNames()).toEqual([...POS_NAMES]);
+    expect(webhookPosNames()).toEqual([...VENDOR_POS_NAMES]);
+    expect(listingPosNames()).toEqual([...VENDOR_POS_NAMES]);
+    expect(statusLabel('in_doubt')).toBe(STATUS_LABELS.in_doubt);
+    expect(statusWords('reverse_failed')).toMatchObject({ label: 'Reverse failed', description: STATUS_DESCRIPTIONS.reverse_failed });
+    // A status the bridge did not name is shown as the API wrote it, never given another's words.
+    expect(statusLabel('no_such_status')).toBe('no_such_status');
+    expect(statusWords('no_such_status')).toBeUndefined();
+    // What is not a vocabulary is refused, and the one read is kept.
+    expect(() => useVocabulary({ statuses: [], pos: ['generic'], webhookPos: [], listingPos: [] })).toThrow(/vocabulary/);
+    expect(() => useVocabulary('<html>')).toThrow(/vocabulary/);
+    expect(useVocabulary(vocabulary)).toBe(vocabulary);
+    expect(ledgerStatuses()).toEqual([...LEDGER_STATUSES]);
+  });
+
+  it("keeps no copy of the bridge's statuses or POS names in the page's scripts", () => {
+    const scripts = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? scripts(join(dir, entry.name)) : entry.name.endsWith('.js') ? [join(dir, entry.name)] : []));
+    const files = scripts(join(CONSOLE_DIR, 'js'));
+    expect(files.length).toBeGreaterThan(10);
+    // Statuses no other list of the page shares (attention kinds and evidence readings share the others), and every POS.
+    const names = ['skipped', 'reversal_pending', ...POS_NAMES];
+    for (const file of files) {
+      const text = readFileSync(file, 'utf8');
+      for (const name of names) expect({ file, name, quoted: new RegExp(`['"\`]${name}['"\`]`).test(text) }).toEqual({ file, name, quoted: false });
+    }
+  });
+});
+
+describe('the rule the API gives for each action', () => {
+  it('is taken as it is', () => {
+    expect(ruleOf({ retry: { allowed: true } }, 'retry')).toEqual({ allowed: true });
+    expect(ruleOf({ resolve: { allowed: true, outcomes: ['accrued'] } }, 'resolve')).toEqual({ allowed: true, outcomes: ['accrued'] });
+    expect(ruleOf({ replay: { allowed: false, why: 'dead letter x was resolved at …' } }, 'replay')).toEqual({ allowed: false, why: 'dead letter x was resolved at …' });
+  });
+
+  it('is "not allowed", with why, for an action the API gave no rule for: never allowed by default', () => {
+    const none = { allowed: false, why: NO_RULE };
+    expect(ruleOf(undefined, 'retry')).toEqual(none);
+    expect(ruleOf(null, 'retry')).toEqual(none);
+    expect(ruleOf({}, 'retry')).toEqual(none);
+    expect(ruleOf({ reverse: { allowed: true } }, 'retry')).toEqual(none);
+    // Not a rule: no boolean `allowed`.
+    expect(ruleOf({ retry: {} }, 'retry')).toEqual(none);
+    expect(ruleOf({ retry: { allowed: 'yes' } }, 'retry')).toEqual(none);
+    expect(ruleOf({ retry: null }, 'retry')).toEqual(none);
+    // Only the answer's own fields: nothing inherited is a rule.
+    expect(ruleOf({}, 'constructor')).toEqual(none);
+  });
+});
+
+describe("the console's limits are the bridge's own", () => {
   it("refuses a bulk action over the bridge's own limit before asking to confirm it", () => {
     expect(CONSOLE_BULK_MAX).toBe(BULK_MAX);
   });

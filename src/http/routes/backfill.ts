@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../../errors.js';
-import { DEFAULT_MERCHANT } from '../../ledger/record.js';
+import { DEFAULT_MERCHANT } from '../../merchants/merchant.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import type { PosCatalogue } from '../../pos/contract.js';
 import { error, route, type Route } from '../route.js';

@@ -4,10 +4,17 @@
  * files. Everything the page shows or does goes through `/v1/admin/*` with the operator's token,
  * so there is no session here to steal and nothing is served that the token would not be given.
  *
+ * Besides its files, the page reads one answer made here, `/admin/vocabulary.json`: the bridge's
+ * own lists and words (ledger statuses with their labels and meanings, POS names), which the page
+ * loads once before it renders instead of keeping copies of its own.
+ *
  * Middleware, not routes: the page is not part of the JSON API `/openapi.json` documents.
  */
 import express, { Router } from 'express';
 import { fileURLToPath } from 'node:url';
+import { LEDGER_STATUSES, type LedgerStatus } from '../../ledger/record.js';
+import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../ledger/status-words.js';
+import { POS_NAMES, VENDOR_POS_NAMES } from '../../pos/contract.js';
 
 /** From src/http/routes (sources) and dist/src/http/routes (the build) alike: src/console beside it. */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -27,8 +34,48 @@ export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
   'Cache-Control': 'no-cache',
 };
 
-export function consoleRoutes(dir: string = CONSOLE_DIR): Router {
+/** Where the page reads the bridge's vocabulary, under /admin. */
+export const VOCABULARY_PATH = '/vocabulary.json';
+
+/** The bridge's lists and words as the console reads them (src/console/js/vocabulary.js): each from its one owner. */
+export interface ConsoleVocabulary {
+  /** Every ledger status, in the ledger's order (src/ledger/record.ts), with its label and meaning (src/ledger/status-words.ts). */
+  statuses: { status: LedgerStatus; label: string; description: string }[];
+  /** Every POS whose payloads the bridge takes (`/v1/checkouts/{pos}`), generic first: what a record's POS may be. */
+  pos: string[];
+  /** Those whose webhooks the bridge takes (`/v1/webhooks/{pos}`): what a dead letter's POS may be. */
+  webhookPos: string[];
+  /** Those whose API lists orders, which backfill reads. */
+  listingPos: string[];
+}
+
+/** The POSes a bridge registers, as its composition root knows them (the shape of the POS contract's catalogue). */
+export interface ConsolePosNames {
+  names: readonly string[];
+  webhookNames: readonly string[];
+  listingNames: readonly string[];
+}
+
+/** The POS contract's own lists: every vendor's POS has webhooks and an API backfill reads; generic has neither. */
+const CONTRACT_POS_NAMES: ConsolePosNames = { names: POS_NAMES, webhookNames: VENDOR_POS_NAMES, listingNames: VENDOR_POS_NAMES };
+
+/** The vocabulary for the POSes `pos` names: the ledger's statuses with their words, and those POSes. */
+export function consoleVocabulary(pos: ConsolePosNames = CONTRACT_POS_NAMES): Readonly<ConsoleVocabulary> {
+  return Object.freeze({
+    statuses: LEDGER_STATUSES.map((status) => ({ status, label: STATUS_LABELS[status], description: STATUS_DESCRIPTIONS[status] })),
+    pos: [...pos.names],
+    webhookPos: [...pos.webhookNames],
+    listingPos: [...pos.listingNames],
+  });
+}
+
+/** The vocabulary of the bridge as built: the ledger's statuses and their words, the POS contract's names. */
+export const CONSOLE_VOCABULARY: Readonly<ConsoleVocabulary> = consoleVocabulary();
+
+/** `dir`: the page's files; `vocabulary`: what `/admin/vocabulary.json` answers (the bridge's own unless a caller that knows better gives it). */
+export function consoleRoutes(dir: string = CONSOLE_DIR, vocabulary: Readonly<ConsoleVocabulary> = CONSOLE_VOCABULARY): Router {
   const router = Router();
+  const vocabularyJson = JSON.stringify(vocabulary);
   router.use(
     '/admin',
     (req, res, next) => {
@@ -37,6 +84,7 @@ export function consoleRoutes(dir: string = CONSOLE_DIR): Router {
       // The page's relative URLs (console.css, js/main.js) resolve under /admin/ only. Redirected
       // here rather than by express.static, which would replace the policy with its own.
       if (req.path === '/' && !req.originalUrl.split('?')[0]!.endsWith('/')) return res.redirect(301, '/admin/');
+      if (req.path === VOCABULARY_PATH && (req.method === 'GET' || req.method === 'HEAD')) return res.type('application/json').send(vocabularyJson);
       next();
     },
     express.static(dir, { index: 'index.html', dotfiles: 'ignore', redirect: false, fallthrough: true }),

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { echoed, NotFoundError } from '../../errors.js';
-import { DEFAULT_MERCHANT } from '../../ledger/record.js';
+import { DEFAULT_MERCHANT } from '../../merchants/merchant.js';
 import { merchantSchemas } from '../../merchants/admin.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import type { PosCatalogue } from '../../pos/contract.js';

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { echoed } from '../../errors.js';
-import { DEFAULT_MERCHANT } from '../../ledger/record.js';
+import { DEFAULT_MERCHANT } from '../../merchants/merchant.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import { MAX_RANGE_DAYS, parseRange, reportCsv } from '../../reconcile/report.js';
 import type { AdminPrincipal } from '../auth.js';
