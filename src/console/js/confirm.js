@@ -1,8 +1,20 @@
+// @ts-check
 /**
  * The one way an action is taken: a modal dialog that says what will happen, asks for a reason
  * (kept in the record's history and the audit log), and only then lets the operator go ahead.
  */
 import { h, replace } from './dom.js';
+
+/** @import { Child } from './types.js' */
+
+/**
+ * @typedef {object} ConfirmOptions
+ * @property {string} title
+ * @property {Child} [intro]
+ * @property {Child | ((choice: string | undefined) => Child)} effect
+ * @property {readonly { value: string, label: string }[]} [choices]
+ * @property {string} confirmLabel
+ */
 
 /**
  * Opens the dialog and answers `{ reason, choice }` when confirmed, `undefined` when cancelled.
@@ -15,6 +27,9 @@ import { h, replace } from './dom.js';
  * - `choices`: `[{ value, label }]` the operator must pick one of (a resolve's outcome). None is
  *   picked for them: the outcome is what the person established, never a default.
  * - `confirmLabel`: the button that does it, e.g. "Retry".
+ *
+ * @param {ConfirmOptions} options
+ * @returns {Promise<{ reason: string, choice: string | undefined } | undefined>}
  */
 export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
   const dialog = h('dialog', { class: 'confirm', 'aria-labelledby': 'confirm-title' });
@@ -23,15 +38,19 @@ export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
   const heading = h('h2', { id: 'confirm-title', tabindex: '-1' }, title);
   // Checked here rather than with `required`, so the message is the console's own and is announced.
   const reason = h('textarea', { id: 'confirm-reason', name: 'reason', rows: '3', maxlength: '500', 'aria-required': 'true', 'aria-describedby': 'confirm-reason-hint' });
-  const choiceInputs = (choices ?? []).map((choice) =>
-    h('label', { class: 'choice' }, h('input', { type: 'radio', name: 'choice', value: choice.value, onchange: () => choiceChanged() }), ` ${choice.label}`),
-  );
+  /** @type {HTMLInputElement[]} */
+  const radios = [];
+  const choiceInputs = (choices ?? []).map((choice) => {
+    const radio = h('input', { type: 'radio', name: 'choice', value: choice.value, onchange: () => choiceChanged() });
+    radios.push(radio);
+    return h('label', { class: 'choice' }, radio, ` ${choice.label}`);
+  });
   const outcomeGroup = choiceInputs.length ? h('fieldset', { class: 'outcomes', 'aria-describedby': 'confirm-outcome-hint' }, h('legend', {}, 'Outcome'), h('p', { class: 'hint', id: 'confirm-outcome-hint' }, 'None is chosen for you: pick what you established.'), choiceInputs) : null;
   reason.addEventListener('input', () => {
     problem.textContent = '';
     reason.removeAttribute('aria-invalid');
   });
-  const chosen = () => dialog.querySelector('input[name="choice"]:checked')?.value;
+  const chosen = () => radios.find((radio) => radio.checked)?.value;
   const showEffect = () => replace(effectBox, h('h3', {}, 'What will happen'), typeof effect === 'function' ? effect(chosen()) : effect);
   const choiceChanged = () => {
     if (problem.dataset.about === 'choice') problem.textContent = '';
@@ -39,6 +58,7 @@ export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
   };
 
   return new Promise((resolve) => {
+    /** @type {{ reason: string, choice: string | undefined } | undefined} */
     let answer;
     const form = h(
       'form',
@@ -49,7 +69,7 @@ export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
           if (choiceInputs.length && !chosen()) {
             problem.textContent = 'Choose an outcome: the one you established in the loyalty service.';
             problem.dataset.about = 'choice';
-            dialog.querySelector('input[name="choice"]').focus();
+            radios[0]?.focus();
             return;
           }
           const text = reason.value.trim();

@@ -1,9 +1,12 @@
+// @ts-check
 /**
  * What a POS delivered, as the API keeps it: a dead letter's delivery, or the payload that created a
  * record. Shown masked (customers' phone numbers and emails replaced, a base64 body withheld), as
  * the API gives it; a person may ask for it in clear, which the API records in the audit log.
  */
 import { h, replace, table } from './dom.js';
+
+/** @import { Delivery } from './types.js' */
 
 /**
  * A box showing `shown` (`{ headers?, body, bodyEncoding, masked }`) and, while masked, a button
@@ -14,10 +17,15 @@ import { h, replace, table } from './dom.js';
  * - `buttonLabel`: the unmasking button's name.
  * - `headersCaption`: the headers table's caption (no table when there are no headers).
  * - `onError(error)`: what to do when unmasking fails.
+ *
+ * @param {Delivery} shown
+ * @param {() => Promise<Delivery>} unmask
+ * @param {{ id: string, buttonLabel: string, headersCaption?: string, onError?: (error: unknown) => void }} options
+ * @returns {HTMLDivElement}
  */
 export function deliveryBox(shown, unmask, { id, buttonLabel, headersCaption = 'Headers the bridge reads', onError }) {
   const box = h('div', { class: 'delivery' });
-  const show = (delivery) => {
+  const show = (/** @type {Delivery} */ delivery) => {
     const heading = h('h3', {}, `Body (${delivery.bodyEncoding ?? 'utf8'}${delivery.masked ? '; customers\u2019 phone numbers and emails masked' : ''})`);
     const text = delivery.masked && delivery.bodyEncoding === 'base64' ? 'Withheld while masked: a base64 body cannot be searched for contact details.' : prettyBody(delivery);
     const unmaskButton = delivery.masked
@@ -50,6 +58,10 @@ export function deliveryBox(shown, unmask, { id, buttonLabel, headersCaption = '
   return box;
 }
 
+/**
+ * @param {Delivery} delivery
+ * @returns {string}
+ */
 function prettyBody(delivery) {
   const body = delivery.body ?? '';
   if (delivery.bodyEncoding === 'base64') return body;

@@ -1,26 +1,44 @@
+// @ts-check
 /**
  * Building the page. Every text the API gives is set as text (`textContent`), never parsed as HTML:
  * an order id or a dead letter's body is data, and a `<script>` or `<img onerror>` in it stays text.
  */
+import { statusWords } from './vocabulary.js';
+
+/** @import { Attributes, Child, LedgerStatus } from './types.js' */
 
 /**
  * An element: `h('a', { href: '#/x', class: 'link' }, 'text', child)`. Attributes whose value is
  * `undefined`, `null` or `false` are left out; `true` sets an empty attribute. `on*` functions
  * become listeners. Children are nodes or text; arrays are flattened; `null`/`undefined`/`false`
  * are skipped.
+ *
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attributes<HTMLElementTagNameMap[K]>} [attributes]
+ * @param {...Child} children
+ * @returns {HTMLElementTagNameMap[K]}
  */
 export function h(tag, attributes = {}, ...children) {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
     if (value === undefined || value === null || value === false) continue;
-    if (name.startsWith('on') && typeof value === 'function') element.addEventListener(name.slice(2), value);
-    else if (name === 'checked' || name === 'value' || name === 'selected') element[name] = value;
+    if (name.startsWith('on') && typeof value === 'function') element.addEventListener(name.slice(2), /** @type {EventListener} */ (value));
+    else if (typeof value === 'function') throw new TypeError(`${name}: only on* attributes take a function`);
+    // Properties, not attributes: what the control holds now (a checkbox ticked, an option chosen).
+    else if (name === 'checked' && element instanceof HTMLInputElement) element.checked = value === true;
+    else if (name === 'selected' && element instanceof HTMLOptionElement) element.selected = value === true;
+    else if (name === 'value' && (element instanceof HTMLInputElement || element instanceof HTMLTextAreaElement || element instanceof HTMLSelectElement || element instanceof HTMLOptionElement)) element.value = String(value);
     else element.setAttribute(name, value === true ? '' : String(value));
   }
   append(element, children);
   return element;
 }
 
+/**
+ * @param {ParentNode} parent
+ * @param {readonly Child[]} children
+ */
 function append(parent, children) {
   for (const child of children) {
     if (child === undefined || child === null || child === false) continue;
@@ -29,7 +47,11 @@ function append(parent, children) {
   }
 }
 
-/** Replaces what `parent` holds with `children`. */
+/**
+ * Replaces what `parent` holds with `children`.
+ * @param {ParentNode} parent
+ * @param {...Child} children
+ */
 export function replace(parent, ...children) {
   parent.replaceChildren();
   append(parent, children);
@@ -39,6 +61,12 @@ export function replace(parent, ...children) {
  * A table with a caption and header cells: `rows` are arrays of cells (nodes or text). Each cell
  * carries its column's name (`data-label`): on a narrow screen the stylesheet lays a row out as a
  * card, each cell under its column's name, instead of a table wider than the screen.
+ *
+ * @param {Child} caption
+ * @param {readonly string[]} headers
+ * @param {readonly (readonly Child[])[]} rows
+ * @param {{ class?: string }} [attributes]
+ * @returns {HTMLTableElement}
  */
 export function table(caption, headers, rows, attributes = {}) {
   return h(
@@ -50,7 +78,11 @@ export function table(caption, headers, rows, attributes = {}) {
   );
 }
 
-/** A definition list of label → value, leaving out values that are absent. */
+/**
+ * A definition list of label → value, leaving out values that are absent.
+ * @param {readonly (readonly [string, Child])[]} pairs
+ * @returns {HTMLDListElement}
+ */
 export function facts(pairs) {
   return h(
     'dl',
@@ -59,7 +91,11 @@ export function facts(pairs) {
   );
 }
 
-/** A timestamp as UTC text in a `<time>` element (operators in several time zones read the same). */
+/**
+ * A timestamp as UTC text in a `<time>` element (operators in several time zones read the same).
+ * @param {string | null | undefined} iso
+ * @returns {HTMLTimeElement | string}
+ */
 export function time(iso) {
   if (!iso) return '';
   const date = new Date(iso);
@@ -67,17 +103,24 @@ export function time(iso) {
   return h('time', { datetime: iso }, `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC`);
 }
 
-/** How long ago `iso` was, in the two largest units: `3 h 12 min`, `2 d 4 h`, `45 s`. */
+/**
+ * How long ago `iso` was, in the two largest units: `3 h 12 min`, `2 d 4 h`, `45 s`.
+ * @param {string} iso
+ * @param {number} [now]
+ * @returns {string}
+ */
 export function age(iso, now = Date.now()) {
   const ms = now - new Date(iso).getTime();
   if (!Number.isFinite(ms)) return '';
   let seconds = Math.max(0, Math.floor(ms / 1000));
+  /** @type {[string, number][]} */
   const units = [
     ['d', 86400],
     ['h', 3600],
     ['min', 60],
     ['s', 1],
   ];
+  /** @type {string[]} */
   const parts = [];
   for (const [name, size] of units) {
     const n = Math.floor(seconds / size);
@@ -92,6 +135,10 @@ export function age(iso, now = Date.now()) {
 /**
  * Integer cents (the loyalty service's Check: the decimal amount × 100 in every currency) as the
  * decimal amount with its currency, computed on integers so nothing is rounded: `5997` → `59.97 USD`.
+ *
+ * @param {unknown} cents
+ * @param {string} [currency]
+ * @returns {string}
  */
 export function money(cents, currency) {
   if (typeof cents !== 'number' || !Number.isInteger(cents)) return '';
@@ -103,6 +150,10 @@ export function money(cents, currency) {
 /**
  * A decimal amount in the currency's major units (the loyalty history's `purchaseSum`: 8.4 is
  * 8.40) as `money` shows cents; rounded to the cent once, as the bridge reads it.
+ *
+ * @param {unknown} amount
+ * @param {string} [currency]
+ * @returns {string}
  */
 export function majorMoney(amount, currency) {
   if (typeof amount !== 'number' || !Number.isFinite(amount)) return '';
@@ -121,14 +172,20 @@ const IN_TEXT = /(?<iso>\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?
  * one, and every "325 cents" as the money it is (`3.25 USD`, or `3.25` where the currency is not
  * known), so the page never shows a raw ISO time or a count of cents beside formatted money. The
  * rest stays text.
+ *
+ * @param {string | null | undefined} text
+ * @param {string} [currency]
+ * @returns {(string | HTMLTimeElement)[] | ''}
  */
 export function prose(text, currency) {
   if (text === undefined || text === null) return '';
   const source = String(text);
+  /** @type {(string | HTMLTimeElement)[]} */
   const parts = [];
   let last = 0;
   for (const match of source.matchAll(IN_TEXT)) {
-    const { iso, cents, recorded } = match.groups;
+    const { iso, cents, recorded } = match.groups ?? {};
+    /** @type {string | HTMLTimeElement | null} */
     let node;
     if (iso) node = Number.isNaN(Date.parse(iso)) ? null : time(iso);
     // Without a currency (a queue item names none), the amount alone: 9.99.
@@ -144,11 +201,15 @@ export function prose(text, currency) {
 /**
  * A customer's phone number or email masked to its last characters: enough to tell customers apart
  * on a screen (or a screenshot), not to reach them.
+ *
+ * @param {string} text
+ * @param {'phone' | 'email' | 'card'} kind
+ * @returns {string}
  */
 export function maskContact(text, kind) {
-  if (typeof text !== 'string' || !text) return text;
+  if (!text) return text;
   // At most half of it shown, so a short one is not shown whole.
-  const tail = (value, keep) => {
+  const tail = (/** @type {string} */ value, /** @type {number} */ keep) => {
     const shown = Math.min(keep, Math.floor(value.length / 2));
     return `${'•'.repeat(Math.max(1, Math.min(6, value.length - shown)))}${shown ? value.slice(-shown) : ''}`;
   };
@@ -159,56 +220,81 @@ export function maskContact(text, kind) {
   return tail(text, 4);
 }
 
-/** JSON shown as indented text (what was sent, what came back), as the API gives it: contact details masked unless asked for. */
+/**
+ * JSON shown as indented text (what was sent, what came back), as the API gives it: contact details masked unless asked for.
+ * @param {unknown} value
+ * @returns {HTMLPreElement}
+ */
 export function json(value) {
   // Nothing kept (no body came back, an empty one) is said in words, not as the JSON word "null".
   const empty = value === undefined || value === null || value === '';
   return h('pre', { class: 'json', tabindex: '0' }, empty ? '(nothing)' : JSON.stringify(value, null, 2));
 }
 
-const STATUS_LABELS = {
-  skipped: 'Skipped',
-  pending: 'Pending',
-  in_doubt: 'In doubt',
-  accrued: 'Accrued',
-  partially_accrued: 'Partially accrued',
-  failed: 'Failed',
-  reversal_pending: 'Reversal pending',
-  reversed: 'Reversed',
-  reverse_failed: 'Reverse failed',
-  closed: 'Closed',
-};
-export const LEDGER_STATUSES = ['skipped', 'pending', 'in_doubt', 'accrued', 'partially_accrued', 'failed', 'reversal_pending', 'reversed', 'reverse_failed'];
-export const POS_NAMES = ['generic', 'square', 'shopify', 'clover', 'toast', 'loyverse'];
-
+/**
+ * A ledger status as a person names it, in the bridge's words (its vocabulary); one it did not
+ * name, as the API wrote it.
+ * @param {LedgerStatus | string | null | undefined} status
+ * @returns {string}
+ */
 export function statusLabel(status) {
-  return STATUS_LABELS[status] ?? String(status ?? '');
+  return statusWords(status)?.label ?? String(status ?? '');
 }
 
-/** `n` and the noun that goes with it: `1 record`, `2 records`. */
+/**
+ * `n` and the noun that goes with it: `1 record`, `2 records`.
+ * @param {number} n
+ * @param {string} singular
+ * @param {string} [plural]
+ * @returns {string}
+ */
 export function count(n, singular, plural = `${singular}s`) {
   return `${n} ${n === 1 ? singular : plural}`;
 }
 
-/** A status as a badge whose colour is backed by its text (never colour alone). */
+/**
+ * A status as a badge whose colour is backed by its text (never colour alone), what it means as its title.
+ * @param {LedgerStatus | string} status
+ * @returns {HTMLSpanElement}
+ */
 export function statusBadge(status) {
-  return h('span', { class: `badge status-${status}` }, statusLabel(status));
+  return h('span', { class: `badge status-${status}`, title: statusWords(status)?.description }, statusLabel(status));
 }
 
-/** The hash route of a record's page: the merchant is part of a record's identity. */
+/**
+ * The hash route of a record's page: the merchant is part of a record's identity.
+ * @param {string | null | undefined} merchantId
+ * @param {string} transactionId
+ * @returns {string}
+ */
 export function recordHref(merchantId, transactionId) {
   return `#/transactions/${encodeURIComponent(merchantId ?? 'default')}/${encodeURIComponent(transactionId)}`;
 }
 
+/**
+ * @param {string | null | undefined} merchantId
+ * @param {string} transactionId
+ * @returns {HTMLAnchorElement}
+ */
 export function recordLink(merchantId, transactionId) {
   return h('a', { href: recordHref(merchantId, transactionId) }, transactionId);
 }
 
+/**
+ * @param {string} id
+ * @returns {string}
+ */
 export function deadLetterHref(id) {
   return `#/dead-letters/${encodeURIComponent(id)}`;
 }
 
-/** Previous/next links between result pages; nothing when there is one page. `hrefOf(n)` is page n's route. */
+/**
+ * Previous/next links between result pages; nothing when there is one page. `hrefOf(n)` is page n's route.
+ * @param {number} page
+ * @param {number} pages
+ * @param {(page: number) => string} hrefOf
+ * @returns {HTMLElement | null}
+ */
 export function pager(page, pages, hrefOf) {
   if (pages <= 1) return null;
   return h(

@@ -1,9 +1,11 @@
+// @ts-check
 /**
  * The console's shell: signing in with an admin token, the navigation, and `#/…` routes. A route
  * holds only what is shown (a view and its filters), never the token, so a copied or logged URL
- * gives nobody access.
+ * gives nobody access. Before anything is shown, the page reads the bridge's vocabulary (its
+ * statuses and POS names, vocabulary.js), which every view names things by.
  */
-import { api, describeError, session, whenTokenRefused } from './api.js';
+import { api, ApiError, describeError, session, whenTokenRefused } from './api.js';
 import { h, replace } from './dom.js';
 import { forgetMerchants } from './merchants.js';
 import { selection } from './selection.js';
@@ -14,7 +16,11 @@ import { deadLetterView, deadLettersView } from './views/dead-letters.js';
 import { reconcileView } from './views/reconcile.js';
 import { recordView } from './views/record.js';
 import { forgetSearch, searchView } from './views/search.js';
+import { loadVocabulary } from './vocabulary.js';
 
+/** @import { QueryValue, View, ViewContext, WhoAmI } from './types.js' */
+
+/** @type {[RegExp, View][]} */
 const ROUTES = [
   [/^\/attention$/, attentionView],
   [/^\/search$/, searchView],
@@ -27,6 +33,7 @@ const ROUTES = [
 ];
 const HOME = '/attention';
 
+/** @type {[string, string][]} */
 const NAV = [
   ['#/attention', 'Needs attention'],
   ['#/search', 'Search'],
@@ -36,38 +43,71 @@ const NAV = [
   ['#/audit', 'Audit log'],
 ];
 
-/** A page under no tab of its own (a record, a dead letter) keeps the tab it was reached from; opened directly, this one. */
+/**
+ * A page under no tab of its own (a record, a dead letter) keeps the tab it was reached from; opened directly, this one.
+ * @type {[RegExp, string][]}
+ */
 const PARENT_TAB = [
   [/^\/transactions\//, '/search'],
   [/^\/dead-letters\//, '/dead-letters'],
 ];
 
-const main = document.getElementById('main');
-const who = document.getElementById('who');
-const nav = document.getElementById('nav');
-const status = document.getElementById('status');
+/**
+ * One of the page's fixed parts (index.html).
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+function part(id) {
+  const found = document.getElementById(id);
+  if (!found) throw new Error(`The console's page has no #${id}.`);
+  return found;
+}
 
-/** Who the token is: `{ actor, scope: 'global' | 'merchant', merchantId? }`, once signed in. */
+const main = part('main');
+const who = part('who');
+const nav = part('nav');
+const status = part('status');
+
+/**
+ * Who the token is: `{ actor, scope: 'global' | 'merchant', merchantId? }`, once signed in.
+ * @type {WhoAmI | undefined}
+ */
 let principal;
-/** The tab of the last page shown that has one: what a record or dead letter opened from it is under. */
+/**
+ * The tab of the last page shown that has one: what a record or dead letter opened from it is under.
+ * @type {string | undefined}
+ */
 let lastTab;
 
-/** `#/search?status=a,b` → `{ path: '/search', params }`. */
+/**
+ * `#/search?status=a,b` → `{ path: '/search', params }`.
+ * @returns {{ path: string, params: URLSearchParams }}
+ */
 function currentRoute() {
   const hash = location.hash.startsWith('#/') ? location.hash.slice(1) : HOME;
-  const [path, query = ''] = hash.split('?');
+  const [path = HOME, query = ''] = hash.split('?');
   return { path, params: new URLSearchParams(query) };
 }
 
-/** Goes to `path` with `params` (empty values left out). */
+/**
+ * Goes to `path` with `params` (empty values left out).
+ * @param {string} path
+ * @param {Record<string, QueryValue>} [params]
+ */
 function navigate(path, params = {}) {
-  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ''));
+  /** @type {[string, string][]} */
+  const kept = [];
+  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== null && value !== '') kept.push([name, String(value)]);
+  const query = new URLSearchParams(kept);
   const hash = `#${path}${query.size ? `?${query}` : ''}`;
   if (location.hash === hash) render();
   else location.hash = hash;
 }
 
-/** A message for screen readers and eyes alike, in the page's status region. */
+/**
+ * A message for screen readers and eyes alike, in the page's status region.
+ * @param {string} text
+ */
 function announce(text) {
   status.textContent = '';
   // Set on the next frame, so that the same text twice is announced twice.
@@ -76,10 +116,11 @@ function announce(text) {
   });
 }
 
+/** @returns {Promise<void>} */
 async function render() {
   if (!session.token() || !principal) return renderSignIn();
   const { path, params } = currentRoute();
-  const match = ROUTES.map(([pattern, view]) => [pattern.exec(path), view]).find(([m]) => m);
+  const match = ROUTES.map(([pattern, view]) => /** @type {const} */ ([pattern.exec(path), view])).find(([m]) => m);
   highlightTab(path);
   // A view renders into a section of its own: should the operator move on before it has loaded,
   // it writes into a section no longer on the page.
@@ -90,9 +131,10 @@ async function render() {
     return focusHeading(section);
   }
   const [m, view] = match;
+  /** @type {ViewContext} */
   const context = { section, params, principal, navigate, announce, refresh: render };
   try {
-    await view(context, ...m.slice(1).map(decodeURIComponent));
+    await view(context, ...(m?.slice(1) ?? []).map((part) => decodeURIComponent(part ?? '')));
   } catch (error) {
     if (!section.isConnected) return;
     if (!section.querySelector('h1')) section.prepend(h('h1', { tabindex: '-1' }, 'Could not load this page'));
@@ -107,6 +149,8 @@ async function render() {
  * Marks the tab of the page shown (`aria-current`): a top-level page's own; a record's or dead
  * letter's, the tab it was reached from (the attention queue, a search, the audit log, a report),
  * or its natural list when opened directly.
+ *
+ * @param {string} path
  */
 function highlightTab(path) {
   const tabs = NAV.map(([href]) => href.slice(1));
@@ -117,7 +161,7 @@ function highlightTab(path) {
     current = parent ? (lastTab ?? parent) : undefined;
   }
   for (const link of nav.querySelectorAll('a')) {
-    if (link.getAttribute('href').slice(1) === current) link.setAttribute('aria-current', 'page');
+    if ((link.getAttribute('href') ?? '').slice(1) === current) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
 }
@@ -125,6 +169,8 @@ function highlightTab(path) {
 /**
  * Moves focus to the page's heading, so keyboard and screen-reader users start at the new content,
  * and names the tab after it.
+ *
+ * @param {HTMLElement} section
  */
 function focusHeading(section) {
   const heading = section.querySelector('h1');
@@ -134,6 +180,7 @@ function focusHeading(section) {
   heading.focus({ preventScroll: false });
 }
 
+/** @param {string} [problem] */
 function renderSignIn(problem) {
   replace(who);
   nav.hidden = true;
@@ -152,7 +199,7 @@ function renderSignIn(problem) {
           token.value = '';
         } catch (error) {
           session.signOut();
-          message.textContent = error?.status === 401 ? 'The bridge does not accept this token.' : describeError(error);
+          message.textContent = error instanceof ApiError && error.status === 401 ? 'The bridge does not accept this token.' : describeError(error);
           token.focus();
         }
       },
@@ -171,12 +218,15 @@ function renderSignIn(problem) {
 /**
  * Asks the bridge who the token is; keeps it for this tab only when the bridge accepts it. What was
  * said before signing in ("Signed out.", a refusal) is not about the page that follows.
+ *
+ * @param {string} token
  */
 async function signIn(token) {
-  principal = await api('/v1/admin/whoami', { token });
+  const answer = /** @type {WhoAmI} */ (await api('/v1/admin/whoami', { token }));
+  principal = answer;
   session.signIn(token);
   status.textContent = '';
-  showPrincipal();
+  showPrincipal(answer);
   if (!location.hash.startsWith('#/')) location.hash = `#${HOME}`;
   else render();
 }
@@ -195,11 +245,12 @@ function forgetSession() {
   forgetMerchants();
 }
 
-function showPrincipal() {
-  const scope = principal.scope === 'merchant' ? `merchant ${principal.merchantId} only` : 'all merchants';
+/** @param {WhoAmI} signedIn */
+function showPrincipal(signedIn) {
+  const scope = signedIn.scope === 'merchant' ? `merchant ${signedIn.merchantId} only` : 'all merchants';
   replace(
     who,
-    h('span', {}, 'Signed in as ', h('strong', {}, principal.actor), ` (${scope})`),
+    h('span', {}, 'Signed in as ', h('strong', {}, signedIn.actor), ` (${scope})`),
     h(
       'button',
       {
@@ -240,13 +291,30 @@ window.addEventListener('hashchange', () => {
   render();
 });
 
-// A reload of the tab keeps the session: ask again who the kept token is.
-const kept = session.token();
-if (kept) {
-  signIn(kept).catch((error) => {
-    session.signOut();
-    renderSignIn(describeError(error));
-  });
-} else {
-  renderSignIn();
+/** Once the vocabulary is read: a reload of the tab keeps the session, so ask again who the kept token is. */
+function start() {
+  const kept = session.token();
+  if (kept) {
+    signIn(kept).catch((error) => {
+      session.signOut();
+      renderSignIn(describeError(error));
+    });
+  } else {
+    renderSignIn();
+  }
 }
+
+loadVocabulary().then(start, (error) => {
+  // Without the bridge's statuses and POS names the page would show and search for nothing right: it says so instead.
+  replace(
+    main,
+    h(
+      'section',
+      { class: 'view' },
+      h('h1', { tabindex: '-1' }, 'The console could not start'),
+      h('p', { class: 'problem', role: 'alert' }, `The bridge\u2019s vocabulary (its record statuses and POS names) could not be read: ${describeError(error)}`),
+      h('p', {}, 'Reload the page to try again.'),
+    ),
+  );
+  document.title = 'Could not start · loyalty-bridge console';
+});

@@ -1,8 +1,16 @@
+// @ts-check
 /** Everything that needs a person, oldest first: why, how long it has waited, and counts per kind and per merchant. */
 import { api } from '../api.js';
 import { age, deadLetterHref, h, prose, recordLink, replace, statusBadge, table, time } from '../dom.js';
 import { merchantField, merchantList } from '../merchants.js';
 
+/** @import { AttentionAnswer, AttentionKind, ViewContext } from '../types.js' */
+
+/**
+ * Every kind the queue names (AttentionItem's kinds, src/http/schemas.ts), in words: a kind the
+ * bridge adds fails the console's type-check until it is named here.
+ * @type {Readonly<Record<AttentionKind, string>>}
+ */
 const KIND_LABELS = {
   in_doubt: 'In doubt',
   failed: 'Failed',
@@ -16,14 +24,20 @@ const KIND_LABELS = {
 /** How the API counts open dead letters that belong to no merchant (src/core/attention-queue.ts). */
 const NO_MERCHANT = '(none)';
 
+/**
+ * A kind in words; one the console does not know, as the API wrote it.
+ * @param {string} kind
+ * @returns {string}
+ */
 export function kindLabel(kind) {
-  return KIND_LABELS[kind] ?? kind;
+  return /** @type {Readonly<Record<string, string | undefined>>} */ (KIND_LABELS)[kind] ?? kind;
 }
 
+/** @param {ViewContext} context */
 export async function attentionView({ section, params, principal, navigate }) {
   const merchantId = principal.scope === 'merchant' ? principal.merchantId : (params.get('merchantId') ?? '');
   replace(section, h('h1', {}, 'Needs attention'), h('p', { class: 'loading' }, 'Loading the queue…'));
-  const queue = await api('/v1/admin/attention', { query: { merchantId } });
+  const queue = /** @type {AttentionAnswer} */ (await api('/v1/admin/attention', { query: { merchantId } }));
   const total = queue.total ?? Object.values(queue.counts ?? {}).reduce((sum, n) => sum + n, 0);
 
   const merchants = principal.scope === 'global' ? await merchantList(principal) : undefined;
@@ -36,7 +50,7 @@ export async function attentionView({ section, params, principal, navigate }) {
             'aria-label': 'Show the queue of one merchant',
             onsubmit: (event) => {
               event.preventDefault();
-              navigate('/attention', { merchantId: String(new FormData(event.target).get('merchantId') ?? '').trim() });
+              navigate('/attention', { merchantId: String(new FormData(event.currentTarget).get('merchantId') ?? '').trim() });
             },
           },
           merchantField({ id: 'attention-merchant', merchants, value: merchantId }),
@@ -83,7 +97,7 @@ export async function attentionView({ section, params, principal, navigate }) {
           ['Kind', 'Record', 'Merchant', 'Status', 'POS', 'POS order', 'Waiting', 'Why'],
           items.map((item) => [
             kindLabel(item.kind),
-            item.deadLetterId ? h('a', { href: deadLetterHref(item.deadLetterId) }, `dead letter ${item.deadLetterId}`) : recordLink(item.merchantId, item.transactionId),
+            item.deadLetterId ? h('a', { href: deadLetterHref(item.deadLetterId) }, `dead letter ${item.deadLetterId}`) : item.transactionId ? recordLink(item.merchantId, item.transactionId) : '',
             item.merchantId ?? '',
             item.status ? statusBadge(item.status) : '',
             item.pos ?? '',

@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * Backfill (docs/backfill-and-reconcile.md): one pass of a merchant's account on one POS now, which reads back
  * the orders and refunds the POS changed since a time and records those whose webhooks never
@@ -6,24 +7,35 @@
  * a dead letter that names a missing order.
  */
 import { api, describeError } from '../api.js';
-import { count, deadLetterHref, h, POS_NAMES, prose, recordLink, replace, table, time } from '../dom.js';
+import { count, deadLetterHref, h, prose, recordLink, replace, table, time } from '../dom.js';
 import { merchantField, merchantList } from '../merchants.js';
+import { listingPosNames } from '../vocabulary.js';
 
-/** The POSes whose APIs list orders (every POS but the generic payload, which has no API). */
-const LISTING_POSES = POS_NAMES.filter((pos) => pos !== 'generic');
+/** @import { BackfillAnswer, BackfillRequest, BackfillStatusList, WhoAmI, ViewContext } from '../types.js' */
 
-/** The backfill page's address, prefilled: `since` an ISO time; `report` the report to read again after, `deadLetterId` the letter to replay after. */
+/**
+ * The backfill page's address, prefilled: `since` an ISO time; `report` the report to read again after, `deadLetterId` the letter to replay after.
+ * @param {{ merchantId?: string, pos?: string, since?: string, report?: { from: string, to: string }, deadLetterId?: string }} prefill
+ * @returns {string}
+ */
 export function backfillHref({ merchantId, pos, since, report, deadLetterId }) {
   const params = { merchantId, pos, since, deadLetterId, ...(report ? { reportFrom: report.from, reportTo: report.to } : {}) };
-  return `#/backfill?${new URLSearchParams(Object.entries(params).filter(([, v]) => v))}`;
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value) query.set(name, value);
+  return `#/backfill?${query}`;
 }
 
-/** An ISO time as a `datetime-local` field holds it, in UTC: `2026-11-24T09:12:00`. */
+/**
+ * An ISO time as a `datetime-local` field holds it, in UTC: `2026-11-24T09:12:00`.
+ * @param {string | null | undefined} iso
+ * @returns {string}
+ */
 function localValue(iso) {
   const ms = Date.parse(iso ?? '');
   return Number.isNaN(ms) ? '' : new Date(ms).toISOString().slice(0, 19);
 }
 
+/** @param {ViewContext} context */
 export async function backfillView({ section, params, principal, announce }) {
   const merchantId = principal.scope === 'merchant' ? principal.merchantId : (params.get('merchantId') ?? '');
   const pos = params.get('pos') ?? '';
@@ -44,23 +56,26 @@ export async function backfillView({ section, params, principal, announce }) {
       'aria-label': 'Backfill',
       onsubmit: async (event) => {
         event.preventDefault();
-        const data = new FormData(event.target);
+        const data = new FormData(event.currentTarget);
         const sinceValue = String(data.get('since') ?? '');
         const untilValue = String(data.get('until') ?? '');
-        const body = {
-          merchantId: principal.scope === 'merchant' ? principal.merchantId : String(data.get('merchantId') ?? '') || undefined,
-          pos: String(data.get('pos') ?? ''),
-          since: utc(sinceValue),
-          until: untilValue ? utc(untilValue) : undefined,
-        };
-        if (!body.pos || !body.since) {
+        const chosenPos = String(data.get('pos') ?? '');
+        const sinceIso = utc(sinceValue);
+        if (!chosenPos || !sinceIso) {
           replace(answer, h('p', { class: 'problem', role: 'alert' }, 'Choose the POS and the time to read back from.'));
           return;
         }
+        /** @type {BackfillRequest} */
+        const body = {
+          merchantId: principal.scope === 'merchant' ? principal.merchantId : String(data.get('merchantId') ?? '') || undefined,
+          pos: chosenPos,
+          since: sinceIso,
+          until: untilValue ? utc(untilValue) : undefined,
+        };
         start.disabled = true;
         replace(answer, h('p', { class: 'loading', role: 'status' }, `Reading ${body.pos} back for merchant ${body.merchantId ?? 'default'}…`));
         try {
-          const result = await api('/v1/admin/backfill', { method: 'POST', body });
+          const result = /** @type {BackfillAnswer} */ (await api('/v1/admin/backfill', { method: 'POST', body }));
           if (!section.isConnected) return;
           replace(answer, passAnswer(result, { reportFrom, reportTo, deadLetterId }));
           announce(`Backfill of ${result.pos} for merchant ${result.merchantId}: ${result.new.length} new, ${result.known} known, ${result.refused.length} refused.`);
@@ -80,7 +95,7 @@ export async function backfillView({ section, params, principal, announce }) {
         'div',
         { class: 'field' },
         h('label', { for: 'backfill-pos' }, 'POS'),
-        h('select', { id: 'backfill-pos', name: 'pos' }, h('option', { value: '' }, 'choose a POS'), LISTING_POSES.map((p) => h('option', { value: p, selected: p === pos ? true : undefined }, p))),
+        h('select', { id: 'backfill-pos', name: 'pos' }, h('option', { value: '' }, 'choose a POS'), listingPosNames().map((p) => h('option', { value: p, selected: p === pos ? true : undefined }, p))),
       ),
       h('div', { class: 'field' }, h('label', { for: 'backfill-since' }, 'Since (UTC)'), h('input', { id: 'backfill-since', name: 'since', type: 'datetime-local', step: '1', value: since, required: true })),
       h('div', { class: 'field' }, h('label', { for: 'backfill-until' }, 'Until (UTC, optional)'), h('input', { id: 'backfill-until', name: 'until', type: 'datetime-local', step: '1', 'aria-describedby': 'backfill-until-hint' }), h('p', { class: 'hint', id: 'backfill-until-hint' }, 'Empty: now.')),
@@ -102,12 +117,20 @@ export async function backfillView({ section, params, principal, announce }) {
   );
 }
 
-/** A `datetime-local` value read as UTC, as an ISO 8601 time. */
+/**
+ * A `datetime-local` value read as UTC, as an ISO 8601 time.
+ * @param {string} value
+ * @returns {string | undefined}
+ */
 function utc(value) {
   const ms = Date.parse(`${value.length === 16 ? `${value}:00` : value}Z`);
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
+/**
+ * @param {BackfillAnswer} result
+ * @param {{ reportFrom: string | null, reportTo: string | null, deadLetterId: string | null }} after
+ */
 function passAnswer(result, { reportFrom, reportTo, deadLetterId }) {
   // An order and its refund found in one pass are one record: named once.
   const fresh = [...new Set(result.new ?? [])];
@@ -131,14 +154,18 @@ function passAnswer(result, { reportFrom, reportTo, deadLetterId }) {
   ];
 }
 
-/** Every account backfill can read, with its watermark, last pass and next one. */
+/**
+ * Every account backfill can read, with its watermark, last pass and next one.
+ * @param {string | undefined} merchantId
+ * @param {WhoAmI} principal
+ */
 function accountsSection(merchantId, principal) {
   const body = h('div', {});
   const section = h('section', { 'aria-labelledby': 'accounts-heading' }, h('h2', { id: 'accounts-heading' }, 'Accounts backfill can read'), body);
   const refresh = async () => {
     replace(body, h('p', { class: 'loading' }, 'Loading…'));
     try {
-      const list = await api('/v1/admin/backfill', { query: { merchantId: principal.scope === 'global' ? merchantId || undefined : undefined } });
+      const list = /** @type {BackfillStatusList} */ (await api('/v1/admin/backfill', { query: { merchantId: principal.scope === 'global' ? merchantId || undefined : undefined } }));
       const items = list.items ?? [];
       replace(
         body,

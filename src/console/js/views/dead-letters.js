@@ -1,9 +1,14 @@
+// @ts-check
 /** Dead letters: authentic POS deliveries the bridge could not carry out; replay one, or dismiss it with a reason. */
+import { ruleOf } from '../actions.js';
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { deliveryBox } from '../delivery.js';
-import { count, deadLetterHref, facts, h, pager, POS_NAMES, prose, recordLink, replace, table, time } from '../dom.js';
+import { count, deadLetterHref, facts, h, pager, prose, recordLink, replace, table, time } from '../dom.js';
+import { webhookPosNames } from '../vocabulary.js';
 import { backfillHref } from './backfill.js';
+
+/** @import { DeadLetter, DeadLetterList, ReplayAnswer, ViewContext } from '../types.js' */
 
 const PAGE_SIZE = 50;
 
@@ -12,15 +17,21 @@ const PAGE_SIZE = 50;
  * for a shop no merchant had names no merchant, and its runs name their records by transactionId
  * only. Records created by a run not seen in this page are named, unlinked, when the letter names
  * no merchant.
+ * @type {Map<string, string>}
  */
 const merchantOfCreated = new Map();
 
+/**
+ * @param {Pick<DeadLetter, 'dismissed' | 'resolvedAt'>} letter
+ * @returns {'dismissed' | 'resolved' | 'open'}
+ */
 function stateOf(letter) {
   if (letter.dismissed) return 'dismissed';
   if (letter.resolvedAt) return 'resolved';
   return 'open';
 }
 
+/** @param {ViewContext} context */
 export async function deadLettersView({ section, params, navigate }) {
   const show = params.get('show') ?? 'open';
   const pos = params.get('pos') ?? '';
@@ -32,28 +43,28 @@ export async function deadLettersView({ section, params, navigate }) {
       'aria-label': 'Filter dead letters',
       onsubmit: (event) => {
         event.preventDefault();
-        const data = new FormData(event.target);
-        navigate('/dead-letters', { show: data.get('show'), pos: data.get('pos') });
+        const data = new FormData(event.currentTarget);
+        navigate('/dead-letters', { show: String(data.get('show') ?? ''), pos: String(data.get('pos') ?? '') });
       },
     },
     h('label', { for: 'dl-show' }, 'Show'),
     h(
       'select',
       { id: 'dl-show', name: 'show' },
-      [
+      /** @type {[string, string][]} */ ([
         ['open', 'Open'],
         ['closed', 'Resolved or dismissed'],
         ['all', 'All'],
-      ].map(([value, label]) => h('option', { value, selected: value === show ? true : undefined }, label)),
+      ]).map(([value, label]) => h('option', { value, selected: value === show ? true : undefined }, label)),
     ),
     h('label', { for: 'dl-pos' }, 'POS'),
-    h('select', { id: 'dl-pos', name: 'pos' }, h('option', { value: '' }, 'any POS'), POS_NAMES.filter((p) => p !== 'generic').map((p) => h('option', { value: p, selected: p === pos ? true : undefined }, p))),
+    h('select', { id: 'dl-pos', name: 'pos' }, h('option', { value: '' }, 'any POS'), webhookPosNames().map((p) => h('option', { value: p, selected: p === pos ? true : undefined }, p))),
     h('button', { type: 'submit', class: 'secondary' }, 'Show'),
   );
   replace(section, h('h1', {}, 'Dead letters'), form, h('p', { class: 'loading' }, 'Loading…'));
-  const list = await api('/v1/admin/dead-letters', { query: { open: show === 'all' ? undefined : String(show === 'open'), pos, page, limit: PAGE_SIZE } });
+  const list = /** @type {DeadLetterList} */ (await api('/v1/admin/dead-letters', { query: { open: show === 'all' ? undefined : String(show === 'open'), pos, page, limit: PAGE_SIZE } }));
   const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE));
-  const pageHref = (n) => `#/dead-letters?${new URLSearchParams({ show, pos, page: String(n) })}`;
+  const pageHref = (/** @type {number} */ n) => `#/dead-letters?${new URLSearchParams({ show, pos, page: String(n) })}`;
   replace(
     section,
     h('h1', {}, 'Dead letters'),
@@ -78,19 +89,27 @@ export async function deadLettersView({ section, params, navigate }) {
   );
 }
 
+/**
+ * @param {ViewContext} context
+ * @param {string} id
+ */
 export async function deadLetterView({ section, announce, refresh }, id) {
   replace(section, h('h1', {}, `Dead letter ${id}`), h('p', { class: 'loading' }, 'Loading…'));
-  const letter = await api(`/v1/admin/dead-letters/${encodeURIComponent(id)}`);
+  const letter = /** @type {DeadLetter} */ (await api(`/v1/admin/dead-letters/${encodeURIComponent(id)}`));
   const state = stateOf(letter);
   const outcome = h('div', { class: 'action-result' });
-  // What the API allows now, and why not (a letter resolved, dismissed, or being run).
-  const ruleOf = (name) => letter.actions?.[name] ?? { allowed: true };
 
+  /**
+   * @param {'replay' | 'dismiss'} name
+   * @param {string} label
+   * @param {string} effect
+   */
   async function act(name, label, effect) {
     const confirmed = await confirmAction({ title: `${label} dead letter ${letter.id}`, effect: h('p', {}, effect), confirmLabel: label });
     if (!confirmed) return;
     try {
-      const answer = await api(`/v1/admin/dead-letters/${encodeURIComponent(letter.id)}/${name}`, { method: 'POST', body: { reason: confirmed.reason } });
+      // A replay answers what each event came to; a dismissal, the letter.
+      const answer = /** @type {Partial<ReplayAnswer> | undefined} */ (await api(`/v1/admin/dead-letters/${encodeURIComponent(letter.id)}/${name}`, { method: 'POST', body: { reason: confirmed.reason } }));
       // A webhook result names its merchant when it is not the default one.
       for (const result of answer?.results ?? []) if (result.transactionId) merchantOfCreated.set(result.transactionId, result.merchantId ?? 'default');
       announce(`${label} dead letter ${letter.id}: done.`);
@@ -105,8 +124,14 @@ export async function deadLetterView({ section, announce, refresh }, id) {
     }
   }
 
+  /**
+   * @param {'replay' | 'dismiss'} name
+   * @param {string} label
+   * @param {string} effect
+   */
   const button = (name, label, effect) => {
-    const rule = ruleOf(name);
+    // What the API allows now, and why not (a letter resolved, dismissed, or being run); an action it gave no rule for is not offered.
+    const rule = ruleOf(letter.actions, name);
     return h(
       'li',
       {},
@@ -161,7 +186,7 @@ export async function deadLetterView({ section, announce, refresh }, id) {
       { 'aria-labelledby': 'body-heading' },
       h('h2', { id: 'body-heading' }, 'Delivery'),
       letter.body !== undefined
-        ? deliveryBox(letter, () => api(`/v1/admin/dead-letters/${encodeURIComponent(letter.id)}`, { query: { unmask: 'true' } }), {
+        ? deliveryBox(letter, async () => /** @type {DeadLetter} */ (await api(`/v1/admin/dead-letters/${encodeURIComponent(letter.id)}`, { query: { unmask: 'true' } })), {
             id: 'letter',
             buttonLabel: 'Show phone numbers and emails',
             onError: (error) => outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, describeError(error))),
@@ -171,7 +196,11 @@ export async function deadLetterView({ section, announce, refresh }, id) {
   );
 }
 
-/** A record a run created, linked to its page where its merchant is known. */
+/**
+ * A record a run created, linked to its page where its merchant is known.
+ * @param {DeadLetter} letter
+ * @param {string} transactionId
+ */
 function createdLink(letter, transactionId) {
   const merchantId = letter.merchantId ?? merchantOfCreated.get(transactionId);
   return merchantId ? recordLink(merchantId, transactionId) : [transactionId, h('span', { class: 'hint' }, ' (the letter names no merchant: find it by Search)')];
@@ -180,6 +209,7 @@ function createdLink(letter, transactionId) {
 /** A letter whose refund came before its order ("no order … in the ledger"): the order is read back from the POS by a backfill, then the letter replayed. */
 const ORDER_MISSING = /\bno order .* in the ledger\b/;
 
+/** @param {DeadLetter} letter */
 function nextStep(letter) {
   if (stateOf(letter) !== 'open' || !ORDER_MISSING.test(letter.reason ?? '') || !letter.merchantId) return null;
   // The order was changed at or before the refund came: a day before the letter arrived, which the operator may move earlier.

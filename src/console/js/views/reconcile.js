@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * Reconcile: run one pass over the open work now and read what it fixed and left open; and the
  * three-way report (POS ↔ ledger ↔ loyalty history) where the bridge serves it.
@@ -7,6 +8,9 @@ import { count, h, prose, recordLink, replace, statusBadge, table, time } from '
 import { merchantField, merchantList } from '../merchants.js';
 import { backfillHref } from './backfill.js';
 
+/** @import { Merchant, ReconcileReport, ThreeWayDifference, ThreeWayReport, ViewContext, WhoAmI } from '../types.js' */
+
+/** @param {ViewContext} context */
 export async function reconcileView({ section, params, principal, announce, navigate }) {
   replace(section, h('h1', {}, 'Reconcile'), h('p', { class: 'loading' }, 'Loading…'));
   const merchants = principal.scope === 'global' ? await merchantList(principal) : undefined;
@@ -21,7 +25,7 @@ export async function reconcileView({ section, params, principal, announce, navi
         run.disabled = true;
         replace(report, h('p', { class: 'loading' }, 'Running a pass (at most 20 seconds)…'));
         try {
-          const result = await api('/v1/admin/reconcile', { method: 'POST' });
+          const result = /** @type {ReconcileReport} */ (await api('/v1/admin/reconcile', { method: 'POST' }));
           replace(report, passReport(result));
           announce(`Reconcile examined ${count(result.examined, 'record')}: ${result.fixed.length} fixed, ${result.open.length} open.`);
         } catch (error) {
@@ -53,6 +57,7 @@ export async function reconcileView({ section, params, principal, announce, navi
   );
 }
 
+/** @param {ReconcileReport} result */
 function passReport(result) {
   return [
     h('p', { class: 'summary' }, `Examined ${count(result.examined, 'record')} between `, time(result.startedAt), ' and ', time(result.finishedAt), '. ', result.complete ? 'Every open record was examined.' : h('strong', {}, 'Not complete: run it again for the rest.')),
@@ -68,12 +73,14 @@ function passReport(result) {
 /**
  * The three-way report's form and answer. The merchant and range are in the page's address, so a
  * report can be read again (after a backfill it started, say) and the browser's Back returns to it.
+ *
+ * @param {{ params: URLSearchParams, principal: WhoAmI, merchants: Merchant[] | undefined, navigate: ViewContext['navigate'] }} options
  */
 function threeWaySection({ params, principal, merchants, navigate }) {
   const out = h('div', { class: 'report' });
   const today = new Date().toISOString().slice(0, 10);
   const asked = params.get('from') && params.get('to');
-  const merchantId = principal.scope === 'merchant' ? principal.merchantId : (params.get('merchantId') ?? 'default');
+  const merchantId = (principal.scope === 'merchant' ? principal.merchantId : params.get('merchantId')) ?? 'default';
   const from = params.get('from') ?? today;
   const to = params.get('to') ?? today;
   const form = h(
@@ -83,7 +90,7 @@ function threeWaySection({ params, principal, merchants, navigate }) {
       'aria-label': 'Three-way report',
       onsubmit: (event) => {
         event.preventDefault();
-        const data = new FormData(event.target);
+        const data = new FormData(event.currentTarget);
         navigate('/reconcile', {
           merchantId: principal.scope === 'merchant' ? undefined : String(data.get('merchantId') ?? '').trim(),
           from: String(data.get('from')),
@@ -100,7 +107,7 @@ function threeWaySection({ params, principal, merchants, navigate }) {
     replace(out, h('p', { class: 'loading' }, 'Reading the POS, the ledger and the loyalty history…'));
     const query = { merchantId, from, to };
     api('/v1/admin/reports/reconcile', { query }).then(
-      (result) => replace(out, threeWayReport(result, merchantId, query)),
+      (result) => replace(out, threeWayReport(/** @type {ThreeWayReport} */ (result), merchantId, query)),
       (error) => {
         const missing = error instanceof ApiError && error.status === 404 && /^no route/.test(error.message);
         replace(out, missing ? h('p', { role: 'status' }, 'This bridge does not serve the three-way report yet.') : h('p', { class: 'problem', role: 'alert' }, describeError(error)));
@@ -120,13 +127,17 @@ function threeWaySection({ params, principal, merchants, navigate }) {
 /**
  * A row's next step when it is a backfill: `backfill: POST /v1/admin/backfill {"merchantId":…,
  * "pos":…,"since":…} …` (src/reconcile/classify.ts) read as its merchant, POS and time.
+ *
+ * @param {string | undefined} next
+ * @returns {{ merchantId?: string, pos: string, since: string } | undefined}
  */
 function backfillOf(next) {
   const match = /^backfill: POST \/v1\/admin\/backfill (\{[^}]*\})/.exec(next ?? '');
-  if (!match) return undefined;
+  if (!match?.[1]) return undefined;
   try {
     const step = JSON.parse(match[1]);
-    return typeof step.pos === 'string' && typeof step.since === 'string' ? step : undefined;
+    if (!step || typeof step.pos !== 'string' || typeof step.since !== 'string') return undefined;
+    return { merchantId: typeof step.merchantId === 'string' ? step.merchantId : undefined, pos: step.pos, since: step.since };
   } catch {
     return undefined;
   }
@@ -135,12 +146,17 @@ function backfillOf(next) {
 /** The kinds of difference whose record is not in the ledger: nothing to link to. */
 const NOT_IN_LEDGER = new Set(['missing_in_ledger']);
 
+/**
+ * @param {ThreeWayReport} result
+ * @param {string} merchantId
+ * @param {{ merchantId: string, from: string, to: string }} query
+ */
 function threeWayReport(result, merchantId, query) {
   const examined = result.examined ?? {};
   const differences = result.differences ?? [];
   const counts = Object.entries(result.counts ?? {}).filter(([, n]) => n > 0);
   const unread = (result.sources ?? []).filter((source) => !source.read);
-  const next = (d) => {
+  const next = (/** @type {ThreeWayDifference} */ d) => {
     const step = backfillOf(d.next);
     if (!step) return prose(d.next);
     // Back from the backfill, the same report is read again.
@@ -176,15 +192,19 @@ function threeWayReport(result, merchantId, query) {
           { class: 'differences' },
         )
       : null,
-    h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: (event) => downloadCsv(event.target, query) }, 'Download as CSV')),
+    h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: (event) => downloadCsv(event.currentTarget, query) }, 'Download as CSV')),
   ];
 }
 
-/** The same report as CSV (the API answers it for Accept: text/csv), saved through a link to its text: the token never leaves the page. */
+/**
+ * The same report as CSV (the API answers it for Accept: text/csv), saved through a link to its text: the token never leaves the page.
+ * @param {HTMLButtonElement} button
+ * @param {{ merchantId: string, from: string, to: string }} query
+ */
 async function downloadCsv(button, query) {
   button.disabled = true;
   try {
-    const text = await api('/v1/admin/reports/reconcile', { query, accept: 'text/csv' });
+    const text = String(await api('/v1/admin/reports/reconcile', { query, accept: 'text/csv' }));
     const link = h('a', { href: URL.createObjectURL(new Blob([text], { type: 'text/csv' })), download: `reconcile-${query.merchantId || 'default'}-${query.from}-${query.to}.csv` });
     document.body.append(link);
     link.click();

@@ -1,15 +1,26 @@
+// @ts-check
 /**
  * One record's page: its status and links, where it came from (the POS's payload, its webhook
  * event, its dead letter), what the loyalty history shows for a call in doubt, the actions allowed
  * on it (the others disabled with the API's reason), the Check with its selections, every attempt
  * with what was sent and what came back, and its history as a timeline.
  */
+import { ruleOf } from '../actions.js';
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { deliveryBox } from '../delivery.js';
 import { count, deadLetterHref, facts, h, json, majorMoney, maskContact, money, prose, recordLink, replace, statusBadge, statusLabel, table, time } from '../dom.js';
 
-/** What each action does, as docs/operators.md's admin API says it; shown before the operator confirms. */
+/**
+ * @import { ActionRule, Child, EvidenceAnswer, KeptPayload, OriginVia, RecordActionName, RecordDetail, ResolveOutcome, ViewContext } from '../types.js'
+ * @typedef {RecordDetail['accrual'] | RecordDetail['reversal']} Side
+ * @typedef {{ section: HTMLElement, answer: Promise<EvidenceAnswer | undefined> }} Evidence
+ */
+
+/**
+ * What each action does, as docs/operators.md's admin API says it; shown before the operator confirms.
+ * @type {Readonly<Record<RecordActionName, string>>}
+ */
 export const ACTION_EFFECTS = {
   retry: 'The bridge delivers again what provably did not happen upstream (a refused or pending call). It refuses where a retry could double an accrual or a reversal.',
   reverse: 'The bridge reverses the whole accrual at the loyalty service: the points this order earned are taken back (what remains of it after partial refunds, on its last remainder record).',
@@ -18,6 +29,7 @@ export const ACTION_EFFECTS = {
   acknowledge: 'What the attention queue shows of this record (a refusal the loyalty service will keep giving, or deliveries with another amount) is marked as seen and settled outside the bridge, with your reason: nothing is sent, and the record leaves the attention queue until it needs a person again.',
 };
 
+/** @type {readonly { value: ResolveOutcome, label: string, effect: string }[]} */
 export const RESOLVE_OUTCOMES = [
   { value: 'accrued', label: 'Accrued', effect: 'The accrual happened upstream (you found its operation): the record becomes accrued. Nothing is sent.' },
   { value: 'not_accrued', label: 'Not accrued', effect: 'Nothing was booked upstream: the accrual goes back to pending and the bridge sends it again.' },
@@ -25,6 +37,7 @@ export const RESOLVE_OUTCOMES = [
   { value: 'not_reversed', label: 'Not reversed', effect: 'The reversal did not happen upstream: it goes back to pending and the bridge sends it again.' },
 ];
 
+/** @type {readonly [RecordActionName, string][]} */
 const ACTIONS = [
   ['retry', 'Retry'],
   ['reverse', 'Reverse'],
@@ -33,7 +46,10 @@ const ACTIONS = [
   ['acknowledge', 'Acknowledge'],
 ];
 
-/** What the loyalty history shows, in words (`reading` of the evidence). */
+/**
+ * What the loyalty history shows, in words (`reading` of the evidence).
+ * @type {Readonly<Record<EvidenceAnswer['reading'], string>>}
+ */
 const READINGS = {
   accrued: 'The history shows the accrual',
   not_accrued: 'The history shows no accrual',
@@ -43,7 +59,10 @@ const READINGS = {
   unknown: 'Unknown: the history cannot tell',
 };
 
-/** How a record came to be (`origin.via`). */
+/**
+ * How a record came to be (`origin.via`).
+ * @type {Readonly<Record<OriginVia, string>>}
+ */
 const ORIGINS = {
   pos: 'a direct post from the POS',
   webhook: 'a webhook delivery from the POS',
@@ -57,13 +76,28 @@ const ORIGINS = {
  * The record's page. The API masks the customer's phone number and email (in the customer and in
  * every attempt) unless asked for them, which it records in the audit log: the page asks only when
  * the operator presses the button, for this showing of the page only (a reload masks them again).
+ *
+ * @param {ViewContext} context
+ * @param {string} merchantId
+ * @param {string} transactionId
  */
-export async function recordView(context, merchantId, transactionId, unmask = false) {
+export function recordView(context, merchantId, transactionId) {
+  return showRecord(context, merchantId, transactionId, false);
+}
+
+/**
+ * @param {ViewContext} context
+ * @param {string} merchantId
+ * @param {string} transactionId
+ * @param {boolean} unmask
+ */
+async function showRecord(context, merchantId, transactionId, unmask) {
   const { section, announce, refresh } = context;
   replace(section, h('h1', {}, `Record ${transactionId}`), h('p', { class: 'loading' }, 'Loading…'));
+  /** @type {RecordDetail} */
   let record;
   try {
-    record = await api(`/v1/admin/transactions/${encodeURIComponent(transactionId)}`, { query: { merchantId, unmask: unmask ? 'true' : undefined } });
+    record = /** @type {RecordDetail} */ (await api(`/v1/admin/transactions/${encodeURIComponent(transactionId)}`, { query: { merchantId, unmask: unmask ? 'true' : undefined } }));
   } catch (error) {
     if (!(error instanceof ApiError) || error.status !== 404) throw error;
     replace(
@@ -82,7 +116,7 @@ export async function recordView(context, merchantId, transactionId, unmask = fa
     ? h(
         'p',
         {},
-        h('button', { type: 'button', class: 'secondary', 'aria-describedby': 'unmask-hint', onclick: () => recordView(context, merchantId, transactionId, true).catch((error) => section.append(h('p', { class: 'problem', role: 'alert' }, describeError(error)))) }, 'Show phone numbers and emails'),
+        h('button', { type: 'button', class: 'secondary', 'aria-describedby': 'unmask-hint', onclick: () => showRecord(context, merchantId, transactionId, true).catch((error) => section.append(h('p', { class: 'problem', role: 'alert' }, describeError(error)))) }, 'Show phone numbers and emails'),
         h('span', { class: 'hint', id: 'unmask-hint' }, ' Recorded in the audit log with your name.'),
       )
     : null;
@@ -125,30 +159,45 @@ export async function recordView(context, merchantId, transactionId, unmask = fa
   );
 }
 
+/**
+ * @param {Side | undefined} side
+ * @returns {Child[] | undefined}
+ */
 function describeSide(side) {
   if (!side) return undefined;
+  /** @type {Child[]} */
   const parts = [side.state];
-  if (side.settledBy) parts.push(`; settled by ${side.settledBy}`);
   if (side.inDoubtSince) parts.push('; in doubt since ', time(side.inDoubtSince));
+  if ('settledBy' in side && side.settledBy) parts.push(`; settled by ${side.settledBy}`);
   if (side.operationIds?.length) parts.push(`; operations ${side.operationIds.join(', ')}`);
   return parts;
 }
 
-/** The customer as the API gives it: phone and email masked unless the operator asked for them. */
+/**
+ * The customer as the API gives it: phone and email masked unless the operator asked for them.
+ * @param {RecordDetail['customer']} c
+ * @returns {string | undefined}
+ */
 function customer(c) {
   if (!c) return undefined;
   const parts = [c.phone && `phone ${c.phone}`, c.email && `email ${c.email}`, c.serialNumber && `card ${maskContact(c.serialNumber, 'card')}`];
   return parts.filter(Boolean).join(', ') || undefined;
 }
 
-/** A call in doubt, or an outcome a person may settle: where the loyalty history is the evidence. */
+/**
+ * A call in doubt, or an outcome a person may settle: where the loyalty history is the evidence.
+ * @param {RecordDetail} record
+ */
 function needsEvidence(record) {
-  return record.accrual?.state === 'in_doubt' || record.reversal?.state === 'in_doubt' || record.actions?.resolve?.allowed === true;
+  return record.accrual?.state === 'in_doubt' || record.reversal?.state === 'in_doubt' || ruleOf(record.actions, 'resolve').allowed;
 }
 
 /**
  * The evidence section, filled once the API has read the loyalty history
  * (`GET …/{id}/evidence`, which changes nothing). `answer` settles to the evidence, or undefined.
+ *
+ * @param {RecordDetail} record
+ * @returns {Evidence}
  */
 function readEvidence(record) {
   const body = h('div', { class: 'evidence-body' }, h('p', { class: 'loading' }, 'Reading the loyalty service\u2019s operations history…'));
@@ -160,7 +209,8 @@ function readEvidence(record) {
     body,
   );
   const answer = api(`/v1/admin/transactions/${encodeURIComponent(record.transactionId)}/evidence`, { query: { merchantId: record.merchantId } }).then(
-    (evidence) => {
+    (answer) => {
+      const evidence = /** @type {EvidenceAnswer} */ (answer);
       replace(body, evidenceView(evidence, record));
       return evidence;
     },
@@ -173,6 +223,11 @@ function readEvidence(record) {
   return { section, answer };
 }
 
+/**
+ * @param {EvidenceAnswer} evidence
+ * @param {RecordDetail} record
+ * @returns {Child[]}
+ */
 function evidenceView(evidence, record) {
   const currency = record.check?.currency;
   const operations = evidence.operations ?? [];
@@ -217,7 +272,11 @@ function evidenceView(evidence, record) {
   ];
 }
 
-/** Points (an operation's amount, a balance) as a number, negative with a minus sign as money shows one. */
+/**
+ * Points (an operation's amount, a balance) as a number, negative with a minus sign as money shows one.
+ * @param {number | undefined} n
+ * @returns {string}
+ */
 function points(n) {
   return typeof n === 'number' && Number.isFinite(n) ? String(n).replace(/^-/, '\u2212') : '';
 }
@@ -225,11 +284,18 @@ function points(n) {
 /** At most this many operations are listed in the resolve dialog; the page's evidence lists them all. */
 const DIALOG_OPERATIONS = 6;
 
-/** What the resolve dialog shows first: the reading and the operations it read (candidates first), or that the history is still being read. */
+/**
+ * What the resolve dialog shows first: the reading and the operations it read (candidates first), or that the history is still being read.
+ * @param {Evidence | undefined} evidence
+ * @param {RecordDetail} record
+ * @returns {Promise<Child[] | null>}
+ */
 async function evidenceSummary(evidence, record) {
   if (!evidence) return null;
   const currency = record.check?.currency;
-  const read = await Promise.race([evidence.answer, new Promise((resolve) => setTimeout(() => resolve('pending'), 3000))]);
+  /** @type {Promise<'pending'>} */
+  const stillReading = new Promise((resolve) => setTimeout(() => resolve('pending'), 3000));
+  const read = await Promise.race([evidence.answer, stillReading]);
   if (read === 'pending') return [h('h3', {}, 'What the loyalty history shows'), h('p', {}, 'Still being read: see the page\u2019s evidence once it is there.')];
   if (!read) return [h('h3', {}, 'What the loyalty history shows'), h('p', {}, 'It could not be read: see the page\u2019s evidence section for why.')];
   const operations = [...(read.operations ?? [])].sort((a, b) => Number(b.candidate) - Number(a.candidate));
@@ -259,13 +325,20 @@ async function evidenceSummary(evidence, record) {
   ];
 }
 
+/**
+ * The actions as the API rules them now (`actions` of the detail): each allowed one a button, the
+ * others disabled with the API's reason. One the API gave no rule for is disabled too, saying so.
+ *
+ * @param {RecordDetail} record
+ * @param {HTMLElement} outcome
+ * @param {{ announce: ViewContext['announce'], refresh: ViewContext['refresh'], evidence: Evidence | undefined }} options
+ */
 function actionsSection(record, outcome, { announce, refresh, evidence }) {
-  const allowedOf = (name) => record.actions?.[name] ?? { allowed: true };
   // Acknowledging is offered where there is something to acknowledge (a refusal, changed repeats),
   // or was (so its page says by whom); elsewhere it would only ever be disabled.
-  const offered = ACTIONS.filter(([name]) => name !== 'acknowledge' || record.changedRepeats?.count || record.acknowledged || allowedOf(name).allowed);
+  const offered = ACTIONS.filter(([name]) => name !== 'acknowledge' || record.changedRepeats?.count || record.acknowledged || ruleOf(record.actions, name).allowed);
   const buttons = offered.map(([name, label]) => {
-    const rule = allowedOf(name);
+    const rule = ruleOf(record.actions, name);
     const whyId = `why-${name}`;
     return h(
       'li',
@@ -275,6 +348,11 @@ function actionsSection(record, outcome, { announce, refresh, evidence }) {
     );
   });
 
+  /**
+   * @param {RecordActionName} name
+   * @param {string} label
+   * @param {ActionRule} rule
+   */
   async function act(name, label, rule) {
     const outcomes = name === 'resolve' ? RESOLVE_OUTCOMES.filter((o) => !rule.outcomes || rule.outcomes.includes(o.value)) : undefined;
     const confirmed = await confirmAction({
@@ -291,7 +369,7 @@ function actionsSection(record, outcome, { announce, refresh, evidence }) {
     if (!confirmed) return;
     const body = { reason: confirmed.reason, ...(name === 'resolve' ? { outcome: confirmed.choice } : {}) };
     try {
-      const answer = await api(`/v1/admin/transactions/${encodeURIComponent(record.transactionId)}/${name}`, { method: 'POST', body, query: { merchantId: record.merchantId } });
+      const answer = /** @type {Partial<RecordDetail> | undefined} */ (await api(`/v1/admin/transactions/${encodeURIComponent(record.transactionId)}/${name}`, { method: 'POST', body, query: { merchantId: record.merchantId } }));
       const text = `${label} ${record.transactionId}: now ${statusLabel(answer?.status ?? 'unknown')}.`;
       announce(text);
       await refresh();
@@ -307,6 +385,9 @@ function actionsSection(record, outcome, { announce, refresh, evidence }) {
  * Where the record came from (`origin`): how it was created, when, and links to what created it:
  * its dead letter, its webhook event, the POS's payload as it arrived (masked; shown in clear on
  * request, which the API records in the audit log).
+ *
+ * @param {RecordDetail} record
+ * @param {HTMLElement} page
  */
 function originSection(record, page) {
   const origin = record.origin;
@@ -316,15 +397,16 @@ function originSection(record, page) {
   if (origin.payload) {
     replace(payload, h('p', { class: 'loading' }, 'Loading what the POS sent…'));
     const url = `/v1/admin/transactions/${encodeURIComponent(record.transactionId)}/payload`;
-    const problem = (error) => payload.append(h('p', { class: 'problem', role: 'alert' }, describeError(error)));
-    api(url, { query: { merchantId: record.merchantId } }).then(
+    const problem = (/** @type {unknown} */ error) => payload.append(h('p', { class: 'problem', role: 'alert' }, describeError(error)));
+    const read = async (/** @type {boolean} */ unmask) => /** @type {KeptPayload} */ (await api(url, { query: { merchantId: record.merchantId, unmask: unmask ? 'true' : undefined } }));
+    read(false).then(
       (shown) => {
         if (!page.isConnected) return;
         replace(
           payload,
           h('h3', {}, 'What the POS sent'),
           h('p', {}, `Received `, time(shown.receivedAt), shown.pos ? ` from ${shown.pos}` : '', '.'),
-          deliveryBox(shown, () => api(url, { query: { merchantId: record.merchantId, unmask: 'true' } }), { id: 'payload', buttonLabel: 'Show the payload unmasked', headersCaption: 'Headers the bridge kept', onError: problem }),
+          deliveryBox(shown, () => read(true), { id: 'payload', buttonLabel: 'Show the payload unmasked', headersCaption: 'Headers the bridge kept', onError: problem }),
         );
       },
       (error) => {
@@ -350,9 +432,10 @@ function originSection(record, page) {
   );
 }
 
+/** @param {RecordDetail['check']} check */
 function checkSection(check) {
   if (!check) return h('section', { 'aria-labelledby': 'check-heading' }, h('h2', { id: 'check-heading' }, 'Check'), h('p', {}, 'No Check: this record was created by a refund of an order the bridge never saw.'));
-  const m = (cents) => (cents === undefined ? undefined : money(cents, check.currency));
+  const m = (/** @type {number | undefined} */ cents) => (cents === undefined ? undefined : money(cents, check.currency));
   return h(
     'section',
     { 'aria-labelledby': 'check-heading' },
@@ -374,8 +457,10 @@ function checkSection(check) {
   );
 }
 
+/** @param {RecordDetail} record */
 function resultsSection(record) {
-  const results = [...(record.results ?? []).map((r) => ['accrual', r]), ...(record.reversal?.results ?? []).map((r) => ['reversal', r])];
+  /** @type {(readonly ['accrual' | 'reversal', RecordDetail['results'][number]])[]} */
+  const results = [...(record.results ?? []).map((r) => /** @type {const} */ (['accrual', r])), ...(record.reversal?.results ?? []).map((r) => /** @type {const} */ (['reversal', r]))];
   const errors = record.errors ?? [];
   const currency = record.check?.currency;
   if (!results.length && !errors.length) return null;
@@ -402,6 +487,7 @@ function resultsSection(record) {
   );
 }
 
+/** @param {RecordDetail} record */
 function attemptsSection(record) {
   const attempts = record.attempts ?? [];
   return h(
@@ -425,6 +511,10 @@ function attemptsSection(record) {
   );
 }
 
+/**
+ * @param {RecordDetail} record
+ * @param {string | undefined} currency
+ */
 function historySection(record, currency) {
   return h(
     'section',
@@ -447,6 +537,10 @@ function historySection(record, currency) {
   );
 }
 
+/**
+ * @param {RecordDetail} record
+ * @param {string | undefined} currency
+ */
 function changedRepeatsSection(record, currency) {
   const changed = record.changedRepeats;
   if (!changed?.count) return null;

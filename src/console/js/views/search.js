@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * Finding records: by the POS's own order id or a refund id (prefix, any case: the server matches
  * them so), the transactionId, a customer (phone, email or card serial, within one merchant), the
@@ -7,10 +8,18 @@
  */
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
-import { count, h, LEDGER_STATUSES, money, POS_NAMES, recordLink, pager, replace, statusBadge, statusLabel, table, time } from '../dom.js';
+import { count, h, money, recordLink, pager, replace, statusBadge, statusLabel, table, time } from '../dom.js';
 import { merchantField, merchantList } from '../merchants.js';
 import { selection } from '../selection.js';
+import { ledgerStatuses, posNames, statusWords } from '../vocabulary.js';
 import { ACTION_EFFECTS, RESOLVE_OUTCOMES } from './record.js';
+
+/**
+ * @import { Attributes, BulkAnswer, BulkRequest, Merchant, RecordActionName, RecordSummary, TransactionList, ViewContext, WhoAmI } from '../types.js'
+ * @import { Ticked } from '../selection.js'
+ * @typedef {Record<string, string>} Query The search's fields, as the route holds them (and the customer, which it does not).
+ * @typedef {{ items: RecordSummary[], total: number, totalCapped?: boolean, byFilter: boolean }} Found
+ */
 
 const PAGE_SIZE = 50;
 const FIELDS = ['orderId', 'transactionId', 'refundId', 'merchantId', 'pos', 'from', 'to'];
@@ -28,9 +37,11 @@ export function forgetSearch() {
   customerQuery = '';
 }
 
+/** @param {ViewContext} context */
 export async function searchView({ section, params, principal, navigate, announce, refresh }) {
+  /** @type {Query} */
   const query = Object.fromEntries(FIELDS.map((name) => [name, params.get(name) ?? '']));
-  if (principal.scope === 'merchant') query.merchantId = principal.merchantId;
+  if (principal.scope === 'merchant') query.merchantId = principal.merchantId ?? '';
   const byCustomer = params.get('customer') === '1';
   query.customer = byCustomer ? customerQuery : '';
   const statuses = (params.get('status') ?? '').split(',').filter(Boolean);
@@ -60,7 +71,7 @@ export async function searchView({ section, params, principal, navigate, announc
       'aria-label': `Select ${record.transactionId}`,
       checked: selection.has(record.merchantId, record.transactionId) ? true : undefined,
       onchange: (event) => {
-        selection.set(record.merchantId, record.transactionId, event.target.checked);
+        selection.set(record.merchantId, record.transactionId, event.currentTarget.checked);
         syncAll();
         bulk?.showCount();
       },
@@ -81,9 +92,11 @@ export async function searchView({ section, params, principal, navigate, announc
     type: 'checkbox',
     id: 'select-all',
     onchange: (event) => {
+      const on = event.currentTarget.checked;
       found.items.forEach((record, i) => {
-        selection.set(record.merchantId, record.transactionId, event.target.checked);
-        boxes[i].checked = event.target.checked;
+        selection.set(record.merchantId, record.transactionId, on);
+        const box = boxes[i];
+        if (box) box.checked = on;
       });
       bulk?.showCount();
     },
@@ -93,12 +106,13 @@ export async function searchView({ section, params, principal, navigate, announc
   };
   const syncBoxes = () => {
     found.items.forEach((record, i) => {
-      boxes[i].checked = selection.has(record.merchantId, record.transactionId);
+      const box = boxes[i];
+      if (box) box.checked = selection.has(record.merchantId, record.transactionId);
     });
     syncAll();
   };
   syncAll();
-  const pageHref = (n) => `#/search?${new URLSearchParams({ ...Object.fromEntries(params), page: String(n) })}`;
+  const pageHref = (/** @type {number} */ n) => `#/search?${new URLSearchParams({ ...Object.fromEntries(params), page: String(n) })}`;
   replace(
     results,
     h('h2', { id: 'results-heading' }, matchHeading(found)),
@@ -109,7 +123,7 @@ export async function searchView({ section, params, principal, navigate, announc
           h('p', {}, h('label', {}, selectAll, ' Select every record on this page')),
           table('Records, newest first', ['Select', 'Transaction', 'Merchant', 'Status', 'POS', 'POS order', 'Amount', 'Created', 'Updated'], rows, { class: 'records' }),
           pager(page, pages, pageHref),
-          bulk,
+          bulk?.section,
         ]
       : selection.size
         ? h('p', {}, `${count(selection.size, 'record')} ticked in earlier searches (kept until you clear them).`)
@@ -118,34 +132,59 @@ export async function searchView({ section, params, principal, navigate, announc
   bulk?.showCount();
 }
 
-/** The records the search names: one record by its transactionId, or a page of the list. */
+/**
+ * The records the search names: one record by its transactionId, or a page of the list.
+ * @param {Query} query
+ * @param {string[]} statuses
+ * @param {number} page
+ * @returns {Promise<Found>}
+ */
 async function find(query, statuses, page) {
   if (query.transactionId) {
     try {
-      const record = await api(`/v1/admin/transactions/${encodeURIComponent(query.transactionId)}`, { query: { merchantId: query.merchantId } });
+      const record = /** @type {RecordSummary} */ (await api(`/v1/admin/transactions/${encodeURIComponent(query.transactionId)}`, { query: { merchantId: query.merchantId } }));
       return { items: [record], total: 1, byFilter: false };
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) return { items: [], total: 0, byFilter: false };
       throw error;
     }
   }
-  const list = await api('/v1/admin/transactions', {
-    query: { status: statuses.join(','), orderId: query.orderId, refundId: query.refundId, customer: query.customer, merchantId: query.merchantId, pos: query.pos, from: query.from, to: query.to, page, limit: PAGE_SIZE },
-  });
+  const list = /** @type {TransactionList} */ (
+    await api('/v1/admin/transactions', {
+      query: { status: statuses.join(','), orderId: query.orderId, refundId: query.refundId, customer: query.customer, merchantId: query.merchantId, pos: query.pos, from: query.from, to: query.to, page, limit: PAGE_SIZE },
+    })
+  );
   // A bulk filter names status, POS, merchant and dates only: a search by order, refund id or customer acts on the selection.
   return { items: list.items, total: list.total, totalCapped: list.totalCapped === true, byFilter: !query.orderId && !query.refundId && !query.customer };
 }
 
-/** "3 records match", or "More than 1,000 records match" when the bridge stopped counting. */
+/**
+ * "3 records match", or "More than 1,000 records match" when the bridge stopped counting.
+ * @param {Found} found
+ */
 function matchHeading(found) {
   if (found.total === 0) return 'No records match';
   if (found.totalCapped) return `More than ${thousands(found.total)} records match`;
   return `${thousands(found.total)} ${found.total === 1 ? 'record matches' : 'records match'}`;
 }
 
-const thousands = (n) => n.toLocaleString('en-US');
+const thousands = (/** @type {number} */ n) => n.toLocaleString('en-US');
 
+/**
+ * @param {Query} query
+ * @param {string[]} statuses
+ * @param {WhoAmI} principal
+ * @param {Merchant[] | undefined} merchants
+ * @param {HTMLElement} results
+ * @param {(values: Record<string, string>) => void} submit
+ */
 function searchForm(query, statuses, principal, merchants, results, submit) {
+  /**
+   * @param {string} name
+   * @param {string} label
+   * @param {Attributes<HTMLInputElement>} [attributes]
+   * @param {string} [hint]
+   */
   const input = (name, label, attributes = {}, hint) =>
     h(
       'div',
@@ -162,13 +201,16 @@ function searchForm(query, statuses, principal, merchants, results, submit) {
       'aria-label': 'Search records',
       onsubmit: (event) => {
         event.preventDefault();
-        const data = new FormData(event.target);
+        const form = event.currentTarget;
+        const data = new FormData(form);
+        /** @type {Record<string, string>} */
         const values = Object.fromEntries(FIELDS.map((name) => [name, String(data.get(name) ?? '').trim()]));
         values.status = data.getAll('status').join(',');
         const customer = String(data.get('customer') ?? '').trim();
         if (customer && principal.scope === 'global' && !values.merchantId) {
           problem.textContent = 'Choose the merchant: a customer is looked up within one merchant.';
-          event.target.querySelector('#search-merchantId')?.focus();
+          const merchantControl = form.querySelector('#search-merchantId');
+          if (merchantControl instanceof HTMLElement) merchantControl.focus();
           return;
         }
         problem.textContent = '';
@@ -200,7 +242,7 @@ function searchForm(query, statuses, principal, merchants, results, submit) {
         'div',
         { class: 'field' },
         h('label', { for: 'search-pos' }, 'POS'),
-        h('select', { id: 'search-pos', name: 'pos' }, h('option', { value: '' }, 'any POS'), POS_NAMES.map((pos) => h('option', { value: pos, selected: pos === query.pos ? true : undefined }, pos))),
+        h('select', { id: 'search-pos', name: 'pos' }, h('option', { value: '' }, 'any POS'), posNames().map((pos) => h('option', { value: pos, selected: pos === query.pos ? true : undefined }, pos))),
       ),
       input('from', 'Created from', { type: 'date' }),
       input('to', 'Created to (inclusive)', { type: 'date' }),
@@ -209,13 +251,14 @@ function searchForm(query, statuses, principal, merchants, results, submit) {
       'fieldset',
       { class: 'statuses' },
       h('legend', {}, 'Statuses (any of)'),
-      LEDGER_STATUSES.map((status) => h('label', {}, h('input', { type: 'checkbox', name: 'status', value: status, checked: statuses.includes(status) ? true : undefined }), ` ${statusLabel(status)}`)),
+      ledgerStatuses().map((status) => h('label', { title: statusWords(status)?.description }, h('input', { type: 'checkbox', name: 'status', value: status, checked: statuses.includes(status) ? true : undefined }), ` ${statusLabel(status)}`)),
     ),
     problem,
     h('button', { type: 'submit', class: 'primary' }, 'Search'),
   );
 }
 
+/** @type {readonly [Exclude<RecordActionName, 'acknowledge'>, string][]} */
 const BULK_ACTIONS = [
   ['retry', 'Retry'],
   ['reverse', 'Reverse'],
@@ -226,6 +269,9 @@ const BULK_ACTIONS = [
 /**
  * A bulk action on the records ticked, or on every record the search matches (its filter). More
  * than BULK_MAX is refused here, before any confirmation, asking for a narrower selection.
+ *
+ * @param {{ query: Query, statuses: string[], found: Found, ticks: HTMLElement, announce: ViewContext['announce'], refresh: ViewContext['refresh'], onCleared: () => void }} options
+ * @returns {{ section: HTMLElement, showCount: () => void }}
  */
 function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared }) {
   const { total, byFilter } = found;
@@ -258,8 +304,8 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
     replace(ticks, n ? `${count(n, 'record')} ticked, kept across pages and searches until you clear them${n > BULK_MAX ? `: more than the ${BULK_MAX} a bulk action takes` : ''}.` : 'No record ticked.', ' ', n ? clear : null);
   }
 
-  const refuse = (text) => {
-    outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, text));
+  const refuse = (/** @type {string} */ text) => {
+    replace(outcome, h('p', { class: 'problem', role: 'alert' }, text));
   };
 
   const section = h(
@@ -273,8 +319,10 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
         'aria-describedby': 'ticked-count',
         onsubmit: async (event) => {
           event.preventDefault();
-          const data = new FormData(event.target);
-          const name = String(data.get('action'));
+          const data = new FormData(event.currentTarget);
+          const chosen = BULK_ACTIONS.find(([value]) => value === data.get('action'));
+          if (!chosen) return refuse('Choose an action.');
+          const [name, label] = chosen;
           const scope = String(data.get('scope'));
           const picked = selection.all();
           if (scope === 'selected' && picked.length === 0) return refuse('Tick at least one record first.');
@@ -286,9 +334,8 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
               `${found.totalCapped ? `More than ${thousands(total)}` : thousands(total)} records match this search: a bulk action takes at most ${BULK_MAX}. Narrow the search (a merchant, a POS, statuses or dates) until at most ${BULK_MAX} match, or tick the records to act on.`,
             );
           }
-          outcome.replaceChildren();
+          replace(outcome);
           const targets = scope === 'selected' ? picked.length : total;
-          const label = BULK_ACTIONS.find(([value]) => value === name)[1];
           const noun = count(targets, 'record');
           const several = new Set(picked.map((p) => p.merchantId)).size > 1;
           const target =
@@ -307,11 +354,12 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
             confirmLabel: `${label} ${noun}`,
           });
           if (!confirmed) return;
-          const body = { action: name, reason: confirmed.reason, ...(name === 'resolve' ? { outcome: confirmed.choice } : {}) };
+          /** @type {BulkRequest} */
+          const body = { action: name, reason: confirmed.reason, ...(name === 'resolve' ? { outcome: RESOLVE_OUTCOMES.find((o) => o.value === confirmed.choice)?.value } : {}) };
           if (scope === 'selected') Object.assign(body, idsOf(picked));
           else body.filter = filterOf(query, statuses);
           try {
-            const answer = await api('/v1/admin/transactions/bulk', { method: 'POST', body });
+            const answer = /** @type {BulkAnswer} */ (await api('/v1/admin/transactions/bulk', { method: 'POST', body }));
             const done = answer.done ?? [];
             const refused = answer.refused ?? [];
             // What was done leaves the selection; what was refused stays ticked for another look.
@@ -322,7 +370,8 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
               showCount();
             }
             const text = `${label}: ${done.length} done, ${refused.length} refused.`;
-            outcome.replaceChildren(
+            replace(
+              outcome,
               h('p', { role: 'status' }, text),
               refused.length ? table('Refused', ['Record', 'Why'], refused.map((r) => [r.id, r.why])) : null,
               h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => refresh() }, 'Search again')),
@@ -346,13 +395,15 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
     ),
     outcome,
   );
-  section.showCount = showCount;
-  return section;
+  return { section, showCount };
 }
 
 /**
  * The ticked records as the bulk API names them: transactionIds of one merchant with its id, or,
  * across merchants (ADMIN_TOKEN only), each as `<merchantId>/<transactionId>`.
+ *
+ * @param {Ticked[]} picked
+ * @returns {{ ids: string[], merchantId?: string }}
  */
 function idsOf(picked) {
   const merchants = new Set(picked.map((p) => p.merchantId));
@@ -360,11 +411,20 @@ function idsOf(picked) {
   return { ids: picked.map((p) => `${p.merchantId}/${p.transactionId}`) };
 }
 
+/**
+ * @param {Query} query
+ * @param {string[]} statuses
+ * @returns {NonNullable<BulkRequest['filter']>}
+ */
 function filterOf(query, statuses) {
   const filter = { status: statuses.length ? statuses.join(',') : undefined, pos: query.pos || undefined, merchantId: query.merchantId || undefined, from: query.from || undefined, to: query.to || undefined };
   return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined));
 }
 
+/**
+ * @param {Query} query
+ * @param {string[]} statuses
+ */
 function describeFilter(query, statuses) {
   const parts = [
     statuses.length ? `status ${statuses.map(statusLabel).join(' or ')}` : 'any status',
