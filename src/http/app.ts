@@ -16,7 +16,7 @@ import { loadShedding, SHED_PATHS } from './load-shedding.js';
 import { openApiDocument } from './openapi.js';
 import { requestLog } from './request-log.js';
 import { mountRoutes } from './router.js';
-import { consoleRoutes } from './routes/console.js';
+import { CONSOLE_DIR, consoleRoutes, consoleVocabulary } from './routes/console.js';
 import { routeTable } from './table.js';
 import type { UpstreamReadiness } from '../merchants/upstream-check.js';
 import type { PosCatalogue } from '../pos/contract.js';
@@ -69,7 +69,7 @@ export function createApp(deps: AppDeps): express.Express {
   // One table both mounts every route and documents it (/openapi.json).
   const routes = routeTable(deps.catalogue);
   app.use(mountRoutes(routes, { ...deps, openApi: () => openApiDocument(routes, deps.version) }));
-  app.use(consoleRoutes());
+  app.use(consoleRoutes(CONSOLE_DIR, consoleVocabulary(deps.catalogue)));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));
   return app;

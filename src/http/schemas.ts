@@ -9,13 +9,14 @@ import { z } from 'zod';
 import { LEDGER_STATUSES } from '../ledger/record.js';
 import { AccrualResult as UpstreamResult, Check as UpstreamCheck } from '../loyalty/contract.js';
 import { DIFFERENCE_KINDS } from '../reconcile/classify.js';
+import { STATUS_DESCRIPTIONS } from '../ledger/status-words.js';
 
 const timestamp = z.iso.datetime({ offset: true });
 const cents = z.number().int();
 
+/** The statuses with their words (ledger/status-words.ts, which the console shows too). */
 export const LedgerStatus = z.enum(LEDGER_STATUSES).meta({
-  description:
-    'skipped (no customer contact), pending (being delivered), in_doubt (an accrue or reverse may have happened: verified before anything is sent again), accrued, partially_accrued (some cards refused), failed (the loyalty service refused), reversal_pending, reversed, reverse_failed.',
+  description: LEDGER_STATUSES.map((status) => `${status}: ${STATUS_DESCRIPTIONS[status]}`).join(' '),
 });
 
 export const Check = UpstreamCheck.meta({ description: 'The Check as sent to the loyalty service: every money field in integer cents (the decimal amount × 100, whatever the currency).' });

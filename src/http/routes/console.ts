@@ -14,7 +14,7 @@ import express, { Router } from 'express';
 import { fileURLToPath } from 'node:url';
 import { LEDGER_STATUSES, type LedgerStatus } from '../../ledger/record.js';
 import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../ledger/status-words.js';
-import { POS_NAMES, VENDOR_POS_NAMES } from '../../pos/contract.js';
+import { POS_NAMES, VENDOR_POS_NAMES, type PosCatalogue } from '../../pos/contract.js';
 
 /** From src/http/routes (sources) and dist/src/http/routes (the build) alike: src/console beside it. */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -50,11 +50,8 @@ export interface ConsoleVocabulary {
 }
 
 /** The POSes a bridge registers, as its composition root knows them (the shape of the POS contract's catalogue). */
-export interface ConsolePosNames {
-  names: readonly string[];
-  webhookNames: readonly string[];
-  listingNames: readonly string[];
-}
+/** The POS lists the console offers: the catalogue the bridge was built with (PosCatalogue). */
+export type ConsolePosNames = Pick<PosCatalogue, 'names' | 'webhookNames' | 'listingNames'>;
 
 /** The POS contract's own lists: every vendor's POS has webhooks and an API backfill reads; generic has neither. */
 const CONTRACT_POS_NAMES: ConsolePosNames = { names: POS_NAMES, webhookNames: VENDOR_POS_NAMES, listingNames: VENDOR_POS_NAMES };
