@@ -8,7 +8,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FileLedgerStore, writeLedgerInBulk } from '../src/ledger/file-store.js';
-import type { LedgerRecord } from '../src/ledger/record.js';
+import type { LedgerRecord } from '../src/state/record.js';
 import { progress, removeDir, startChild, summarize, tempDir, waitForLine, type BenchPaths } from './lib.js';
 import { accruedRecord } from './records.js';
 import { figureTable, fmt, tableOf, times, verdict, type Figure } from './table.js';

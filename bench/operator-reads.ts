@@ -17,7 +17,7 @@ import { attentionQueue } from '../src/core/attention-queue.js';
 import { newCheckout, nextVersion } from '../src/core/transitions.js';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
 import { PostgresLedgerStore } from '../src/ledger/pg-store.js';
-import { deriveStatus, type LedgerRecord } from '../src/ledger/record.js';
+import { deriveStatus, type LedgerRecord } from '../src/state/record.js';
 import type { LedgerStore } from '../src/ledger/store.js';
 
 const RECORDS = Number(process.argv[2] ?? 20_000);

@@ -7,7 +7,7 @@
  */
 import { genericAdapter } from '../adapters/generic/index.js';
 import type { AccrueRequest } from '../src/loyalty/contract.js';
-import type { LedgerRecord } from '../src/ledger/record.js';
+import type { LedgerRecord } from '../src/state/record.js';
 import { deriveTransactionId } from '../src/transaction-id.js';
 import { EXAMPLE_CHECKOUT } from '../adapters/generic/example.js';
 

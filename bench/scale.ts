@@ -23,9 +23,9 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { ledgerReading } from '../src/core/attention-queue.js';
-import { attentionEntriesOf } from '../src/ledger/attention.js';
+import { attentionEntriesOf } from '../src/state/attention.js';
 import { writeLedgerInBulk } from '../src/ledger/file-store.js';
-import { isOpen, type LedgerRecord } from '../src/ledger/record.js';
+import { isOpen, type LedgerRecord } from '../src/state/record.js';
 import { MIGRATIONS } from '../src/ledger/pg-migrations.js';
 import { migrate, PostgresLedgerStore } from '../src/ledger/pg-store.js';
 import {

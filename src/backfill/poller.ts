@@ -15,7 +15,7 @@
 import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError } from '../errors.js';
 import { withMerchant } from '../log-context.js';
 import { maskContacts } from '../mask.js';
-import { ledgerKey } from '../ledger/record.js';
+import { ledgerKey } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { backfillKey, type BackfillPassSummary, type BackfillState, type LedgerStore } from '../ledger/store.js';
 import { isHeld, LeaseKeeper, release, renew, renewalDue, standing, take, type Lease, type Renewal } from '../lease.js';

@@ -2,7 +2,7 @@
  * What the core answers a POS or an operator about one record. It speaks of outcomes, not of HTTP:
  * `http/` maps `settled` to 200, `in_progress` to 202 and `unknown_order` to 404, in one place.
  */
-import { FINAL_STATUSES, isOpen, isOrphanReversal, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
+import { FINAL_STATUSES, isOpen, isOrphanReversal, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 import type { RecordStore } from '../ledger/store.js';
 
 export type AnswerOutcome =

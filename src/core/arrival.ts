@@ -5,7 +5,7 @@
  * asking "why does this record say that?" can read what the POS actually sent.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RecordOrigin } from '../ledger/record.js';
+import type { RecordOrigin } from '../state/record.js';
 import { PAYLOAD_KEPT_BYTES, type KeptPayload } from '../ledger/store.js';
 
 export interface Arrival {

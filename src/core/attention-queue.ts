@@ -4,7 +4,7 @@
  * dead letters from the dead-letter listing. The answer holds at most `limit` items; its counts
  * (per kind, per merchant) and the oldest `since` are over everything that needs a person.
  */
-import { ATTENTION_KINDS, attentionOf, SETTLED_ATTENTION_STATUSES, type AttentionInput, type AttentionItem, type AttentionKind } from '../ledger/attention.js';
+import { ATTENTION_KINDS, attentionOf, SETTLED_ATTENTION_STATUSES, type AttentionInput, type AttentionItem, type AttentionKind } from '../state/attention.js';
 import type { LedgerReading } from '../metrics.js';
 import type { AttentionCounts, AttentionEntry, DeadLetter, DeadLetterCounts, DeadLetterStore, RecordStore } from '../ledger/store.js';
 

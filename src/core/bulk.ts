@@ -8,7 +8,7 @@
  * refused as not attempted, to be sent again.
  */
 import { BridgeError, echoed, ValidationError } from '../errors.js';
-import { ledgerKey, type LedgerStatus, type OperatorAct } from '../ledger/record.js';
+import { ledgerKey, type LedgerStatus, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { unreachable } from '../unreachable.js';

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { isHeld, leaseFrom, standing } from '../lease.js';
 import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
-import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
+import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 import type { UpstreamOperation } from '../loyalty/calls.js';
 import type { DueQuery, OpenClaim } from '../ledger/store.js';
 import type { Logger } from '../logger.js';

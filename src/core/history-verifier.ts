@@ -14,8 +14,8 @@
  * person is known by different identifiers (a phone on one order, an email on the other).
  */
 import type { Customer } from '../customer.js';
-import { identitiesOf } from '../ledger/customer-index.js';
-import { isAccrualUnsettled, keyOf, merchantOf, type LedgerRecord, type ReversalShape } from '../ledger/record.js';
+import { identitiesOf } from '../state/customer-index.js';
+import { isAccrualUnsettled, keyOf, merchantOf, type LedgerRecord, type ReversalShape } from '../state/record.js';
 import type { RecordStore, SettingStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';

@@ -11,7 +11,7 @@ import { withMerchant } from '../log-context.js';
 import { hasContact } from '../customer.js';
 import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
-import { FINAL_STATUSES, type LedgerStatus } from '../ledger/record.js';
+import { FINAL_STATUSES, type LedgerStatus } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { DeadLetter, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';

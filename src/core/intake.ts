@@ -8,7 +8,7 @@ import { AccrualKeyHeldError, ConflictError, NotFoundError, ValidationError, Ver
 import { failpoint } from '../failpoints.js';
 import { mutant } from '../mutants.js';
 import { hasContact } from '../customer.js';
-import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorAct } from '../ledger/record.js';
+import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';

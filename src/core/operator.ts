@@ -7,7 +7,7 @@
  * and, once it is done, into the audit trail.
  */
 import { ConflictError, echoed, NotFoundError, type BridgeError } from '../errors.js';
-import { keyOf, merchantOf, type LedgerRecord, type OperatorAct } from '../ledger/record.js';
+import { keyOf, merchantOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
 import type { AuditEntry, DeadLetter } from '../ledger/store.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';

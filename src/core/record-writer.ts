@@ -8,7 +8,7 @@
  */
 import { echoed, NotFoundError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
-import type { LedgerRecord } from '../ledger/record.js';
+import type { LedgerRecord } from '../state/record.js';
 import type { LedgerStore, UpdateOptions } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { nextVersion, type Transition } from './transitions.js';

@@ -6,7 +6,7 @@
  * could have been called is put in doubt too (`transitions.doubtAfterDamage`).
  */
 import { AccrualKeyHeldError } from '../errors.js';
-import { awaitsRemainder, keyOf, ledgerKey, merchantOf, type LedgerRecord } from '../ledger/record.js';
+import { awaitsRemainder, keyOf, ledgerKey, merchantOf, type LedgerRecord } from '../state/record.js';
 import type { RecordStore } from '../ledger/store.js';
 import { insertRemainder, type DeliveryService } from './delivery.js';
 import type { RecordWriter } from './record-writer.js';

@@ -14,7 +14,7 @@
  * it (history-verifier.ts `verifyReversal`). Anything less certain waits for a person, who is shown
  * the evidence (GET /v1/admin/transactions/{id}/evidence).
  */
-import type { ReversalShape } from '../ledger/record.js';
+import type { ReversalShape } from '../state/record.js';
 import type { SettingStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor } from '../money.js';

@@ -37,11 +37,11 @@ import {
   type PartialRefundPlan,
   type Plan,
   type ReversalShape,
-} from '../ledger/record.js';
+} from '../state/record.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { CallOutcome } from '../loyalty/client.js';
 import type { Check } from '../loyalty/contract.js';
-import { ACKNOWLEDGEABLE, attentionOf } from '../ledger/attention.js';
+import { ACKNOWLEDGEABLE, attentionOf } from '../state/attention.js';
 import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.js';
 import type { RefundIntent } from '../pos/contract.js';
 import { originOf, type Arrival } from './arrival.js';
@@ -76,7 +76,7 @@ const MAX_REFUND_IDS_REMEMBERED = 100;
 // ------------------------------------------------------------------ what a record needs
 
 // What a record needs (`plan`) and when the worker looks at it (`dueOf`) live with the record
-// (ledger/record.ts), below both the stores, which index them, and these transitions, which act on them.
+// (state/record.ts), below both the stores, which index them, and these transitions, which act on them.
 export { dueOf, plan, unreachable, type Plan };
 
 export interface StepContext {

@@ -10,11 +10,11 @@
  * calls is answered (`RateLimitPauses`). A pass that took a full share of someone's work, and moved something, is
  * followed by the next at once, so a lone merchant's backlog drains as fast as lanes allow.
  */
-import { attentionOf, SETTLED_ATTENTION_STATUSES } from '../ledger/attention.js';
+import { attentionOf, SETTLED_ATTENTION_STATUSES } from '../state/attention.js';
 import { withMerchant } from '../log-context.js';
 import type { Logger } from '../logger.js';
 import type { RecordStore } from '../ledger/store.js';
-import { FINAL_STATUSES, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from '../ledger/record.js';
+import { FINAL_STATUSES, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 import type { DeliveryService, StepReport } from './delivery.js';
 import { PeriodicLoop } from './periodic.js';
 

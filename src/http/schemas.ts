@@ -6,7 +6,7 @@
  * contract lets the bridge add fields, and a client should ignore those it does not know.
  */
 import { z } from 'zod';
-import { LEDGER_STATUSES } from '../ledger/record.js';
+import { LEDGER_STATUSES } from '../state/record.js';
 import { AccrualResult as UpstreamResult, Check as UpstreamCheck } from '../loyalty/contract.js';
 import { DIFFERENCE_KINDS } from '../reconcile/classify.js';
 import { STATUS_DESCRIPTIONS } from '../ledger/status-words.js';

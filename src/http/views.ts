@@ -3,7 +3,7 @@
  * `/openapi.json` documents (`schemas.ts`), so a field added here and not there fails to compile.
  */
 import type { Response } from 'express';
-import { merchantOf, type LedgerRecord } from '../ledger/record.js';
+import { merchantOf, type LedgerRecord } from '../state/record.js';
 import { maskContacts, maskContactsInJson } from '../mask.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
 import type { KeptPayload as StoredPayload, DeadLetter as StoredDeadLetter } from '../ledger/store.js';

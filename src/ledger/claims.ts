@@ -8,7 +8,7 @@
  * everything as it was.
  */
 import { AccrualKeyHeldError, ConflictError } from '../errors.js';
-import { claimedOperationIds, keyOf, merchantOf, transactionIdOf, type LedgerRecord } from './record.js';
+import { claimedOperationIds, keyOf, merchantOf, transactionIdOf, type LedgerRecord } from '../state/record.js';
 
 /** Who holds a claim now, by the holder's ledger key. */
 export interface ClaimHolders {

@@ -26,9 +26,9 @@
  * is taken in SQLite, so its pages are consistent among themselves whatever the keys hold.
  */
 import Database from 'better-sqlite3';
-import type { AttentionKind } from './attention.js';
+import type { AttentionKind } from '../state/attention.js';
 import type { Location, Position, SegmentStamp } from './journal.js';
-import type { LedgerStatus } from './record.js';
+import type { LedgerStatus } from '../state/record.js';
 import { attentionCountsOf, CUSTOMER_SEARCH_DEPTH, foldCase, LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
 
 /** Bumped whenever the schema or the meaning of a column changes: an index of another format is rebuilt. */

@@ -75,10 +75,10 @@ import { checkClaims } from './claims.js';
 import { LedgerIndex, type DeadLetterRow, type KeyAt, type RecordFilter, type RecordRow } from './file-index.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './private-files.js';
 import { ProcessLock } from './process-lock.js';
-import { customerHash, customerHashesOf, newSearchKey } from './customer-index.js';
-import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, LEDGER_STATUSES, merchantOf, transactionIdOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { customerHash, customerHashesOf, newSearchKey } from '../state/customer-index.js';
+import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, LEDGER_STATUSES, merchantOf, transactionIdOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
-import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from './attention.js';
+import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from '../state/attention.js';
 import {
   deadLetterDueAtMs,
   pageOf,

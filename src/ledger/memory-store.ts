@@ -10,10 +10,10 @@ import { mutant } from '../mutants.js';
 import { takeTurns } from './due-turns.js';
 import { checkClaims } from './claims.js';
 import { BackfillStateTable, MerchantTable } from './held-tables.js';
-import { identitiesOf } from './customer-index.js';
-import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, ledgerKey, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from './record.js';
+import { identitiesOf } from '../state/customer-index.js';
+import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, ledgerKey, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 import type { StoredMerchant } from '../merchants/merchant.js';
-import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from './attention.js';
+import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from '../state/attention.js';
 import {
   attentionOrder,
   auditMatches,

@@ -6,9 +6,9 @@
  */
 import type pg from 'pg';
 import type { Customer } from '../customer.js';
-import { attentionEntriesOf } from './attention.js';
-import { CUSTOMER_SEARCH_KEY, customerHashesOf, newSearchKey } from './customer-index.js';
-import { accrualKeys, dueOf, unsettledAmount, type LedgerRecord } from './record.js';
+import { attentionEntriesOf } from '../state/attention.js';
+import { CUSTOMER_SEARCH_KEY, customerHashesOf, newSearchKey } from '../state/customer-index.js';
+import { accrualKeys, dueOf, unsettledAmount, type LedgerRecord } from '../state/record.js';
 import { FOLD_CASE_SQL, foldCase } from './store.js';
 
 export interface Migration {

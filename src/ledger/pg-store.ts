@@ -13,9 +13,9 @@ import { AccrualKeyHeldError, ArchivedRecordError, ConflictError, VersionConflic
 import { WriteBatch } from './pg-batch.js';
 import { accrualKeyColumns, attentionColumn, dueColumns, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
-import { claimedOperationIds, isOpen, keyOf, merchantOf, transactionIdOf, type LedgerRecord, type LedgerStatus } from './record.js';
-import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput, type AttentionKind } from './attention.js';
-import { CUSTOMER_SEARCH_KEY, customerHash, customerHashesOf } from './customer-index.js';
+import { claimedOperationIds, isOpen, keyOf, merchantOf, transactionIdOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';
+import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput, type AttentionKind } from '../state/attention.js';
+import { CUSTOMER_SEARCH_KEY, customerHash, customerHashesOf } from '../state/customer-index.js';
 import {
   attentionCountsOf,
   backfillKey,

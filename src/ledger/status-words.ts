@@ -5,7 +5,7 @@
  * src/http/routes/console.ts), so a status added to LEDGER_STATUSES without its words fails the
  * type-check here rather than showing as a raw code on the page.
  */
-import type { LedgerStatus } from './record.js';
+import type { LedgerStatus } from '../state/record.js';
 
 /** A status as a person names it: `in_doubt` → "In doubt". */
 export const STATUS_LABELS: Readonly<Record<LedgerStatus, string>> = {

@@ -9,9 +9,9 @@
 import type { Lease } from '../lease.js';
 import { ValidationError, type FieldIssue } from '../errors.js';
 import type { StoredMerchant } from '../merchants/merchant.js';
-import type { AttentionInput, AttentionKind } from './attention.js';
-import { identitiesOf } from './customer-index.js';
-import { keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from './record.js';
+import type { AttentionInput, AttentionKind } from '../state/attention.js';
+import { identitiesOf } from '../state/customer-index.js';
+import { keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 
 export interface ListQuery {
   /** Only this merchant's records. */

@@ -11,7 +11,7 @@
 
 /**
  * The merchant of every record written before merchants existed, and of the one built from the
- * variables. Its records' ledger keys are bare transactionIds (ledger/record.ts `ledgerKey`).
+ * variables. Its records' ledger keys are bare transactionIds (state/record.ts `ledgerKey`).
  *
  * This module is the merchant's shape and imports nothing: the ledger stores and indexes merchants
  * by it, and everything above reads it, without the ledger depending on how merchants are served.

@@ -5,9 +5,9 @@
  * the console's operator actions where the transitions allow them (`operatorActions`) and the
  * person would be telling the truth.
  */
-import { keyOf, type LedgerRecord } from '../ledger/record.js';
+import { keyOf, type LedgerRecord } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
-import { isOpen } from '../ledger/record.js';
+import { isOpen } from '../state/record.js';
 import type { ResolveInput } from '../core/transitions.js';
 import { TIMING } from './scenario.js';
 import type { ModelEvent, World } from './world.js';

@@ -19,8 +19,8 @@
  * schedule that settles (the rest of that run): those states are remembered (`settles`) and a later
  * continuation that reaches one stops there.
  */
-import { identitiesOf } from '../ledger/customer-index.js';
-import { dueOf, isOpen, keyOf, type LedgerRecord } from '../ledger/record.js';
+import { identitiesOf } from '../state/customer-index.js';
+import { dueOf, isOpen, keyOf, type LedgerRecord } from '../state/record.js';
 import { readShape } from '../core/reversal-shape.js';
 import type { ResolveInput } from '../core/transitions.js';
 import { workDue, nextDeadline, truthful } from './choices.js';

@@ -10,8 +10,8 @@
  * short of the fifth).
  */
 import { createHash } from 'node:crypto';
-import { identitiesOf } from '../ledger/customer-index.js';
-import type { LedgerRecord } from '../ledger/record.js';
+import { identitiesOf } from '../state/customer-index.js';
+import type { LedgerRecord } from '../state/record.js';
 import type { World } from './world.js';
 
 /** `withScript`: include the events the scenario still allows (the explorer's states); without, what remains of the world only (the fault-free continuation's). */

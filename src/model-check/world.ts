@@ -18,7 +18,7 @@ import { HistoryVerifier } from '../core/history-verifier.js';
 import { Worker } from '../core/worker.js';
 import { BridgeError, ConflictError } from '../errors.js';
 import { emptyMemoryLedger, MemoryLedgerStore, type MemoryLedgerState } from '../ledger/memory-store.js';
-import { isOpen, keyOf, ledgerKey, type LedgerRecord } from '../ledger/record.js';
+import { isOpen, keyOf, ledgerKey, type LedgerRecord } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { silentLogger } from '../logger.js';
 import type { CallReport } from '../loyalty/client.js';

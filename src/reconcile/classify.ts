@@ -14,7 +14,7 @@
  * - An operation nobody claims counts only when it is a purchase (`purchaseSum` set): cards
  *   installed, rewards redeemed and the like are not the bridge's to account for.
  */
-import { isAccrualUnsettled, type LedgerRecord } from '../ledger/record.js';
+import { isAccrualUnsettled, type LedgerRecord } from '../state/record.js';
 import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor, centsToDecimalString as money } from '../money.js';
 import type { PosEntry, PosRefund, PosSale, PosUnreadable } from './pos-source.js';

@@ -17,7 +17,7 @@
  *   range), are looked up in that card's own history before they are reported.
  */
 import { BridgeError, echoed, NotFoundError, ValidationError } from '../errors.js';
-import { ledgerKey, type LedgerRecord } from '../ledger/record.js';
+import { ledgerKey, type LedgerRecord } from '../state/record.js';
 import type { RecordStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
 import type { ActiveMerchant } from '../merchants/registry.js';

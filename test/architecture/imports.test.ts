@@ -20,6 +20,7 @@ const PARTS = {
   contracts: ['src/loyalty/', 'src/pos/', 'src/selection.ts', 'src/pos-api.ts', 'src/webhooks/', 'src/config.ts'],
   adapters: ['adapters/'],
   shapes: ['src/merchants/merchant.ts'],
+  state: ['src/state/'],
   ledger: ['src/ledger/'],
   merchants: ['src/merchants/'],
   core: ['src/core/', 'src/metrics.ts'],
@@ -39,18 +40,22 @@ const MAY_IMPORT: Record<Part, readonly Part[]> = {
   adapters: ['kernel', 'contracts'],
   // The merchant's shape imports nothing, so the ledger can index merchants without depending on how they are served.
   shapes: [],
-  ledger: ['kernel', 'contracts', 'shapes'],
-  merchants: ['kernel', 'contracts', 'shapes', 'ledger'],
-  core: ['kernel', 'contracts', 'shapes', 'ledger'],
-  jobs: ['kernel', 'contracts', 'shapes', 'ledger', 'merchants', 'core'],
+  // What a store needs to index a record (its status, due time, whether it is open, what needs a
+  // person, its customer's search keys) is a pure function of the record, below both the stores and
+  // the core, so both decide by the same rule.
+  state: ['kernel', 'contracts', 'shapes'],
+  ledger: ['kernel', 'contracts', 'shapes', 'state'],
+  merchants: ['kernel', 'contracts', 'shapes', 'state', 'ledger'],
+  core: ['kernel', 'contracts', 'shapes', 'state', 'ledger'],
+  jobs: ['kernel', 'contracts', 'shapes', 'state', 'ledger', 'merchants', 'core'],
   // The HTTP layer gets the POSes' schemas and settings through the POS contract, from the composition root.
-  http: ['kernel', 'contracts', 'shapes', 'ledger', 'merchants', 'core', 'jobs'],
+  http: ['kernel', 'contracts', 'shapes', 'state', 'ledger', 'merchants', 'core', 'jobs'],
   // The simulator stands in for the loyalty service and the POS vendors: it knows their contracts, never the bridge's insides.
   simulator: ['kernel', 'contracts'],
   // The model check drives the real core over the memory ledger; its fake loyalty service keeps books as the simulator does.
-  modelCheck: ['kernel', 'contracts', 'shapes', 'ledger', 'core', 'simulator'],
+  modelCheck: ['kernel', 'contracts', 'shapes', 'state', 'ledger', 'core', 'simulator'],
   // The composition root wires everything.
-  root: ['kernel', 'contracts', 'adapters', 'shapes', 'ledger', 'merchants', 'core', 'jobs', 'http', 'simulator'],
+  root: ['kernel', 'contracts', 'adapters', 'shapes', 'state', 'ledger', 'merchants', 'core', 'jobs', 'http', 'simulator'],
 };
 
 function partOf(path: string): Part | undefined {

@@ -22,7 +22,7 @@ import { BULK_MAX as CONSOLE_BULK_MAX } from '../../src/console/js/views/search.
 import { BULK_MAX } from '../../src/http/routes/admin.js';
 import { CONSOLE_DIR, CONSOLE_HEADERS, consoleRoutes, type ConsoleVocabulary } from '../../src/http/routes/console.js';
 import { POS_NAMES, VENDOR_POS_NAMES } from '../../src/pos/contract.js';
-import { LEDGER_STATUSES } from '../../src/ledger/record.js';
+import { LEDGER_STATUSES } from '../../src/state/record.js';
 import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../src/ledger/status-words.js';
 
 describe('money', () => {

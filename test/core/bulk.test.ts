@@ -10,7 +10,7 @@ import { createCore, type Core } from '../../src/core/core.js';
 import type { PosCalls } from '../../src/core/delivery.js';
 import { HistoryVerifier } from '../../src/core/history-verifier.js';
 import { ConflictError, ValidationError } from '../../src/errors.js';
-import type { LedgerRecord } from '../../src/ledger/record.js';
+import type { LedgerRecord } from '../../src/state/record.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { silentLogger } from '../../src/logger.js';
 import { createMetrics } from '../../src/metrics.js';

@@ -5,7 +5,7 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import { HistoryVerifier, type HistoryReader } from '../../src/core/history-verifier.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
-import type { LedgerRecord } from '../../src/ledger/record.js';
+import type { LedgerRecord } from '../../src/state/record.js';
 import type { Card, Operation } from '../../src/loyalty/contract.js';
 import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 

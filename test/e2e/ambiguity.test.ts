@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import type { LedgerRecord } from '../../src/ledger/record.js';
+import type { LedgerRecord } from '../../src/state/record.js';
 import { ADMIN_TOKEN, checkout, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness;

@@ -13,7 +13,7 @@ import request from 'supertest';
 import { parseGenericCheckout } from '../../adapters/generic/checkout.js';
 import { newCheckout } from '../../src/core/transitions.js';
 import { PER_MERCHANT } from '../../src/core/worker.js';
-import { keyOf, ledgerKey, type LedgerRecord } from '../../src/ledger/record.js';
+import { keyOf, ledgerKey, type LedgerRecord } from '../../src/state/record.js';
 import type { SimMerchant } from '../../src/simulator/merchant.js';
 import { deriveTransactionId } from '../../src/transaction-id.js';
 import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
-import type { LedgerRecord, LedgerStatus } from '../../src/ledger/record.js';
+import type { LedgerRecord, LedgerStatus } from '../../src/state/record.js';
 import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness, type HarnessOptions, postJson } from '../support/harness.js';
 
 let h: Harness;

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
-import { ledgerKey } from '../../src/ledger/record.js';
+import { ledgerKey } from '../../src/state/record.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import type { SimMerchant } from '../../src/simulator/index.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';

@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import type { LedgerRecord } from '../../src/ledger/record.js';
+import type { LedgerRecord } from '../../src/state/record.js';
 import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
 
 const GRACE_MS = 300;

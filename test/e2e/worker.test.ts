@@ -5,7 +5,7 @@
 import { afterEach, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
-import type { LedgerRecord } from '../../src/ledger/record.js';
+import type { LedgerRecord } from '../../src/state/record.js';
 import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness, postJson } from '../support/harness.js';
 import { makeRecord } from '../ledger/contracts/factories.js';
 

@@ -17,7 +17,7 @@ import { route, type HttpDeps, type Route } from '../../src/http/route.js';
 import { mountRoutes } from '../../src/http/router.js';
 import { BulkBody, ListQuery, ReasonBody } from '../../src/http/routes/admin.js';
 import { ReconcileReportQuery } from '../../src/http/routes/reports.js';
-import { LEDGER_STATUSES } from '../../src/ledger/record.js';
+import { LEDGER_STATUSES } from '../../src/state/record.js';
 import { CATALOGUE, documentOf, ROUTES } from './catalogue.js';
 
 type Json = Record<string, any>;

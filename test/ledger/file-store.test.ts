@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { FileLedgerStore, writeLedgerInBulk } from '../../src/ledger/file-store.js';
 import { currentBootId } from '../../src/ledger/process-lock.js';
 import { openStore } from '../../src/ledger/open-store.js';
-import { isOpen, keyOf, type LedgerRecord } from '../../src/ledger/record.js';
+import { isOpen, keyOf, type LedgerRecord } from '../../src/state/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
 import { ledgerStoreContract } from './store-contract.js';
 import { makeLetter, makeMerchant, makeRecord, minutes, nextVersion, settle } from './contracts/factories.js';

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, expect, it } from '@jest/globals';
 import { ArchivedRecordError } from '../../src/errors.js';
 import { partitionName } from '../../src/ledger/pg-migrations.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
-import { keyOf, type LedgerRecord } from '../../src/ledger/record.js';
+import { keyOf, type LedgerRecord } from '../../src/state/record.js';
 import { archiveMonths, listPartitions, main, MIN_AGE_DAYS } from '../../scripts/ledger-archive.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { makeRecord, nextVersion } from './contracts/factories.js';

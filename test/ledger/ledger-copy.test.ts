@@ -15,7 +15,7 @@ import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import { MIGRATIONS } from '../../src/ledger/pg-migrations.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { dueOf } from '../../src/core/transitions.js';
-import { isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/ledger/record.js';
+import { isOpen, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/state/record.js';
 import type { DeadLetter } from '../../src/ledger/store.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { makeMerchant, makeRecord, nextVersion } from './contracts/factories.js';

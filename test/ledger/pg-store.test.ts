@@ -9,7 +9,7 @@ import pg from 'pg';
 import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/errors.js';
 import { accrualKeyColumns, dueColumns, MIGRATIONS, partitionName } from '../../src/ledger/pg-migrations.js';
 import { dueSql, jsonb, PostgresLedgerStore } from '../../src/ledger/pg-store.js';
-import { isOpen, keyOf, merchantOf, type LedgerRecord } from '../../src/ledger/record.js';
+import { isOpen, keyOf, merchantOf, type LedgerRecord } from '../../src/state/record.js';
 import type { LedgerStore } from '../../src/ledger/store.js';
 import { eventually } from '../support/eventually.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import type { LedgerRecord } from '../../src/ledger/record.js';
+import type { LedgerRecord } from '../../src/state/record.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import { classify, type DifferenceKind } from '../../src/reconcile/classify.js';
 import type { PosEntry } from '../../src/reconcile/pos-source.js';

@@ -5,7 +5,7 @@
  * does not.
  */
 import { describe, expect, it } from '@jest/globals';
-import type { LedgerRecord } from '../../src/ledger/record.js';
+import type { LedgerRecord } from '../../src/state/record.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import { classify, type ReconcileInput } from '../../src/reconcile/classify.js';
 import { posEntryOf, type PosRefund, type PosSale } from '../../src/reconcile/pos-source.js';

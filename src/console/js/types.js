@@ -13,7 +13,7 @@
 
 // ---- The bridge's words ----
 
-/** @typedef {import('../../ledger/record.js').LedgerStatus} LedgerStatus */
+/** @typedef {import('../../state/record.js').LedgerStatus} LedgerStatus */
 /** @typedef {import('../../http/routes/console.js').ConsoleVocabulary} ConsoleVocabulary */
 
 // ---- What the API answers ----

@@ -12,7 +12,7 @@
  */
 import express, { Router } from 'express';
 import { fileURLToPath } from 'node:url';
-import { LEDGER_STATUSES, type LedgerStatus } from '../../ledger/record.js';
+import { LEDGER_STATUSES, type LedgerStatus } from '../../state/record.js';
 import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../ledger/status-words.js';
 import { POS_NAMES, VENDOR_POS_NAMES, type PosCatalogue } from '../../pos/contract.js';
 
@@ -39,7 +39,7 @@ export const VOCABULARY_PATH = '/vocabulary.json';
 
 /** The bridge's lists and words as the console reads them (src/console/js/vocabulary.js): each from its one owner. */
 export interface ConsoleVocabulary {
-  /** Every ledger status, in the ledger's order (src/ledger/record.ts), with its label and meaning (src/ledger/status-words.ts). */
+  /** Every ledger status, in the ledger's order (src/state/record.ts), with its label and meaning (src/ledger/status-words.ts). */
   statuses: { status: LedgerStatus; label: string; description: string }[];
   /** Every POS whose payloads the bridge takes (`/v1/checkouts/{pos}`), generic first: what a record's POS may be. */
   pos: string[];

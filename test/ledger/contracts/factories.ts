@@ -2,7 +2,7 @@
  * What the store contract suites (and the tests of the core, the reconciler and the stores) build
  * their ledgers from: records, merchants and dead letters as the bridge writes them, at fixed times.
  */
-import { deriveStatus, keyOf, type AccrualState, type LedgerRecord, type ReversalState } from '../../../src/ledger/record.js';
+import { deriveStatus, keyOf, type AccrualState, type LedgerRecord, type ReversalState } from '../../../src/state/record.js';
 import type { DeadLetter } from '../../../src/ledger/store.js';
 import type { StoredMerchant } from '../../../src/merchants/merchant.js';
 

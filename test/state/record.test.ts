@@ -1,10 +1,10 @@
 /** `dueOf`: when the worker looks at a record again, for every state the transitions tell apart; and what a record may accumulate. */
 import { describe, expect, it } from '@jest/globals';
 import { dueOf } from '../../src/core/transitions.js';
-import { attentionOf } from '../../src/ledger/attention.js';
-import { isOpen, RECORD_BOUNDS, withAttempts, withChangedDelivery, withHistoryEvent, type ChangedRepeats, type HistoryEvent, type LedgerRecord } from '../../src/ledger/record.js';
+import { attentionOf } from '../../src/state/attention.js';
+import { isOpen, RECORD_BOUNDS, withAttempts, withChangedDelivery, withHistoryEvent, type ChangedRepeats, type HistoryEvent, type LedgerRecord } from '../../src/state/record.js';
 import type { Attempt } from '../../src/loyalty/calls.js';
-import { makeRecord, minutes, type RecordOptions } from './contracts/factories.js';
+import { makeRecord, minutes, type RecordOptions } from '../ledger/contracts/factories.js';
 
 const at = (n: number): number => Date.parse(minutes(n));
 
