@@ -87,7 +87,9 @@ describe.each(BACKFILL_POSES)('backfill: $pos, a bridge killed mid-pass', (p) =>
     await accruedOnce(sim, items.map((r) => r.transactionId), 20_000);
     const state = (await admin(second).states()).find((i) => i.pos === p.pos)!;
     expect(state.watermark).toBe(pass.body.watermark);
-  });
+    // Longer than every wait in it: a test cut short by jest's default keeps running after afterAll,
+    // and a bridge it spawns then is never killed.
+  }, 150_000);
 });
 
 const { url: pgBase, describeIf } = await describeWithDatabase();
