@@ -95,6 +95,15 @@ describe('fake Clover API', () => {
     expect((await clover(`/orders?filter=${encodeURIComponent('modifiedTime>=yesterday')}`)).status).toBe(400);
   });
 
+  it('refuses a malformed filter, orderBy, offset or limit with 400 in Clover\'s {message} shape', async () => {
+    for (const query of [`filter=${encodeURIComponent('modifiedTime~1')}`, `filter=${encodeURIComponent('createdTime>=1.5')}`, `orderBy=${encodeURIComponent('total DESC')}`, 'offset=-1', 'limit=0', 'limit=ten']) {
+      const answer = await clover(`/orders?${query}`);
+      expect(answer.status).toBe(400);
+      expect(Object.keys(answer.body)).toEqual(['message']);
+    }
+    expect(await clover('/orders/NOSUCHORDER00')).toEqual(expect.objectContaining({ status: 404, body: { message: 'Not Found' } }));
+  });
+
   it('answers 401 for a missing token and for another merchant\'s token', async () => {
     const order = sim.pos.clover.addOrder(MERCHANT, { lines: TWO_LINES });
     expect(await clover(`/orders/${order.id as string}`, null)).toMatchObject({ status: 401, body: { message: '401 Unauthorized' } });

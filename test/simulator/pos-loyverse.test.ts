@@ -72,6 +72,20 @@ describe('fake Loyverse API', () => {
     expect(numbers(await loyverse('/v1.0/receipts'))).toEqual([...made].reverse());
   });
 
+  it('filters by order and source; refuses, as {errors:[{code, details, field}]}, a parameter it does not know and the ones it does not model', async () => {
+    const sale = sim.pos.loyverse.addOrder(MERCHANT, { lines: TWO_LINES });
+    expect(numbers(await loyverse('/v1.0/receipts?source=point%20of%20sale'))).toEqual([sale.receipt_number]);
+    expect(numbers(await loyverse('/v1.0/receipts?source=Pipedream'))).toEqual([]);
+    expect(numbers(await loyverse('/v1.0/receipts?order=T-1'))).toEqual([]);
+    const unknown = await loyverse('/v1.0/receipts?updated_since=2026-03-01T00:00:00Z');
+    expect(unknown).toMatchObject({ status: 400, body: { errors: [{ code: 'INVALID_VALUE', field: 'updated_since', details: expect.any(String) }] } });
+    expect(unknown.body.errors).toHaveLength(1);
+    expect(await loyverse('/v1.0/receipts?since_receipt_number=1-1000')).toMatchObject({ status: 400, body: { errors: [{ code: 'INVALID_VALUE', field: 'since_receipt_number' }] } });
+    expect(await loyverse('/v1.0/receipts?limit=ten')).toMatchObject({ status: 400, body: { errors: [{ code: 'INVALID_VALUE', field: 'limit' }] } });
+    expect(await loyverse('/v1.0/receipts?updated_at_min=2026-03-01')).toMatchObject({ status: 400, body: { errors: [{ code: 'INVALID_VALUE', field: 'updated_at_min' }] } });
+    expect(await loyverse('/v1.0/receipts?cursor=garbage')).toMatchObject({ status: 400, body: { errors: [{ code: 'INVALID_VALUE', field: 'cursor' }] } });
+  });
+
   it('answers 401 without a valid token; a token reads only its own merchant\'s receipts', async () => {
     const sale = sim.pos.loyverse.addOrder(MERCHANT, { lines: TWO_LINES });
     expect(await loyverse(`/v1.0/receipts/${sale.receipt_number}`, null)).toMatchObject({ status: 401, body: { errors: [{ code: 'UNAUTHORIZED' }] } });

@@ -81,6 +81,17 @@ describe('fake Toast API', () => {
     expect((await toast(`/orders/v2/ordersBulk?startDate=${toastDate(5)}&endDate=${toastDate(0)}`)).status).toBe(400);
   });
 
+  it('refuses, in Toast\'s ErrorMessage shape, a query parameter ordersBulk does not document and businessDate beside a date range', async () => {
+    const unknown = await toast(`/orders/v2/ordersBulk?startDate=${toastDate(0)}&endDate=${toastDate(5)}&modifiedSince=${toastDate(0)}`);
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toEqual({ status: 400, code: 0, message: 'Unknown query parameter: modifiedSince', messageKey: null, fieldName: 'modifiedSince', link: null, requestId: expect.any(String), developerMessage: null, errors: [], canRetry: null });
+    const both = await toast(`/orders/v2/ordersBulk?businessDate=20260301&startDate=${toastDate(0)}&endDate=${toastDate(5)}`);
+    expect(both).toMatchObject({ status: 400, body: { status: 400, fieldName: 'businessDate' } });
+    expect((await toast('/orders/v2/ordersBulk?businessDate=2026-03-01')).body).toMatchObject({ status: 400, fieldName: 'businessDate' });
+    expect((await toast(`/orders/v2/ordersBulk?startDate=${toastDate(0)}`)).body).toMatchObject({ status: 400, fieldName: 'endDate' });
+    expect((await toast('/orders/v2/ordersBulk?businessDate=20260301&page=0')).body).toMatchObject({ status: 400, fieldName: 'page' });
+  });
+
   it('needs a known token (401) for the restaurant named in Toast-Restaurant-External-ID (400 without, 403 for one it may not read)', async () => {
     const order = sim.pos.toast.addOrder(RESTAURANT, { lines: TWO_LINES });
     expect((await toast(`/orders/v2/orders/${order.guid}`, { 'toast-restaurant-external-id': RESTAURANT })).status).toBe(401);
@@ -95,7 +106,7 @@ describe('fake Toast API', () => {
     const bulk = `/orders/v2/ordersBulk?startDate=${toastDate(-1)}&endDate=${toastDate(1)}`;
     sim.pos.toast.faults(RESTAURANT).inject({ kind: 'rate_limit', on: 'list' });
     const limited = await toast(bulk);
-    expect(limited).toMatchObject({ status: 429, body: { status: 429, canRetry: true } });
+    expect(limited).toMatchObject({ status: 429, body: { status: 429, canRetry: null } });
     expect(limited.headers.get('retry-after')).toBe('1');
     expect(limited.headers.get('x-toast-ratelimit-reset')).toMatch(/^\d+$/);
     expect((await toast(bulk)).body).toHaveLength(1);

@@ -93,7 +93,9 @@ const LOYVERSE_ERRORS: PosErrors = {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-const LIST_FILTERS = ['created_at_min', 'created_at_max', 'updated_at_min', 'updated_at_max', 'store_id', 'receipt_numbers'] as const;
+const LIST_FILTERS = ['created_at_min', 'created_at_max', 'updated_at_min', 'updated_at_max', 'store_id', 'receipt_numbers', 'order', 'source'] as const;
+/** Documented by Loyverse for GET /receipts but not modelled here: refused rather than ignored. */
+const UNMODELLED_PARAMETERS = ['since_receipt_number', 'before_receipt_number'];
 const ReceiptsCursor = z.object({ q: z.string(), after: z.tuple([z.number(), z.string()]) });
 
 export class FakeLoyverse implements FakePos {
@@ -306,6 +308,11 @@ export class FakeLoyverse implements FakePos {
       const value = queryValue(req.query, name);
       return Array.isArray(value) ? value.at(-1) : value;
     };
+    for (const name of Object.keys(req.query)) {
+      if (UNMODELLED_PARAMETERS.includes(name)) return void loyverseError(res, 400, 'INVALID_VALUE', `${name} is not supported by this fake`, name);
+      // Parameters Loyverse does not document are refused (the fake's choice: Loyverse does not say).
+      if (name !== 'limit' && name !== 'cursor' && !(LIST_FILTERS as readonly string[]).includes(name)) return void loyverseError(res, 400, 'INVALID_VALUE', `Unknown query parameter: ${name}`, name);
+    }
     const limit = one('limit') === undefined ? 10 : Number(one('limit'));
     if (!Number.isInteger(limit) || limit < 1 || limit > 250) return void loyverseError(res, 400, 'INVALID_VALUE', 'limit must be a whole number from 1 to 250', 'limit');
     const given: Partial<Record<(typeof LIST_FILTERS)[number], string>> = {};
@@ -346,6 +353,8 @@ export class FakeLoyverse implements FakePos {
         (h) =>
           (effective.store_id === undefined || h.receipt.store_id === effective.store_id) &&
           (numbers === undefined || numbers.includes(h.receipt.receipt_number)) &&
+          (effective.order === undefined || h.receipt.order === effective.order) &&
+          (effective.source === undefined || h.receipt.source === effective.source) &&
           within(h.createdMs, bounds.created_at_min, bounds.created_at_max) &&
           within(h.updatedMs, bounds.updated_at_min, bounds.updated_at_max),
       )

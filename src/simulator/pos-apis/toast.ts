@@ -67,9 +67,13 @@ class ToastAccount {
 
 export type ToastAccountView = ReturnType<ToastAccount['describe']>;
 
-/** Toast's error body: `{ status, code, message, … }`. */
+/**
+ * Toast's ErrorMessage: `{ status, code, message, messageKey, fieldName, link, requestId,
+ * developerMessage, errors, canRetry }`. Toast documents `canRetry` (a string) and `messageKey` as
+ * reserved for future use, so they are null here; whether to retry is Retry-After's to say.
+ */
 function toastError(res: Response, status: number, message: string, fieldName: string | null = null): void {
-  res.status(status).json({ status, code: 0, message, messageKey: null, fieldName, link: null, requestId: uuid(), developerMessage: null, errors: [], canRetry: status === 429 || status >= 500 ? true : null });
+  res.status(status).json({ status, code: 0, message, messageKey: null, fieldName, link: null, requestId: uuid(), developerMessage: null, errors: [], canRetry: null });
 }
 
 const TOAST_ERRORS: PosErrors = {
@@ -168,7 +172,7 @@ export class FakeToast implements FakePos {
       displayName: l.name,
       voidReason: null,
       optionGroup: null,
-      appliedDiscounts: l.discount > 0 ? [{ ...ref('SelectionAppliedDiscount'), name: 'Discount', discountAmount: major(l.discount), nonTaxDiscountAmount: major(l.discount), discountType: 'FIXED', processingState: null, discount: ref('Discount') }] : [],
+      appliedDiscounts: l.discount > 0 ? [{ ...ref('SelectionAppliedDiscount'), name: 'Discount', discountAmount: major(l.discount), nonTaxDiscountAmount: major(l.discount), discountType: 'FIXED', processingState: null, discount: { guid: uuid(), entityType: 'Discount' } }] : [],
       modifiers: [],
       seatNumber: -1,
       voidDate: null,
@@ -368,12 +372,20 @@ export class FakeToast implements FakePos {
       const value = queryValue(req.query, name);
       return Array.isArray(value) ? value.at(-1) : value;
     };
+    // Only the parameters Toast documents for ordersBulk; anything else is refused (the fake's choice:
+    // Toast does not say), so a misspelt filter is not silently a listing of everything.
+    const unknown = Object.keys(req.query).find((name) => !BULK_PARAMETERS.includes(name));
+    if (unknown !== undefined) return void toastError(res, 400, `Unknown query parameter: ${unknown}`, unknown);
     const page = text('page') === undefined ? 1 : Number(text('page'));
     const pageSize = text('pageSize') === undefined ? 100 : Number(text('pageSize'));
     if (!Number.isInteger(page) || page < 1) return void toastError(res, 400, 'page must be a whole number >= 1', 'page');
     if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) return void toastError(res, 400, 'pageSize must be a whole number from 1 to 100', 'pageSize');
     let select: (h: Held) => boolean;
     const businessDate = text('businessDate');
+    if (businessDate !== undefined && (text('startDate') !== undefined || text('endDate') !== undefined)) {
+      // Toast documents the two as alternatives: one or the other.
+      return void toastError(res, 400, 'Specify either startDate and endDate, or businessDate', 'businessDate');
+    }
     if (businessDate !== undefined) {
       if (!/^\d{8}$/.test(businessDate)) return void toastError(res, 400, 'businessDate must be yyyymmdd', 'businessDate');
       select = (h) => h.businessDate === Number(businessDate);
@@ -405,6 +417,9 @@ export class FakeToast implements FakePos {
     res.json(all.slice(from, from + pageSize).map((h) => h.order));
   }
 }
+
+/** The query parameters Toast documents for GET /ordersBulk. */
+const BULK_PARAMETERS = ['startDate', 'endDate', 'businessDate', 'page', 'pageSize'];
 
 export const ToastWebhookRequest = z.strictObject({
   event: z.enum(['order_updated']).default('order_updated'),
