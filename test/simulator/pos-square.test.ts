@@ -4,6 +4,7 @@
  * and refusals in Square's own shapes.
  */
 import { beforeEach, describe, expect, it } from '@jest/globals';
+import { serialization } from 'square';
 import { squareAdapter } from '../../adapters/square/index.js';
 import { retrieveOrder } from '../../adapters/square/api.js';
 import { posApi } from '../../src/pos-api.js';
@@ -66,7 +67,8 @@ describe('fake Square API', () => {
     // The sale itself moved to a new version listing the refund.
     const after = await square(`/v2/orders/${sale.id}`);
     expect(after.body.order.version).toBe(sale.version + 1);
-    expect(after.body.order.refunds).toEqual([expect.objectContaining({ id: refund.id, status: 'COMPLETED' })]);
+    // An Order's refunds[] are Square's legacy Refund: APPROVED, not the PaymentRefund's COMPLETED.
+    expect(after.body.order.refunds).toEqual([expect.objectContaining({ id: refund.id, status: 'APPROVED' })]);
   });
 
   it('writes zero-decimal currencies in their own minor units (¥500 is amount 500)', async () => {
@@ -190,5 +192,86 @@ describe('fake Square API', () => {
     expect(res.body.locations.map((l: { id: string }) => l.id)).toEqual(LOCATIONS);
     expect(res.body.locations[0]).toMatchObject({ merchant_id: MERCHANT, status: 'ACTIVE' });
     expect((await square('/v2/locations', { token: null })).status).toBe(401);
+  });
+});
+
+describe('fake Square SearchOrders reads its body as strictly as Square', () => {
+  const apis = fakePosApis({
+    now: () => new Date(T0 + 60 * 60_000),
+    accounts: (sim) => void sim.pos.square.addAccount({ merchantId: MERCHANT, accessToken: TOKEN, locationIds: LOCATIONS }),
+  });
+  const { sim } = apis;
+  const search = (body: unknown) => call(`${apis.url}/square/v2/orders/search`, { headers: { authorization: `Bearer ${TOKEN}` }, body });
+  /** A 400 whose one error parses strictly as Square's SDK `Error_` (its ErrorCategory and ErrorCode enums), with this code and field. */
+  const refused = async (body: unknown, code: string, field?: string) => {
+    const res = await search(body);
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toHaveLength(1);
+    const parsed = serialization.Error_.parse(res.body.errors[0], { unrecognizedObjectKeys: 'fail', allowUnrecognizedEnumValues: false });
+    expect(parsed.ok).toBe(true);
+    expect(res.body.errors[0]).toEqual({ category: 'INVALID_REQUEST_ERROR', code, detail: expect.any(String), ...(field === undefined ? {} : { field }) });
+    return res.body.errors[0] as { detail: string };
+  };
+  const updatedSince = (start: string) => ({ filter: { date_time_filter: { updated_at: { start_at: start } } }, sort: { sort_field: 'UPDATED_AT', sort_order: 'ASC' } });
+
+  it('refuses unknown fields and wrong cases with 400 BAD_REQUEST naming the field, where it answered an unfiltered 200', async () => {
+    sim.pos.square.addOrder(MERCHANT, { lines: TWO_LINES, createdAt: at(0) });
+    // camelCase is not Square's JSON: dateTimeFilter is unknown, not a filter that matched everything.
+    const camel = await refused({ location_ids: LOCATIONS, query: { filter: { dateTimeFilter: { updated_at: { start_at: at(100) } } } } }, 'BAD_REQUEST', 'query.filter.dateTimeFilter');
+    expect(camel.detail).toContain('dateTimeFilter');
+    await refused({ locationIds: LOCATIONS }, 'BAD_REQUEST', 'locationIds');
+    await refused({ location_id: LOCATIONS }, 'BAD_REQUEST', 'location_id');
+    await refused({ location_ids: LOCATIONS, query: { filter: { date_time_filter: { updated_at: { start_at: at(0), finish_at: at(9) } } }, sort: { sort_field: 'UPDATED_AT' } } }, 'BAD_REQUEST', 'query.filter.date_time_filter.updated_at.finish_at');
+    await refused({ location_ids: LOCATIONS, query: { filter: { date_time_filter: { modified_at: { start_at: at(0) } } } } }, 'BAD_REQUEST', 'query.filter.date_time_filter.modified_at');
+    await refused({ location_ids: LOCATIONS, query: { sort: { sort_field: 'UPDATED_AT', sortOrder: 'ASC' } } }, 'BAD_REQUEST', 'query.sort.sortOrder');
+    await refused({ location_ids: LOCATIONS, query: { filters: {} } }, 'BAD_REQUEST', 'query.filters');
+    await refused({ location_ids: LOCATIONS, page_size: 10 }, 'BAD_REQUEST', 'page_size');
+    // The same body, spelt as Square spells it, is answered.
+    expect((await search({ location_ids: LOCATIONS, query: updatedSince(at(100)) })).body).toEqual({});
+  });
+
+  it('refuses enum values Square does not have with 400 INVALID_ENUM_VALUE', async () => {
+    await refused({ location_ids: LOCATIONS, query: { sort: { sort_field: 'MODIFIED_AT' } } }, 'INVALID_ENUM_VALUE', 'query.sort.sort_field');
+    await refused({ location_ids: LOCATIONS, query: { sort: { sort_field: 'updated_at' } } }, 'INVALID_ENUM_VALUE', 'query.sort.sort_field');
+    await refused({ location_ids: LOCATIONS, query: { sort: { sort_field: 'UPDATED_AT', sort_order: 'ASCENDING' } } }, 'INVALID_ENUM_VALUE', 'query.sort.sort_order');
+    await refused({ location_ids: LOCATIONS, query: { filter: { state_filter: { states: ['COMPLETED', 'PAID'] } } } }, 'INVALID_ENUM_VALUE', 'query.filter.state_filter.states[1]');
+    await refused({ location_ids: LOCATIONS, query: { filter: { fulfillment_filter: { fulfillment_types: ['DRIVE_THRU'] } } } }, 'INVALID_ENUM_VALUE', 'query.filter.fulfillment_filter.fulfillment_types[0]');
+  });
+
+  it('refuses values of the wrong JSON type and a required field left out', async () => {
+    await refused({ location_ids: LOCATIONS[0] }, 'EXPECTED_ARRAY', 'location_ids');
+    await refused({ location_ids: [LOCATIONS[0], 7] }, 'EXPECTED_STRING', 'location_ids[1]');
+    await refused({ location_ids: LOCATIONS, limit: '10' }, 'EXPECTED_INTEGER', 'limit');
+    await refused({ location_ids: LOCATIONS, limit: 2.5 }, 'EXPECTED_INTEGER', 'limit');
+    await refused({ location_ids: LOCATIONS, return_entries: 'yes' }, 'EXPECTED_BOOLEAN', 'return_entries');
+    await refused({ location_ids: LOCATIONS, query: [] }, 'EXPECTED_OBJECT', 'query');
+    await refused({ location_ids: LOCATIONS, query: { sort: { sort_order: 'ASC' } } }, 'MISSING_REQUIRED_PARAMETER', 'query.sort.sort_field');
+    await refused({ location_ids: LOCATIONS, query: { filter: { state_filter: {} } } }, 'MISSING_REQUIRED_PARAMETER', 'query.filter.state_filter.states');
+    await refused([LOCATIONS], 'EXPECTED_OBJECT');
+    // Undecodable JSON: BAD_REQUEST, one of Square's codes.
+    const garbled = await call(`${apis.url}/square/v2/orders/search`, { headers: { authorization: `Bearer ${TOKEN}` }, body: '{"location_ids": [' });
+    expect(garbled.status).toBe(400);
+    expect(garbled.body.errors[0]).toMatchObject({ category: 'INVALID_REQUEST_ERROR', code: 'BAD_REQUEST' });
+    // A null optional field is absent, as Square reads it.
+    expect((await search({ location_ids: LOCATIONS, cursor: null, query: { filter: null, sort: { sort_field: 'CREATED_AT', sort_order: null } } })).status).toBe(200);
+  });
+
+  it('applies the customer, source and fulfillment filters it knows instead of ignoring them', async () => {
+    const ada = sim.pos.square.addCustomer(MERCHANT, { firstName: 'Ada' });
+    const hers = sim.pos.square.addOrder(MERCHANT, { lines: TWO_LINES, customer: ada.id });
+    const other = sim.pos.square.addOrder(MERCHANT, { lines: TWO_LINES });
+    const idsOf = async (filter: unknown) => ((await search({ location_ids: LOCATIONS, query: { filter } })).body.orders ?? []).map((o: { id: string }) => o.id).sort();
+    expect(await idsOf({ customer_filter: { customer_ids: [ada.id] } })).toEqual([hers.id]);
+    expect(await idsOf({ source_filter: { source_names: ['Loyalty bridge simulator'] } })).toEqual([hers.id, other.id].sort());
+    expect(await idsOf({ source_filter: { source_names: ['Square Point of Sale'] } })).toEqual([]);
+    // The fake's orders have no fulfillments: a fulfillment filter matches none of them.
+    expect(await idsOf({ fulfillment_filter: { fulfillment_types: ['PICKUP'] } })).toEqual([]);
+  });
+
+  it('keeps accepting unknown query parameters on its GET reads (Square documents nothing about them)', async () => {
+    const sale = sim.pos.square.addOrder(MERCHANT, { lines: TWO_LINES });
+    const get = (path: string) => call(`${apis.url}/square${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect((await get(`/v2/orders/${sale.id}?expand=everything`)).status).toBe(200);
+    expect((await get('/v2/locations?limit=1')).status).toBe(200);
   });
 });

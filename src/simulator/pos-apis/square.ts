@@ -10,7 +10,10 @@
  * SearchOrders follows Square's documented rules: 1 to 10 location_ids of the seller; a
  * date_time_filter's field must be the sort_field; both ends of its time range are inclusive and an
  * absent end is the time of the first request; limit 1 to 1000 (default 500); the cursor answers
- * only for the query it was made for (the same location_ids and query on every page, or 400).
+ * only for the query it was made for (the same location_ids and query on every page, or 400). Its
+ * body is read as strictly as Square reads it: an unknown field, a wrong JSON type or an enum value
+ * Square does not have is a 400 with one of Square's ErrorCodes, never a filter silently ignored.
+ * test/oracles/square.test.ts parses every answer with Square's SDK's own schemas.
  */
 import { createHmac } from 'node:crypto';
 import express, { type Response } from 'express';
@@ -155,28 +158,134 @@ const SQUARE_ERRORS: PosErrors = {
 const money = (amount: number, currency: string): Money => ({ amount, currency });
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-const TimeRange = z.looseObject({ start_at: z.string().optional(), end_at: z.string().optional() });
 const SORT_FIELDS = ['CREATED_AT', 'UPDATED_AT', 'CLOSED_AT'] as const;
 type SortField = (typeof SORT_FIELDS)[number];
 const FIELD_OF: Record<SortField, 'created_at' | 'updated_at' | 'closed_at'> = { CREATED_AT: 'created_at', UPDATED_AT: 'updated_at', CLOSED_AT: 'closed_at' };
+const ORDER_STATES = ['OPEN', 'COMPLETED', 'CANCELED', 'DRAFT'] as const;
 
-const SearchOrdersRequest = z.looseObject({
-  location_ids: z.array(z.string()).optional(),
-  cursor: z.string().optional(),
-  limit: z.number().int().optional(),
-  return_entries: z.boolean().optional(),
-  query: z
-    .looseObject({
-      filter: z
-        .looseObject({
-          state_filter: z.looseObject({ states: z.array(z.enum(['OPEN', 'COMPLETED', 'CANCELED', 'DRAFT'])).min(1) }).optional(),
-          date_time_filter: z.looseObject({ created_at: TimeRange.optional(), updated_at: TimeRange.optional(), closed_at: TimeRange.optional() }).optional(),
-        })
-        .optional(),
-      sort: z.looseObject({ sort_field: z.enum(SORT_FIELDS), sort_order: z.enum(['ASC', 'DESC']).optional() }).optional(),
-    })
-    .optional(),
-});
+/**
+ * The shape of a SearchOrders body, field by field as Square's API reference (and its SDK's
+ * SearchOrdersRequest) declares it. Square refuses what it does not know: an unknown field (a
+ * camelCase `dateTimeFilter`, a misspelt `location_id`), a value of the wrong JSON type, an enum
+ * value it does not have, a required field left out. So the fake refuses them too, rather than
+ * answering a filter it silently ignored (an unfiltered 200).
+ */
+type Shape =
+  | { t: 'string' | 'integer' | 'boolean' }
+  | { t: 'enum'; name: string; values: readonly string[] }
+  | { t: 'array'; of: Shape }
+  | { t: 'object'; fields: Record<string, Shape>; required?: readonly string[] };
+const str: Shape = { t: 'string' };
+const strings: Shape = { t: 'array', of: str };
+const enumOf = (name: string, values: readonly string[]): Shape => ({ t: 'enum', name, values });
+const TIME_RANGE: Shape = { t: 'object', fields: { start_at: str, end_at: str } };
+const SEARCH_ORDERS_REQUEST: Shape = {
+  t: 'object',
+  fields: {
+    location_ids: strings,
+    cursor: str,
+    limit: { t: 'integer' },
+    return_entries: { t: 'boolean' },
+    query: {
+      t: 'object',
+      fields: {
+        filter: {
+          t: 'object',
+          fields: {
+            state_filter: { t: 'object', fields: { states: { t: 'array', of: enumOf('OrderState', ORDER_STATES) } }, required: ['states'] },
+            date_time_filter: { t: 'object', fields: { created_at: TIME_RANGE, updated_at: TIME_RANGE, closed_at: TIME_RANGE } },
+            fulfillment_filter: {
+              t: 'object',
+              fields: {
+                fulfillment_types: { t: 'array', of: enumOf('FulfillmentType', ['PICKUP', 'SHIPMENT', 'DELIVERY', 'IN_STORE']) },
+                fulfillment_states: { t: 'array', of: enumOf('FulfillmentState', ['PROPOSED', 'RESERVED', 'PREPARED', 'COMPLETED', 'CANCELED', 'FAILED']) },
+              },
+            },
+            source_filter: { t: 'object', fields: { source_names: strings } },
+            customer_filter: { t: 'object', fields: { customer_ids: strings } },
+          },
+        },
+        sort: { t: 'object', fields: { sort_field: enumOf('SearchOrdersSortField', SORT_FIELDS), sort_order: enumOf('SortOrder', ['DESC', 'ASC']) }, required: ['sort_field'] },
+      },
+    },
+  },
+};
+
+interface TimeRange {
+  start_at?: string;
+  end_at?: string;
+}
+/** A SearchOrders body that has passed SEARCH_ORDERS_REQUEST (its nulls dropped as absent). */
+interface SearchOrdersRequest {
+  location_ids?: string[];
+  cursor?: string;
+  limit?: number;
+  return_entries?: boolean;
+  query?: {
+    filter?: {
+      state_filter?: { states: (typeof ORDER_STATES)[number][] };
+      date_time_filter?: { created_at?: TimeRange; updated_at?: TimeRange; closed_at?: TimeRange };
+      fulfillment_filter?: { fulfillment_types?: string[]; fulfillment_states?: string[] };
+      source_filter?: { source_names?: string[] };
+      customer_filter?: { customer_ids?: string[] };
+    };
+    sort?: { sort_field: SortField; sort_order?: 'ASC' | 'DESC' };
+  };
+}
+
+/** One refusal, as one entry of Square's `errors`: an ErrorCode of Square's and the field it concerns. */
+interface Refusal {
+  code: string;
+  detail: string;
+  field: string;
+}
+
+/**
+ * `value` checked against `shape`: the value with its nulls dropped (Square reads a null optional
+ * field as absent), or the first refusal. A field is named by its dotted path (`query.sort.sort_field`,
+ * `location_ids[2]`).
+ */
+function conform(value: unknown, shape: Shape, field: string): { ok: unknown } | { refusal: Refusal } {
+  const refuse = (code: string, detail: string, at = field) => ({ refusal: { code, detail, field: at } });
+  const type = Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+  switch (shape.t) {
+    case 'string':
+      return typeof value === 'string' ? { ok: value } : refuse('EXPECTED_STRING', `Expected a string value, got ${type}.`);
+    case 'boolean':
+      return typeof value === 'boolean' ? { ok: value } : refuse('EXPECTED_BOOLEAN', `Expected a boolean value, got ${type}.`);
+    case 'integer':
+      return typeof value === 'number' && Number.isSafeInteger(value) ? { ok: value } : refuse('EXPECTED_INTEGER', `Expected an integer value, got ${typeof value === 'number' ? value : type}.`);
+    case 'enum':
+      if (typeof value !== 'string') return refuse('EXPECTED_STRING', `Expected a string value, got ${type}.`);
+      return shape.values.includes(value) ? { ok: value } : refuse('INVALID_ENUM_VALUE', `\`${value}\` is not a valid enum value for \`${shape.name}\`.`);
+    case 'array': {
+      if (!Array.isArray(value)) return refuse('EXPECTED_ARRAY', `Expected an array, got ${type}.`);
+      const out: unknown[] = [];
+      for (const [i, item] of value.entries()) {
+        const r = conform(item, shape.of, `${field}[${i}]`);
+        if ('refusal' in r) return r;
+        out.push(r.ok);
+      }
+      return { ok: out };
+    }
+    case 'object': {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return refuse('EXPECTED_OBJECT', `Expected an object, got ${type}.`);
+      const out: Record<string, unknown> = {};
+      const path = (key: string) => (field === '' ? key : `${field}.${key}`);
+      for (const [key, item] of Object.entries(value)) {
+        const inner = Object.hasOwn(shape.fields, key) ? shape.fields[key] : undefined;
+        if (inner === undefined) return refuse('BAD_REQUEST', `The field named \`${key}\` is unrecognized.`, path(key));
+        if (item === null) continue;
+        const r = conform(item, inner, path(key));
+        if ('refusal' in r) return r;
+        out[key] = r.ok;
+      }
+      const missing = shape.required?.find((key) => out[key] === undefined);
+      if (missing !== undefined) return refuse('MISSING_REQUIRED_PARAMETER', `Field must be set.`, path(missing));
+      return { ok: out };
+    }
+  }
+}
 
 /** What a cursor carries: the query it answers, the end of an open time range, and where the last page stopped. */
 const SearchCursor = z.object({ q: z.string(), end: z.number().nullable(), after: z.tuple([z.number(), z.string()]) });
@@ -420,9 +529,11 @@ export class FakeSquare implements FakePos {
     };
     account.orders.set(returnOrderId, returnOrder);
     account.refunds.set(refundId, refund);
-    // The sale itself changes too: a new version that lists the refund.
+    // The sale itself changes too: a new version that lists the refund. An Order's `refunds[]` are
+    // Square's legacy `Refund` objects, whose status is PENDING, APPROVED, REJECTED or FAILED (no
+    // COMPLETED: that is the PaymentRefund's word); a completed refund is APPROVED there.
     const listed = (sale.refunds as unknown[] | undefined) ?? [];
-    sale.refunds = [...listed, { id: refundId, location_id: sale.location_id, transaction_id: sale.id, tender_id: measured.paymentId, created_at: at, reason: 'Returned goods', amount_money: m(net + tax), status: 'COMPLETED' }];
+    sale.refunds = [...listed, { id: refundId, location_id: sale.location_id, transaction_id: sale.id, tender_id: measured.paymentId, created_at: at, reason: 'Returned goods', amount_money: m(net + tax), status: 'APPROVED' }];
     sale.version += 1;
     sale.updated_at = at;
     return { refund: copy(refund), order: copy(returnOrder) };
@@ -470,8 +581,7 @@ export class FakeSquare implements FakePos {
       data = { type: 'refund', id: refund.id, object: { refund: copy(refund) } };
     }
     const body = JSON.stringify({ merchant_id: account.merchantId, type: r.event, event_id: uuid(), created_at: now, data });
-    const signature = createHmac('sha256', r.signatureKey).update(r.notificationUrl + body, 'utf8').digest('base64');
-    return { headers: { 'content-type': 'application/json', 'x-square-hmacsha256-signature': signature }, body };
+    return { headers: { 'content-type': 'application/json', 'x-square-hmacsha256-signature': signSquareNotification(r.signatureKey, r.notificationUrl, body) }, body };
   }
 
   router(): express.Router {
@@ -520,12 +630,12 @@ export class FakeSquare implements FakePos {
 
   /** Answers a SearchOrders call; returns how many orders it answered (undefined when refused). */
   #search(body: unknown, account: SquareAccount, res: Response): number | undefined {
-    const parsed = SearchOrdersRequest.safeParse(body ?? {});
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return void badRequest(res, `Invalid value: ${issue.message}`, issue.path.join('.'), 'INVALID_VALUE');
+    const conformed = conform(body ?? {}, SEARCH_ORDERS_REQUEST, '');
+    if ('refusal' in conformed) {
+      const { code, detail, field } = conformed.refusal;
+      return void badRequest(res, detail, field || undefined, code);
     }
-    const request = parsed.data;
+    const request = conformed.ok as SearchOrdersRequest;
     const locations = request.location_ids ?? [];
     if (locations.length === 0) return void badRequest(res, 'At least one location_id must be provided.', 'location_ids');
     if (locations.length > 10) return void badRequest(res, 'Cannot provide more than 10 location_ids.', 'location_ids');
@@ -567,11 +677,29 @@ export class FakeSquare implements FakePos {
     const end = givenEnd ?? openEnd ?? undefined;
 
     const field = FIELD_OF[sortField];
-    const states = request.query?.filter?.state_filter?.states;
+    const filter = request.query?.filter;
+    const states = filter?.state_filter?.states;
+    const customers = filter?.customer_filter?.customer_ids;
+    const sources = filter?.source_filter?.source_names;
+    const fulfillment = filter?.fulfillment_filter;
+    const fulfilled = (o: SquareOrder): boolean => {
+      const types = fulfillment?.fulfillment_types ?? [];
+      const wanted = fulfillment?.fulfillment_states ?? [];
+      if (types.length === 0 && wanted.length === 0) return true;
+      // Only orders with a fulfillment of those types and states match (the fake's orders have none).
+      const list = (o.fulfillments as { type?: string; state?: string }[] | undefined) ?? [];
+      return list.some((f) => (types.length === 0 || types.includes(f.type ?? '')) && (wanted.length === 0 || wanted.includes(f.state ?? '')));
+    };
+    const matches = (o: SquareOrder): boolean =>
+      locations.includes(o.location_id) &&
+      (states === undefined || states.includes(o.state)) &&
+      (customers === undefined || customers.length === 0 || customers.includes(o.customer_id as string)) &&
+      (sources === undefined || sources.length === 0 || sources.includes((o.source as { name?: string } | undefined)?.name ?? '')) &&
+      fulfilled(o);
     const keyOf = (o: SquareOrder): number | undefined => (o[field] === undefined ? undefined : Date.parse(o[field] as string));
     const compare = (a: [number, string], b: [number, string]) => (a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)) * (descending ? -1 : 1);
     const matching = [...account.orders.values()]
-      .filter((o) => locations.includes(o.location_id) && (states === undefined || states.includes(o.state)))
+      .filter(matches)
       .map((o) => ({ o, key: [keyOf(o), o.id] as [number | undefined, string] }))
       // Orders without the sort field's time (an open order has no closed_at) are left out of a sort by it.
       .filter((e): e is { o: SquareOrder; key: [number, string] } => e.key[0] !== undefined)
@@ -591,6 +719,16 @@ export class FakeSquare implements FakePos {
     res.json(answer);
     return page.length;
   }
+}
+
+/**
+ * Square's notification signature: base64(HMAC-SHA256(signature key, notification URL + body)),
+ * the URL and body as UTF-8 (docs/pos-systems.md, "Signing a webhook by hand"). Exported so tests
+ * can sign bodies of their own as the fake signs its deliveries (test/oracles/square-signature.test.ts
+ * checks it against Square's SDK).
+ */
+export function signSquareNotification(signatureKey: string, notificationUrl: string, body: string): string {
+  return createHmac('sha256', signatureKey).update(notificationUrl + body, 'utf8').digest('base64');
 }
 
 export const SquareWebhookRequest = z.strictObject({
@@ -616,6 +754,7 @@ const parseJson = express.json({ limit: '1mb' });
 const jsonBody: express.RequestHandler = (req, res, next) => {
   parseJson(req, res, (err?: unknown) => {
     if (err === undefined || err === null) return next();
-    badRequest(res, `Invalid JSON: ${err instanceof Error ? err.message : 'could not be decoded'}`, undefined, 'INVALID_BODY');
+    // BAD_REQUEST: INVALID_BODY is no code of Square's (the SDK's ErrorCode lists every one).
+    badRequest(res, `Invalid JSON: ${err instanceof Error ? err.message : 'could not be decoded'}`, undefined, 'BAD_REQUEST');
   });
 };
