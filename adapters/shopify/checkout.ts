@@ -25,6 +25,37 @@
  * Money is the shop's currency (`currency`, the plain fields and `*_set.shop_money`); the buyer's
  * presentment currency is not used for the accrual.
  *
+ * AFTER REFUNDS AND EDITS (docs/pos-systems.md, Shopify, "An order already refunded or edited").
+ * A real order carries two sets of figures: the plain ones (`subtotal_price`, `total_price`,
+ * `total_tax`, each line's `quantity`) keep what was sold, and `current_*` (with each line's
+ * `current_quantity`) "reflect order edits, returns, and refunds". An order can arrive already
+ * changed (a late `orders/paid`, or backfill reading it after the fact). The bridge's rule (README,
+ * Partial refunds: a refund is a reverse) decides which figures are the sale:
+ *
+ * - Refunds are not part of the sale. The sale is what was paid, and each refund in `refunds[]`
+ *   comes as a refund of its own (refunds/create, or backfill lists it after its order), which
+ *   reverses the accrual and re-accrues what remains. So `current_subtotal_price` lower than
+ *   `subtotal_price` by exactly the refunds' line subtotals is read from the plain figures.
+ * - An edit is part of the sale. What `current_subtotal_price` is lower by beyond the refunds was
+ *   removed by an order edit (before payment, nothing was paid for it; no refund will come for it),
+ *   so the sale is the edited order: each line at `current_quantity` + the units its refunds name,
+ *   which must add up, after discounts, to `current_subtotal_price` + the refunds' subtotals, to the
+ *   cent. A line cut to some of its units (not 0, not all) is read only where nothing of it is
+ *   split (no discount allocations; no tax inside a taxes-included price); otherwise refused.
+ * - Refused (400 / dead letter), not guessed: `current_subtotal_price` above `subtotal_price` (an
+ *   edit that added to the order), refunds claiming more than the order lost, or a changed order
+ *   that does not carry its `refunds` (an edit cannot be told from a refund).
+ *
+ * E.g. 3 × 4.50 less 0.50 and 1 × 2.99 (15.99, tax 0.93): refunded one 4.50 unit (4.33 after its
+ * discount share), `current_subtotal_price` 11.66 = 15.99 − 4.33: accrued 1599, then the refund
+ * reverses it and 1166 is re-accrued. The 2.99 line removed by an edit before payment:
+ * `current_subtotal_price` 13.00 with no refund: accrued 1300.
+ *
+ * The intent also carries `currentAmountCents`, where the order states its current figures (and
+ * taxes are on top of prices): the Check the order stands at now, `current_subtotal_price`. The
+ * three-way report compares it with what the ledger accrued less what it reversed
+ * (src/reconcile, `pos_amount_differs`); nothing is accrued from it.
+ *
  * Selections: one per line item with quantity > 0; `id` = the variant id (the catalogue item, which
  * per-product accrual rules need), or `line:<line item id>` for custom lines without a variant;
  * `groupId` = product id (the product family of its variants); `price` = unit price, left out in
@@ -287,24 +318,109 @@ export function translateOrder(body: unknown, context: AdapterContext): Checkout
     }
   }
 
+  const now = afterEdits(order, lines, prefix, currency, taxesIncluded, subtotal);
+  const sold = now.edited ?? { amount, lines: lines.flatMap((l) => (l.selection ? [l.selection] : [])), discount: sum(lines.map((l) => l.discount)), tax: totalTax };
+
   // Checked once the amounts are read, so an order that does not add up is refused for that first.
   requirePaid(order.financial_status, at(prefix, 'financial_status'));
   const openedAt = timestamp(order.created_at);
   const closedAt = timestamp(order.processed_at);
-  return {
+  const intent: CheckoutIntent & { currentAmountCents?: number } = {
     orderId: order.id,
     customer: readCustomer(order, prefix, context.defaultPhoneRegion),
     check: {
-      amount,
+      amount: sold.amount,
       currency,
-      selections: lines.flatMap((l) => (l.selection ? [l.selection] : [])),
+      selections: sold.lines,
       externalTransactionId: order.id,
       ...(openedAt ? { checkOpenedAt: openedAt } : {}),
       ...(closedAt ? { checkClosedAt: closedAt } : {}),
-      ...nonZero('taxAmount', totalTax),
-      ...nonZero('discountAmount', sum(lines.map((l) => l.discount))),
+      ...nonZero('taxAmount', sold.tax),
+      ...nonZero('discountAmount', sold.discount),
       ...nonZero('tipAmount', tip),
       ...(tip > 0 ? { totalTipReceived: String(order.total_tip_received) } : {}),
     },
+    ...(now.current !== undefined ? { currentAmountCents: now.current } : {}),
+  };
+  return intent;
+}
+
+interface AfterEdits {
+  /** The order as edited, when an edit removed something; undefined when the sale is the plain figures. */
+  edited?: { amount: number; lines: Selection[]; discount: number; tax: number };
+  /** The Check the order stands at now (`current_subtotal_price`, taxes on top only). */
+  current?: number;
+}
+
+/** The rule in the header, "AFTER REFUNDS AND EDITS": refunds are refunds, edits are the sale. */
+function afterEdits(order: Order, lines: ReadLine[], prefix: string, currency: string, taxesIncluded: boolean, subtotal: number): AfterEdits {
+  const money = { currency };
+  const currentSubtotal = shopCents(order.current_subtotal_price, order.current_subtotal_price_set, at(prefix, 'current_subtotal_price'), money);
+  // Old payloads (before the current_* fields) are what was sold.
+  if (currentSubtotal === undefined) return {};
+  const current = taxesIncluded ? undefined : currentSubtotal;
+  const field = at(prefix, 'current_subtotal_price');
+  if (currentSubtotal > subtotal) {
+    throw ValidationError.field(field, `is ${show(currentSubtotal)}, more than subtotal_price ${show(subtotal)}: an edit that added to the order is not read (the bridge cannot tell which lines were added)`);
+  }
+  if (currentSubtotal === subtotal) return { ...(current !== undefined ? { current } : {}) };
+  if (!order.refunds) {
+    throw ValidationError.field(at(prefix, 'refunds'), `are required when current_subtotal_price (${show(currentSubtotal)}) is below subtotal_price (${show(subtotal)}): without them an edit cannot be told from a refund`);
+  }
+  let refundedNet = 0;
+  let refundedTax = 0;
+  const refundedUnits = new Map<string, number>();
+  order.refunds.forEach((refund, i) =>
+    (refund.refund_line_items ?? []).forEach((rli, j) => {
+      const f = at(prefix, `refunds.${i}.refund_line_items.${j}`);
+      refundedNet += requiredShopCents(rli.subtotal, rli.subtotal_set, `${f}.subtotal`, money);
+      refundedTax += shopCents(rli.total_tax, rli.total_tax_set, `${f}.total_tax`, money) ?? 0;
+      if (rli.line_item_id) refundedUnits.set(rli.line_item_id, (refundedUnits.get(rli.line_item_id) ?? 0) + (rli.quantity ?? 0));
+    }),
+  );
+  const edits = subtotal - currentSubtotal - refundedNet;
+  if (edits < 0) {
+    throw ValidationError.field(at(prefix, 'refunds'), `take ${show(refundedNet)} off the lines, more than the ${show(subtotal - currentSubtotal)} between subtotal_price and current_subtotal_price`);
+  }
+  // The refunds explain the whole difference: the sale is what was paid.
+  if (edits === 0) return { ...(current !== undefined ? { current } : {}) };
+
+  // An edit: each line at what is left of it plus what its refunds took (they are refunds, not edits).
+  const kept: { value: number; discount: number; tax: number; selection?: Selection }[] = order.line_items.map((line, i) => {
+    const read = lines[i]!;
+    const f = at(prefix, `line_items.${i}`);
+    if (line.current_quantity === null || line.current_quantity === undefined) {
+      throw ValidationError.field(`${f}.current_quantity`, `is required: current_subtotal_price is ${show(edits)} below subtotal_price less the refunds, an edit, and which lines it removed is not known without it`);
+    }
+    const units = line.current_quantity + (refundedUnits.get(line.id) ?? 0);
+    if (!Number.isSafeInteger(units) || units < 0 || units > line.quantity) {
+      throw ValidationError.field(`${f}.current_quantity`, `is ${line.current_quantity}, which with the ${refundedUnits.get(line.id) ?? 0} units refunded is not 0 to the ${line.quantity} sold`);
+    }
+    if (units === line.quantity) return { value: read.afterDiscounts, discount: read.discount, tax: read.tax, ...(read.selection ? { selection: read.selection } : {}) };
+    if (units === 0) return { value: 0, discount: 0, tax: 0 };
+    if (read.discount > 0 || (taxesIncluded && read.tax > 0)) {
+      throw ValidationError.field(`${f}.current_quantity`, `is ${line.current_quantity} of ${line.quantity}: an edit removed part of a line whose ${read.discount > 0 ? 'discount' : 'tax'} is not split per unit in the payload`);
+    }
+    const value = decimalToCents(mulDecimal(parseDecimal(line.price, `${f}.price`), { units: BigInt(units), scale: 0 }), `${f}.price`);
+    const selection = toSelection({ id: selectionId(line.variant_id, line.id), groupId: line.product_id ?? undefined, name: line.name ?? line.title ?? undefined, quantity: units, unitPrice: taxesIncluded ? undefined : parseDecimal(line.price, `${f}.price`), totalCents: value }, f);
+    return { value, discount: 0, tax: 0, selection };
+  });
+  const keptValue = sum(kept.map((k) => k.value));
+  if (keptValue !== currentSubtotal + refundedNet) {
+    throw ValidationError.field(
+      field,
+      `is ${show(currentSubtotal)}; with the refunds' ${show(refundedNet)} that is ${show(currentSubtotal + refundedNet)}, but the lines at their current_quantity (and refunded units) add up to ${show(keptValue)}: the edited order cannot be read exactly`,
+    );
+  }
+  const currentTax = shopCents(order.current_total_tax, order.current_total_tax_set, at(prefix, 'current_total_tax'), money);
+  const amount = keptValue - (taxesIncluded ? sum(kept.map((k) => k.tax)) : 0);
+  return {
+    edited: {
+      amount,
+      lines: kept.flatMap((k) => (k.selection ? [k.selection] : [])),
+      discount: sum(kept.map((k) => k.discount)),
+      tax: currentTax !== undefined ? currentTax + refundedTax : sum(kept.map((k) => k.tax)),
+    },
+    ...(current !== undefined ? { current } : {}),
   };
 }

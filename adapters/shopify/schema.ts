@@ -57,6 +57,8 @@ export const LineItem = z.looseObject({
   title: text,
   name: text,
   quantity: z.number({ error: 'must be a whole number' }),
+  /** What is left of the line after edits and refunds ("the line item's quantity, minus the removed quantity"). */
+  current_quantity: z.number({ error: 'must be a whole number' }).nullish(),
   price: Amount,
   price_set: MoneySet.nullish(),
   discount_allocations: z.array(DiscountAllocation).nullish(),
@@ -105,6 +107,15 @@ export const Order = z.looseObject({
   total_tip_received: Amount.nullish(),
   original_total_duties_set: MoneySet.nullish(),
   original_total_additional_fees_set: MoneySet.nullish(),
+  // The order as it stands after edits, returns and refunds (the plain fields above keep what was sold).
+  current_subtotal_price: Amount.nullish(),
+  current_subtotal_price_set: MoneySet.nullish(),
+  current_total_price: Amount.nullish(),
+  current_total_price_set: MoneySet.nullish(),
+  current_total_tax: Amount.nullish(),
+  current_total_tax_set: MoneySet.nullish(),
+  /** The order's refunds as it carries them (REST and the orders/* webhooks): what its current figures subtract besides edits. */
+  refunds: z.array(z.lazy(() => OrderRefund)).nullish(),
 });
 export type Order = z.infer<typeof Order>;
 
@@ -148,6 +159,24 @@ export const OrderAdjustment = z.looseObject({
   tax_amount_set: MoneySet.nullish(),
 });
 export type OrderAdjustment = z.infer<typeof OrderAdjustment>;
+
+/** A refund as its order carries it: only what tells a refund from an edit (its lines' units and subtotals). */
+export const OrderRefund = z.looseObject({
+  id: ShopifyId.nullish(),
+  refund_line_items: z
+    .array(
+      z.looseObject({
+        line_item_id: ShopifyId.nullish(),
+        quantity: z.number({ error: 'must be a whole number' }).nullish(),
+        subtotal: Amount.nullish(),
+        subtotal_set: MoneySet.nullish(),
+        total_tax: Amount.nullish(),
+        total_tax_set: MoneySet.nullish(),
+      }),
+    )
+    .nullish(),
+});
+export type OrderRefund = z.infer<typeof OrderRefund>;
 
 export const Refund = z.looseObject({
   id: ShopifyId,

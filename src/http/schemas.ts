@@ -441,7 +441,7 @@ export const ThreeWayDifference = z
   .object({
     kind: z.enum(DIFFERENCE_KINDS).meta({
       description:
-        'missing_in_ledger: a paid POS order (or a refund of an order) the ledger lacks. not_in_history: a ledger accrual with no matching operation, or one in doubt. unclaimed_operation: a purchase operation on the merchant\'s cards that no record claims. amount_mismatch: the POS total differs from the ledger Check (a reopened check), or the ledger from the operation. refund_not_reversed: a POS refund whose reversal is missing in the ledger or the history.',
+        'missing_in_ledger: a paid POS order (or a refund of an order) the ledger lacks. not_in_history: a ledger accrual with no matching operation, or one in doubt. unclaimed_operation: a purchase operation on the merchant\'s cards that no record claims. amount_mismatch: the POS total differs from the ledger Check (a reopened check), or the ledger from the operation. refund_not_reversed: a POS refund whose reversal is missing in the ledger or the history. pos_amount_differs: what the POS says the order stands at after its refunds and edits differs from what the ledger accrued less what it reversed.',
     }),
     transactionId: z.string().optional(),
     orderId: z.string().optional().meta({ description: "The POS's own order id." }),

@@ -19,7 +19,7 @@ import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor, centsToDecimalString as money } from '../money.js';
 import type { PosEntry, PosRefund, PosSale, PosUnreadable } from './pos-source.js';
 
-export const DIFFERENCE_KINDS = ['missing_in_ledger', 'not_in_history', 'unclaimed_operation', 'amount_mismatch', 'refund_not_reversed'] as const;
+export const DIFFERENCE_KINDS = ['missing_in_ledger', 'not_in_history', 'unclaimed_operation', 'amount_mismatch', 'refund_not_reversed', 'pos_amount_differs'] as const;
 export type DifferenceKind = (typeof DIFFERENCE_KINDS)[number];
 
 export interface Difference {
@@ -121,6 +121,7 @@ export function classify(input: ReconcileInput): Difference[] {
   }
 
   // POS → ledger.
+  const refunds = latestBy(input.pos.filter((e): e is PosRefund => e.kind === 'refund'), (r) => `${r.transactionId}\u0000${r.refundId ?? ''}`);
   const sales = latestBy(input.pos.filter((e): e is PosSale => e.kind === 'sale'), (s) => s.transactionId);
   const paidSales = new Set(sales.filter((s) => s.paid).map((s) => s.transactionId));
   for (const sale of sales) {
@@ -139,6 +140,9 @@ export function classify(input: ReconcileInput): Difference[] {
         why: `the ${sale.pos} order now totals ${money(sale.amountCents)} but the ledger recorded ${money(recorded)} (a reopened check, changed ${sale.updatedAt})`,
         next: `decide whether the difference is owed; the bridge sends one accrual per order, so an operator adjusts the card at the loyalty service by hand`,
       });
+    } else if (recorded !== undefined && sale.currentCents !== undefined) {
+      const differs = posAmountDiffers(sale, chainOf(byTransaction, sale.transactionId), refunds.filter((r) => r.transactionId === sale.transactionId));
+      if (differs) differences.push(differs);
     }
   }
   for (const unreadable of latestBy(input.pos.filter((e): e is PosUnreadable => e.kind === 'unreadable'), (u) => `${u.orderId}\u0000${u.refundId ?? ''}`)) {
@@ -150,7 +154,6 @@ export function classify(input: ReconcileInput): Difference[] {
       next: `GET /v1/admin/dead-letters?pos=${unreadable.pos}&merchantId=${merchantId}: its webhook was kept there; fix what it names, then replay it or backfill`,
     });
   }
-  const refunds = latestBy(input.pos.filter((e): e is PosRefund => e.kind === 'refund'), (r) => `${r.transactionId}\u0000${r.refundId ?? ''}`);
   for (const refund of refunds) {
     const chain = chainOf(byTransaction, refund.transactionId);
     const named = refund.refundId ? ` ${refund.refundId}` : '';
@@ -202,6 +205,35 @@ export function classify(input: ReconcileInput): Difference[] {
     differences.push({ kind: 'unclaimed_operation', operationId: op.id, why: unclaimedWhy(op, onCard(op.cardId), explained, unsettled), next: UNCLAIMED_NEXT });
   }
   return differences.sort(byKindThenIds);
+}
+
+/**
+ * `pos_amount_differs` (docs/backfill-and-reconcile.md): the POS says the order stands at
+ * `sale.currentCents` now (after its refunds and edits), but the ledger's chain of the order (the
+ * sale and the remainders its partial refunds left) accrued less what it reversed comes to another
+ * figure. Only where nothing else explains it: the sale reads as the ledger recorded it (else
+ * `amount_mismatch`), every refund the POS lists is reversed in the ledger (else
+ * `refund_not_reversed`), and every record of the chain is settled (accrued, its reversal none or
+ * done). What remains is a refund measured otherwise than the POS measured it, or an edit after the
+ * accrual: the bridge never accrues a current figure by itself, an operator decides.
+ */
+function posAmountDiffers(sale: PosSale, chain: readonly LedgerRecord[], refunds: readonly PosRefund[]): Difference | undefined {
+  if (chain.length === 0 || sale.currentCents === undefined) return undefined;
+  const settled = chain.every((r) => r.accrual.state === 'accrued' && r.accrual.check !== undefined && (r.reversal.state === 'none' || r.reversal.state === 'reversed'));
+  if (!settled) return undefined;
+  const reversedIds = new Set(chain.flatMap((r) => r.reversal.refundIds));
+  if (refunds.some((r) => (r.refundId ? !reversedIds.has(r.refundId) : !chain.some((c) => c.reversal.state === 'reversed')))) return undefined;
+  const accrued = chain.reduce((s, r) => s + r.accrual.check!.amount, 0);
+  const reversed = chain.reduce((s, r) => s + (r.reversal.state === 'reversed' ? r.accrual.check!.amount : 0), 0);
+  const net = accrued - reversed;
+  if (net === sale.currentCents) return undefined;
+  return {
+    kind: 'pos_amount_differs',
+    transactionId: sale.transactionId,
+    orderId: sale.orderId,
+    why: `the ${sale.pos} order now stands at ${money(sale.currentCents)} after its refunds and edits (changed ${sale.updatedAt}), but the ledger accrued ${money(accrued)} and reversed ${money(reversed)}, ${money(net)} in all`,
+    next: `compare the order's refunds at ${sale.pos} with the records (GET /v1/admin/transactions/${sale.transactionId}); an edit after payment, or a refund measured otherwise, is adjusted on the card at the loyalty service by hand`,
+  };
 }
 
 const UNCLAIMED_NEXT = 'investigate at the loyalty service: booked outside the bridge (a scanner, the web app), or a double; take a double back there by hand';

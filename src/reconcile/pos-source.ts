@@ -19,6 +19,12 @@ export interface PosSale {
   paid: boolean;
   /** The Check amount the adapter makes of it, in cents. */
   amountCents: number;
+  /**
+   * The Check the POS says the order stands at now, after its refunds and edits (Shopify's
+   * `current_subtotal_price`), where the adapter reads one: compared with what the ledger accrued
+   * less what it reversed (`pos_amount_differs`). Absent for POSes that state no such figure.
+   */
+  currentCents?: number;
   /** When the POS last changed it (ISO 8601). */
   updatedAt: string;
 }
@@ -60,7 +66,11 @@ export function posEntryOf(item: FoundItem): PosEntry | undefined {
   if (item.refused !== undefined) return { kind: 'unreadable', pos, orderId, ...(item.refundId ? { refundId: item.refundId } : {}), updatedAt, why: item.refused };
   if (!item.paid || !item.transactionId || !item.intent) return undefined;
   const { transactionId, intent } = item;
-  if (item.kind === 'checkout' && 'check' in intent) return { kind: 'sale', pos, orderId, transactionId, paid: true, amountCents: intent.check.amount, updatedAt };
+  if (item.kind === 'checkout' && 'check' in intent) {
+    // An adapter that reads the order's current figure adds it to the intent (adapters/shopify/checkout.ts, `currentAmountCents`).
+    const current = (intent as { currentAmountCents?: unknown }).currentAmountCents;
+    return { kind: 'sale', pos, orderId, transactionId, paid: true, amountCents: intent.check.amount, ...(typeof current === 'number' && Number.isSafeInteger(current) ? { currentCents: current } : {}), updatedAt };
+  }
   if (item.kind === 'refund' && !('check' in intent)) {
     const refundId = item.refundId ?? intent.refundId;
     return { kind: 'refund', pos, orderId, transactionId, ...(refundId ? { refundId } : {}), ...(intent.amountCents !== undefined ? { amountCents: intent.amountCents } : {}), updatedAt };

@@ -636,3 +636,79 @@ describe('webhooks', () => {
     ]);
   });
 });
+
+describe('checkout: an order already refunded or edited (current_*; docs/pos-systems.md, Shopify)', () => {
+  // 3 × 4.50 less 0.50 (tax 0.68) and 1 × 2.99 (tax 0.25): 15.99 after discounts, 0.93 tax, 1.00 tip.
+  const fields = (issues: { field: string }[]) => issues.map((i) => i.field);
+
+  it('partly refunded (one latte, 4.33): the sale is what was paid, 1599; the refund comes as a refund of 433; the current figure 1166 rides along for reconcile', () => {
+    const order = fixture('orders_paid_partially_refunded_current.json');
+    expect(order).toMatchObject({ financial_status: 'partially_refunded', subtotal_price: '15.99', current_subtotal_price: '11.66', total_price: '17.92', current_total_price: '13.36' });
+    const intent = checkout(order);
+    expect(intent.check).toMatchObject({ amount: 1599, taxAmount: 93, discountAmount: 50, tipAmount: 100 });
+    expect(intent.check.selections.map((s) => [s.id, s.quantity, s.totalPrice])).toEqual([
+      ['44300000001', 3, 1300],
+      ['44300000002', 1, 299],
+    ]);
+    expect((intent as { currentAmountCents?: number }).currentAmountCents).toBe(1166);
+    expect(refund(order.refunds[0]).amountCents).toBe(433);
+    // current_total_price = total_price − refunded (4.33 + 0.23 tax): 17.92 − 4.56 = 13.36.
+    expect(1792 - 456).toBe(1336);
+  });
+
+  it('edited before payment (the muffin removed, no refund): the sale is the edited order, 1300, tax 0.68', () => {
+    const order = fixture('orders_paid_edited_before_payment.json');
+    expect(order).toMatchObject({ financial_status: 'paid', refunds: [], subtotal_price: '15.99', current_subtotal_price: '13.00', current_total_price: '14.68', current_total_tax: '0.68' });
+    expect(order.line_items.map((l: { quantity: number; current_quantity: number }) => [l.quantity, l.current_quantity])).toEqual([
+      [3, 3],
+      [1, 0],
+    ]);
+    const intent = checkout(order);
+    expect(intent.check).toMatchObject({ amount: 1300, taxAmount: 68, discountAmount: 50, tipAmount: 100 });
+    expect(intent.check.selections.map((s) => [s.id, s.quantity, s.totalPrice])).toEqual([['44300000001', 3, 1300]]);
+    expect((intent as { currentAmountCents?: number }).currentAmountCents).toBe(1300);
+  });
+
+  it('edited and refunded: the edit is the sale (1300), the refund of one latte stays a refund (433)', () => {
+    const order = fixture('orders_paid_edited_before_payment.json');
+    const partly = fixture('orders_paid_partially_refunded_current.json');
+    // The latte refund of the other fixture, on this order: its line ids are this order's.
+    const r = structuredClone(partly.refunds[0]);
+    r.refund_line_items[0].line_item_id = order.line_items[0].id;
+    r.refund_line_items[0].line_item = { ...order.line_items[0] };
+    const both: Record<string, any> = { ...order, financial_status: 'partially_refunded', refunds: [r], current_subtotal_price: '8.67', current_subtotal_price_set: set('8.67'), current_total_tax: '0.45', current_total_tax_set: set('0.45') };
+    both.line_items = [{ ...order.line_items[0], current_quantity: 2 }, order.line_items[1]];
+    const intent = checkout(both);
+    expect(intent.check).toMatchObject({ amount: 1300, taxAmount: 68 });
+    expect((intent as { currentAmountCents?: number }).currentAmountCents).toBe(867);
+  });
+
+  it('refused rather than guessed: a changed order without its refunds, an edit that added, refunds above the difference, a discounted line cut in part', () => {
+    const edited = fixture('orders_paid_edited_before_payment.json');
+    const { refunds: _dropped, ...noRefunds } = edited;
+    expect(fields(validationIssues(() => checkout(noRefunds)))).toEqual(['refunds']);
+    expect(fields(validationIssues(() => checkout({ ...edited, current_subtotal_price: '16.99', current_subtotal_price_set: set('16.99') })))).toEqual(['current_subtotal_price']);
+    const partly = fixture('orders_paid_partially_refunded_current.json');
+    expect(fields(validationIssues(() => checkout({ ...partly, current_subtotal_price: '12.66', current_subtotal_price_set: set('12.66') })))).toEqual(['refunds']);
+    // One latte removed by an edit (no refund): how the 0.50 discount was split is not in the payload.
+    const cut = { ...edited, current_subtotal_price: '11.66', current_subtotal_price_set: set('11.66'), line_items: [{ ...edited.line_items[0], current_quantity: 2 }, { ...edited.line_items[1], current_quantity: 1 }] };
+    expect(fields(validationIssues(() => checkout(cut)))).toEqual(['line_items.0.current_quantity']);
+    // The current figure and the lines disagree.
+    const wrong = { ...edited, current_subtotal_price: '13.01', current_subtotal_price_set: set('13.01') };
+    expect(fields(validationIssues(() => checkout(wrong)))).toEqual(['current_subtotal_price']);
+    // Wrapped as the REST API answers it, the path names the wrapper.
+    expect(fields(validationIssues(() => checkout({ order: noRefunds })))).toEqual(['order.refunds']);
+  });
+
+  it('an undiscounted line cut in part by an edit: 1 of 2 muffins kept, 15.99 + 2.99 sold, 15.99 kept', () => {
+    const edited = fixture('orders_paid_edited_before_payment.json');
+    const muffins = { ...edited.line_items[1], quantity: 2, current_quantity: 1 };
+    const order = { ...edited, subtotal_price: '18.98', subtotal_price_set: set('18.98'), total_line_items_price: '19.48', current_subtotal_price: '15.99', current_subtotal_price_set: set('15.99'), total_price: '20.91', total_price_set: set('20.91'), line_items: [edited.line_items[0], muffins] };
+    const intent = checkout(order);
+    expect(intent.check.amount).toBe(1599);
+    expect(intent.check.selections.map((s) => [s.id, s.quantity, s.totalPrice])).toEqual([
+      ['44300000001', 3, 1300],
+      ['44300000002', 1, 299],
+    ]);
+  });
+});

@@ -213,3 +213,59 @@ describe('posEntryOf: what the report compares of what the POS listing found', (
     expect(posEntryOf({ ...base, kind: 'checkout', paid: true, refused: 'total: must not be negative' })).toEqual({ kind: 'unreadable', pos: 'clover', orderId: 'O-1', updatedAt: minutes(0), why: 'total: must not be negative' });
   });
 });
+
+describe('pos_amount_differs: the POS current figure against the ledger accrued less reversed', () => {
+  const runAll = run;
+  // A Shopify order of 15.99 (tax on top), one unit of 4.33 refunded: the POS stands at 11.66.
+  const shopifySale = (overrides: Partial<PosSale> = {}) => sale('S-1', { pos: 'shopify', transactionId: 'shopify:S-1', amountCents: 1599, currentCents: 1166, ...overrides });
+  const shopifyRefund = (overrides: Partial<PosRefund> = {}) => refund('S-1', 'R-1', { pos: 'shopify', transactionId: 'shopify:S-1', ...overrides });
+  const root = () => reversed({ ...makeRecord('shopify:S-1', { pos: 'shopify', accrual: 'accrued', amount: 1599 }), remainderTransactionId: 'shopify:S-1~r1' }, 'R-1');
+  const remainder = (amount: number) => makeRecord('shopify:S-1~r1', { pos: 'shopify', orderId: 'S-1', accrual: 'accrued', amount });
+  const kinds = (sides: Partial<ReconcileInput>) => run(sides).filter((d) => d.kind === 'pos_amount_differs');
+
+  it('none when 1599 accrued − 1599 reversed + 1166 re-accrued = the POS current 1166', () => {
+    expect(kinds({ pos: [shopifySale(), shopifyRefund()], ledger: [root(), remainder(1166)] })).toEqual([]);
+  });
+
+  it('found when the ledger re-accrued 733 (a refund measured as 8.66) but the POS stands at 11.66', () => {
+    expect(kinds({ pos: [shopifySale(), shopifyRefund()], ledger: [root(), remainder(733)] })).toEqual([
+      {
+        kind: 'pos_amount_differs',
+        transactionId: 'shopify:S-1',
+        orderId: 'S-1',
+        why: expect.stringContaining('now stands at 11.66 after its refunds and edits (changed '),
+        next: expect.stringContaining('GET /v1/admin/transactions/shopify:S-1'),
+      },
+    ]);
+    expect(kinds({ pos: [shopifySale(), shopifyRefund()], ledger: [root(), remainder(733)] })[0]!.why).toContain('the ledger accrued 23.32 and reversed 15.99, 7.33 in all');
+  });
+
+  it('found when the order was edited after it was accrued, with no refund: 1599 accrued, the POS stands at 1300', () => {
+    // The sale as the adapter reads it is the paid one here (the ledger's 1599), the current figure lower.
+    const accruedOnly = makeRecord('shopify:S-1', { pos: 'shopify', accrual: 'accrued', amount: 1599 });
+    expect(kinds({ pos: [shopifySale({ currentCents: 1300 })], ledger: [accruedOnly] })).toEqual([expect.objectContaining({ kind: 'pos_amount_differs', why: expect.stringContaining('now stands at 13.00') })]);
+  });
+
+  it('not reported where another kind explains it: the sale reads otherwise (amount_mismatch), a POS refund the ledger lacks (refund_not_reversed), a record not settled, no current figure', () => {
+    // These records name no operation (not_in_history, beside the point here).
+    const run = (sides: Partial<ReconcileInput>) => runAll(sides).filter((d) => d.kind !== 'not_in_history');
+    const accruedOnly = makeRecord('shopify:S-1', { pos: 'shopify', accrual: 'accrued', amount: 1599 });
+    // amount_mismatch instead.
+    expect(run({ pos: [shopifySale({ amountCents: 1300, currentCents: 1300 })], ledger: [accruedOnly] }).map((d) => d.kind)).toEqual(['amount_mismatch']);
+    // refund_not_reversed instead.
+    expect(run({ pos: [shopifySale(), shopifyRefund()], ledger: [accruedOnly] }).map((d) => d.kind)).toEqual(['refund_not_reversed']);
+    // The reversal still pending: refund_not_reversed, and nothing compared.
+    const pending = { ...accruedOnly, reversal: { ...accruedOnly.reversal, state: 'pending' as const, refundIds: ['R-1'] } };
+    expect(run({ pos: [shopifySale(), shopifyRefund()], ledger: [pending] }).map((d) => d.kind)).toEqual(['refund_not_reversed']);
+    // A skipped sale (no customer) accrues nothing: nothing to compare.
+    expect(kinds({ pos: [shopifySale({ currentCents: 0 })], ledger: [makeRecord('shopify:S-1', { pos: 'shopify', accrual: 'skipped', amount: 1599 })] })).toEqual([]);
+    // A POS that states no current figure.
+    expect(kinds({ pos: [shopifySale({ currentCents: undefined })], ledger: [makeRecord('shopify:S-1', { pos: 'shopify', accrual: 'accrued', amount: 1599 })] })).toEqual([]);
+  });
+
+  it('posEntryOf carries the current figure an adapter adds to its intent (Shopify: currentAmountCents)', () => {
+    const check = { amount: 1599, currency: 'USD', selections: [] };
+    const intent = { orderId: 'S-1', check, customer: {}, currentAmountCents: 1166 };
+    expect(posEntryOf({ pos: 'shopify', orderId: 'S-1', updatedAt: minutes(0), payload: {}, kind: 'checkout', paid: true, transactionId: 'shopify:S-1', intent })).toMatchObject({ kind: 'sale', amountCents: 1599, currentCents: 1166 });
+  });
+});

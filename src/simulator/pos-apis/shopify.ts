@@ -33,6 +33,7 @@ import {
   totalsOf,
   uuid,
   type OrderRequest,
+  type RefundedLine,
   type RefundRequest,
 } from './model.js';
 
@@ -69,6 +70,10 @@ interface Held {
   order: ShopifyOrder;
   input: OrderInput;
   ledger: RefundLedger;
+  /** Units taken off each line, by refunds and edits (what `current_quantity` subtracts). */
+  gone: number[];
+  /** What refunds and edits took off, minor units: after discount and before tax, the tax, the discount. */
+  off: { net: number; tax: number; discount: number };
   /** Times at whole seconds, as Shopify keeps them. */
   createdMs: number;
   updatedMs: number;
@@ -233,7 +238,7 @@ export class FakeShopify implements FakePos {
         total_discount: '0.00',
         total_discount_set: set(0),
         discount_allocations: allocations,
-        tax_lines: l.tax > 0 ? [{ title: 'Sales Tax', price: text(l.tax), price_set: set(l.tax), rate: null, channel_liable: false }] : [],
+        tax_lines: l.tax > 0 ? [{ title: 'Sales Tax', price: text(l.tax), price_set: set(l.tax), rate: taxRate(l.tax, l.unitPrice * l.quantity - l.discount), channel_liable: false }] : [],
         duties: [],
         properties: [],
       };
@@ -257,13 +262,12 @@ export class FakeShopify implements FakePos {
       currency,
       presentment_currency: currency,
       email: customer?.email ?? '',
-      contact_email: customer?.email ?? null,
       phone: customer?.phone ?? null,
       customer,
       financial_status: paid ? 'paid' : 'pending',
       fulfillment_status: null,
       taxes_included: false,
-      tax_lines: totals.tax > 0 ? [{ title: 'Sales Tax', price: text(totals.tax), price_set: set(totals.tax), rate: null, channel_liable: false }] : [],
+      tax_lines: totals.tax > 0 ? [{ title: 'Sales Tax', price: text(totals.tax), price_set: set(totals.tax), rate: taxRate(totals.tax, totals.net), channel_liable: false }] : [],
       total_line_items_price: text(totals.net + totals.discount),
       total_line_items_price_set: set(totals.net + totals.discount),
       total_discounts: text(totals.discount),
@@ -276,13 +280,23 @@ export class FakeShopify implements FakePos {
       total_price: text(totals.total + totals.tip),
       total_price_set: set(totals.total + totals.tip),
       total_outstanding: paid ? text(0) : text(totals.total + totals.tip),
+      // What the order stands at after refunds and edits (Shopify: "reflects order edits, returns,
+      // and refunds"); the plain fields above keep what was sold. Moved by addRefund and editOrder.
+      current_subtotal_price: text(totals.net),
+      current_subtotal_price_set: set(totals.net),
+      current_total_discounts: text(totals.discount),
+      current_total_discounts_set: set(totals.discount),
+      current_total_tax: text(totals.tax),
+      current_total_tax_set: set(totals.tax),
+      current_total_price: text(totals.total + totals.tip),
+      current_total_price_set: set(totals.total + totals.tip),
       discount_applications: discountApplications,
       line_items: lineItems,
       shipping_lines: [],
       refunds: [],
       tags: '',
     };
-    account.orders.set(id, { order, input, ledger: new RefundLedger(input.lines), createdMs, updatedMs, processedMs: createdMs, saleTransactionId });
+    account.orders.set(id, { order, input, ledger: new RefundLedger(input.lines), gone: input.lines.map(() => 0), off: { net: 0, tax: 0, discount: 0 }, createdMs, updatedMs, processedMs: createdMs, saleTransactionId });
     return copy(order);
   }
 
@@ -317,6 +331,9 @@ export class FakeShopify implements FakePos {
       duties: [],
       total_duties_set: set(0),
       order_adjustments: [],
+      // POS refunds give back no shipping and no duties: both lists are sent, empty, as Shopify does.
+      refund_shipping_lines: [],
+      refund_duties: [],
       refund_line_items: refunded.map((r) => ({
         id: this.#id(),
         line_item_id: lines[r.line]!.id,
@@ -351,9 +368,44 @@ export class FakeShopify implements FakePos {
     };
     held.order.refunds.push(refund);
     held.order.financial_status = held.ledger.complete ? 'refunded' : 'partially_refunded';
+    takeOff(held, refunded, currency);
     held.updatedMs = Math.max(held.updatedMs, atMs);
     held.order.updated_at = shopTime(held.updatedMs, account.utcOffset);
     return copy(refund);
+  }
+
+  /**
+   * An order edit (Shopify's order editing) that removes units: no refund and no money moved. The
+   * plain totals and each line's `quantity` keep what was ordered; `current_*` and the lines'
+   * `current_quantity` drop, and a pending order owes less (`total_outstanding`). The units removed
+   * are measured as a refund of them would be (their shares of the line's discount and tax).
+   */
+  editOrder(shop: string, request: ShopifyEditRequest): ShopifyOrder {
+    const account = this.#accounts.get(shop);
+    const input = ShopifyEditInput.parse(request);
+    const held = account.orders.get(shopifyIdOf(input.orderId, 'orderId'));
+    if (!held) throw new NotHeldError(`no order ${input.orderId}`);
+    const removed = held.ledger.take(input.lines);
+    const currency = held.order.currency as string;
+    takeOff(held, removed, currency);
+    if (held.order.financial_status === 'pending') held.order.total_outstanding = held.order.current_total_price;
+    held.updatedMs = Math.max(held.updatedMs, wholeSeconds(parseTime(input.at, this.ctx.now().getTime())));
+    held.order.updated_at = shopTime(held.updatedMs, account.utcOffset);
+    return copy(held.order);
+  }
+
+  /** A pending order paid (its payment captured): `paid`, nothing outstanding, archived as a POS sale is. */
+  payOrder(shop: string, orderId: string, at?: string): ShopifyOrder {
+    const account = this.#accounts.get(shop);
+    const held = account.orders.get(shopifyIdOf(orderId, 'orderId'));
+    if (!held) throw new NotHeldError(`no order ${orderId}`);
+    if (held.order.financial_status !== 'pending') throw new RangeError(`order ${orderId} is ${held.order.financial_status}, not pending`);
+    held.updatedMs = Math.max(held.updatedMs, wholeSeconds(parseTime(at, this.ctx.now().getTime())));
+    held.order.financial_status = 'paid';
+    held.order.total_outstanding = decimalText(0, held.order.currency as string);
+    held.order.updated_at = shopTime(held.updatedMs, account.utcOffset);
+    held.order.closed_at = held.input.archived === false ? null : held.order.updated_at;
+    return copy(held.order);
   }
 
   touchOrder(shop: string, orderId: string, at?: string): ShopifyOrder {
@@ -533,6 +585,45 @@ export const ShopifyWebhookRequest = z.strictObject({
   apiVersion: z.string().default('2024-01'),
 });
 export type ShopifyWebhookRequest = z.input<typeof ShopifyWebhookRequest>;
+
+/** An order edit that removes units: lines of the order (index into its `lines`) and how many units go. */
+export const ShopifyEditInput = z.strictObject({
+  orderId: z.string().trim().min(1).max(64),
+  lines: z.array(z.strictObject({ line: z.number().int().nonnegative(), quantity: z.number().int().positive().optional() })).min(1),
+  at: z.iso.datetime({ offset: true }).optional(),
+});
+export type ShopifyEditRequest = z.input<typeof ShopifyEditInput>;
+
+/** Shopify's `tax_lines[].rate`: the rate as a number (0.0725 for 7.25 %), here the tax over what it is on, to 4 places. */
+function taxRate(tax: number, on: number): number {
+  return on > 0 ? Math.round((tax * 10_000) / on) / 10_000 : 0;
+}
+
+/**
+ * Units refunded or removed by an edit come off `current_*` and the lines' `current_quantity`:
+ * Shopify's current figures reflect "order edits, returns, and refunds"; the plain ones do not.
+ */
+function takeOff(held: Held, taken: readonly RefundedLine[], currency: string): void {
+  const order = held.order;
+  const lines = order.line_items as Record<string, unknown>[];
+  for (const r of taken) {
+    const sold = held.input.lines[r.line]!;
+    held.gone[r.line]! += r.quantity;
+    held.off.net += r.net;
+    held.off.tax += r.tax;
+    held.off.discount += sold.unitPrice * r.quantity - r.net;
+    lines[r.line]!.current_quantity = sold.quantity - held.gone[r.line]!;
+  }
+  const totals = totalsOf(held.input);
+  const write = (field: string, minor: number) => {
+    order[field] = decimalText(minor, currency);
+    order[`${field}_set`] = { shop_money: { amount: decimalText(minor, currency), currency_code: currency }, presentment_money: { amount: decimalText(minor, currency), currency_code: currency } };
+  };
+  write('current_subtotal_price', totals.net - held.off.net);
+  write('current_total_discounts', totals.discount - held.off.discount);
+  write('current_total_tax', totals.tax - held.off.tax);
+  write('current_total_price', totals.total + totals.tip - held.off.net - held.off.tax);
+}
 
 function matches(h: Held, f: Filters): boolean {
   const o = h.order;
