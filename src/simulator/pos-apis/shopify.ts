@@ -438,7 +438,7 @@ export class FakeShopify implements FakePos {
       headers: {
         'content-type': 'application/json',
         'x-shopify-topic': r.topic,
-        'x-shopify-hmac-sha256': createHmac('sha256', r.secret).update(body, 'utf8').digest('base64'),
+        'x-shopify-hmac-sha256': signShopifyDelivery(r.secret, body),
         'x-shopify-shop-domain': account.shop,
         'x-shopify-api-version': r.apiVersion,
         'x-shopify-webhook-id': uuid(),
@@ -585,6 +585,16 @@ export const ShopifyWebhookRequest = z.strictObject({
   apiVersion: z.string().default('2024-01'),
 });
 export type ShopifyWebhookRequest = z.input<typeof ShopifyWebhookRequest>;
+
+/**
+ * Shopify's webhook signature: `X-Shopify-Hmac-Sha256` = base64(HMAC-SHA256(the app's secret, the
+ * body)), the body as UTF-8 (docs/pos-systems.md, "Signing a webhook by hand"). Exported so tests can
+ * sign bodies of their own as the fake signs its deliveries (test/oracles/shopify-signature.test.ts
+ * checks it against Shopify's library).
+ */
+export function signShopifyDelivery(secret: string, body: string): string {
+  return createHmac('sha256', secret).update(body, 'utf8').digest('base64');
+}
 
 /** An order edit that removes units: lines of the order (index into its `lines`) and how many units go. */
 export const ShopifyEditInput = z.strictObject({
