@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { ADMIN_TOKEN, checkout } from '../support/harness.js';
+import { eventually } from '../support/eventually.js';
 import { bannerOf, sandboxLedgerUrl, simulatorBooks } from '../support/sandbox.js';
 
 const today = () => new Date().toISOString().slice(0, 10);
@@ -74,7 +75,8 @@ describe('sandbox: the ledger starts as empty as the simulator\'s books', () => 
     const { bridge, banner } = await start({ SANDBOX_LEDGER: 'keep' });
     expect(banner.text).toContain(`ledger:     ${sandboxLedgerUrl(dir)} (KEPT from an earlier run: SANDBOX_LEDGER=keep)`);
     expect(banner.text).toMatch(/!!! WARNING: the simulator starts with empty books at every start, but this ledger keeps the\n !!! earlier runs' records/);
-    expect(bridge.output()).toMatch(/"level":40,.*"msg":"sandbox kept an earlier run's ledger, but its simulator starts with empty books/);
+    // The log line is written beside the banner, not before it: waited for, not read at once.
+    await eventually(() => bridge.output(), (output) => /"level":40,.*"msg":"sandbox kept an earlier run's ledger, but its simulator starts with empty books/.test(output), 10_000, { what: "the warning that the kept ledger's records are not in the new books" });
     expect(Object.values(banner.demos).map((d) => d.created)).toEqual([false, false]);
     const kept = await report(bridge);
     expect(kept.differences).toEqual([expect.objectContaining({ kind: 'not_in_history', transactionId: 'generic:RUN-2' })]);
