@@ -8,7 +8,7 @@
  * refused as not attempted, to be sent again.
  */
 import { BridgeError, echoed, ValidationError } from '../errors.js';
-import { ledgerKey, type LedgerStatus, type OperatorAct } from '../state/record.js';
+import { keyOf, ledgerKey, merchantOf, type LedgerStatus, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { unreachable } from '../unreachable.js';
@@ -92,11 +92,14 @@ export async function runBulk(request: BulkRequest, deps: BulkDeps): Promise<Bul
 /** Ids as given: the request's merchant's transactionIds, or `<merchantId>/<transactionId>` for the bridge's operator. */
 function named(ids: readonly string[], request: BulkRequest): Target[] {
   const merchant = request.merchantId ?? DEFAULT_MERCHANT;
-  return ids.map((id) => {
+  const targets = ids.map((id) => {
     const slash = id.indexOf('/');
     const [merchantId, transactionId] = slash > 0 && request.global ? [id.slice(0, slash), id.slice(slash + 1)] : [merchant, id];
     return { id, key: ledgerKey(merchantId, transactionId) };
   });
+  // A record named twice (the same id, or `default/<id>` beside `<id>`) is acted on once: a
+  // second reverse or retry of one record in one request is never what an operator meant.
+  return [...new Map(targets.map((t) => [t.key, t] as const)).values()];
 }
 
 /** Every record the filter matches in the request's merchant (or every merchant's), newest first; more than BULK_MAX is refused. */
@@ -104,9 +107,8 @@ async function matching(filter: BulkFilter, request: BulkRequest, store: BulkDep
   const found = await store.list({ merchantId: request.merchantId, status: filter.status, pos: filter.pos, from: filter.from, to: filter.to, offset: 0, limit: BULK_MAX });
   if (found.total > BULK_MAX) throw ValidationError.field('filter', `matches ${found.total} records; a bulk action takes at most ${BULK_MAX}: narrow it (merchantId, pos, from, to) and repeat`);
   return found.items.map((r) => {
-    const merchantId = r.merchantId ?? DEFAULT_MERCHANT;
-    const key = ledgerKey(merchantId, r.transactionId);
-    return { id: request.global && merchantId !== DEFAULT_MERCHANT ? key : r.transactionId, key };
+    const key = keyOf(r);
+    return { id: request.global && merchantOf(r) !== DEFAULT_MERCHANT ? key : r.transactionId, key };
   });
 }
 

@@ -76,6 +76,17 @@ describe('per-record outcomes', () => {
     expect(audit.items).toEqual([expect.objectContaining({ actor: 'alice', action: 'bulk:retry', target: 'generic:F-1', reason: 'the card block was lifted' })]);
   });
 
+  it('a record named twice in one request is acted on once, and answered once', async () => {
+    const { core, store } = coreWith();
+    await put(store, 'generic:F-1', { accrual: 'failed' });
+
+    const outcome = await core.operator.bulk({ ...retry({ ids: ['generic:F-1', 'default/generic:F-1', 'generic:F-1'] }) });
+
+    expect(outcome).toEqual({ done: ['generic:F-1'], refused: [] });
+    expect((await store.get('generic:F-1'))!.version).toBe(2);
+    expect((await store.listAudit({ offset: 0, limit: 10 })).total).toBe(1);
+  });
+
   it('resolve settles each record in doubt with the outcome given, and refuses one that is not', async () => {
     const { core, store } = coreWith();
     await put(store, 'generic:D-1', { accrual: 'in_doubt' });
