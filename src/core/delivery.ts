@@ -126,7 +126,10 @@ export class DeliveryService {
       this.logger.error({ key, err: error }, 'delivery failed; the worker will pick it up');
     });
     let timer: NodeJS.Timeout | undefined;
-    const finished = await Promise.race([pass, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), this.options.answerBudgetMs)))]);
+    // A budget of zero waits for nothing, not for a timer: the model check runs so (docs/correctness.md),
+    // and what follows the answer (a bulk action's next record) must not wait on a timer it cannot order.
+    const budget = this.options.answerBudgetMs > 0 ? new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), this.options.answerBudgetMs))) : Promise.resolve(undefined);
+    const finished = await Promise.race([pass, budget]);
     clearTimeout(timer);
     return (finished && finished.record) || this.writer.require(key);
   }

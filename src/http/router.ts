@@ -11,6 +11,7 @@ import { parseWith } from '../validation.js';
 import { adminAuth, posAuth, requireGlobalAdmin } from './auth.js';
 import { adminInput } from './body.js';
 import { expressPath, isAdmin, type Access, type HttpDeps, type Route } from './route.js';
+import { unreachable } from '../unreachable.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -44,6 +45,8 @@ function access(kind: Access, deps: HttpDeps): RequestHandler[] {
     case 'pos':
       // Direct posts carry no signature: their credential is checked before anything else, even the POS name.
       return [posAuth(deps.posAuth, deps.tokens), activeMerchant(deps)];
+    default:
+      return unreachable(kind);
   }
 }
 

@@ -15,7 +15,7 @@ import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig, type Ax
 import axiosRetry from 'axios-retry';
 import { z } from 'zod';
 import type { Attempt, UpstreamOperation } from './calls.js';
-import { readOperations } from './history-reader.js';
+import { operationsOfCard } from './history-reader.js';
 import {
   AccrualResult,
   Card,
@@ -284,9 +284,7 @@ export class LoyaltyClient {
    * never holds still is an error (the record stays in doubt) rather than an answer.
    */
   async listOperations(cardId: string, startDate: string, endDate: string): Promise<Operation[]> {
-    const read = await readOperations(this, { cardId, startDate, endDate });
-    if (!read.settled) throw new Error(`the operations of card ${cardId} kept moving while they were read (${read.passes} passes): not deciding on them`);
-    return read.operations;
+    return operationsOfCard(this, cardId, startDate, endDate);
   }
 
   /**

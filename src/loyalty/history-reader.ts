@@ -120,3 +120,14 @@ export async function readOperations(source: OperationsPages, query: OperationsQ
 }
 
 const MAX_PAGES_PER_PASS = 10_000;
+
+/**
+ * Every operation of one card between two UTC dates (inclusive), read as above, for a reader that
+ * decides on them (the history verifier): a list that never held still is an error, not an answer,
+ * since an operation it missed could make an accrual that happened look as if it had not.
+ */
+export async function operationsOfCard(source: OperationsPages, cardId: string, startDate: string, endDate: string, options: HistoryReadOptions = {}): Promise<Operation[]> {
+  const read = await readOperations(source, { cardId, startDate, endDate }, options);
+  if (!read.settled) throw new Error(`the operations of card ${cardId} kept moving while they were read (${read.passes} passes): not deciding on them`);
+  return read.operations;
+}

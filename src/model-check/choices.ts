@@ -5,10 +5,10 @@
  * the console's operator actions where the transitions allow them (`operatorActions`) and the
  * person would be telling the truth.
  */
-import { keyOf, type LedgerRecord } from '../state/record.js';
+import { keyOf, unreachable, type LedgerRecord } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { isOpen } from '../state/record.js';
-import type { ResolveInput } from '../core/transitions.js';
+import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
 import { TIMING } from './scenario.js';
 import type { ModelEvent, World } from './world.js';
 
@@ -125,16 +125,32 @@ export function timeMayPass(world: World, target: number): boolean {
  */
 export async function operatorChoices(world: World): Promise<ModelEvent[]> {
   const events: ModelEvent[] = [];
+  // What the console would offer on each record's page, and the records a bulk action of each kind could tick.
+  const ticked = new Map<string, { action: Exclude<OperatorActionName, 'close'>; outcome?: ResolveInput['outcome']; keys: string[]; instance: number }>();
+  const tick = (action: Exclude<OperatorActionName, 'close'>, key: string, instance: number, outcome?: ResolveInput['outcome']) => {
+    const name = `${action} ${outcome ?? ''}`;
+    const group = ticked.get(name) ?? { action, ...(outcome ? { outcome } : {}), keys: [], instance };
+    group.keys.push(key);
+    ticked.set(name, group);
+  };
   for (const record of world.records().sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1))) {
     const key = keyOf(record);
     const slot = world.slots.find((s) => s.live && !s.core!.delivery.isRunning(key));
     if (!slot) continue;
     const allowed = await slot.core!.operator.allowed(structuredClone(record));
-    if (allowed.retry.allowed) events.push({ kind: 'operator', action: 'retry', key, instance: slot.index });
+    const offer = (action: OperatorActionName, outcome?: ResolveInput['outcome']) => {
+      events.push({ kind: 'operator', action, ...(outcome ? { outcome } : {}), key, instance: slot.index });
+      if (action !== 'close') tick(action, key, slot.index, outcome);
+    };
+    if (allowed.retry.allowed) offer('retry');
     // Reverse acts on the order (its last remainder): offered once, on the order's own record.
-    if (allowed.reverse.allowed && !record.parentTransactionId) events.push({ kind: 'operator', action: 'reverse', key, instance: slot.index });
-    for (const outcome of allowed.resolve.outcomes ?? []) if (truthful(world, record, outcome)) events.push({ kind: 'operator', action: 'resolve', outcome, key, instance: slot.index });
+    if (allowed.reverse.allowed && !record.parentTransactionId) offer('reverse');
+    for (const outcome of allowed.resolve.outcomes ?? []) if (truthful(world, record, outcome)) offer('resolve', outcome);
+    if (allowed.acknowledge.allowed) offer('acknowledge');
+    if (allowed.close.allowed) offer('close');
   }
+  // Bulk goes through the same single-record rules with delivery left to the worker; one record ticked is the single action.
+  for (const { action, outcome, keys, instance } of ticked.values()) if (keys.length > 1) events.push({ kind: 'bulk', action, ...(outcome ? { outcome } : {}), keys, instance });
   return events;
 }
 
@@ -152,6 +168,6 @@ export function truthful(world: World, record: LedgerRecord, outcome: ResolveInp
     case 'not_reversed':
       return (tx?.reversals ?? 0) === 0 && !out('reverse');
     default:
-      return false;
+      return unreachable(outcome);
   }
 }

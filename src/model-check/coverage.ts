@@ -23,6 +23,7 @@ export const REQUIRED_COVERAGE: readonly string[] = [
   'accrual waited behind another of the customer and amount',
   'accrual ambiguous with another of the customer',
   'history listed newest first',
+  'history read in pages',
   'worker pass',
   'crash',
   'restart took over its crashed call',
@@ -32,6 +33,8 @@ export const REQUIRED_COVERAGE: readonly string[] = [
   'operator reverse',
   'operator resolve accrued',
   'operator resolve not_accrued',
+  'operator acknowledge',
+  'operator bulk retry',
 ];
 
 /** What `noteCoverage` compares with: each record's in-flight owner and accrual, before the event. */
@@ -42,11 +45,13 @@ export interface CoverageBefore {
   /** For a refund: whether its order's accrual was still unsettled, and whether a partial refund was taken already. */
   saleUnsettled?: boolean;
   partiallyRefunded?: boolean;
+  /** The fake's count of reads that took more than one page. */
+  readsInPages: number;
 }
 
 export function coverageBefore(world: World, event: ModelEvent): CoverageBefore {
   const owners = new Map(world.records().map((r) => [keyOf(r), r.inFlight?.owner]));
-  const before: CoverageBefore = { owners };
+  const before: CoverageBefore = { owners, readsInPages: world.fake.readsInPages };
   if (event.kind === 'fate' || event.kind === 'orphan' || event.kind === 'late_commit') {
     before.operation = world.fake.outstandingCalls().find((c) => c.seq === event.call)?.operation;
   }
@@ -96,12 +101,16 @@ export function noteCoverage(world: World, event: ModelEvent, before: CoverageBe
     case 'operator':
       note(`operator ${event.action}${event.outcome ? ` ${event.outcome}` : ''}`);
       break;
+    case 'bulk':
+      note(`operator bulk ${event.action}${event.outcome ? ` ${event.outcome}` : ''}`);
+      break;
     case 'restart':
     case 'time':
       break;
     default:
       return event satisfies never;
   }
+  if (world.fake.readsInPages > before.readsInPages) note('history read in pages');
   // A call marked in flight by an instance that is gone, taken over: at a restart, or by the other instance once its lease ended.
   const liveIds = new Set(world.slots.filter((s) => s.live).map((s) => world.instanceId(s)));
   for (const record of world.records()) {

@@ -23,6 +23,7 @@ import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { CallReport } from '../loyalty/client.js';
 import type { AccrualResult, AccrueRequest, Card, Operation, ReverseRequest } from '../loyalty/contract.js';
 import { DEFAULT_REVERSAL_ENTRY } from '../simulator/state.js';
+import { operationsOfCard } from '../loyalty/history-reader.js';
 
 /** What can become of one accrue or reverse a live bridge instance sent (issue 20, "per call, each fate"). */
 export const FATES = ['answered', 'results_failed', 'rate_limited', 'server_error', 'reset_before_commit', 'reset_after_commit', 'timeout'] as const;
@@ -113,6 +114,8 @@ export class FakeLoyalty {
   readonly state: FakeLoyaltyState;
   readonly #resolvers = new Map<number, (report: CallReport) => void>();
   readonly #reads: (OutstandingRead & { answer: (order: 'oldest_first' | 'newest_first') => void })[] = [];
+  /** Reads that took more than one page: for the coverage report only, not part of a state. */
+  readsInPages = 0;
 
   constructor(
     state: FakeLoyaltyState,
@@ -322,14 +325,31 @@ export class FakeLoyalty {
     return op;
   }
 
+  /**
+   * A card's operations as the verifier reads them: through the real paging reader
+   * (`operationsOfCard`: overlapping pages, deduplicated, read again until a pass adds nothing), over
+   * pages of `HISTORY_PAGE_SIZE` rows, so that a card with a few operations is already read in pages.
+   * The list is the one at the moment of the read event (a read is one event: the list moving between
+   * pages is the reader's own tests'). Its order is a choice only where it can matter (above).
+   */
   #read(instance: string, cardId: string, startDate: string, endDate: string): Promise<Operation[]> {
     const list = (order: 'oldest_first' | 'newest_first'): Operation[] => {
       const rows = this.state.operations.filter((op) => op.card === cardId && iso(op.createdAtMs).slice(0, 10) >= startDate && iso(op.createdAtMs).slice(0, 10) <= endDate).map((op) => this.#operationOut(op));
       return order === 'oldest_first' ? rows : rows.reverse();
     };
+    const paged = (rows: Operation[]): Promise<Operation[]> => {
+      if (rows.length > HISTORY_PAGE_SIZE) this.readsInPages++;
+      return operationsOfCard(
+        { operationsPage: async (_query, page, itemsPerPage) => ({ data: rows.slice((page - 1) * itemsPerPage, page * itemsPerPage), meta: { totalItems: rows.length } }) },
+        cardId,
+        startDate,
+        endDate,
+        { maxItemsPerPage: HISTORY_PAGE_SIZE },
+      );
+    };
     const sums = this.state.operations.filter((op) => op.card === cardId && op.purchaseSum > 0).map((op) => op.purchaseSum);
-    if (new Set(sums).size === sums.length) return Promise.resolve(list('oldest_first'));
-    return new Promise((resolve) => this.#reads.push({ seq: this.state.nextSeq++, instance, card: cardId, answer: (order) => resolve(list(order)) }));
+    if (new Set(sums).size === sums.length) return paged(list('oldest_first'));
+    return new Promise((resolve, reject) => this.#reads.push({ seq: this.state.nextSeq++, instance, card: cardId, answer: (order) => paged(list(order)).then(resolve, reject) }));
   }
 
   /** As the simulator lists an operation (contract, Operation), with the card's owner. */
@@ -348,6 +368,9 @@ export class FakeLoyalty {
     } as Operation;
   }
 }
+
+/** Rows per page of the fake's history: two, so that a card with three operations or more is read in pages. */
+const HISTORY_PAGE_SIZE = 2;
 
 export function iso(ms: number): string {
   return new Date(ms).toISOString();

@@ -124,7 +124,7 @@ export function scenarios(depth: 'ci' | 'deep'): Scenario[] {
     },
     {
       name: 'operator',
-      description: 'one bridge: two orders of one customer and one amount, and a person acting through the console at any moment (retry, reverse, resolve as the books say); finding 1 of docs/correctness.md',
+      description: 'one bridge: two orders of one customer and one amount, and a person acting through the console at any moment (retry, reverse, resolve as the books say, acknowledge; alone or in bulk over both); finding 1 of docs/correctness.md',
       instances: 1,
       customers: CUSTOMERS,
       orders: [order('O1', 'C1', 'phone'), order('O2', 'C1', 'phone')],

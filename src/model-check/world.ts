@@ -18,13 +18,14 @@ import { HistoryVerifier } from '../core/history-verifier.js';
 import { Worker } from '../core/worker.js';
 import { BridgeError, ConflictError } from '../errors.js';
 import { emptyMemoryLedger, MemoryLedgerStore, type MemoryLedgerState } from '../ledger/memory-store.js';
-import { isOpen, keyOf, ledgerKey, type LedgerRecord } from '../state/record.js';
+import { isOpen, keyOf, ledgerKey, transactionIdOf, unreachable, type LedgerRecord } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { silentLogger } from '../logger.js';
 import type { CallReport } from '../loyalty/client.js';
 import { createMetrics, type Metrics } from '../metrics.js';
 import { RefundExceedsRemainderError } from '../core/remainder.js';
-import type { ResolveInput } from '../core/transitions.js';
+import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
+import type { BulkRequest } from '../core/bulk.js';
 import { deriveTransactionId } from '../transaction-id.js';
 import { coverageBefore, noteCoverage } from './coverage.js';
 import { FakeLoyalty, FATE_WORDS, type Fate, type FakeLoyaltyState, type OutstandingCall } from './fake-loyalty.js';
@@ -50,7 +51,9 @@ export type ModelEvent =
   | { kind: 'crash'; instance: number }
   | { kind: 'restart'; instance: number }
   | { kind: 'time'; toMs: number }
-  | { kind: 'operator'; action: 'retry' | 'reverse' | 'resolve'; outcome?: ResolveInput['outcome']; key: string; instance: number };
+  | { kind: 'operator'; action: OperatorActionName; outcome?: ResolveInput['outcome']; key: string; instance: number }
+  /** The console's bulk action: one action over the records a person ticked (two or more; one is the single action). */
+  | { kind: 'bulk'; action: Exclude<OperatorActionName, 'close'>; outcome?: ResolveInput['outcome']; keys: string[]; instance: number };
 
 /** A bridge instance's place in the world: its core while it runs, nothing once it crashed. */
 interface Slot {
@@ -290,12 +293,42 @@ export class World {
         // meanwhile): the action is then refused with a 409 that says so, the console's answer to a race.
         const version = this.store.state.records.get(event.key)?.version;
         const overtaken = (error: unknown) => error instanceof ConflictError && this.store.state.records.get(event.key)?.version !== version;
-        if (event.action === 'reverse') {
-          const root = this.records().find((r) => keyOf(r) === event.key)!;
-          if (!this.facts.fullRefunds.includes(root.orderId)) this.facts.fullRefunds.push(root.orderId);
-          this.#watch(`operator reverse of ${event.key}`, operator.reverse(event.key, act), overtaken);
-        } else if (event.action === 'retry') this.#watch(`operator retry of ${event.key}`, operator.retry(event.key, act), overtaken);
-        else this.#watch(`operator resolve ${event.outcome} of ${event.key}`, operator.resolve(event.key, { outcome: event.outcome! }, act), overtaken);
+        const action = event.action;
+        switch (action) {
+          case 'reverse':
+            this.#notePersonsRefund(event.key);
+            this.#watch(`operator reverse of ${event.key}`, operator.reverse(event.key, act), overtaken);
+            break;
+          case 'retry':
+            this.#watch(`operator retry of ${event.key}`, operator.retry(event.key, act), overtaken);
+            break;
+          case 'resolve':
+            this.#watch(`operator resolve ${event.outcome} of ${event.key}`, operator.resolve(event.key, { outcome: event.outcome! }, act), overtaken);
+            break;
+          case 'acknowledge':
+            this.#watch(`operator acknowledge of ${event.key}`, operator.acknowledge(event.key, act), overtaken);
+            break;
+          case 'close':
+            this.#watch(`operator close of ${event.key}`, operator.close(event.key, act), overtaken);
+            break;
+          default:
+            unreachable(action);
+        }
+        break;
+      }
+      case 'bulk': {
+        this.budgets.operatorActions -= 1;
+        const act = { actor: 'operator', reason: 'model check' };
+        const versions = new Map(event.keys.map((key) => [key, this.store.state.records.get(key)?.version]));
+        if (event.action === 'reverse') for (const key of event.keys) this.#notePersonsRefund(key);
+        const ids = event.keys.map((key) => transactionIdOf(DEFAULT_MERCHANT, key));
+        const request: BulkRequest = event.action === 'resolve' ? { act, global: false, action: 'resolve', outcome: event.outcome!, ids } : { act, global: false, action: event.action, ids };
+        // A record refused is a problem unless it changed between the person's ticks and the action (a race the answer reports).
+        const work = this.#core(event.instance).operator.bulk(request).then((outcome) => {
+          const unexplained = outcome.refused.filter((r) => this.store.state.records.get(ledgerKey(DEFAULT_MERCHANT, r.id))?.version === versions.get(ledgerKey(DEFAULT_MERCHANT, r.id)));
+          if (unexplained.length) throw new Error(`bulk ${event.action} refused ${unexplained.map((r) => `${r.id} (${r.why})`).join(', ')}`);
+        });
+        this.#watch(`operator bulk ${event.action}${event.outcome ? ` ${event.outcome}` : ''} of ${ids.join(', ')}`, work);
         break;
       }
       default:
@@ -348,6 +381,8 @@ export class World {
         return `${at} time passes: +${(event.toMs - this.nowMs) / 1000} s`;
       case 'operator':
         return `${at} operator (console, on ${this.#name(event.instance)}): ${event.action}${event.outcome ? ` ${event.outcome}` : ''} ${event.key}`;
+      case 'bulk':
+        return `${at} operator (console, on ${this.#name(event.instance)}): bulk ${event.action}${event.outcome ? ` ${event.outcome}` : ''} of ${event.keys.join(', ')}`;
       default:
         return unreachableEvent(event);
     }
@@ -427,6 +462,12 @@ export class World {
       if (expected(error)) return;
       this.problems.push(`${what} failed: ${error instanceof BridgeError ? `${error.constructor.name} ${error.message}` : (error as Error)?.stack ?? String(error)}`);
     });
+  }
+
+  /** A person's reverse refunds the order whole: what the customer's balance should come to then. */
+  #notePersonsRefund(key: string): void {
+    const root = this.records().find((r) => keyOf(r) === key)!;
+    if (!this.facts.fullRefunds.includes(root.orderId)) this.facts.fullRefunds.push(root.orderId);
   }
 
   /** The records of an order: the original and its remainders, in order. */

@@ -18,6 +18,7 @@
 import { createHmac } from 'node:crypto';
 import express, { type Response } from 'express';
 import { z } from 'zod';
+import { unreachable } from '../../unreachable.js';
 import { PosFaultQueue } from './faults.js';
 import { accountOf, Accounts, bearerToken, canonicalJson, copy, faultGate, NotHeldError, pathParam, type FakePos, type PosContext, type PosErrors, type SignedDelivery } from './kit.js';
 import {
@@ -284,6 +285,8 @@ function conform(value: unknown, shape: Shape, field: string): { ok: unknown } |
       if (missing !== undefined) return refuse('MISSING_REQUIRED_PARAMETER', `Field must be set.`, path(missing));
       return { ok: out };
     }
+    default:
+      return unreachable(shape);
   }
 }
 
