@@ -2,7 +2,9 @@
  * The bridge reading a POS's own API, from a hostile probe (issue 19), over HTTP:
  * - row 7: Shopify backfill follows a `Link: <…>; rel="next"` only on the configured API origin,
  *   and the POS API client follows no redirect: a second local server stands where the access token
- *   would leak, and receives nothing;
+ *   would leak, and receives nothing; the same client reading for other POSes (Square's order read
+ *   for a direct refund, Square's backfill paging) follows no redirect either, and sends its bearer
+ *   token only where it is configured;
  * - row 13: a direct Square refund naming an order the merchant's Square account does not have
  *   (another seller's, at the simulator's fake Square, which answers 404) is a 422 naming the order,
  *   which the POS does not retry, as is a direct checkout naming another seller's customer; the bridge's own token refused stays a 502; a webhook naming such
@@ -22,13 +24,21 @@ const SHOP = 'hostile-probe.myshopify.com';
 const SHOPIFY_TOKEN = 'shpat_hostile_probe_token_0123456789';
 const ORDERS_PATH = `/admin/api/${SHOPIFY_API_VERSION}/orders.json`;
 
-/** A local server that records every request it gets (path and the Shopify token it carried). */
-async function recordingServer(answer: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<LocalServer & { seen: { path: string; token?: string }[] }> {
-  const seen: { path: string; token?: string }[] = [];
+/** A local server that records every request it gets (path and the Shopify token it carried; method, Authorization and body where any). */
+async function recordingServer(
+  answer: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void,
+): Promise<LocalServer & { seen: { path: string; token?: string; method?: string; authorization?: string; body?: string }[] }> {
+  const seen: { path: string; token?: string; method?: string; authorization?: string; body?: string }[] = [];
   const server = await listenLocally((req, res) => {
-    const token = req.headers['x-shopify-access-token'];
-    seen.push({ path: req.url ?? '', ...(typeof token === 'string' ? { token } : {}) });
-    answer(req, res);
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const token = req.headers['x-shopify-access-token'];
+      const authorization = req.headers.authorization;
+      const body = Buffer.concat(chunks).toString('utf8');
+      seen.push({ path: req.url ?? '', ...(typeof token === 'string' ? { token } : {}), method: req.method, ...(authorization ? { authorization } : {}), ...(body ? { body } : {}) });
+      answer(req, res, body);
+    });
   });
   return Object.assign(server, { seen });
 }
@@ -102,6 +112,70 @@ describe('row 7: the Shopify access token goes to the configured API origin only
     expect(res.body.error).toMatchObject({ code: 'pos_api_failed', message: expect.stringContaining(`answered 302, a redirect to "${leak.url}": not followed`) });
     expect(shopify.seen).toHaveLength(1);
     expect(leak.seen).toEqual([]);
+  });
+});
+
+describe("row 7: another POS's reads (Square) follow no redirect, and its token goes to the configured origin only", () => {
+  const SQUARE_TOKEN = 'sq-hostile-probe-token-0123456789';
+  let h: Harness | undefined;
+  const servers: LocalServer[] = [];
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+    for (const server of servers.splice(0)) await server.close();
+  });
+
+  /** A bridge whose default merchant holds Square seller A, its SQUARE_API_BASE_URL `square` (a server the test scripts). */
+  async function bridgeReadingSquare(square: LocalServer) {
+    h = await startHarness({ env: { BACKFILL_INTERVAL_MS: '0' }, overrides: { startBackfill: false, startWorker: false } });
+    const a = h.sim.pos.square.addAccount({ merchantId: 'HOSTILESELLA7', locationIds: ['HOSTILELOCA07'] });
+    const settings: PosSettings = { ...h.config.pos.square!, apiBaseUrl: square.url, accessToken: SQUARE_TOKEN, account: a.merchantId };
+    await h.restart({ posSettings: { square: settings }, startBackfill: false, startWorker: false, backfill: { pageSize: 2, retry: { attempts: 1, baseMs: 1, maxMs: 1 }, sleep: async () => {} } });
+    return { harness: h, a };
+  }
+
+  it('a direct Square refund whose order read is answered 302 to another origin: 502 naming it, nothing sent there, nothing recorded', async () => {
+    const leak = await recordingServer((_req, res) => json(res, 200, { order: {} }));
+    servers.push(leak);
+    const square = await recordingServer((req, res) => json(res, 302, {}, { location: `${leak.url}${req.url ?? '/'}` }));
+    servers.push(square);
+    const { harness, a } = await bridgeReadingSquare(square);
+    // A genuine refund of seller A (made at the simulator's fake Square); its order is read at `square`.
+    const sale = harness.sim.pos.square.addOrder(a.merchantId, { lines: [{ name: 'Latte', unitPrice: 450, quantity: 2 }], customer: { phone: '+14155550177' } });
+    const { refund } = harness.sim.pos.square.addRefund(a.merchantId, { orderId: sale.id });
+
+    const res = await postJson(harness.bridge.url, '/v1/refunds/square', refund);
+    expect(res.status).toBe(502);
+    expect(res.body.error).toMatchObject({ code: 'pos_api_failed', message: expect.stringContaining(`answered 302, a redirect to "${leak.url}": not followed`) });
+    expect(square.seen).toEqual([{ path: `/v2/orders/${refund.order_id}`, method: 'GET', authorization: `Bearer ${SQUARE_TOKEN}` }]);
+    expect(leak.seen).toEqual([]);
+    expect(await harness.bridge.store.count()).toBe(0);
+    expect(harness.sim.books().reverseRequests).toBe(0);
+  });
+
+  it("Square backfill's second page (POST, its cursor) answered 307 to another origin: the pass fails naming it, and neither the token nor the body is sent there", async () => {
+    const leak = await recordingServer((_req, res) => json(res, 200, { orders: [] }));
+    servers.push(leak);
+    const square = await recordingServer((req, res, body) => {
+      if (req.url === '/v2/locations') return json(res, 200, { locations: [{ id: 'HOSTILELOCA07' }] });
+      if ((JSON.parse(body || '{}') as { cursor?: string }).cursor === 'page-2') return json(res, 307, {}, { location: `${leak.url}/v2/orders/search` });
+      json(res, 200, { orders: [], cursor: 'page-2' });
+    });
+    servers.push(square);
+    const { harness } = await bridgeReadingSquare(square);
+
+    const res = await request(harness.bridge.url).post('/v1/admin/backfill').set('authorization', `Bearer ${ADMIN_TOKEN}`).send({ pos: 'square', since: new Date(Date.now() - 3_600_000).toISOString() });
+    expect(res.status).toBe(502);
+    expect(res.body.error).toMatchObject({ code: 'pos_api_failed', message: expect.stringContaining(`POST /v2/orders/search answered 307, a redirect to "${leak.url}": not followed`) });
+    expect(square.seen.map((s) => [s.method, s.path, s.authorization])).toEqual([
+      ['GET', '/v2/locations', `Bearer ${SQUARE_TOKEN}`],
+      ['POST', '/v2/orders/search', `Bearer ${SQUARE_TOKEN}`],
+      ['POST', '/v2/orders/search', `Bearer ${SQUARE_TOKEN}`],
+    ]);
+    expect(JSON.parse(square.seen[2]!.body!)).toMatchObject({ cursor: 'page-2', location_ids: ['HOSTILELOCA07'] });
+    expect(leak.seen).toEqual([]);
+    const status = await request(harness.bridge.url).get('/v1/admin/backfill').set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    expect(status.body.items.find((i: { pos: string }) => i.pos === 'square').lastPass.error).toContain(leak.url);
   });
 });
 

@@ -1,8 +1,8 @@
 /**
  * Shopify deliveries from a hostile probe (issue 19), over HTTP, on both ledger stores: two merchants
  * whose shops installed the same app (one webhook secret), so a genuine delivery for shop A can be
- * re-posted byte for byte, HMAC and all, naming shop B in `X-Shopify-Shop-Domain`, which the HMAC
- * does not cover. A delivery already taken is a duplicate for every merchant (contract v1.4);
+ * re-posted byte for byte, HMAC and all, naming shop B (or the default merchant's own shop) in
+ * `X-Shopify-Shop-Domain`, which the HMAC does not cover. A delivery already taken is a duplicate for every merchant (contract v1.4);
  * Shopify's header names without `X-` are read as well (and two different values under both names
  * are refused); an empty body with a valid HMAC is kept and the answer says "empty body"; a 12 KB
  * shop domain is echoed nowhere whole.
@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
+import { DEFAULT_MERCHANT } from '../../src/merchants/merchant.js';
 import { ledgerKey } from '../../src/state/record.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import type { SimMerchant } from '../../src/simulator/index.js';
@@ -23,6 +24,8 @@ const { url: pgBase, describeIf: describeIfPg } = await describeWithDatabase();
 const shopify: PosSettings = { webhookSecret: 'shpss_hostile_secret_0123456789', apiBaseUrl: '' };
 const SHOP_A = 'shop-a.myshopify.com';
 const SHOP_B = 'shop-b.myshopify.com';
+/** The default merchant's own shop (its SHOPIFY_SHOP_DOMAIN): a delivery naming it is the default merchant's. */
+const SHOP_DEFAULT = 'shop-default.myshopify.com';
 
 /** A paid Shopify order: 1000 cents. */
 const order = (id: number) => paidShopifyOrder(id);
@@ -41,7 +44,7 @@ for (const store of STORES) {
 
     beforeAll(async () => {
       if (store.name === 'PostgreSQL') schema = await freshSchema(pgBase!, 'hostile_shopify');
-      h = await startHarness({ env: schema ? { LEDGER_URL: schema.url } : {}, overrides: { posSettings: { shopify }, secretsKey: randomBytes(32).toString('base64'), startWorker: false } });
+      h = await startHarness({ env: schema ? { LEDGER_URL: schema.url } : {}, overrides: { posSettings: { shopify: { ...shopify, account: SHOP_DEFAULT } }, secretsKey: randomBytes(32).toString('base64'), startWorker: false } });
       for (const [id, shop] of [
         ['shop-a', SHOP_A],
         ['shop-b', SHOP_B],
@@ -86,6 +89,53 @@ for (const store of STORES) {
       expect(b.books().accrueRequests).toBe(0);
       expect(await h.bridge.store.get(ledgerKey('shop-b', 'shopify:7001'))).toBeUndefined();
       expect(await h.bridge.store.get(ledgerKey('shop-a', 'shopify:7001'))).toMatchObject({ status: 'accrued' });
+    });
+
+    it("row 1: shop A's delivery re-posted naming the default merchant's shop (same event id, another, or none) is a duplicate: nothing accrued for the default merchant", async () => {
+      const raw = JSON.stringify(order(7051));
+      const defaultBefore = h.sim.books().accrueRequests;
+      const first = await deliver(raw, ofShop(SHOP_A, 'b2f3c1d0-7051-4e6a-9c1b-000000000051'));
+      expect(first.status).toBe(200);
+      expect(first.body.results).toEqual([{ key: 'event:b2f3c1d0-7051-4e6a-9c1b-000000000051', action: 'checkout', transactionId: 'shopify:7051', status: 'accrued', merchantId: 'shop-a' }]);
+
+      // The default merchant is named in no answer (a single-merchant bridge answers as it always did).
+      const sameId = await deliver(raw, ofShop(SHOP_DEFAULT, 'b2f3c1d0-7051-4e6a-9c1b-000000000051'));
+      expect(sameId.status).toBe(200);
+      expect(sameId.body.results).toEqual([{ key: 'event:b2f3c1d0-7051-4e6a-9c1b-000000000051', action: 'checkout', duplicate: true }]);
+      const otherId = await deliver(raw, ofShop(SHOP_DEFAULT, 'deadbeef-7051-4e6a-9c1b-0000000000de'));
+      expect(otherId.status).toBe(200);
+      expect(otherId.body.results).toEqual([{ key: 'event:deadbeef-7051-4e6a-9c1b-0000000000de', action: 'checkout', duplicate: true }]);
+      const noId = await deliver(raw, [
+        ['X-Shopify-Topic', 'orders/paid'],
+        ['X-Shopify-Shop-Domain', SHOP_DEFAULT],
+      ]);
+      expect(noId.status).toBe(200);
+      expect(noId.body.results).toEqual([{ key: 'orders/paid:7051', action: 'checkout', duplicate: true }]);
+
+      expect(accruals(a, 7051)).toBe(1);
+      expect(a.books().doubleAccruals).toEqual([]);
+      expect(h.sim.books().transactions['shopify:7051']).toBeUndefined();
+      expect(h.sim.books().accrueRequests).toBe(defaultBefore);
+      expect(await h.bridge.store.get(ledgerKey(DEFAULT_MERCHANT, 'shopify:7051'))).toBeUndefined();
+      expect(await h.bridge.store.get(ledgerKey('shop-a', 'shopify:7051'))).toMatchObject({ status: 'accrued' });
+    });
+
+    it("row 1: the default merchant's own delivery re-posted naming shop A is a duplicate: accrued once, in the default merchant's books only", async () => {
+      const raw = JSON.stringify(order(7052));
+      const first = await deliver(raw, ofShop(SHOP_DEFAULT, 'b2f3c1d0-7052-4e6a-9c1b-000000000052'));
+      expect(first.status).toBe(200);
+      expect(first.body.results).toEqual([{ key: 'event:b2f3c1d0-7052-4e6a-9c1b-000000000052', action: 'checkout', transactionId: 'shopify:7052', status: 'accrued' }]);
+
+      const sameId = await deliver(raw, ofShop(SHOP_A, 'b2f3c1d0-7052-4e6a-9c1b-000000000052'));
+      expect(sameId.body.results).toEqual([{ key: 'event:b2f3c1d0-7052-4e6a-9c1b-000000000052', action: 'checkout', duplicate: true, merchantId: 'shop-a' }]);
+      const otherId = await deliver(raw, ofShop(SHOP_A, 'deadbeef-7052-4e6a-9c1b-0000000000aa'));
+      expect(otherId.body.results).toEqual([{ key: 'event:deadbeef-7052-4e6a-9c1b-0000000000aa', action: 'checkout', duplicate: true, merchantId: 'shop-a' }]);
+
+      expect(h.sim.books().transactions['shopify:7052']?.accruals).toBe(1);
+      expect(h.sim.books().doubleAccruals).toEqual([]);
+      expect(accruals(a, 7052)).toBe(0);
+      expect(await h.bridge.store.get(ledgerKey('shop-a', 'shopify:7052'))).toBeUndefined();
+      expect(await h.bridge.store.get(ledgerKey(DEFAULT_MERCHANT, 'shopify:7052'))).toMatchObject({ status: 'accrued' });
     });
 
     it("row 1: an event a merchant remembered before the rule (under its own prefix) is still that merchant's duplicate", async () => {

