@@ -1,9 +1,11 @@
 /**
  * The documented commands, run as written, in the order printed: the README's "Five minutes with the
  * sandbox"; docs/pos-systems.md's "Signing a webhook by hand" (one block per POS); the missed-webhook
- * demo of docs/backfill-and-reconcile.md; docs/merchants.md's demo merchants side by side and
- * "Onboarding"; and docs/backfill-and-reconcile.md's "From a shell, against the simulator" (npm run
- * simulator, npm run backfill and npm run reconcile-report, outside sandbox). Each shell block is
+ * demo of docs/backfill-and-reconcile.md and its three-way report "Trying it in the sandbox";
+ * docs/merchants.md's demo merchants side by side and "Onboarding"; and docs/backfill-and-reconcile.md's
+ * "From a shell, against the simulator" (npm run simulator, npm run backfill and npm run
+ * reconcile-report, outside sandbox). Every ```sh block of the README and docs/ is run here, or
+ * listed in NOT_RUN with why it cannot be (checked: no block is skipped silently). Each shell block is
  * taken from its file and run with bash (curl, openssl, base64, node) against a started sandbox or
  * simulator, so the documented headers, signing recipes, URLs, ids and order cannot drift from what
  * the bridge does. What a reader puts in place is put in place first: the banner's simulator address
@@ -15,7 +17,7 @@
  * Needs `npm run build` first (npm test does it).
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -56,6 +58,44 @@ function section(file: string, title: string): string {
 function shellBlocks(text: string): string[] {
   return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
+
+/** Every ```sh block a test below runs (the README's `npm start` line: the sandbox started as it says), by its text. */
+const RUN = new Set<string>();
+
+/** `blocks`, marked as run by a test below. */
+function runs(blocks: string[]): string[] {
+  for (const block of blocks) RUN.add(block);
+  return blocks;
+}
+
+/** Where the documented shell blocks are: the README and every page under docs/. */
+const DOCUMENTS = ['README.md', ...readdirSync(join(CHECKOUT, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)];
+
+/**
+ * The ```sh blocks no test here runs, each with why it cannot run against a sandbox or the
+ * simulator, and `marks`: what in the block makes it so (the block must still hold it, or the
+ * reason is out of date). Named by file and first line.
+ */
+const NOT_RUN: { file: string; first: string; marks: string; why: string }[] = [
+  {
+    file: 'README.md',
+    first: 'npm ci && npm start     # a sandbox bridge on http://localhost:8080 (nothing to configure)',
+    marks: 'npm ci && npm test',
+    why: 'installs the dependencies and runs every test, this one among them; npm start is the sandbox every describe below starts (test/build/start.test.ts starts it through npm start)',
+  },
+  {
+    file: 'docs/backfill-and-reconcile.md',
+    first: 'curl -s "$BRIDGE/v1/admin/reports/reconcile?merchantId=demo-cafe&from=2026-11-01&to=2026-11-30" -H "Authorization: Bearer $ADMIN_TOKEN"',
+    marks: '"…same…"',
+    why: "an example of the answer for a merchant's month in production (412 POS orders, 530 operations, against any bridge: $BRIDGE), and its CSV request with the same URL left out (…same…): no sandbox has that month; the sandbox's own report is the section's 'Trying it in the sandbox' block, run below",
+  },
+  {
+    file: 'docs/simulator-pos-apis.md',
+    first: 'npm run simulator                                   # port 4010',
+    marks: 'SIMULATOR_PORT=4100 npm run simulator',
+    why: 'three ways to start the simulator, each a server that runs until stopped; test/build/simulator.test.ts starts it each way (default port, --port 0 --write-env, SIMULATOR_PORT), and "From a shell, against the simulator" below starts it as that section prints',
+  },
+];
 
 /** One step of a documented shell block: its commands, and the answer the `# {…}` comment after them documents (continued on `#  ` lines). */
 interface Step {
@@ -134,7 +174,7 @@ describe('README: five minutes with the sandbox, as printed', () => {
   let bridge: BridgeProcess;
   let banner: Banner;
   const text = section('README.md', 'Five minutes with the sandbox');
-  const [start, preface, ...blocks] = shellBlocks(text);
+  const [start, preface, ...blocks] = runs(shellBlocks(text));
 
   beforeAll(async () => {
     // As the README starts it; POS_TOKEN unset (spawnBridge sets one): sandbox takes direct posts without a token.
@@ -167,10 +207,16 @@ describe('docs: signing webhooks, the missed-webhook demo, the demo merchants an
   let dir: string;
   let bridge: BridgeProcess;
   let banner: Banner;
-  const signing = shellBlocks(section('docs/pos-systems.md', 'Signing a webhook by hand'));
+  const signing = runs(shellBlocks(section('docs/pos-systems.md', 'Signing a webhook by hand')));
   const signingPreface = signing[0]!;
   const byPos = new Map(signing.slice(1).map((block) => [/\/v1\/webhooks\/([a-z]+)/.exec(block)![1]!, block]));
   const demoText = section('docs/backfill-and-reconcile.md', 'Trying it: the missed-webhook demo');
+  const demoBlocks = runs(shellBlocks(demoText));
+  const threeWayText = section('docs/backfill-and-reconcile.md', 'Three-way reconcile');
+  /** "Trying it in the sandbox": the section's block that speaks to the sandbox's simulator. */
+  const reportBlocks = runs(shellBlocks(threeWayText).filter((block) => block.includes('$SIM/')));
+  const [sideBySidePreface, sideBySide] = runs(shellBlocks(section('docs/merchants.md', "Trying it: the sandbox's two demo merchants")));
+  const onboarding = runs(shellBlocks(section('docs/merchants.md', 'Onboarding')));
   /** How the missed-webhook demo says to start the sandbox. */
   const DEMO_ENV = { ADMIN_TOKEN: ADMIN, BACKFILL_INTERVAL_MS: '0' };
   const tokens = () => ({
@@ -219,7 +265,7 @@ describe('docs: signing webhooks, the missed-webhook demo, the demo merchants an
   it('the missed-webhook demo runs as written, each command answering as its comment says, and the three sides agree at the end', async () => {
     // Started as the demo says: no scheduled pass between the sale and the passes it asks for.
     expect(demoText).toContain(`ADMIN_TOKEN=${ADMIN} BACKFILL_INTERVAL_MS=${DEMO_ENV.BACKFILL_INTERVAL_MS} npm start`);
-    const [preface, ...blocks] = shellBlocks(demoText);
+    const [preface, ...blocks] = demoBlocks;
     const steps = documentedSteps(blocks.join('\n'));
     expect(steps.every((step) => step.answer)).toBe(true);
     const outputs = (await runSteps(withValues(preface!, { SIM: banner.simulator }), steps.map((s) => ({ ...s, commands: withCafeAdmin(s.commands) })), { cwd: dir, replace: port() })).map((o) => o.output);
@@ -257,10 +303,9 @@ describe('docs: signing webhooks, the missed-webhook demo, the demo merchants an
   const withCafeAdmin = (commands: string) => commands.replace(/^CAFE_ADMIN=\S+/m, `CAFE_ADMIN=${banner.demos['demo-cafe']!.adminToken}`);
 
   it("the demo merchants side by side (docs/merchants.md): each command answers as its comment says", async () => {
-    const [preface, block] = shellBlocks(section('docs/merchants.md', "Trying it: the sandbox's two demo merchants"));
-    const steps = documentedSteps(block!);
+    const steps = documentedSteps(sideBySide!);
     expect(steps.every((step) => step.answer)).toBe(true);
-    const outputs = await runSteps(withValues(preface!, tokens()), steps, { cwd: dir, replace: port() });
+    const outputs = await runSteps(withValues(sideBySidePreface!, tokens()), steps, { cwd: dir, replace: port() });
     expect(steps.flatMap((step, i) => undocumented(step, outputs[i]!.output))).toEqual([]);
     // demo-cafe's admin token listed its own records only.
     const own = JSON.parse(outputs.find((o) => o.output.startsWith('{"items"'))!.output);
@@ -268,8 +313,7 @@ describe('docs: signing webhooks, the missed-webhook demo, the demo merchants an
   }, 30_000);
 
   it('onboarding (docs/merchants.md) runs in the order printed: the install at the simulator first, then the merchant from its app token alone', async () => {
-    const text = section('docs/merchants.md', 'Onboarding');
-    const [block] = shellBlocks(text);
+    const [block] = onboarding;
     expect(block!.indexOf('$SIM/__sim/merchants')).toBeLessThan(block!.indexOf('/v1/admin/merchants'));
     const steps = documentedSteps(block!);
     expect(steps).toHaveLength(2);
@@ -285,13 +329,28 @@ describe('docs: signing webhooks, the missed-webhook demo, the demo merchants an
     expect(await res.json()).toMatchObject({ status: 'accrued' });
     expect((await books('corner-shop')).transactions['generic:CS-1']).toMatchObject({ accruals: 1, amount: 400 });
   }, 30_000);
+
+  it('the three-way report in the sandbox (docs/backfill-and-reconcile.md "Trying it in the sandbox"): a Clover sale whose webhook never came, named, as printed', async () => {
+    // What the reader puts in place, as the text says; run last here: the missed-webhook demo above ends with the report agreeing.
+    expect(threeWayText).toContain("(`$SIM` is the simulator's address from the banner, `$ADMIN_TOKEN` the admin token)");
+    expect(reportBlocks).toHaveLength(1);
+    const steps = documentedSteps(reportBlocks[0]!);
+    expect(steps).toHaveLength(2);
+    expect(steps.every((step) => step.answer)).toBe(true);
+    const outputs = (await runSteps(`SIM=${banner.simulator}\nADMIN_TOKEN=${ADMIN}`, steps, { cwd: dir, replace: port() })).map((o) => o.output);
+    expect(steps.flatMap((step, i) => undocumented(step, outputs[i]!))).toEqual([]);
+    // What the comments cannot say with their "…": the one difference is this run's sale, and its next step a backfill of it.
+    const [order, report] = outputs.map((output) => JSON.parse(output));
+    expect(report.differences).toEqual([expect.objectContaining({ transactionId: `clover:DEMOCAFECL001:${order.id}`, orderId: order.id })]);
+    expect(report.differences[0].next).toMatch(/^backfill: POST \/v1\/admin\/backfill \{"merchantId":"demo-cafe","pos":"clover","since":"/);
+  }, 30_000);
 });
 
 describe('docs: from a shell, against the simulator (npm run simulator, backfill, reconcile-report)', () => {
   let dir: string;
   let simulator: ReturnType<typeof spawn> | undefined;
   const text = section('docs/backfill-and-reconcile.md', 'From a shell, against the simulator');
-  const [startSimulator, block] = shellBlocks(text);
+  const [startSimulator, block] = runs(shellBlocks(text));
   /** `npm run <name> --` as the built script npm would run after building (the shared checkout is not rebuilt here). */
   const built: [RegExp, string][] = [[/npm run ([a-z-]+) --/g, `node ${join(CHECKOUT, 'dist', 'scripts')}/$1.js`]];
 
@@ -324,6 +383,25 @@ describe('docs: from a shell, against the simulator (npm run simulator, backfill
     const [before, pass] = results.map((r) => JSON.parse(r.output));
     expect(pass.new).toEqual([before.differences[0].transactionId]);
   }, 60_000);
+});
+
+describe('docs: every documented shell block is run, or says why not', () => {
+  const blocksOf = (file: string) => shellBlocks(read(file));
+  const firstLine = (block: string) => block.split('\n')[0]!;
+
+  it('each block of the README and docs/ is run by a test here, or listed in NOT_RUN', () => {
+    const exempt = new Set(NOT_RUN.map((n) => `${n.file}: ${n.first}`));
+    const skipped = DOCUMENTS.flatMap((file) => blocksOf(file).filter((block) => !RUN.has(block)).map((block) => `${file}: ${firstLine(block)}`));
+    expect(skipped.filter((block) => !exempt.has(block))).toEqual([]);
+  });
+
+  it.each(NOT_RUN.map((n) => [`${n.file}: ${n.first}`, n] as const))('%s: is there, not run, and still what its reason says', (_, n) => {
+    const matching = blocksOf(n.file).filter((block) => firstLine(block) === n.first);
+    expect(matching).toHaveLength(1);
+    expect(RUN.has(matching[0]!)).toBe(false);
+    expect(matching[0]).toContain(n.marks);
+    expect(n.why.length).toBeGreaterThan(40);
+  });
 });
 
 describe('README answers: how a documented answer is read', () => {

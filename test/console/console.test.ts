@@ -18,6 +18,7 @@ import type { PosSettings } from '../../src/pos/contract.js';
 import { CONSOLE_CSP, type ConsoleVocabulary } from '../../src/http/routes/console.js';
 import { gone, launchChromium, openConsole, readableText, seriousViolations, visible, type ConsolePage, closeWatched, goTo, signIn } from '../support/browser.js';
 import { ADMIN_TOKEN, checkout, postJson, startHarness, type Harness } from '../support/harness.js';
+import { sale } from '../support/backfill-pos.js';
 import { postRaw, signature } from '../support/webhooks.js';
 
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url)) : `${mkdtempSync(join(tmpdir(), 'console-screenshots-'))}/`;
@@ -28,6 +29,8 @@ const MARKUP_ORDER_ID = '<img src=x id=injected onerror=alert(1)>';
 /** A named operator's global token (ADMIN_TOKENS): her actions are recorded under her name. */
 const ALICE_TOKEN = 'alice-operator-token-0123456789';
 const shopify: PosSettings = { webhookSecret: 'shpss_console_secret_0123456789', apiBaseUrl: '' };
+/** A Shopify shop in the simulator's fake, whose orders backfill and the three-way report read. */
+const COVE_SHOP = 'cove.myshopify.com';
 
 let h: Harness;
 let browser: Browser;
@@ -38,11 +41,16 @@ const merchants: Record<string, { adminToken: string; posToken: string }> = {};
 
 const admin = (method: 'get' | 'post', path: string, token = ADMIN_TOKEN) => request(h.bridge.url)[method](path).set('authorization', `Bearer ${token}`);
 
-/** A merchant installed at the simulator and created in the bridge; answers its tokens. */
-async function createMerchant(id: string, apiKey?: string) {
+/** A merchant installed at the simulator and created in the bridge, with an account of the fake Shopify's when `shop` is given; answers its tokens. */
+async function createMerchant(id: string, apiKey?: string, shop?: string) {
   const appToken = `app-${id}-${randomBytes(8).toString('hex')}`;
   h.sim.addMerchant({ id, appToken, ...(apiKey ? { apiKey } : {}) });
-  const res = await admin('post', '/v1/admin/merchants').send({ id, loyalty: { appToken, ...(apiKey ? { apiKey } : {}) } });
+  const account = shop ? h.sim.pos.shopify.addAccount({ shop }) : undefined;
+  const res = await admin('post', '/v1/admin/merchants').send({
+    id,
+    loyalty: { appToken, ...(apiKey ? { apiKey } : {}) },
+    ...(account ? { pos: { shopify: { shopDomain: account.shop, accessToken: account.accessToken } } } : {}),
+  });
   expect(res.status).toBe(201);
   merchants[id] = { adminToken: res.body.adminToken, posToken: res.body.posToken };
   return h.sim.merchant(id);
@@ -58,6 +66,8 @@ beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   // No API key and no worker: an in-doubt accrual stays in doubt until a person resolves it.
   h = await startHarness({ withApiKey: false, env: { ADMIN_TOKENS: `alice=${ALICE_TOKEN}` }, overrides: { startWorker: false, secretsKey: randomBytes(32).toString('base64'), posSettings: { shopify } } });
+  // The Shopify app's API is the simulator's fake (known once the simulator listens): backfill and the report read it.
+  await h.restart({ posSettings: { shopify: { ...shopify, apiBaseUrl: `${h.simServer.url}/shopify/{shop}`, accessTokenHeader: 'X-Shopify-Access-Token' } } });
   const post = (body: Record<string, unknown>) => postJson(h.bridge.url, '/v1/checkouts/generic', body);
 
   expect((await post(checkout({ orderId: 'A-1' }))).body.status).toBe('accrued');
@@ -135,6 +145,14 @@ async function queue(page: Page): Promise<Locator> {
 /** The API's words as the page shows them: each time in them written as the console writes times (UTC, to the second). */
 function asShown(text: string): string {
   return text.replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z/g, (iso) => `${new Date(iso).toISOString().slice(0, 19).replace('T', ' ')} UTC`);
+}
+
+/** No raw ISO time, no count of cents, no JSON word where a person reads the page (`what` names the page in a failure). */
+async function readsWell(page: Page, what: string): Promise<void> {
+  const text = await readableText(page);
+  // Each one found, with what surrounds it.
+  const raw = [...text.matchAll(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}|\b\d+ cents?\b|\d+-cent\b|\bnull\b|\bundefined\b|\bNaN\b/g)].map((m) => text.slice(Math.max(0, m.index - 40), m.index + m[0].length + 20));
+  expect({ what, raw }).toEqual({ what, raw: [] });
 }
 
 /** The whole page, or what is on screen (a dialog over the page). */
@@ -624,40 +642,33 @@ describe('rough edges', () => {
     // An entry in the audit log, whatever ran before.
     expect((await admin('get', '/v1/admin/transactions/generic:A-1?unmask=true')).status).toBe(200);
     const page = await signedIn();
-    /** No raw ISO time, no count of cents, no JSON word where a person reads the page. */
-    const readsWell = async (what: string) => {
-      const text = await readableText(page);
-      // Each one found, with what surrounds it.
-      const raw = [...text.matchAll(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}|\b\d+ cents?\b|\d+-cent\b|\bnull\b|\bundefined\b|\bNaN\b/g)].map((m) => text.slice(Math.max(0, m.index - 40), m.index + m[0].length + 20));
-      expect({ what, raw }).toEqual({ what, raw: [] });
-    };
     // A partial refund's history speaks of cents and of times: shown as money and formatted times.
     await page.goto('/admin/#/transactions/default/generic%3AP-1');
     await visible(page.getByRole('heading', { level: 1, name: 'Record generic:P-1' }));
     const history = (await admin('get', '/v1/admin/transactions/generic:P-1')).body.history as { event: string }[];
     expect(history.some((e) => / cents\b/.test(e.event))).toBe(true);
     await visible(page.locator('.timeline').getByText(/partial refund RP-1 of 19\.99 USD/));
-    await readsWell('record P-1');
+    await readsWell(page, 'record P-1');
     await page.goto('/admin/#/transactions/default/generic%3AP-1~r1');
     await visible(page.getByRole('heading', { level: 1, name: 'Record generic:P-1~r1' }));
-    await readsWell('record P-1~r1');
+    await readsWell(page, 'record P-1~r1');
     await page.goto('/admin/#/transactions/default/generic%3AO-404');
     await visible(page.getByRole('heading', { level: 1, name: 'Record generic:O-404' }));
-    await readsWell('record O-404');
+    await readsWell(page, 'record O-404');
     await queue(page);
-    await readsWell('attention');
+    await readsWell(page, 'attention');
     await goTo(page, 'Search', 'Search records');
     await visible(page.getByRole('table', { name: 'Records, newest first' }));
-    await readsWell('search');
+    await readsWell(page, 'search');
     await goTo(page, 'Dead letters', 'Dead letters');
     await page.getByLabel('Show').selectOption('all');
     await page.getByRole('button', { name: 'Show', exact: true }).click();
     await page.getByRole('table', { name: 'Dead letters, newest first' }).getByRole('link', { name: deadLetterId }).click();
     await visible(page.getByRole('heading', { level: 2, name: 'Delivery' }));
-    await readsWell('dead letter');
+    await readsWell(page, 'dead letter');
     await goTo(page, 'Audit log', 'Audit log');
     await visible(page.getByRole('table', { name: 'Operator actions, newest first' }));
-    await readsWell('audit');
+    await readsWell(page, 'audit');
   }, TEST_MS);
 
   it('highlights the tab a record was reached from: the queue, a search, the audit log', async () => {
@@ -719,6 +730,66 @@ describe('rough edges', () => {
     expect(await page.getByText('Signed out.').count()).toBe(0);
     expect(await page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }).count()).toBe(0);
     expect(new URL(page.url()).hash).toBe('#/attention');
+  }, TEST_MS);
+
+  it("formats every time and amount on the three-way report, the backfill page and a record's evidence too, and shows no stray null there", async () => {
+    // cove: its loyalty history can be read (an API key), and it has a Shopify shop the fake serves.
+    const cove = await createMerchant('cove', `key-cove-${randomBytes(8).toString('hex')}`, COVE_SHOP);
+    expect((await merchantCheckout('cove', checkout({ orderId: 'CV-1', customer: { phone: '+15550002424' } }))).status).toBe('accrued');
+    // An accrual the loyalty service made, its answer lost: in doubt, with evidence in the history.
+    cove.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+    expect((await merchantCheckout('cove', checkout({ orderId: 'CV-2', customer: { phone: '+15550002525' } }))).status).toBe('in_doubt');
+    // A paid sale at cove's shop whose webhook never arrived: a difference in the report, and a backfill to run.
+    const order = h.sim.pos.shopify.addOrder(COVE_SHOP, sale('+15550002626', new Date().toISOString())) as unknown as { id: number };
+    const page = await signedIn();
+
+    // The record's evidence, read from the history: its reading, the operations, and the resolve dialog's summary of them.
+    await page.goto('/admin/#/transactions/cove/generic%3ACV-2');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:CV-2' }));
+    const evidence = page.getByRole('region', { name: 'Evidence from the loyalty history' });
+    await visible(evidence.locator('.reading'));
+    const operations = await visible(evidence.getByRole('table', { name: /^Operations on its cards in that time/ }));
+    expect(await operations.locator('tbody tr').count()).toBeGreaterThan(0);
+    await readsWell(page, 'record CV-2 with its evidence');
+    await page.getByRole('button', { name: 'Resolve…' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Resolve generic:CV-2' }));
+    await visible(dialog.getByRole('heading', { level: 3, name: 'What the loyalty history shows' }));
+    await visible(dialog.getByText(/^Operation \d+ on card /).first());
+    await readsWell(page, 'resolve dialog of CV-2');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await gone(page.getByRole('dialog'));
+    // Where the history cannot be read (no API key), the evidence says why.
+    await page.goto('/admin/#/transactions/north/generic%3AN-1');
+    await visible(page.getByRole('heading', { level: 1, name: 'Record generic:N-1' }));
+    await visible(page.getByRole('region', { name: 'Evidence from the loyalty history' }).locator('.reading'));
+    await readsWell(page, 'record N-1 with its evidence');
+
+    // The three-way report, with a difference that advises a backfill, and a pass over open work beside it.
+    await goTo(page, 'Reconcile', 'Reconcile');
+    await page.getByLabel('Merchant').selectOption('cove');
+    await page.getByRole('button', { name: 'Read report' }).click();
+    await visible(page.getByText(/^Merchant cove, from .* UTC to .* UTC \(not included\): .*; \d+ differences?\.$/));
+    const row = page.getByRole('table', { name: 'Differences', exact: true }).getByRole('row').filter({ hasText: String(order.id) }).filter({ hasText: 'missing_in_ledger' });
+    const backfill = await visible(row.getByRole('link', { name: /^Backfill shopify since / }));
+    await readsWell(page, 'three-way report');
+    await page.getByRole('button', { name: 'Run reconcile now' }).click();
+    await visible(page.getByText(/^Examined \d+ records? between .* UTC and .* UTC\./));
+    await visible(page.getByRole('table', { name: /^Still open/ }));
+    await readsWell(page, 'three-way report and a reconcile pass');
+
+    // The backfill page, prefilled from the report's row, with the accounts it reads; then its pass.
+    await backfill.click();
+    await visible(page.getByRole('heading', { level: 1, name: 'Backfill' }));
+    const accounts = () => page.getByRole('table', { name: 'Accounts, with their watermark and last pass' }).getByRole('row').filter({ has: page.getByRole('cell', { name: 'cove', exact: true }) });
+    await visible(accounts());
+    await readsWell(page, 'backfill');
+    await page.getByRole('button', { name: 'Start backfill' }).click();
+    await visible(page.getByRole('heading', { level: 2, name: 'What the pass found' }));
+    await visible(page.getByText(/^Merchant cove, shopify, from .* UTC to .* UTC \(not included\): .*; 1 new, /));
+    await visible(page.getByRole('link', { name: `shopify:${order.id}`, exact: true }));
+    // The accounts read again: cove's last pass, just run, and its watermark.
+    await visible(accounts().filter({ hasText: /\(request\): \d+ read, 1 new, 0 refused/ }));
+    await readsWell(page, 'backfill pass');
   }, TEST_MS);
 });
 
