@@ -284,8 +284,9 @@ describe('real answers validate against the documented schema of their status', 
     expectDocumented('get', T, await admin('get', '/v1/admin/transactions/generic:O-2~r1'));
     expectDocumented('get', T, await admin('get', '/v1/admin/transactions/nope'));
     expectDocumented('get', T, await admin('get', '/v1/admin/transactions/%E0%A4%A'));
-    expectDocumented('get', '/v1/admin/transactions', await admin('get', '/v1/admin/transactions?customer=%2B15550001111&orderId=a-'));
-    expectDocumented('get', '/v1/admin/transactions', await admin('get', '/v1/admin/transactions?customer=%20'));
+    expectDocumented('get', '/v1/admin/transactions', await admin('get', '/v1/admin/transactions?customer=%2B15550001111&orderId=a-&merchantId=default'));
+    expectDocumented('get', '/v1/admin/transactions', await admin('get', '/v1/admin/transactions?customer=%2B15550001111'));
+    expectDocumented('get', '/v1/admin/transactions', await admin('get', '/v1/admin/transactions?customer=%20&merchantId=default'));
     expectDocumented('get', `${T}/evidence`, await admin('get', '/v1/admin/transactions/generic:A-1/evidence'));
     expectDocumented('get', `${T}/evidence`, await admin('get', '/v1/admin/transactions/nope/evidence'));
     expectDocumented('get', `${T}/evidence`, await admin('get', '/v1/admin/transactions/generic:A-1/evidence?merchantId=-bad'));

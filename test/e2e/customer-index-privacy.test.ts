@@ -82,7 +82,8 @@ const list = async (h: Harness, query: string): Promise<string[]> => {
   expect(res.status).toBe(200);
   return res.body.items.map((i: { transactionId: string }) => i.transactionId);
 };
-const search = (h: Harness, text: string) => list(h, `customer=${encodeURIComponent(text)}`);
+/** A customer search within the default merchant (a customer search is scoped to one merchant). */
+const search = (h: Harness, text: string) => list(h, `customer=${encodeURIComponent(text)}&merchantId=default`);
 
 /** Every search finds the record, and a customer the ledger does not have finds nothing. */
 async function expectFound(h: Harness): Promise<void> {

@@ -81,25 +81,28 @@ for (const store of STORES) {
     });
 
     it("finds a customer's records by phone with or without its country code, email in any case, or card serial; audited without the contact", async () => {
-      expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550001111'))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
+      const D = '&merchantId=default';
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=%2B15550001111${D}`))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
       // Read in the merchant's phone region (US here): the national form finds the same.
-      expect(ids(await admin('get', `/v1/admin/transactions?customer=${encodeURIComponent('(555) 000-1111')}`))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
-      expect(ids(await admin('get', '/v1/admin/transactions?customer=ANN%40example.TEST'))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
-      expect(ids(await admin('get', '/v1/admin/transactions?customer=11-100001-2'))).toEqual(['generic:sqord-1002']);
-      expect(ids(await admin('get', '/v1/admin/transactions?customer=card%3A11-100001-2'))).toEqual(['generic:sqord-1002']);
-      // Scoped like every list: ADMIN_TOKEN finds every merchant's, or the one merchantId names.
-      expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550004444'))).toEqual(['shopify:5002']);
-      expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550004444&merchantId=default'))).toEqual([]);
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=${encodeURIComponent('(555) 000-1111')}${D}`))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=ANN%40example.TEST${D}`))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=11-100001-2${D}`))).toEqual(['generic:sqord-1002']);
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=card%3A11-100001-2${D}`))).toEqual(['generic:sqord-1002']);
+      // Scoped to one merchant: its own records only, and the bridge's operator must name it.
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=%2B15550004444${D}`))).toEqual([]);
       expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550004444&merchantId=later'))).toEqual(['shopify:5002']);
-      expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550009999'))).toEqual([]);
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=%2B15550009999${D}`))).toEqual([]);
+      const unscoped = await admin('get', '/v1/admin/transactions?customer=%2B15550004444');
+      expect(unscoped.status).toBe(400);
+      expect(unscoped.body.error.issues).toEqual([expect.objectContaining({ field: 'merchantId', message: expect.stringContaining('is required with customer') })]);
 
-      const refused = await admin('get', '/v1/admin/transactions?customer=%20%20');
+      const refused = await admin('get', `/v1/admin/transactions?customer=%20%20${D}`);
       expect(refused.status).toBe(400);
       expect(refused.body.error.issues[0].field).toBe('customer');
 
       const searches = await audit('search customer');
       expect(searches.length).toBeGreaterThanOrEqual(7);
-      expect(searches).toContainEqual(expect.objectContaining({ actor: 'admin', target: 'customer phone or card …1111', outcome: '2 records' }));
+      expect(searches).toContainEqual(expect.objectContaining({ actor: 'admin', target: 'customer phone or card …1111', merchantId: 'default', outcome: '2 records' }));
       expect(searches).toContainEqual(expect.objectContaining({ target: 'customer email …@example.TEST', outcome: '2 records' }));
       const trail = JSON.stringify(searches);
       for (const contact of ['15550001111', 'ANN@', 'ann@']) expect(trail).not.toContain(contact);

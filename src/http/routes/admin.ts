@@ -139,7 +139,7 @@ export const ListQuery = z.strictObject({
     .optional()
     .meta({
       description:
-        "A customer's records: a phone number (in the merchant's phone region unless it starts with +), an email (any case) or a card serial; phone:, email: or card: says which. Text that could be a phone or a card serial finds both. Found through a keyed-hash index, and recorded in the audit trail as search customer (the phone's last digits or the email's domain only).",
+        "A customer's records: a phone number (in the merchant's phone region unless it starts with +), an email (any case) or a card serial; phone:, email: or card: says which. Text that could be a phone or a card serial finds both. Scoped to one merchant: the bridge's operator names it with merchantId (a 400 without). Found through a keyed-hash index, and recorded in the audit trail as search customer (the phone's last digits or the email's domain only).",
     }),
   from: fromParam,
   to: toParam,
@@ -292,6 +292,9 @@ export const adminRoutes: readonly Route[] = [
     },
     async handle({ req, res, query: q, deps }) {
       const merchantId = scopeOf(req, q.merchantId);
+      // A customer is a merchant's customer: the search reads the number in that merchant's phone
+      // region, looks in its records only, and is audited against it. A merchant's token is scoped already.
+      if (q.customer !== undefined && merchantId === undefined) throw ValidationError.field('merchantId', "is required with customer: a customer search is scoped to one merchant (its records, its phone region, its audit trail)");
       const customer = q.customer === undefined ? undefined : searchIdentities(q.customer, await deps.ingest.phoneRegion(merchantId));
       if (customer?.length === 0) throw ValidationError.field('customer', 'is not a phone number, an email or a card serial');
       // One more than asked: whether a next page exists, without counting beyond it.
