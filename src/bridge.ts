@@ -99,6 +99,16 @@ export const VERSION: string = (() => {
   }
 })();
 
+/** How long a bridge told to stop may take to finish its in-flight work before it exits anyway (main.ts). */
+export const SHUTDOWN_LIMIT_MS = 15_000;
+
+/**
+ * How long a start waits for a file ledger's lock held by a bridge that is still stopping (a
+ * supervisor's restart right after a kill): its shutdown limit and a margin. A bridge that is not
+ * stopping still holds it after that, and the start is refused as before.
+ */
+export const LEDGER_LOCK_WAIT_MS = SHUTDOWN_LIMIT_MS + 5_000;
+
 export async function startBridge(config: Config, logger: Logger, overrides: BridgeOverrides = {}): Promise<Bridge> {
   const baseUrl = overrides.loyaltyBaseUrl ?? config.loyalty.baseUrl;
   const appToken = overrides.loyaltyAppToken ?? config.loyalty.appToken;
@@ -106,7 +116,8 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   const adminToken = overrides.adminToken ?? config.adminToken ?? randomBytes(24).toString('base64url');
 
   armFailpoints(config.failpoints);
-  const store = overrides.store ?? openStore(config.ledgerUrl);
+  // A bridge stopped just before this one holds a file ledger's lock while it finishes its in-flight work: waited for.
+  const store = overrides.store ?? openStore(config.ledgerUrl, { fileLockWaitMs: LEDGER_LOCK_WAIT_MS });
   await store.init();
   // A rebuild of the file ledger's index takes seconds per million records: said, with why.
   const indexed = store instanceof FileLedgerStore ? store.indexStartup : undefined;

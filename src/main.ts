@@ -7,7 +7,7 @@
 import { posSettingDeclarations } from '../adapters/index.js';
 import { configuredValue, loadConfig, ConfigError, SANDBOX_WEBHOOK_SECRET, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
-import { startBridge, type Bridge } from './bridge.js';
+import { LEDGER_LOCK_WAIT_MS, SHUTDOWN_LIMIT_MS, startBridge, type Bridge } from './bridge.js';
 import { demoPosToken, ensureDemoMerchants, installDemoMerchants, prepareSandboxLedger, sandboxKeyPath, sandboxSecretsKey, withSandboxPosApis, type DemoMerchant, type SandboxLedger } from './sandbox.js';
 import { createSimulator, type Simulator } from './simulator/index.js';
 import { launcherGone } from './launcher.js';
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
     | undefined;
   if (config.sandbox) {
     // The simulator below starts with empty books: the ledger starts empty too, unless told to keep it.
-    const ledger = await prepareSandboxLedger(config.ledgerUrl, config.sandboxLedger === 'keep');
+    const ledger = await prepareSandboxLedger(config.ledgerUrl, config.sandboxLedger === 'keep', { lockWaitMs: LEDGER_LOCK_WAIT_MS });
     // Each run's operations are numbered past any earlier run's (microseconds since 1970: a run
     // would need more than a thousand operations a millisecond to reach the next run's first id),
     // since the ledger keeps the ids earlier runs' records claimed.
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => {
       logger.error('shutdown took too long; in-flight records will be recovered as in doubt at the next start');
       process.exit(1);
-    }, 15_000);
+    }, SHUTDOWN_LIMIT_MS);
     force.unref();
     void bridge
       .close()

@@ -257,7 +257,7 @@ export function sandboxLedgerMarker(manifestPath: string): string {
  * file named after it (`ledger.json*`, `ledger.journal/`, `ledger.index.sqlite*`, `ledger.merchants/`,
  * …), never the sandbox's key file or anything else in the folder.
  */
-export async function prepareSandboxLedger(ledgerUrl: string, keep: boolean): Promise<SandboxLedger> {
+export async function prepareSandboxLedger(ledgerUrl: string, keep: boolean, options: { lockWaitMs?: number } = {}): Promise<SandboxLedger> {
   if (!ledgerUrl.startsWith('file:')) return { action: 'kept', why: 'a PostgreSQL ledger, which sandbox never empties', warning: true };
   const manifest = FileLedgerStore.fromUrl(ledgerUrl).manifestPath;
   const marker = sandboxLedgerMarker(manifest);
@@ -269,7 +269,8 @@ export async function prepareSandboxLedger(ledgerUrl: string, keep: boolean): Pr
   }
   if (keep) return { action: 'kept', why: 'SANDBOX_LEDGER=keep', warning: true };
   if (!(await exists(marker))) return { action: 'kept', why: 'it was not made by sandbox (or by a build before sandbox emptied its ledger), so it is left as it is', warning: true };
-  const lock = new ProcessLock(`${manifest}.lock`);
+  // `lockWaitMs`: a sandbox bridge stopped just before this start may still hold it while it finishes its work.
+  const lock = new ProcessLock(`${manifest}.lock`, { waitForOwnerMs: options.lockWaitMs });
   try {
     await lock.acquire();
   } catch (error) {

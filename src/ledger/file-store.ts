@@ -239,7 +239,7 @@ export class FileLedgerStore implements LedgerStore {
      * one); `beforeIndexWrite`: runs inside each index write's transaction (tests make it throw, as
      * an index on a full disk would).
      */
-    options: { writeFile?: WriteFile; beforeIndexWrite?: () => void } = {},
+    options: { writeFile?: WriteFile; beforeIndexWrite?: () => void; lockWaitMs?: number } = {},
   ) {
     this.#beforeIndexWrite = options.beforeIndexWrite;
     this.manifestPath = resolve(path);
@@ -251,12 +251,13 @@ export class FileLedgerStore implements LedgerStore {
     this.backfillPath = `${stem}.backfill.json`;
     this.indexPath = `${stem}.index.sqlite`;
     this.#journal = new Journal(this.journalDir, undefined, options.writeFile);
-    this.#lock = new ProcessLock(`${this.manifestPath}.lock`);
+    // `lockWaitMs`: how long a start waits for a bridge still stopping on this ledger to let go (process-lock.ts).
+    this.#lock = new ProcessLock(`${this.manifestPath}.lock`, { waitForOwnerMs: options.lockWaitMs });
     this.#restartedMarker = `${this.manifestPath}.restarted`;
   }
 
-  static fromUrl(url: string): FileLedgerStore {
-    return new FileLedgerStore(url.replace(/^file:(\/\/)?/, ''));
+  static fromUrl(url: string, options: { lockWaitMs?: number } = {}): FileLedgerStore {
+    return new FileLedgerStore(url.replace(/^file:(\/\/)?/, ''), options);
   }
 
   get #idx(): LedgerIndex {

@@ -50,6 +50,8 @@ const MAX_GUARD_DEPTH = 3;
 /** A live taker holds its guard for a few file operations; waiting this long for one means it hangs. */
 const GUARD_WAIT_MS = 10_000;
 const GUARD_POLL_MS = 5;
+/** How often a start waiting for a stopping owner looks at the lock again. */
+const OWNER_POLL_MS = 200;
 
 /** This boot's id, or undefined where the system does not tell. */
 export function currentBootId(): string | undefined {
@@ -90,6 +92,12 @@ export interface ProcessLockOptions {
   procRoot?: string;
   /** Where a takeover is said (default: a line on stderr). */
   log?: (line: string) => void;
+  /**
+   * How long `acquire` waits for a live owner to let go before refusing (default 0: refuse at once).
+   * A bridge told to stop finishes its in-flight work first (at most 15 s: main.ts), holding the lock
+   * meanwhile, so a supervisor's restart right after a kill would otherwise find it held and fail.
+   */
+  waitForOwnerMs?: number;
 }
 
 export class ProcessLock {
@@ -97,6 +105,7 @@ export class ProcessLock {
   readonly #bootId: () => string | undefined;
   readonly #processes: ProcessTable;
   readonly #log: (line: string) => void;
+  readonly #waitForOwnerMs: number;
 
   constructor(
     readonly path: string,
@@ -105,6 +114,7 @@ export class ProcessLock {
     this.#bootId = options.bootId ?? currentBootId;
     this.#processes = new ProcessTable(options.procRoot ?? '/proc');
     this.#log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    this.#waitForOwnerMs = options.waitForOwnerMs ?? 0;
   }
 
   async acquire(): Promise<LockTakeover> {
@@ -114,7 +124,13 @@ export class ProcessLock {
     // Created private (a new name, so the mode applies), like every file of the ledger (see private-files.ts).
     await writeFile(candidate, boot ? `${process.pid}\n${boot}\n${started ?? ''}\n` : String(process.pid), { mode: PRIVATE_FILE, flag: 'wx' });
     try {
-      const claim = await this.#claim(this.path, candidate, boot, 0);
+      let claim = await this.#claim(this.path, candidate, boot, 0);
+      const waitUntil = Date.now() + this.#waitForOwnerMs;
+      if (!claim.held && this.#waitForOwnerMs > 0) this.#log(`the ledger lock ${this.path} is held by process ${claim.owner.pid}: waiting up to ${Math.round(this.#waitForOwnerMs / 1000)} s for it to finish stopping`);
+      while (!claim.held && Date.now() < waitUntil) {
+        await sleep(OWNER_POLL_MS);
+        claim = await this.#claim(this.path, candidate, boot, 0);
+      }
       if (!claim.held) throw new Error(`the ledger is in use by process ${claim.owner.pid} (${this.path}); a JSON-file ledger serves one process, use PostgreSQL for several`);
       this.#held = true;
       heldHere.add(this.path);

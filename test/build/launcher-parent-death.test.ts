@@ -141,6 +141,34 @@ describe('npm start: nothing outlives its launcher', () => {
     await nextStartComesUp(ledger, port);
   }, 120_000);
 
+  it("a supervisor's restart right after a group kill, while the old bridge still finishes a slow call, waits for its lock instead of failing, and comes up once it is released", async () => {
+    const ledger = join(dir, 'restart-while-stopping', 'ledger.json');
+    const port = await freePort();
+    const job = await startJob(ledger, port);
+    // Committed at once, answered 6 s later: the old bridge holds the ledger's lock until then.
+    const { checkout } = await accrueInFlight(job, 'RESTART', 6_000);
+    process.kill(-job.pid, 'SIGKILL');
+    expect(await job.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    await waitFor('the old bridge to begin its graceful stop', () => job.output().includes('"launcher":"scripts/start.mjs, which started this bridge, is gone'), 10_000, job.output);
+    expect(running(job.bridge)).toBe(true);
+    expect(lockOf(ledger)).toEqual({ exists: true, ownerRunning: true });
+
+    // The restart, at once: on the same ledger and port, while the old one still holds the lock.
+    const next = runJob(started, 'npm', ['start'], dir, bridgeEnv(ledger, port));
+    await waitFor('the restart to say it waits for the old bridge', () => next.output().includes(`is held by process ${job.bridge}: waiting up to 20 s for it to finish stopping`), 20_000, next.output);
+    // The old bridge finishes its call (the POS had its answer within its budget) and releases the lock.
+    expect((await checkout).status).toBe(202);
+    await waitFor(`the old bridge (pid ${job.bridge}) to end`, () => !running(job.bridge), 20_000, job.output);
+    expect(job.output()).toContain('"msg":"stopped"');
+    // Then the restart comes up: the sandbox's ledger emptied as at every start, nothing refused.
+    await waitFor(`the restart to answer at http://127.0.0.1:${port}`, () => healthy(`http://127.0.0.1:${port}`), 30_000, next.output);
+    // Its banner (a moment after it listens) says the sandbox ledger was emptied at this start, as at every start.
+    await waitFor('the restart\'s banner to say its ledger was emptied', () => /ledger: .*\(emptied at this start/.test(next.output()), 20_000, next.output);
+    expect(next.output()).not.toContain('in use by process');
+    process.kill(next.pid, 'SIGTERM');
+    expect(await next.exited).toEqual({ code: 0, signal: null });
+  }, 120_000);
+
   it('a SIGKILL of npm alone: the launcher stops the bridge as SIGTERM does, and ends; the next start comes up', async () => {
     const ledger = join(dir, 'npm-kill', 'ledger.json');
     const port = await freePort();

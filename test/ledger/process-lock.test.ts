@@ -272,6 +272,29 @@ describe('whose a lock is: the process its pid names now, by start time', () => 
     expect(old.said).toEqual([]);
   }, 60_000);
 
+  it('a start told to wait for a live owner takes the lock once the owner lets go, and says it waited; one never let go is refused after the wait, unchanged', async () => {
+    const owner = await startProcess(process.execPath, ['-e', 'setInterval(() => undefined, 60_000)']);
+    const text = lockText(owner.pid, procStat(owner.pid)!.started);
+    const path = join(dir, 'stopping.lock');
+    await writeFile(path, text);
+    const said: string[] = [];
+    const taking = new ProcessLock(path, { log: (line) => said.push(line), waitForOwnerMs: 30_000 }).acquire();
+    // The signal to let go: the waiting start has said it waits (the owner, a bridge finishing its work, then removes its lock).
+    await eventually(() => said, (lines) => lines.length === 1, 10_000, { what: 'the start to say it waits for the owner' });
+    expect(said).toEqual([`the ledger lock ${path} is held by process ${owner.pid}: waiting up to 30 s for it to finish stopping`]);
+    expect(await readFile(path, 'utf8')).toBe(text);
+    await rm(path);
+    expect(await taking).toEqual({ stale: false, machineRestarted: false });
+    expect((await readFile(path, 'utf8')).split('\n')[0]).toBe(String(process.pid));
+
+    const held = join(dir, 'held.lock');
+    await writeFile(held, text);
+    const refusedSaid: string[] = [];
+    await expect(new ProcessLock(held, { log: (line) => refusedSaid.push(line), waitForOwnerMs: 600 }).acquire()).rejects.toThrow(new RegExp(`in use by process ${owner.pid} `));
+    expect(refusedSaid).toEqual([`the ledger lock ${held} is held by process ${owner.pid}: waiting up to 1 s for it to finish stopping`]);
+    expect(await readFile(held, 'utf8')).toBe(text);
+  });
+
   it('where /proc is not there (macOS), a live pid holds its lock as before and a gone one does not', async () => {
     const noProc = join(dir, 'no-proc');
     const sleeper = await startProcess('sleep', ['60']);
