@@ -1,6 +1,6 @@
 /**
  * A request id on every request and response, and one JSON log line per finished request:
- * method, path, status and time, never the body or query (they can carry customer contact details).
+ * method, path (contact details in it masked), status and time, never the body or query (they can carry customer contact details).
  * A 4xx line (and a 503 of load shedding) says why it was refused (`refusal`: the error code and message the client got, contact
  * details masked; a 401 says which check failed without echoing any credential), so an on-call
  * engineer can tell a wrong token from a bad payload from the log alone.
@@ -25,8 +25,38 @@ interface Refusal {
 /** What a log line keeps of a refusal: the code, the reason, and the message cut short and masked. */
 function refusalOf(refusal: Refusal): Refusal {
   const message = refusal.message.length > 300 ? `${refusal.message.slice(0, 300)}…` : refusal.message;
-  return { code: refusal.code, message: maskContacts(message), ...(refusal.reason ? { reason: refusal.reason } : {}) };
+  // A message can repeat a path as sent (`no route POST /v1/refunds/generic/ann%40example.com`): read decoded, so an encoded contact is masked too.
+  return { code: refusal.code, message: maskContacts(decoded(message)), ...(refusal.reason ? { reason: refusal.reason } : {}) };
 }
+
+/**
+ * The path as a log line keeps it: each segment that holds a phone number or an email (a person
+ * typing one where an id goes: `/v1/admin/transactions/ann@example.com`, `%2B15550001111`) masked
+ * after decoding, the others as sent; then cut as every echo of input is (errors.ts `echoed`), so a
+ * 15,000-character id is not a 15 KB line. Read only for a line that is written.
+ */
+export function pathForLog(path: string): string {
+  const segments = path.slice(0, MAX_PATH_READ).split('/');
+  for (let i = 0; i < segments.length; i++) {
+    const text = decoded(segments[i]!);
+    const masked = maskContacts(text);
+    if (masked !== text) segments[i] = masked;
+  }
+  return echoed(segments.join('/'));
+}
+
+/** Percent-encoding undone where it is that; text that is not, as it is. */
+function decoded(text: string): string {
+  if (!text.includes('%')) return text;
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** What of a path is read for masking: far more than a log line keeps of it. */
+const MAX_PATH_READ = 2_000;
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -51,8 +81,7 @@ export function requestLog(logger: Logger): RequestHandler {
         logger[level](
           {
             ...(context?.merchantId ? { merchantId: context.merchantId } : {}),
-            // Cut as every echo of input is (errors.ts `echoed`): a 15,000-character id is not a 15 KB line.
-            req: { id: req.id, method: req.method, path: echoed(req.path) },
+            req: { id: req.id, method: req.method, path: pathForLog(req.path) },
             res: { statusCode: res.statusCode },
             // Set for a 4xx, and for a 503 of load shedding (error-handler.ts).
             ...(res.locals.refusal ? { refusal: refusalOf(res.locals.refusal as Refusal) } : {}),

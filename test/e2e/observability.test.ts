@@ -158,8 +158,18 @@ describe('refusals in the log', () => {
     expect(await line('refused-413')).toMatchObject({ res: { statusCode: 413 }, refusal: { code: 'payload_too_large', message: expect.any(String) } });
     await request(h.bridge.url).post('/v1/checkouts/generic').set('x-request-id', 'refused-415').set('content-type', 'application/json').set('content-encoding', 'x-unknown').send('{}');
     expect(await line('refused-415')).toMatchObject({ res: { statusCode: 415 }, refusal: { code: 'unsupported_media_type', message: expect.stringContaining('Content-Encoding') } });
+    // A phone or an email typed where an id goes: the line's path masks it, encoded or not.
+    const pathLeaks = ['leak.path@example.com', '+15557770008', '0151-55577700'];
+    await request(h.bridge.url).get(`/v1/admin/transactions/${pathLeaks[0]}`).set('x-request-id', 'path-email').set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    await request(h.bridge.url).get(`/v1/admin/transactions/${encodeURIComponent(pathLeaks[1]!)}`).set('x-request-id', 'path-phone').set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    await request(h.bridge.url).get(`/v1/admin/dead-letters/${pathLeaks[2]}`).set('x-request-id', 'path-national').set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    await request(h.bridge.url).post(`/v1/refunds/generic/${encodeURIComponent(pathLeaks[0]!)}`).set('x-request-id', 'path-unauthenticated').set('content-type', 'application/json').send('{}');
+    expect(await line('path-email')).toMatchObject({ res: { statusCode: 404 }, req: { path: '/v1/admin/transactions/***@***' } });
+    expect(await line('path-phone')).toMatchObject({ res: { statusCode: 404 }, req: { path: '/v1/admin/transactions/***' } });
+    expect(await line('path-national')).toMatchObject({ res: { statusCode: 404 }, req: { path: '/v1/admin/dead-letters/***' } });
+    expect(await line('path-unauthenticated')).toMatchObject({ req: { path: '/v1/refunds/generic/***@***' } });
     const everything = logLines.join('\n');
-    for (const secret of [wrongToken.slice(7), ADMIN_TOKEN, created.body.adminToken, PHONE, EMAIL, shopifySettings.webhookSecret!]) expect(everything).not.toContain(secret);
+    for (const secret of [wrongToken.slice(7), ADMIN_TOKEN, created.body.adminToken, PHONE, EMAIL, shopifySettings.webhookSecret!, ...pathLeaks, '15557770008', 'leak.path%40']) expect(everything).not.toContain(secret);
   });
 });
 
