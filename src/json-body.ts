@@ -12,12 +12,14 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export interface JsonBodyOptions {
   /**
-   * Refuse NUL (`\u0000`) in any string as well. Admin bodies do: what they carry is ids looked up
-   * in the store and reasons kept in the audit trail, and PostgreSQL text cannot hold NUL. POS
-   * bodies do not: their ids are refused with any control character by the adapters, and the
-   * stores keep free text with NUL (PostgreSQL as U+FFFD).
+   * Refuse control characters in any string as well: NUL, the other C0 controls but tab and line
+   * breaks, DEL and the C1 controls (U+0080–U+009F). Admin bodies do: what they carry is ids looked
+   * up in the store and reasons kept in the audit trail and shown to people (PostgreSQL text cannot
+   * hold NUL; a C1 control such as CSI can steer a terminal that shows an exported trail), as admin
+   * queries and paths refuse them. POS bodies do not: their ids are refused with any control
+   * character by the adapters, and the stores keep free text with NUL (PostgreSQL as U+FFFD).
    */
-  refuseNul?: boolean;
+  refuseControls?: boolean;
 }
 
 export function parseJsonBody(raw: Buffer | undefined, options: JsonBodyOptions = {}): unknown {
@@ -37,10 +39,11 @@ export function parseJsonBody(raw: Buffer | undefined, options: JsonBodyOptions 
   const problem = checkStructure(text);
   if (problem === TOO_DEEP) throw ValidationError.field('', `body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (problem !== undefined) throw ValidationError.field(problem, 'appears more than once');
-  // Valid UTF-8 cannot encode a surrogate, and JSON allows no raw control character in a string:
-  // both can only come as a \u escape, so a body without one needs no walk.
-  if (text.includes('\\u')) {
-    const unstorable = unstorableString(value, [], options.refuseNul === true);
+  // Valid UTF-8 cannot encode a surrogate, and JSON allows no raw C0 control in a string: both can
+  // only come as a \u escape, so a body without one needs no walk; DEL and C1 controls may come raw.
+  const refuseControls = options.refuseControls === true;
+  if (text.includes('\\u') || (refuseControls && RAW_CONTROL.test(text))) {
+    const unstorable = unstorableString(value, [], refuseControls);
     if (unstorable) throw ValidationError.field(unstorable.field, unstorable.message);
   }
   return value;
@@ -48,24 +51,28 @@ export function parseJsonBody(raw: Buffer | undefined, options: JsonBodyOptions 
 
 /** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const LONE_SURROGATE_OR_NUL = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\u0000/;
+/** Control characters an admin body may not hold: C0 but tab, line feed and carriage return; DEL; C1. */
+const CONTROL = String.raw`[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]`;
+const LONE_SURROGATE_OR_CONTROL = new RegExp(`${LONE_SURROGATE.source}|${CONTROL}`);
+/** The controls that can stand in JSON text unescaped. */
+const RAW_CONTROL = /[\u007F-\u009F]/;
 
 /**
- * The first string (a key or a value) holding a lone UTF-16 surrogate (`"\ud800"`), or NUL when
- * `refuseNul`: its path, dotted as the other issues' (`items.0.name`), and why. JSON.parse accepts a
+ * The first string (a key or a value) holding a lone UTF-16 surrogate (`"\ud800"`), or a control
+ * character when `refuseControls`: its path, dotted as the other issues' (`items.0.name`), and why. JSON.parse accepts a
  * lone surrogate, but it is no Unicode text: PostgreSQL's jsonb refuses it ("invalid input syntax
  * for type json"), so the same order was a 500 there and recorded on the file ledger
  * (docs/security.md, "Hostile input"); every store now answers 400. The path names a key with
  * such a character in \u notation, never the character itself: the message may be kept (a dead
  * letter's reason), and must be storable too.
  */
-function unstorableString(value: unknown, path: string[], refuseNul: boolean): { field: string; message: string } | undefined {
-  const bad = refuseNul ? LONE_SURROGATE_OR_NUL : LONE_SURROGATE;
-  const message = `must not contain ${refuseNul ? 'NUL (\\u0000) or ' : ''}a lone UTF-16 surrogate (\\ud800-\\udfff)`;
+function unstorableString(value: unknown, path: string[], refuseControls: boolean): { field: string; message: string } | undefined {
+  const bad = refuseControls ? LONE_SURROGATE_OR_CONTROL : LONE_SURROGATE;
+  const message = `must not contain ${refuseControls ? 'a control character (NUL, C0 but tab and line breaks, DEL, C1) or ' : ''}a lone UTF-16 surrogate (\\ud800-\\udfff)`;
   if (typeof value === 'string') return bad.test(value) ? { field: fieldPath(path), message } : undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = unstorableString(value[i], [...path, String(i)], refuseNul);
+      const found = unstorableString(value[i], [...path, String(i)], refuseControls);
       if (found) return found;
     }
     return undefined;
@@ -73,7 +80,7 @@ function unstorableString(value: unknown, path: string[], refuseNul: boolean): {
   if (value !== null && typeof value === 'object') {
     for (const [key, member] of Object.entries(value)) {
       if (bad.test(key)) return { field: fieldPath([...path, key]), message: `(a key) ${message}` };
-      const found = unstorableString(member, [...path, key], refuseNul);
+      const found = unstorableString(member, [...path, key], refuseControls);
       if (found) return found;
     }
   }
@@ -81,11 +88,11 @@ function unstorableString(value: unknown, path: string[], refuseNul: boolean): {
 }
 
 /**
- * A path as an issue names it: dotted, cut at MAX_PATH_TEXT, every surrogate and NUL of its keys in
- * \u notation, so that the message itself is storable anywhere (a dead letter keeps it).
+ * A path as an issue names it: dotted, cut at MAX_PATH_TEXT, every surrogate and control character
+ * of its keys in \u notation, so that the message itself is storable anywhere (a dead letter keeps it).
  */
 function fieldPath(path: readonly string[]): string {
-  return echoed(path.join('.').replace(/[\uD800-\uDFFF\u0000]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`), MAX_PATH_TEXT);
+  return echoed(path.join('.').replace(/[\uD800-\uDFFF\u0000-\u001F\u007F-\u009F]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`), MAX_PATH_TEXT);
 }
 
 const QUOTE = 0x22;

@@ -75,7 +75,7 @@ describe('parseJsonBody', () => {
 
 describe('parseJsonBody: text no store can keep (docs/security.md, "Hostile input")', () => {
   /** The one issue a body is refused with, or undefined when it is accepted. */
-  const issueOf = (text: string, options?: { refuseNul?: boolean }) => {
+  const issueOf = (text: string, options?: { refuseControls?: boolean }) => {
     try {
       parseJsonBody(Buffer.from(text), options);
       return undefined;
@@ -86,7 +86,7 @@ describe('parseJsonBody: text no store can keep (docs/security.md, "Hostile inpu
     }
   };
   const SURROGATE = 'must not contain a lone UTF-16 surrogate (\\ud800-\\udfff)';
-  const SURROGATE_OR_NUL = 'must not contain NUL (\\u0000) or a lone UTF-16 surrogate (\\ud800-\\udfff)';
+  const SURROGATE_OR_CONTROL = 'must not contain a control character (NUL, C0 but tab and line breaks, DEL, C1) or a lone UTF-16 surrogate (\\ud800-\\udfff)';
 
   it.each([
     ['{"orderId":"\\ud800"}', 'orderId'],
@@ -115,15 +115,24 @@ describe('parseJsonBody: text no store can keep (docs/security.md, "Hostile inpu
     expect(parseJsonBody(Buffer.from('{"n":"\\ud83d\\ude00"}'))).toEqual({ n: '😀' });
   });
 
-  it('NUL: accepted in a POS body (its ids are refused by the adapters), refused where asked (admin bodies), naming the field', () => {
+  it('control characters: accepted in a POS body (its ids are refused by the adapters), refused where asked (admin bodies), naming the field, escaped or raw', () => {
     expect(issueOf('{"note":"a\\u0000b"}')).toBeUndefined();
-    expect(issueOf('{"note":"a\\u0000b"}', { refuseNul: true })).toEqual({ field: 'note', message: SURROGATE_OR_NUL });
-    expect(issueOf('{"ids":["x","\\u0000"]}', { refuseNul: true })).toEqual({ field: 'ids.1', message: SURROGATE_OR_NUL });
-    expect(issueOf('{"a\\u0000":1}', { refuseNul: true })).toEqual({ field: 'a\\u0000', message: `(a key) ${SURROGATE_OR_NUL}` });
+    expect(issueOf('{"note":"a\u0085b"}')).toBeUndefined();
+    const refuse = { refuseControls: true };
+    expect(issueOf('{"note":"a\\u0000b"}', refuse)).toEqual({ field: 'note', message: SURROGATE_OR_CONTROL });
+    expect(issueOf('{"ids":["x","\\u0000"]}', refuse)).toEqual({ field: 'ids.1', message: SURROGATE_OR_CONTROL });
+    expect(issueOf('{"a\\u0000":1}', refuse)).toEqual({ field: 'a\\u0000', message: `(a key) ${SURROGATE_OR_CONTROL}` });
+    // C0 (escaped: JSON allows none raw), DEL and C1 (escaped or raw, as UTF-8 carries them).
+    for (const text of ['\\u0007', '\\u001b', '\\u007f', '\u007f', '\\u0085', '\u0085', '\u009b', '\\u009f']) {
+      expect(issueOf(`{"reason":"x${text}y"}`, refuse)).toEqual({ field: 'reason', message: SURROGATE_OR_CONTROL });
+    }
+    expect(issueOf('{"k\u009b":1}', refuse)).toEqual({ field: 'k\\u009b', message: `(a key) ${SURROGATE_OR_CONTROL}` });
+    // Tab and line breaks are text a reason may hold; U+00A0 and later are not controls.
+    expect(issueOf('{"reason":"line one\\nline two\\r\\n\\tthree \u00a0é"}', refuse)).toBeUndefined();
   });
 
   it('an escaped backslash followed by u is not an escape: "\\\\ud800" is six characters of text', () => {
-    expect(parseJsonBody(Buffer.from('{"a":"\\\\ud800","b":"\\\\u0000"}'), { refuseNul: true })).toEqual({ a: '\\ud800', b: '\\u0000' });
+    expect(parseJsonBody(Buffer.from('{"a":"\\\\ud800","b":"\\\\u0000"}'), { refuseControls: true })).toEqual({ a: '\\ud800', b: '\\u0000' });
   });
 
   it('any JSON value, its strings of any UTF-16 code units: refused exactly when a string (key or value) holds a lone surrogate', () => {

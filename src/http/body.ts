@@ -59,7 +59,7 @@ const checkedRequests = new WeakSet<Request>();
  * - Path segments: no control character: 404, as no record, dead letter or merchant has such an id.
  * - The body, when there is one: JSON only (415 naming application/json: a text/plain body used to be
  *   dropped and the action ran without its reason), at most ADMIN_BODY_LIMIT_BYTES (413), and parsed
- *   as POS bodies are (a key given twice, a lone surrogate, NUL: 400 naming where). No body (no
+ *   as POS bodies are (a key given twice, a lone surrogate: 400 naming where), and without control characters but tab and line breaks (NUL, C0, DEL, C1: 400 naming where). No body (no
  *   Content-Length, or 0) is no body: `req.body` is undefined and the route says what it needs.
  */
 export function adminInput(): RequestHandler {
@@ -81,7 +81,7 @@ export function adminInput(): RequestHandler {
     raw(req, res, (error?: unknown) => {
       if (error) return next(error);
       try {
-        req.body = req.rawBody!.length === 0 ? undefined : parseJsonBody(req.rawBody, { refuseNul: true });
+        req.body = req.rawBody!.length === 0 ? undefined : parseJsonBody(req.rawBody, { refuseControls: true });
       } catch (parseError) {
         return next(parseError);
       }

@@ -126,9 +126,11 @@ for (const store of STORES) {
         ['a bulk id with NUL', '/v1/admin/transactions/bulk', { action: 'acknowledge', ids: ['generic:HF-1', 'generic:\u0000'], reason: 'r' }, 'ids.1'],
         ['a bulk id with a lone surrogate', '/v1/admin/transactions/bulk', { action: 'acknowledge', ids: ['generic:\udbff'], reason: 'r' }, 'ids.0'],
         ['a merchant name with NUL', '/v1/admin/merchants', { id: 'shop-z', name: 'Z\u0000', loyalty: { appToken: 'x' } }, 'name'],
+        ['a reason with a C1 control', '/v1/admin/transactions/generic:HF-1/acknowledge', { reason: 'a\u0085b' }, 'reason'],
+        ['a reason with an escape (ESC) and CSI', '/v1/admin/transactions/generic:HF-1/acknowledge', { reason: 'x\u001b[31m\u009b2J' }, 'reason'],
       ])('an admin body with %s → 400 naming it, nothing done', async (_name, path, body, field) => {
         const before = await snapshot();
-        expectIssue(await admin('POST', path, JSON.stringify(body)), field, 'must not contain NUL (\\u0000) or a lone UTF-16 surrogate (\\ud800-\\udfff)');
+        expectIssue(await admin('POST', path, JSON.stringify(body)), field, 'must not contain a control character (NUL, C0 but tab and line breaks, DEL, C1) or a lone UTF-16 surrogate (\\ud800-\\udfff)');
         expect(await snapshot()).toEqual(before);
       });
     });
