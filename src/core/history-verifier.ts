@@ -67,6 +67,12 @@ export interface Evidence {
   operations: EvidenceOperation[];
   reading: 'accrued' | 'not_accrued' | 'reversed' | 'not_reversed' | 'ambiguous' | 'unknown';
   why: string;
+  /**
+   * Whether the operations were read: `read`; `unreadable` (the history failed: `operations` is then
+   * empty and says nothing about whether the call happened); `not_configured` (no API key to read it).
+   * A person must never take an empty list of an unread history for "no operation".
+   */
+  history: 'read' | 'unreadable' | 'not_configured';
   /** How this merchant's loyalty service shows a reversal, when learned. */
   reversalShape?: ReversalShape;
 }
@@ -242,12 +248,14 @@ export class HistoryVerifier {
     const window = { from: new Date(fromMs).toISOString(), to: now.toISOString() };
     const base = { transactionId: record.transactionId, merchantId: merchantOf(record), question, window, ...(shape ? { reversalShape: shape } : {}) };
     const { customer } = record.accrual;
-    if (!this.enabled) return { ...base, cards: [], operations: [], reading: 'unknown', why: "LOYALTY_API_KEY is not set (nor the merchant's loyalty.apiKey): the operations history cannot be read" };
+    // The cards the record itself names (those its accrual credited) are known without the history.
+    const named = (serials: readonly string[]) => serials.map((serialNumber) => ({ serialNumber }));
+    if (!this.enabled) return { ...base, cards: named(creditedCards(record)), operations: [], history: 'not_configured', reading: 'unknown', why: "LOYALTY_API_KEY is not set (nor the merchant's loyalty.apiKey): the operations history cannot be read, so nothing here shows whether the call happened" };
     const cards = new CardLookup(this.client);
-    let cardIds: string[];
+    let cardIds: string[] = creditedCards(record);
     const operations: EvidenceOperation[] = [];
     try {
-      cardIds = [...new Set([...creditedCards(record), ...(customer ? await cards.of(customer) : [])])];
+      cardIds = [...new Set([...cardIds, ...(customer ? await cards.of(customer) : [])])];
       for (const cardId of cardIds) {
         for (const op of await this.#operations(cardId, fromMs, now)) {
           const claimedBy = await this.store.findOperationClaim(merchantOf(record), op.id);
@@ -274,7 +282,8 @@ export class HistoryVerifier {
         }
       }
     } catch (error) {
-      return { ...base, cards: [], operations, reading: 'unknown', why: `history lookup failed: ${(error as Error).message}` };
+      // What was read before the failure is not shown: a part of the history is no evidence of what the rest holds.
+      return { ...base, cards: named(cardIds), operations: [], history: 'unreadable', reading: 'unknown', why: `the operations history could not be read (${(error as Error).message}), so nothing here shows whether the call happened; try again later` };
     }
     operations.sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.id - b.id);
     const cardsOut = cardIds.map((serialNumber) => {
@@ -282,7 +291,7 @@ export class HistoryVerifier {
       return { serialNumber, ...(last ? { balance: last.balance } : {}) };
     });
     const reading = withReading ? await this.#reading(record, question, now) : { reading: 'unknown' as const, why: 'not read' };
-    return { ...base, cards: cardsOut, operations, ...reading };
+    return { ...base, cards: cardsOut, operations, history: 'read', ...reading };
   }
 
   /** What the verifier concludes from the history for the question, in the evidence's words. */

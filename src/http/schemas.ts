@@ -183,6 +183,7 @@ export const EvidenceAnswer = z
     ),
     reading: z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed', 'ambiguous', 'unknown']).meta({ description: 'What the history shows, as the bridge reads it. The bridge settles accruals and reversals it proves by itself; a person decides the rest (resolve names no outcome by default).' }),
     why: z.string(),
+    history: z.enum(['read', 'unreadable', 'not_configured']).meta({ description: 'Whether the operations were read: unreadable (the history failed) and not_configured (no API key) leave operations empty, which then says nothing about whether the call happened.' }),
     reversalShape: z
       .object({ eventId: z.number().int(), sign: z.union([z.literal(1), z.literal(-1)]), learnedFrom: z.string(), at: timestamp })
       .optional()

@@ -761,7 +761,11 @@ describe('rough edges', () => {
     // Where the history cannot be read (no API key), the evidence says why.
     await page.goto('/admin/#/transactions/north/generic%3AN-1');
     await visible(page.getByRole('heading', { level: 1, name: 'Record generic:N-1' }));
-    await visible(page.getByRole('region', { name: 'Evidence from the loyalty history' }).locator('.reading'));
+    const unread = page.getByRole('region', { name: 'Evidence from the loyalty history' });
+    await visible(unread.locator('.reading'));
+    // An empty list of an unread history is never shown as "no operation": a person must not decide from it.
+    await visible(unread.getByText(/^The loyalty history cannot be read without the merchant’s API key, so this shows nothing about whether the call happened/));
+    expect(await unread.getByText('No operation on its cards in that time.').count()).toBe(0);
     await readsWell(page, 'record N-1 with its evidence');
 
     // The three-way report, with a difference that advises a backfill, and a pass over open work beside it.

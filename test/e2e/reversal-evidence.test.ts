@@ -64,6 +64,27 @@ describe('reversals in doubt and their evidence', () => {
     expect(h.sim.books().transactions['generic:N-1']).toMatchObject({ accruals: 1, reversals: 1 });
   });
 
+  it('when the history cannot be read, the evidence says so and names the cards the record credited: an empty list is never shown as "no operation"', async () => {
+    await sold('HU-1', '+15550001009');
+    h.sim.faults.inject({ kind: 'drop_after_commit', on: 'reverse' });
+    expect((await refund('HU-1')).body.status).toBe('in_doubt');
+    const credited = (await h.bridge.store.get('generic:HU-1'))!.accrual.results.map((r) => r.serialNumber);
+    expect(credited).toHaveLength(1);
+    // Every history read answers 503 (the client's retries spent).
+    h.sim.faults.inject({ kind: 'server_error', on: 'history', times: 100 });
+    try {
+      const seen = await evidence('generic:HU-1');
+      expect(seen).toMatchObject({ question: 'reversal', history: 'unreadable', reading: 'unknown', operations: [], cards: [{ serialNumber: credited[0] }] });
+      expect(seen.why).toMatch(/^the operations history could not be read \(.*503.*\), so nothing here shows whether the call happened/);
+    } finally {
+      h.sim.faults.clear();
+    }
+    // Read again once the history answers: the reversal's entry is there.
+    const read = await evidence('generic:HU-1');
+    expect(read).toMatchObject({ history: 'read', cards: [expect.objectContaining({ serialNumber: credited[0] })] });
+    expect(read.operations).toContainEqual(expect.objectContaining({ purchaseSum: -59.97 }));
+  });
+
   it("learns the shape from a reversal the service confirmed: its entry's event and sign, claimed by its record", async () => {
     await sold('L-1', '+15550001002');
     expect((await refund('L-1')).body.status).toBe('reversed');

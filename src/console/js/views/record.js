@@ -268,8 +268,28 @@ function evidenceView(evidence, record) {
           ]),
           { class: 'operations' },
         )
-      : h('p', {}, 'No operation on its cards in that time.'),
+      : h('p', {}, noOperationsSaid(evidence)),
   ];
+}
+
+/**
+ * What an empty list of operations means: none on the cards in that time only when the history was
+ * read. Unread, it says nothing about whether the call happened, and a person must not take it for proof.
+ * @param {EvidenceAnswer} evidence
+ * @returns {string}
+ */
+function noOperationsSaid(evidence) {
+  switch (evidence.history) {
+    case 'read':
+      return 'No operation on its cards in that time.';
+    case 'unreadable':
+      return 'The loyalty history could not be read, so this shows nothing about whether the call happened: do not decide from it. Reload the page to read it again.';
+    case 'not_configured':
+      return 'The loyalty history cannot be read without the merchant\u2019s API key, so this shows nothing about whether the call happened: check the loyalty service itself before deciding.';
+    default:
+      // A bridge newer than this page: whatever it is, not a history read.
+      return 'The loyalty history was not read, so this shows nothing about whether the call happened: do not decide from it.';
+  }
 }
 
 /**
@@ -320,7 +340,7 @@ async function evidenceSummary(evidence, record) {
             ),
           ),
         )
-      : h('p', {}, 'No operation on its cards in that time.'),
+      : h('p', {}, noOperationsSaid(read)),
     operations.length > shown.length ? h('p', {}, `And ${count(operations.length - shown.length, 'more operation')}: see the page\u2019s evidence.`) : null,
   ];
 }
