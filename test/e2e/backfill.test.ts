@@ -582,6 +582,19 @@ describe('backfill for created merchants: who may ask for whose pass', () => {
     expect((await as(shop.adminToken).get('?merchantId=default')).status).toBe(404);
     const global = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'loyverse', since: ago(60) });
     expect(global.body).toMatchObject({ merchantId: 'shop-a', new: [], known: 1 });
+    const lacking = await as(ADMIN_TOKEN).post({ merchantId: 'shop-a', pos: 'square', since: ago(60) });
+    expect(lacking.status).toBe(422);
+
+    // Each pass asked for is in the audit trail: who, whose, which window, and what came of it (a refused one too).
+    const trail = (await request(h.bridge.url).get('/v1/admin/audit?limit=100').set('authorization', `Bearer ${ADMIN_TOKEN}`)).body.items.filter((e: { action: string }) => e.action === 'backfill');
+    const window = (pos: string) => expect.stringMatching(new RegExp(`^backfill ${pos} \\d{4}-\\d\\d-\\d\\dT[^ ]+\\.\\.\\d{4}-`));
+    expect(trail).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ actor: 'merchant:shop-a', merchantId: 'shop-a', target: window('loyverse'), outcome: '1 examined, 1 new, 0 known, 0 refused' }),
+        expect.objectContaining({ actor: 'admin', merchantId: 'shop-a', target: window('loyverse'), outcome: '1 examined, 0 new, 1 known, 0 refused' }),
+        expect.objectContaining({ actor: 'admin', merchantId: 'shop-a', target: window('square'), outcome: 'failed: backfill_not_possible' }),
+      ]),
+    );
   });
 
   it('refuses clearly: an unknown POS or a bad time is 400 naming the field, an account the merchant lacks is 422, no token is 401', async () => {

@@ -5,13 +5,13 @@
  * merchant's admin token acts for its own merchant only (another named is a 404, as for records).
  */
 import { z } from 'zod';
-import { ValidationError } from '../../errors.js';
+import { BridgeError, ValidationError } from '../../errors.js';
 import { DEFAULT_MERCHANT } from '../../merchants/merchant.js';
 import { MERCHANT_ID } from '../../merchants/merchant.js';
 import type { PosCatalogue } from '../../pos/contract.js';
 import { error, route, type Route } from '../route.js';
 import { BackfillAnswer, BackfillStatusList } from '../schemas.js';
-import { SCOPE_INVALID, scopeOf } from './admin.js';
+import { actOf, SCOPE_INVALID, scopeOf } from './admin.js';
 
 const timestamp = z.iso.datetime({ offset: true });
 const merchantId = z.string().regex(MERCHANT_ID, 'must be a merchant id');
@@ -62,13 +62,17 @@ export function backfillRoutes(catalogue: PosCatalogue): Route[] {
         const until = body.until ? new Date(body.until) : undefined;
         if (since.getTime() > now.getTime()) throw ValidationError.field('since', `must not be later than now (${now.toISOString()})`);
         if (until && until.getTime() > now.getTime()) throw ValidationError.field('until', `must not be later than now (${now.toISOString()}): leave it out to read up to now`);
-        const result = await deps.backfill.poller.runPass({
-          merchantId: scopeOf(req, body.merchantId) ?? DEFAULT_MERCHANT,
-          pos: body.pos,
-          since,
-          ...(until ? { until } : {}),
-          by: 'request',
-        });
+        const merchant = scopeOf(req, body.merchantId) ?? DEFAULT_MERCHANT;
+        // Who asked for which window, and what came of it, in the audit trail like every other operator action.
+        const target = { id: `backfill ${body.pos} ${since.toISOString()}..${(until ?? now).toISOString()}`, merchantId: merchant };
+        let result: BackfillAnswer;
+        try {
+          result = await deps.backfill.poller.runPass({ merchantId: merchant, pos: body.pos, since, ...(until ? { until } : {}), by: 'request' });
+        } catch (failure) {
+          await deps.operator.audit('backfill', actOf(req, undefined), target, `failed: ${failure instanceof BridgeError ? failure.code : 'error'}`);
+          throw failure;
+        }
+        await deps.operator.audit('backfill', actOf(req, undefined), target, `${result.examined} examined, ${result.new.length} new, ${result.known} known, ${result.refused.length} refused`);
         res.json(result satisfies BackfillAnswer);
       },
     }),
