@@ -185,6 +185,13 @@ export class DeliveryService {
     return upstream.verifier.evidence(record, this.writer.now(), withReading);
   }
 
+  /** Whom a card belongs to, asked of the merchant's loyalty service (needs its API key; throws where it cannot be asked): undefined when it knows no such card. */
+  async cardOwner(merchantId: string, serial: string): Promise<{ phone?: string; email?: string } | undefined> {
+    const upstream = await this.upstreams.upstreamOf(merchantId);
+    if (!upstream) throw new NotFoundError(`merchant ${merchantId} is not known to this bridge`);
+    return upstream.verifier.cardOwner(serial);
+  }
+
   /** Confirmed reversals whose history entries are being looked for now (tests wait for them). */
   get learning(): number {
     return this.#learning.size;

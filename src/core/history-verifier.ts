@@ -33,7 +33,7 @@ export interface VerifierOptions {
 }
 
 /** What the verifier reads of the loyalty service (the client's history endpoints). */
-export type HistoryReader = Pick<LoyaltyClient, 'canVerify' | 'findCards' | 'listOperations'>;
+export type HistoryReader = Pick<LoyaltyClient, 'canVerify' | 'findCards' | 'listOperations'> & Partial<Pick<LoyaltyClient, 'cardOwner'>>;
 
 /** What the verifier reads of the ledger: claims, unsettled accruals by amount, a customer's records, the learned reversal shape. */
 export type VerifierStore = Pick<RecordStore, 'findOperationClaim' | 'listUnsettledAccruals' | 'list'> & SettingStore;
@@ -89,6 +89,12 @@ export class HistoryVerifier {
 
   get enabled(): boolean {
     return this.client.canVerify;
+  }
+
+  /** The phone and email of the customer a card belongs to (undefined: no such card); throws where the service cannot be asked (no API key). */
+  async cardOwner(serial: string): Promise<{ phone?: string; email?: string } | undefined> {
+    if (!this.enabled || !this.client.cardOwner) throw new Error("the loyalty service's cards cannot be read without the merchant's API key");
+    return this.client.cardOwner(serial);
   }
 
   async verifyAccrual(record: LedgerRecord, now: Date): Promise<Verdict> {

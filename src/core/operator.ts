@@ -17,6 +17,8 @@ import { transactionIdOf, type RecordWriter } from './record-writer.js';
 import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
 import { dismiss, dismissRefusal, replayRefusal } from './dead-letter-transitions.js';
 import { runBulk, type BulkOutcome, type BulkRequest } from './bulk.js';
+import { toE164 } from '../customer.js';
+import { identitiesOf } from '../state/customer-index.js';
 
 export type { ResolveInput };
 
@@ -134,6 +136,33 @@ export class OperatorActions {
     return operatorActions(record, this.writer.now(), chainLast ?? record);
   }
 
+  /**
+   * The identifiers a customer search by card serial also looks under: the phone and email of the
+   * card's owner as the loyalty service knows them, so that a customer the POS named by phone or
+   * email is found by the card the accrual credited (the index holds what the POS sent). Each `card:`
+   * identity is asked once of the merchant's loyalty service (its API key); a card it does not know,
+   * or a service it cannot ask, adds nothing, and `asked` says how it went for the audit trail.
+   */
+  async cardOwnerIdentities(merchantId: string, identities: readonly string[], region: string): Promise<{ identities: string[]; asked: 'found' | 'unknown_card' | 'not_read' | 'no_card' }> {
+    const serials = identities.filter((i) => i.startsWith('card:')).map((i) => i.slice('card:'.length));
+    if (serials.length === 0) return { identities: [], asked: 'no_card' };
+    const found: string[] = [];
+    let asked: 'found' | 'unknown_card' | 'not_read' = 'unknown_card';
+    for (const serial of serials) {
+      let owner: { phone?: string; email?: string } | undefined;
+      try {
+        owner = await this.delivery.cardOwner(merchantId, serial);
+      } catch {
+        asked = asked === 'found' ? asked : 'not_read';
+        continue;
+      }
+      if (!owner) continue;
+      asked = 'found';
+      found.push(...identitiesOf({ phone: phoneOrUndefined(owner.phone, region), email: owner.email }));
+    }
+    return { identities: [...new Set(found)], asked };
+  }
+
   /** What the loyalty history shows around the record's uncertain call, for the person deciding it; changes nothing. */
   evidence(key: string): Promise<Evidence> {
     return this.delivery.evidence(key);
@@ -158,5 +187,15 @@ export class OperatorActions {
     const record = options.deliver === false ? changed : await this.delivery.deliverWithinBudget(key);
     await this.audit(`${options.bulk ? 'bulk:' : ''}${action}`, act, record);
     return answerFor(this.writer.store, record, false);
+  }
+}
+
+/** A phone as the ledger keeps one (E.164 in the merchant's region), or undefined when it reads as none. */
+function phoneOrUndefined(phone: string | undefined, region: string): string | undefined {
+  if (!phone) return undefined;
+  try {
+    return toE164(phone, region, 'customer');
+  } catch {
+    return undefined;
   }
 }

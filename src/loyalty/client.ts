@@ -19,6 +19,7 @@ import { operationsOfCard } from './history-reader.js';
 import {
   AccrualResult,
   Card,
+  CardWithOwner,
   Credential,
   MAX_ITEMS_PER_PAGE,
   Operation,
@@ -26,6 +27,7 @@ import {
   PosErrorBody,
   PosResponse,
   envelopeList,
+  envelopeOne,
   type AccrueRequest,
   type ReverseRequest,
 } from './contract.js';
@@ -273,6 +275,29 @@ export class LoyaltyClient {
     else if (query.email) params.customerEmail = query.email;
     else return [];
     return this.#listAll('/api/v2/cards', params, Card);
+  }
+
+  /**
+   * The phone and email of the customer a card belongs to (GET /api/v2/cards/{id}, the card's
+   * serial; needs the API key), for a customer search by card serial: the records of a customer the
+   * POS named by phone or email are found by the card too. Undefined when the service has no such card (404).
+   */
+  async cardOwner(serial: string): Promise<{ phone?: string; email?: string } | undefined> {
+    if (!this.#apiKey) throw new Error('LOYALTY_API_KEY is not set: cards cannot be read');
+    const path = `/api/v2/cards/${encodeURIComponent(serial)}`;
+    let response: AxiosResponse;
+    try {
+      response = await this.#send(() => this.#http.get(path, { headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined } }));
+    } catch (error) {
+      if (error instanceof RetryableStatus) throw new Error(`GET /api/v2/cards/{id} answered ${error.response!.status}, retries spent`);
+      throw error;
+    }
+    if (response.status === 404) return undefined;
+    if (response.status !== 200) throw new Error(`GET /api/v2/cards/{id} answered ${response.status}`);
+    const parsed = envelopeOne(CardWithOwner).safeParse(parseBody(response));
+    if (!parsed.success) throw new Error(`GET /api/v2/cards/{id} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
+    const owner = parsed.data.data.customer;
+    return { ...(owner?.phone ? { phone: owner.phone } : {}), ...(owner?.email ? { email: owner.email } : {}) };
   }
 
   /**

@@ -105,6 +105,16 @@ export const Card = z.looseObject({
 });
 export type Card = z.infer<typeof Card>;
 
+/** A card with the customer it belongs to (GET /api/v2/cards/{id}: Card's `customer`, a CustomerOutput). */
+export const CardWithOwner = Card.extend({
+  customer: z.looseObject({ phone: z.string().nullish(), email: z.string().nullish() }).optional(),
+});
+
+/** The standard envelope of one resource (`data` an object; no `meta`). */
+export function envelopeOne<T extends z.ZodType>(item: T) {
+  return z.looseObject({ code: z.number().int(), data: item });
+}
+
 export const PageMeta = z.object({
   totalItems: z.number().int(),
   itemsPerPage: z.number().int(),

@@ -148,5 +148,14 @@ export function historyRouter(ctx: SimContext): express.Router {
     );
   });
 
+  router.get('/cards/:id', (req, res) => {
+    const merchant = authorise(req, res);
+    if (merchant === undefined) return;
+    const card = merchant.ledger.card(String(req.params.id));
+    // 404's body is not shown by the contract (Errors): a message, as its other refusals carry.
+    if (!card) return void res.status(404).json({ message: `Card ${String(req.params.id).slice(0, 100)} not found.` });
+    res.json({ responseId: randomUUID(), createdAt: isoWithOffset(ctx.now()), code: 200, data: card });
+  });
+
   return router;
 }

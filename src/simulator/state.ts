@@ -341,6 +341,12 @@ export class Ledger {
     return { total: rows.length, page: (offset, limit) => rows.slice(offset, offset + limit).map((op) => operationOut(op, this.companyId)) };
   }
 
+  /** One card by its serial (GET /api/v2/cards/{id}), with its customer; undefined when there is none. */
+  card(serial: string): Card | undefined {
+    const card = this.#cards.get(serial);
+    return card ? cardOut(card, this.companyId) : undefined;
+  }
+
   listCards(filter: CardFilter): { total: number; page(offset: number, limit: number): Card[] } {
     const { templateId, customerId, customerPhone } = filter;
     const email = filter.customerEmail === undefined ? undefined : emailKey(filter.customerEmail);

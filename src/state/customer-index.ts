@@ -55,9 +55,16 @@ export function searchIdentities(text: string, region: string): string[] {
   if (!value) return [];
   if (kind === 'email' || (!kind && value.includes('@'))) return identitiesOf({ email: value });
   const asPhone = kind === 'card' ? undefined : phoneOf(value, region);
-  const asCard = kind === 'phone' || value.startsWith('+') ? undefined : value;
+  const asCard = kind === 'phone' || value.startsWith('+') || !CARD_SERIAL.test(value) ? undefined : value;
   return [...identitiesOf({ phone: asPhone }), ...identitiesOf({ serialNumber: asCard })];
 }
+
+/**
+ * What a card serial can look like: the loyalty service's card id is a dash-separated serial
+ * (`11-100001-2`); letters are let through for services that use them, but it holds a digit and no
+ * space, so that text which is no identifier at all (`hello`) is refused rather than searched.
+ */
+const CARD_SERIAL = /^(?=[A-Za-z0-9-]*\d)[A-Za-z0-9-]{1,64}$/;
 
 function phoneOf(text: string, region: string): string | undefined {
   try {

@@ -86,8 +86,21 @@ for (const store of STORES) {
       // Read in the merchant's phone region (US here): the national form finds the same.
       expect(ids(await admin('get', `/v1/admin/transactions?customer=${encodeURIComponent('(555) 000-1111')}${D}`))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
       expect(ids(await admin('get', `/v1/admin/transactions?customer=ANN%40example.TEST${D}`))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1']);
-      expect(ids(await admin('get', `/v1/admin/transactions?customer=11-100001-2${D}`))).toEqual(['generic:sqord-1002']);
-      expect(ids(await admin('get', `/v1/admin/transactions?customer=card%3A11-100001-2${D}`))).toEqual(['generic:sqord-1002']);
+      // A card serial finds the records the POS named by it, and those of its owner's phone and email as
+      // the loyalty service knows them: 11-100001-2 is the card the service issued to Ann for SqOrd-1001.
+      const annsCard = (await h.bridge.store.get('generic:SqOrd-1001'))!.accrual.results.map((r) => r.serialNumber);
+      expect(annsCard).toEqual(['11-100001-2']);
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=11-100001-2${D}`))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1', 'generic:sqord-1002']);
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=card%3A11-100001-2${D}`))).toEqual(['generic:SqOrd-1001', 'generic:SqOrd-1001~r1', 'generic:sqord-1002']);
+      // A card the service does not know finds what the POS named by it: nothing here.
+      expect(ids(await admin('get', `/v1/admin/transactions?customer=99-999999-9${D}`))).toEqual([]);
+      // Where the service cannot be asked (a merchant without an API key), only what the POS sent is searched, and the audit says so.
+      expect(ids(await admin('get', '/v1/admin/transactions?customer=11-100001-2&merchantId=later'))).toEqual([]);
+      // Text that is no identifier at all is refused, not searched.
+      for (const text of ['hello', 'hello world', 'card:hello']) {
+        const none = await admin('get', `/v1/admin/transactions?customer=${encodeURIComponent(text)}${D}`);
+        expect([text, none.status, none.body.error?.issues?.[0]?.field]).toEqual([text, 400, 'customer']);
+      }
       // Scoped to one merchant: its own records only, and the bridge's operator must name it.
       expect(ids(await admin('get', `/v1/admin/transactions?customer=%2B15550004444${D}`))).toEqual([]);
       expect(ids(await admin('get', '/v1/admin/transactions?customer=%2B15550004444&merchantId=later'))).toEqual(['shopify:5002']);
@@ -104,6 +117,8 @@ for (const store of STORES) {
       expect(searches.length).toBeGreaterThanOrEqual(7);
       expect(searches).toContainEqual(expect.objectContaining({ actor: 'admin', target: 'customer phone or card …1111', merchantId: 'default', outcome: '2 records' }));
       expect(searches).toContainEqual(expect.objectContaining({ target: 'customer email …@example.TEST', outcome: '2 records' }));
+      expect(searches).toContainEqual(expect.objectContaining({ target: 'customer phone or card …0012', merchantId: 'default', outcome: "3 records, and the card owner's" }));
+      expect(searches).toContainEqual(expect.objectContaining({ target: 'customer phone or card …0012', merchantId: 'later', outcome: "0 records (the card's owner could not be asked)" }));
       const trail = JSON.stringify(searches);
       for (const contact of ['15550001111', 'ANN@', 'ann@']) expect(trail).not.toContain(contact);
     });

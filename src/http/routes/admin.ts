@@ -120,6 +120,14 @@ export function cursorOf(record: Pick<LedgerRecord, 'createdAt' | 'transactionId
   return Buffer.from(JSON.stringify([record.createdAt, recordKeyOf(record)])).toString('base64url');
 }
 
+/**
+ * The shape of what a customer search takes (customer-index.ts `searchIdentities` decides what it
+ * is): an email, a card serial (letters, digits and dashes, with a digit) or phone-like text,
+ * optionally said which. Stated in the document, so a client knows; whether phone-like text is a
+ * phone number is the numbering plan's, checked after.
+ */
+const CUSTOMER_SEARCH_TEXT = /^(?:(?:phone|email|card|Phone|Email|Card|PHONE|EMAIL|CARD): ?)?(?:[^@\s]{1,64}@[^@\s]{1,189}|[A-Za-z0-9-]{0,32}[0-9][A-Za-z0-9-]{0,32}|\+?[0-9 ().-]{7,30})$/;
+
 export const ListQuery = z.strictObject({
   merchantId: merchantIdParam,
   status: statusList,
@@ -136,10 +144,11 @@ export const ListQuery = z.strictObject({
     .trim()
     .min(1)
     .max(254)
+    .regex(CUSTOMER_SEARCH_TEXT, 'must be a phone number, an email or a card serial (phone:, email: or card: may say which)')
     .optional()
     .meta({
       description:
-        "A customer's records: a phone number (in the merchant's phone region unless it starts with +), an email (any case) or a card serial; phone:, email: or card: says which. Text that could be a phone or a card serial finds both. Scoped to one merchant: the bridge's operator names it with merchantId (a 400 without). Found through a keyed-hash index, and recorded in the audit trail as search customer (the phone's last digits or the email's domain only).",
+        "A customer's records: a phone number (in the merchant's phone region unless it starts with +), an email (any case) or a card serial (letters, digits and dashes, with a digit); phone:, email: or card: says which. Text that could be a phone or a card serial finds both; a card serial also finds the records of its owner's phone and email as the loyalty service knows them (with the merchant's API key). Scoped to one merchant: the bridge's operator names it with merchantId (a 400 without). Found through a keyed-hash index, and recorded in the audit trail as search customer (the phone's last digits or the email's domain only).",
     }),
   from: fromParam,
   to: toParam,
@@ -295,8 +304,12 @@ export const adminRoutes: readonly Route[] = [
       // A customer is a merchant's customer: the search reads the number in that merchant's phone
       // region, looks in its records only, and is audited against it. A merchant's token is scoped already.
       if (q.customer !== undefined && merchantId === undefined) throw ValidationError.field('merchantId', "is required with customer: a customer search is scoped to one merchant (its records, its phone region, its audit trail)");
-      const customer = q.customer === undefined ? undefined : searchIdentities(q.customer, await deps.ingest.phoneRegion(merchantId));
-      if (customer?.length === 0) throw ValidationError.field('customer', 'is not a phone number, an email or a card serial');
+      const region = q.customer === undefined ? undefined : await deps.ingest.phoneRegion(merchantId);
+      const typed = q.customer === undefined ? undefined : searchIdentities(q.customer, region!);
+      if (typed?.length === 0) throw ValidationError.field('customer', 'is not a phone number, an email or a card serial');
+      // A card serial finds the records of its owner too, however the POS named them (the loyalty service says whose card it is).
+      const owner = typed ? await deps.operator.cardOwnerIdentities(merchantId!, typed, region!) : undefined;
+      const customer = typed && owner ? [...new Set([...typed, ...owner.identities])] : typed;
       // One more than asked: whether a next page exists, without counting beyond it.
       const { items, total, totalCapped } = await deps.store.list({
         merchantId,
@@ -313,7 +326,10 @@ export const adminRoutes: readonly Route[] = [
       });
       const page = items.slice(0, q.limit);
       // Looking a customer up is reading personal data like unmasking is: who, when, whom (partly: the audit trail is no place for contacts).
-      if (q.customer !== undefined) await deps.operator.audit('search customer', actOf(req, undefined), { id: searchedAs(q.customer), merchantId }, `${totalCapped ? 'more than ' : ''}${total} record${total === 1 ? '' : 's'}`);
+      if (q.customer !== undefined) {
+        const byOwner = owner?.asked === 'found' ? ", and the card owner's" : owner?.asked === 'not_read' ? " (the card's owner could not be asked)" : '';
+        await deps.operator.audit('search customer', actOf(req, undefined), { id: searchedAs(q.customer), merchantId }, `${totalCapped ? 'more than ' : ''}${total} record${total === 1 ? '' : 's'}${byOwner}`);
+      }
       res.json({
         items: page.map(recordSummary),
         total,
