@@ -158,9 +158,10 @@ export function claimForRun(letter: DeadLetter | undefined, by: RunBy, claimant:
 
 /**
  * What a run came to: it went through, or it failed again and why; `created`, either way, the
- * checkouts it recorded (each names the letter as its origin).
+ * checkouts it recorded (each names the letter as its origin); `actedOn`, the records that existed
+ * and that it acted on or matched (a refund reversing its order, a repeat of a recorded checkout).
  */
-export type RunResult = { kind: 'processed'; outcome: string; created: string[] } | { kind: 'failed'; reason: string; issues?: FieldIssue[]; transient: boolean; created: string[] };
+export type RunResult = ({ kind: 'processed'; outcome: string } | { kind: 'failed'; reason: string; issues?: FieldIssue[]; transient: boolean }) & { created: string[]; actedOn?: string[] };
 
 /**
  * The letter once the run `claim` made at `at` is written: resolved when it went through, else its
@@ -172,7 +173,7 @@ export function afterRun(letter: DeadLetter, by: RunBy, claim: RunClaim, at: str
   const kept = release(letter.retry?.claim, claim.owner);
   const stillHeld = kept ? { claim: kept } : {};
   const ran = by === 'bridge';
-  const created = result.created.length ? { created: result.created } : {};
+  const created = { ...(result.created.length ? { created: result.created } : {}), ...(result.actedOn?.length ? { actedOn: result.actedOn } : {}) };
   if (result.kind === 'processed') {
     const replays = [...letter.replays, { at, by, outcome: `processed: ${result.outcome}`, ...created }];
     return { ...letter, resolvedAt: at, replays, retry: { transient: letter.retry?.transient ?? false, attempts: (letter.retry?.attempts ?? 0) + (ran ? 1 : 0), ...stillHeld } };

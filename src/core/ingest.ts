@@ -430,10 +430,14 @@ export class Ingest implements DeadLetterRunner {
     }
     const doneMs = this.clock().getTime();
     // The checkouts this run recorded (each names this letter as its origin); a refund acts on a record that exists.
-    const created = (outcome?.results ?? []).filter((r) => r.action === 'checkout' && r.transactionId && !r.duplicate).map((r) => r.transactionId!);
+    const results = outcome?.results ?? [];
+    const created = results.filter((r) => r.action === 'checkout' && r.transactionId && !r.duplicate).map((r) => r.transactionId!);
+    // The records it found and acted on (a refund's order) or matched (a repeat): linked from the letter as well.
+    const actedOn = [...new Set(results.filter((r) => r.transactionId && !created.includes(r.transactionId)).map((r) => r.transactionId!))];
+    const found = { created, ...(actedOn.length ? { actedOn } : {}) };
     const result: RunResult = failure
-      ? { kind: 'failed', reason: failure.reason, ...(failure.issues ? { issues: failure.issues } : {}), transient: failure.transient, created }
-      : { kind: 'processed', outcome: outcome!.results.map((r) => r.status ?? r.reason ?? r.action).join(', '), created };
+      ? { kind: 'failed', reason: failure.reason, ...(failure.issues ? { issues: failure.issues } : {}), transient: failure.transient, ...found }
+      : { kind: 'processed', outcome: results.map((r) => r.status ?? r.reason ?? r.action).join(', '), ...found };
     const written = await this.store.updateDeadLetter(id, (letter) => letter && afterRun(letter, by, claim, at, result, this.deadLetters, doneMs));
     if (thrown !== undefined && !(thrown instanceof BridgeError)) throw thrown;
     if (failure) this.logger.warn({ deadLetterId: id, by, transient: failure.transient, nextAt: written?.retry?.nextAt }, 'dead letter run again: failed again');

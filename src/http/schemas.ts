@@ -285,6 +285,7 @@ export const DeadLetter = z
           outcome: z.string().meta({ description: 'processed: what each event came to; or failed: why.' }),
           by: z.enum(['operator', 'bridge']).optional().meta({ description: "Who ran it: an operator's replay, or the bridge by itself (a transient cause)." }),
           created: z.array(z.string()).optional().meta({ description: 'The checkouts this run recorded (their transactionIds; not repeats): each record names this letter as its origin.' }),
+          actedOn: z.array(z.string()).optional().meta({ description: 'The records that existed and that this run acted on or matched (a refund reversing its order, a repeat of a recorded checkout).' }),
         }),
       )
       .meta({ description: 'Every run since it was kept, oldest first.' }),

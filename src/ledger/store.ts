@@ -114,8 +114,8 @@ export interface DeadLetter {
   body: string;
   bodyEncoding: 'utf8' | 'base64';
   /** Each run since it was kept: an operator's replay or the bridge's own run (`by`; absent on runs from before the bridge ran any). */
-  /** `created`: the checkouts the run recorded (transactionIds; not repeats). */
-  replays: { at: string; outcome: string; by?: 'operator' | 'bridge'; created?: string[] }[];
+  /** `created`: the checkouts the run recorded (transactionIds; not repeats); `actedOn`: the records it found and acted on or matched (a refund's order, a repeat). */
+  replays: { at: string; outcome: string; by?: 'operator' | 'bridge'; created?: string[]; actedOn?: string[] }[];
   /** Set when a replay went through, or when an operator dismissed it (`dismissed`). */
   resolvedAt?: string;
   /** An operator closed it without running it (nothing to carry out): kept whole, never run again. */

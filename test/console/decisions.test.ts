@@ -298,6 +298,9 @@ describe('next steps are buttons', () => {
     await visible(page.locator('.facts').getByText('resolved', { exact: true }));
     expect(await page.getByRole('heading', { level: 2, name: 'Next step: backfill its order' }).count()).toBe(0);
     expect(h.sim.merchant('quay').books().transactions[transactionId]!.reversals).toBe(1);
+    // The run links the record it acted on (its refund's order, found already reversed), though it created none.
+    const runs = page.getByRole('table', { name: 'Every run since it was kept, oldest first' });
+    await visible(runs.getByRole('link', { name: transactionId, exact: true }));
     // The record says where it came from: the backfill.
     await recordPage(page, 'quay', transactionId);
     await visible(page.locator('.facts').getByText('Reversed', { exact: true }));

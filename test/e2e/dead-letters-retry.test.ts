@@ -140,7 +140,7 @@ describe('dead letters with a transient cause', () => {
     expect(resolved.replays).toEqual([
       { at: expect.any(String), by: 'bridge', outcome: 'failed: square API GET /v2/orders/RET-1 answered 429' },
       { at: expect.any(String), by: 'bridge', outcome: 'failed: square API GET /v2/orders/RET-1 answered 503' },
-      { at: expect.any(String), by: 'bridge', outcome: 'processed: reversed' },
+      { at: expect.any(String), by: 'bridge', outcome: 'processed: reversed', actedOn: ['square:SALE-1'] },
     ]);
     // Each run waits its step of the schedule after the failure before it.
     const runs = resolved.replays.map((r: { at: string }) => at(r.at));

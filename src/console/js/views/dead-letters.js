@@ -176,8 +176,14 @@ export async function deadLetterView({ section, announce, refresh }, id) {
       letter.replays?.length
         ? table(
             'Every run since it was kept, oldest first',
-            ['At', 'By', 'Outcome', 'Records it created'],
-            letter.replays.map((r) => [time(r.at), r.by ?? '', prose(r.outcome), r.created?.length ? h('ul', { class: 'plain' }, r.created.map((id) => h('li', {}, createdLink(letter, id)))) : '']),
+            ['At', 'By', 'Outcome', 'Records it created', 'Records it acted on'],
+            letter.replays.map((r) => [
+              time(r.at),
+              r.by ?? '',
+              prose(r.outcome),
+              r.created?.length ? h('ul', { class: 'plain' }, r.created.map((id) => h('li', {}, createdLink(letter, id)))) : '',
+              r.actedOn?.length ? h('ul', { class: 'plain' }, r.actedOn.map((id) => h('li', {}, createdLink(letter, id)))) : '',
+            ]),
           )
         : h('p', {}, 'Not run again yet.'),
     ),
