@@ -22,6 +22,16 @@ import type { PosEntry, PosRefund, PosSale, PosUnreadable } from './pos-source.j
 export const DIFFERENCE_KINDS = ['missing_in_ledger', 'not_in_history', 'unclaimed_operation', 'amount_mismatch', 'refund_not_reversed', 'pos_amount_differs'] as const;
 export type DifferenceKind = (typeof DIFFERENCE_KINDS)[number];
 
+/** Each kind of difference in a person's words (the console's report shows these; the API keeps the kinds). */
+export const DIFFERENCE_LABELS: Readonly<Record<DifferenceKind, string>> = {
+  missing_in_ledger: 'Paid in the POS, not in the ledger',
+  not_in_history: 'In the ledger, not in the loyalty history',
+  unclaimed_operation: 'In the loyalty history, claimed by no record',
+  amount_mismatch: 'Amounts differ between ledger and history',
+  refund_not_reversed: 'Refunded in the POS, not reversed',
+  pos_amount_differs: 'The POS now shows another amount',
+};
+
 export interface Difference {
   kind: DifferenceKind;
   transactionId?: string;

@@ -773,7 +773,7 @@ describe('rough edges', () => {
     await page.getByLabel('Merchant').selectOption('cove');
     await page.getByRole('button', { name: 'Read report' }).click();
     await visible(page.getByText(/^Merchant cove, from .* UTC to .* UTC \(not included\): .*; \d+ differences?\.$/));
-    const row = page.getByRole('table', { name: 'Differences', exact: true }).getByRole('row').filter({ hasText: String(order.id) }).filter({ hasText: 'missing_in_ledger' });
+    const row = page.getByRole('table', { name: 'Differences', exact: true }).getByRole('row').filter({ hasText: String(order.id) }).filter({ hasText: 'Paid in the POS, not in the ledger' });
     const backfill = await visible(row.getByRole('link', { name: /^Backfill shopify since / }));
     await readsWell(page, 'three-way report');
     await page.getByRole('button', { name: 'Run reconcile now' }).click();

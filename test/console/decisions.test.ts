@@ -224,7 +224,7 @@ describe('next steps are buttons', () => {
     const page = await signedIn();
     await readReport(page, 'harbour');
     const differences = await visible(page.getByRole('table', { name: 'Differences', exact: true }));
-    const row = differences.getByRole('row').filter({ hasText: String(order.id) }).filter({ hasText: 'missing_in_ledger' });
+    const row = differences.getByRole('row').filter({ hasText: String(order.id) }).filter({ hasText: 'Paid in the POS, not in the ledger' });
     await visible(row);
     // Not in the ledger: named, not linked to a page that would say "no such record".
     expect(await row.getByRole('link', { name: transactionId }).count()).toBe(0);
@@ -256,7 +256,7 @@ describe('next steps are buttons', () => {
     // Back to the same report: the difference is gone.
     await page.getByRole('link', { name: 'Read the three-way report again' }).click();
     await visible(page.getByText(/^Merchant harbour, from .* UTC to .* UTC \(not included\):/));
-    expect(await page.getByRole('row').filter({ hasText: String(order.id) }).filter({ hasText: 'missing_in_ledger' }).count()).toBe(0);
+    expect(await page.getByRole('row').filter({ hasText: String(order.id) }).filter({ hasText: 'Paid in the POS, not in the ledger' }).count()).toBe(0);
   }, TEST_MS);
 
   it('backfills the order a dead letter lacks ("no order … in the ledger"), then replays the letter', async () => {

@@ -14,7 +14,8 @@ import request from 'supertest';
 // @ts-expect-error: the console's own ES module, plain JavaScript for the browser (type-checked by tsconfig.console.json, not here).
 import { age, majorMoney, maskContact, money, prose, statusLabel } from '../../src/console/js/dom.js';
 // @ts-expect-error: the console's own ES module.
-import { ledgerStatuses, listingPosNames, posNames, statusWords, useVocabulary, webhookPosNames } from '../../src/console/js/vocabulary.js';
+import { differenceLabel, ledgerStatuses, listingPosNames, posNames, statusWords, useVocabulary, webhookPosNames } from '../../src/console/js/vocabulary.js';
+import { DIFFERENCE_KINDS, DIFFERENCE_LABELS } from '../../src/reconcile/classify.js';
 // @ts-expect-error: the console's own ES module.
 import { NO_RULE, ruleOf } from '../../src/console/js/actions.js';
 // @ts-expect-error: the console's own ES module.
@@ -114,6 +115,7 @@ describe('the vocabulary the bridge serves the console', () => {
     expect(vocabulary.pos).toEqual([...POS_NAMES]);
     expect(vocabulary.webhookPos).toEqual([...VENDOR_POS_NAMES]);
     expect(vocabulary.listingPos).toEqual([...VENDOR_POS_NAMES]);
+    expect(vocabulary.differenceKinds).toEqual(DIFFERENCE_KINDS.map((kind) => ({ kind, label: DIFFERENCE_LABELS[kind] })));
     // Only read: nothing else is answered at that address.
     expect((await request(app).post('/admin/vocabulary.json')).status).toBe(404);
   });
@@ -135,6 +137,9 @@ describe('the vocabulary the bridge serves the console', () => {
     // A status the bridge did not name is shown as the API wrote it, never given another's words.
     expect(statusLabel('no_such_status')).toBe('no_such_status');
     expect(statusWords('no_such_status')).toBeUndefined();
+    // A report's kinds of difference in words; one the bridge did not name, as the API wrote it.
+    expect(differenceLabel('refund_not_reversed')).toBe('Refunded in the POS, not reversed');
+    expect(differenceLabel('no_such_kind')).toBe('no_such_kind');
     // What is not a vocabulary is refused, and the one read is kept.
     expect(() => useVocabulary({ statuses: [], pos: ['generic'], webhookPos: [], listingPos: [] })).toThrow(/vocabulary/);
     expect(() => useVocabulary('<html>')).toThrow(/vocabulary/);

@@ -51,7 +51,9 @@ function isVocabulary(value) {
     v.statuses.every((s) => s && typeof s === 'object' && typeof s.status === 'string' && typeof s.label === 'string' && typeof s.description === 'string') &&
     strings(v.pos) &&
     strings(v.webhookPos) &&
-    strings(v.listingPos)
+    strings(v.listingPos) &&
+    Array.isArray(v.differenceKinds) &&
+    v.differenceKinds.every((d) => d && typeof d === 'object' && typeof d.kind === 'string' && typeof d.label === 'string')
   );
 }
 
@@ -104,4 +106,13 @@ export function listingPosNames() {
  */
 export function statusWords(status) {
   return loaded?.statuses.find((s) => s.status === status);
+}
+
+/**
+ * A three-way report's kind of difference in words; the kind as the API wrote it for one the bridge did not name.
+ * @param {string} kind
+ * @returns {string}
+ */
+export function differenceLabel(kind) {
+  return loaded?.differenceKinds.find((d) => d.kind === kind)?.label ?? kind;
 }

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { LEDGER_STATUSES, type LedgerStatus } from '../../state/record.js';
 import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../ledger/status-words.js';
 import { POS_NAMES, VENDOR_POS_NAMES, type PosCatalogue } from '../../pos/contract.js';
+import { DIFFERENCE_KINDS, DIFFERENCE_LABELS, type DifferenceKind } from '../../reconcile/classify.js';
 
 /** From src/http/routes (sources) and dist/src/http/routes (the build) alike: src/console beside it. */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -47,6 +48,8 @@ export interface ConsoleVocabulary {
   webhookPos: string[];
   /** Those whose API lists orders, which backfill reads. */
   listingPos: string[];
+  /** Every kind of difference the three-way report names, in its order, with its words (src/reconcile/classify.ts). */
+  differenceKinds: { kind: DifferenceKind; label: string }[];
 }
 
 /** The POSes a bridge registers, as its composition root knows them (the shape of the POS contract's catalogue). */
@@ -63,6 +66,7 @@ export function consoleVocabulary(pos: ConsolePosNames = CONTRACT_POS_NAMES): Re
     pos: [...pos.names],
     webhookPos: [...pos.webhookNames],
     listingPos: [...pos.listingNames],
+    differenceKinds: DIFFERENCE_KINDS.map((kind) => ({ kind, label: DIFFERENCE_LABELS[kind] })),
   });
 }
 

@@ -7,6 +7,7 @@ import { api, ApiError, describeError } from '../api.js';
 import { count, h, prose, recordLink, replace, statusBadge, table, time } from '../dom.js';
 import { merchantField, merchantList } from '../merchants.js';
 import { backfillHref } from './backfill.js';
+import { differenceLabel } from '../vocabulary.js';
 
 /** @import { Merchant, ReconcileReport, ThreeWayDifference, ThreeWayReport, ViewContext, WhoAmI } from '../types.js' */
 
@@ -176,13 +177,13 @@ function threeWayReport(result, merchantId, query) {
       ` (not included): ${count(examined.pos ?? 0, 'POS order or refund', 'POS orders and refunds')}, ${count(examined.ledger ?? 0, 'ledger record')} and ${count(examined.history ?? 0, 'operation')} examined; ${count(differences.length, 'difference')}.`,
     ),
     result.complete === false ? h('p', { role: 'status' }, h('strong', {}, 'Incomplete: '), unread.length ? `not read: ${unread.map((s) => `${s.pos} (${s.why ?? 'unknown'})`).join('; ')}.` : 'the operations history moved while it was read; read the report again.') : null,
-    counts.length ? table('Differences by kind', ['Kind', 'Count'], counts.map(([kind, n]) => [kind, String(n)]), { class: 'compact' }) : null,
+    counts.length ? table('Differences by kind', ['Kind', 'Count'], counts.map(([kind, n]) => [h('span', { title: kind }, differenceLabel(kind)), String(n)]), { class: 'compact' }) : null,
     differences.length
       ? table(
           'Differences',
           ['Kind', 'Record', 'POS order', 'Operation', 'Why', 'Next step'],
           differences.map((d) => [
-            d.kind,
+            h('span', { title: d.kind }, differenceLabel(d.kind)),
             d.transactionId ? (NOT_IN_LEDGER.has(d.kind) ? h('span', { class: 'id' }, d.transactionId, h('span', { class: 'hint' }, ' (not in the ledger)')) : recordLink(merchantId, d.transactionId)) : '',
             d.orderId ?? '',
             d.operationId === undefined || d.operationId === null ? '' : String(d.operationId),
