@@ -415,10 +415,15 @@ describe('finding things', () => {
     const page = await signedIn();
     await goTo(page, 'Search', 'Search records');
     await visible(page.getByText(/A phone number, email or card serial, looked up within the merchant chosen/));
+    // A search of every record first, then one by customer without a merchant.
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await visible(page.getByRole('table', { name: 'Records, newest first' }));
     // Within one merchant: asked for, before anything is searched.
     await page.getByLabel('Customer').fill('+15550007001');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await visible(page.getByRole('alert').filter({ hasText: 'Choose the merchant: a customer is looked up within one merchant.' }));
+    // The list of the search before (every record, on opening the page) is not left under the question.
+    expect(await page.getByRole('table', { name: 'Records, newest first' }).count()).toBe(0);
     await page.getByLabel('Merchant').selectOption('harbour');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));

@@ -209,6 +209,8 @@ function searchForm(query, statuses, principal, merchants, results, submit) {
         const customer = String(data.get('customer') ?? '').trim();
         if (customer && principal.scope === 'global' && !values.merchantId) {
           problem.textContent = 'Choose the merchant: a customer is looked up within one merchant.';
+          // The records of the search before are not this search's answer: not left under the question.
+          replace(results);
           const merchantControl = form.querySelector('#search-merchantId');
           if (merchantControl instanceof HTMLElement) merchantControl.focus();
           return;
