@@ -37,6 +37,8 @@ function refusalOf(refusal: Refusal): Refusal {
  */
 export function pathForLog(path: string): string {
   const segments = path.slice(0, MAX_PATH_READ).split('/');
+  // A segment the read limit cut may hold a contact cut too (no longer its shape): not kept.
+  if (path.length > MAX_PATH_READ && segments.length > 1) segments[segments.length - 1] = '…';
   for (let i = 0; i < segments.length; i++) {
     const text = decoded(segments[i]!);
     const masked = maskContacts(text);
@@ -45,15 +47,23 @@ export function pathForLog(path: string): string {
   return echoed(segments.join('/'));
 }
 
-/** Percent-encoding undone where it is that; text that is not, as it is. */
+/**
+ * Percent-encoding undone run by run, each run of `%XX` escapes on its own: one bad escape
+ * (`ann%40example.com%`, or an escape a message cut in two) leaves only itself undecoded, not the
+ * whole text, so a contact beside it is still read and masked.
+ */
 function decoded(text: string): string {
   if (!text.includes('%')) return text;
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
+  return text.replace(ESCAPE_RUN, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      return run;
+    }
+  });
 }
+
+const ESCAPE_RUN = /(?:%[0-9A-Fa-f]{2})+/g;
 
 /** What of a path is read for masking: far more than a log line keeps of it. */
 const MAX_PATH_READ = 2_000;

@@ -87,18 +87,27 @@ export interface LoyaltyClientOptions {
 
 /** One request to the loyalty service, as the metrics see it. */
 export interface UpstreamRequestSample {
-  /** accrue, reverse, resolve_credentials, operations, cards. */
+  /** accrue, reverse, resolve_credentials, operations, cards, card (one card by its serial), other. */
   operation: string;
   /** ok (2xx), refused (another 4xx), rate_limited (429), server_error (5xx), timeout, network. */
   outcome: 'ok' | 'refused' | 'rate_limited' | 'server_error' | 'timeout' | 'network';
   seconds: number;
 }
 
-/** The operation a request's path names: its last segment, `resolve-credentials` as resolve_credentials. */
+/**
+ * The operation a request's path names, from a fixed set: it labels a metric served without a
+ * token, so a path's own values (a card serial, or a phone typed where a serial goes) never become
+ * a label, and the labels stay few.
+ */
 function operationOf(url: string | undefined): string {
-  const last = (url ?? '').split('?')[0]!.split('/').filter(Boolean).at(-1) ?? 'unknown';
-  return last.replace(/-/g, '_');
+  const path = (url ?? '').split('?')[0]!;
+  if (/^\/api\/v2\/cards\/[^/]+$/.test(path)) return 'card';
+  const last = path.split('/').filter(Boolean).at(-1) ?? 'unknown';
+  const operation = last.replace(/-/g, '_');
+  return KNOWN_OPERATIONS.has(operation) ? operation : 'other';
 }
+
+const KNOWN_OPERATIONS: ReadonlySet<string> = new Set(['accrue', 'reverse', 'resolve_credentials', 'operations', 'cards']);
 
 function outcomeOf(response: AxiosResponse | undefined, error: AxiosError | undefined): UpstreamRequestSample['outcome'] {
   if (response) return response.status === 429 ? 'rate_limited' : response.status >= 500 ? 'server_error' : response.status >= 400 ? 'refused' : 'ok';

@@ -96,6 +96,12 @@ for (const store of STORES) {
       expect(ids(await admin('get', `/v1/admin/transactions?customer=99-999999-9${D}`))).toEqual([]);
       // Where the service cannot be asked (a merchant without an API key), only what the POS sent is searched, and the audit says so.
       expect(ids(await admin('get', '/v1/admin/transactions?customer=11-100001-2&merchantId=later'))).toEqual([]);
+      // Asking whose card it is labels the upstream metric with a fixed name: no serial (nor a phone typed
+      // where one goes) becomes a label of /metrics, which is served without a token.
+      expect((await admin('get', `/v1/admin/transactions?customer=${encodeURIComponent('555-000-1111')}${D}`)).status).toBe(200);
+      const metrics = (await request(h.bridge.url).get('/metrics')).text;
+      expect(metrics).toMatch(/bridge_upstream_request_duration_seconds_count\{[^}]*operation="card"/);
+      for (const value of ['11_100001_2', '11-100001-2', '99_999999_9', '555_000_1111', '555-000-1111']) expect(metrics).not.toContain(value);
       // Text that is no identifier at all is refused, not searched.
       for (const text of ['hello', 'hello world', 'card:hello']) {
         const none = await admin('get', `/v1/admin/transactions?customer=${encodeURIComponent(text)}${D}`);

@@ -15,6 +15,10 @@ describe('pathForLog', () => {
     ['/v1/admin/transactions/0151-55577700', '/v1/admin/transactions/***'],
     ['/v1/admin/dead-letters/ann(at)example.com', '/v1/admin/dead-letters/***@***'],
     ['/v1/refunds/generic/leak11@example.com', '/v1/refunds/generic/***@***'],
+    // One bad escape beside a contact does not keep the contact from being read.
+    ['/v1/admin/transactions/ann%40example.com%', '/v1/admin/transactions/***@***%'],
+    ['/v1/admin/transactions/%2B15550001111%', '/v1/admin/transactions/***%'],
+    ['/v1/admin/transactions/%ZZann%40example.com', '/v1/admin/transactions/***@***'],
   ])('masks a contact in %s', (path, logged) => {
     expect(pathForLog(path)).toBe(logged);
   });
@@ -30,6 +34,12 @@ describe('pathForLog', () => {
     '/v1/admin/transactions/a%ZZb',
   ])('keeps %s as sent', (path) => {
     expect(pathForLog(path)).toBe(path);
+  });
+
+  it('drops the segment the read limit cuts, which may hold a contact no longer shaped as one', () => {
+    const path = `/v1/admin/transactions/${'a'.repeat(1_956)}/john.smith@example.com`;
+    expect(path.slice(0, 2_000)).toMatch(/john\.smith@example\.c$/);
+    expect(pathForLog(path)).not.toContain('john.smith');
   });
 
   it('cuts a long path as every echo is, after masking what it reads', () => {

@@ -126,7 +126,7 @@ export function cursorOf(record: Pick<LedgerRecord, 'createdAt' | 'transactionId
  * optionally said which. Stated in the document, so a client knows; whether phone-like text is a
  * phone number is the numbering plan's, checked after.
  */
-const CUSTOMER_SEARCH_TEXT = /^(?:(?:phone|email|card|Phone|Email|Card|PHONE|EMAIL|CARD): ?)?(?:[^@\s]{1,64}@[^@\s]{1,189}|[A-Za-z0-9-]{0,32}[0-9][A-Za-z0-9-]{0,32}|\+?[0-9 ().-]{7,30})$/;
+const CUSTOMER_SEARCH_TEXT = /^(?:(?:phone|email|card|Phone|Email|Card|PHONE|EMAIL|CARD): ?)?(?:[^@\s]{1,64}@[^@\s]{1,189}|[A-Za-z0-9-]{0,32}[0-9][A-Za-z0-9-]{0,32}|\+?[0-9 \u00a0().\/-]{7,30})$/;
 
 export const ListQuery = z.strictObject({
   merchantId: merchantIdParam,
