@@ -4,7 +4,8 @@
  * log, version and absolute times (every time is kept relative to the clock: a nextAttemptAt 30 s
  * ahead is the same whenever it is); the learned reversal shape; the service's books and the calls
  * and reads it has not settled; each instance's liveness, its worker pass under way, the records
- * it has a pass or a call out for, and its rate-limit hold; and, while exploring, which of the
+ * it has a pass or a call out for, and its rate-limit hold; the operator actions still running (a
+ * bulk one with the record it is at); and, while exploring, which of the
  * scenario's events remain. A pass's position within its five steps is not part of the state:
  * states that differ only there are taken as one (the pass does the same whatever step it is on,
  * short of the fifth).
@@ -55,7 +56,8 @@ export function stateKey(world: World, withScript: boolean): string {
     ];
   });
   const script = withScript ? [world.budgets, world.facts] : [world.facts];
-  const text = JSON.stringify([records, settings, books, calls, reads, slots, script]);
+  // Operator actions still running, and where a bulk one is: alike otherwise, such states go on differently.
+  const text = JSON.stringify([records, settings, books, calls, reads, slots, world.operatorWork(), script]);
   return createHash('sha1').update(text).digest('base64');
 }
 

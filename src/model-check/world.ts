@@ -25,7 +25,7 @@ import type { CallReport } from '../loyalty/client.js';
 import { createMetrics, type Metrics } from '../metrics.js';
 import { RefundExceedsRemainderError } from '../core/remainder.js';
 import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
-import type { BulkRequest } from '../core/bulk.js';
+import { runBulk, type BulkRequest } from '../core/bulk.js';
 import { deriveTransactionId } from '../transaction-id.js';
 import { coverageBefore, noteCoverage } from './coverage.js';
 import { FakeLoyalty, FATE_WORDS, type Fate, type FakeLoyaltyState, type OutstandingCall } from './fake-loyalty.js';
@@ -111,6 +111,13 @@ export class World {
   /** The situations of issue 20's world the events applied to this world went through (coverage.ts). */
   readonly covered = new Set<string>();
   readonly #clock = () => new Date(this.nowMs);
+  /**
+   * Operator actions still running (waiting on a call or a history read), each as what it is and,
+   * for a bulk one, the record it is at: part of the state, since two states alike in everything
+   * else go on differently (a single resolve of A ends there; a bulk resolve of A and B goes on to B).
+   */
+  readonly #operatorWork = new Map<number, { instance: number; what: () => string }>();
+  #nextWork = 0;
 
   private constructor(
     readonly scenario: Scenario,
@@ -175,6 +182,7 @@ export class World {
 
   /** Nothing pending in any instance: no live call or history read out, no worker pass, no pass or reversal being noted. */
   calm(): boolean {
+    if (this.#operatorWork.size > 0) return false;
     if (this.fake.outstandingReads().length > 0) return false;
     if (this.fake.outstandingCalls().some((c) => c.live && !c.lingering)) return false;
     for (const slot of this.slots) {
@@ -268,6 +276,8 @@ export class World {
         const slot = this.slots[event.instance]!;
         this.budgets.crashes -= 1;
         this.fake.crash(this.instanceId(slot));
+        // The person's request to it dies with it.
+        for (const [id, work] of this.#operatorWork) if (work.instance === event.instance) this.#operatorWork.delete(id);
         // Everything not in the ledger is lost: its core, its passes (left waiting for answers that never come), its holds.
         Object.assign(slot, { live: false, core: undefined, worker: undefined, tickPending: false, rateNotes: [] });
         break;
@@ -294,22 +304,24 @@ export class World {
         const version = this.store.state.records.get(event.key)?.version;
         const overtaken = (error: unknown) => error instanceof ConflictError && this.store.state.records.get(event.key)?.version !== version;
         const action = event.action;
+        const what = `operator ${action}${event.outcome ? ` ${event.outcome}` : ''} of ${event.key}`;
+        const run = (work: Promise<unknown>) => this.#watch(what, this.#operatorRunning(event.instance, () => what, work), overtaken);
         switch (action) {
           case 'reverse':
             this.#notePersonsRefund(event.key);
-            this.#watch(`operator reverse of ${event.key}`, operator.reverse(event.key, act), overtaken);
+            run(operator.reverse(event.key, act));
             break;
           case 'retry':
-            this.#watch(`operator retry of ${event.key}`, operator.retry(event.key, act), overtaken);
+            run(operator.retry(event.key, act));
             break;
           case 'resolve':
-            this.#watch(`operator resolve ${event.outcome} of ${event.key}`, operator.resolve(event.key, { outcome: event.outcome! }, act), overtaken);
+            run(operator.resolve(event.key, { outcome: event.outcome! }, act));
             break;
           case 'acknowledge':
-            this.#watch(`operator acknowledge of ${event.key}`, operator.acknowledge(event.key, act), overtaken);
+            run(operator.acknowledge(event.key, act));
             break;
           case 'close':
-            this.#watch(`operator close of ${event.key}`, operator.close(event.key, act), overtaken);
+            run(operator.close(event.key, act));
             break;
           default:
             unreachable(action);
@@ -323,12 +335,19 @@ export class World {
         if (event.action === 'reverse') for (const key of event.keys) this.#notePersonsRefund(key);
         const ids = event.keys.map((key) => transactionIdOf(DEFAULT_MERCHANT, key));
         const request: BulkRequest = event.action === 'resolve' ? { act, global: false, action: 'resolve', outcome: event.outcome!, ids } : { act, global: false, action: event.action, ids };
+        // The operator's own bulk (runBulk, as OperatorActions.bulk runs it), its single-record actions seen going by:
+        // which record it is at is part of the state while it runs.
+        const operator = this.#core(event.instance).operator;
+        let at = '';
+        const seen = <A extends unknown[], R>(act: (key: string, ...rest: A) => Promise<R>) => (key: string, ...rest: A) => ((at = key), act.call(operator, key, ...rest));
+        const actions = { retry: seen(operator.retry), reverse: seen(operator.reverse), resolve: seen(operator.resolve), close: seen(operator.close), acknowledge: seen(operator.acknowledge) };
+        const what = `operator bulk ${event.action}${event.outcome ? ` ${event.outcome}` : ''} of ${ids.join(', ')}`;
         // A record refused is a problem unless it changed between the person's ticks and the action (a race the answer reports).
-        const work = this.#core(event.instance).operator.bulk(request).then((outcome) => {
+        const work = runBulk(request, { actions, store: this.store, now: this.#clock }).then((outcome) => {
           const unexplained = outcome.refused.filter((r) => this.store.state.records.get(ledgerKey(DEFAULT_MERCHANT, r.id))?.version === versions.get(ledgerKey(DEFAULT_MERCHANT, r.id)));
           if (unexplained.length) throw new Error(`bulk ${event.action} refused ${unexplained.map((r) => `${r.id} (${r.why})`).join(', ')}`);
         });
-        this.#watch(`operator bulk ${event.action}${event.outcome ? ` ${event.outcome}` : ''} of ${ids.join(', ')}`, work);
+        this.#watch(what, this.#operatorRunning(event.instance, () => `${what}, at ${at}`, work));
         break;
       }
       default:
@@ -462,6 +481,18 @@ export class World {
       if (expected(error)) return;
       this.problems.push(`${what} failed: ${error instanceof BridgeError ? `${error.constructor.name} ${error.message}` : (error as Error)?.stack ?? String(error)}`);
     });
+  }
+
+  /** `work`, kept among the operator actions running until it ends (`operatorWork`). */
+  #operatorRunning<T>(instance: number, what: () => string, work: Promise<T>): Promise<T> {
+    const id = this.#nextWork++;
+    this.#operatorWork.set(id, { instance, what });
+    return work.finally(() => this.#operatorWork.delete(id));
+  }
+
+  /** What the operator actions running are, for the state key. */
+  operatorWork(): string[] {
+    return [...this.#operatorWork.values()].map((work) => `${work.instance} ${work.what()}`).sort();
   }
 
   /** A person's reverse refunds the order whole: what the customer's balance should come to then. */
