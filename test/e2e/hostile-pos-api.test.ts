@@ -24,7 +24,16 @@ const SHOP = 'hostile-probe.myshopify.com';
 const SHOPIFY_TOKEN = 'shpat_hostile_probe_token_0123456789';
 const ORDERS_PATH = `/admin/api/${SHOPIFY_API_VERSION}/orders.json`;
 
-/** A local server that records every request it gets (path and the Shopify token it carried; method, Authorization and body where any). */
+/** The bridge and the local servers of the test running: closed after each. */
+let h: Harness | undefined;
+const servers: LocalServer[] = [];
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+  for (const server of servers.splice(0)) await server.close();
+});
+
+/** A local server (closed after the test) that records every request it gets (path and the Shopify token it carried; method, Authorization and body where any). */
 async function recordingServer(
   answer: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void,
 ): Promise<LocalServer & { seen: { path: string; token?: string; method?: string; authorization?: string; body?: string }[] }> {
@@ -40,6 +49,7 @@ async function recordingServer(
       answer(req, res, body);
     });
   });
+  servers.push(server);
   return Object.assign(server, { seen });
 }
 
@@ -49,13 +59,6 @@ const json = (res: http.ServerResponse, status: number, body: unknown, headers: 
 };
 
 describe('row 7: the Shopify access token goes to the configured API origin only', () => {
-  let h: Harness | undefined;
-  const servers: LocalServer[] = [];
-  afterEach(async () => {
-    await h?.close();
-    h = undefined;
-    for (const server of servers.splice(0)) await server.close();
-  });
 
   /** A bridge whose default merchant reads its shop at `shopify` (the configured SHOPIFY_API_BASE_URL). */
   async function bridgeReading(shopify: LocalServer): Promise<Harness> {
@@ -73,7 +76,6 @@ describe('row 7: the Shopify access token goes to the configured API origin only
       if (url.searchParams.get('page_info') === 'p2') return json(res, 200, { orders: [] });
       json(res, 200, { orders: [] }, { link: `<${shopify.url}${ORDERS_PATH}?limit=2&page_info=p2>; rel="next"` });
     });
-    servers.push(shopify);
     h = await bridgeReading(shopify);
     const res = await backfill(h);
     expect(res.status).toBe(200);
@@ -87,9 +89,7 @@ describe('row 7: the Shopify access token goes to the configured API origin only
     ['a scheme-relative URL', (leak: LocalServer) => `${leak.url.replace(/^http:/, '')}${ORDERS_PATH}?page_info=p2`],
   ])('a next link to another origin (%s) fails the pass naming that origin, and nothing is sent there', async (_name, link) => {
     const leak = await recordingServer((_req, res) => json(res, 200, { orders: [] }));
-    servers.push(leak);
     const shopify = await recordingServer((_req, res) => json(res, 200, { orders: [] }, { link: `<${link(leak)}>; rel="next"` }));
-    servers.push(shopify);
     h = await bridgeReading(shopify);
     const res = await backfill(h);
     expect(res.status).toBe(502);
@@ -103,9 +103,7 @@ describe('row 7: the Shopify access token goes to the configured API origin only
 
   it('a redirect is not followed: the pass fails naming the status and where it pointed, and nothing is sent there', async () => {
     const leak = await recordingServer((_req, res) => json(res, 200, { orders: [] }));
-    servers.push(leak);
     const shopify = await recordingServer((_req, res) => json(res, 302, {}, { location: `${leak.url}${ORDERS_PATH}?stolen=1` }));
-    servers.push(shopify);
     h = await bridgeReading(shopify);
     const res = await backfill(h);
     expect(res.status).toBe(502);
@@ -117,13 +115,6 @@ describe('row 7: the Shopify access token goes to the configured API origin only
 
 describe("row 7: another POS's reads (Square) follow no redirect, and its token goes to the configured origin only", () => {
   const SQUARE_TOKEN = 'sq-hostile-probe-token-0123456789';
-  let h: Harness | undefined;
-  const servers: LocalServer[] = [];
-  afterEach(async () => {
-    await h?.close();
-    h = undefined;
-    for (const server of servers.splice(0)) await server.close();
-  });
 
   /** A bridge whose default merchant holds Square seller A, its SQUARE_API_BASE_URL `square` (a server the test scripts). */
   async function bridgeReadingSquare(square: LocalServer) {
@@ -136,9 +127,7 @@ describe("row 7: another POS's reads (Square) follow no redirect, and its token 
 
   it('a direct Square refund whose order read is answered 302 to another origin: 502 naming it, nothing sent there, nothing recorded', async () => {
     const leak = await recordingServer((_req, res) => json(res, 200, { order: {} }));
-    servers.push(leak);
     const square = await recordingServer((req, res) => json(res, 302, {}, { location: `${leak.url}${req.url ?? '/'}` }));
-    servers.push(square);
     const { harness, a } = await bridgeReadingSquare(square);
     // A genuine refund of seller A (made at the simulator's fake Square); its order is read at `square`.
     const sale = harness.sim.pos.square.addOrder(a.merchantId, { lines: [{ name: 'Latte', unitPrice: 450, quantity: 2 }], customer: { phone: '+14155550177' } });
@@ -155,13 +144,11 @@ describe("row 7: another POS's reads (Square) follow no redirect, and its token 
 
   it("Square backfill's second page (POST, its cursor) answered 307 to another origin: the pass fails naming it, and neither the token nor the body is sent there", async () => {
     const leak = await recordingServer((_req, res) => json(res, 200, { orders: [] }));
-    servers.push(leak);
     const square = await recordingServer((req, res, body) => {
       if (req.url === '/v2/locations') return json(res, 200, { locations: [{ id: 'HOSTILELOCA07' }] });
       if ((JSON.parse(body || '{}') as { cursor?: string }).cursor === 'page-2') return json(res, 307, {}, { location: `${leak.url}/v2/orders/search` });
       json(res, 200, { orders: [], cursor: 'page-2' });
     });
-    servers.push(square);
     const { harness } = await bridgeReadingSquare(square);
 
     const res = await request(harness.bridge.url).post('/v1/admin/backfill').set('authorization', `Bearer ${ADMIN_TOKEN}`).send({ pos: 'square', since: new Date(Date.now() - 3_600_000).toISOString() });
@@ -180,12 +167,6 @@ describe("row 7: another POS's reads (Square) follow no redirect, and its token 
 });
 
 describe("row 13: a direct Square post naming another seller's order", () => {
-  let h: Harness | undefined;
-  afterEach(async () => {
-    await h?.close();
-    h = undefined;
-  });
-
   /**
    * The default merchant holds Square seller A at the simulator's fake Square; seller B sold and
    * refunded an order there. Answers B's PaymentRefund (its order_id: B's return order).
