@@ -173,12 +173,12 @@ export function afterRun(letter: DeadLetter, by: RunBy, claim: RunClaim, at: str
   const kept = release(letter.retry?.claim, claim.owner);
   const stillHeld = kept ? { claim: kept } : {};
   const ran = by === 'bridge';
-  const created = { ...(result.created.length ? { created: result.created } : {}), ...(result.actedOn?.length ? { actedOn: result.actedOn } : {}) };
+  const records = { ...(result.created.length ? { created: result.created } : {}), ...(result.actedOn?.length ? { actedOn: result.actedOn } : {}) };
   if (result.kind === 'processed') {
-    const replays = [...letter.replays, { at, by, outcome: `processed: ${result.outcome}`, ...created }];
+    const replays = [...letter.replays, { at, by, outcome: `processed: ${result.outcome}`, ...records }];
     return { ...letter, resolvedAt: at, replays, retry: { transient: letter.retry?.transient ?? false, attempts: (letter.retry?.attempts ?? 0) + (ran ? 1 : 0), ...stillHeld } };
   }
-  const replays = [...letter.replays, { at, by, outcome: `failed: ${result.reason}`, ...created }];
+  const replays = [...letter.replays, { at, by, outcome: `failed: ${result.reason}`, ...records }];
   const { issues: _previous, ...rest } = letter;
   return {
     ...rest,

@@ -17,8 +17,7 @@ import { transactionIdOf, type RecordWriter } from './record-writer.js';
 import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
 import { dismiss, dismissRefusal, replayRefusal } from './dead-letter-transitions.js';
 import { runBulk, type BulkOutcome, type BulkRequest } from './bulk.js';
-import { toE164 } from '../customer.js';
-import { identitiesOf } from '../state/customer-index.js';
+import { contactIdentities } from '../state/customer-index.js';
 
 export type { ResolveInput };
 
@@ -158,7 +157,7 @@ export class OperatorActions {
       }
       if (!owner) continue;
       asked = 'found';
-      found.push(...identitiesOf({ phone: phoneOrUndefined(owner.phone, region), email: owner.email }));
+      found.push(...contactIdentities(owner, region));
     }
     return { identities: [...new Set(found)], asked };
   }
@@ -187,15 +186,5 @@ export class OperatorActions {
     const record = options.deliver === false ? changed : await this.delivery.deliverWithinBudget(key);
     await this.audit(`${options.bulk ? 'bulk:' : ''}${action}`, act, record);
     return answerFor(this.writer.store, record, false);
-  }
-}
-
-/** A phone as the ledger keeps one (E.164 in the merchant's region), or undefined when it reads as none. */
-function phoneOrUndefined(phone: string | undefined, region: string): string | undefined {
-  if (!phone) return undefined;
-  try {
-    return toE164(phone, region, 'customer');
-  } catch {
-    return undefined;
   }
 }

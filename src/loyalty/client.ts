@@ -292,19 +292,13 @@ export class LoyaltyClient {
    * POS named by phone or email are found by the card too. Undefined when the service has no such card (404).
    */
   async cardOwner(serial: string): Promise<{ phone?: string; email?: string } | undefined> {
-    if (!this.#apiKey) throw new Error('LOYALTY_API_KEY is not set: cards cannot be read');
-    const path = `/api/v2/cards/${encodeURIComponent(serial)}`;
-    let response: AxiosResponse;
-    try {
-      response = await this.#send(() => this.#http.get(path, { headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined } }));
-    } catch (error) {
-      if (error instanceof RetryableStatus) throw new Error(`GET /api/v2/cards/{id} answered ${error.response!.status}, retries spent`);
-      throw error;
-    }
+    // Named without the serial in errors: it is what an operator typed, and may be a phone.
+    const named = 'GET /api/v2/cards/{id}';
+    const response = await this.#keyed(`/api/v2/cards/${encodeURIComponent(serial)}`, named);
     if (response.status === 404) return undefined;
-    if (response.status !== 200) throw new Error(`GET /api/v2/cards/{id} answered ${response.status}`);
+    if (response.status !== 200) throw new Error(`${named} answered ${response.status}`);
     const parsed = envelopeOne(CardWithOwner).safeParse(parseBody(response));
-    if (!parsed.success) throw new Error(`GET /api/v2/cards/{id} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
+    if (!parsed.success) throw new Error(`${named} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
     const owner = parsed.data.data.customer;
     return { ...(owner?.phone ? { phone: owner.phone } : {}), ...(owner?.email ? { email: owner.email } : {}) };
   }
@@ -342,23 +336,26 @@ export class LoyaltyClient {
   }
 
   async #page<T extends z.ZodType>(path: string, params: Record<string, string>, item: T, page: number, itemsPerPage: number): Promise<{ data: z.infer<T>[]; meta: z.infer<typeof PageMeta> }> {
-    if (!this.#apiKey) throw new Error('LOYALTY_API_KEY is not set: the history cannot be read');
-    let response: AxiosResponse;
-    try {
-      response = await this.#send(() =>
-        this.#http.get(path, {
-          params: { ...params, page, itemsPerPage },
-          headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined },
-        }),
-      );
-    } catch (error) {
-      if (error instanceof RetryableStatus) throw new Error(`GET ${path} answered ${error.response!.status}, retries spent`);
-      throw error;
-    }
+    const response = await this.#keyed(path, `GET ${path}`, { ...params, page, itemsPerPage });
     if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
     const parsed = envelopeList(item).safeParse(parseBody(response));
     if (!parsed.success) throw new Error(`GET ${path} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
     return { data: parsed.data.data as z.infer<T>[], meta: parsed.data.meta };
+  }
+
+  /**
+   * A GET with the API key (every endpoint but the three point-of-sale ones), retried as every call
+   * of this client is; `named`: how errors name it. Answers any status the retries leave; a 429 or
+   * 5xx still there after them throws.
+   */
+  async #keyed(path: string, named: string, params?: Record<string, string | number>): Promise<AxiosResponse> {
+    if (!this.#apiKey) throw new Error('LOYALTY_API_KEY is not set: the history and cards cannot be read');
+    try {
+      return await this.#send(() => this.#http.get(path, { ...(params ? { params } : {}), headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined } }));
+    } catch (error) {
+      if (error instanceof RetryableStatus) throw new Error(`${named} answered ${error.response!.status}, retries spent`);
+      throw error;
+    }
   }
 
   async #posCall(operation: UpstreamOperation, body: AccrueRequest | ReverseRequest): Promise<CallReport> {

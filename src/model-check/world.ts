@@ -339,7 +339,7 @@ export class World {
         // which record it is at is part of the state while it runs.
         const operator = this.#core(event.instance).operator;
         let at = '';
-        const seen = <A extends unknown[], R>(act: (key: string, ...rest: A) => Promise<R>) => (key: string, ...rest: A) => ((at = key), act.call(operator, key, ...rest));
+        const seen = <A extends unknown[], R>(single: (key: string, ...rest: A) => Promise<R>) => (key: string, ...rest: A) => ((at = key), single.call(operator, key, ...rest));
         const actions = { retry: seen(operator.retry), reverse: seen(operator.reverse), resolve: seen(operator.resolve), close: seen(operator.close), acknowledge: seen(operator.acknowledge) };
         const what = `operator bulk ${event.action}${event.outcome ? ` ${event.outcome}` : ''} of ${ids.join(', ')}`;
         // A record refused is a problem unless it changed between the person's ticks and the action (a race the answer reports).

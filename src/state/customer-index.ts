@@ -63,8 +63,15 @@ export function searchIdentities(text: string, region: string): string[] {
  * What a card serial can look like: the loyalty service's card id is a dash-separated serial
  * (`11-100001-2`); letters are let through for services that use them, but it holds a digit and no
  * space, so that text which is no identifier at all (`hello`) is refused rather than searched.
+ * Written without lookarounds, so that the HTTP layer can state it in /openapi.json as it is.
  */
-const CARD_SERIAL = /^(?=[A-Za-z0-9-]*\d)[A-Za-z0-9-]{1,64}$/;
+export const CARD_SERIAL_PATTERN = '[A-Za-z0-9-]{0,32}[0-9][A-Za-z0-9-]{0,32}';
+const CARD_SERIAL = new RegExp(`^${CARD_SERIAL_PATTERN}$`);
+
+/** The identifiers of a contact the loyalty service gave (a card's owner): its phone read in `region`, its email. */
+export function contactIdentities(contact: { phone?: string; email?: string }, region: string): string[] {
+  return identitiesOf({ phone: contact.phone ? phoneOf(contact.phone, region) : undefined, email: contact.email });
+}
 
 function phoneOf(text: string, region: string): string | undefined {
   try {

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { attentionQueue } from '../../core/attention-queue.js';
 import { BULK_ACTIONS, BULK_MAX, type BulkRequest } from '../../core/bulk.js';
 import { echoed, NotFoundError, ValidationError } from '../../errors.js';
-import { searchIdentities } from '../../state/customer-index.js';
+import { CARD_SERIAL_PATTERN, searchIdentities } from '../../state/customer-index.js';
 import { keyOf as recordKeyOf, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../../state/record.js';
 import { DEFAULT_MERCHANT } from '../../merchants/merchant.js';
 import { PAYLOAD_KEPT_BYTES, type LedgerStore, type ListCursor } from '../../ledger/store.js';
@@ -126,7 +126,7 @@ export function cursorOf(record: Pick<LedgerRecord, 'createdAt' | 'transactionId
  * optionally said which. Stated in the document, so a client knows; whether phone-like text is a
  * phone number is the numbering plan's, checked after.
  */
-const CUSTOMER_SEARCH_TEXT = /^(?:(?:phone|email|card|Phone|Email|Card|PHONE|EMAIL|CARD): ?)?(?:[^@\s]{1,64}@[^@\s]{1,189}|[A-Za-z0-9-]{0,32}[0-9][A-Za-z0-9-]{0,32}|\+?[0-9 \u00a0().\/-]{7,30})$/;
+const CUSTOMER_SEARCH_TEXT = new RegExp(`^(?:(?:phone|email|card|Phone|Email|Card|PHONE|EMAIL|CARD): ?)?(?:[^@\\s]{1,64}@[^@\\s]{1,189}|${CARD_SERIAL_PATTERN}|\\+?[0-9 \\u00a0().\\/-]{7,30})$`);
 
 export const ListQuery = z.strictObject({
   merchantId: merchantIdParam,
@@ -301,15 +301,19 @@ export const adminRoutes: readonly Route[] = [
     },
     async handle({ req, res, query: q, deps }) {
       const merchantId = scopeOf(req, q.merchantId);
-      // A customer is a merchant's customer: the search reads the number in that merchant's phone
-      // region, looks in its records only, and is audited against it. A merchant's token is scoped already.
-      if (q.customer !== undefined && merchantId === undefined) throw ValidationError.field('merchantId', "is required with customer: a customer search is scoped to one merchant (its records, its phone region, its audit trail)");
-      const region = q.customer === undefined ? undefined : await deps.ingest.phoneRegion(merchantId);
-      const typed = q.customer === undefined ? undefined : searchIdentities(q.customer, region!);
-      if (typed?.length === 0) throw ValidationError.field('customer', 'is not a phone number, an email or a card serial');
-      // A card serial finds the records of its owner too, however the POS named them (the loyalty service says whose card it is).
-      const owner = typed ? await deps.operator.cardOwnerIdentities(merchantId!, typed, region!) : undefined;
-      const customer = typed && owner ? [...new Set([...typed, ...owner.identities])] : typed;
+      let customer: string[] | undefined;
+      let owner: Awaited<ReturnType<typeof deps.operator.cardOwnerIdentities>> | undefined;
+      if (q.customer !== undefined) {
+        // A customer is a merchant's customer: the search reads the number in that merchant's phone
+        // region, looks in its records only, and is audited against it. A merchant's token is scoped already.
+        if (merchantId === undefined) throw ValidationError.field('merchantId', 'is required with customer: a customer search is scoped to one merchant (its records, its phone region, its audit trail)');
+        const region = await deps.ingest.phoneRegion(merchantId);
+        const typed = searchIdentities(q.customer, region);
+        if (typed.length === 0) throw ValidationError.field('customer', 'is not a phone number, an email or a card serial');
+        // A card serial finds the records of its owner too, however the POS named them (the loyalty service says whose card it is).
+        owner = await deps.operator.cardOwnerIdentities(merchantId, typed, region);
+        customer = [...new Set([...typed, ...owner.identities])];
+      }
       // One more than asked: whether a next page exists, without counting beyond it.
       const { items, total, totalCapped } = await deps.store.list({
         merchantId,

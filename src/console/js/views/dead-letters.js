@@ -181,8 +181,8 @@ export async function deadLetterView({ section, announce, refresh }, id) {
               time(r.at),
               r.by ?? '',
               prose(r.outcome),
-              r.created?.length ? h('ul', { class: 'plain' }, r.created.map((id) => h('li', {}, createdLink(letter, id)))) : '',
-              r.actedOn?.length ? h('ul', { class: 'plain' }, r.actedOn.map((id) => h('li', {}, createdLink(letter, id)))) : '',
+              recordLinks(letter, r.created),
+              recordLinks(letter, r.actedOn),
             ]),
           )
         : h('p', {}, 'Not run again yet.'),
@@ -200,6 +200,15 @@ export async function deadLetterView({ section, announce, refresh }, id) {
         : null,
     ),
   );
+}
+
+/**
+ * The records a run names (created, or acted on), each a link; nothing when it names none.
+ * @param {DeadLetter} letter
+ * @param {string[] | undefined} ids
+ */
+function recordLinks(letter, ids) {
+  return ids?.length ? h('ul', { class: 'plain' }, ids.map((id) => h('li', {}, createdLink(letter, id)))) : '';
 }
 
 /**
