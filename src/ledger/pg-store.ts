@@ -66,6 +66,9 @@ export interface PgConnection {
 }
 
 /** Splits our own `schema` parameter off a postgres:// URL; pg keeps the rest. */
+/** How long one new connection to PostgreSQL may take before the attempt fails. */
+export const PG_CONNECT_TIMEOUT_MS = 5000;
+
 export function parsePgUrl(url: string): PgConnection {
   const parsed = new URL(url);
   const schema = parsed.searchParams.get('schema') ?? undefined;
@@ -257,19 +260,44 @@ export function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
 
-/** Runs `work` in one transaction on one pooled connection: committed when it returns, rolled back when it throws. */
+/**
+ * Runs `work` in one transaction on one pooled connection: committed when it returns, rolled back
+ * when it throws. pg-pool takes its own error listener off a client while the client is checked out,
+ * so a connection the server cuts now (a failover, a PgBouncer restart, an idle timeout) would emit
+ * an `error` nobody listens to, and that ends the process: the listener here takes it while the
+ * client is out. The query under way then fails with the cut, the transaction is rolled back by the
+ * server, and the broken connection is discarded instead of going back to the pool.
+ */
 export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  // Taken with a callback, not the promise: the listener must be on before anything more is read
+  // from the socket. The server's "terminating connection" can arrive in the same packet as the
+  // ready message that handed the client out, and a promise's continuation runs only after the
+  // parser has emitted it (seen: a new client cut right after connecting ended the process).
+  const client = await new Promise<pg.PoolClient>((resolve, reject) =>
+    pool.connect((error, taken) => {
+      if (error || !taken) return reject(error ?? new Error('the pool handed out no connection'));
+      taken.on('error', onError);
+      resolve(taken);
+    }),
+  );
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query('ROLLBACK').catch((rollbackFailed: Error) => {
+      // A ROLLBACK that cannot be sent means the connection is gone: never hand it out again.
+      broken ??= rollbackFailed;
+    });
     throw error;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(broken);
   }
 }
 
@@ -325,9 +353,16 @@ export class PostgresLedgerStore implements LedgerStore {
     this.pool = new pg.Pool({
       connectionString,
       max: options.poolSize ?? 10,
+      // An address that drops packets silently (a failover moving it) is not waited on for ever:
+      // the connect fails, the request that needed it answers 503 or 202, and the next one tries again.
+      connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      // What an operator sees in pg_stat_activity, unless LEDGER_URL names its own application_name.
+      fallback_application_name: 'loyalty-bridge',
       ...(schema ? { options: `-c search_path=${schema}` } : {}),
     });
     // An idle client that loses its connection must not crash the process; the next query reconnects.
+    // (A checked-out one is guarded by whoever holds it: pool.query does, and so does inTransaction.)
     this.pool.on('error', () => undefined);
   }
 
