@@ -138,8 +138,8 @@ export const shopifyWebhook: WebhookSpec = {
   // Shopify names the shop in X-Shopify-Shop-Domain. The HMAC covers the body only, and no shop is
   // named in it: the header is what Shopify gives (docs/merchants.md says what that means), which is
   // why its event ids are deduplicated across shops (dedupeKey).
-  accounts: (body, headers) => [{ account: singleHeaderValue(headers, SHOP_DOMAIN_HEADER), body }],
+  // Only the unsigned X-Shopify-Shop-Domain names the shop (an order's body does not): the core binds
+  // each delivery's signed bytes to the shop it was first taken for.
+  accounts: (body, headers) => [{ headerAccount: singleHeaderValue(headers, SHOP_DOMAIN_HEADER), body }],
   headerAliases: UNPREFIXED_NAMES,
-  // The event id headers are not signed either: the signed body itself identifies a taken delivery.
-  accountOutsideSignature: true,
 };

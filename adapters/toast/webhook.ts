@@ -196,18 +196,8 @@ export const toastWebhook: WebhookSpec = {
     replay: TOAST_REPLAY_WINDOW,
   },
   classify,
-  accounts: (body, headers) => [{ account: restaurantOf(body, headers), body }],
+  // The message's own details.restaurantGuid (signed) where it has one, and the unsigned
+  // Toast-Restaurant-External-ID header Toast sends with every message: the core refuses the two
+  // disagreeing, and binds a message named by the header alone to the restaurant it was first taken for.
+  accounts: (body, headers) => [{ account: namedIn(isObject(body) ? body.details : undefined, 'restaurantGuid'), headerAccount: singleHeaderValue(headers, 'toast-restaurant-external-id'), body }],
 };
-
-/**
- * The restaurant a delivery is for: the Toast-Restaurant-External-ID header Toast sends, checked
- * against the message's own `details.restaurantGuid` where it has one (the body is signed, the
- * header is not). Two different restaurants named: none is taken (the delivery is then no known
- * merchant's and kept as a dead letter).
- */
-function restaurantOf(body: unknown, headers: IncomingHttpHeaders): string | undefined {
-  const fromHeader = singleHeaderValue(headers, 'toast-restaurant-external-id');
-  const fromBody = namedIn(isObject(body) ? body.details : undefined, 'restaurantGuid');
-  if (fromHeader && fromBody && fromHeader.toLowerCase() !== fromBody.toLowerCase()) return undefined;
-  return fromBody ?? fromHeader;
-}

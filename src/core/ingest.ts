@@ -12,11 +12,11 @@ import { hasContact } from '../customer.js';
 import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
 import { FINAL_STATUSES, type LedgerStatus } from '../state/record.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { accountKey, DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { DeadLetter, LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { KeyedMutex } from '../keyed-mutex.js';
-import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosObjectRef, PosSettings, RefundIntent, WebhookAction, WebhookSpec } from '../pos/contract.js';
+import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosObjectRef, PosSettings, RefundIntent, WebhookAction, WebhookPart, WebhookSpec } from '../pos/contract.js';
 import { isObjectRefusal, posApi, PosApiError, PosApiNotConfiguredError, PosObjectRefusedError } from '../pos-api.js';
 import { canonicalHeaders } from '../webhooks/headers.js';
 import { singleHeader, verifySignature } from '../webhooks/signature.js';
@@ -161,15 +161,66 @@ function eventKeys(merchant: IngestMerchant, action: WebhookAction): { remember:
 }
 
 /**
- * The key of a part's signed bytes, for a POS whose account is named outside the signature
- * (`accountOutsideSignature`): remembered bare and under the merchant that took it, beside the event
- * key, so a copy of the same bytes naming another account, under any event id, is a duplicate. The
- * same merchant's copy goes on to its event key and the ledger (the same order under another topic
- * is answered as a repeat of its record).
+ * The account a part of a delivery speaks for. Only the signature can be trusted (a POS app's
+ * secret is every merchant's): where the signed body names the account, a header naming another is
+ * a forgery or a mistake, refused before anything is done; where only a header names it, the core
+ * binds the signed bytes to that account (`Ingest.#bind`). `bindable`: named by the header alone.
  */
-function signedBytesKey(spec: WebhookSpec, partRaw: Buffer): string | undefined {
-  if (!spec.accountOutsideSignature) return undefined;
+function accountOf(pos: string, part: WebhookPart): { account?: string; bindable: boolean } {
+  if (part.account !== undefined && part.headerAccount !== undefined && accountKey(pos, part.account) !== accountKey(pos, part.headerAccount)) throw new AccountMismatchError(pos, part.account, part.headerAccount);
+  return { account: part.account ?? part.headerAccount, bindable: part.account === undefined && part.headerAccount !== undefined };
+}
+
+/**
+ * The key builds before bindings remembered a Shopify delivery's signed bytes under (bare, and
+ * prefixed with the merchant that took them), for 7 days like every webhook event: read, never
+ * written, so a copy of a delivery taken just before an upgrade is still a duplicate for another
+ * merchant. Nothing holds it a week after the upgrade; then this can go.
+ */
+function legacySignedKey(partRaw: Buffer): string {
   return `signed:${createHash('sha256').update(partRaw).digest('base64url')}`;
+}
+
+/** How one action is acted on: `legacyKey` (`legacySignedKey`) for a delivery bound to its account; `fromLetter`: a dead letter's run. */
+interface ActingHow {
+  legacyKey?: string;
+  fromLetter: boolean;
+}
+
+/**
+ * A copy of a delivery first taken for another account: each action it asks for answered as a
+ * duplicate (nothing done, no merchant named: none of them holds a record of it), or the part as
+ * one duplicate when its actions cannot be read.
+ */
+function duplicatesOf(spec: WebhookSpec, body: unknown, headers: IncomingHttpHeaders, partKey: string): WebhookResult[] {
+  const reason = 'first taken for another account: a copy naming another is a duplicate';
+  try {
+    return spec.classify(body, headers).map((a) => ({ key: echoed(a.key), action: a.kind === 'fetch' ? 'checkout' : a.kind === 'ignored' ? 'ignored' : a.kind, duplicate: true, reason }));
+  } catch {
+    return [{ key: partKey, action: 'ignored', duplicate: true, reason }];
+  }
+}
+
+/** The digest of a part's signed bytes: what a delivery is bound to its account by (`bindDelivery`). */
+function deliveryDigest(partRaw: Buffer): string {
+  return createHash('sha256').update(partRaw).digest('base64url');
+}
+
+/** 400: the signed body names one account and an unsigned header another. */
+export class AccountMismatchError extends BridgeError {
+  constructor(pos: string, signed: string, header: string) {
+    super(`the ${pos} delivery's signed body names account ${JSON.stringify(echoed(signed))} and its header ${JSON.stringify(echoed(header))}: the header is not covered by the signature, so the delivery is refused`, 400, 'account_mismatch');
+  }
+}
+
+/**
+ * 409: these signed bytes were first taken for another account (contract v1.5, "One captured
+ * delivery, one merchant"). A live copy is answered as a duplicate; a dead letter's run fails with it.
+ */
+class TakenForAnotherAccountError extends BridgeError {
+  constructor(pos: string) {
+    super(`this ${pos} delivery was first taken for another account: its signed bytes are bound to that account, and a copy naming another is a duplicate`, 409, 'taken_for_another_account');
+  }
 }
 
 export class Ingest implements DeadLetterRunner {
@@ -303,28 +354,39 @@ export class Ingest implements DeadLetterRunner {
       await keep(replay?.merchantId, raw, [{ key: 'delivery', error, at: 0 }]);
       return { pos, results, inProgress: true, kept };
     }
-    // A letter kept for no merchant is attributed again by the account it names: the merchant an
-    // operator has created for it since is found.
-    const parts = replay?.merchantId ? [{ account: undefined, body, merchantId: replay.merchantId }] : (spec.accounts?.(body, headers) ?? [{ body }]);
+    // Read from the signed bytes of every part before anything is done: a part whose header
+    // disagrees with its signed body refuses the whole delivery (400), and nothing is taken.
+    const parts = (spec.accounts?.(body, headers) ?? [{ body }]).map((part) => ({ ...part, ...accountOf(pos, part) }));
     for (const part of parts) {
       // A part of a batch (Clover) is kept on its own: its bytes are its JSON, not the delivery's.
       const partRaw = parts.length === 1 ? raw : Buffer.from(JSON.stringify(part.body));
+      const partKey = part.account === undefined ? 'delivery' : echoed(part.account);
       const partArrival = arrival && { ...arrival, payload: keptPayload(pos, partRaw, arrival.receivedAt, headers, spec.signature.header) };
-      const known = 'merchantId' in part && part.merchantId ? await this.merchants.get(part.merchantId) : await this.merchants.byAccount(pos, part.account);
+      // Bound before anything is decided, dead letters included: a copy naming another account while
+      // the first waits as a letter is a duplicate too, and the letter's run acts for its own merchant.
+      if (part.bindable && !(await this.#bind(pos, partRaw, part.account!))) {
+        if (replay) await keep(replay.merchantId, partRaw, [{ key: partKey, error: new TakenForAnotherAccountError(pos), at: results.length }]);
+        else results.push(...duplicatesOf(spec, part.body, headers, partKey));
+        continue;
+      }
+      // A letter keeps its merchant; one kept for no merchant is attributed again by the account it
+      // names: the merchant an operator has created for it since is found.
+      const known = replay?.merchantId ? await this.merchants.get(replay.merchantId) : await this.merchants.byAccount(pos, part.account);
       if (!known || isSuspended(known)) {
         // Authentic, but nobody's to carry out: kept for an operator; nothing is sent upstream.
         const why = known ? new MerchantSuspendedError(known.id) : new UnknownMerchantError(pos, part.account);
-        await keep(known?.id, partRaw, [{ key: part.account === undefined ? 'delivery' : echoed(part.account), error: why, at: results.length }]);
+        await keep(known?.id, partRaw, [{ key: partKey, error: why, at: results.length }]);
         continue;
       }
       // Each action is tried even when another fails: a bad one must not hold back the rest of a
       // batch (Clover, Loyverse). Those done are remembered, so a redelivery or replay skips them.
       const failures: (Failure & { at: number })[] = [];
+      const legacyKey = part.bindable ? legacySignedKey(partRaw) : undefined;
       try {
         for (const action of spec.classify(part.body, headers)) {
           try {
             // Its lines name the merchant of this part, which for a batch (Clover) is not the whole delivery's.
-            results.push(...(await withMerchant(known.id, () => this.#actOnce(adapter, known, action, partArrival, signedBytesKey(spec, partRaw)))));
+            results.push(...(await withMerchant(known.id, () => this.#actOnce(adapter, known, action, partArrival, { legacyKey, fromLetter: replay !== undefined }))));
           } catch (error) {
             if (!isKept(error)) throw error;
             failures.push({ key: echoed(action.key), error, at: results.length });
@@ -332,7 +394,7 @@ export class Ingest implements DeadLetterRunner {
         }
       } catch (error) {
         if (!isKept(error)) throw error;
-        failures.push({ key: part.account === undefined ? 'delivery' : echoed(part.account), error, at: results.length });
+        failures.push({ key: partKey, error, at: results.length });
       }
       // Every failing part is kept (each its own merchant's), as one letter for all its failures.
       if (failures.length > 0) await keep(known.id, partRaw, failures);
@@ -446,53 +508,60 @@ export class Ingest implements DeadLetterRunner {
   }
 
   /**
-   * One action of a delivery, alone among those of its event key (or its signed bytes' key,
-   * `signedBytesKey`) in this process (`#eventLocks`).
+   * One action of a delivery, alone among those of its event key (or, for a delivery bound to its
+   * account, its signed bytes') in this process (`#eventLocks`).
    */
-  #actOnce(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, arrival: Arrival | undefined, signedKey: string | undefined): Promise<WebhookResult[]> {
-    return this.#eventLocks.run(`${adapter.name}\u0000${signedKey ?? eventKeys(merchant, action).remember}`, () => this.#act(adapter, merchant, action, arrival, signedKey));
+  #actOnce(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, arrival: Arrival | undefined, how: ActingHow): Promise<WebhookResult[]> {
+    return this.#eventLocks.run(`${adapter.name}\u0000${how.legacyKey ?? eventKeys(merchant, action).remember}`, () => this.#act(adapter, merchant, action, arrival, how));
   }
 
   /**
-   * Whether the action was taken already: under one of its event keys, or (`signedKey`) its signed
-   * bytes by another merchant. The event keys first: a POS's redelivery, the common duplicate.
+   * Whether the action was taken already: under one of its event keys (a POS's redelivery, the
+   * common duplicate), or by another merchant under its signed bytes' key of a build before
+   * deliveries were bound (`legacySignedKey`).
    */
-  async #taken(pos: string, merchant: IngestMerchant, known: string[], signedKey: string | undefined): Promise<boolean> {
+  async #taken(pos: string, merchant: IngestMerchant, known: string[], legacyKey: string | undefined): Promise<boolean> {
     for (const done of known) if (await this.store.hasWebhookEvent(pos, done)) return true;
-    return signedKey !== undefined && (await this.store.hasWebhookEvent(pos, signedKey)) && !(await this.store.hasWebhookEvent(pos, `${merchant.id}/${signedKey}`));
+    return legacyKey !== undefined && (await this.store.hasWebhookEvent(pos, legacyKey)) && !(await this.store.hasWebhookEvent(pos, `${merchant.id}/${legacyKey}`));
   }
 
-  async #act(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, arrival: Arrival | undefined, signedKey?: string, depth = 0): Promise<WebhookResult[]> {
+  /**
+   * Binds the part's signed bytes to `account` (`bindDelivery`): true when they are this account's
+   * (bound now, or before), false when they were first taken for another.
+   */
+  async #bind(pos: string, partRaw: Buffer, account: string): Promise<boolean> {
+    const key = accountKey(pos, account);
+    return (await this.store.bindDelivery(pos, deliveryDigest(partRaw), key)) === key;
+  }
+
+  async #act(adapter: PosAdapter, merchant: IngestMerchant, action: WebhookAction, arrival: Arrival | undefined, how: ActingHow, depth = 0): Promise<WebhookResult[]> {
     // Named in the answer when it is not the default merchant (a single-merchant bridge answers as it always did).
     const ids = merchant.id === DEFAULT_MERCHANT ? {} : { merchantId: merchant.id };
     // The key as the answer names it: it is the POS's input, of any length.
     const key = echoed(action.key);
     if (action.kind === 'ignored') return [{ key, action: 'ignored', reason: action.reason, ...ids }];
     const { remember, known } = eventKeys(merchant, action);
-    if (await this.#taken(adapter.name, merchant, known, signedKey)) return [{ key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true, ...ids }];
+    // A dead letter's run goes on to the ledger, which answers a repeat with the record behind it: a
+    // letter is never marked processed on an event key alone (which could be another merchant's).
+    if (!how.fromLetter && (await this.#taken(adapter.name, merchant, known, how.legacyKey))) return [{ key, action: action.kind === 'fetch' ? 'checkout' : action.kind, duplicate: true, ...ids }];
     // What a fetch decides is as unique as the event that asked for it.
     const unique = action.uniqueAcrossAccounts ? { uniqueAcrossAccounts: true as const } : {};
     if (action.kind === 'fetch') {
       if (depth >= MAX_FETCH_DEPTH) throw ValidationError.field('', 'the POS API kept answering with references instead of objects');
       const api = this.#api(adapter.name, merchant);
-      if (!api && action.withoutApi) return this.#act(adapter, merchant, { ...action.withoutApi(), key: action.key, ...unique }, arrival, signedKey, depth + 1);
+      if (!api && action.withoutApi) return this.#act(adapter, merchant, { ...action.withoutApi(), key: action.key, ...unique }, arrival, how, depth + 1);
       if (!api) throw new PosApiNotConfiguredError(adapter.name);
       const decided = action.decide(await action.fetch(api));
       const next = Array.isArray(decided) ? decided : [decided];
       // Several actions from one fetch (e.g. two refunds seen at once) are each remembered under their
       // own key; a redelivered notification fetches again and skips those already done.
       const results: WebhookResult[] = [];
-      for (const n of next) results.push(...(await this.#act(adapter, merchant, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}`, ...unique } as WebhookAction, arrival, signedKey, depth + 1)));
+      for (const n of next) results.push(...(await this.#act(adapter, merchant, { ...n, key: next.length === 1 ? action.key : `${action.key}/${n.key}`, ...unique } as WebhookAction, arrival, how, depth + 1)));
       return results;
     }
     const from = arrival && { ...arrival, webhookKey: remember };
     const answer = action.kind === 'checkout' ? await this.checkout(adapter, action.payload, merchant, false, from) : await this.refund(adapter, action.payload, merchant, false, from);
     await this.store.rememberWebhookEvent(adapter.name, remember);
-    if (signedKey) {
-      // Whose it is first: a crash between the two leaves it this merchant's, never another's.
-      await this.store.rememberWebhookEvent(adapter.name, `${merchant.id}/${signedKey}`);
-      await this.store.rememberWebhookEvent(adapter.name, signedKey);
-    }
     return [{ key, action: action.kind, transactionId: answer.record.transactionId, status: answer.record.status, ...(answer.repeat ? { duplicate: true } : {}), ...ids }];
   }
 

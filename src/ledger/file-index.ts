@@ -132,6 +132,13 @@ const COLUMNS = {
 type Column = keyof typeof COLUMNS;
 const COLUMN_NAMES = Object.keys(COLUMNS) as Column[];
 
+/**
+ * Deliveries bound to the account they were first taken for (store.ts `bindDelivery`), kept for good.
+ * Added after format 2 without a rebuild: a journal of an earlier build holds no `b` line, so an
+ * index opened without the table is complete once it has an empty one.
+ */
+const DELIVERY_BINDINGS = 'CREATE TABLE IF NOT EXISTS delivery_bindings (bkey TEXT PRIMARY KEY NOT NULL, account TEXT NOT NULL, segment INTEGER NOT NULL, line_offset INTEGER NOT NULL, line_length INTEGER NOT NULL) WITHOUT ROWID';
+
 const TABLES = `
   CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID;
   CREATE TABLE segments (n INTEGER PRIMARY KEY, live INTEGER NOT NULL DEFAULT 0, applied_to INTEGER NOT NULL DEFAULT 0, stamp_size INTEGER, stamp_mtime TEXT);
@@ -148,6 +155,7 @@ const TABLES = `
   CREATE TABLE accrual_keys (akey TEXT PRIMARY KEY NOT NULL, key TEXT NOT NULL) WITHOUT ROWID;
   CREATE TABLE attention (since_ms INTEGER NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, merchant TEXT NOT NULL, since TEXT NOT NULL, PRIMARY KEY (since_ms, key, kind)) WITHOUT ROWID;
   CREATE TABLE webhook_events (wkey TEXT PRIMARY KEY NOT NULL, at_ms INTEGER NOT NULL, segment INTEGER NOT NULL, line_offset INTEGER NOT NULL, line_length INTEGER NOT NULL) WITHOUT ROWID;
+  ${DELIVERY_BINDINGS};
   CREATE TABLE dead_letters (id TEXT PRIMARY KEY NOT NULL, received_ms INTEGER NOT NULL, pos TEXT NOT NULL, merchant TEXT, open INTEGER NOT NULL, due_ms INTEGER, reason_code TEXT NOT NULL, dirty INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
   CREATE TABLE audit (seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, actor TEXT NOT NULL, merchant TEXT, entry TEXT NOT NULL);
 `;
@@ -206,6 +214,7 @@ export class LedgerIndex {
       if (format !== INDEX_FORMAT) throw new Error(`index format ${String(format)}, this build writes ${INDEX_FORMAT}`);
       if (index.meta('state') !== 'ready') throw new Error('the index was being built when its process stopped');
       if (index.meta('ledger') !== ledger) throw new Error('the index belongs to another ledger');
+      db.exec(DELIVERY_BINDINGS);
       return index;
     } catch (error) {
       db.close();
@@ -312,7 +321,7 @@ export class LedgerIndex {
   /** Live bytes of every segment: the rows' lines and the webhook events', counted anew (after a rebuild). */
   countLive(segments: readonly number[], sizes: (n: number) => number): void {
     const live = new Map<number, number>();
-    for (const table of ['records', 'webhook_events', 'payloads']) {
+    for (const table of ['records', 'webhook_events', 'payloads', 'delivery_bindings']) {
       for (const row of this.#prepare(`SELECT segment, sum(line_length) AS bytes FROM ${table} GROUP BY segment`).all() as { segment: number; bytes: number }[]) {
         live.set(row.segment, (live.get(row.segment) ?? 0) + row.bytes);
       }
@@ -625,6 +634,24 @@ export class LedgerIndex {
     this.#prepare('INSERT INTO webhook_events (wkey, at_ms, segment, line_offset, line_length) VALUES (?, ?, ?, ?, ?) ON CONFLICT (wkey) DO UPDATE SET segment = excluded.segment, line_offset = excluded.line_offset, line_length = excluded.line_length').run(
       wkey,
       atMs,
+      location.segment,
+      location.offset,
+      location.length,
+    );
+    this.#applied(location, previous?.location);
+  }
+
+  binding(bkey: string): { account: string; location: Location } | undefined {
+    const row = this.#prepare('SELECT * FROM delivery_bindings WHERE bkey = ?').get(bkey) as Record<string, unknown> | undefined;
+    return row && { account: row.account as string, location: locationOf(row) };
+  }
+
+  /** Keeps a delivery's binding line (a new one, or its copy by compaction: then only where it lies changes). */
+  putBinding(bkey: string, account: string, location: Location): void {
+    const previous = this.binding(bkey);
+    this.#prepare('INSERT INTO delivery_bindings (bkey, account, segment, line_offset, line_length) VALUES (?, ?, ?, ?, ?) ON CONFLICT (bkey) DO UPDATE SET segment = excluded.segment, line_offset = excluded.line_offset, line_length = excluded.line_length').run(
+      bkey,
+      account,
       location.segment,
       location.offset,
       location.length,

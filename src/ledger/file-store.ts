@@ -135,6 +135,7 @@ interface Manifest {
 type LineHeader =
   | { k: 'r'; id: string; m?: string; v: number; s: LedgerStatus; p: string; c: number; o: 0 | 1; d?: number | null; dv?: 1; ops?: number[]; ak?: string[]; ua?: number; oi?: string | null; rf?: string[]; ch?: string[]; na?: 1; cl?: 1 }
   | { k: 'w'; key: string; t: number }
+  | { k: 'b'; key: string; a: string }
   | { k: 'p'; id: string };
 type RecordHeader = Extract<LineHeader, { k: 'r' }>;
 
@@ -587,6 +588,17 @@ export class FileLedgerStore implements LedgerStore {
     return this.#idx.webhookEvent(webhookKey(pos, key)) !== undefined;
   }
 
+  /** One `b` line, never purged (unlike webhook events): insert-once is this process's index (one process holds the ledger). */
+  async bindDelivery(pos: string, key: string, account: string): Promise<string> {
+    const hashed = webhookKey(pos, key);
+    const bound = this.#idx.binding(hashed);
+    if (bound) return bound.account;
+    const location = this.#journal.append({ k: 'b', key: hashed, a: account } satisfies LineHeader, '0');
+    this.#indexing(location, (index) => index.putBinding(hashed, account, location));
+    this.#afterAppend();
+    return account;
+  }
+
   saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {
     return this.#locks.run('merchants', async () => {
       this.#merchants.checkSave(merchant);
@@ -965,6 +977,7 @@ export class FileLedgerStore implements LedgerStore {
       return;
     }
     if (header.k === 'p') return index.putPayload(header.id, location);
+    if (header.k === 'b') return index.putBinding(header.key, header.a, location);
     const previous = index.record(header.id);
     // Versions only grow, and compaction copies the latest one (an equal version, which wins):
     // an older version after a newer one is a stale block a crashed filesystem brought back.
@@ -1133,6 +1146,10 @@ export class FileLedgerStore implements LedgerStore {
               const current = index.payloadAt(header.id);
               if (!current || current.segment !== segment || current.offset !== location.offset) continue;
               index.putPayload(header.id, this.#journal.appendRaw(this.#journal.readLine(location)));
+            } else if (header.k === 'b') {
+              const current = index.binding(header.key);
+              if (!current || current.location.segment !== segment || current.location.offset !== location.offset) continue;
+              index.putBinding(header.key, current.account, this.#journal.appendRaw(this.#journal.readLine(location)));
             } else {
               const event = index.webhookEvent(header.key);
               if (!event || event.location.segment !== segment || event.location.offset !== location.offset) continue;
@@ -1299,6 +1316,7 @@ function isLineHeader(h: unknown): h is LineHeader {
   const x = h as Record<string, unknown>;
   if (x.k === 'w') return typeof x.key === 'string' && typeof x.t === 'number';
   if (x.k === 'p') return typeof x.id === 'string';
+  if (x.k === 'b') return typeof x.key === 'string' && typeof x.a === 'string';
   return (
     x.k === 'r' &&
     typeof x.id === 'string' &&

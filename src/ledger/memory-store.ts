@@ -54,6 +54,8 @@ export interface MemoryLedgerState {
   /** Accrual key → the holding record's ledger key. */
   accrualKeys: Map<string, string>;
   webhookEvents: Set<string>;
+  /** Deliveries by `pos\u0000key`, each with the account it was first taken for (`bindDelivery`). */
+  deliveryBindings: Map<string, string>;
   deadLetters: Map<string, DeadLetter>;
   merchants: Map<string, StoredMerchant>;
   /** Operator actions, in the order written. */
@@ -66,7 +68,7 @@ export interface MemoryLedgerState {
 }
 
 export function emptyMemoryLedger(): MemoryLedgerState {
-  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deadLetters: new Map(), merchants: new Map(), audit: [], backfill: new Map(), payloads: new Map(), settings: new Map() };
+  return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deliveryBindings: new Map(), deadLetters: new Map(), merchants: new Map(), audit: [], backfill: new Map(), payloads: new Map(), settings: new Map() };
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -235,6 +237,14 @@ export class MemoryLedgerStore implements LedgerStore {
 
   async hasWebhookEvent(pos: string, key: string): Promise<boolean> {
     return this.state.webhookEvents.has(`${pos}\u0000${key}`);
+  }
+
+  async bindDelivery(pos: string, key: string, account: string): Promise<string> {
+    const id = `${pos}\u0000${key}`;
+    const bound = this.state.deliveryBindings.get(id);
+    if (bound !== undefined) return bound;
+    this.state.deliveryBindings.set(id, account);
+    return account;
   }
 
   async saveDeadLetter(letter: DeadLetter): Promise<void> {

@@ -1098,4 +1098,19 @@ $$;
 `,
     backfill: indexCustomersAndRefunds,
   },
+  {
+    version: 12,
+    name: 'one captured delivery, one account: verified deliveries bound to the account they were first taken for',
+    sql: `
+-- A delivery whose account is named outside its signature (store.ts bindDelivery): the digest of
+-- its signed bytes and the account it was first taken for. Insert-once, never expired.
+CREATE TABLE ledger_delivery_bindings (
+  pos text NOT NULL,
+  key text NOT NULL,
+  account text NOT NULL,
+  bound_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (pos, key)
+);
+`,
+  },
 ];

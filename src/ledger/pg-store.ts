@@ -999,6 +999,19 @@ export class PostgresLedgerStore implements LedgerStore {
     return (await this.pool.query('SELECT 1 FROM ledger_webhook_events WHERE pos = $1 AND key = $2', [pos, key])).rowCount === 1;
   }
 
+  async bindDelivery(pos: string, key: string, account: string): Promise<string> {
+    // The row this call inserts, or the one an earlier call (any instance's) inserted. A row another
+    // transaction committed while this statement ran is not in its snapshot: read again then.
+    for (;;) {
+      const { rows } = await this.pool.query<{ account: string }>(
+        `WITH bound AS (INSERT INTO ledger_delivery_bindings (pos, key, account) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING account)
+         SELECT account FROM bound UNION ALL SELECT account FROM ledger_delivery_bindings WHERE pos = $1 AND key = $2 LIMIT 1`,
+        [pos, key, account],
+      );
+      if (rows[0]) return rows[0].account;
+    }
+  }
+
   async saveDeadLetter(letter: DeadLetter): Promise<void> {
     await this.#saveDeadLetter(letter, this.pool);
   }

@@ -529,11 +529,19 @@ export interface AuditStore {
   listAudit(query: AuditQuery): Promise<Page<AuditEntry>>;
 }
 
-/** The POS deliveries already taken (a redelivery is a duplicate). */
+/** The POS deliveries already taken (a redelivery is a duplicate), and the account each was taken for. */
 export interface WebhookEventStore {
   /** Records that a webhook event (by the POS's dedupe key) was processed; false when it already was. */
   rememberWebhookEvent(pos: string, key: string): Promise<boolean>;
   hasWebhookEvent(pos: string, key: string): Promise<boolean>;
+  /**
+   * Binds a verified delivery (`key`: the digest of its signed bytes) to `account`, the account it
+   * is being taken for, once and for good: insert-once, atomic across instances, never expired (a
+   * copy can come back any time, after a restart or with the clock days ahead). Answers the account
+   * it is bound to: `account` when this call bound it or it was bound to it before, another when
+   * it was first taken for another.
+   */
+  bindDelivery(pos: string, key: string, account: string): Promise<string>;
 }
 
 /** Created merchants (the `default` merchant is built from the variables, never stored). */

@@ -533,6 +533,7 @@ function copyLedger(state: MemoryLedgerState): MemoryLedgerState {
     operationClaims: new Map(state.operationClaims),
     accrualKeys: new Map(state.accrualKeys),
     webhookEvents: new Set(state.webhookEvents),
+    deliveryBindings: new Map(state.deliveryBindings),
     deadLetters: structuredClone(state.deadLetters),
     merchants: structuredClone(state.merchants),
     audit: [],

@@ -231,9 +231,18 @@ export interface ActionKey {
   uniqueAcrossAccounts?: true;
 }
 
-/** One merchant's part of a webhook delivery. */
+/**
+ * One merchant's part of a webhook delivery, and how it names its account. A POS app's webhook
+ * secret is the same for every merchant that installed it, so only what the signature covers can
+ * be trusted to name the account: where the body names it, a header that disagrees is refused;
+ * where only a header names it (Shopify's shop domain, a Toast message without its restaurant),
+ * the core binds the signed bytes to the account they were first taken for (contract v1.5).
+ */
 export interface WebhookPart {
+  /** The account as the signed body names it. */
   account?: string;
+  /** The account as an unsigned header of the delivery names it. */
+  headerAccount?: string;
   body: unknown;
 }
 
@@ -259,8 +268,8 @@ export interface WebhookSpec {
   /**
    * Pure: the merchant accounts a delivery speaks for (the POS names the merchant in every delivery
    * of an app many merchants installed), each with the part of the body that is its own: one part
-   * for most POSes, one per merchant for a Clover delivery batching several. `account` undefined: the
-   * delivery names none. Each part is classified on its own. Absent: one part, the whole body.
+   * for most POSes, one per merchant for a Clover delivery batching several. Neither `account` nor
+   * `headerAccount`: the delivery names none. Each part is classified on its own. Absent: one part, the whole body.
    */
   accounts?(body: unknown, headers: IncomingHttpHeaders): WebhookPart[];
   /**
@@ -275,14 +284,6 @@ export interface WebhookSpec {
    * sender used, and refuses (400, naming the header) a delivery giving both names different values.
    */
   headerAliases?: Readonly<Record<string, string>>;
-  /**
-   * The account a delivery speaks for is named outside what the signature covers (Shopify's shop
-   * domain header), and the secret is the POS app's, the same for every merchant: signed bytes taken
-   * for one account could be re-posted naming another, with any unsigned event id. The core then
-   * also remembers each taken part by the digest of its signed bytes, for every merchant, so such a
-   * copy is a duplicate whatever its unsigned headers say (contract v1.4).
-   */
-  accountOutsideSignature?: true;
 }
 
 export interface PosAdapter {

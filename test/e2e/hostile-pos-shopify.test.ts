@@ -27,6 +27,9 @@ const SHOP_B = 'shop-b.myshopify.com';
 /** The default merchant's own shop (its SHOPIFY_SHOP_DOMAIN): a delivery naming it is the default merchant's. */
 const SHOP_DEFAULT = 'shop-default.myshopify.com';
 
+/** What a copy of a delivery first taken for another shop is answered: a duplicate naming no merchant (contract v1.5). */
+const TAKEN_ELSEWHERE = 'first taken for another account: a copy naming another is a duplicate';
+
 /** A paid Shopify order: 1000 cents. */
 const order = (id: number) => paidShopifyOrder(id);
 
@@ -82,7 +85,7 @@ for (const store of STORES) {
 
       const copy = await deliver(raw, ofShop(SHOP_B, 'b2f3c1d0-7001-4e6a-9c1b-000000000001'));
       expect(copy.status).toBe(200);
-      expect(copy.body.results).toEqual([{ key: 'event:b2f3c1d0-7001-4e6a-9c1b-000000000001', action: 'checkout', duplicate: true, merchantId: 'shop-b' }]);
+      expect(copy.body.results).toEqual([{ key: 'event:b2f3c1d0-7001-4e6a-9c1b-000000000001', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
       expect(accruals(a, 7001)).toBe(1);
       expect(accruals(b, 7001)).toBe(0);
       expect(a.books().doubleAccruals).toEqual([]);
@@ -98,19 +101,19 @@ for (const store of STORES) {
       expect(first.status).toBe(200);
       expect(first.body.results).toEqual([{ key: 'event:b2f3c1d0-7051-4e6a-9c1b-000000000051', action: 'checkout', transactionId: 'shopify:7051', status: 'accrued', merchantId: 'shop-a' }]);
 
-      // The default merchant is named in no answer (a single-merchant bridge answers as it always did).
+      // No merchant is named: none of the others holds a record of it.
       const sameId = await deliver(raw, ofShop(SHOP_DEFAULT, 'b2f3c1d0-7051-4e6a-9c1b-000000000051'));
       expect(sameId.status).toBe(200);
-      expect(sameId.body.results).toEqual([{ key: 'event:b2f3c1d0-7051-4e6a-9c1b-000000000051', action: 'checkout', duplicate: true }]);
+      expect(sameId.body.results).toEqual([{ key: 'event:b2f3c1d0-7051-4e6a-9c1b-000000000051', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
       const otherId = await deliver(raw, ofShop(SHOP_DEFAULT, 'deadbeef-7051-4e6a-9c1b-0000000000de'));
       expect(otherId.status).toBe(200);
-      expect(otherId.body.results).toEqual([{ key: 'event:deadbeef-7051-4e6a-9c1b-0000000000de', action: 'checkout', duplicate: true }]);
+      expect(otherId.body.results).toEqual([{ key: 'event:deadbeef-7051-4e6a-9c1b-0000000000de', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
       const noId = await deliver(raw, [
         ['X-Shopify-Topic', 'orders/paid'],
         ['X-Shopify-Shop-Domain', SHOP_DEFAULT],
       ]);
       expect(noId.status).toBe(200);
-      expect(noId.body.results).toEqual([{ key: 'orders/paid:7051', action: 'checkout', duplicate: true }]);
+      expect(noId.body.results).toEqual([{ key: 'orders/paid:7051', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
 
       expect(accruals(a, 7051)).toBe(1);
       expect(a.books().doubleAccruals).toEqual([]);
@@ -127,9 +130,9 @@ for (const store of STORES) {
       expect(first.body.results).toEqual([{ key: 'event:b2f3c1d0-7052-4e6a-9c1b-000000000052', action: 'checkout', transactionId: 'shopify:7052', status: 'accrued' }]);
 
       const sameId = await deliver(raw, ofShop(SHOP_A, 'b2f3c1d0-7052-4e6a-9c1b-000000000052'));
-      expect(sameId.body.results).toEqual([{ key: 'event:b2f3c1d0-7052-4e6a-9c1b-000000000052', action: 'checkout', duplicate: true, merchantId: 'shop-a' }]);
+      expect(sameId.body.results).toEqual([{ key: 'event:b2f3c1d0-7052-4e6a-9c1b-000000000052', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
       const otherId = await deliver(raw, ofShop(SHOP_A, 'deadbeef-7052-4e6a-9c1b-0000000000aa'));
-      expect(otherId.body.results).toEqual([{ key: 'event:deadbeef-7052-4e6a-9c1b-0000000000aa', action: 'checkout', duplicate: true, merchantId: 'shop-a' }]);
+      expect(otherId.body.results).toEqual([{ key: 'event:deadbeef-7052-4e6a-9c1b-0000000000aa', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
 
       expect(h.sim.books().transactions['shopify:7052']?.accruals).toBe(1);
       expect(h.sim.books().doubleAccruals).toEqual([]);
@@ -167,12 +170,12 @@ for (const store of STORES) {
         { key: 'event:d00dfeed-7041-4e6a-9c1b-000000000004', action: 'checkout', transactionId: 'shopify:7041', status: 'accrued', merchantId: 'shop-a' },
       ]);
       const newId = await deliver(raw, ofShop(SHOP_B, 'deadbeef-7041-4e6a-9c1b-00000000000b'));
-      expect(newId.body.results).toEqual([{ key: 'event:deadbeef-7041-4e6a-9c1b-00000000000b', action: 'checkout', duplicate: true, merchantId: 'shop-b' }]);
+      expect(newId.body.results).toEqual([{ key: 'event:deadbeef-7041-4e6a-9c1b-00000000000b', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
       const noId = await deliver(raw, [
         ['X-Shopify-Topic', 'orders/paid'],
         ['X-Shopify-Shop-Domain', SHOP_B],
       ]);
-      expect(noId.body.results).toEqual([{ key: 'orders/paid:7041', action: 'checkout', duplicate: true, merchantId: 'shop-b' }]);
+      expect(noId.body.results).toEqual([{ key: 'orders/paid:7041', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
       expect(accruals(a, 7041)).toBe(1);
       expect(accruals(b, 7041)).toBe(0);
       expect(await h.bridge.store.get(ledgerKey('shop-b', 'shopify:7041'))).toBeUndefined();
