@@ -58,7 +58,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
       const box = config.secretsKey ? new SecretBox(usage(() => parseSecretsKey(config.secretsKey!))) : undefined;
       const { registry } = usage(() => merchantRegistry(config, store, box, silentLogger));
       const posSource = io.posSource ?? backfillListing(adapters, { timeoutMs: config.posApiTimeoutMs });
-      const reporter = new ReconcileReporter({ merchants: registry, store, posSource, clockSkewMs: config.inDoubt.clockSkewMs });
+      const reporter = new ReconcileReporter({ merchants: registry, store, settings: store, posSource, clockSkewMs: config.inDoubt.clockSkewMs });
       const report = await reporter.report(merchantId, range, (p) => status.update(`${p.phase}: ${p.detail}`));
       status.update(summary(report));
       status.finish();

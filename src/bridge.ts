@@ -211,6 +211,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     reporter: new ReconcileReporter({
       merchants: registry,
       store,
+      settings: store,
       posSource: overrides.posOrderSource ?? backfillListing(overrides.adapters ?? allAdapters, { timeoutMs: config.posApiTimeoutMs }),
       clockSkewMs: config.inDoubt.clockSkewMs,
       historyRead: overrides.reconcileHistoryRead,

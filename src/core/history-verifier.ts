@@ -22,6 +22,7 @@ import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor } from '../money.js';
 import { mutant } from '../mutants.js';
 import { describeShape, isReversalEntry, readShape, sumSign } from './reversal-shape.js';
+import { ownersOf, type OperationOwners } from './operation-owners.js';
 import type { ReversalVerdict, Verdict } from './transitions.js';
 import { unreachable } from '../unreachable.js';
 
@@ -53,6 +54,11 @@ export interface EvidenceOperation {
   balance?: number;
   /** The record that claimed it (its accrual's or its reversal's), when one did. */
   claimedBy?: string;
+  /**
+   * Unclaimed, the records whose call in doubt it may be (operation-owners.ts `ownersOf`, as the
+   * three-way report names them): theirs to settle, never a double to take back by hand.
+   */
+  mayBeOf?: string[];
   candidate: boolean;
   why: string;
 }
@@ -261,6 +267,7 @@ export class HistoryVerifier {
     let cardIds: string[] = creditedCards(record);
     const operations: EvidenceOperation[] = [];
     try {
+      const doubtful = await this.#doubtfulBeside(record);
       cardIds = [...new Set([...cardIds, ...(customer ? await cards.of(customer) : [])])];
       for (const cardId of cardIds) {
         for (const op of await this.#operations(cardId, fromMs, now)) {
@@ -282,7 +289,7 @@ export class HistoryVerifier {
             ...(op.amount !== undefined ? { amount: op.amount } : {}),
             purchaseSum: op.purchaseSum ?? null,
             ...(op.balance !== undefined ? { balance: op.balance } : {}),
-            ...(claimedBy ? { claimedBy } : {}),
+            ...ownersIn(ownersOf(op, claimedBy, doubtful, shape, this.options.clockSkewMs)),
             ...judged,
           });
         }
@@ -298,6 +305,21 @@ export class HistoryVerifier {
     });
     const reading = withReading ? await this.#reading(record, question, now) : { reading: 'unknown' as const, why: 'not read' };
     return { ...base, cards: cardsOut, operations, history: 'read', ...reading };
+  }
+
+  /**
+   * The record and the merchant's other records in doubt of the same Check amount: whose calls an
+   * operation on these cards may be (`ownersOf`). Unsettled accruals come from their own index;
+   * records with a reversal in doubt are few (each waits for the verifier or a person): the newest
+   * RIVAL_SCAN of them are looked at.
+   */
+  async #doubtfulBeside(record: LedgerRecord): Promise<LedgerRecord[]> {
+    const amount = record.accrual.check?.amount;
+    if (amount === undefined) return [record];
+    const merchantId = merchantOf(record);
+    const accruals = await this.store.listUnsettledAccruals(merchantId, amount);
+    const inDoubt = (await this.store.list({ merchantId, status: 'in_doubt', offset: 0, limit: RIVAL_SCAN })).items.filter((r) => r.accrual.check?.amount === amount);
+    return [...new Map([record, ...accruals, ...inDoubt].map((r) => [r.transactionId, r])).values()];
   }
 
   /** What the verifier concludes from the history for the question, in the evidence's words. */
@@ -427,6 +449,12 @@ export class HistoryVerifier {
 }
 
 /** The cards the record's accrual credited, as its results name them (none when the history settled it). */
+/** The evidence's fields of an operation's owners: who claims it, or the records in doubt it may be (none: neither field). */
+function ownersIn(owners: OperationOwners): Pick<EvidenceOperation, 'claimedBy' | 'mayBeOf'> {
+  if ('claimedBy' in owners) return { claimedBy: owners.claimedBy };
+  return owners.mayBeOf.length > 0 ? { mayBeOf: owners.mayBeOf } : {};
+}
+
 function creditedCards(record: LedgerRecord): string[] {
   return [...new Set(record.accrual.results.filter((r) => r.isSuccess && r.serialNumber).map((r) => r.serialNumber!))];
 }

@@ -177,6 +177,10 @@ export const EvidenceAnswer = z
         purchaseSum: z.number().nullable().optional().meta({ description: 'Account-currency units, not cents (as the history gives it).' }),
         balance: z.number().optional(),
         claimedBy: z.string().optional().meta({ description: "The record that claimed it (its accrual's or its reversal's)." }),
+        mayBeOf: z
+          .array(z.string())
+          .optional()
+          .meta({ description: 'Unclaimed: the records whose accrue or reverse is in doubt and could have made it (as the three-way report names them, kind in_doubt): theirs to settle, never a double to take back by hand.' }),
         candidate: z.boolean().meta({ description: 'It could settle the call in question, by the rules the bridge itself settles by.' }),
         why: z.string().meta({ description: 'Why it is, or is not, a candidate.' }),
       }),

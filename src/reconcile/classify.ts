@@ -14,18 +14,20 @@
  * - An operation nobody claims counts only when it is a purchase (`purchaseSum` set): cards
  *   installed, rewards redeemed and the like are not the bridge's to account for.
  */
-import { isAccrualUnsettled, type LedgerRecord } from '../state/record.js';
+import { callInDoubt, ownersOf } from '../core/operation-owners.js';
+import { claimedOperationIds, isAccrualUnsettled, type LedgerRecord, type ReversalShape } from '../state/record.js';
 import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor, centsToDecimalString as money } from '../money.js';
 import type { PosEntry, PosRefund, PosSale, PosUnreadable } from './pos-source.js';
 
-export const DIFFERENCE_KINDS = ['missing_in_ledger', 'not_in_history', 'unclaimed_operation', 'amount_mismatch', 'refund_not_reversed', 'pos_amount_differs'] as const;
+export const DIFFERENCE_KINDS = ['missing_in_ledger', 'not_in_history', 'in_doubt', 'unclaimed_operation', 'amount_mismatch', 'refund_not_reversed', 'pos_amount_differs'] as const;
 export type DifferenceKind = (typeof DIFFERENCE_KINDS)[number];
 
 /** Each kind of difference in a person's words (the console's report shows these; the API keeps the kinds). */
 export const DIFFERENCE_LABELS: Readonly<Record<DifferenceKind, string>> = {
   missing_in_ledger: 'Paid in the POS, not in the ledger',
   not_in_history: 'In the ledger, not in the loyalty history',
+  in_doubt: 'Waits for its record to settle (a call in doubt)',
   unclaimed_operation: 'In the loyalty history, claimed by no record',
   amount_mismatch: 'Amounts differ between ledger and history',
   refund_not_reversed: 'Refunded in the POS, not reversed',
@@ -54,6 +56,14 @@ export interface ReconcileInput {
   claimants: readonly LedgerRecord[];
   /** Every operation read (the range with a margin, and what was read again by card). */
   history: readonly Operation[];
+  /**
+   * The merchant's records with a call in doubt (or still out), wherever they were created: an
+   * operation one of them may have made is theirs to settle (`in_doubt`), never a double to take
+   * back by hand. Those among `ledger` and `claimants` count whether listed here or not.
+   */
+  doubtful?: readonly LedgerRecord[];
+  /** How the merchant's loyalty service shows a reversal, when learned (reversal-shape.ts). */
+  reversalShape?: Pick<ReversalShape, 'eventId' | 'sign'>;
   /** How far the loyalty service's clock may be behind the bridge's. */
   clockSkewMs: number;
 }
@@ -73,9 +83,10 @@ export function classify(input: ReconcileInput): Difference[] {
     else byCard.set(op.cardId, [op]);
   }
   const onCard = (card: string) => byCard.get(card) ?? [];
-  /** Operation id → the transactionId that accounts for it (its accrual or its reversal). */
+  /** Operation id → the transactionId that accounts for it (its accrual or its reversal): first what the ledger claims, as the record page names it. */
   const explained = new Map<number, string>();
-  for (const r of byTransaction.values()) for (const id of r.accrual.operationIds) explained.set(id, r.transactionId);
+  for (const r of [...byTransaction.values(), ...(input.doubtful ?? [])]) for (const id of claimedOperationIds(r)) explained.set(id, r.transactionId);
+  const doubtful = [...new Map([...byTransaction.values(), ...(input.doubtful ?? [])].filter((r) => callInDoubt(r)).map((r) => [r.transactionId, r])).values()];
 
   // Ledger → history: every accrual the ledger holds as done has its operations.
   for (const record of input.ledger) {
@@ -96,21 +107,11 @@ export function classify(input: ReconcileInput): Difference[] {
       });
     }
   }
-  // Unsettled accruals: the ledger does not know yet whether they happened.
-  for (const record of input.ledger) {
-    if (record.accrual.state !== 'in_doubt') continue;
-    differences.push({
-      kind: 'not_in_history',
-      transactionId: record.transactionId,
-      orderId: record.orderId,
-      why: `in doubt since ${record.accrual.inDoubtSince ?? record.updatedAt}: the accrue may or may not have reached the loyalty service, and no operation is matched to it yet`,
-      next: `verify: POST /v1/admin/reconcile${merchantQuery(merchantId)} lets the history verifier settle it, or resolve it by hand (POST /v1/admin/transactions/${record.transactionId}/resolve)`,
-    });
-  }
   // Ledger reversals → history. A claimant's reversal explains its operation too, unreported when missing.
   const examined = new Set(input.ledger);
   for (const record of [...input.ledger, ...input.claimants]) {
-    if (record.reversal.state !== 'reversed' || !accrued(record)) continue;
+    // A reversal whose operations the ledger claims is explained by them (seeded above).
+    if (record.reversal.state !== 'reversed' || !accrued(record) || (record.reversal.operationIds?.length ?? 0) > 0) continue;
     const amount = record.accrual.check!.amount;
     const since = Date.parse(record.reversal.requestedAt ?? record.createdAt) - input.clockSkewMs;
     const unreversed: string[] = [];
@@ -205,15 +206,27 @@ export function classify(input: ReconcileInput): Difference[] {
     }
   }
 
-  // History → ledger: purchases in the range that nothing accounts for.
+  // History → ledger: purchases in the range that nothing accounts for. One a record in doubt may
+  // have made waits for that record (`in_doubt`, naming it): advised to take it back by hand, it
+  // could be taken twice, once by the person and once when the record settles as done.
   const unsettled = [...byTransaction.values()].filter((r) => isAccrualUnsettled(r));
   const fromMs = input.from.getTime();
   const toMs = input.to.getTime();
+  const awaited = new Set<string>();
   for (const op of input.history) {
     const at = Date.parse(op.createdAt);
-    if (op.purchaseSum == null || explained.has(op.id) || at < fromMs || at >= toMs) continue;
+    if (op.purchaseSum == null || explained.has(op.id)) continue;
+    const owners = ownersOf(op, undefined, doubtful, input.reversalShape, input.clockSkewMs);
+    const mayBeOf = 'mayBeOf' in owners ? owners.mayBeOf : [];
+    for (const transactionId of mayBeOf) {
+      awaited.add(transactionId);
+      if (at >= fromMs && at < toMs) differences.push(inDoubt(byTransaction.get(transactionId) ?? doubtful.find((r) => r.transactionId === transactionId)!, merchantId, op, mayBeOf));
+    }
+    if (mayBeOf.length > 0 || at < fromMs || at >= toMs) continue;
     differences.push({ kind: 'unclaimed_operation', operationId: op.id, why: unclaimedWhy(op, onCard(op.cardId), explained, unsettled), next: UNCLAIMED_NEXT });
   }
+  // A record in doubt of the range that no operation read could be yet: in doubt all the same.
+  for (const record of input.ledger) if (callInDoubt(record) && !awaited.has(record.transactionId)) differences.push(inDoubt(record, merchantId));
   return differences.sort(byKindThenIds);
 }
 
@@ -293,6 +306,29 @@ function notInHistory(record: LedgerRecord, missing: string[]): Difference {
 
 function missingInLedger(merchantId: string, pos: string, transactionId: string, orderId: string, updatedAt: string, why: string): Difference {
   return { kind: 'missing_in_ledger', transactionId, orderId, why, next: backfillStep(merchantId, pos, updatedAt) };
+}
+
+/**
+ * `in_doubt`: the record's accrue or reverse is in doubt (or still out), and `op`, when given, may
+ * be that call's operation (`others`: every record it may be). The next step is the record's to
+ * settle: the history verifier, or a person shown the evidence; never a take-back by hand.
+ */
+function inDoubt(record: LedgerRecord, merchantId: string, op?: Operation, others: readonly string[] = []): Difference {
+  const call = callInDoubt(record)!;
+  const since = new Date(call.sinceMs).toISOString();
+  const what = call.side === 'reverse' ? 'reversal' : 'accrual';
+  const rivals = others.filter((t) => t !== record.transactionId);
+  const why = op
+    ? `operation ${op.id} on card ${op.cardId}, a ${op.purchaseSum! < 0 ? 'reversal' : 'purchase'} of ${op.purchaseSum} at ${op.createdAt}, may be the ${what} of ${record.transactionId}, in doubt since ${since}${rivals.length ? ` (or of ${rivals.join(', ')}, in doubt too)` : ''}: it is not claimed until the record settles`
+    : `in doubt since ${since}: the ${call.side} may or may not have reached the loyalty service, and no operation read could be it yet`;
+  return {
+    kind: 'in_doubt',
+    transactionId: record.transactionId,
+    orderId: record.orderId,
+    ...(op ? { operationId: op.id } : {}),
+    why,
+    next: `settle the record first, never by taking points back by hand: POST /v1/admin/reconcile${merchantQuery(merchantId)} lets the history verifier settle it, or a person resolves it shown its evidence (GET /v1/admin/transactions/${record.transactionId}/evidence, then POST …/resolve)`,
+  };
 }
 
 function backfillStep(merchantId: string, pos: string, updatedAt: string): string {

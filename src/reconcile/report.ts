@@ -18,7 +18,8 @@
  */
 import { BridgeError, echoed, NotFoundError, ValidationError } from '../errors.js';
 import { ledgerKey, type LedgerRecord } from '../state/record.js';
-import type { RecordStore } from '../ledger/store.js';
+import type { RecordStore, SettingStore } from '../ledger/store.js';
+import { readShape } from '../core/reversal-shape.js';
 import type { Operation } from '../loyalty/contract.js';
 import type { ActiveMerchant } from '../merchants/registry.js';
 import { classify, DIFFERENCE_KINDS, successfulCards, type Difference, type DifferenceKind } from './classify.js';
@@ -32,6 +33,8 @@ const DAY_MS = 86_400_000;
 const REVERSAL_LOOKBACK_DAYS = 400;
 /** Records read from the ledger per page. */
 const LEDGER_PAGE = 500;
+/** The merchant's records in doubt a report reads at most (`#readDoubtful`). */
+const DOUBTFUL_READ = 5000;
 
 export interface ReportRange {
   from: Date;
@@ -106,6 +109,8 @@ export interface ReconcileReporterDeps {
   /** The merchants the bridge serves (the registry): whose client reads the history, whose POS accounts are listed. */
   merchants: { get(id: string): Promise<ActiveMerchant | undefined> };
   store: Pick<RecordStore, 'get' | 'list' | 'findOperationClaim'>;
+  /** Where the merchant's learned reversal shape is read (reversal-shape.ts). */
+  settings: Pick<SettingStore, 'getSetting'>;
   /** Where the POS's orders come from (the backfill's listing). */
   posSource: PosOrderSource;
   clockSkewMs: number;
@@ -133,7 +138,20 @@ export class ReconcileReporter {
     const claimants = new Map<string, LedgerRecord>();
     const asked = new Set<number>();
     await this.#loadClaimants(merchant.id, history, ledger, claimants, asked);
-    const input = () => ({ merchantId: merchant.id, from: range.from, to: range.to, pos, ledger: [...ledger.values()], claimants: [...claimants.values()], history: [...history.values()], clockSkewMs: this.deps.clockSkewMs });
+    const doubtful = await this.#readDoubtful(merchant.id);
+    const reversalShape = await readShape(this.deps.settings, merchant.id);
+    const input = () => ({
+      merchantId: merchant.id,
+      from: range.from,
+      to: range.to,
+      pos,
+      ledger: [...ledger.values()],
+      claimants: [...claimants.values()],
+      history: [...history.values()],
+      doubtful,
+      ...(reversalShape ? { reversalShape } : {}),
+      clockSkewMs: this.deps.clockSkewMs,
+    });
     let differences = classify(input());
     const second = await this.#secondLook(merchant, differences, ledger, history, claimants, asked, onProgress);
     if (second.looked) differences = classify(input());
@@ -216,6 +234,21 @@ export class ReconcileReporter {
     }
     for (const op of read.operations) into.set(op.id, op);
     return { passes: read.passes, requests: read.requests, settled: read.settled };
+  }
+
+  /**
+   * The merchant's records in doubt, wherever they were created (an operation of the range may be
+   * the reversal of an older order's record): what the history may hold of them is theirs to settle.
+   * Few by nature (each needs the verifier or a person); at most DOUBTFUL_READ, the newest.
+   */
+  async #readDoubtful(merchantId: string): Promise<LedgerRecord[]> {
+    const doubtful: LedgerRecord[] = [];
+    for (let offset = 0; offset < DOUBTFUL_READ; offset += LEDGER_PAGE) {
+      const { items } = await this.deps.store.list({ merchantId, status: 'in_doubt', offset, limit: LEDGER_PAGE });
+      doubtful.push(...items);
+      if (items.length < LEDGER_PAGE) break;
+    }
+    return doubtful;
   }
 
   /**

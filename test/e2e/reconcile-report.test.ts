@@ -113,7 +113,7 @@ describe.each(STORES)('the three-way report ($name store)', ({ name }) => {
       ['amount_mismatch', 'generic:C-1'],
       ['refund_not_reversed', 'generic:D-1'],
     ]);
-    expect(res.body.counts).toEqual({ missing_in_ledger: 1, not_in_history: 1, unclaimed_operation: 1, amount_mismatch: 1, refund_not_reversed: 1, pos_amount_differs: 0 });
+    expect(res.body.counts).toEqual({ missing_in_ledger: 1, not_in_history: 1, in_doubt: 0, unclaimed_operation: 1, amount_mismatch: 1, refund_not_reversed: 1, pos_amount_differs: 0 });
     for (const d of res.body.differences) expect(d).toEqual({ kind: expect.any(String), why: expect.any(String), next: expect.any(String), ...(d.transactionId ? { transactionId: d.transactionId, orderId: expect.any(String) } : { operationId: d.operationId }) });
     expect(res.body.differences[0].next).toContain('POST /v1/admin/backfill');
     expect(res.body.differences[1].why).toContain('an operator resolved it as accrued');
@@ -134,6 +134,34 @@ describe.each(STORES)('the three-way report ($name store)', ({ name }) => {
     expect(lines.at(-1)).toBe('');
     expect(lines[1]).toMatch(/^missing_in_ledger,"generic:M-1","M-1",,.*,"backfill: POST \/v1\/admin\/backfill \{""merchantId"":""default"",/);
     expect(lines[3]).toMatch(new RegExp(`^unclaimed_operation,,,${outsideOperation},`));
+  });
+
+  it("a reversal in doubt: its operation is kind in_doubt naming the record, as the record's evidence names it, never a double to take back by hand; settled, gone", async () => {
+    const same = customer();
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'E-1', customer: same }))).body.status).toBe('accrued');
+    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'E-2', customer: same }))).body.status).toBe('accrued');
+    expect((await post('/v1/refunds/generic', { orderId: 'E-1', refundId: 'R-E1' })).body.status).toBe('reversed');
+    // The second reversal reaches the loyalty service; its answer is lost on the way back.
+    h.sim.faults.inject({ kind: 'drop_after_commit', on: 'reverse' });
+    expect((await post('/v1/refunds/generic', { orderId: 'E-2', refundId: 'R-E2' })).body.status).toBe('in_doubt');
+    const ours = (differences: { transactionId?: string; operationId?: number }[], ops: number[]) => differences.filter((d) => ['generic:E-1', 'generic:E-2'].includes(d.transactionId ?? '') || ops.includes(d.operationId ?? -1));
+
+    const evidence = (await request(h.bridge.url).get('/v1/admin/transactions/generic:E-2/evidence').set(auth)).body as { operations: { id: number; purchaseSum: number | null; claimedBy?: string; mayBeOf?: string[]; candidate: boolean }[] };
+    const reversals = evidence.operations.filter((o) => o.purchaseSum === -59.97);
+    expect(reversals).toHaveLength(2);
+    const mine = reversals.find((o) => o.mayBeOf)!;
+    expect(mine).toMatchObject({ mayBeOf: ['generic:E-2'] });
+    const res = await report();
+    const found = ours(res.body.differences, reversals.map((o) => o.id));
+    // The report names the same owner the record page does, from the same rule.
+    expect(found).toEqual([expect.objectContaining({ kind: 'in_doubt', transactionId: 'generic:E-2', operationId: mine.id, next: expect.stringMatching(/^settle the record first, never by taking points back by hand/) })]);
+    expect(res.body.differences.filter((d: { kind: string }) => d.kind === 'unclaimed_operation').map((d: { operationId: number }) => d.operationId)).not.toContain(mine.id);
+
+    // Settled as reversed by a person naming its operation: the difference is gone, and nothing else appears.
+    const resolved = await request(h.bridge.url).post('/v1/admin/transactions/generic:E-2/resolve').set(auth).send({ outcome: 'reversed', operationId: mine.id, reason: 'the history shows it' });
+    expect([resolved.status, resolved.body.status]).toEqual([200, 'reversed']);
+    expect(ours((await report()).body.differences, reversals.map((o) => o.id))).toEqual([]);
   });
 
   it("as CSV over HTTP, a POS's values that would run as formulas are quoted and neutralised: at a cell's start, and after a ';' inside it", async () => {

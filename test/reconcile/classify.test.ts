@@ -88,9 +88,18 @@ describe('each kind, found once', () => {
     expect(run({ ledger: [r] })).toEqual([expect.objectContaining({ kind: 'not_in_history', transactionId: 'generic:H-1', why: expect.stringContaining('an operator resolved it as accrued') })]);
   });
 
-  it('not_in_history: an accrual in doubt, to verify', () => {
+  it('in_doubt: an accrual in doubt that no operation could be yet, to settle', () => {
     const r = makeRecord('generic:D-1', { accrual: 'in_doubt' });
-    expect(run({ ledger: [r] })).toEqual([expect.objectContaining({ kind: 'not_in_history', transactionId: 'generic:D-1', next: expect.stringContaining('POST /v1/admin/reconcile?merchantId=m1') })]);
+    expect(run({ ledger: [r] })).toEqual([
+      { kind: 'in_doubt', transactionId: 'generic:D-1', orderId: 'D-1', why: expect.stringContaining('no operation read could be it yet'), next: expect.stringContaining('POST /v1/admin/reconcile?merchantId=m1') },
+    ]);
+  });
+
+  it('in_doubt: the operation an accrual in doubt may have made is that record\'s to settle, never unclaimed', () => {
+    const r = makeRecord('generic:D-2', { accrual: 'in_doubt' });
+    r.accrual.inDoubtSince = minutes(0);
+    const differences = run({ ledger: [r], history: [op(5)] });
+    expect(differences).toEqual([expect.objectContaining({ kind: 'in_doubt', transactionId: 'generic:D-2', operationId: 5, why: expect.stringContaining('may be the accrual of generic:D-2'), next: expect.stringMatching(/^settle the record first, never by taking points back by hand/) })]);
   });
 
   it('unclaimed_operation: a purchase in the range nobody claims', () => {
@@ -269,3 +278,45 @@ describe('pos_amount_differs: the POS current figure against the ledger accrued 
     expect(posEntryOf({ pos: 'shopify', orderId: 'S-1', updatedAt: minutes(0), payload: {}, kind: 'checkout', paid: true, transactionId: 'shopify:S-1', intent })).toMatchObject({ kind: 'sale', amountCents: 1599, currentCents: 1166 });
   });
 });
+
+describe('an honest report (contract v1.5): never a take-back by hand for what a record in doubt may own', () => {
+  // Two orders of one card and amount, both refunded: A's reversal is done (its operation claimed),
+  // B's reverse timed out and is in doubt. The history holds both reversals, -59.97 each.
+  const a = () => {
+    const r = reversed(accrued('A-1', 1), 'R-A');
+    r.reversal.operationIds = [3];
+    return r;
+  };
+  const b = () => {
+    const r = accrued('B-1', 2);
+    return { ...r, status: 'in_doubt' as const, reversal: { ...r.reversal, state: 'in_doubt' as const, refundIds: ['R-B'], requestedAt: minutes(40), inDoubtSince: minutes(40) } };
+  };
+  const history = [op(1), op(2), op(3, { purchaseSum: -59.97, amount: -59, createdAt: minutes(31) }), op(4, { purchaseSum: -59.97, amount: -59, createdAt: minutes(41) })];
+
+  it("the in-doubt reversal's operation is kind in_doubt naming its record, and no difference advises taking anything back", () => {
+    const differences = run({ ledger: [a(), b()], history });
+    expect(differences).toEqual([expect.objectContaining({ kind: 'in_doubt', transactionId: 'generic:B-1', operationId: 4, why: expect.stringContaining('may be the reversal of generic:B-1') })]);
+    expect(differences.map((d) => d.next).join(' ')).not.toMatch(/take .* back .* by hand|take a double back/);
+  });
+
+  it('a reversal the ledger claims explains its own operation, never its sibling\'s: with the claim, the earlier match cannot take it', () => {
+    // B's reverse in doubt made its operation first (minute 29), before A's claimed one (minute 31).
+    const early = [op(1), op(2), op(3, { purchaseSum: -59.97, amount: -59, createdAt: minutes(31) }), op(4, { purchaseSum: -59.97, amount: -59, createdAt: minutes(29) })];
+    const inDoubt = b();
+    inDoubt.reversal.inDoubtSince = minutes(28);
+    const differences = run({ ledger: [a(), inDoubt], history: early });
+    expect(differences).toEqual([expect.objectContaining({ kind: 'in_doubt', transactionId: 'generic:B-1', operationId: 4 })]);
+  });
+
+  it('settled, the difference is gone: B reversed with its operation claimed leaves a clean range', () => {
+    const settled = b();
+    const done = { ...settled, status: 'reversed' as const, reversal: { ...settled.reversal, state: 'reversed' as const, operationIds: [4] } };
+    expect(run({ ledger: [a(), done], history })).toEqual([]);
+  });
+
+  it('a record in doubt outside the range (listed as doubtful) is named for the operation of the range it may own', () => {
+    const differences = run({ ledger: [a()], doubtful: [b()], history });
+    expect(differences).toEqual([expect.objectContaining({ kind: 'in_doubt', transactionId: 'generic:B-1', operationId: 4 })]);
+  });
+});
+

@@ -48,7 +48,7 @@ const noPos = {
 };
 
 /** `nowMs`: the bridge's clock, by default an hour after the range began. */
-const reporter = (merchant: ActiveMerchant, nowMs = Date.parse(minutes(0))) => new ReconcileReporter({ merchants: { get: async () => merchant }, store, posSource: noPos, clockSkewMs: 60_000, now: () => nowMs });
+const reporter = (merchant: ActiveMerchant, nowMs = Date.parse(minutes(0))) => new ReconcileReporter({ settings: store, merchants: { get: async () => merchant }, store, posSource: noPos, clockSkewMs: 60_000, now: () => nowMs });
 
 describe('gathering the sides', () => {
   it('a record settled while the report reads is read again: its operation is its own, not unclaimed', async () => {
@@ -79,7 +79,7 @@ describe('gathering the sides', () => {
         if (query.cardId) visits.unshift({ id: 100 + visits.length, cardId: CARD, eventId: 1, createdAt: minutes(2) } as Operation);
       },
     );
-    const moving = new ReconcileReporter({ merchants: { get: async () => merchant }, store, posSource: noPos, clockSkewMs: 60_000, now: () => Date.parse(minutes(0)), historyRead: { maxItemsPerPage: 4, overlap: 1 } });
+    const moving = new ReconcileReporter({ settings: store, merchants: { get: async () => merchant }, store, posSource: noPos, clockSkewMs: 60_000, now: () => Date.parse(minutes(0)), historyRead: { maxItemsPerPage: 4, overlap: 1 } });
     const report = await moving.report('default', range);
     expect(report.differences.map((d) => [d.kind, d.transactionId])).toEqual([['not_in_history', 'generic:M-1']]);
     expect(merchant.queries.some((q) => q.cardId === CARD)).toBe(true);
