@@ -6,11 +6,22 @@
  * would take minutes); reverse delivers as a single one does. A bulk action stops taking records
  * once its time budget (BULK_BUDGET_MS, read on the core's clock) is spent: what it leaves is
  * refused as not attempted, to be sent again.
+ *
+ * Safe bulk (contract v1.5, docs/operators.md "Bulk actions"): one request must never reach further
+ * than the person meant.
+ * - A filter states `expectCount`, the number of records it matches as the person saw it; any other
+ *   number (or none) is refused (409, `matched`) and nothing is done: records that came or went since
+ *   the person looked are never acted on unseen.
+ * - A reverse over a filter that spans several merchants names them (`merchants`), exactly: an empty
+ *   search over every merchant is not a way to take points back from all of them by accident.
+ * - `previewBulk` says what a request would do (how many, whose, in which statuses, how much, and
+ *   which would be refused and why), doing nothing: what the console shows before it asks.
  */
-import { BridgeError, echoed, ValidationError } from '../errors.js';
-import { keyOf, ledgerKey, merchantOf, type LedgerStatus, type OperatorAct } from '../state/record.js';
+import { BridgeError, ConflictError, echoed, ValidationError } from '../errors.js';
+import { keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { LedgerStore } from '../ledger/store.js';
+import { centsToDecimalString } from '../money.js';
 import { unreachable } from '../unreachable.js';
 import type { OperatorActions, ResolveInput } from './operator.js';
 
@@ -44,8 +55,42 @@ export type BulkRequest = {
    * A merchant's own admin is never global: its ids are its own merchant's, slash or not.
    */
   global: boolean;
+  /** The number of records the request names, as the person saw it: required with a filter (`CountMismatchError` otherwise). */
+  expectCount?: number;
+  /** A reverse over a filter spanning several merchants: exactly those merchants, picked by the person. */
+  merchants?: readonly string[];
 } & ({ action: Exclude<BulkAction, 'resolve'> } | { action: 'resolve'; outcome: ResolveInput['outcome'] }) &
   ({ ids: readonly string[] } | { filter: BulkFilter });
+
+/** 409: the request's `expectCount` (or none) is not the number of records it names now; nothing was done. */
+export class CountMismatchError extends BridgeError {
+  constructor(
+    readonly matched: number,
+    expected: number | undefined,
+  ) {
+    super(
+      expected === undefined
+        ? `a bulk action over a filter states expectCount, the number of records it matches (${matched} now): nothing was done`
+        : `the request names ${matched} records now, not the ${expected} expected: nothing was done; look at them again and send the count you saw`,
+      409,
+      'count_mismatch',
+      { matched },
+    );
+  }
+}
+
+/** What a bulk request would do, doing nothing (`previewBulk`). */
+export interface BulkPreview {
+  matched: number;
+  /** How many of them the action would be taken on (the others are in `refused`). */
+  acted: number;
+  byMerchant: { merchantId: string; count: number }[];
+  byStatus: { status: LedgerStatus; count: number }[];
+  /** The Checks' amounts of the records it would act on, per currency (cents), and the points their accruals earned. */
+  amounts: { currency: string; cents: number; text: string }[];
+  points: number;
+  refused: { id: string; why: string }[];
+}
 
 /** What was done to each record: as the request named it, done, or refused with why. */
 export interface BulkOutcome {
@@ -66,10 +111,67 @@ interface Target {
   /** As the answer names it. */
   id: string;
   key: string;
+  /** The record as the filter found it (ids: read when a preview needs it). */
+  record?: LedgerRecord;
+}
+
+/** The records a request names, its count and merchants checked (the safe-bulk rules above): refused before anything is done. */
+async function targetsOf(request: BulkRequest, store: BulkDeps['store']): Promise<Target[]> {
+  const targets = 'ids' in request ? named(request.ids, request) : await matching(request.filter, request, store);
+  if (('filter' in request || request.expectCount !== undefined) && request.expectCount !== targets.length) throw new CountMismatchError(targets.length, request.expectCount);
+  if (request.action === 'reverse' && 'filter' in request) {
+    const spanned = [...new Set(targets.map((t) => merchantOf(t.record!)))].sort();
+    const picked = [...new Set(request.merchants ?? [])].sort();
+    if (spanned.length > 1 && spanned.join('\u0000') !== picked.join('\u0000')) {
+      throw new ConflictError(`a reverse over a filter matching the records of ${spanned.length} merchants (${spanned.join(', ')}) names them in merchants, exactly: nothing was done`, { merchants: spanned });
+    }
+  }
+  return targets;
+}
+
+/** What the request would do, doing nothing: its records counted by merchant, status and money, and which the action would refuse now, with why. */
+/** `anyOutcome`: a resolve whose outcome is not chosen yet: refused only where resolve is refused whatever the outcome. */
+export async function previewBulk(request: BulkRequest, deps: { actions: Pick<OperatorActions, 'allowed'>; store: Pick<LedgerStore, 'list' | 'get'> }, options: { anyOutcome?: boolean } = {}): Promise<BulkPreview> {
+  const targets = 'ids' in request ? named(request.ids, request) : await matching(request.filter, request, deps.store);
+  const byMerchant = new Map<string, number>();
+  const byStatus = new Map<LedgerStatus, number>();
+  const amounts = new Map<string, number>();
+  const refused: BulkPreview['refused'] = [];
+  let points = 0;
+  for (const target of targets) {
+    const record = target.record ?? (await deps.store.get(target.key));
+    if (!record) {
+      refused.push({ id: target.id, why: `no ledger record ${echoed(target.id)}` });
+      continue;
+    }
+    byMerchant.set(merchantOf(record), (byMerchant.get(merchantOf(record)) ?? 0) + 1);
+    byStatus.set(record.status, (byStatus.get(record.status) ?? 0) + 1);
+    const allowed = (await deps.actions.allowed(record))[request.action];
+    const outcomeRefused = request.action === 'resolve' && !options.anyOutcome && allowed.outcomes && !allowed.outcomes.includes(request.outcome);
+    const why = !allowed.allowed ? allowed.why : outcomeRefused ? `resolve ${request.action === 'resolve' ? request.outcome : ''} is not possible now: it takes ${allowed.outcomes!.join(' or ')}` : undefined;
+    if (why) {
+      refused.push({ id: target.id, why });
+      continue;
+    }
+    const check = record.accrual.check;
+    if (check) amounts.set(check.currency, (amounts.get(check.currency) ?? 0) + check.amount);
+    points += record.accrual.results.reduce((sum, r) => sum + (r.isSuccess && typeof r.accruedValue === 'number' ? r.accruedValue : 0), 0);
+  }
+  const sorted = <K extends string>(m: Map<K, number>) => [...m].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return {
+    matched: targets.length,
+    acted: targets.length - refused.length,
+    byMerchant: sorted(byMerchant).map(([merchantId, count]) => ({ merchantId, count })),
+    byStatus: sorted(byStatus).map(([status, count]) => ({ status, count })),
+    // Written here by the money module's rule, so a page shows it as it is and does no arithmetic on it.
+    amounts: sorted(amounts).map(([currency, cents]) => ({ currency, cents, text: `${centsToDecimalString(cents)} ${currency}` })),
+    points,
+    refused,
+  };
 }
 
 export async function runBulk(request: BulkRequest, deps: BulkDeps): Promise<BulkOutcome> {
-  const targets = 'ids' in request ? named(request.ids, request) : await matching(request.filter, request, deps.store);
+  const targets = await targetsOf(request, deps.store);
   const budgetMs = deps.budgetMs ?? BULK_BUDGET_MS;
   const deadline = deps.now().getTime() + budgetMs;
   const outcome: BulkOutcome = { done: [], refused: [] };
@@ -108,7 +210,7 @@ async function matching(filter: BulkFilter, request: BulkRequest, store: BulkDep
   if (found.total > BULK_MAX) throw ValidationError.field('filter', `matches ${found.total} records; a bulk action takes at most ${BULK_MAX}: narrow it (merchantId, pos, from, to) and repeat`);
   return found.items.map((r) => {
     const key = keyOf(r);
-    return { id: request.global && merchantOf(r) !== DEFAULT_MERCHANT ? key : r.transactionId, key };
+    return { id: request.global && merchantOf(r) !== DEFAULT_MERCHANT ? key : r.transactionId, key, record: r };
   });
 }
 

@@ -16,7 +16,7 @@ import { chainOf, MOVED, type IntakeService } from './intake.js';
 import { transactionIdOf, type RecordWriter } from './record-writer.js';
 import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
 import { dismiss, dismissRefusal, replayRefusal } from './dead-letter-transitions.js';
-import { runBulk, type BulkOutcome, type BulkRequest } from './bulk.js';
+import { previewBulk, runBulk, type BulkOutcome, type BulkPreview, type BulkRequest } from './bulk.js';
 import { contactIdentities } from '../state/customer-index.js';
 
 export type { ResolveInput };
@@ -101,6 +101,11 @@ export class OperatorActions {
   /** One action on many records (`runBulk`), each through the action above, within the bulk budget on the core's clock. */
   bulk(request: BulkRequest): Promise<BulkOutcome> {
     return runBulk(request, { actions: this, store: this.writer.store, now: () => this.writer.now() });
+  }
+
+  /** What the bulk request would do, doing nothing (`previewBulk`): the console shows it before it asks. */
+  previewBulk(request: BulkRequest, options: { anyOutcome?: boolean } = {}): Promise<BulkPreview> {
+    return previewBulk(request, { actions: this, store: this.writer.store }, options);
   }
 
   /**

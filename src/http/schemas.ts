@@ -384,6 +384,30 @@ export const BulkAnswer = z
   .meta({ description: 'What a bulk action did to each record.' });
 export type BulkAnswer = z.infer<typeof BulkAnswer>;
 
+export const BulkRefusal = z
+  .object({
+    error: z.object({ code: z.string(), message: z.string(), matched: z.number().int().optional() }).loose(),
+    matched: z.number().int().optional().meta({ description: 'count_mismatch: the number of records the request names now.' }),
+    requestId: z.string().optional(),
+  })
+  .meta({ description: 'A bulk action refused whole: nothing was done.' });
+export type BulkRefusal = z.infer<typeof BulkRefusal>;
+
+export const BulkPreview = z
+  .object({
+    matched: z.number().int().meta({ description: 'The records the request names now: the action\'s expectCount.' }),
+    acted: z.number().int().meta({ description: 'How many of them the action would be taken on.' }),
+    byMerchant: z.array(z.object({ merchantId: z.string(), count: z.number().int() })),
+    byStatus: z.array(z.object({ status: z.enum(LEDGER_STATUSES), count: z.number().int() })),
+    amounts: z
+      .array(z.object({ currency: z.string(), cents: z.number().int(), text: z.string().meta({ description: 'The amount as a person reads it (59.97 USD).' }) }))
+      .meta({ description: "The Checks' amounts of the records it would act on, per currency, in cents." }),
+    points: z.number().meta({ description: 'The points their accruals earned (the successful results\' accruedValue).' }),
+    refused: z.array(z.object({ id: z.string(), why: z.string() })).meta({ description: 'The records the action would refuse now, each with why.' }),
+  })
+  .meta({ description: 'What a bulk action would do; nothing was done.' });
+export type BulkPreview = z.infer<typeof BulkPreview>;
+
 export const AuditEntry = z.object({
   at: timestamp,
   actor: z.string(),

@@ -31,6 +31,9 @@ export type LedgerStatus = (typeof LEDGER_STATUSES)[number];
 /** Statuses whose answer is final now (HTTP 200); the others are still being delivered (HTTP 202). */
 export const FINAL_STATUSES: ReadonlySet<LedgerStatus> = new Set(['skipped', 'accrued', 'partially_accrued', 'failed', 'reversed', 'reverse_failed']);
 
+/** Statuses of a record the bridge is still delivering by itself: what an operator queued has not landed while it is in one. */
+export const DELIVERING_STATUSES: ReadonlySet<LedgerStatus> = new Set(['pending', 'reversal_pending']);
+
 /**
  * `none`: the record was created by a refund of an order the ledger never saw.
  * `in_doubt`: an accrue may or may not have happened upstream (timeout or connection lost after

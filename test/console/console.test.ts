@@ -454,7 +454,7 @@ describe('as a person would', () => {
     await screenshot(page, 'bulk-dialog', false);
     expect(await seriousViolations(page)).toEqual([]);
     await dialog.getByRole('button', { name: 'Retry 2 records' }).click();
-    await visible(page.getByText('Retry: 2 done, 0 refused.').first());
+    await visible(page.getByText('Retry: 2 queued, 0 refused.').first());
     // A bulk retry hands the records back to delivery (this bridge's worker is off: a pass sends them), each once.
     for (const id of ['generic:F-1', 'generic:F-2']) expect((await admin('get', `/v1/admin/transactions/${id}`)).body.status).toBe('pending');
     expect((await admin('post', '/v1/admin/reconcile')).body.fixed.map((f: { transactionId: string }) => f.transactionId).sort()).toEqual(['generic:F-1', 'generic:F-2']);
@@ -489,7 +489,7 @@ describe('as a person would', () => {
     const again = await visible(page.getByRole('dialog', { name: 'Retry 2 records' }));
     await again.getByLabel('Reason').fill('West\'s card block was lifted');
     await again.getByRole('button', { name: 'Retry 2 records' }).click();
-    await visible(page.getByText('Retry: 2 done, 0 refused.').first());
+    await visible(page.getByText('Retry: 2 queued, 0 refused.').first());
     const audit = (await admin('get', '/v1/admin/audit?merchantId=west')).body.items;
     expect(audit.map((e: { action: string; target: string; reason: string }) => [e.action, e.target, e.reason]).sort()).toEqual([
       ['bulk:retry', 'generic:W-1', "West's card block was lifted"],

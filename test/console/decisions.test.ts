@@ -484,6 +484,91 @@ describe('safe bulk', () => {
   }, TEST_MS);
 });
 
+describe('safe bulk, one click never reaches further than the person saw (contract v1.5)', () => {
+  it('a reverse over every merchant shows whose records and how much, asks to tick each merchant and type the count, and does nothing until then', async () => {
+    await createMerchant('dock');
+    for (let i = 0; i < 11; i++) expect((await post('dock', '/v1/checkouts/generic', checkout({ orderId: `DK-${i}`, customer: { phone: `+155500083${String(i).padStart(2, '0')}` } }))).body.status).toBe('accrued');
+    const page = await signedIn();
+    await goTo(page, 'Search', 'Search records');
+    await page.getByRole('checkbox', { name: 'Accrued', exact: true }).check();
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await visible(page.getByRole('heading', { level: 2, name: /records match$/ }));
+    await page.getByLabel('Action', { exact: true }).selectOption('reverse');
+    await page.getByRole('radio', { name: /^Every record matching this search/ }).check();
+    await page.getByRole('button', { name: 'Review bulk action…' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: /^Reverse \d+ records$/ }));
+    const byMerchant = await visible(dialog.getByRole('table', { name: 'By merchant' }));
+    expect(await byMerchant.getByRole('row').filter({ hasText: 'dock' }).getByRole('cell').allTextContents()).toEqual(['dock', '11']);
+    expect(await byMerchant.getByRole('row').filter({ hasText: 'harbour' }).count()).toBe(1);
+    await visible(dialog.getByText(/^Amount of the records it acts on: \d+\.\d\d USD; points their accruals earned: /));
+    await dialog.getByLabel('Reason').fill('refunded at the till');
+    await screenshot(page, 'bulk-reverse-every-merchant', false);
+    expect(await seriousViolations(page)).toEqual([]);
+    // Neither the merchants ticked nor the count typed: refused in the dialog, nothing sent.
+    await dialog.getByRole('button', { name: /^Reverse \d+ records$/ }).click();
+    await visible(dialog.getByRole('alert').filter({ hasText: 'tick each one to go ahead' }));
+    for (const box of await dialog.getByRole('group', { name: /merchants whose records this reverses$/ }).getByRole('checkbox').all()) await box.check();
+    await dialog.getByRole('button', { name: /^Reverse \d+ records$/ }).click();
+    await visible(dialog.getByRole('alert').filter({ hasText: /^Type \d+, the number of records this acts on, to go ahead\.$/ }));
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await gone(page.getByRole('dialog'));
+    expect(h.sim.merchant('dock').books().reverseRequests).toBe(0);
+    expect((await admin('get', '/v1/admin/audit?merchantId=dock')).body.items).toEqual([]);
+
+    // One merchant's, with the count typed: done, each once.
+    await page.getByLabel('Merchant').selectOption('dock');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await visible(page.getByRole('heading', { level: 2, name: '11 records match' }));
+    await page.getByLabel('Action', { exact: true }).selectOption('reverse');
+    await page.getByRole('radio', { name: 'Every record matching this search (11)' }).check();
+    await page.getByRole('button', { name: 'Review bulk action…' }).click();
+    const one = await visible(page.getByRole('dialog', { name: 'Reverse 11 records' }));
+    expect(await one.getByRole('group', { name: /merchants whose records this reverses$/ }).count()).toBe(0);
+    await one.getByLabel('Reason').fill('refunded at the till');
+    await one.getByLabel('Number of records').fill('11');
+    await one.getByRole('button', { name: 'Reverse 11 records' }).click();
+    await visible(page.getByText('Reverse: 11 done, 0 refused.').first());
+    expect(h.sim.merchant('dock').books()).toMatchObject({ reverseRequests: 11, doubleReversals: [] });
+  }, TEST_MS);
+
+  it('acknowledges in bulk, and a retry says queued, then shows what came of it as it lands: failed again', async () => {
+    await createMerchant('slip');
+    for (const id of ['SL-1', 'SL-2']) {
+      h.sim.merchant('slip').faults.inject({ kind: 'result_failure', on: 'accrue' });
+      expect((await post('slip', '/v1/checkouts/generic', checkout({ orderId: id, customer: { phone: id === 'SL-1' ? '+15550008201' : '+15550008202' } }))).body.status).toBe('failed');
+    }
+    const page = await signedIn();
+    await goTo(page, 'Search', 'Search records');
+    await page.getByLabel('Merchant').selectOption('slip');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
+    await page.getByRole('checkbox', { name: 'Select generic:SL-1' }).check();
+    await page.getByLabel('Action', { exact: true }).selectOption('acknowledge');
+    await page.getByRole('button', { name: 'Review bulk action…' }).click();
+    const ack = await visible(page.getByRole('dialog', { name: 'Acknowledge 1 record' }));
+    await ack.getByLabel('Reason').fill('the card was closed for good');
+    await ack.getByRole('button', { name: 'Acknowledge 1 record' }).click();
+    await visible(page.getByText('Acknowledge: 1 done, 0 refused.').first());
+    expect((await admin('get', '/v1/admin/attention?merchantId=slip')).body.items.map((i: { transactionId?: string }) => i.transactionId)).toEqual(['generic:SL-2']);
+
+    // The retry is queued (the worker is off here); the loyalty service refuses it again on the pass.
+    await page.getByRole('checkbox', { name: 'Select generic:SL-2' }).check();
+    await page.getByLabel('Action', { exact: true }).selectOption('retry');
+    await page.getByRole('button', { name: 'Review bulk action…' }).click();
+    const retry = await visible(page.getByRole('dialog', { name: 'Retry 1 record' }));
+    await retry.getByLabel('Reason').fill('the block was lifted, they say');
+    await retry.getByRole('button', { name: 'Retry 1 record' }).click();
+    await visible(page.getByText('Retry: 1 queued, 0 refused.').first());
+    const landing = await visible(page.getByRole('table').filter({ has: page.getByRole('columnheader', { name: 'Status now' }) }));
+    await visible(landing.getByText('Pending'));
+    h.sim.merchant('slip').faults.inject({ kind: 'result_failure', on: 'accrue' });
+    expect((await admin('post', '/v1/admin/reconcile?merchantId=slip')).status).toBe(200);
+    await visible(landing.getByText('Failed'));
+    await visible(page.getByText('Every record has landed.'));
+    await screenshot(page, 'bulk-retry-landed', false);
+  }, TEST_MS);
+});
+
 describe('fits a phone', () => {
   /** Nothing on the page wider than the phone's screen, and each table laid out as cards. */
   async function fitsThePhone(page: Page, what: string) {

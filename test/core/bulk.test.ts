@@ -5,7 +5,7 @@
  * refused past BULK_MAX; the time budget is read on the core's clock, never the wall's.
  */
 import { describe, expect, it } from '@jest/globals';
-import { BULK_BUDGET_MS, BULK_MAX, runBulk, type BulkFilter, type BulkRequest } from '../../src/core/bulk.js';
+import { BULK_BUDGET_MS, BULK_MAX, CountMismatchError, runBulk, type BulkFilter, type BulkRequest } from '../../src/core/bulk.js';
 import { createCore, type Core } from '../../src/core/core.js';
 import type { PosCalls } from '../../src/core/delivery.js';
 import { HistoryVerifier } from '../../src/core/history-verifier.js';
@@ -42,7 +42,7 @@ async function put(store: MemoryLedgerStore, transactionId: string, options: Rec
 }
 
 /** A bulk retry by alice, as the bridge's operator unless `scope` says otherwise. */
-const retry = (select: { ids: string[] } | { filter: BulkFilter }, scope: { merchantId?: string; global?: boolean } = {}): BulkRequest => ({
+const retry = (select: { ids: string[]; expectCount?: number } | { filter: BulkFilter; expectCount?: number }, scope: { merchantId?: string; global?: boolean } = {}): BulkRequest => ({
   action: 'retry',
   act: ALICE,
   global: scope.global ?? true,
@@ -112,7 +112,7 @@ describe('a filter', () => {
     const { core, store } = coreWith();
     for (let i = 0; i < BULK_MAX; i++) await put(store, `generic:F-${i}`, { accrual: 'failed', at: i });
     await put(store, 'generic:A-1', { accrual: 'accrued', operationIds: [7] });
-    const outcome = await core.operator.bulk(retry({ filter: { status: ['failed'] } }));
+    const outcome = await core.operator.bulk(retry({ filter: { status: ['failed'] }, expectCount: BULK_MAX }));
     expect(outcome.refused).toEqual([]);
     expect(outcome.done).toHaveLength(BULK_MAX);
     // Newest first, as the list is.
@@ -134,9 +134,9 @@ describe('a filter', () => {
     await put(store, 'generic:F-1', { accrual: 'failed', at: 0 });
     await put(store, 'square:F-2', { accrual: 'failed', pos: 'square', at: 10 });
     await put(store, 'generic:F-3', { accrual: 'failed', at: 20 });
-    expect((await core.operator.bulk(retry({ filter: { pos: 'square' } }))).done).toEqual(['square:F-2']);
+    expect((await core.operator.bulk(retry({ filter: { pos: 'square' }, expectCount: 1 }))).done).toEqual(['square:F-2']);
     const from = new Date(Date.parse('2026-03-01T09:00:00.000Z') + 5 * 60_000);
-    expect((await core.operator.bulk(retry({ filter: { pos: 'generic', from } }))).done).toEqual(['generic:F-3']);
+    expect((await core.operator.bulk(retry({ filter: { pos: 'generic', from }, expectCount: 1 }))).done).toEqual(['generic:F-3']);
   });
 });
 
@@ -172,9 +172,9 @@ describe('scoped to a merchant', () => {
 
   it("a filter takes the request's merchant's records only; the bridge's operator naming none takes every merchant's, another's named with its merchant", async () => {
     const { core: scoped } = await twoMerchants();
-    expect(await scoped.operator.bulk(retry({ filter: {} }, { merchantId: 'bakery', global: false }))).toEqual({ done: ['generic:B-1'], refused: [] });
+    expect(await scoped.operator.bulk(retry({ filter: {}, expectCount: 1 }, { merchantId: 'bakery', global: false }))).toEqual({ done: ['generic:B-1'], refused: [] });
     const { core: all } = await twoMerchants();
-    expect(await all.operator.bulk(retry({ filter: { status: ['failed'] } }))).toEqual({ done: ['bakery/generic:B-1', 'generic:F-1'], refused: [] });
+    expect(await all.operator.bulk(retry({ filter: { status: ['failed'] }, expectCount: 2 }))).toEqual({ done: ['bakery/generic:B-1', 'generic:F-1'], refused: [] });
   });
 });
 
@@ -232,3 +232,63 @@ describe('the time budget, on the injected clock', () => {
     expect(outcome).toEqual({ done: ['B'], refused: [{ id: 'A', why: 'a call is in flight' }] });
   });
 });
+
+describe('safe bulk (contract v1.5): one request never reaches further than the person saw', () => {
+  it('a filter without expectCount, or with another number, is refused with the number matched, and nothing is touched', async () => {
+    const { core, store } = coreWith();
+    await put(store, 'generic:F-1', { accrual: 'failed', at: 0 });
+    await put(store, 'generic:F-2', { accrual: 'failed', at: 1 });
+    for (const expectCount of [undefined, 1, 3]) {
+      const refused = core.operator.bulk(retry({ filter: { status: ['failed'] }, ...(expectCount === undefined ? {} : { expectCount }) }));
+      await expect(refused).rejects.toThrow(CountMismatchError);
+      await expect(refused).rejects.toMatchObject({ status: 409, code: 'count_mismatch', matched: 2 });
+    }
+    expect((await store.list({ status: 'failed', offset: 0, limit: 10 })).total).toBe(2);
+    expect((await store.listAudit({ offset: 0, limit: 1 })).total).toBe(0);
+    expect((await core.operator.bulk(retry({ filter: { status: ['failed'] }, expectCount: 2 }))).done).toEqual(['generic:F-2', 'generic:F-1']);
+  });
+
+  it('ids need no count; one stated is held to the records named', async () => {
+    const { core, store } = coreWith();
+    await put(store, 'generic:F-1', { accrual: 'failed' });
+    await expect(core.operator.bulk(retry({ ids: ['generic:F-1', 'generic:F-1'], expectCount: 2 }))).rejects.toMatchObject({ code: 'count_mismatch', matched: 1 });
+    expect((await core.operator.bulk(retry({ ids: ['generic:F-1'] }))).done).toEqual(['generic:F-1']);
+  });
+
+  it('a reverse over a filter spanning several merchants names them, exactly; one merchant needs no naming', async () => {
+    const { core, store } = coreWith();
+    await put(store, 'generic:A-1', { accrual: 'accrued', operationIds: [1] });
+    await put(store, 'generic:B-1', { accrual: 'accrued', operationIds: [2], merchantId: 'bakery', at: 1 });
+    const reverse = (extra: Partial<BulkRequest>): BulkRequest => ({ action: 'reverse', act: ALICE, global: true, filter: { status: ['accrued'] }, expectCount: 2, ...extra }) as BulkRequest;
+    await expect(core.operator.bulk(reverse({}))).rejects.toMatchObject({ status: 409, message: expect.stringContaining('the records of 2 merchants (bakery, default)') });
+    await expect(core.operator.bulk(reverse({ merchants: ['bakery'] }))).rejects.toMatchObject({ status: 409 });
+    expect((await store.get('generic:A-1'))!.status).toBe('accrued');
+    expect((await store.get('bakery/generic:B-1'))!.status).toBe('accrued');
+    expect((await core.operator.bulk(reverse({ filter: { status: ['accrued'] }, merchantId: 'bakery', expectCount: 1 }))).done).toEqual(['bakery/generic:B-1']);
+  });
+
+  it('a preview counts by merchant, status, amount and points, and names what would be refused, doing nothing', async () => {
+    const { core, store } = coreWith();
+    await put(store, 'generic:F-1', { accrual: 'failed', at: 0 });
+    await put(store, 'generic:A-1', { accrual: 'accrued', operationIds: [7], at: 1 });
+    await put(store, 'generic:B-1', { accrual: 'failed', merchantId: 'bakery', at: 2 });
+    const preview = await core.operator.previewBulk(retry({ filter: {} }));
+    expect(preview).toMatchObject({
+      matched: 3,
+      acted: 2,
+      byMerchant: [
+        { merchantId: 'bakery', count: 1 },
+        { merchantId: 'default', count: 2 },
+      ],
+      byStatus: [
+        { status: 'accrued', count: 1 },
+        { status: 'failed', count: 2 },
+      ],
+      refused: [{ id: 'generic:A-1', why: expect.any(String) }],
+    });
+    expect(preview.amounts).toEqual([{ currency: expect.any(String), cents: expect.any(Number) }]);
+    expect((await store.get('generic:F-1'))!.status).toBe('failed');
+    expect((await store.listAudit({ offset: 0, limit: 1 })).total).toBe(0);
+  });
+});
+

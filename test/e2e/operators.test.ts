@@ -265,7 +265,17 @@ for (const store of STORES) {
       const mine = await as(bakeryAdmin)('post', '/v1/admin/transactions/bulk').send({ action: 'retry', ids: ['generic:F-1', 'generic:B-1'], reason: 'mine?' });
       expect(mine.body).toEqual({ done: [], refused: [{ id: 'generic:F-1', why: 'no ledger record generic:F-1' }, { id: 'generic:B-1', why: expect.stringContaining('settle it with /resolve') }] });
 
-      const bulk = await alice('post', '/v1/admin/transactions/bulk').send({ action: 'retry', filter: { status: 'failed,in_doubt', merchantId: 'default', from: day(-1) }, reason: 'loyalty service fixed the blocked card' });
+      // A filter states how many records it matches, as the person saw them: the preview says so, doing nothing.
+      const filter = { status: 'failed,in_doubt', merchantId: 'default', from: day(-1) };
+      const preview = await alice('post', '/v1/admin/transactions/bulk/preview').send({ action: 'retry', filter });
+      expect(preview.status).toBe(200);
+      expect(preview.body).toMatchObject({ matched: 1, acted: 1, byMerchant: [{ merchantId: 'default', count: 1 }], byStatus: [{ status: 'failed', count: 1 }], refused: [] });
+      for (const expectCount of [undefined, 2]) {
+        const unseen = await alice('post', '/v1/admin/transactions/bulk').send({ action: 'retry', filter, ...(expectCount === undefined ? {} : { expectCount }), reason: 'x' });
+        expect([unseen.status, unseen.body.matched, unseen.body.error.code]).toEqual([409, 1, 'count_mismatch']);
+      }
+      expect((await admin('get', '/v1/admin/transactions/generic:F-1')).body.status).toBe('failed');
+      const bulk = await alice('post', '/v1/admin/transactions/bulk').send({ action: 'retry', filter, expectCount: preview.body.matched, reason: 'loyalty service fixed the blocked card' });
       expect(bulk.status).toBe(200);
       expect(bulk.body).toEqual({ done: ['generic:F-1'], refused: [] });
       expect((await admin('get', '/v1/admin/transactions/generic:F-1')).body.history.at(-1)).toMatchObject({ actor: 'alice', detail: 'loyalty service fixed the blocked card' });
@@ -283,7 +293,7 @@ for (const store of STORES) {
       expect((await admin('get', '/v1/admin/attention?merchantId=default')).body.items.map((i: { transactionId?: string }) => i.transactionId)).not.toContain('generic:F-2');
 
       for (let i = 0; i < 101; i++) await pos(checkout({ orderId: `S-${i}`, customer: {} }));
-      const tooMany = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'retry', filter: { status: 'skipped' }, reason: 'x' });
+      const tooMany = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'retry', filter: { status: 'skipped' }, expectCount: 100, reason: 'x' });
       expect(tooMany.status).toBe(400);
       expect(tooMany.body.error.issues).toEqual([{ field: 'filter', message: expect.stringContaining('matches 101 records') }]);
     }, 30_000);
@@ -301,6 +311,23 @@ for (const store of STORES) {
       expect((await admin('get', `/v1/admin/audit?from=${day(1)}`)).body.total).toBe(0);
       expect((await admin('get', `/v1/admin/audit?to=${dayOf(all.body.items[0].at)}`)).body.total).toBe(all.body.total);
       expect((await admin('get', '/v1/admin/audit?from=soon')).status).toBe(400);
+    });
+
+    it('bulk reverse over a filter matching several merchants: 409 naming them, nothing reversed; with them named, each reversed once', async () => {
+      const since = new Date().toISOString();
+      expect((await pos(checkout({ orderId: 'X-D', customer: { phone: '+15550007001' } }))).body.status).toBe('accrued');
+      expect((await pos(checkout({ orderId: 'X-B', customer: { phone: '+15550007002' } }), '/v1/checkouts/generic', bakeryPos)).body.status).toBe('accrued');
+      const filter = { status: 'accrued', from: since };
+      const preview = await admin('post', '/v1/admin/transactions/bulk/preview').send({ action: 'reverse', filter });
+      expect(preview.body).toMatchObject({ matched: 2, byMerchant: [{ merchantId: 'bakery-17', count: 1 }, { merchantId: 'default', count: 1 }] });
+      const unpicked = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'reverse', filter, expectCount: 2, reason: 'refunds' });
+      expect([unpicked.status, unpicked.body.error.merchants]).toEqual([409, ['bakery-17', 'default']]);
+      expect((await admin('get', '/v1/admin/transactions/generic:X-D')).body.status).toBe('accrued');
+      const picked = await admin('post', '/v1/admin/transactions/bulk').send({ action: 'reverse', filter, expectCount: 2, merchants: ['default', 'bakery-17'], reason: 'refunds' });
+      expect(picked.status).toBe(200);
+      expect(picked.body.done.sort()).toEqual(['bakery-17/generic:X-B', 'generic:X-D']);
+      expect(h.sim.books().transactions['generic:X-D']).toMatchObject({ accruals: 1, reversals: 1 });
+      expect(h.sim.merchant('bakery-17').books().transactions['generic:X-B']).toMatchObject({ accruals: 1, reversals: 1 });
     });
   });
 }

@@ -39,7 +39,7 @@ const NOT_STATABLE: { op: RegExp; status: number; field?: RegExp; message?: RegE
   { op: /^runBackfill$/, status: 400, field: /^(since|until)$/, message: /later than now|must be after since/, why: 'the window is judged against now and across since and until' },
   { op: /^runBackfill$/, status: 422, code: 'backfill_not_possible', why: "whether the merchant has an account on the POS is the ledger's data" },
   { op: /^(createMerchant|updateMerchant)$/, status: 400, field: /^loyalty\.appToken$/, message: /refused this app token/, why: 'whether a token is an install of the app is the loyalty service’s to say' },
-  { op: /^bulkAction$/, status: 400, field: /^filter$/, message: /matches \d+ records/, why: 'how many records a filter matches is the ledger’s data' },
+  { op: /^(bulkAction|previewBulkAction)$/, status: 400, field: /^filter$/, message: /matches \d+ records/, why: 'how many records a filter matches is the ledger’s data' },
 ];
 
 const REFUSED = new Set([400, 415, 422]);

@@ -14,6 +14,9 @@ import { h, replace } from './dom.js';
  * @property {Child | ((choice: string | undefined) => Child)} effect
  * @property {readonly { value: string, label: string }[]} [choices]
  * @property {string} confirmLabel
+ * @property {number} [typedCount] The operator must type this number to go ahead (a bulk action over many records).
+ * @property {{ legend: string, hint: string, options: readonly { value: string, label: string }[] }} [picks]
+ *   Boxes the operator must tick, every one, to go ahead (the merchants a bulk reverse spans); none is ticked for them.
  */
 
 /**
@@ -27,11 +30,13 @@ import { h, replace } from './dom.js';
  * - `choices`: `[{ value, label }]` the operator must pick one of (a resolve's outcome). None is
  *   picked for them: the outcome is what the person established, never a default.
  * - `confirmLabel`: the button that does it, e.g. "Retry".
+ * - `typedCount`: a number the operator types to go ahead, so that a click alone never acts on many records.
+ * - `picks`: boxes the operator ticks, each one, to go ahead; the answer's `picked` lists them.
  *
  * @param {ConfirmOptions} options
- * @returns {Promise<{ reason: string, choice: string | undefined } | undefined>}
+ * @returns {Promise<{ reason: string, choice: string | undefined, picked: string[] } | undefined>}
  */
-export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
+export function confirmAction({ title, intro, effect, choices, confirmLabel, typedCount, picks }) {
   const dialog = h('dialog', { class: 'confirm', 'aria-labelledby': 'confirm-title' });
   const effectBox = h('div', { class: 'effect', id: 'confirm-effect' });
   const problem = h('p', { class: 'problem', role: 'alert' });
@@ -46,6 +51,25 @@ export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
     return h('label', { class: 'choice' }, radio, ` ${choice.label}`);
   });
   const outcomeGroup = choiceInputs.length ? h('fieldset', { class: 'outcomes', 'aria-describedby': 'confirm-outcome-hint' }, h('legend', {}, 'Outcome'), h('p', { class: 'hint', id: 'confirm-outcome-hint' }, 'None is chosen for you: pick what you established.'), choiceInputs) : null;
+  const typed = typedCount === undefined ? null : h('input', { id: 'confirm-count', name: 'count', inputmode: 'numeric', autocomplete: 'off', 'aria-required': 'true', 'aria-describedby': 'confirm-count-hint' });
+  const typedGroup = typed
+    ? h('div', { class: 'field' }, h('label', { for: 'confirm-count' }, 'Number of records'), h('p', { class: 'hint', id: 'confirm-count-hint' }, `Type ${typedCount} to confirm that this acts on ${typedCount} records.`), typed)
+    : null;
+  /** @type {HTMLInputElement[]} */
+  const boxes = [];
+  const pickGroup = picks
+    ? h(
+        'fieldset',
+        { class: 'picks', 'aria-describedby': 'confirm-picks-hint' },
+        h('legend', {}, picks.legend),
+        h('p', { class: 'hint', id: 'confirm-picks-hint' }, picks.hint),
+        picks.options.map((option) => {
+          const box = h('input', { type: 'checkbox', name: 'pick', value: option.value });
+          boxes.push(box);
+          return h('label', { class: 'choice' }, box, ` ${option.label}`);
+        }),
+      )
+    : null;
   reason.addEventListener('input', () => {
     problem.textContent = '';
     reason.removeAttribute('aria-invalid');
@@ -58,7 +82,7 @@ export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
   };
 
   return new Promise((resolve) => {
-    /** @type {{ reason: string, choice: string | undefined } | undefined} */
+    /** @type {{ reason: string, choice: string | undefined, picked: string[] } | undefined} */
     let answer;
     const form = h(
       'form',
@@ -72,6 +96,19 @@ export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
             radios[0]?.focus();
             return;
           }
+          if (picks && boxes.some((box) => !box.checked)) {
+            problem.textContent = `${picks.legend}: tick each one to go ahead.`;
+            problem.dataset.about = 'picks';
+            boxes.find((box) => !box.checked)?.focus();
+            return;
+          }
+          if (typed && typed.value.trim() !== String(typedCount)) {
+            problem.textContent = `Type ${typedCount}, the number of records this acts on, to go ahead.`;
+            problem.dataset.about = 'count';
+            typed.setAttribute('aria-invalid', 'true');
+            typed.focus();
+            return;
+          }
           const text = reason.value.trim();
           if (!text) {
             problem.textContent = 'Give a reason: it is kept with the record and in the audit log.';
@@ -80,7 +117,7 @@ export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
             reason.focus();
             return;
           }
-          answer = { reason: text, choice: chosen() };
+          answer = { reason: text, choice: chosen(), picked: boxes.filter((box) => box.checked).map((box) => box.value) };
           dialog.close();
         },
       },
@@ -88,6 +125,8 @@ export function confirmAction({ title, intro, effect, choices, confirmLabel }) {
       intro ? h('div', { class: 'intro' }, intro) : null,
       outcomeGroup,
       effectBox,
+      pickGroup,
+      typedGroup,
       h('label', { for: 'confirm-reason' }, 'Reason'),
       h('p', { id: 'confirm-reason-hint', class: 'hint' }, 'Required. Kept in the record\u2019s history and in the audit log with your name.'),
       reason,

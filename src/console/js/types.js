@@ -35,6 +35,7 @@
 /** @typedef {import('../../http/schemas.js').KeptPayload} KeptPayload */
 /** @typedef {import('zod').input<typeof import('../../http/routes/admin.js').BulkBody>} BulkRequest `POST /v1/admin/transactions/bulk`: what the page sends, as the route parses it. */
 /** @typedef {import('../../http/schemas.js').BulkAnswer} BulkAnswer */
+/** @typedef {import('../../http/schemas.js').BulkPreview} BulkPreview `POST /v1/admin/transactions/bulk/preview`: what a bulk action would do. */
 /** @typedef {import('../../http/schemas.js').AttentionAnswer} AttentionAnswer */
 /** @typedef {import('zod').infer<typeof import('../../http/schemas.js').AttentionItem>} AttentionItem */
 /** @typedef {AttentionItem['kind']} AttentionKind */

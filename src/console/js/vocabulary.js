@@ -102,7 +102,7 @@ export function listingPosNames() {
  * A status's words: its label and what it means; `undefined` for one the bridge did not name (or
  * before the vocabulary is read), which the page then shows as the API wrote it.
  * @param {string | null | undefined} status
- * @returns {{ label: string, description: string } | undefined}
+ * @returns {{ label: string, description: string, delivering?: boolean } | undefined}
  */
 export function statusWords(status) {
   return loaded?.statuses.find((s) => s.status === status);

@@ -8,7 +8,7 @@
 import type { Request } from 'express';
 import { z } from 'zod';
 import { attentionQueue } from '../../core/attention-queue.js';
-import { BULK_ACTIONS, BULK_MAX, type BulkRequest } from '../../core/bulk.js';
+import { BULK_ACTIONS, BULK_MAX, CountMismatchError, type BulkRequest } from '../../core/bulk.js';
 import { echoed, NotFoundError, ValidationError } from '../../errors.js';
 import { CARD_SERIAL_PATTERN, searchIdentities } from '../../state/customer-index.js';
 import { keyOf as recordKeyOf, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../../state/record.js';
@@ -21,6 +21,8 @@ import {
   AttentionAnswer,
   AuditList,
   BulkAnswer,
+  BulkPreview,
+  BulkRefusal,
   DeadLetter,
   DeadLetterList,
   EvidenceAnswer,
@@ -187,33 +189,61 @@ export const ReverseBody = z.strictObject({ reason: reasonOptional }).meta({ des
 export const RetryBody = z.strictObject({ reason: reasonOptional }).meta({ description: 'Optional.' });
 export const ReasonBody = z.strictObject({ reason: reasonRequired }).meta({ description: 'Why (required).' });
 
+/** What names a bulk action's records and what it does: its body, and its preview's. */
+const bulkTargets = {
+  action: z.enum(BULK_ACTIONS),
+  ids: z.array(z.string().min(1).max(300)).min(1).max(BULK_MAX).optional().meta({ description: `At most ${BULK_MAX} transactionIds of merchantId (the token's merchant, else default), or <merchantId>/<transactionId> with ADMIN_TOKEN.` }),
+  merchantId: merchantIdParam.meta({ description: 'Whose records ids names (ADMIN_TOKEN; default: default).' }),
+  filter: z
+    .strictObject({ status: statusList, pos: z.string().max(32).optional(), merchantId: merchantIdParam, from: fromParam, to: toParam })
+    .optional()
+    .meta({ description: `Every record matching it, at most ${BULK_MAX}: a filter matching more is refused (400) with its count.` }),
+  merchants: z
+    .array(z.string().regex(MERCHANT_ID, 'must be a merchant id'))
+    .min(1)
+    .max(BULK_MAX)
+    .optional()
+    .meta({ description: 'A reverse over a filter matching several merchants: exactly those merchants, picked by the person (409 naming them otherwise).' }),
+  outcome: ResolveBody.shape.outcome.optional().meta({ description: 'resolve: required.' }),
+};
+
+/** Both rules of a bulk body, checked as it is parsed (and stated in the document beside it: `oneOf`, `anyOf`). */
+function bulkRules(body: { ids?: unknown; filter?: unknown; action: string; outcome?: unknown }, ctx: z.RefinementCtx): void {
+  if (Boolean(body.ids) === Boolean(body.filter)) ctx.addIssue({ code: 'custom', path: [], message: 'name the records by ids or by filter (one of the two)' });
+  else if (body.action === 'resolve' && !body.outcome) ctx.addIssue({ code: 'custom', path: ['outcome'], message: 'is required for resolve' });
+}
+const bulkDocumented = {
+  oneOf: [{ required: ['ids'] }, { required: ['filter'] }],
+  // resolve names its outcome: an action other than resolve, or an outcome.
+  anyOf: [{ properties: { action: { not: { const: 'resolve' } } } }, { required: ['outcome'] }],
+};
+
 /**
  * One action on several records, named by ids or by a filter: one of the two, and resolve with its
- * outcome. Both rules are checked as the body is parsed, and stated in the document beside them
- * (`oneOf`, `anyOf`), so that no body the document allows is refused after parsing.
+ * outcome. A filter states expectCount (contract v1.5, safe bulk).
  */
 export const BulkBody = z
   .strictObject({
-    action: z.enum(BULK_ACTIONS),
-    ids: z.array(z.string().min(1).max(300)).min(1).max(BULK_MAX).optional().meta({ description: `At most ${BULK_MAX} transactionIds of merchantId (the token's merchant, else default), or <merchantId>/<transactionId> with ADMIN_TOKEN.` }),
-    merchantId: merchantIdParam.meta({ description: 'Whose records ids names (ADMIN_TOKEN; default: default).' }),
-    filter: z
-      .strictObject({ status: statusList, pos: z.string().max(32).optional(), merchantId: merchantIdParam, from: fromParam, to: toParam })
+    ...bulkTargets,
+    expectCount: z
+      .number()
+      .int()
+      .min(0)
+      .max(BULK_MAX)
       .optional()
-      .meta({ description: `Every record matching it, at most ${BULK_MAX}: a filter matching more is refused (400) with its count.` }),
-    outcome: ResolveBody.shape.outcome.optional().meta({ description: 'resolve: required.' }),
+      .meta({ description: 'The number of records the request names, as you saw it (the preview\'s matched): required with a filter; any other number is a 409 with matched, and nothing is done.' }),
     reason: reasonRequired,
   })
+  .superRefine(bulkRules)
+  .meta({ description: 'One action on several records: named by ids or by a filter (one of the two).', ...bulkDocumented });
+
+/** The same request, to see what it would do before doing it. */
+export const BulkPreviewBody = z
+  .strictObject(bulkTargets)
   .superRefine((body, ctx) => {
     if (Boolean(body.ids) === Boolean(body.filter)) ctx.addIssue({ code: 'custom', path: [], message: 'name the records by ids or by filter (one of the two)' });
-    else if (body.action === 'resolve' && !body.outcome) ctx.addIssue({ code: 'custom', path: ['outcome'], message: 'is required for resolve' });
   })
-  .meta({
-    description: 'One action on several records: named by ids or by a filter (one of the two).',
-    oneOf: [{ required: ['ids'] }, { required: ['filter'] }],
-    // resolve names its outcome: an action other than resolve, or an outcome.
-    anyOf: [{ properties: { action: { not: { const: 'resolve' } } } }, { required: ['outcome'] }],
-  });
+  .meta({ description: 'A bulk action to preview: named by ids or by a filter (one of the two); a resolve needs no outcome yet. Nothing is done.', oneOf: bulkDocumented.oneOf });
 
 export const DeadLetterDetailQuery = z.strictObject({
   unmask: z.enum(['true', 'false']).optional().meta({ description: "true: the body as kept, customers' phone numbers and emails in clear (recorded in the audit trail)." }),
@@ -275,6 +305,19 @@ async function letterOf(req: Request, store: Pick<LedgerStore, 'getDeadLetter'>)
 /** A bulk filter as the core takes it, in the merchant the request may act for. */
 function filtered(req: Request, { merchantId, ...filter }: NonNullable<z.output<typeof BulkBody>['filter']>, bodyMerchantId: string | undefined) {
   return { filter, merchantId: scopeOf(req, merchantId ?? bodyMerchantId) };
+}
+
+/** A bulk body as the core's request: the principal's actor and scope, ids or the filter in the request's merchant. */
+function bulkRequestOf(req: Request, body: z.output<typeof BulkPreviewBody> & { reason: string; expectCount?: number }): BulkRequest {
+  const principal = req.adminPrincipal as AdminPrincipal;
+  const common = {
+    act: { actor: principal.actor, reason: body.reason },
+    global: principal.scope === 'global',
+    ...(body.expectCount !== undefined ? { expectCount: body.expectCount } : {}),
+    ...(body.merchants ? { merchants: body.merchants } : {}),
+    ...(body.ids ? { ids: body.ids, merchantId: scopeOf(req, body.merchantId) } : filtered(req, body.filter!, body.merchantId)),
+  };
+  return body.action === 'resolve' ? { ...common, action: 'resolve', outcome: body.outcome! } : { ...common, action: body.action };
 }
 
 export const SCOPE_INVALID = 'merchantId is not a merchant id (invalid_payload)';
@@ -448,27 +491,47 @@ export const adminRoutes: readonly Route[] = [
   }),
   route({
     method: 'post',
+    path: '/v1/admin/transactions/bulk/preview',
+    operationId: 'previewBulkAction',
+    tag: 'Transactions',
+    summary: 'What a bulk action would do, doing nothing',
+    description: `The records the request names (at most ${BULK_MAX}) counted by merchant, status, amount and points, and those the action would refuse now, with why. Send its matched as the action's expectCount.`,
+    access: 'admin',
+    body: { schema: BulkPreviewBody, component: 'BulkPreviewBody', required: true, emptyWhenAbsent: true },
+    answers: {
+      200: { description: 'What the action would do.', json: BulkPreview },
+      400: error('The body is not valid (invalid_payload, each field named), or a filter matching too many records.'),
+      404: OTHER_MERCHANT,
+    },
+    async handle({ req, res, body, deps }) {
+      // A resolve's outcome is the person's to choose after seeing this: what it would refuse is what resolve refuses whatever the outcome.
+      res.json((await deps.operator.previewBulk(bulkRequestOf(req, { ...body, outcome: body.outcome ?? 'accrued', reason: 'preview' }), { anyOutcome: body.outcome === undefined })) satisfies BulkPreview);
+    },
+  }),
+  route({
+    method: 'post',
     path: '/v1/admin/transactions/bulk',
     operationId: 'bulkAction',
     tag: 'Transactions',
     summary: 'One action on several records, each with the actor and the reason',
-    description: `Records named by ids, or every record a filter matches (at most ${BULK_MAX}: a filter matching more is a 400 naming its count). Each record goes through the same action and rules as alone; retry and resolve leave delivery to the worker. The answer names each id done or refused, with why.`,
+    description: `Records named by ids, or every record a filter matches (at most ${BULK_MAX}: a filter matching more is a 400 naming its count). A filter states expectCount, the number it matches as you saw it (POST /v1/admin/transactions/bulk/preview says it); a reverse over a filter matching several merchants names them in merchants. Each record goes through the same action and rules as alone; retry and resolve leave delivery to the worker (done means queued: the record page shows what came of it). The answer names each id done or refused, with why.`,
     access: 'admin',
     body: { schema: BulkBody, component: 'BulkBody', required: true, emptyWhenAbsent: true },
     answers: {
       200: { description: 'What was done to each.', json: BulkAnswer },
       400: error('The body is not valid (invalid_payload, each field named): no reason, neither or both of ids and filter, resolve without outcome, or a filter matching too many records.'),
       404: OTHER_MERCHANT,
+      409: { description: 'Nothing was done: expectCount missing with a filter or not the number matched now (count_mismatch, with matched), or a reverse over several merchants not naming them (conflict, with merchants).', json: BulkRefusal },
     },
     async handle({ req, res, body, deps }) {
-      const principal = req.adminPrincipal as AdminPrincipal;
-      const common = {
-        act: { actor: principal.actor, reason: body.reason },
-        global: principal.scope === 'global',
-        ...(body.ids ? { ids: body.ids, merchantId: scopeOf(req, body.merchantId) } : filtered(req, body.filter!, body.merchantId)),
-      };
-      const request: BulkRequest = body.action === 'resolve' ? { ...common, action: 'resolve', outcome: body.outcome! } : { ...common, action: body.action };
-      res.json((await deps.operator.bulk(request)) satisfies BulkAnswer);
+      try {
+        res.json((await deps.operator.bulk(bulkRequestOf(req, body))) satisfies BulkAnswer);
+      } catch (error) {
+        if (!(error instanceof CountMismatchError)) throw error;
+        // The contract's 409 { matched }: beside the one error envelope, so a client reads the count at once.
+        res.locals.refusal = { code: error.code, message: error.message };
+        res.status(409).json({ error: { code: error.code, message: error.message, matched: error.matched }, matched: error.matched, requestId: req.id } satisfies BulkRefusal);
+      }
     },
   }),
   route({

@@ -12,7 +12,7 @@
  */
 import express, { Router } from 'express';
 import { fileURLToPath } from 'node:url';
-import { LEDGER_STATUSES, type LedgerStatus } from '../../state/record.js';
+import { DELIVERING_STATUSES, LEDGER_STATUSES, type LedgerStatus } from '../../state/record.js';
 import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../ledger/status-words.js';
 import { POS_NAMES, VENDOR_POS_NAMES, type PosCatalogue } from '../../pos/contract.js';
 import { DIFFERENCE_KINDS, DIFFERENCE_LABELS, type DifferenceKind } from '../../reconcile/classify.js';
@@ -41,7 +41,8 @@ export const VOCABULARY_PATH = '/vocabulary.json';
 /** The bridge's lists and words as the console reads them (src/console/js/vocabulary.js): each from its one owner. */
 export interface ConsoleVocabulary {
   /** Every ledger status, in the ledger's order (src/state/record.ts), with its label and meaning (src/ledger/status-words.ts). */
-  statuses: { status: LedgerStatus; label: string; description: string }[];
+  /** `delivering`: the bridge is still delivering a record in it by itself (`DELIVERING_STATUSES`): what an operator queued has not landed yet. */
+  statuses: { status: LedgerStatus; label: string; description: string; delivering: boolean }[];
   /** Every POS whose payloads the bridge takes (`/v1/checkouts/{pos}`), generic first: what a record's POS may be. */
   pos: string[];
   /** Those whose webhooks the bridge takes (`/v1/webhooks/{pos}`): what a dead letter's POS may be. */
@@ -62,7 +63,7 @@ const CONTRACT_POS_NAMES: ConsolePosNames = { names: POS_NAMES, webhookNames: VE
 /** The vocabulary for the POSes `pos` names: the ledger's statuses with their words, and those POSes. */
 export function consoleVocabulary(pos: ConsolePosNames = CONTRACT_POS_NAMES): Readonly<ConsoleVocabulary> {
   return Object.freeze({
-    statuses: LEDGER_STATUSES.map((status) => ({ status, label: STATUS_LABELS[status], description: STATUS_DESCRIPTIONS[status] })),
+    statuses: LEDGER_STATUSES.map((status) => ({ status, label: STATUS_LABELS[status], description: STATUS_DESCRIPTIONS[status], delivering: DELIVERING_STATUSES.has(status) })),
     pos: [...pos.names],
     webhookPos: [...pos.webhookNames],
     listingPos: [...pos.listingNames],

@@ -15,7 +15,7 @@ import { ledgerStatuses, posNames, statusWords } from '../vocabulary.js';
 import { ACTION_EFFECTS, RESOLVE_OUTCOMES } from './record.js';
 
 /**
- * @import { Attributes, BulkAnswer, BulkRequest, Merchant, RecordActionName, RecordSummary, TransactionList, ViewContext, WhoAmI } from '../types.js'
+ * @import { Attributes, BulkAnswer, BulkPreview, BulkRequest, Merchant, RecordActionName, RecordSummary, TransactionList, ViewContext, WhoAmI } from '../types.js'
  * @import { Ticked } from '../selection.js'
  * @typedef {Record<string, string>} Query The search's fields, as the route holds them (and the customer, which it does not).
  * @typedef {{ items: RecordSummary[], total: number, totalCapped?: boolean, byFilter: boolean }} Found
@@ -260,13 +260,87 @@ function searchForm(query, statuses, principal, merchants, results, submit) {
   );
 }
 
-/** @type {readonly [Exclude<RecordActionName, 'acknowledge'>, string][]} */
+/** @type {readonly [RecordActionName, string][]} */
 const BULK_ACTIONS = [
   ['retry', 'Retry'],
   ['reverse', 'Reverse'],
   ['resolve', 'Resolve'],
+  ['acknowledge', 'Acknowledge'],
   ['close', 'Close'],
 ];
+
+/** From this many records on, the operator types the count to go ahead (docs/operators.md "Bulk actions"). */
+export const TYPE_THE_COUNT_FROM = 10;
+
+/**
+ * What a bulk action would do, as the bridge previewed it: how many, whose, in which statuses, how
+ * much (the amounts as the bridge wrote them: the page does no arithmetic on money) and which it
+ * would refuse, with why.
+ *
+ * @param {BulkPreview} preview
+ */
+function bulkBreakdown(preview) {
+  return [
+    h('p', {}, `${count(preview.matched, 'record')} now; the action would be taken on ${preview.acted}${preview.refused.length ? `, and refused for ${preview.refused.length}` : ''}.`),
+    table('By merchant', ['Merchant', 'Records'], preview.byMerchant.map((m) => [m.merchantId, String(m.count)]), { class: 'compact' }),
+    table('By status', ['Status', 'Records'], preview.byStatus.map((s) => [statusLabel(s.status), String(s.count)]), { class: 'compact' }),
+    h('p', {}, `Amount of the records it acts on: ${preview.amounts.length ? preview.amounts.map((a) => a.text).join(', ') : 'none'}; points their accruals earned: ${thousands(preview.points)}.`),
+    preview.refused.length ? table('It would refuse', ['Record', 'Why'], preview.refused.map((r) => [r.id, r.why])) : null,
+  ];
+}
+
+/** How long the page follows what it queued, and how often it looks. */
+const FOLLOW_MS = 60_000;
+const FOLLOW_EVERY_MS = 2000;
+
+/**
+ * The records a bulk retry or resolve queued, each with its status as it lands: read again every
+ * few seconds until none is still going, or a minute has passed (then it says so).
+ *
+ * @param {string[]} ids As the bulk answer named them (`<merchantId>/<transactionId>` or plain).
+ * @param {string} merchantOfPlain The merchant a plain id is of.
+ */
+function outcomesAsTheyLand(ids, merchantOfPlain) {
+  const rows = h('tbody', {});
+  const note = h('p', { class: 'hint', role: 'status' }, 'Following what came of each\u2026');
+  const section = h('section', { class: 'landing', 'aria-labelledby': 'landing-heading' }, h('h3', { id: 'landing-heading' }, 'What came of each'), h('table', {}, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Record'), h('th', { scope: 'col' }, 'Status now'))), rows), note);
+  const started = Date.now();
+  const targets = ids.map((id) => {
+    const slash = id.indexOf('/');
+    return slash > 0 ? { id, merchantId: id.slice(0, slash), transactionId: id.slice(slash + 1) } : { id, merchantId: merchantOfPlain, transactionId: id };
+  });
+  const look = async () => {
+    if (!section.isConnected && Date.now() - started > FOLLOW_EVERY_MS) return;
+    const statuses = await Promise.all(
+      targets.map(async (t) => {
+        try {
+          const record = /** @type {{ status: string }} */ (await api(`/v1/admin/transactions/${encodeURIComponent(t.transactionId)}`, { query: { merchantId: t.merchantId } }));
+          return record.status;
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+    replace(rows, targets.map((t, i) => h('tr', {}, h('td', {}, recordLink(t.merchantId, t.transactionId)), h('td', {}, statuses[i] ? statusBadge(statuses[i]) : 'could not be read'))));
+    // Still going: a status the bridge delivers by itself (the vocabulary says which), or not read.
+    const going = statuses.filter((s) => s === undefined || statusWords(s)?.delivering !== false).length;
+    if (going === 0) return void (note.textContent = 'Every record has landed.');
+    if (Date.now() - started > FOLLOW_MS) return void (note.textContent = `${count(going, 'record')} still queued after a minute: the bridge delivers on its passes; look again later.`);
+    note.textContent = `${count(going, 'record')} still queued; looking again in a moment.`;
+    setTimeout(look, FOLLOW_EVERY_MS);
+  };
+  void look();
+  return { section };
+}
+
+/**
+ * The merchant a bulk request's plain ids are of: the ids' merchant, the filter's, else default.
+ *
+ * @param {Omit<BulkRequest, 'reason'>} named
+ */
+function merchantOfIds(named) {
+  return named.merchantId ?? named.filter?.merchantId ?? 'default';
+}
 
 /**
  * A bulk action on the records ticked, or on every record the search matches (its filter). More
@@ -337,29 +411,54 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
             );
           }
           replace(outcome);
-          const targets = scope === 'selected' ? picked.length : total;
-          const noun = count(targets, 'record');
+          /** @type {Omit<BulkRequest, 'reason'>} */
+          const named = { action: name, ...(scope === 'selected' ? idsOf(picked) : { filter: filterOf(query, statuses) }) };
+          // What it would do, as the bridge sees it now: counted by merchant, status and money, and what it would refuse.
+          /** @type {BulkPreview} */
+          let preview;
+          try {
+            preview = /** @type {BulkPreview} */ (await api('/v1/admin/transactions/bulk/preview', { method: 'POST', body: named }));
+          } catch (error) {
+            return refuse(describeError(error));
+          }
+          const noun = count(preview.matched, 'record');
           const several = new Set(picked.map((p) => p.merchantId)).size > 1;
           const target =
             scope === 'selected'
               ? h('p', {}, `The ${noun} selected: ${picked.map((p) => (several ? `${p.merchantId}/${p.transactionId}` : p.transactionId)).join(', ')}.`)
               : h('p', {}, `Every record matching this search now: ${noun} (${describeFilter(query, statuses)}).`);
+          // A reverse over a filter across merchants names each of them: ticked by the person, none for them.
+          const spans = preview.byMerchant.map((m) => m.merchantId);
+          const pickMerchants = name === 'reverse' && scope === 'filter' && spans.length > 1;
           const confirmed = await confirmAction({
             title: `${label} ${noun}`,
+            intro: bulkBreakdown(preview),
             choices: name === 'resolve' ? RESOLVE_OUTCOMES : undefined,
             effect: (choice) => [
               target,
               name === 'resolve' ? h('p', {}, RESOLVE_OUTCOMES.find((o) => o.value === choice)?.effect ?? 'Choose the outcome you established.') : h('p', {}, ACTION_EFFECTS[name]),
               h('p', {}, 'Each record is decided on its own: any the bridge refuses is listed with why, and the others go ahead.'),
-              name === 'retry' || name === 'resolve' ? h('p', {}, 'What is to be sent goes out on the bridge\u2019s next delivery passes (Reconcile runs one now).') : null,
+              name === 'retry' || name === 'resolve' ? h('p', {}, 'What is to be sent is queued: it goes out on the bridge\u2019s next delivery passes (Reconcile runs one now), and this page shows what came of each as it lands.') : null,
             ],
             confirmLabel: `${label} ${noun}`,
+            typedCount: preview.matched > TYPE_THE_COUNT_FROM ? preview.matched : undefined,
+            picks: pickMerchants
+              ? {
+                  legend: `The ${spans.length} merchants whose records this reverses`,
+                  hint: 'Tick each merchant whose customers lose these points. To reverse only some merchants\u2019 records, cancel and pick one merchant in the search.',
+                  options: preview.byMerchant.map((m) => ({ value: m.merchantId, label: `${m.merchantId}: ${count(m.count, 'record')}` })),
+                }
+              : undefined,
           });
           if (!confirmed) return;
           /** @type {BulkRequest} */
-          const body = { action: name, reason: confirmed.reason, ...(name === 'resolve' ? { outcome: RESOLVE_OUTCOMES.find((o) => o.value === confirmed.choice)?.value } : {}) };
-          if (scope === 'selected') Object.assign(body, idsOf(picked));
-          else body.filter = filterOf(query, statuses);
+          const body = {
+            ...named,
+            reason: confirmed.reason,
+            expectCount: preview.matched,
+            ...(pickMerchants ? { merchants: confirmed.picked } : {}),
+            ...(name === 'resolve' ? { outcome: RESOLVE_OUTCOMES.find((o) => o.value === confirmed.choice)?.value } : {}),
+          };
           try {
             const answer = /** @type {BulkAnswer} */ (await api('/v1/admin/transactions/bulk', { method: 'POST', body }));
             const done = answer.done ?? [];
@@ -371,15 +470,21 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
               onCleared();
               showCount();
             }
-            const text = `${label}: ${done.length} done, ${refused.length} refused.`;
+            // Retry and resolve only hand the records to delivery: "queued", and what came of each is shown as it lands.
+            const queued = name === 'retry' || name === 'resolve';
+            const text = `${label}: ${done.length} ${queued ? 'queued' : 'done'}, ${refused.length} refused.`;
+            const landing = queued && done.length ? outcomesAsTheyLand(done, merchantOfIds(named)) : null;
             replace(
               outcome,
-              h('p', { role: 'status' }, text),
+              h('p', { role: 'status', class: refused.length && !done.length ? 'problem' : undefined }, text),
               refused.length ? table('Refused', ['Record', 'Why'], refused.map((r) => [r.id, r.why])) : null,
+              landing?.section ?? null,
               h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => refresh() }, 'Search again')),
             );
             announce(text);
           } catch (error) {
+            // The count changed since the preview (records came or went): nothing was done; look again.
+            if (error instanceof ApiError && error.code === 'count_mismatch') return refuse(`Nothing was done: ${error.message}. Review the bulk action again to see the records as they are now.`);
             refuse(describeError(error));
           }
         },
