@@ -761,7 +761,7 @@ export const adminRoutes: readonly Route[] = [
     tag: 'Dead letters',
     summary: 'Run a dead letter through again',
     description:
-      "After fixing configuration, or once its order arrived; also a letter the bridge is retrying by itself, ahead of its schedule (a transient failure then keeps its schedule; the operator's run does not count among the automatic attempts). Its signature is not checked again: it was when the delivery arrived. What was carried out before is skipped (each event is remembered by its key), so a replay never accrues or reverses twice.",
+      "After fixing configuration, or once its order arrived; also a letter the bridge is retrying by itself, ahead of its schedule (a transient failure then keeps its schedule; the operator's run does not count among the automatic attempts). Its signature is not checked again: it was when the delivery arrived. It acts for its own merchant: what was carried out before is answered by that merchant's ledger as a repeat, with the record it holds, so a replay never accrues or reverses twice and is never marked processed without a record; a letter whose signed bytes were first taken for another account fails (replay_failed).",
     access: 'admin',
     params: deadLetterId,
     body: { schema: RetryBody, component: 'RetryBody', required: false, emptyWhenAbsent: true },
