@@ -63,7 +63,9 @@ export async function listPartitions(pool: pg.Pool): Promise<PartitionInfo[]> {
 export function partitionOf(month: string): { name: string; endsMs?: number } {
   if (month === 'before_10') return { name: 'ledger_records_before_10' };
   const m = /^(\d{4})-(0[1-9]|1[0-2])$/.exec(month);
-  if (!m) throw new CommandError(`--month must be YYYY-MM (e.g. 2026-08) or before_10, got ${JSON.stringify(month.slice(0, 40))}`, 2);
+  // A year before 2000 is a typo (the bridge kept no record then), and Date.UTC reads 0000–0099 as
+  // 1900–1999: 0099-12 named 1999-12, a month of nobody's records.
+  if (!m || Number(m[1]) < 2000) throw new CommandError(`--month must be YYYY-MM with a year of 2000 or later (e.g. 2026-08), or before_10, got ${JSON.stringify(month.slice(0, 40))}`, 2);
   const startMs = Date.UTC(Number(m[1]), Number(m[2]) - 1, 1);
   return { name: partitionName(startMs), endsMs: Date.UTC(Number(m[1]), Number(m[2]), 1) };
 }

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { isIsoCurrency } from './currencies.js';
 import { FAILPOINTS } from './failpoints.js';
 import type { PosSettings } from './pos/contract.js';
-import type { PosSettingDeclarations, PosSettingsDeclaration } from './pos/settings.js';
+import { accountShapeOf, type PosSettingDeclarations, type PosSettingsDeclaration } from './pos/settings.js';
 
 const optionalSecret = z.string().trim().min(1).optional();
 const url = z.url({ protocol: /^https?$/ });
@@ -191,7 +191,10 @@ function posSchema(declarations: PosSettingDeclarations): Record<string, z.ZodTy
     if (d.notificationUrl) declare(d.notificationUrl.variable, optionalUrl);
     if (d.accessToken) declare(d.accessToken, optionalSecret);
     if (d.apiBaseUrl) declare(d.apiBaseUrl.variable, posApiUrl);
-    if (d.account) declare(d.account.variable, optionalSecret);
+    if (d.account) {
+      const shape = accountShapeOf(d);
+      declare(d.account.variable, optionalSecret.refine((v) => v === undefined || shape.pattern.test(v), `must be ${shape.says}`));
+    }
   }
   return shape;
 }

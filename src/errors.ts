@@ -25,10 +25,13 @@ export class BridgeError extends Error {
 export class ValidationError extends BridgeError {
   readonly issues: FieldIssue[];
 
-  /** Each issue's field and message are cut at MAX_ISSUE_CHARS (`boundedIssue`), whoever raised it. */
-  constructor(issues: FieldIssue[], message?: string) {
+  /**
+   * Each issue's field and message are cut at MAX_ISSUE_CHARS (`boundedIssue`), whoever raised it.
+   * `code`: invalid_payload, or a narrower one where a client acts on it (invalid_cursor).
+   */
+  constructor(issues: FieldIssue[], message?: string, code = 'invalid_payload') {
     const bounded = issues.map(boundedIssue);
-    super(message ?? describeIssues(bounded), 400, 'invalid_payload', { issues: bounded });
+    super(message ?? describeIssues(bounded), 400, code, { issues: bounded });
     this.issues = bounded;
   }
 

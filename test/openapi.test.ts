@@ -339,7 +339,14 @@ describe('real answers validate against the documented schema of their status', 
     const bulk = await admin('post', B).send({ action: 'retry', ids: ['generic:CR-1', 'nope'], reason: 'test' });
     expect(bulk.body.refused).toHaveLength(2);
     expectDocumented('post', B, bulk);
-    expectDocumented('post', B, await admin('post', B).send({ action: 'retry', filter: { status: 'failed' }, reason: 'test' }));
+    const unseen = await admin('post', B).send({ action: 'retry', filter: { status: 'failed' }, reason: 'test' });
+    expect([unseen.status, unseen.body.error.code]).toEqual([409, 'count_mismatch']);
+    expectDocumented('post', B, unseen);
+    const preview = await admin('post', `${B}/preview`).send({ action: 'retry', filter: { status: 'failed' } });
+    expect(preview.status).toBe(200);
+    expectDocumented('post', `${B}/preview`, preview);
+    expectDocumented('post', `${B}/preview`, await admin('post', `${B}/preview`).send({ action: 'retry' }));
+    expectDocumented('post', B, await admin('post', B).send({ action: 'retry', filter: { status: 'failed' }, expectCount: preview.body.matched, reason: 'test' }));
     expectDocumented('post', B, await admin('post', B).send({ action: 'retry', ids: ['generic:CR-1'] }));
     expectDocumented('post', B, await admin('post', B).send({ action: 'retry', ids: ['generic:CR-1'], reason: 'x', merchantId: 'Bad' }));
     const dead = await webhook('{"id": 9, "email": "a@b.test"}', 'orders/paid', 'evt-9');

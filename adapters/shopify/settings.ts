@@ -11,5 +11,6 @@ export const shopifySettings: PosSettingsDeclaration = {
   // Shopify refuses a bearer token: the Admin API takes the token in X-Shopify-Access-Token.
   accessTokenHeader: 'X-Shopify-Access-Token',
   // Shopify names the shop in each delivery's X-Shopify-Shop-Domain header.
-  account: { field: 'shopDomain', variable: 'SHOPIFY_SHOP_DOMAIN', accessToken: true },
+  // The shop's permanent myshopify.com domain, which is also its Admin API's host: nothing else is one.
+  account: { field: 'shopDomain', variable: 'SHOPIFY_SHOP_DOMAIN', accessToken: true, shape: { pattern: /^[a-z0-9][a-z0-9-]{0,62}\.myshopify\.com$/i, says: "the shop's <name>.myshopify.com domain (e.g. demo-cafe.myshopify.com)" } },
 };

@@ -60,9 +60,24 @@ function challenge(res: Response, realm: string): void {
  * history and the audit trail. A merchant's admin token (actor `merchant:<id>`) sees that merchant
  * only (the routes scope every read and action to it).
  */
-export function adminAuth(globalTokens: { token: string; named?: readonly { name: string; token: string }[] }, merchants: Pick<TokenDirectory, 'byAdminToken'>): RequestHandler {
-  // Every global token is compared, whichever matches: the time taken does not tell which one did.
+/** The bridge's global admin tokens (ADMIN_TOKEN, each of ADMIN_TOKENS). */
+export interface GlobalAdminTokens {
+  token: string;
+  named?: readonly { name: string; token: string }[];
+}
+
+/**
+ * The actor a bearer token is among the global admin tokens (`admin`, or its ADMIN_TOKENS name),
+ * undefined for any other. Every token is compared, whichever matches: the time taken does not tell
+ * which one did. Also what `/readyz` asks before it names anything but ready or not.
+ */
+export function globalAdminOf(globalTokens: GlobalAdminTokens): (given: string | undefined) => string | undefined {
   const matchers = [{ actor: 'admin', matches: tokenMatcher(globalTokens.token) }, ...(globalTokens.named ?? []).map((t) => ({ actor: t.name, matches: tokenMatcher(t.token) }))];
+  return (given) => (given === undefined ? undefined : matchers.map((m) => (m.matches(given) ? m.actor : undefined)).find((actor) => actor !== undefined));
+}
+
+export function adminAuth(globalTokens: GlobalAdminTokens, merchants: Pick<TokenDirectory, 'byAdminToken'>): RequestHandler {
+  const globalAdmin = globalAdminOf(globalTokens);
   return (req, res, next) => {
     const given = bearerToken(req.headers.authorization);
     const refuse = (reason: string) => {
@@ -70,7 +85,7 @@ export function adminAuth(globalTokens: { token: string; named?: readonly { name
       next(new UnauthorizedError(undefined, reason));
     };
     if (given === undefined) return refuse('token_missing');
-    const global = matchers.map((m) => (m.matches(given) ? m.actor : undefined)).find((actor) => actor !== undefined);
+    const global = globalAdmin(given);
     if (global) {
       req.adminPrincipal = { scope: 'global', actor: global };
       return next();

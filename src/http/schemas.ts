@@ -435,7 +435,10 @@ export type Health = z.infer<typeof Health>;
 
 export const Readiness = z.object({
   status: z.enum(['ready', 'not ready']),
-  checks: z.object({ ledger: z.string().meta({ description: 'ok, or failing: why' }), upstream: z.string().meta({ description: 'ok; checking (resolve-credentials has not answered yet); failing: the variable to fix; or ok with the created merchants whose app token is refused (src/merchants/upstream-check.ts)' }) }),
+  checks: z
+    .object({ ledger: z.string().meta({ description: 'ok, or failing: why' }), upstream: z.string().meta({ description: 'ok; checking (resolve-credentials has not answered yet); failing: the variable to fix; or ok with the created merchants whose app token is refused (src/merchants/upstream-check.ts)' }) })
+    .optional()
+    .meta({ description: "With the bridge's admin token only." }),
 });
 export type Readiness = z.infer<typeof Readiness>;
 

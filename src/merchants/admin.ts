@@ -12,7 +12,7 @@ import type { MerchantStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { LoyaltyClient, type LoyaltyClientOptions } from '../loyalty/client.js';
 import type { Credential } from '../loyalty/contract.js';
-import type { PosSettingDeclarations } from '../pos/settings.js';
+import { accountShapeOf, type PosSettingDeclarations } from '../pos/settings.js';
 import { parseWith } from '../validation.js';
 import { accountKey, accountKeysOf, DEFAULT_MERCHANT, MERCHANT_ID, type PosAccount, type StoredMerchant } from './merchant.js';
 import type { MerchantRegistry } from './registry.js';
@@ -29,7 +29,11 @@ function posAccountSchemas(declarations: PosSettingDeclarations, partial: boolea
     Object.fromEntries(
       Object.entries(declarations).map(([pos, d]) => {
         const shape: Record<string, z.ZodType> = {};
-        if (d.account) shape[d.account.field] = text.optional();
+        if (d.account) {
+          const accountShape = accountShapeOf(d);
+          // Stated in the document (its pattern); an empty one is said as such, not as a bad shape.
+          shape[d.account.field] = z.string().trim().min(1, { message: 'must not be empty', abort: true }).max(200, 'must be at most 200 characters').regex(accountShape.pattern, `must be ${accountShape.says}`).optional();
+        }
         if (d.account?.accessToken) shape.accessToken = secret.optional();
         // In a PATCH, null removes the account from the merchant.
         const account = z.strictObject(shape);
@@ -309,7 +313,9 @@ function fillFromCredentials(
   for (const [name, d] of Object.entries(declarations)) {
     if (!d.account) continue;
     const given = input.pos?.[name] ?? {};
-    const account = given[d.account.field] ?? value(`${name}.${d.account.field}`);
+    // What the loyalty service's credentials name is taken only in the POS's own shape (a body's is checked by its schema).
+    const named = value(`${name}.${d.account.field}`);
+    const account = given[d.account.field] ?? (named && accountShapeOf(d).pattern.test(named) ? named : undefined);
     const accessToken = d.account.accessToken ? (given.accessToken ?? value(`${name}.accessToken`)) : undefined;
     if (account || accessToken || input.pos?.[name]) pos[name] = { ...(account ? { [d.account.field]: account } : {}), ...(accessToken ? { accessToken } : {}) };
   }

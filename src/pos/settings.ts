@@ -27,12 +27,32 @@ export interface PosSettingsDeclaration {
    * binds the default merchant to one, and whether a merchant's account may carry an access token
    * for the POS's API.
    */
-  account?: { field: string; variable: string; accessToken: boolean };
+  account?: { field: string; variable: string; accessToken: boolean; shape?: AccountShape };
   /**
    * A rule across this POS's settings that no variable can check alone: what is wrong, naming the
    * variables, or undefined. Checked at start-up, after every variable is valid on its own.
    */
   check?(settings: PosSettings, sandbox: boolean): string | undefined;
+}
+
+/**
+ * The shape of a POS's account ids (`account.shape`): what the bridge takes as one, from a variable,
+ * a merchant's body or the loyalty service's credentials. An id the bridge calls the POS's API with
+ * (Shopify's shop is its API's host) must be the POS's own shape: `localhost`, `127.0.0.1` or
+ * `x/../y` named as a shop would send backfill there.
+ */
+export interface AccountShape {
+  pattern: RegExp;
+  /** What it must be, as a refusal says it ("must be …"). */
+  says: string;
+}
+
+/** Where an adapter states no shape: letters, digits, dashes and underscores (Square, Clover, Toast and Loyverse ids all are). */
+export const ACCOUNT_ID_SHAPE: AccountShape = { pattern: /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/, says: 'letters, digits, dashes and underscores (at most 128), as the POS writes its ids' };
+
+/** The shape of this POS's account ids: its adapter's, else ACCOUNT_ID_SHAPE. */
+export function accountShapeOf(declaration: PosSettingsDeclaration): AccountShape {
+  return declaration.account?.shape ?? ACCOUNT_ID_SHAPE;
 }
 
 /** Every POS's declaration under its adapter's name, the key of `Config.pos`. */

@@ -62,7 +62,7 @@ describe('npm run simulator', () => {
     return b;
   };
   const readyz = async (b: BridgeProcess) => {
-    const res = await fetch(`${b.url}/readyz`);
+    const res = await fetch(`${b.url}/readyz`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     return { status: res.status, body: (await res.json()) as { status: string; checks: { upstream: string } } };
   };
 

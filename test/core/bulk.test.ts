@@ -286,7 +286,7 @@ describe('safe bulk (contract v1.5): one request never reaches further than the 
       ],
       refused: [{ id: 'generic:A-1', why: expect.any(String) }],
     });
-    expect(preview.amounts).toEqual([{ currency: expect.any(String), cents: expect.any(Number) }]);
+    expect(preview.amounts).toEqual([{ currency: 'USD', cents: 11994, text: '119.94 USD' }]);
     expect((await store.get('generic:F-1'))!.status).toBe('failed');
     expect((await store.listAudit({ offset: 0, limit: 1 })).total).toBe(0);
   });

@@ -93,7 +93,7 @@ function largeOrder(orderId: string): Record<string, unknown> {
   return checkout({ orderId, total: '30.00', tax: '0', tip: '0', items });
 }
 
-const readyz = () => request(h!.bridge.url).get('/readyz');
+const readyz = () => request(h!.bridge.url).get('/readyz').set('authorization', `Bearer ${ADMIN_TOKEN}`);
 const record = async (id: string) => (await request(h!.bridge.url).get(`/v1/admin/transactions/${id}`).set('authorization', `Bearer ${ADMIN_TOKEN}`)).body;
 
 describe('the file ledger on a full disk', () => {

@@ -29,9 +29,16 @@ describe('operations endpoints', () => {
   });
 
   it('/readyz checks the ledger, and that the loyalty service takes the app token (test/e2e/readiness.test.ts: when it does not)', async () => {
-    const res = await request(h.bridge.url).get('/readyz');
+    const res = await request(h.bridge.url).get('/readyz').set('authorization', `Bearer ${ADMIN_TOKEN}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'ready', checks: { ledger: 'ok', upstream: 'ok' } });
+  });
+
+  it('/readyz without the admin token says ready or not and nothing else: no check, no merchant, no count (contract v1.5)', async () => {
+    for (const authorization of [undefined, 'Bearer not-a-token', `Bearer ${ADMIN_TOKEN}x`]) {
+      const res = await (authorization ? request(h.bridge.url).get('/readyz').set('authorization', authorization) : request(h.bridge.url).get('/readyz'));
+      expect([res.status, res.body]).toEqual([200, { status: 'ready' }]);
+    }
   });
 
   it('/metrics is Prometheus text with the bridge counters', async () => {

@@ -70,8 +70,9 @@ async function start(upstream: (sim: Simulator, url: string) => Partial<BridgeOv
 
 type Readyz = { status: number; body: { status: string; checks: { ledger: string; upstream: string } } };
 
+/** /readyz as an operator reads it: with the admin token, which the details need. */
 async function readyz(bridge: Bridge): Promise<Readyz> {
-  const res = await fetch(`${bridge.url}/readyz`);
+  const res = await fetch(`${bridge.url}/readyz`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
   return { status: res.status, body: (await res.json()) as Readyz['body'] };
 }
 

@@ -9,7 +9,7 @@ import { ArchivedRecordError } from '../../src/errors.js';
 import { partitionName } from '../../src/ledger/pg-migrations.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { keyOf, type LedgerRecord } from '../../src/state/record.js';
-import { archiveMonths, listPartitions, main, MIN_AGE_DAYS } from '../../scripts/ledger-archive.js';
+import { archiveMonths, partitionOf, listPartitions, main, MIN_AGE_DAYS } from '../../scripts/ledger-archive.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { makeRecord, nextVersion } from './contracts/factories.js';
 
@@ -112,8 +112,13 @@ describeIf('npm run ledger:archive', () => {
     const now = new Date();
     const thisMonth = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
     expect(await run('--month', thisMonth)).toBe(3);
-    expect(await run('--month', '1999-01')).toBe(3);
+    expect(await run('--month', '2001-01')).toBe(3);
     expect(await run('--month', 'August')).toBe(2);
+    // A year before 2000 is a usage error, naming the rule: 0099-12 used to be read as 1999-12.
+    for (const typo of ['0099-12', '1999-12']) {
+      expect(await run('--month', typo)).toBe(2);
+      expect(() => partitionOf(typo)).toThrow('--month must be YYYY-MM with a year of 2000 or later');
+    }
     expect(await run('--list', '--month', '2026-08')).toBe(2);
     expect(partitionName(Date.UTC(2026, 7, 1))).toBe('ledger_records_2026_08');
   });

@@ -29,7 +29,7 @@ function receive(name: string, settings: PosSettings, delivery: SignedDelivery):
   verifyDelivery(spec.signature, settings, delivery, new Date(T0));
   const body: unknown = JSON.parse(delivery.body);
   const [part] = spec.accounts ? spec.accounts(body, headersOf(delivery)) : [{ account: undefined, body }];
-  return { account: part!.account, actions: spec.classify(part!.body, headersOf(delivery)) };
+  return { account: part!.account ?? part!.headerAccount, actions: spec.classify(part!.body, headersOf(delivery)) };
 }
 
 /** A signed delivery with one byte changed no longer verifies. */

@@ -100,22 +100,39 @@ export const PageQuery = z.strictObject(pageParams);
 /**
  * `cursor`: where the next page of a list starts (the answer's `nextCursor`), opaque to clients: the
  * last record's creation time and ledger key, so a page costs what it returns however deep it is.
+ * Read back strictly (`parseListCursor`): only what `cursorOf` writes is taken.
  */
 const listCursor = z
   .string()
-  .max(600)
-  .transform((text, ctx) => {
-    try {
-      const [createdAt, key] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[];
-      if (typeof createdAt === 'string' && typeof key === 'string' && !Number.isNaN(Date.parse(createdAt))) return { createdAt, key } satisfies ListCursor;
-    } catch {
-      // Not base64url JSON: named below.
-    }
-    ctx.addIssue({ code: 'custom', message: 'is not a cursor this bridge gave: pass the nextCursor of the page before, unchanged' });
-    return z.NEVER;
-  })
   .optional()
-  .meta({ description: "The previous answer's nextCursor: the page after it (keyset paging; page is then 1)." });
+  .meta({ description: "The previous answer's nextCursor, unchanged: the page after it (keyset paging; page is then 1). Anything else is a 400 invalid_cursor." });
+
+/** A creation time as `cursorOf` writes it: the ledger's own ISO form, to the millisecond, in UTC. */
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** The longest cursor `cursorOf` writes (a ledger key is at most a few hundred characters). */
+const CURSOR_MAX = 600;
+
+/**
+ * A cursor the bridge gave, or a 400 invalid_cursor naming none of what was sent. Its time must be
+ * exactly as the ledger writes it: a lenient date parser took `2026-01-01 (ann@example.com)`, which
+ * PostgreSQL then refused with a 500 that logged the text; its key must be a ledger key's characters.
+ */
+export function parseListCursor(text: string): ListCursor {
+  const refused = () => new ValidationError([{ field: 'cursor', message: 'is not a cursor this bridge gave: pass the nextCursor of the page before, unchanged' }], undefined, 'invalid_cursor');
+  if (text.length > CURSOR_MAX || !/^[A-Za-z0-9_-]+$/.test(text)) throw refused();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    throw refused();
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 2) throw refused();
+  const [createdAt, key] = parsed as unknown[];
+  if (typeof createdAt !== 'string' || !CURSOR_TIME.test(createdAt) || Number.isNaN(Date.parse(createdAt)) || new Date(createdAt).toISOString() !== createdAt) throw refused();
+  // eslint-disable-next-line no-control-regex
+  if (typeof key !== 'string' || key.length === 0 || key.length > CURSOR_MAX || /[\u0000-\u001f\u007f-\u009f]/.test(key)) throw refused();
+  return { createdAt, key };
+}
 
 /** The opaque `nextCursor` of a page ending at this record. */
 export function cursorOf(record: Pick<LedgerRecord, 'createdAt' | 'transactionId' | 'merchantId'>): string {
@@ -343,6 +360,8 @@ export const adminRoutes: readonly Route[] = [
       404: OTHER_MERCHANT,
     },
     async handle({ req, res, query: q, deps }) {
+      // A cursor is read before anything else is: one the bridge did not give is refused at once.
+      const after = q.cursor === undefined ? undefined : parseListCursor(q.cursor);
       const merchantId = scopeOf(req, q.merchantId);
       let customer: string[] | undefined;
       let owner: Awaited<ReturnType<typeof deps.operator.cardOwnerIdentities>> | undefined;
@@ -367,7 +386,7 @@ export const adminRoutes: readonly Route[] = [
         customer,
         from: q.from,
         to: q.to,
-        after: q.cursor,
+        after,
         offset: (q.page - 1) * q.limit,
         limit: q.limit + 1,
       });

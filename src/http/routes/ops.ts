@@ -1,6 +1,15 @@
 /** Operations endpoints: liveness, readiness, metrics, the OpenAPI document. Open to anyone. */
-import { route, type Route } from '../route.js';
+import { bearerToken, globalAdminOf } from '../auth.js';
+import { route, type HttpDeps, type Route } from '../route.js';
 import { Health, Readiness } from '../schemas.js';
+
+/** The global admin tokens' matcher, made once per app (hashing the tokens once). */
+const matchers = new WeakMap<HttpDeps, (given: string | undefined) => string | undefined>();
+function globalAdmin(deps: HttpDeps): (given: string | undefined) => string | undefined {
+  let matcher = matchers.get(deps);
+  if (!matcher) matchers.set(deps, (matcher = globalAdminOf({ token: deps.adminToken, named: deps.namedAdminTokens })));
+  return matcher;
+}
 
 export const opsRoutes: readonly Route[] = [
   route({
@@ -24,13 +33,14 @@ export const opsRoutes: readonly Route[] = [
     operationId: 'getReadiness',
     tag: 'Operations',
     summary: 'Ready to take checkouts',
-    description: 'The ledger is reachable and can write, and the upstream is configured.',
+    description:
+      "The ledger is reachable and can write, and the upstream is configured. Without a token it says ready or not ready, and nothing else (no merchant, no count); with the bridge's admin token (ADMIN_TOKEN or one of ADMIN_TOKENS) checks says which part and why.",
     access: 'none',
     answers: {
       200: { description: 'Ready.', json: Readiness },
-      503: { description: 'Not ready: checks says which and why.', json: Readiness },
+      503: { description: 'Not ready: with the admin token, checks says which and why.', json: Readiness },
     },
-    async handle({ res, deps }) {
+    async handle({ req, res, deps }) {
       // What the last credential checks found, read from memory: a probe never waits for the loyalty
       // service, and asking often never asks it more often (the check paces its own rounds).
       const upstream = deps.upstreamReadiness();
@@ -42,7 +52,10 @@ export const opsRoutes: readonly Route[] = [
         checks.ledger = `failing: ${(error as Error).message}`;
       }
       const ready = checks.ledger === 'ok' && upstream.ready;
-      res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks } satisfies Readiness);
+      // The details name merchants whose install was revoked, and how many merchants there are:
+      // an operator's, not every prober's (contract v1.5).
+      const detailed = globalAdmin(deps)(bearerToken(req.headers.authorization)) !== undefined;
+      res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', ...(detailed ? { checks } : {}) } satisfies Readiness);
     },
   }),
   route({
