@@ -28,11 +28,23 @@ export function hasControlCharacter(value: string): boolean {
   return CONTROL_CHARACTER.test(value);
 }
 
-export function deriveTransactionId(pos: string, orderId: string, scope?: string): string {
+/**
+ * `part`: the part of the order the sale is (a Toast check), after the order id. A POS's adapter
+ * uses a scope or parts, never both, so one POS's ids always have the same number of parts and
+ * `scope:order` never meets `order:part`; giving both is refused.
+ */
+export function deriveTransactionId(pos: string, orderId: string, scope?: string, part?: string): string {
   checkId('orderId', orderId);
   if (scope) checkId('scope', scope);
-  const parts = scope ? [scope, orderId] : [orderId];
+  if (part !== undefined) checkId('part', part);
+  if (scope && part !== undefined) throw new Error(`${pos}: a sale is identified by a scope or by a part of its order, not both`);
+  const parts = scope ? [scope, orderId] : part !== undefined ? [orderId, part] : [orderId];
   if (parts.every((p) => PLAIN.test(p))) return [pos, ...parts].join(':');
   const hash = createHash('sha256').update([pos, ...parts].join('\u0000')).digest('hex').slice(0, 32);
   return `${pos}:~${hash}`;
+}
+
+/** The transactionId of a sale or refund an adapter read: its order, scope and part (`deriveTransactionId`). */
+export function saleTransactionId(pos: string, sale: { orderId: string; scope?: string; part?: string }): string {
+  return deriveTransactionId(pos, sale.orderId, sale.scope, sale.part);
 }

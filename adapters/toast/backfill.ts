@@ -6,9 +6,9 @@
  * at most 100): a page shorter than the page size is the last. Page paging runs over a live list,
  * so an order that changes mid-pass can move; the next pass's overlap finds it.
  *
- * Each order is decided as its webhook decides it (webhook.ts `decideOrder`): a paid order gives
- * its sale then one refund per refund transaction (one full reversal when all came back), a paid
- * and voided one its reversal, an open one an unpaid sale.
+ * Each order is decided as its webhook decides it (webhook.ts `decideOrder`), check by check: a
+ * paid check gives its sale then one refund per refund transaction (one full reversal when all
+ * came back), a paid and voided one its reversal; an order with no paid check an unpaid sale.
  */
 import type { BackfillSpec, ListedObject } from '../../src/pos/contract.js';
 import { clampPageSize, textOf } from '../../src/pos/backfill-kit.js';
@@ -34,13 +34,14 @@ function listed(order: Record<string, unknown>): ListedObject[] {
     // Malformed: handed to the adapter as a sale, which refuses it naming the field.
     return [{ kind: 'checkout', payload: order, orderId, updatedAt, paid: true }];
   }
-  const sale = actions.find((a) => a.kind === 'checkout');
-  const refunds = actions.flatMap((action): ListedObject[] => {
+  // Each check's sale and refunds, as the webhook decides them; an order with none paid is one unpaid sale.
+  const found = actions.flatMap((action): ListedObject[] => {
+    if (action.kind === 'checkout') return [{ kind: 'checkout', payload: action.payload, orderId, updatedAt, paid: true }];
     if (action.kind !== 'refund') return [];
     const refundId = textOf(action.payload, 'refundTransactionGuid');
     return [{ kind: 'refund', payload: action.payload, orderId, ...(refundId ? { refundId } : {}), updatedAt, paid: true }];
   });
-  return [{ kind: 'checkout', payload: order, orderId, updatedAt, paid: sale !== undefined }, ...refunds];
+  return found.some((f) => f.kind === 'checkout') ? found : [{ kind: 'checkout', payload: order, orderId, updatedAt, paid: false }, ...found];
 }
 
 export const toastBackfill: BackfillSpec = {

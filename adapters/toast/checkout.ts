@@ -1,16 +1,22 @@
 /**
- * A paid Toast order → the checkout intent (pure), and how a Toast `Order` is read (refund.ts and
- * webhook.ts read it the same way): the accepted wrappers, which checks and payments are live, the
- * order's state (paid, open, voided, deleted), one selection as a neutral Selection, and the
- * order's customer.
+ * A paid Toast check → the checkout intent (pure), and how a Toast `Order` is read (refund.ts and
+ * webhook.ts read it the same way): the accepted wrappers, which checks and payments are live, each
+ * check's state (paid, open, voided), one selection as a neutral Selection, and a check's guest.
+ *
+ * Loyalty belongs to the check, not to the order (pos-facts "Toast's loyalty integration API"): an
+ * order's checks may name different guests, and Toast's register sends each check's ACCRUE on its
+ * own. So each check is a sale of its own: transactionId `toast:<order guid>:<check guid>`, the
+ * order guid its orderId. Builds before kept the order whole (`toast:<order guid>`, every check
+ * summed): a check of such an order is found there (`recordedAs`), never accrued again.
  */
-import { hasContact, normalizeCustomer, toE164, type Customer } from '../../src/customer.js';
+import { normalizeCustomer, toE164, type Customer } from '../../src/customer.js';
 import { ValidationError } from '../../src/errors.js';
 import type { Check as UpstreamCheck, Selection as CheckSelection } from '../../src/loyalty/contract.js';
 import { centsToDecimalString } from '../../src/money.js';
 import type { CheckPart } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
+import { deriveTransactionId } from '../../src/transaction-id.js';
 import { isObject, parseWith } from '../../src/validation.js';
 import { Order, type Check, type Selection } from './schema.js';
 
@@ -24,6 +30,8 @@ export interface ReadOrder {
   order: Order;
   prefix: string;
   refundTransactionGuid?: string;
+  /** The check a request names (`{ "order": …, "checkGuid": … }`): the sale it is about. */
+  checkGuid?: string;
 }
 
 export function at(prefix: string, field: string): string {
@@ -51,7 +59,43 @@ export function readOrder(body: unknown): ReadOrder {
   if (selector !== undefined && (typeof selector !== 'string' || selector.trim() === '')) {
     throw ValidationError.field('refundTransactionGuid', 'must be the guid of one of the order\'s refund transactions');
   }
-  return { raw, order: parseWith(Order, raw, prefix), prefix, ...(typeof selector === 'string' ? { refundTransactionGuid: selector.trim() } : {}) };
+  const check = prefix === 'order' ? body.checkGuid : undefined;
+  if (check !== undefined && (typeof check !== 'string' || check.trim() === '')) throw ValidationError.field('checkGuid', "must be the guid of one of the order's checks");
+  return {
+    raw,
+    order: parseWith(Order, raw, prefix),
+    prefix,
+    ...(typeof selector === 'string' ? { refundTransactionGuid: selector.trim() } : {}),
+    ...(typeof check === 'string' ? { checkGuid: check.trim() } : {}),
+  };
+}
+
+/** The transactionId builds before per-check sales gave the whole order: where a check of an order recorded then is found. */
+export function wholeOrderId(orderGuid: string): string {
+  return deriveTransactionId('toast', orderGuid);
+}
+
+/** A check's guid: what its sale is known by (its transactionId's part). */
+export function checkGuidOf({ check, path }: LiveCheck): string {
+  if (!check.guid) throw ValidationError.field(`${path}.guid`, 'is required: loyalty belongs to the check, and a check is known by its guid');
+  return check.guid;
+}
+
+/**
+ * The check a request is about: the one it names (`checkGuid`), else the order's only one among
+ * `among`. An order of several checks names one: each is a sale of its own.
+ */
+export function chosenCheck(read: ReadOrder, among: readonly LiveCheck[], posted: string): LiveCheck {
+  if (read.checkGuid !== undefined) {
+    const named = among.find((c) => c.check.guid === read.checkGuid);
+    if (!named) throw ValidationError.field('checkGuid', `names no ${posted === 'refund' ? '' : 'live '}check of this order; it has ${among.map((c) => c.check.guid ?? '(no guid)').join(', ') || 'none'}`);
+    return named;
+  }
+  if (among.length === 1) return among[0]!;
+  throw ValidationError.field(
+    'checkGuid',
+    `is required: this order has ${among.length} checks, each a sale of its own (loyalty belongs to the check); post each as { "order": …, "checkGuid": "…" }`,
+  );
 }
 
 export interface LiveCheck {
@@ -87,20 +131,30 @@ export function stateOf(read: ReadOrder): OrderState {
   const { order } = read;
   // Deleted checks were combined into another order, which carries their sale from then on.
   if (order.deleted || order.checks.every((c) => c.deleted)) return { kind: 'deleted' };
-  const live = liveChecks(read);
-  if (order.voided || live.length === 0) {
+  if (order.voided || liveChecks(read).length === 0) {
     // An order voided before anyone paid was never accrued; one voided after payment (it has
     // payments, voided ones included, or it was closed) may have been, so it is reversed.
     return { kind: 'voided', paid: Boolean(order.closedDate) || order.checks.some((c) => c.payments.length > 0) };
   }
-  for (const { check, path } of live) {
-    if (check.paymentStatus) {
-      if (!PAID_CHECK_STATUSES.has(check.paymentStatus)) return { kind: 'open', field: `${path}.paymentStatus`, reason: `is ${check.paymentStatus}: the order is not paid yet` };
-    } else if (!check.closedDate) {
-      return { kind: 'open', field: `${path}.paymentStatus`, reason: 'is missing and the check has no closedDate: the order is not known to be paid' };
-    }
+  for (const live of liveChecks(read)) {
+    const open = unpaid(live);
+    if (open) return { kind: 'open', ...open };
   }
   return { kind: 'closed' };
+}
+
+/** Why a live check is not paid yet (then it is no sale yet), or undefined when it is. */
+export function unpaid({ check, path }: LiveCheck): { field: string; reason: string } | undefined {
+  if (check.paymentStatus) {
+    return PAID_CHECK_STATUSES.has(check.paymentStatus) ? undefined : { field: `${path}.paymentStatus`, reason: `is ${check.paymentStatus}: the check is not paid yet` };
+  }
+  return check.closedDate ? undefined : { field: `${path}.paymentStatus`, reason: 'is missing and the check has no closedDate: the check is not known to be paid' };
+}
+
+/** A check that may have been accrued: it was paid, or money was taken on it. */
+export function wasPaid(check: Check): boolean {
+  if (check.payments.length > 0) return true;
+  return check.paymentStatus ? PAID_CHECK_STATUSES.has(check.paymentStatus) : Boolean(check.closedDate);
 }
 
 /**
@@ -128,9 +182,9 @@ export function selectionOf(selection: Selection, path: string): CheckSelection 
 }
 
 // ------------------------------------------------------------------ the customer
-// The customer of a Toast order: `checks[].customer {phone, phoneCountryCode, email, firstName,
+// The guest of a Toast check: `checks[].customer {phone, phoneCountryCode, email, firstName,
 // lastName}` and `checks[].appliedLoyaltyInfo.loyaltyIdentifier` (pos-facts "Customer
-// identification"). The order is one transaction, so it has one customer.
+// identification"). Each check is a sale of its own, so each has its own guest.
 
 /**
  * `loyaltyIdentifier` names an account of the loyalty program in `vendor`. Only an INTEGRATION
@@ -157,45 +211,21 @@ function phoneOf(customer: NonNullable<Check['customer']>, region: string, path:
   return toE164(`+${code.replace(/^\+/, '')}${phone}`, region, `${path}.phone`);
 }
 
-const CONTACT_KEYS = ['phone', 'email', 'serialNumber'] as const;
-
-/** Same guest: they share a contact value and contradict each other on none. */
-function sameGuest(a: Customer, b: Customer): boolean {
-  const shared = CONTACT_KEYS.filter((k) => a[k] && b[k]);
-  return shared.length > 0 && shared.every((k) => a[k] === b[k]);
-}
-
-/**
- * A split order can carry a guest per check. The first check's guest with contact details takes
- * the order; a second, different guest is refused (the points of one guest's check would go to
- * another), so it fails loudly instead of crediting the wrong person.
- */
-function customerOf(live: LiveCheck[], region: string): Customer {
-  let found: { customer: Customer; path: string } | undefined;
-  for (const { check, path } of live) {
-    const customerPath = `${path}.customer`;
-    const raw = check.customer;
-    const customer = normalizeCustomer(
-      {
-        phone: raw ? phoneOf(raw, region, customerPath) : undefined,
-        email: raw?.email,
-        firstName: raw?.firstName,
-        lastName: raw?.lastName,
-        cardSerial: cardSerialOf(check.appliedLoyaltyInfo),
-      },
-      region,
-      customerPath,
-    );
-    if (!hasContact(customer)) continue;
-    if (!found) {
-      found = { customer, path: customerPath };
-    } else if (sameGuest(found.customer, customer)) {
-      found.customer = { ...customer, ...found.customer };
-    } else {
-      throw ValidationError.field(customerPath, `is a different guest than ${found.path}: the bridge accrues one order to one customer, and will not credit one guest with another's check`);
-    }
-  }
-  return found?.customer ?? {};
+/** The check's guest: its customer's contacts and the loyalty account the register attached to it. */
+function customerOf({ check, path }: LiveCheck, region: string): Customer {
+  const customerPath = `${path}.customer`;
+  const raw = check.customer;
+  return normalizeCustomer(
+    {
+      phone: raw ? phoneOf(raw, region, customerPath) : undefined,
+      email: raw?.email,
+      firstName: raw?.firstName,
+      lastName: raw?.lastName,
+      cardSerial: cardSerialOf(check.appliedLoyaltyInfo),
+    },
+    region,
+    customerPath,
+  );
 }
 
 // ------------------------------------------------------------------ the Check
@@ -228,71 +258,69 @@ function positiveOnly(key: CheckPart, cents: number): Partial<Pick<UpstreamCheck
   return cents > 0 ? { [key]: cents } : {};
 }
 
-function checkoutOf(read: ReadOrder, context: AdapterContext): CheckoutIntent {
-  const { order, prefix } = read;
-  const live = liveChecks(read);
-  let amount = 0;
-  let tax = 0;
-  let tip = 0;
-  let discount = 0;
-  let service = 0;
+/** A check's purchase in cents, and its parts: what the Check carries of it (the refund of the whole check takes back `amount`). */
+export function checkMoneyOf({ check, path }: LiveCheck): { amount: number; tax: number; tip: number; discount: number; service: number; selections: CheckSelection[] } {
+  if (check.amount === undefined || check.amount === null) throw ValidationError.field(`${path}.amount`, 'is required on a check that is not voided');
+  let items = 0;
+  let discount = discountCents(check.appliedDiscounts);
   const selections: CheckSelection[] = [];
-  for (const { check, path } of live) {
-    if (check.amount === undefined || check.amount === null) throw ValidationError.field(`${path}.amount`, 'is required on a check that is not voided');
-    let items = 0;
-    check.selections.forEach((selection, j) => {
-      if (selection.voided) return;
-      const line = selectionOf(selection, `${path}.selections.${j}`);
-      selections.push(line);
-      items += line.totalPrice;
-      discount += discountCents(selection.appliedDiscounts);
-    });
-    let charges = 0;
-    let gratuity = 0;
-    check.appliedServiceCharges.forEach((charge, k) => {
-      if (charge.chargeAmount === undefined || charge.chargeAmount === null) throw ValidationError.field(`${path}.appliedServiceCharges.${k}.chargeAmount`, 'is required: the service charge is part of the check amount');
-      // A gratuity service charge is a tip the restaurant imposes: tip, not purchase (contract: tip excluded).
-      if (charge.gratuity) gratuity += charge.chargeAmount;
-      else charges += charge.chargeAmount;
-    });
-    // Toast's `amount` is "including discounts and service charges, not including gratuity or
-    // taxes". Its parts must add up to it; whether a gratuity charge is inside is not confirmed, so
-    // both readings are tried and anything else is refused rather than sent as a guess.
-    let checkAmount: number;
-    if (items + charges === check.amount) checkAmount = check.amount;
-    else if (gratuity !== 0 && items + charges + gratuity === check.amount) checkAmount = check.amount - gratuity;
-    else {
-      throw ValidationError.field(
-        `${path}.amount`,
-        `is ${centsToDecimalString(check.amount)} but the check's selections (price) and service charges (chargeAmount) add up to ${centsToDecimalString(items + charges)}` +
-          (gratuity ? ` (${centsToDecimalString(items + charges + gratuity)} with its gratuity)` : '') +
-          ': the bridge cannot tell which amount the loyalty service should see',
-      );
-    }
-    if (checkAmount < 0) throw ValidationError.field(`${path}.amount`, `comes to ${centsToDecimalString(checkAmount)} without gratuity: a purchase cannot be negative`);
-    amount += checkAmount;
-    service += charges;
-    tip += gratuity;
-    tax += check.taxAmount ?? 0;
-    discount += discountCents(check.appliedDiscounts);
-    for (const { payment } of livePayments(check)) tip += payment.tipAmount ?? 0;
+  check.selections.forEach((selection, j) => {
+    if (selection.voided) return;
+    const line = selectionOf(selection, `${path}.selections.${j}`);
+    selections.push(line);
+    items += line.totalPrice;
+    discount += discountCents(selection.appliedDiscounts);
+  });
+  let charges = 0;
+  let gratuity = 0;
+  check.appliedServiceCharges.forEach((charge, k) => {
+    if (charge.chargeAmount === undefined || charge.chargeAmount === null) throw ValidationError.field(`${path}.appliedServiceCharges.${k}.chargeAmount`, 'is required: the service charge is part of the check amount');
+    // A gratuity service charge is a tip the restaurant imposes: tip, not purchase (contract: tip excluded).
+    if (charge.gratuity) gratuity += charge.chargeAmount;
+    else charges += charge.chargeAmount;
+  });
+  // Toast's `amount` is "including discounts and service charges, not including gratuity or
+  // taxes". Its parts must add up to it; whether a gratuity charge is inside is not confirmed, so
+  // both readings are tried and anything else is refused rather than sent as a guess.
+  let amount: number;
+  if (items + charges === check.amount) amount = check.amount;
+  else if (gratuity !== 0 && items + charges + gratuity === check.amount) amount = check.amount - gratuity;
+  else {
+    throw ValidationError.field(
+      `${path}.amount`,
+      `is ${centsToDecimalString(check.amount)} but the check's selections (price) and service charges (chargeAmount) add up to ${centsToDecimalString(items + charges)}` +
+        (gratuity ? ` (${centsToDecimalString(items + charges + gratuity)} with its gratuity)` : '') +
+        ': the bridge cannot tell which amount the loyalty service should see',
+    );
   }
-  const closedAt = isoDate(order.closedDate, at(prefix, 'closedDate')) ?? isoDate(order.paidDate, at(prefix, 'paidDate'));
+  if (amount < 0) throw ValidationError.field(`${path}.amount`, `comes to ${centsToDecimalString(amount)} without gratuity: a purchase cannot be negative`);
+  let tip = gratuity;
+  for (const { payment } of livePayments(check)) tip += payment.tipAmount ?? 0;
+  return { amount, tax: check.taxAmount ?? 0, tip, discount, service: charges, selections };
+}
+
+/** One check's sale: its purchase, its guest, its own transactionId (`part`), and the whole order's id builds before gave it. */
+export function checkSaleOf(read: ReadOrder, live: LiveCheck, context: AdapterContext): CheckoutIntent {
+  const { order, prefix } = read;
+  const money = checkMoneyOf(live);
+  const closedAt = isoDate(live.check.closedDate, `${live.path}.closedDate`) ?? isoDate(order.closedDate, at(prefix, 'closedDate')) ?? isoDate(order.paidDate, at(prefix, 'paidDate'));
   const openedAt = isoDate(order.openedDate, at(prefix, 'openedDate'));
   return {
     orderId: order.guid,
+    part: checkGuidOf(live),
+    recordedAs: [wholeOrderId(order.guid)],
     customer: customerOf(live, context.defaultPhoneRegion),
     check: {
-      amount,
+      amount: money.amount,
       currency: context.defaultCurrency,
-      selections,
+      selections: money.selections,
       externalTransactionId: order.guid,
       ...(openedAt ? { checkOpenedAt: openedAt } : {}),
       ...(closedAt ? { checkClosedAt: closedAt } : {}),
-      ...positiveOnly('taxAmount', tax),
-      ...positiveOnly('discountAmount', discount),
-      ...positiveOnly('tipAmount', tip),
-      ...positiveOnly('serviceAmount', service),
+      ...positiveOnly('taxAmount', money.tax),
+      ...positiveOnly('discountAmount', money.discount),
+      ...positiveOnly('tipAmount', money.tip),
+      ...positiveOnly('serviceAmount', money.service),
     },
   };
 }
@@ -302,9 +330,13 @@ export function parseCheckout(body: unknown, context: AdapterContext): CheckoutI
   const state = stateOf(read);
   switch (state.kind) {
     case 'closed':
-      return checkoutOf(read, context);
-    case 'open':
-      throw ValidationError.field(state.field, state.reason);
+    case 'open': {
+      // Each paid check is a sale of its own, whatever the others' state.
+      const live = chosenCheck(read, liveChecks(read), 'sale');
+      const open = unpaid(live);
+      if (open) throw ValidationError.field(open.field, open.reason);
+      return checkSaleOf(read, live, context);
+    }
     case 'voided':
       throw ValidationError.field(at(read.prefix, 'voided'), 'the order is voided: post it to /v1/refunds/toast to reverse its accrual');
     case 'deleted':

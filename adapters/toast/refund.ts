@@ -1,5 +1,6 @@
 /**
- * Toast refunds stay on the order (pos-facts "Order identity and refunds"): each payment has a
+ * Toast refunds stay on the order (pos-facts "Order identity and refunds"), and are each check's
+ * own, as its sale is (checkout.ts: loyalty belongs to the check). Each payment has a
  * `refundStatus` (NONE, PARTIAL, FULL) and a `refund {refundAmount, tipRefundAmount, refundDate,
  * refundTransaction}`; each refunded selection or service charge has `refundDetails {refundAmount,
  * taxRefundAmount, refundTransaction}`. The order Toast sends is its state after ALL its refunds.
@@ -22,7 +23,7 @@
  */
 import { ValidationError } from '../../src/errors.js';
 import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
-import { at, liveChecks, livePayments, readOrder, selectionOf, stateOf, type ReadOrder } from './checkout.js';
+import { at, checkGuidOf, checkMoneyOf, chosenCheck, liveChecks, livePayments, readOrder, selectionOf, wasPaid, wholeOrderId, type LiveCheck, type ReadOrder } from './checkout.js';
 import type { RefundDetails } from './schema.js';
 
 export interface RefundEntry {
@@ -48,8 +49,9 @@ function refunds(details: RefundDetails): details is NonNullable<RefundDetails> 
   return Boolean(details && ((details.refundAmount ?? 0) > 0 || (details.taxRefundAmount ?? 0) > 0));
 }
 
-export function refundsOf(read: ReadOrder): OrderRefunds {
-  const live = liveChecks(read);
+/** One check's refunds: all of it (every live payment FULL), or one group per refund transaction. */
+export function refundsOf(one: LiveCheck): OrderRefunds {
+  const live = [one];
   const payments = live.flatMap(({ check, path }) => livePayments(check).map(({ payment, index }) => ({ payment, path: `${path}.payments.${index}` })));
   const full = payments.length > 0 && payments.every(({ payment }) => payment.refundStatus === 'FULL');
 
@@ -100,41 +102,70 @@ export function refundsOf(read: ReadOrder): OrderRefunds {
   return { full, groups: [...groups.values()] };
 }
 
+/** The refund's identity: the check's sale (its transactionId's part) and the whole order's id builds before gave it. */
+function saleOf(read: ReadOrder, live: LiveCheck): { orderId: string; part: string; recordedAs: string[] } {
+  return { orderId: read.order.guid, part: checkGuidOf(live), recordedAs: [wholeOrderId(read.order.guid)] };
+}
+
 /**
- * One refund transaction as a partial refund. It names the lines it took back whole, so the
- * remainder keeps the products that were not returned; otherwise only the amount.
+ * One refund transaction of one check as a partial refund. It names the lines it took back whole,
+ * so the remainder keeps the products that were not returned; otherwise only the amount.
  */
-export function refundIntent(read: ReadOrder, group: RefundGroup): RefundIntent {
+export function refundIntent(read: ReadOrder, live: LiveCheck, group: RefundGroup): RefundIntent {
   if (group.cents === 0) {
     throw ValidationError.field(at(read.prefix, 'checks'), `refund transaction ${group.id} returns only tax or gratuity: no purchase amount to take back`);
   }
   const lines = group.entries.every((e) => e.line) ? group.entries.map((e) => e.line!) : undefined;
-  return { orderId: read.order.guid, refundId: group.id, amountCents: group.cents, ...(lines ? { items: lines } : {}) };
+  return { ...saleOf(read, live), refundId: group.id, amountCents: group.cents, ...(lines ? { items: lines } : {}) };
+}
+
+/**
+ * All of one check back (voided, or every payment refunded): a full refund of its sale. Met by the
+ * record an earlier build kept for the whole order, it takes back this check's share of it (`partCents`).
+ */
+export function wholeCheckRefund(read: ReadOrder, live: LiveCheck, why: 'void' | 'full'): RefundIntent {
+  const part = checkGuidOf(live);
+  let partCents: number | undefined;
+  try {
+    partCents = checkMoneyOf(live).amount;
+  } catch {
+    // A voided check's figures may not add up (Toast keeps what was on it): then the whole record is reversed.
+  }
+  return { ...saleOf(read, live), refundId: `${why}:${read.order.guid}:${part}`, ...(partCents !== undefined ? { partCents } : {}) };
+}
+
+/** Checks that may be refunded: every check not deleted (a voided one is refunded whole). */
+export function refundableChecks(read: ReadOrder): LiveCheck[] {
+  return read.order.checks.flatMap((check, i) => (check.deleted ? [] : [{ check, path: at(read.prefix, `checks.${i}`) }]));
 }
 
 export function parseRefund(body: unknown): RefundIntent {
   const read = readOrder(body);
   const { order } = read;
   if (order.deleted) throw ValidationError.field(at(read.prefix, 'deleted'), 'is true: a deleted order was never a sale of its own, so there is nothing to refund');
-  // A void takes back the whole sale, whatever was refunded before.
-  if (stateOf(read).kind === 'voided') return { orderId: order.guid, refundId: `void:${order.guid}` };
-  const refunds = refundsOf(read);
+  const live = chosenCheck(read, refundableChecks(read), 'refund');
+  // A void takes back the whole check's sale, whatever was refunded before.
+  if (order.voided || live.check.voided) {
+    if (!wasPaid(live.check) && !order.closedDate) throw ValidationError.field(at(live.path, 'voided'), 'the check was voided before it was paid: nothing was accrued, so nothing is reversed');
+    return wholeCheckRefund(read, live, 'void');
+  }
+  const refunds = refundsOf(live);
   if (read.refundTransactionGuid) {
     const group = refunds.groups.find((g) => g.id === read.refundTransactionGuid);
     if (!group) {
-      throw ValidationError.field('refundTransactionGuid', `names no refund transaction of this order; it has ${refunds.groups.map((g) => g.id).join(', ') || 'none'}`);
+      throw ValidationError.field('refundTransactionGuid', `names no refund transaction of this check; it has ${refunds.groups.map((g) => g.id).join(', ') || 'none'}`);
     }
-    return refundIntent(read, group);
+    return refundIntent(read, live, group);
   }
-  if (refunds.full) return { orderId: order.guid, refundId: `full:${order.guid}` };
+  if (refunds.full) return wholeCheckRefund(read, live, 'full');
   const measured = refunds.groups.filter((g) => g.cents > 0);
-  if (measured.length === 1) return refundIntent(read, measured[0]!);
+  if (measured.length === 1) return refundIntent(read, live, measured[0]!);
   if (measured.length > 1) {
     throw ValidationError.field(
       'refundTransactionGuid',
-      `is required: this order carries ${measured.length} refunds (${measured.map((g) => g.id).join(', ')}); post each as { "order": …, "refundTransactionGuid": "…" }`,
+      `is required: this check carries ${measured.length} refunds (${measured.map((g) => g.id).join(', ')}); post each as { "order": …, "checkGuid": "…", "refundTransactionGuid": "…" }`,
     );
   }
-  if (refunds.groups.length > 0) throw ValidationError.field(at(read.prefix, 'checks'), 'the refund returns only tax or gratuity: no purchase amount to take back');
-  throw ValidationError.field(at(read.prefix, 'checks'), 'carry no refund: no payment has refundStatus FULL, no selection or service charge has refundDetails, and the order is not voided');
+  if (refunds.groups.length > 0) throw ValidationError.field(at(live.path, 'selections'), 'the refund returns only tax or gratuity: no purchase amount to take back');
+  throw ValidationError.field(at(live.path, 'payments'), 'carry no refund: no payment has refundStatus FULL, no selection or service charge has refundDetails, and the check is not voided');
 }

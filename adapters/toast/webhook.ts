@@ -20,8 +20,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ValidationError } from '../../src/errors.js';
 import { namedIn, singleHeaderValue, type ReplayWindow, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
 import { isObject, parseWith } from '../../src/validation.js';
-import { stateOf, type ReadOrder } from './checkout.js';
-import { refundsOf } from './refund.js';
+import { checkGuidOf, unpaid, wasPaid, type ReadOrder } from './checkout.js';
+import { refundableChecks, refundsOf } from './refund.js';
 import { Envelope, Order } from './schema.js';
 
 export const TOAST_SIGNATURE_HEADER = 'Toast-Signature';
@@ -121,43 +121,44 @@ function orderActions(eventGuid: string, details: unknown): WebhookAction[] {
 }
 
 /**
- * What one whole order asks for, by its state: its sale, its refunds, or nothing. Shared by the
- * webhook and backfill (backfill.ts), so both record the same refunds under the same ids.
+ * What one whole order asks for, check by check (each check is a sale of its own: checkout.ts): a
+ * paid check's sale then its refunds, a voided check that had been paid its reversal, an open
+ * check nothing yet. Shared by the webhook and backfill (backfill.ts), so both record the same
+ * sales and refunds under the same ids. Each action's payload names its check (`checkGuid`).
  */
 export function decideOrder(raw: Record<string, unknown>, prefix: string, eventGuid: string): WebhookAction[] {
   const read: ReadOrder = { raw, order: parseWith(Order, raw, prefix), prefix };
-  const orderGuid = read.order.guid;
-  const state = stateOf(read);
-  switch (state.kind) {
-    case 'deleted':
-      return [{ kind: 'ignored', key: eventGuid, reason: `order ${orderGuid} was deleted (its checks were combined into another order)` }];
-    case 'open':
-      return [{ kind: 'ignored', key: eventGuid, reason: `order ${orderGuid} is not paid yet (${state.field} ${state.reason})` }];
-    case 'voided':
-      return state.paid
-        ? [{ kind: 'refund', key: `${eventGuid}:refund:void`, payload: raw }]
-        : [{ kind: 'ignored', key: eventGuid, reason: `order ${orderGuid} was voided before it was paid: nothing was accrued` }];
-    case 'closed': {
-      // The checkout comes first even when the order already shows refunds: a partial refund needs
-      // the accrual it reduces, and a repeated checkout is answered from the ledger without a call.
-      const actions: WebhookAction[] = [{ kind: 'checkout', key: `${eventGuid}:checkout`, payload: raw }];
-      const refunds = refundsOf(read);
-      if (refunds.full) {
-        // Everything came back: one full reversal of what remains, whatever was refunded before.
-        actions.push({ kind: 'refund', key: `${eventGuid}:refund:full`, payload: raw });
-      } else {
-        // One partial refund per refund transaction; a transaction applied before is a repeat to the core.
-        for (const group of refunds.groups.filter((g) => g.cents > 0)) {
-          actions.push({ kind: 'refund', key: `${eventGuid}:refund:${group.id}`, payload: { order: raw, refundTransactionGuid: group.id } });
-        }
-      }
-      return actions;
+  const { order } = read;
+  if (order.deleted || order.checks.every((c) => c.deleted)) return [{ kind: 'ignored', key: eventGuid, reason: `order ${order.guid} was deleted (its checks were combined into another order)` }];
+  const actions: WebhookAction[] = [];
+  const idle: string[] = [];
+  for (const live of refundableChecks(read)) {
+    const checkGuid = checkGuidOf(live);
+    const payload = (extra: Record<string, string> = {}) => ({ order: raw, checkGuid, ...extra });
+    if (order.voided || live.check.voided) {
+      // Voided after it was paid: it may have been accrued, so it is reversed. Before: nothing was.
+      if (wasPaid(live.check) || order.closedDate) actions.push({ kind: 'refund', key: `${eventGuid}:refund:void:${checkGuid}`, payload: payload() });
+      else idle.push(order.voided ? `order ${order.guid} was voided before it was paid: nothing was accrued` : `check ${checkGuid} was voided before it was paid: nothing was accrued`);
+      continue;
     }
-    default: {
-      const never: never = state;
-      throw new Error(`unhandled order state ${JSON.stringify(never)}`);
+    const open = unpaid(live);
+    if (open) {
+      idle.push(`order ${order.guid} is not paid yet (${open.field} ${open.reason})`);
+      continue;
+    }
+    // The checkout comes first even when the check already shows refunds: a partial refund needs
+    // the accrual it reduces, and a repeated checkout is answered from the ledger without a call.
+    actions.push({ kind: 'checkout', key: `${eventGuid}:checkout:${checkGuid}`, payload: payload() });
+    const refunds = refundsOf(live);
+    if (refunds.full) {
+      // Everything came back: one full reversal of what remains, whatever was refunded before.
+      actions.push({ kind: 'refund', key: `${eventGuid}:refund:full:${checkGuid}`, payload: payload() });
+    } else {
+      // One partial refund per refund transaction; a transaction applied before is a repeat to the core.
+      for (const group of refunds.groups.filter((g) => g.cents > 0)) actions.push({ kind: 'refund', key: `${eventGuid}:refund:${group.id}:${checkGuid}`, payload: payload({ refundTransactionGuid: group.id }) });
     }
   }
+  return actions.length > 0 ? actions : [{ kind: 'ignored', key: eventGuid, reason: [...new Set(idle)].join('; ') }];
 }
 
 function classify(body: unknown, headers: IncomingHttpHeaders): WebhookAction[] {

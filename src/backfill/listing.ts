@@ -11,7 +11,7 @@
 import { BridgeError, ValidationError } from '../errors.js';
 import type { AdapterContext, BackfillWindow, CheckoutIntent, PosAdapter, PosListingApi, PosRequest, PosSettings, RefundIntent } from '../pos/contract.js';
 import { posApi, PosApiError } from '../pos-api.js';
-import { deriveTransactionId } from '../transaction-id.js';
+import { saleTransactionId } from '../transaction-id.js';
 
 /** One order or refund the POS listed, as the adapter parsed it. */
 export interface FoundItem {
@@ -132,7 +132,7 @@ function parsed(adapter: PosAdapter, context: AdapterContext, object: { kind: 'c
   if (!object.paid) return item;
   try {
     const intent = object.kind === 'checkout' ? adapter.parseCheckout(object.payload, context) : adapter.parseRefund(object.payload, context);
-    return { ...item, intent, transactionId: deriveTransactionId(adapter.name, intent.orderId, intent.scope) };
+    return { ...item, intent, transactionId: saleTransactionId(adapter.name, intent) };
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     return { ...item, refused: error.message };

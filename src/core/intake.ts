@@ -13,7 +13,7 @@ import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { proRataCents } from '../money.js';
-import { checkId, deriveTransactionId } from '../transaction-id.js';
+import { checkId, saleTransactionId } from '../transaction-id.js';
 import type { CheckoutIntent, RefundIntent } from '../pos/contract.js';
 import { answerFor, type Answer } from './answer.js';
 import { majorUnits } from './remainder.js';
@@ -38,14 +38,25 @@ export class IntakeService {
    * `merchantId`: whose order (the POS token's or the webhook's merchant). `arrival`: what brought it
    * (the record keeps where it came from and the payload; its note goes in the record's history).
    */
-  async checkout(pos: string, intent: CheckoutIntent, merchantId: string = DEFAULT_MERCHANT, arrival?: Arrival): Promise<Answer> {
-    const ids: RecordIds = { transactionId: deriveTransactionId(pos, intent.orderId, intent.scope), merchantId, pos, orderId: intent.orderId };
+  /**
+   * `options.background`: recorded durably and answered at once, delivery left to the worker (a
+   * register's ACCRUE, which Toast wants answered well within its half second).
+   */
+  async checkout(pos: string, intent: CheckoutIntent, merchantId: string = DEFAULT_MERCHANT, arrival?: Arrival, options: { background?: boolean } = {}): Promise<Answer> {
+    const ids: RecordIds = { transactionId: saleTransactionId(pos, intent), merchantId, pos, orderId: intent.orderId };
+    // A sale an earlier build recorded under another transactionId (a Toast order kept whole) is
+    // that record's: answered as its repeat, nothing recorded or sent.
+    const earlier = await this.#recordedEarlier(intent.recordedAs, merchantId);
+    if (earlier) {
+      this.metrics.checkouts.inc({ pos, result: 'repeat', ...this.metrics.merchant(merchantId) });
+      return answerFor(this.writer.store, earlier, true);
+    }
     const now = this.writer.now();
     const contact = hasContact(intent.customer);
     failpoint('checkout:before-ledger-write');
     // Delivered as it arrives, except while the merchant's app token is being rate-limited and
     // another of its checkouts is probing (rate-limits.ts): then recorded for the worker.
-    const delivery = contact ? this.delivery.mayDeliverInline(merchantId) : 'later';
+    const delivery = contact && !options.background ? this.delivery.mayDeliverInline(merchantId) : 'later';
     try {
       return await this.#record(pos, intent, ids, contact, now, delivery !== 'later', arrival);
     } finally {
@@ -104,23 +115,29 @@ export class IntakeService {
   /** `arrival`: as for `checkout`; its note is said in the history event the refund writes. */
   async refund(pos: string, intent: RefundIntent, merchantId: string = DEFAULT_MERCHANT, arrival?: Arrival): Promise<Answer> {
     const via = arrival?.note;
-    const rootId = deriveTransactionId(pos, intent.orderId, intent.scope);
+    const rootId = saleTransactionId(pos, intent);
     const { refundId } = intent;
     if (refundId !== undefined) checkId('refundId', refundId);
     // Earlier partial refunds moved what remains of the order to remainder records: act on the
     // last. If a remainder appears while this refund is applied, walk the chain again.
     for (let attempt = 0; attempt < 5; attempt++) {
-      const chain = await chainOf(this.writer, ledgerKey(merchantId, rootId));
+      const own = await chainOf(this.writer, ledgerKey(merchantId, rootId));
+      // Nothing under the sale's own id: an earlier build may have kept its order whole (`recordedAs`).
+      const earlier = own.length === 0 ? await this.#recordedEarlier(intent.recordedAs, merchantId) : undefined;
+      const chain = earlier ? await chainOf(this.writer, keyOf(earlier)) : own;
       const seen = refundId && !mutant('double-reverse') ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
       if (seen) return answerFor(this.writer.store, seen, true, refundId);
-      const measuredAs: MeasuredRefund = intent.paidBack ? measureFromLedger(intent, intent.paidBack, chain) : intent;
+      // A full refund of one part met by the order's whole record takes back the part's share, not the rest of the order.
+      const partOfWhole = earlier && intent.partCents !== undefined && intent.amountCents === undefined && !intent.items && (earlier.accrual.check?.amount ?? 0) > intent.partCents;
+      const asPart: RefundIntent = partOfWhole ? { ...intent, amountCents: intent.partCents, refundId: intent.refundId ?? `part:${intent.part}` } : intent;
+      const measuredAs: MeasuredRefund = asPart.paidBack ? measureFromLedger(asPart, asPart.paidBack, chain) : asPart;
       const measured: MeasuredRefund = via ? { ...measuredAs, note: measuredAs.note ? `${measuredAs.note}; ${via}` : via } : measuredAs;
       const partial = measured.amountCents !== undefined || measured.items !== undefined;
       const current = chain.at(-1);
       if (partial && !current) throw new NotFoundError(`no order ${intent.orderId} in the ledger: a partial refund needs the original to know what remains`, 'unknown_order');
       const answer = partial
-        ? await this.#partialReversal(keyOf(current!), refundId!, measured)
-        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, refundId, measured.note, { arrival });
+        ? await this.#partialReversal(keyOf(current!), asPart.refundId!, measured)
+        : await this.reversal({ transactionId: current?.transactionId ?? rootId, merchantId, pos, orderId: intent.orderId }, asPart.refundId, measured.note, { arrival });
       if (answer !== MOVED) return answer;
     }
     throw new ConflictError('the order kept changing while this refund was applied; deliver it again', { orderId: intent.orderId });
@@ -181,6 +198,15 @@ export class IntakeService {
     const partial = record.reversal.partial;
     if (!partial || !(await this.writer.store.get(ledgerKey(merchantOf(record), partial.remainderTransactionId)))) return undefined;
     return linkRemainder(record, partial.remainderTransactionId);
+  }
+
+  /** The first record of `transactionIds` (an earlier build's ids of the same sale) the merchant's ledger holds. */
+  async #recordedEarlier(transactionIds: readonly string[] | undefined, merchantId: string): Promise<LedgerRecord | undefined> {
+    for (const transactionId of transactionIds ?? []) {
+      const record = await this.writer.store.get(ledgerKey(merchantId, transactionId));
+      if (record) return record;
+    }
+    return undefined;
   }
 
   async #deliverRefund(pos: string, record: LedgerRecord, repeat: boolean, refundId: string | undefined): Promise<Answer> {

@@ -51,10 +51,22 @@ export interface AdapterContext {
   posAccount?: string;
 }
 
-export interface CheckoutIntent {
+/**
+ * How a sale is known in the ledger beyond its order id: `part`, the part of the order it is where
+ * the POS gives loyalty per part (a Toast check: an order's checks may name different guests), which
+ * gets a transactionId of its own beside the order's (transaction-id.ts); `recordedAs`, the
+ * transactionIds an earlier build may have recorded the same sale under (a Toast order kept whole
+ * before its checks had ids of their own): a sale found there is that record's, never a second one.
+ */
+export interface SaleIdentity {
   orderId: string;
   /** Merchant/location part of the order's identity where the POS's order ids are not globally unique. */
   scope?: string;
+  part?: string;
+  recordedAs?: readonly string[];
+}
+
+export interface CheckoutIntent extends SaleIdentity {
   check: Check;
   customer: Customer;
   /** The POS's own customer id, when the payload names a customer but carries no contact details. */
@@ -67,9 +79,13 @@ export interface RefundLine {
   totalCents: number;
 }
 
-export interface RefundIntent {
-  orderId: string;
-  scope?: string;
+export interface RefundIntent extends SaleIdentity {
+  /**
+   * A full refund of a part (`part`): the part's own Check amount, in cents. Met by a record an
+   * earlier build kept whole for the order (`recordedAs`), which holds more than the part, the
+   * refund takes back this much of it, not all of it.
+   */
+  partCents?: number;
   /** The POS's id of this refund: the same id delivered again changes nothing. */
   refundId?: string;
   /** Partial refunds name the refunded amount (cents, tax and tip excluded) and/or lines. */

@@ -137,11 +137,14 @@ export function classify(input: ReconcileInput): Difference[] {
   const paidSales = new Set(sales.filter((s) => s.paid).map((s) => s.transactionId));
   for (const sale of sales) {
     if (!sale.paid) continue;
-    const record = byTransaction.get(sale.transactionId);
+    const own = byTransaction.get(sale.transactionId);
+    const record = own ?? earlierRecord(byTransaction, sale);
     if (!record) {
       differences.push(missingInLedger(merchantId, sale.pos, sale.transactionId, sale.orderId, sale.updatedAt, `a paid ${sale.pos} order of ${money(sale.amountCents)} (changed ${sale.updatedAt}) has no ledger record: its webhook never arrived or was not processed`));
       continue;
     }
+    // A sale found where an earlier build kept its whole order holds every part's amount: it is there, and compares with no part alone.
+    if (!own) continue;
     const recorded = record.accrual.check?.amount;
     if (recorded !== undefined && recorded !== sale.amountCents) {
       differences.push({
@@ -166,7 +169,9 @@ export function classify(input: ReconcileInput): Difference[] {
     });
   }
   for (const refund of refunds) {
-    const chain = chainOf(byTransaction, refund.transactionId);
+    const own = chainOf(byTransaction, refund.transactionId);
+    const earlier = own.length === 0 ? earlierRecord(byTransaction, refund) : undefined;
+    const chain = earlier ? chainOf(byTransaction, earlier.transactionId) : own;
     const named = refund.refundId ? ` ${refund.refundId}` : '';
     if (chain.length === 0) {
       // The sale itself is reported missing when the POS listed it; otherwise the refund names it.
@@ -329,6 +334,15 @@ function inDoubt(record: LedgerRecord, merchantId: string, op?: Operation, other
     why,
     next: `settle the record first, never by taking points back by hand: POST /v1/admin/reconcile${merchantQuery(merchantId)} lets the history verifier settle it, or a person resolves it shown its evidence (GET /v1/admin/transactions/${record.transactionId}/evidence, then POST …/resolve)`,
   };
+}
+
+/** The record an earlier build kept for the entry's sale under another transactionId (`recordedAs`: a Toast order kept whole), when the ledger holds one. */
+function earlierRecord(byTransaction: Map<string, LedgerRecord>, entry: { recordedAs?: readonly string[] }): LedgerRecord | undefined {
+  for (const id of entry.recordedAs ?? []) {
+    const record = byTransaction.get(id);
+    if (record) return record;
+  }
+  return undefined;
 }
 
 function backfillStep(merchantId: string, pos: string, updatedAt: string): string {

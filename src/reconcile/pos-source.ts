@@ -15,6 +15,8 @@ export interface PosSale {
   orderId: string;
   /** The ledger's key for it (`deriveTransactionId`), within the merchant. */
   transactionId: string;
+  /** Where an earlier build may have recorded it instead (intent `recordedAs`: a Toast order kept whole). */
+  recordedAs?: readonly string[];
   /** Paid (closed, captured): only a paid sale earns points. */
   paid: boolean;
   /** The Check amount the adapter makes of it, in cents. */
@@ -37,6 +39,7 @@ export interface PosRefund {
   orderId: string;
   /** The refunded order's transactionId (the ledger keys a refund by its order). */
   transactionId: string;
+  recordedAs?: readonly string[];
   /** The POS's id of the refund, where it has one. */
   refundId?: string;
   /** Cents refunded when the POS names a part; absent for a whole order. */
@@ -66,14 +69,15 @@ export function posEntryOf(item: FoundItem): PosEntry | undefined {
   if (item.refused !== undefined) return { kind: 'unreadable', pos, orderId, ...(item.refundId ? { refundId: item.refundId } : {}), updatedAt, why: item.refused };
   if (!item.paid || !item.transactionId || !item.intent) return undefined;
   const { transactionId, intent } = item;
+  const recordedAs = intent.recordedAs?.length ? { recordedAs: intent.recordedAs } : {};
   if (item.kind === 'checkout' && 'check' in intent) {
     // An adapter that reads the order's current figure adds it to the intent (adapters/shopify/checkout.ts, `currentAmountCents`).
     const current = (intent as { currentAmountCents?: unknown }).currentAmountCents;
-    return { kind: 'sale', pos, orderId, transactionId, paid: true, amountCents: intent.check.amount, ...(typeof current === 'number' && Number.isSafeInteger(current) ? { currentCents: current } : {}), updatedAt };
+    return { kind: 'sale', pos, orderId, transactionId, ...recordedAs, paid: true, amountCents: intent.check.amount, ...(typeof current === 'number' && Number.isSafeInteger(current) ? { currentCents: current } : {}), updatedAt };
   }
   if (item.kind === 'refund' && !('check' in intent)) {
     const refundId = item.refundId ?? intent.refundId;
-    return { kind: 'refund', pos, orderId, transactionId, ...(refundId ? { refundId } : {}), ...(intent.amountCents !== undefined ? { amountCents: intent.amountCents } : {}), updatedAt };
+    return { kind: 'refund', pos, orderId, transactionId, ...recordedAs, ...(refundId ? { refundId } : {}), ...(intent.amountCents !== undefined ? { amountCents: intent.amountCents } : {}), updatedAt };
   }
   return undefined;
 }

@@ -214,7 +214,8 @@ export class ReconcileReporter {
       onProgress({ phase: 'ledger', detail: `${Math.min(offset + items.length, total)} of ${total} records created in the range` });
       if (items.length < LEDGER_PAGE) break;
     }
-    for (const transactionId of new Set(pos.flatMap((e) => (e.kind === 'unreadable' ? [] : [e.transactionId])))) {
+    // Each entry's own record, and the one an earlier build may have kept for it instead (`recordedAs`).
+    for (const transactionId of new Set(pos.flatMap((e) => (e.kind === 'unreadable' ? [] : [e.transactionId, ...(e.recordedAs ?? [])])))) {
       for (let id: string | undefined = transactionId, depth = 0; id && depth < 1000; depth++) {
         const record: LedgerRecord | undefined = byTransaction.get(id) ?? (await this.deps.store.get(ledgerKey(merchantId, id)));
         if (!record) break;

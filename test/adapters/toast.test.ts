@@ -10,13 +10,16 @@ import { describe, expect, it } from '@jest/globals';
 import { toastAdapter } from '../../adapters/toast/index.js';
 import type { AdapterContext, PosSettings, WebhookAction } from '../../src/pos/contract.js';
 import { UnauthorizedError } from '../../src/errors.js';
-import { deriveTransactionId } from '../../src/transaction-id.js';
+import { saleTransactionId } from '../../src/transaction-id.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { signature } from '../support/webhooks.js';
 import { validationIssues } from '../support/validation.js';
 
 const fixture = (): any => JSON.parse(readFileSync(new URL('../fixtures/toast/order_get_example_docs.json', import.meta.url), 'utf8'));
 const FIXTURE_GUID = '017fdd94-4a30-4657-9475-b1a684758531';
+const FIXTURE_CHECK = '9f42438a-a375-4983-9f80-c0dae5c33196';
+/** Each check is a sale of its own; builds before kept the order whole under this id. */
+const sale = (orderGuid: string, checkGuid: string) => ({ orderId: orderGuid, part: checkGuid, recordedAs: [`toast:${orderGuid}`] });
 const context: AdapterContext = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const checkout = (body: unknown, ctx: AdapterContext = context) => toastAdapter.parseCheckout(body, ctx);
 const refund = (body: unknown) => toastAdapter.parseRefund(body, context);
@@ -130,7 +133,7 @@ const refunded = (amount: number, transaction: string | null, tax = 0) => ({
 
 describe('fixture order_get_example_docs.json (GET /orders/v2/orders/{guid})', () => {
   const expected = {
-    orderId: FIXTURE_GUID,
+    ...sale(FIXTURE_GUID, FIXTURE_CHECK),
     customer: { phone: '+13335555555', email: 'jack@example.com', firstName: 'Jack', lastName: 'Jones' },
     check: {
       // check.amount 1.0 = selection price 1 (no service charge); tax 0.06 apart; tip 0 left out.
@@ -144,10 +147,10 @@ describe('fixture order_get_example_docs.json (GET /orders/v2/orders/{guid})', (
     },
   };
 
-  it('translates to the exact Check, customer and order id (global guid: no scope)', () => {
+  it('translates to the exact Check, customer and ids: the order guid (global: no scope) and its check guid', () => {
     const intent = checkout(fixture());
     expect(intent).toEqual(expected);
-    expect(deriveTransactionId('toast', intent.orderId, intent.scope)).toBe(`toast:${FIXTURE_GUID}`);
+    expect(saleTransactionId('toast', intent)).toBe(`toast:${FIXTURE_GUID}:${FIXTURE_CHECK}`);
   });
 
   it('is read the same inside the API wrappers { order } and { orders: [ … ] }', () => {
@@ -162,23 +165,23 @@ describe('fixture order_get_example_docs.json (GET /orders/v2/orders/{guid})', (
 
   it('as a refund: refused, it carries no refund', () => {
     expect(issuesOf(() => refund(fixture()))).toEqual({
-      checks: 'carry no refund: no payment has refundStatus FULL, no selection or service charge has refundDetails, and the order is not voided',
+      'checks.0.payments': 'carry no refund: no payment has refundStatus FULL, no selection or service charge has refundDetails, and the check is not voided',
     });
   });
 
-  it('in an order_updated message: one checkout, keyed by the event guid', () => {
+  it('in an order_updated message: one checkout per check, keyed by the event guid and the check', () => {
     const actions = classify(message(fixture(), { guid: 'evt-fixture' }));
-    expect(actions).toEqual([{ kind: 'checkout', key: 'evt-fixture:checkout', payload: fixture() }]);
+    expect(actions).toEqual([{ kind: 'checkout', key: `evt-fixture:checkout:${FIXTURE_CHECK}`, payload: { order: fixture(), checkGuid: FIXTURE_CHECK } }]);
     expect(checkout((actions[0] as { payload: unknown }).payload)).toEqual(expected);
   });
 
   it('refunded in full (payments[].refundStatus FULL): a full refund after the checkout', () => {
     const body = fixture();
     Object.assign(body.checks[0].payments[0], { refundStatus: 'FULL', refund: { refundAmount: 1.06, tipRefundAmount: 0, refundDate: '2019-02-26T09:00:00.000+0000', refundTransaction: { guid: 'rt-1' } } });
-    expect(refund(body)).toEqual({ orderId: FIXTURE_GUID, refundId: `full:${FIXTURE_GUID}` });
+    expect(refund(body)).toEqual({ ...sale(FIXTURE_GUID, FIXTURE_CHECK), refundId: `full:${FIXTURE_GUID}:${FIXTURE_CHECK}`, partCents: 100 });
     expect(classify(message(body, { guid: 'evt-2' })).map((a) => [a.kind, a.key])).toEqual([
-      ['checkout', 'evt-2:checkout'],
-      ['refund', 'evt-2:refund:full'],
+      ['checkout', `evt-2:checkout:${FIXTURE_CHECK}`],
+      ['refund', `evt-2:refund:full:${FIXTURE_CHECK}`],
     ]);
     // The sale itself is unchanged by the refund (totalAmount "Not affected by refunds").
     expect(checkout(body)).toEqual(expected);
@@ -268,15 +271,30 @@ describe('checkout', () => {
     expect(checkout(body).check).toMatchObject({ amount: 1000, taxAmount: 63, selections: [{ id: 'item-burger', totalPrice: 1000 }] });
   });
 
-  it('sums every live check of a split order', () => {
-    const body = order({ checks: [check(), check({ amount: 5, taxAmount: 0.31, selections: [selection({ item: { guid: 'item-tea' }, price: 5 })], customer: null })] });
-    expect(checkout(body).check).toMatchObject({ amount: 1500, taxAmount: 94, selections: [{ id: 'item-burger' }, { id: 'item-tea' }] });
+  it('a split order is a sale per check: each posted by its guid, each with its own figures; bare, it must name one', () => {
+    const first = check({ guid: 'chk-a' });
+    const second = check({ guid: 'chk-b', amount: 5, taxAmount: 0.31, selections: [selection({ item: { guid: 'item-tea' }, price: 5 })], customer: null });
+    const body = order({ checks: [first, second] });
+    expect(checkout({ order: body, checkGuid: 'chk-a' })).toMatchObject({ ...sale('order-0001', 'chk-a'), check: { amount: 1000, taxAmount: 63, selections: [{ id: 'item-burger' }] } });
+    expect(checkout({ order: body, checkGuid: 'chk-b' })).toMatchObject({ ...sale('order-0001', 'chk-b'), customer: {}, check: { amount: 500, taxAmount: 31, selections: [{ id: 'item-tea' }] } });
+    expect(issuesOf(() => checkout(body))).toEqual({ checkGuid: 'is required: this order has 2 checks, each a sale of its own (loyalty belongs to the check); post each as { "order": …, "checkGuid": "…" }' });
+    expect(issuesOf(() => checkout({ order: body, checkGuid: 'chk-z' }))).toEqual({ checkGuid: 'names no live check of this order; it has chk-a, chk-b' });
+    // The webhook decides one sale per paid check.
+    expect(classify(message(body, { guid: 'evt-split' })).map((a) => a.key)).toEqual(['evt-split:checkout:chk-a', 'evt-split:checkout:chk-b']);
+    // A check without its guid cannot be told apart from the others.
+    expect(issuesOf(() => classify(message(order({ checks: [check({ guid: null })] }))))).toEqual({ 'details.order.checks.0.guid': 'is required: loyalty belongs to the check, and a check is known by its guid' });
+  });
+
+  it('one check paid and another still open: the paid one is a sale now, the open one later', () => {
+    const body = order({ closedDate: null, checks: [check({ guid: 'chk-paid' }), check({ guid: 'chk-open', paymentStatus: 'OPEN', closedDate: null, payments: [] })] });
+    expect(classify(message(body, { guid: 'evt-half' })).map((a) => a.key)).toEqual(['evt-half:checkout:chk-paid']);
+    expect(issuesOf(() => checkout({ order: body, checkGuid: 'chk-open' }))).toEqual({ 'order.checks.1.paymentStatus': 'is OPEN: the check is not paid yet' });
   });
 
   it('an open order is not a checkout yet', () => {
-    expect(issuesOf(() => checkout(order({ closedDate: null, checks: [check({ paymentStatus: 'OPEN' })] })))).toEqual({ 'checks.0.paymentStatus': 'is OPEN: the order is not paid yet' });
+    expect(issuesOf(() => checkout(order({ closedDate: null, checks: [check({ paymentStatus: 'OPEN' })] })))).toEqual({ 'checks.0.paymentStatus': 'is OPEN: the check is not paid yet' });
     expect(issuesOf(() => checkout(order({ checks: [check({ paymentStatus: null, closedDate: null })] })))).toEqual({
-      'checks.0.paymentStatus': 'is missing and the check has no closedDate: the order is not known to be paid',
+      'checks.0.paymentStatus': 'is missing and the check has no closedDate: the check is not known to be paid',
     });
     // PAID: paid, tip not yet adjusted. Tips are not part of the amount, so it is a checkout.
     expect(checkout(order({ checks: [check({ paymentStatus: 'PAID' })] })).check.amount).toBe(1000);
@@ -322,13 +340,10 @@ describe('customer', () => {
     expect(checkout(withCustomer({ customer: { guid: 'guest-1', firstName: null, lastName: null, phone: null, email: null } })).customer).toEqual({});
   });
 
-  it('split checks: one guest across checks is merged; two different guests are refused', () => {
-    const same = order({ checks: [check(), check({ customer: { phone: '555-000-1111' }, appliedLoyaltyInfo: { loyaltyIdentifier: '11-1-1', vendor: 'INTEGRATION' } })] });
-    expect(checkout(same).customer).toEqual({ phone: '+15550001111', email: 'ann@b.test', firstName: 'Ann', lastName: 'Lee', serialNumber: '11-1-1' });
-    const two = order({ checks: [check(), check({ customer: { phone: '555-000-2222', email: 'bob@b.test' } })] });
-    expect(issuesOf(() => checkout(two))).toEqual({
-      'checks.1.customer': "is a different guest than checks.0.customer: the bridge accrues one order to one customer, and will not credit one guest with another's check",
-    });
+  it("split checks: each check's guest is its own, so two guests at one table each earn their own check's points", () => {
+    const two = order({ checks: [check({ guid: 'chk-ann' }), check({ guid: 'chk-bob', customer: { phone: '555-000-2222', email: 'bob@b.test' }, appliedLoyaltyInfo: { loyaltyIdentifier: '11-1-1', vendor: 'INTEGRATION' } })] });
+    expect(checkout({ order: two, checkGuid: 'chk-ann' }).customer).toEqual({ phone: '+15550001111', email: 'ann@b.test', firstName: 'Ann', lastName: 'Lee' });
+    expect(checkout({ order: two, checkGuid: 'chk-bob' }).customer).toEqual({ phone: '+15550002222', email: 'bob@b.test', serialNumber: '11-1-1' });
   });
 });
 
@@ -340,6 +355,7 @@ function refundable(o: { burger?: unknown; fries?: unknown; charge?: unknown; st
     guid: 'order-r',
     checks: [
       check({
+        guid: 'chk-r',
         amount: 12.5 + (o.charge ? 2 : 0),
         selections: [
           selection({ item: { guid: 'item-burger' }, price: 8, refundDetails: o.burger ?? null }),
@@ -355,26 +371,26 @@ function refundable(o: { burger?: unknown; fries?: unknown; charge?: unknown; st
 describe('refund', () => {
   it('partial: one refund transaction, measured without tax, naming the line it took back whole', () => {
     const body = refundable({ fries: refunded(4.5, 'rt-1', 0.28) });
-    expect(refund(body)).toEqual({ orderId: 'order-r', refundId: 'rt-1', amountCents: 450, items: [{ id: 'item-fries', quantity: 1, totalCents: 450 }] });
+    expect(refund(body)).toEqual({ ...sale('order-r', 'chk-r'), refundId: 'rt-1', amountCents: 450, items: [{ id: 'item-fries', quantity: 1, totalCents: 450 }] });
     expect(classify(message(body, { guid: 'evt-r1' }))).toEqual([
-      { kind: 'checkout', key: 'evt-r1:checkout', payload: body },
-      { kind: 'refund', key: 'evt-r1:refund:rt-1', payload: { order: body, refundTransactionGuid: 'rt-1' } },
+      { kind: 'checkout', key: 'evt-r1:checkout:chk-r', payload: { order: body, checkGuid: 'chk-r' } },
+      { kind: 'refund', key: 'evt-r1:refund:rt-1:chk-r', payload: { order: body, checkGuid: 'chk-r', refundTransactionGuid: 'rt-1' } },
     ]);
   });
 
   it('partial: part of a line, and a refunded service charge, are an amount only', () => {
-    expect(refund(refundable({ burger: refunded(3, 'rt-1', 0.19) }))).toEqual({ orderId: 'order-r', refundId: 'rt-1', amountCents: 300 });
-    expect(refund(refundable({ fries: refunded(4.5, 'rt-1'), charge: refunded(2, 'rt-1') }))).toEqual({ orderId: 'order-r', refundId: 'rt-1', amountCents: 650 });
+    expect(refund(refundable({ burger: refunded(3, 'rt-1', 0.19) }))).toEqual({ ...sale('order-r', 'chk-r'), refundId: 'rt-1', amountCents: 300 });
+    expect(refund(refundable({ fries: refunded(4.5, 'rt-1'), charge: refunded(2, 'rt-1') }))).toEqual({ ...sale('order-r', 'chk-r'), refundId: 'rt-1', amountCents: 650 });
   });
 
   it('two refund transactions on one order: one refund action each; posted bare it must name one', () => {
     const body = refundable({ burger: refunded(8, 'rt-2', 0.5), fries: refunded(4.5, 'rt-1', 0.28) });
-    expect(classify(message(body, { guid: 'evt-r2' })).map((a) => a.key)).toEqual(['evt-r2:checkout', 'evt-r2:refund:rt-2', 'evt-r2:refund:rt-1']);
+    expect(classify(message(body, { guid: 'evt-r2' })).map((a) => a.key)).toEqual(['evt-r2:checkout:chk-r', 'evt-r2:refund:rt-2:chk-r', 'evt-r2:refund:rt-1:chk-r']);
     expect(issuesOf(() => refund(body))).toEqual({
-      refundTransactionGuid: 'is required: this order carries 2 refunds (rt-2, rt-1); post each as { "order": …, "refundTransactionGuid": "…" }',
+      refundTransactionGuid: 'is required: this check carries 2 refunds (rt-2, rt-1); post each as { "order": …, "checkGuid": "…", "refundTransactionGuid": "…" }',
     });
-    expect(refund({ order: body, refundTransactionGuid: 'rt-2' })).toEqual({ orderId: 'order-r', refundId: 'rt-2', amountCents: 800, items: [{ id: 'item-burger', quantity: 1, totalCents: 800 }] });
-    expect(issuesOf(() => refund({ order: body, refundTransactionGuid: 'rt-9' }))).toEqual({ refundTransactionGuid: 'names no refund transaction of this order; it has rt-2, rt-1' });
+    expect(refund({ order: body, refundTransactionGuid: 'rt-2' })).toEqual({ ...sale('order-r', 'chk-r'), refundId: 'rt-2', amountCents: 800, items: [{ id: 'item-burger', quantity: 1, totalCents: 800 }] });
+    expect(issuesOf(() => refund({ order: body, refundTransactionGuid: 'rt-9' }))).toEqual({ refundTransactionGuid: 'names no refund transaction of this check; it has rt-2, rt-1' });
   });
 
   it('refund details without their refund transaction are refused: a later refund would count them twice', () => {
@@ -396,26 +412,29 @@ describe('refund', () => {
   it('a refund of the tip only takes back no purchase', () => {
     const body = refundable({ refund: { refundAmount: 0, tipRefundAmount: 2, refundDate: '2026-11-22T09:00:00.000+0000' } });
     expect(classify(message(body, { guid: 'evt-tip' })).map((a) => a.kind)).toEqual(['checkout']);
-    expect(Object.keys(issuesOf(() => refund(body)))).toEqual(['checks']);
+    expect(Object.keys(issuesOf(() => refund(body)))).toEqual(['checks.0.payments']);
   });
 
   it('a refund of tax or gratuity only is acknowledged and takes back nothing', () => {
     const body = refundable({ fries: refunded(0, 'rt-tax', 0.28) });
     expect(classify(message(body)).map((a) => a.kind)).toEqual(['checkout']);
-    expect(issuesOf(() => refund(body))).toEqual({ checks: 'the refund returns only tax or gratuity: no purchase amount to take back' });
+    expect(issuesOf(() => refund(body))).toEqual({ 'checks.0.selections': 'the refund returns only tax or gratuity: no purchase amount to take back' });
     expect(issuesOf(() => refund({ order: body, refundTransactionGuid: 'rt-tax' }))).toEqual({ 'order.checks': 'refund transaction rt-tax returns only tax or gratuity: no purchase amount to take back' });
   });
 
   it('every payment refunded in full: a full refund, whatever the lines say', () => {
     const body = refundable({ status: 'FULL', fries: refunded(4.5, 'rt-1', 0.28), burger: refunded(8, 'rt-2', 0.5) });
-    expect(refund(body)).toEqual({ orderId: 'order-r', refundId: 'full:order-r' });
-    expect(classify(message(body, { guid: 'evt-f' })).map((a) => a.key)).toEqual(['evt-f:checkout', 'evt-f:refund:full']);
+    expect(refund(body)).toEqual({ ...sale('order-r', 'chk-r'), refundId: 'full:order-r:chk-r', partCents: 1250 });
+    expect(classify(message(body, { guid: 'evt-f' })).map((a) => a.key)).toEqual(['evt-f:checkout:chk-r', 'evt-f:refund:full:chk-r']);
   });
 
   it('a voided order that was paid reverses in full; one voided before payment is ignored', () => {
-    const paid = order({ guid: 'order-v', voided: true, voidDate: '2026-11-21T11:00:00.000+0000', checks: [check({ voided: true, payments: [payment({ paymentStatus: 'VOIDED' })] })] });
-    expect(refund(paid)).toEqual({ orderId: 'order-v', refundId: 'void:order-v' });
-    expect(classify(message(paid, { guid: 'evt-v' }))).toEqual([{ kind: 'refund', key: 'evt-v:refund:void', payload: paid }]);
+    const paid = order({ guid: 'order-v', voided: true, voidDate: '2026-11-21T11:00:00.000+0000', checks: [check({ guid: 'chk-v', voided: true, payments: [payment({ paymentStatus: 'VOIDED' })] })] });
+    expect(refund(paid)).toEqual({ ...sale('order-v', 'chk-v'), refundId: 'void:order-v:chk-v', partCents: 1000 });
+    expect(classify(message(paid, { guid: 'evt-v' }))).toEqual([{ kind: 'refund', key: 'evt-v:refund:void:chk-v', payload: { order: paid, checkGuid: 'chk-v' } }]);
+    // One check voided after payment while the order stands: that check's sale alone is reversed.
+    const one = order({ checks: [check({ guid: 'chk-stays' }), check({ guid: 'chk-gone', voided: true })] });
+    expect(classify(message(one, { guid: 'evt-one' })).map((a) => a.key)).toEqual(['evt-one:checkout:chk-stays', 'evt-one:refund:void:chk-gone']);
     const unpaid = order({ guid: 'order-u', voided: true, paidDate: null, closedDate: null, checks: [check({ voided: true, paymentStatus: 'OPEN', payments: [] })] });
     expect(classify(message(unpaid, { guid: 'evt-u' }))).toEqual([{ kind: 'ignored', key: 'evt-u', reason: 'order order-u was voided before it was paid: nothing was accrued' }]);
   });
@@ -426,7 +445,7 @@ describe('refund', () => {
 describe('webhook classify', () => {
   it('an open order is acknowledged and ignored', () => {
     const body = order({ closedDate: null, checks: [check({ paymentStatus: 'OPEN', payments: [] })] });
-    expect(classify(message(body, { guid: 'evt-open' }))).toEqual([{ kind: 'ignored', key: 'evt-open', reason: 'order order-0001 is not paid yet (details.order.checks.0.paymentStatus is OPEN: the order is not paid yet)' }]);
+    expect(classify(message(body, { guid: 'evt-open' }))).toEqual([{ kind: 'ignored', key: 'evt-open', reason: 'order order-0001 is not paid yet (details.order.checks.0.paymentStatus is OPEN: the check is not paid yet)' }]);
   });
 
   it('a deleted order is ignored', () => {
@@ -475,7 +494,7 @@ describe('webhook classify', () => {
     const first = classify(message(body, { guid: 'evt-same' }));
     expect(classify(message(body, { guid: 'evt-same' }))).toEqual(first);
     const keys = (actions: WebhookAction[]) => actions.map((a) => a.key);
-    expect(keys(classify(message(body, { guid: 'evt-later' })))).toEqual(['evt-later:checkout', 'evt-later:refund:rt-1']);
+    expect(keys(classify(message(body, { guid: 'evt-later' })))).toEqual(['evt-later:checkout:chk-r', 'evt-later:refund:rt-1:chk-r']);
     // The refund itself keeps its identity across events: the core changes nothing the second time.
     expect(refund((classify(message(body, { guid: 'evt-later' }))[1] as { payload: unknown }).payload).refundId).toBe('rt-1');
   });

@@ -12,7 +12,7 @@ import type { PosListingApi, PosRequest } from '../../src/pos/contract.js';
 import { listPosChanges, type FoundItem, type ListingMerchant } from '../../src/backfill/index.js';
 import { BackfillNotPossibleError } from '../../src/backfill/listing.js';
 import { PosApiError } from '../../src/pos-api.js';
-import { deriveTransactionId } from '../../src/transaction-id.js';
+import { saleTransactionId } from '../../src/transaction-id.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { BACKFILL_POSES, sale, settingsFor } from '../support/backfill-pos.js';
 import { US } from '../support/pos-http.js';
@@ -55,8 +55,8 @@ describe.each(BACKFILL_POSES)('listPosChanges: $pos', (p) => {
     for (const f of sales) {
       expect(f).toMatchObject({ pos: p.pos, paid: true, intent: { orderId: f.orderId, check: { amount: 1599, currency: 'USD' } } });
       expect(f.refused).toBeUndefined();
-      const intent = f.intent as { orderId: string; scope?: string };
-      expect(f.transactionId).toBe(deriveTransactionId(p.pos, intent.orderId, intent.scope));
+      const intent = f.intent as { orderId: string; scope?: string; part?: string };
+      expect(f.transactionId).toBe(saleTransactionId(p.pos, intent));
       expect(Date.parse(f.updatedAt)).toBeGreaterThanOrEqual(T0);
     }
   });

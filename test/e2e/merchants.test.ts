@@ -319,9 +319,9 @@ for (const store of STORES) {
       const toA = await deliverToast('toast-restaurant-a', 'toast-evt-1', toastOrder('toast-order-1'));
       const toB = await deliverToast('toast-restaurant-b', 'toast-evt-1', toastOrder('toast-order-1'));
       expect([toA.status, toB.status]).toEqual([200, 200]);
-      expect(toA.body.results).toEqual([{ key: 'toast-evt-1:checkout', action: 'checkout', transactionId: 'toast:toast-order-1', status: 'accrued', merchantId: 'hooks-a' }]);
-      expect(toB.body.results).toEqual([{ key: 'toast-evt-1:checkout', action: 'checkout', transactionId: 'toast:toast-order-1', status: 'accrued', merchantId: 'hooks-b' }]);
-      for (const m of [a, b]) expect(m.sim.books().transactions['toast:toast-order-1']).toMatchObject({ accruals: 1, amount: 1500 });
+      expect(toA.body.results).toEqual([{ key: 'toast-evt-1:checkout:toast-order-1-check', action: 'checkout', transactionId: 'toast:toast-order-1:toast-order-1-check', status: 'accrued', merchantId: 'hooks-a' }]);
+      expect(toB.body.results).toEqual([{ key: 'toast-evt-1:checkout:toast-order-1-check', action: 'checkout', transactionId: 'toast:toast-order-1:toast-order-1-check', status: 'accrued', merchantId: 'hooks-b' }]);
+      for (const m of [a, b]) expect(m.sim.books().transactions['toast:toast-order-1:toast-order-1-check']).toMatchObject({ accruals: 1, amount: 1500 });
 
       // Loyverse: by the body's merchant_id; the customer fetched with the merchant's token.
       const lvA = await deliverLoyverse('lv-merchant-a', [loyverseSale('store-a', '1-1001')]);
@@ -643,12 +643,12 @@ for (const store of STORES) {
       const fallback = await pos('/v1/checkouts/toast', toastOrder('def-order-1', '020 7946 0019'), plain.posToken);
       expect(fallback.body).toMatchObject({ status: 'accrued' });
 
-      const detail = async (merchantId: string) => (await admin('get', `/v1/admin/transactions/toast:def-order-1?merchantId=${merchantId}&unmask=true`)).body;
+      const detail = async (merchantId: string) => (await admin('get', `/v1/admin/transactions/toast:def-order-1:def-order-1-check?merchantId=${merchantId}&unmask=true`)).body;
       expect(await detail('defaults-de')).toMatchObject({ check: { currency: 'EUR', amount: 1500 }, customer: { phone: '+493012345678' } });
       expect(await detail('default')).toMatchObject({ check: { currency: 'CAD' }, customer: { phone: '+442079460018' } });
       expect(await detail('defaults-none')).toMatchObject({ check: { currency: 'CAD' }, customer: { phone: '+442079460019' } });
       // What each merchant's loyalty account was sent.
-      const sent = (m: SimMerchant) => m.books().transactions['toast:def-order-1'];
+      const sent = (m: SimMerchant) => m.books().transactions['toast:def-order-1:def-order-1-check'];
       expect(sent(de.sim)).toMatchObject({ accruals: 1, amount: 1500 });
       expect(sent(plain.sim)).toMatchObject({ accruals: 1, amount: 1500 });
       expect(sent(h.sim.merchant('default'))).toMatchObject({ accruals: 1, amount: 1500 });

@@ -15,6 +15,7 @@ const SECRET = 'toast-e2e-signing-secret';
 const settings: PosSettings = { webhookSecret: SECRET, apiBaseUrl: '' };
 /** Signed times must be recent: Toast deliveries outside a 20-minute window are refused as replays. */
 const TIMESTAMP = String(Date.now());
+const context = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const fixture = (): any => JSON.parse(readFileSync(new URL('../fixtures/toast/order_get_example_docs.json', import.meta.url), 'utf8'));
 
 let h: Harness;
@@ -28,7 +29,9 @@ afterEach(async () => {
 
 // Toast's documented shapes (orders API v2 `Order`, webhook "Message data schema").
 const ORDER = 'e2e-order-1';
-const TX = `toast:${ORDER}`;
+/** Each check is a sale of its own: the order's guid and its check's. */
+const CHECK = 'e2e-check-1';
+const TX = `toast:${ORDER}:${CHECK}`;
 
 function order(o: { refund?: 'fries' | 'full'; voided?: boolean; open?: boolean } = {}) {
   const refundTx = (guid: string) => ({ guid, entityType: 'RefundTransaction' });
@@ -98,7 +101,7 @@ describe('Toast orders webhook', () => {
   it('a paid order accrues its exact amount once; the same delivery and later updates accrue nothing more', async () => {
     const res = await deliver(message('evt-1'));
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ pos: 'toast', results: [{ key: 'evt-1:checkout', action: 'checkout', transactionId: TX, status: 'accrued' }] });
+    expect(res.body).toEqual({ pos: 'toast', results: [{ key: 'evt-1:checkout:e2e-check-1', action: 'checkout', transactionId: TX, status: 'accrued' }] });
     expect(h.sim.books().transactions[TX]).toMatchObject({ accruals: 1, reversals: 0, amount: 2500 });
     expect((await h.bridge.store.get(TX))!.accrual.check).toEqual({
       amount: 2500,
@@ -116,10 +119,10 @@ describe('Toast orders webhook', () => {
 
     const again = await deliver(message('evt-1'));
     expect(again.status).toBe(200);
-    expect(again.body.results).toEqual([{ key: 'evt-1:checkout', action: 'checkout', duplicate: true }]);
+    expect(again.body.results).toEqual([{ key: 'evt-1:checkout:e2e-check-1', action: 'checkout', duplicate: true }]);
     const later = await deliver(message('evt-2'));
     expect(later.status).toBe(200);
-    expect(later.body.results).toEqual([{ key: 'evt-2:checkout', action: 'checkout', transactionId: TX, status: 'accrued', duplicate: true }]);
+    expect(later.body.results).toEqual([{ key: 'evt-2:checkout:e2e-check-1', action: 'checkout', transactionId: TX, status: 'accrued', duplicate: true }]);
     expect(h.sim.books().accrueRequests).toBe(1);
     expect(h.sim.books().doubleAccruals).toEqual([]);
   });
@@ -127,7 +130,7 @@ describe('Toast orders webhook', () => {
   it('an open order is acknowledged and nothing is recorded', async () => {
     const res = await deliver(message('evt-open', order({ open: true })));
     expect(res.status).toBe(200);
-    expect(res.body.results).toEqual([{ key: 'evt-open', action: 'ignored', reason: `order ${ORDER} is not paid yet (details.order.checks.0.paymentStatus is OPEN: the order is not paid yet)` }]);
+    expect(res.body.results).toEqual([{ key: 'evt-open', action: 'ignored', reason: `order ${ORDER} is not paid yet (details.order.checks.0.paymentStatus is OPEN: the check is not paid yet)` }]);
     expect(await h.bridge.store.get(TX)).toBeUndefined();
     expect(h.sim.books().accrueRequests).toBe(0);
   });
@@ -137,8 +140,8 @@ describe('Toast orders webhook', () => {
     const partial = await deliver(message('evt-2', order({ refund: 'fries' })));
     expect(partial.status).toBe(200);
     expect(partial.body.results).toEqual([
-      { key: 'evt-2:checkout', action: 'checkout', transactionId: TX, status: 'accrued', duplicate: true },
-      { key: 'evt-2:refund:rt-1', action: 'refund', transactionId: TX, status: 'reversed' },
+      { key: 'evt-2:checkout:e2e-check-1', action: 'checkout', transactionId: TX, status: 'accrued', duplicate: true },
+      { key: 'evt-2:refund:rt-1:e2e-check-1', action: 'refund', transactionId: TX, status: 'reversed' },
     ]);
     let books = h.sim.books();
     expect(books.transactions[TX]).toMatchObject({ accruals: 1, reversals: 1 });
@@ -149,14 +152,14 @@ describe('Toast orders webhook', () => {
     // Toast retries the same event, and later events still carry rt-1: nothing changes.
     await deliver(message('evt-2', order({ refund: 'fries' })));
     const later = await deliver(message('evt-3', order({ refund: 'fries' })));
-    expect(later.body.results[1]).toMatchObject({ key: 'evt-3:refund:rt-1', action: 'refund', duplicate: true });
+    expect(later.body.results[1]).toMatchObject({ key: 'evt-3:refund:rt-1:e2e-check-1', action: 'refund', duplicate: true });
     books = h.sim.books();
     expect(books.reverseRequests).toBe(1);
     expect(books.accrueRequests).toBe(2);
 
     const full = await deliver(message('evt-4', order({ refund: 'full' })));
     expect(full.status).toBe(200);
-    expect(full.body.results[1]).toEqual({ key: 'evt-4:refund:full', action: 'refund', transactionId: `${TX}~r1`, status: 'reversed' });
+    expect(full.body.results[1]).toEqual({ key: 'evt-4:refund:full:e2e-check-1', action: 'refund', transactionId: `${TX}~r1`, status: 'reversed' });
     books = h.sim.books();
     expect(books.transactions[`${TX}~r1`]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
     expect(books.reverseRequests).toBe(2);
@@ -173,10 +176,43 @@ describe('Toast orders webhook', () => {
     await deliver(message('evt-1'));
     const voided = await deliver(message('evt-void', order({ voided: true })));
     expect(voided.status).toBe(200);
-    expect(voided.body.results).toEqual([{ key: 'evt-void:refund:void', action: 'refund', transactionId: TX, status: 'reversed' }]);
+    expect(voided.body.results).toEqual([{ key: 'evt-void:refund:void:e2e-check-1', action: 'refund', transactionId: TX, status: 'reversed' }]);
     await deliver(message('evt-void', order({ voided: true })));
     expect(h.sim.books().transactions[TX]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
     expect(h.sim.books().reverseRequests).toBe(1);
+  });
+
+  it("an order an earlier build kept whole (toast:<order>) is that record's: its check accrues nothing more, and its void reverses it once", async () => {
+    // What a build before per-check sales recorded: the whole order under the order's guid.
+    const { part: _part, recordedAs: _recordedAs, ...whole } = toastAdapter.parseCheckout(order(), context);
+    expect((await h.bridge.core.intake.checkout('toast', whole)).record).toMatchObject({ transactionId: `toast:${ORDER}`, status: 'accrued' });
+    const again = await deliver(message('evt-after-upgrade'));
+    expect(again.body.results).toEqual([{ key: 'evt-after-upgrade:checkout:e2e-check-1', action: 'checkout', transactionId: `toast:${ORDER}`, status: 'accrued', duplicate: true }]);
+    expect(await h.bridge.store.get(TX)).toBeUndefined();
+    const voided = await deliver(message('evt-void-after', order({ voided: true })));
+    expect(voided.body.results).toEqual([{ key: 'evt-void-after:refund:void:e2e-check-1', action: 'refund', transactionId: `toast:${ORDER}`, status: 'reversed' }]);
+    expect(h.sim.books().transactions[`toast:${ORDER}`]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(h.sim.books().accrueRequests).toBe(1);
+  });
+
+  it("a check voided alone in an order an earlier build kept whole takes back that check's share, not the other check's", async () => {
+    const two = order();
+    const second = structuredClone(two.checks[0]!);
+    Object.assign(second, { guid: 'e2e-check-2', amount: 7, taxAmount: 0.44, totalAmount: 7.44, selections: [{ ...second.selections[0], guid: 'e2e-sel-3', item: { guid: 'item-tea' }, displayName: 'Tea', price: 7, tax: 0.44 }], payments: [{ ...second.payments[0], guid: 'e2e-pay-2', amount: 7.44, tipAmount: 0 }] });
+    two.checks.push(second);
+    // The whole order as one record, as builds before kept it: 25.00 + 7.00.
+    const first = toastAdapter.parseCheckout({ order: two, checkGuid: CHECK }, context);
+    const tea = toastAdapter.parseCheckout({ order: two, checkGuid: 'e2e-check-2' }, context);
+    const whole = { orderId: ORDER, customer: first.customer, check: { ...first.check, amount: first.check.amount + tea.check.amount, selections: [...first.check.selections, ...tea.check.selections] } };
+    expect((await h.bridge.core.intake.checkout('toast', whole)).record).toMatchObject({ transactionId: `toast:${ORDER}`, status: 'accrued' });
+    // The tea's check alone is voided: 7.00 of the 32.00 comes back; the rest stays accrued.
+    Object.assign(two.checks[1]!, { voided: true });
+    const res = await deliver(message('evt-tea-void', two));
+    expect(res.body.results).toEqual([
+      { key: `evt-tea-void:checkout:${CHECK}`, action: 'checkout', transactionId: `toast:${ORDER}`, status: 'accrued', duplicate: true },
+      expect.objectContaining({ key: 'evt-tea-void:refund:void:e2e-check-2', action: 'refund', transactionId: `toast:${ORDER}`, status: 'reversed' }),
+    ]);
+    expect(h.sim.books().transactions[`toast:${ORDER}~r1`]).toMatchObject({ accruals: 1, amount: 2500 });
   });
 
   it('a wrong or missing signature is refused with 401 and nothing is recorded', async () => {
@@ -225,7 +261,7 @@ describe('Toast orders webhook', () => {
     await h.restart(start(fixed));
     const replay = await admin('post', `/v1/admin/dead-letters/${id}/replay`);
     expect(replay.status).toBe(200);
-    expect(replay.body.results).toEqual([{ key: 'evt-id-only:checkout', action: 'checkout', transactionId: TX, status: 'accrued' }]);
+    expect(replay.body.results).toEqual([{ key: 'evt-id-only:checkout:e2e-check-1', action: 'checkout', transactionId: TX, status: 'accrued' }]);
     expect(replay.body.deadLetter.resolvedAt).toEqual(expect.any(String));
     expect(h.sim.books().transactions[TX]).toMatchObject({ accruals: 1, amount: 2500 });
   });
@@ -234,18 +270,20 @@ describe('Toast orders webhook', () => {
 describe('POST /v1/checkouts/toast and /v1/refunds/toast with bare Toast orders', () => {
   it('the documented example order accrues 1.00 and its full refund reverses it once', async () => {
     const guid = '017fdd94-4a30-4657-9475-b1a684758531';
+    const check = '9f42438a-a375-4983-9f80-c0dae5c33196';
+    const tx = `toast:${guid}:${check}`;
     const res = await post('/v1/checkouts/toast', fixture());
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ transactionId: `toast:${guid}`, status: 'accrued' });
-    expect(h.sim.books().transactions[`toast:${guid}`]).toMatchObject({ accruals: 1, amount: 100 });
+    expect(res.body).toMatchObject({ transactionId: tx, status: 'accrued' });
+    expect(h.sim.books().transactions[tx]).toMatchObject({ accruals: 1, amount: 100 });
 
     const refunded = fixture();
     Object.assign(refunded.checks[0].payments[0], { refundStatus: 'FULL', refund: { refundAmount: 1.06, tipRefundAmount: 0, refundDate: '2019-02-26T09:00:00.000+0000' } });
     const reversal = await post('/v1/refunds/toast', { order: refunded });
     expect(reversal.status).toBe(200);
-    expect(reversal.body).toMatchObject({ transactionId: `toast:${guid}`, status: 'reversed', refundId: `full:${guid}` });
+    expect(reversal.body).toMatchObject({ transactionId: tx, status: 'reversed', refundId: `full:${guid}:${check}` });
     expect((await post('/v1/refunds/toast', refunded)).body).toMatchObject({ status: 'reversed', repeat: true });
-    expect(h.sim.books().transactions[`toast:${guid}`]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
+    expect(h.sim.books().transactions[tx]).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
   });
 
   it('a partial refund is posted as { order, refundTransactionGuid }', async () => {
@@ -259,6 +297,6 @@ describe('POST /v1/checkouts/toast and /v1/refunds/toast with bare Toast orders'
   it('an order that is not paid yet is a 400 naming the field', async () => {
     const res = await post('/v1/checkouts/toast', order({ open: true }));
     expect(res.status).toBe(400);
-    expect(res.body.error.issues).toEqual([{ field: 'checks.0.paymentStatus', message: 'is OPEN: the order is not paid yet' }]);
+    expect(res.body.error.issues).toEqual([{ field: 'checks.0.paymentStatus', message: 'is OPEN: the check is not paid yet' }]);
   });
 });

@@ -43,10 +43,12 @@ describe('fake Toast API', () => {
     const refunded = (await toast(`/orders/v2/orders/${order.guid}`)).body;
     expect(refunded.checks[0].selections[0].refundDetails).toEqual({ refundAmount: 4.33, taxRefundAmount: 0.23, refundTransaction: { guid: refundTransactionGuid, entityType: 'RefundTransaction' } });
     expect(refunded.checks[0].payments[0]).toMatchObject({ refundStatus: 'PARTIAL', refund: { refundAmount: 4.56 } });
-    expect(toastAdapter.parseRefund(refunded, US)).toEqual({ orderId: order.guid, refundId: refundTransactionGuid, amountCents: 433 });
+    // The check's sale: its own transactionId (the order's and the check's guids), the whole order's id of builds before beside it.
+    const sale = { orderId: order.guid, part: refunded.checks[0].guid, recordedAs: [`toast:${order.guid}`] };
+    expect(toastAdapter.parseRefund(refunded, US)).toEqual({ ...sale, refundId: refundTransactionGuid, amountCents: 433 });
     // A second transaction on the other selection: each is told apart by its GUID; together they are everything.
     const second = sim.pos.toast.addRefund(RESTAURANT, { orderId: order.guid, lines: [{ line: 1 }] });
-    expect(toastAdapter.parseRefund(second, US)).toEqual({ orderId: order.guid, refundId: second.refundTransactionGuid, amountCents: 299, items: [{ id: expect.any(String), quantity: 1, totalCents: 299 }] });
+    expect(toastAdapter.parseRefund(second, US)).toEqual({ ...sale, refundId: second.refundTransactionGuid, amountCents: 299, items: [{ id: expect.any(String), quantity: 1, totalCents: 299 }] });
     expect(() => sim.pos.toast.addRefund(RESTAURANT, { orderId: order.guid, lines: [{ line: 0, quantity: 1 }] })).toThrow(/one refundDetails per selection/);
   });
 
