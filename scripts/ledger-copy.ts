@@ -6,7 +6,8 @@
  * hashes), every record exactly as it is (version, status, attempts, history, merchant) with its
  * operation claims, and the dead letters. Merchants and records PostgreSQL already holds at the same
  * or a newer version are skipped, so running it again after an interruption resumes where it
- * stopped. Webhook dedupe events are not copied (see WEBHOOK_NOTE).
+ * stopped. Deliveries bound to their accounts (docs/security.md) are copied; webhook dedupe events
+ * are not (see WEBHOOK_NOTE).
  *
  * The file ledger must not be in use: its lock keeps a running bridge and this copy apart ("stop the
  * bridge first"). The PostgreSQL ledger may be in use; its migrations are applied first if needed.
@@ -33,7 +34,8 @@ export const SECRETS_NOTE =
 
 export const WEBHOOK_NOTE =
   'webhook dedupe events are not copied: the file ledger keeps only hashes of them, they matter for a few days, ' +
-  'and a redelivered event is harmless (checkouts and refunds are idempotent by transactionId/refundId)';
+  "and a merchant's own redelivered event is harmless (checkouts and refunds are idempotent by transactionId/refundId); " +
+  'the deliveries bound to their accounts, which keep a copy naming another merchant a duplicate, are copied';
 
 /** Records read from the file ledger per page (one `list()` each); written in transactions of 500. */
 const PAGE = 1000;
@@ -75,6 +77,8 @@ export interface CopyResult {
   audit: CopyCounts;
   /** Backfill states: one per merchant and POS account. */
   backfill: CopyCounts;
+  /** Deliveries bound to the account they were first taken for (a copy naming another is a duplicate). */
+  bindings: CopyCounts;
   /** The count check: PostgreSQL holds everything the file ledger holds (merchants and records at the file's version or newer). */
   ok: boolean;
   migrationsApplied: number[];
@@ -268,6 +272,20 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
     backfill.inPostgres = backfill.imported + backfill.skipped;
     if (backfill.inFile) log(`backfill watermarks: ${fmt(backfill.imported)} imported, ${fmt(backfill.skipped)} skipped (as far along in PostgreSQL already)`);
 
+    // Deliveries bound to the account they were first taken for (docs/security.md): a copy of one
+    // must stay a duplicate for every other merchant after the move, so every binding goes along.
+    // Insert-once on both sides: one PostgreSQL holds already (a re-run) answers its own account.
+    const bindings = { inFile: 0, imported: 0, skipped: 0, inPostgres: 0 };
+    for (const binding of file.deliveryBindings()) {
+      bindings.inFile++;
+      const held = await pg.bindDelivery(binding.pos, binding.key, binding.account);
+      if (held === binding.account) bindings.imported++;
+      else bindings.skipped++;
+    }
+    // One held for another account is a conflict the count check reports, never overwritten.
+    bindings.inPostgres = bindings.imported;
+    if (bindings.inFile) log(`delivery bindings: ${fmt(bindings.imported)} copied${bindings.skipped ? `, ${fmt(bindings.skipped)} held by PostgreSQL for another account already` : ''}`);
+
     // The count check: of the file ledger's ids, how many PostgreSQL holds (records: at the file's
     // version or newer).
     const ids = [...versions.keys()];
@@ -296,17 +314,19 @@ export async function copyLedger(options: CopyOptions): Promise<CopyResult> {
           )
         ).rows[0]!.n
       : 0;
-    const ok = merchants.inFile === merchants.inPostgres && records.inFile === records.inPostgres && deadLetters.inFile === deadLetters.inPostgres && audit.inFile === audit.inPostgres;
+    const ok =
+      merchants.inFile === merchants.inPostgres && records.inFile === records.inPostgres && deadLetters.inFile === deadLetters.inPostgres && audit.inFile === audit.inPostgres && bindings.inFile === bindings.inPostgres;
     const stale = present - records.inPostgres;
     log(
       `count check: merchants: file ledger ${fmt(merchants.inFile)}, PostgreSQL ${fmt(merchants.inPostgres)}; ` +
         `records: file ledger ${fmt(records.inFile)}, PostgreSQL ${fmt(records.inPostgres)}` +
         `${stale ? ` (and ${fmt(stale)} at an older version than the file's)` : ''}; ` +
-        `dead letters: file ledger ${fmt(deadLetters.inFile)}, PostgreSQL ${fmt(deadLetters.inPostgres)}: ${ok ? 'OK' : 'THEY DIFFER'}`,
+        `dead letters: file ledger ${fmt(deadLetters.inFile)}, PostgreSQL ${fmt(deadLetters.inPostgres)}` +
+        `${bindings.inFile ? `; delivery bindings: file ledger ${fmt(bindings.inFile)}, PostgreSQL ${fmt(bindings.inPostgres)}` : ''}: ${ok ? 'OK' : 'THEY DIFFER'}`,
     );
     const seconds = (performance.now() - started) / 1000;
     log(`${ok ? 'copied' : 'copy incomplete'} in ${seconds.toFixed(1)} s (${fmt(seconds > 0 ? total / seconds : total)} records/s)`);
-    return { merchants, records, deadLetters, audit, backfill, ok, migrationsApplied, seconds };
+    return { merchants, records, deadLetters, audit, backfill, bindings, ok, migrationsApplied, seconds };
   } finally {
     await file.close().catch(() => undefined);
     await pg.close().catch(() => undefined);

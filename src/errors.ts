@@ -65,6 +65,13 @@ export class ConflictError extends BridgeError {
   }
 }
 
+/** 503: the ledger cannot be reached right now (the request's work stopped where it met that). */
+export class LedgerUnreachableError extends BridgeError {
+  constructor() {
+    super('the ledger cannot be reached right now (its database connection failed): try again in a moment; what was recorded before stays recorded', 503, 'ledger_unavailable');
+  }
+}
+
 export class PayloadTooLargeError extends BridgeError {
   constructor(limitBytes: number) {
     super(`request body is larger than ${limitBytes} bytes`, 413, 'payload_too_large', { limitBytes });

@@ -17,6 +17,7 @@
  * - `previewBulk` says what a request would do (how many, whose, in which statuses, how much, and
  *   which would be refused and why), doing nothing: what the console shows before it asks.
  */
+import { createHash } from 'node:crypto';
 import { BridgeError, ConflictError, echoed, ValidationError } from '../errors.js';
 import { keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
@@ -57,8 +58,10 @@ export type BulkRequest = {
   global: boolean;
   /** The number of records the request names, as the person saw it: required with a filter (`CountMismatchError` otherwise). */
   expectCount?: number;
-  /** A reverse over a filter spanning several merchants: exactly those merchants, picked by the person. */
+  /** A reverse over a filter spanning several merchants: exactly those merchants, picked by the person. Given with any request, its records must be exactly those merchants'. */
   merchants?: readonly string[];
+  /** The preview's `digest` of the records it names: another set of records now (even of the same count) is refused. */
+  expectDigest?: string;
 } & ({ action: Exclude<BulkAction, 'resolve'> } | { action: 'resolve'; outcome: ResolveInput['outcome'] }) &
   ({ ids: readonly string[] } | { filter: BulkFilter });
 
@@ -79,9 +82,23 @@ export class CountMismatchError extends BridgeError {
   }
 }
 
+/** 409: the records the request names now are not the ones the preview showed (`expectDigest`); nothing was done. */
+export class RecordsChangedError extends BridgeError {
+  constructor(matched: number, digest: string) {
+    super(`the ${matched} records the request names now are not the ones previewed (some came and others went): nothing was done; preview again`, 409, 'records_changed', { matched, digest });
+  }
+}
+
+/** Which records a request names, as one short text: equal for the same records, whatever their order. */
+function digestOf(targets: readonly Target[]): string {
+  return createHash('sha256').update([...targets.map((t) => t.key)].sort().join('\n')).digest('base64url').slice(0, 22);
+}
+
 /** What a bulk request would do, doing nothing (`previewBulk`). */
 export interface BulkPreview {
   matched: number;
+  /** Which records they are, as a short text: sent back as the action's `expectDigest`, it refuses any other set. */
+  digest: string;
   /** How many of them the action would be taken on (the others are in `refused`). */
   acted: number;
   byMerchant: { merchantId: string; count: number }[];
@@ -111,6 +128,7 @@ interface Target {
   /** As the answer names it. */
   id: string;
   key: string;
+  merchantId: string;
   /** The record as the filter found it (ids: read when a preview needs it). */
   record?: LedgerRecord;
 }
@@ -119,12 +137,15 @@ interface Target {
 async function targetsOf(request: BulkRequest, store: BulkDeps['store']): Promise<Target[]> {
   const targets = 'ids' in request ? named(request.ids, request) : await matching(request.filter, request, store);
   if (('filter' in request || request.expectCount !== undefined) && request.expectCount !== targets.length) throw new CountMismatchError(targets.length, request.expectCount);
-  if (request.action === 'reverse' && 'filter' in request) {
-    const spanned = [...new Set(targets.map((t) => merchantOf(t.record!)))].sort();
-    const picked = [...new Set(request.merchants ?? [])].sort();
-    if (spanned.length > 1 && spanned.join('\u0000') !== picked.join('\u0000')) {
-      throw new ConflictError(`a reverse over a filter matching the records of ${spanned.length} merchants (${spanned.join(', ')}) names them in merchants, exactly: nothing was done`, { merchants: spanned });
-    }
+  if (request.expectDigest !== undefined && request.expectDigest !== digestOf(targets)) throw new RecordsChangedError(targets.length, digestOf(targets));
+  // Whose records they are: a reverse over a filter across merchants names them, and merchants named
+  // are held to, whatever the action (naming one merchant's never acts on another's).
+  const spanned = [...new Set(targets.map((t) => t.merchantId))].sort();
+  const picked = request.merchants === undefined ? undefined : [...new Set(request.merchants)].sort();
+  const mustName = request.action === 'reverse' && 'filter' in request && spanned.length > 1;
+  if ((mustName || picked !== undefined) && spanned.join('\u0000') !== (picked ?? []).join('\u0000')) {
+    const what = mustName ? `a reverse over a filter matching the records of ${spanned.length} merchants (${spanned.join(', ')}) names them in merchants, exactly` : `the records are of ${spanned.join(', ') || 'no merchant'}, not of the merchants named (${picked!.join(', ')})`;
+    throw new ConflictError(`${what}: nothing was done`, { merchants: spanned });
   }
   return targets;
 }
@@ -160,6 +181,7 @@ export async function previewBulk(request: BulkRequest, deps: { actions: Pick<Op
   const sorted = <K extends string>(m: Map<K, number>) => [...m].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return {
     matched: targets.length,
+    digest: digestOf(targets),
     acted: targets.length - refused.length,
     byMerchant: sorted(byMerchant).map(([merchantId, count]) => ({ merchantId, count })),
     byStatus: sorted(byStatus).map(([status, count]) => ({ status, count })),
@@ -197,7 +219,7 @@ function named(ids: readonly string[], request: BulkRequest): Target[] {
   const targets = ids.map((id) => {
     const slash = id.indexOf('/');
     const [merchantId, transactionId] = slash > 0 && request.global ? [id.slice(0, slash), id.slice(slash + 1)] : [merchant, id];
-    return { id, key: ledgerKey(merchantId, transactionId) };
+    return { id, key: ledgerKey(merchantId, transactionId), merchantId };
   });
   // A record named twice (the same id, or `default/<id>` beside `<id>`) is acted on once: a
   // second reverse or retry of one record in one request is never what an operator meant.
@@ -210,7 +232,7 @@ async function matching(filter: BulkFilter, request: BulkRequest, store: BulkDep
   if (found.total > BULK_MAX) throw ValidationError.field('filter', `matches ${found.total} records; a bulk action takes at most ${BULK_MAX}: narrow it (merchantId, pos, from, to) and repeat`);
   return found.items.map((r) => {
     const key = keyOf(r);
-    return { id: request.global && merchantOf(r) !== DEFAULT_MERCHANT ? key : r.transactionId, key, record: r };
+    return { id: request.global && merchantOf(r) !== DEFAULT_MERCHANT ? key : r.transactionId, key, merchantId: merchantOf(r), record: r };
   });
 }
 

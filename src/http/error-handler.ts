@@ -9,8 +9,9 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import { BridgeError, echoed, NotFoundError, OverloadedError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../errors.js';
+import { BridgeError, echoed, LedgerUnreachableError, NotFoundError, OverloadedError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { isLedgerUnreachable } from '../ledger/pg-store.js';
 
 /** Enough of a path to recognise it; a URL can be kilobytes of the caller's choosing. */
 const MAX_PATH_ECHO = 100;
@@ -34,8 +35,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (known.status < 500 || error instanceof OverloadedError) res.locals.refusal = { code: known.code, message: known.message, ...refusalReason(known, error) };
     if (res.headersSent) return;
     if (error instanceof OverloadedError) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+    if (known instanceof LedgerUnreachableError) res.setHeader('Retry-After', '1');
     res.status(known.status).json({
-      error: { code: known.code, message: known.status >= 500 && !(error instanceof BridgeError) ? 'internal error' : known.message, ...(known.details ?? {}) },
+      error: { code: known.code, message: known.status >= 500 && !(error instanceof BridgeError) && !(known instanceof LedgerUnreachableError) ? 'internal error' : known.message, ...(known.details ?? {}) },
       requestId: req.id,
     });
   };
@@ -75,6 +77,9 @@ export function toBridgeError(error: unknown, req: Request): BridgeError {
     case 'request.size.invalid':
       return new BridgeError('the body is not as long as its Content-Length says', 400, 'invalid_body');
   }
+  // The ledger out of reach (a PostgreSQL failover, a connection cut): nothing more was done, and
+  // asking again soon is what the client should do; a POS's retry of a recorded checkout is a repeat.
+  if (isLedgerUnreachable(error)) return new LedgerUnreachableError();
   const status = clientErrorStatus(e);
   if (status === undefined) return new BridgeError('internal error', 500, 'internal');
   // The router could not decodeURIComponent a path parameter (a % not followed by two hex digits

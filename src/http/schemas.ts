@@ -396,6 +396,7 @@ export type BulkRefusal = z.infer<typeof BulkRefusal>;
 export const BulkPreview = z
   .object({
     matched: z.number().int().meta({ description: 'The records the request names now: the action\'s expectCount.' }),
+    digest: z.string().meta({ description: "Which records they are: the action's expectDigest, which refuses any other set." }),
     acted: z.number().int().meta({ description: 'How many of them the action would be taken on.' }),
     byMerchant: z.array(z.object({ merchantId: z.string(), count: z.number().int() })),
     byStatus: z.array(z.object({ status: z.enum(LEDGER_STATUSES), count: z.number().int() })),

@@ -646,6 +646,11 @@ export class LedgerIndex {
     return row && { account: row.account as string, location: locationOf(row) };
   }
 
+  /** Up to `limit` bindings after `after` in key order. */
+  bindingsAfter(after: string, limit: number): { bkey: string; account: string }[] {
+    return this.#prepare('SELECT bkey, account FROM delivery_bindings WHERE bkey > ? ORDER BY bkey LIMIT ?').all(after, limit) as { bkey: string; account: string }[];
+  }
+
   /** Keeps a delivery's binding line (a new one, or its copy by compaction: then only where it lies changes). */
   putBinding(bkey: string, account: string, location: Location): void {
     const previous = this.binding(bkey);

@@ -80,6 +80,7 @@ import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, LEDGER_STATUSES
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from '../state/attention.js';
 import {
+  derivedKey,
   deadLetterDueAtMs,
   pageOf,
   PREFIX_MATCH_CAP,
@@ -259,6 +260,11 @@ export class FileLedgerStore implements LedgerStore {
 
   static fromUrl(url: string, options: { lockWaitMs?: number } = {}): FileLedgerStore {
     return new FileLedgerStore(url.replace(/^file:(\/\/)?/, ''), options);
+  }
+
+  keyFor(purpose: string): Buffer {
+    if (!this.#searchKey) throw new Error('the file ledger is not open');
+    return derivedKey(this.#searchKey, purpose);
   }
 
   get #idx(): LedgerIndex {
@@ -588,15 +594,32 @@ export class FileLedgerStore implements LedgerStore {
     return this.#idx.webhookEvent(webhookKey(pos, key)) !== undefined;
   }
 
-  /** One `b` line, never purged (unlike webhook events): insert-once is this process's index (one process holds the ledger). */
+  /**
+   * One `b` line, never purged (unlike webhook events): insert-once is this process's index (one
+   * process holds the ledger). Kept as given, not hashed again (the key is a digest already): so
+   * `npm run ledger:copy` can carry every binding to PostgreSQL (`deliveryBindings`).
+   */
   async bindDelivery(pos: string, key: string, account: string): Promise<string> {
-    const hashed = webhookKey(pos, key);
-    const bound = this.#idx.binding(hashed);
+    const bkey = bindingKey(pos, key);
+    const bound = this.#idx.binding(bkey);
     if (bound) return bound.account;
-    const location = this.#journal.append({ k: 'b', key: hashed, a: account } satisfies LineHeader, '0');
-    this.#indexing(location, (index) => index.putBinding(hashed, account, location));
+    const location = this.#journal.append({ k: 'b', key: bkey, a: account } satisfies LineHeader, '0');
+    this.#indexing(location, (index) => index.putBinding(bkey, account, location));
     this.#afterAppend();
     return account;
+  }
+
+  /** Every delivery binding, in key order, a page at a time (`npm run ledger:copy`). */
+  *deliveryBindings(pageSize = 1000): Iterable<{ pos: string; key: string; account: string }> {
+    for (let after = ''; ; ) {
+      const page = this.#idx.bindingsAfter(after, pageSize);
+      for (const row of page) {
+        const [pos, key] = row.bkey.split('\u0000') as [string, string];
+        yield { pos, key, account: row.account };
+      }
+      if (page.length < pageSize) return;
+      after = page.at(-1)!.bkey;
+    }
   }
 
   saveMerchant(merchant: StoredMerchant): Promise<StoredMerchant> {
@@ -1348,6 +1371,11 @@ function segmentName(n: number): string {
 }
 
 /** Webhook dedupe keys are kept as short hashes: they are only ever compared. */
+/** A binding's key in the index: its POS and the delivery's digest (POS names hold no NUL). */
+function bindingKey(pos: string, key: string): string {
+  return `${pos}\u0000${key}`;
+}
+
 function webhookKey(pos: string, key: string): string {
   return createHash('sha256').update(`${pos}\u0000${key}`).digest('base64url').slice(0, 22);
 }

@@ -5,6 +5,7 @@
  * hands the same maps to a new instance. Records are copied in and out, as a store on disk would,
  * so a caller that changes a record it was given changes nothing stored.
  */
+import { randomBytes } from 'node:crypto';
 import { VersionConflictError } from '../errors.js';
 import { mutant } from '../mutants.js';
 import { takeTurns } from './due-turns.js';
@@ -15,6 +16,7 @@ import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, ledgerKey, merc
 import type { StoredMerchant } from '../merchants/merchant.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from '../state/attention.js';
 import {
+  derivedKey,
   attentionOrder,
   auditMatches,
   attentionCountsOf,
@@ -85,6 +87,12 @@ export class MemoryLedgerStore implements LedgerStore {
   }
 
   #open = false;
+  /** The memory ledger's own secret: it lives as long as the store, as every key derived from it does. */
+  readonly #secret = randomBytes(32).toString('base64url');
+
+  keyFor(purpose: string): Buffer {
+    return derivedKey(this.#secret, purpose);
+  }
 
   async init(): Promise<void> {
     this.#open = true;

@@ -17,6 +17,7 @@ import { claimedOperationIds, isOpen, keyOf, merchantOf, transactionIdOf, type L
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput, type AttentionKind } from '../state/attention.js';
 import { CUSTOMER_SEARCH_KEY, customerHash, customerHashesOf } from '../state/customer-index.js';
 import {
+  derivedKey,
   attentionCountsOf,
   backfillKey,
   CUSTOMER_SEARCH_DEPTH,
@@ -66,6 +67,22 @@ export interface PgConnection {
 }
 
 /** Splits our own `schema` parameter off a postgres:// URL; pg keeps the rest. */
+/**
+ * Whether an error is PostgreSQL out of reach (a connection cut, refused, timed out, a server
+ * shutting down or not taking connections yet), not a statement it refused: what a request that
+ * met it answers with a 503 to try again (error-handler.ts), never a 500. SQLSTATE class 08
+ * (connection exception), 57P01–57P03 (shut down, crashed, cannot connect now), 53300 (too many
+ * connections); the socket's own errors; and pg's and pg-pool's messages for a cut or a timeout.
+ */
+export function isLedgerUnreachable(error: unknown): boolean {
+  const e = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (/^08/.test(code) || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)) return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return /^Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated due to connection timeout/.test(message);
+}
+
 /** How long one new connection to PostgreSQL may take before the attempt fails. */
 export const PG_CONNECT_TIMEOUT_MS = 5000;
 
@@ -372,6 +389,10 @@ export class PostgresLedgerStore implements LedgerStore {
   get #key(): string {
     if (!this.#searchKey) throw new Error('the PostgreSQL ledger is used before init()');
     return this.#searchKey;
+  }
+
+  keyFor(purpose: string): Buffer {
+    return derivedKey(this.#key, purpose);
   }
 
   /** The migrations the last `init` applied (none: the schema was up to date). */

@@ -6,6 +6,7 @@
  * record at most; an accrual key (`accrualKeys`: one customer and amount with an accrual
  * unsettled) is held by one record at most. Every store passes `test/ledger/store-contract.ts`.
  */
+import { createHmac } from 'node:crypto';
 import type { Lease } from '../lease.js';
 import { ValidationError, type FieldIssue } from '../errors.js';
 import type { StoredMerchant } from '../merchants/merchant.js';
@@ -456,6 +457,17 @@ export interface StoreLifecycle {
    * while the call went out. Absent where every write is durable when it returns (PostgreSQL commits).
    */
   durable?(): Promise<void>;
+  /**
+   * A key for `purpose` derived from the ledger's own secret (made once with the ledger: the
+   * customer search key), so every instance on one ledger derives the same one and no other ledger
+   * does: what signs the list cursors the bridge hands out. Only after `init`.
+   */
+  keyFor(purpose: string): Buffer;
+}
+
+/** A key for `purpose` from a ledger's secret: HMAC-SHA256, so keys for different purposes say nothing of each other or of the secret. */
+export function derivedKey(secret: string, purpose: string): Buffer {
+  return createHmac('sha256', secret).update(`loyalty-bridge/${purpose}`).digest();
 }
 
 /** The records: the transactions the bridge delivers, their claims (operation ids, accrual keys) and the indexes that find them. */

@@ -290,5 +290,28 @@ describe('safe bulk (contract v1.5): one request never reaches further than the 
     expect((await store.get('generic:F-1'))!.status).toBe('failed');
     expect((await store.listAudit({ offset: 0, limit: 1 })).total).toBe(0);
   });
-});
 
+  it("the preview's digest refuses another set of records of the same count: one refunded, one new, nothing done", async () => {
+    const { core, store } = coreWith();
+    await put(store, 'generic:F-1', { accrual: 'failed', at: 0 });
+    await put(store, 'generic:F-2', { accrual: 'failed', at: 1 });
+    const preview = await core.operator.previewBulk(retry({ filter: { status: ['failed'] } }));
+    expect(preview).toMatchObject({ matched: 2, digest: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/) });
+    // Between the look and the click: F-1 settled elsewhere, F-3 failed. Still two.
+    await store.update({ ...(await store.get('generic:F-1'))!, version: 2, status: 'accrued', accrual: { ...(await store.get('generic:F-1'))!.accrual, state: 'accrued' } });
+    await put(store, 'generic:F-3', { accrual: 'failed', at: 2 });
+    await expect(core.operator.bulk(retry({ filter: { status: ['failed'] }, expectCount: 2, expectDigest: preview.digest } as never))).rejects.toMatchObject({ status: 409, code: 'records_changed' });
+    expect((await store.get('generic:F-3'))!.status).toBe('failed');
+    const now = await core.operator.previewBulk(retry({ filter: { status: ['failed'] } }));
+    expect((await core.operator.bulk(retry({ filter: { status: ['failed'] }, expectCount: now.matched, expectDigest: now.digest } as never))).done.sort()).toEqual(['generic:F-2', 'generic:F-3']);
+  });
+
+  it('merchants named are held to whatever the action: naming another merchant never acts on the records matched', async () => {
+    const { core, store } = coreWith();
+    await put(store, 'generic:A-1', { accrual: 'accrued', operationIds: [1] });
+    const reverse: BulkRequest = { action: 'reverse', act: ALICE, global: true, filter: { status: ['accrued'] }, expectCount: 1, merchants: ['bakery'] };
+    await expect(core.operator.bulk(reverse)).rejects.toMatchObject({ status: 409, message: expect.stringContaining('not of the merchants named (bakery)') });
+    expect((await store.get('generic:A-1'))!.status).toBe('accrued');
+    expect((await core.operator.bulk({ ...reverse, merchants: ['default'] })).done).toEqual(['generic:A-1']);
+  });
+});

@@ -59,6 +59,10 @@ for (const store of STORES) {
         cursorOf(['2026-01-01T00:00:00.000Z', 7]),
         'not base64 at all!',
         'A'.repeat(601),
+        // Well formed, but never given by this bridge: unsigned, signed by no key of this ledger, a year PostgreSQL cannot hold.
+        cursorOf(['2026-01-01T00:00:00.000Z', 'ann@example.com +15550001111']),
+        `${cursorOf(['2026-01-01T00:00:00.000Z', 'generic:C-1'])}.${'A'.repeat(22)}`,
+        `${cursorOf(['0000-01-01T00:00:00.000Z', 'generic:C-3'])}.${'B'.repeat(22)}`,
       ];
       for (const cursor of forged) {
         const res = await admin('get', `/v1/admin/transactions?cursor=${encodeURIComponent(cursor)}`);
@@ -68,11 +72,18 @@ for (const store of STORES) {
       const log = logLines.join('\n');
       expect(log).not.toMatch(/ann@example\.com|15550001111/);
       expect(log).not.toMatch(/"level":50/);
-      // The cursor the bridge gives still pages.
+      // The cursor the bridge gives still pages; altered by one character it is refused.
       const first = await admin('get', '/v1/admin/transactions?limit=2');
       expect(first.body.nextCursor).toEqual(expect.any(String));
       const next = await admin('get', `/v1/admin/transactions?limit=2&cursor=${first.body.nextCursor}`);
       expect([next.status, next.body.items.length]).toEqual([200, 1]);
+      const cursor = first.body.nextCursor as string;
+      const altered = `${cursor.slice(0, -1)}${cursor.endsWith('A') ? 'B' : 'A'}`;
+      expect((await admin('get', `/v1/admin/transactions?limit=2&cursor=${altered}`)).body.error.code).toBe('invalid_cursor');
+      // Another instance on the same ledger (here: the bridge started again) takes it: the key is the ledger's.
+      await h.restart();
+      const again = await admin('get', `/v1/admin/transactions?limit=2&cursor=${cursor}`);
+      expect([again.status, again.body.items.length]).toEqual([200, 1]);
     });
 
     it('/readyz without the admin token says ready or not and nothing else; with it, which part and why', async () => {

@@ -110,17 +110,17 @@ for (const store of STORES) {
       const raw = toastMessage('evt-bind-1', toastOrder('order-bind-1'));
       const first = await deliverToast(raw, 'restaurant-m-a');
       expect(first.status).toBe(200);
-      expect(first.body.results).toEqual([{ key: 'evt-bind-1:checkout', action: 'checkout', transactionId: 'toast:order-bind-1', status: 'accrued', merchantId: 'm-a' }]);
+      expect(first.body.results).toEqual([{ key: 'evt-bind-1:checkout:order-bind-1-check', action: 'checkout', transactionId: 'toast:order-bind-1:order-bind-1-check', status: 'accrued', merchantId: 'm-a' }]);
       for (const other of ['restaurant-m-b', 'restaurant-m-c']) {
         const copy = await deliverToast(raw, other);
         expect(copy.status).toBe(200);
-        expect(copy.body.results).toEqual([{ key: 'evt-bind-1:checkout', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
+        expect(copy.body.results).toEqual([{ key: 'evt-bind-1:checkout:order-bind-1-check', action: 'checkout', duplicate: true, reason: TAKEN_ELSEWHERE }]);
       }
       // The first restaurant's own redelivery is its duplicate as ever.
-      expect((await deliverToast(raw, 'restaurant-m-a')).body.results).toEqual([{ key: 'evt-bind-1:checkout', action: 'checkout', duplicate: true, merchantId: 'm-a' }]);
-      expect([accruals('m-a', 'toast:order-bind-1'), accruals('m-b', 'toast:order-bind-1'), accruals('m-c', 'toast:order-bind-1')]).toEqual([1, 0, 0]);
-      expect(await h.bridge.store.get(ledgerKey('m-b', 'toast:order-bind-1'))).toBeUndefined();
-      expect(await h.bridge.store.get(ledgerKey('m-c', 'toast:order-bind-1'))).toBeUndefined();
+      expect((await deliverToast(raw, 'restaurant-m-a')).body.results).toEqual([{ key: 'evt-bind-1:checkout:order-bind-1-check', action: 'checkout', duplicate: true, merchantId: 'm-a' }]);
+      expect([accruals('m-a', 'toast:order-bind-1:order-bind-1-check'), accruals('m-b', 'toast:order-bind-1:order-bind-1-check'), accruals('m-c', 'toast:order-bind-1:order-bind-1-check')]).toEqual([1, 0, 0]);
+      expect(await h.bridge.store.get(ledgerKey('m-b', 'toast:order-bind-1:order-bind-1-check'))).toBeUndefined();
+      expect(await h.bridge.store.get(ledgerKey('m-c', 'toast:order-bind-1:order-bind-1-check'))).toBeUndefined();
       expect((await admin('get', '/v1/admin/dead-letters?merchantId=m-b')).body.total).toBe(0);
     });
 
@@ -131,8 +131,8 @@ for (const store of STORES) {
       expect(res.body.error).toMatchObject({ code: 'account_mismatch', message: expect.stringContaining('"restaurant-m-a"') });
       // The same bytes with the header agreeing are taken as usual.
       const agreeing = await deliverToast(raw, 'restaurant-m-a');
-      expect(agreeing.body.results).toEqual([{ key: 'evt-mismatch-1:checkout', action: 'checkout', transactionId: 'toast:order-mismatch-1', status: 'accrued', merchantId: 'm-a' }]);
-      expect([accruals('m-a', 'toast:order-mismatch-1'), accruals('m-b', 'toast:order-mismatch-1')]).toEqual([1, 0]);
+      expect(agreeing.body.results).toEqual([{ key: 'evt-mismatch-1:checkout:order-mismatch-1-check', action: 'checkout', transactionId: 'toast:order-mismatch-1:order-mismatch-1-check', status: 'accrued', merchantId: 'm-a' }]);
+      expect([accruals('m-a', 'toast:order-mismatch-1:order-mismatch-1-check'), accruals('m-b', 'toast:order-mismatch-1:order-mismatch-1-check')]).toEqual([1, 0]);
       expect((await admin('get', '/v1/admin/dead-letters')).body.items.filter((l: { pos: string }) => l.pos === 'toast')).toEqual([]);
     });
 

@@ -99,6 +99,9 @@ async function buildFileLedger(path: string): Promise<{ records: Map<string, Led
     for (const actor of ['alice', 'bob']) await store.appendAudit({ at: '2026-03-01T10:00:00.000Z', actor, action: 'retry', target: 'generic:ORD-1', reason: 'card unblocked', merchantId: 'default', outcome: 'accrued' });
     await store.updateBackfillState('default', 'square', () => ({ merchantId: 'default', pos: 'square', account: 'MLSQUARE', watermark: '2026-03-01T10:00:00.000Z', lease: { owner: 'gone', until: '2999-01-01T00:00:00.000Z' } }));
     await store.rememberWebhookEvent('square', 'evt-1');
+    // Two deliveries bound to the shops they were first taken for (docs/security.md).
+    await store.bindDelivery('shopify', 'digest-a', 'shop-a.myshopify.com');
+    await store.bindDelivery('toast', 'digest-b', 'restaurant-b');
     return { records, letters };
   } finally {
     await store.close();
@@ -242,12 +245,16 @@ describeIf('ledger:copy into PostgreSQL', () => {
 
     for (const letter of built.letters) expect(await pg.getDeadLetter(letter.id)).toEqual(letter);
     expect((await pg.listDeadLetters({ open: true, offset: 0, limit: 10 })).items.map((l) => l.id)).toEqual(['dl-1']);
-    // Webhook dedupe events are not copied, and the output says so once.
+    // Webhook dedupe events are not copied, and the output says so once; the delivery bindings are:
+    // a copy of a delivery naming another shop stays a duplicate after the move.
     expect(await pg.hasWebhookEvent('square', 'evt-1')).toBe(false);
     expect(output.split(WEBHOOK_NOTE).length).toBe(2);
+    expect(result.bindings).toEqual({ inFile: 2, imported: 2, skipped: 0, inPostgres: 2 });
+    expect(await pg.bindDelivery('shopify', 'digest-a', 'shop-b.myshopify.com')).toBe('shop-a.myshopify.com');
+    expect(await pg.bindDelivery('toast', 'digest-b', 'restaurant-x')).toBe('restaurant-b');
 
     expect(output).toMatch(/records: 300 imported, 0 skipped/);
-    expect(output).toMatch(/count check: merchants: file ledger 0, PostgreSQL 0; records: file ledger 300, PostgreSQL 300; dead letters: file ledger 2, PostgreSQL 2: OK/);
+    expect(output).toMatch(/count check: merchants: file ledger 0, PostgreSQL 0; records: file ledger 300, PostgreSQL 300; dead letters: file ledger 2, PostgreSQL 2; delivery bindings: file ledger 2, PostgreSQL 2: OK/);
     expect(progress).toMatch(/\[#+\] 300 \/ 300 records {2}[\d,]+\/s\n$/);
     expect(output + progress).not.toContain(password);
     expect(output).toContain('postgres://***@');

@@ -5,6 +5,7 @@
  * records, dead letters and reconcile only: another merchant's record is a 404, never a 403, so its
  * existence is not told. Merchants themselves are `merchants.ts`'s.
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import { z } from 'zod';
 import { attentionQueue } from '../../core/attention-queue.js';
@@ -99,44 +100,56 @@ export const PageQuery = z.strictObject(pageParams);
 
 /**
  * `cursor`: where the next page of a list starts (the answer's `nextCursor`), opaque to clients: the
- * last record's creation time and ledger key, so a page costs what it returns however deep it is.
- * Read back strictly (`parseListCursor`): only what `cursorOf` writes is taken.
+ * last record's creation time and ledger key, so a page costs what it returns however deep it is,
+ * and a MAC of them under a key of the ledger's own (`keyFor`: the same in every instance on it), so
+ * only a cursor the bridge gave is taken (contract v1.5): anything else is a 400 invalid_cursor.
  */
 const listCursor = z
   .string()
   .optional()
   .meta({ description: "The previous answer's nextCursor, unchanged: the page after it (keyset paging; page is then 1). Anything else is a 400 invalid_cursor." });
 
-/** A creation time as `cursorOf` writes it: the ledger's own ISO form, to the millisecond, in UTC. */
-const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** A creation time as the ledger writes it: ISO, to the millisecond, in UTC, of a year the bridge can have written (from 2000). */
+const CURSOR_TIME = /^(2\d{3}|[3-9]\d{3})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 /** The longest cursor `cursorOf` writes (a ledger key is at most a few hundred characters). */
-const CURSOR_MAX = 600;
+const CURSOR_MAX = 900;
+/** What a cursor's MAC is made under (`LedgerStore.keyFor`). */
+const CURSOR_PURPOSE = 'list cursors';
+
+function cursorMac(key: Buffer, payload: string): string {
+  return createHmac('sha256', key).update(payload).digest('base64url').slice(0, 22);
+}
+
+/** The opaque, signed `nextCursor` of a page ending at this record. */
+export function cursorOf(record: Pick<LedgerRecord, 'createdAt' | 'transactionId' | 'merchantId'>, store: Pick<LedgerStore, 'keyFor'>): string {
+  const payload = Buffer.from(JSON.stringify([record.createdAt, recordKeyOf(record)])).toString('base64url');
+  return `${payload}.${cursorMac(store.keyFor(CURSOR_PURPOSE), payload)}`;
+}
 
 /**
- * A cursor the bridge gave, or a 400 invalid_cursor naming none of what was sent. Its time must be
- * exactly as the ledger writes it: a lenient date parser took `2026-01-01 (ann@example.com)`, which
- * PostgreSQL then refused with a 500 that logged the text; its key must be a ledger key's characters.
+ * A cursor the bridge gave, or a 400 invalid_cursor naming none of what was sent: its MAC must be
+ * this ledger's (compared in constant time), and what it holds exactly what `cursorOf` writes.
+ * (A lenient date parser took `2026-01-01 (ann@example.com)`, which PostgreSQL then refused with a
+ * 500 that logged the text; year 0000 was a 500 there too.)
  */
-export function parseListCursor(text: string): ListCursor {
+export function parseListCursor(text: string, store: Pick<LedgerStore, 'keyFor'>): ListCursor {
   const refused = () => new ValidationError([{ field: 'cursor', message: 'is not a cursor this bridge gave: pass the nextCursor of the page before, unchanged' }], undefined, 'invalid_cursor');
-  if (text.length > CURSOR_MAX || !/^[A-Za-z0-9_-]+$/.test(text)) throw refused();
+  const match = text.length <= CURSOR_MAX ? /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{22})$/.exec(text) : null;
+  if (!match) throw refused();
+  const [, payload, mac] = match as unknown as [string, string, string];
+  const expected = Buffer.from(cursorMac(store.keyFor(CURSOR_PURPOSE), payload));
+  if (!timingSafeEqual(Buffer.from(mac), expected)) throw refused();
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+    parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     throw refused();
   }
   if (!Array.isArray(parsed) || parsed.length !== 2) throw refused();
   const [createdAt, key] = parsed as unknown[];
   if (typeof createdAt !== 'string' || !CURSOR_TIME.test(createdAt) || Number.isNaN(Date.parse(createdAt)) || new Date(createdAt).toISOString() !== createdAt) throw refused();
-  // eslint-disable-next-line no-control-regex
-  if (typeof key !== 'string' || key.length === 0 || key.length > CURSOR_MAX || /[\u0000-\u001f\u007f-\u009f]/.test(key)) throw refused();
+  if (typeof key !== 'string' || key.length === 0 || key.length > CURSOR_MAX) throw refused();
   return { createdAt, key };
-}
-
-/** The opaque `nextCursor` of a page ending at this record. */
-export function cursorOf(record: Pick<LedgerRecord, 'createdAt' | 'transactionId' | 'merchantId'>): string {
-  return Buffer.from(JSON.stringify([record.createdAt, recordKeyOf(record)])).toString('base64url');
 }
 
 /**
@@ -249,6 +262,11 @@ export const BulkBody = z
       .max(BULK_MAX)
       .optional()
       .meta({ description: 'The number of records the request names, as you saw it (the preview\'s matched): required with a filter; any other number is a 409 with matched, and nothing is done.' }),
+    expectDigest: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{22}$/, "must be a preview's digest")
+      .optional()
+      .meta({ description: "The preview's digest: any other set of records now, even of the same count, is a 409 records_changed, and nothing is done." }),
     reason: reasonRequired,
   })
   .superRefine(bulkRules)
@@ -325,12 +343,13 @@ function filtered(req: Request, { merchantId, ...filter }: NonNullable<z.output<
 }
 
 /** A bulk body as the core's request: the principal's actor and scope, ids or the filter in the request's merchant. */
-function bulkRequestOf(req: Request, body: z.output<typeof BulkPreviewBody> & { reason: string; expectCount?: number }): BulkRequest {
+function bulkRequestOf(req: Request, body: z.output<typeof BulkPreviewBody> & { reason: string; expectCount?: number; expectDigest?: string }): BulkRequest {
   const principal = req.adminPrincipal as AdminPrincipal;
   const common = {
     act: { actor: principal.actor, reason: body.reason },
     global: principal.scope === 'global',
     ...(body.expectCount !== undefined ? { expectCount: body.expectCount } : {}),
+    ...('expectDigest' in body && body.expectDigest !== undefined ? { expectDigest: body.expectDigest } : {}),
     ...(body.merchants ? { merchants: body.merchants } : {}),
     ...(body.ids ? { ids: body.ids, merchantId: scopeOf(req, body.merchantId) } : filtered(req, body.filter!, body.merchantId)),
   };
@@ -361,7 +380,7 @@ export const adminRoutes: readonly Route[] = [
     },
     async handle({ req, res, query: q, deps }) {
       // A cursor is read before anything else is: one the bridge did not give is refused at once.
-      const after = q.cursor === undefined ? undefined : parseListCursor(q.cursor);
+      const after = q.cursor === undefined ? undefined : parseListCursor(q.cursor, deps.store);
       const merchantId = scopeOf(req, q.merchantId);
       let customer: string[] | undefined;
       let owner: Awaited<ReturnType<typeof deps.operator.cardOwnerIdentities>> | undefined;
@@ -402,7 +421,7 @@ export const adminRoutes: readonly Route[] = [
         ...(totalCapped ? { totalCapped } : {}),
         page: q.page,
         limit: q.limit,
-        ...(items.length > q.limit ? { nextCursor: cursorOf(page.at(-1)!) } : {}),
+        ...(items.length > q.limit ? { nextCursor: cursorOf(page.at(-1)!, deps.store) } : {}),
       } satisfies TransactionList);
     },
   }),
@@ -540,13 +559,18 @@ export const adminRoutes: readonly Route[] = [
       200: { description: 'What was done to each.', json: BulkAnswer },
       400: error('The body is not valid (invalid_payload, each field named): no reason, neither or both of ids and filter, resolve without outcome, or a filter matching too many records.'),
       404: OTHER_MERCHANT,
-      409: { description: 'Nothing was done: expectCount missing with a filter or not the number matched now (count_mismatch, with matched), or a reverse over several merchants not naming them (conflict, with merchants).', json: BulkRefusal },
+      409: {
+        description:
+          'Nothing was done: expectCount missing with a filter or not the number matched now (count_mismatch, with matched); expectDigest not the records named now (records_changed); or a reverse over several merchants not naming them, or merchants not the records\' (conflict, with merchants).',
+        json: BulkRefusal,
+      },
     },
     async handle({ req, res, body, deps }) {
       try {
         res.json((await deps.operator.bulk(bulkRequestOf(req, body))) satisfies BulkAnswer);
       } catch (error) {
         if (!(error instanceof CountMismatchError)) throw error;
+        // (records_changed and the merchants' conflict go through the one error handler, their details in error.)
         // The contract's 409 { matched }: beside the one error envelope, so a client reads the count at once.
         res.locals.refusal = { code: error.code, message: error.message };
         res.status(409).json({ error: { code: error.code, message: error.message, matched: error.matched }, matched: error.matched, requestId: req.id } satisfies BulkRefusal);

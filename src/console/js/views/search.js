@@ -456,6 +456,7 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
             ...named,
             reason: confirmed.reason,
             expectCount: preview.matched,
+            expectDigest: preview.digest,
             ...(pickMerchants ? { merchants: confirmed.picked } : {}),
             ...(name === 'resolve' ? { outcome: RESOLVE_OUTCOMES.find((o) => o.value === confirmed.choice)?.value } : {}),
           };
@@ -484,7 +485,7 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
             announce(text);
           } catch (error) {
             // The count changed since the preview (records came or went): nothing was done; look again.
-            if (error instanceof ApiError && error.code === 'count_mismatch') return refuse(`Nothing was done: ${error.message}. Review the bulk action again to see the records as they are now.`);
+            if (error instanceof ApiError && (error.code === 'count_mismatch' || error.code === 'records_changed')) return refuse(`Nothing was done: ${error.message}. Review the bulk action again to see the records as they are now.`);
             refuse(describeError(error));
           }
         },
