@@ -15,6 +15,7 @@ import { DeadLetterRetrier } from './core/dead-letter-retry.js';
 import { Ingest } from './core/ingest.js';
 import { createCore, type Core } from './core/core.js';
 import { Worker } from './core/worker.js';
+import { CardReads, RegisterService } from './core/register.js';
 import { merchantUpstreams } from './core/upstreams.js';
 import { armFailpoints } from './failpoints.js';
 import { createApp } from './http/app.js';
@@ -149,9 +150,11 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     loyaltyAppToken: appToken,
     onUpstreamRequest: (sample) => metrics.upstreamLatency.observe({ operation: sample.operation, outcome: sample.outcome }, sample.seconds),
   });
+  // A register's card reads (src/core/register.ts): cached briefly, forgotten for a card whenever the bridge accrues to it or reverses it.
+  const cardReads = new CardReads({ ...config.register, cacheEntries: 5_000, now: () => (overrides.clock?.() ?? new Date()).getTime() });
   const core = createCore({
     store,
-    upstreams: merchantUpstreams(registry, store, { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs }, logger),
+    upstreams: merchantUpstreams(registry, store, { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs }, logger, (merchantId, serials) => cardReads.forget(merchantId, serials)),
     options: { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, partialRefundPolicy: config.partialRefundPolicy, inFlightLeaseMs: config.inFlightLeaseMs },
     logger,
     metrics,
@@ -195,9 +198,21 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   if (scrubbed) logger.warn({ scrubbed }, 'dead letters kept webhook credentials or signatures (an earlier build kept them): removed; rotate the webhook secrets of the POS systems concerned if others could read the dead letters');
   // Whether the loyalty service takes the merchants' app tokens: what /readyz answers (started below, before listening).
   const upstream = new UpstreamCheck(registry, store, logger, overrides.upstreamCheck);
+  const register = new RegisterService({
+    adapters: overrides.adapters ?? allAdapters,
+    merchants: registry,
+    ingest,
+    intake: core.intake,
+    store,
+    reads: cardReads,
+    metrics,
+    logger,
+    now: () => overrides.clock?.() ?? new Date(),
+  });
   const app = createApp({
     ingest,
     operator: core.operator,
+    register,
     instanceId: core.delivery.instanceId,
     worker,
     store,

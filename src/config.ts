@@ -149,6 +149,8 @@ const RawConfig = z.object({
   DEFAULT_CURRENCY: z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD'),
   DEFAULT_PHONE_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter region such as US'),
   ANSWER_BUDGET_MS: ms('1500', { min: 1, max: 1900, maxWhy: 'it must leave room to answer a POS within 2 s' }),
+  REGISTER_BUDGET_MS: ms('2500', { min: 1, max: 4500, maxWhy: "Toast takes 5 s as a timeout: a register's answer must come before it" }),
+  REGISTER_CACHE_MS: ms('30000', { min: 0 }),
   BODY_LIMIT_BYTES: wholeNumber({ unit: 'bytes', example: '1048576 (1 MiB)', min: 1 }),
   POS_MAX_IN_FLIGHT: wholeNumber({ unit: 'requests', example: '64', min: 1 }),
   WORKER_INTERVAL_MS: ms('1000', { min: 1 }),
@@ -191,6 +193,8 @@ function posSchema(declarations: PosSettingDeclarations): Record<string, z.ZodTy
     if (d.notificationUrl) declare(d.notificationUrl.variable, optionalUrl);
     if (d.accessToken) declare(d.accessToken, optionalSecret);
     if (d.apiBaseUrl) declare(d.apiBaseUrl.variable, posApiUrl);
+    // A register's key is chosen by the merchant, never issued: as long as a merchant's own (admin.ts).
+    if (d.registerKey) declare(d.registerKey.variable, z.string().trim().min(24, 'must be at least 24 characters: it is what lets a register read guests and accrue').optional());
     if (d.account) {
       const shape = accountShapeOf(d);
       declare(d.account.variable, optionalSecret.refine((v) => v === undefined || shape.pattern.test(v), `must be ${shape.says}`));
@@ -234,6 +238,8 @@ export interface Config {
   defaultCurrency: string;
   defaultPhoneRegion: string;
   answerBudgetMs: number;
+  /** A register's card reads (Toast's SEARCH and INQUIRE, a lookup): how long they may wait for the loyalty service, and how long an answer is reused. */
+  register: { budgetMs: number; cacheMs: number };
   /** The `merchant` label on the per-merchant counters; off for very many merchants (one series per merchant each). */
   metricsMerchantLabel: boolean;
   /** How often the ledger's gauges (open records, attention, dead letters) are counted: a scrape reads the last count, never the ledger. */
@@ -370,6 +376,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
     defaultCurrency: raw.DEFAULT_CURRENCY,
     defaultPhoneRegion: raw.DEFAULT_PHONE_REGION,
     answerBudgetMs: raw.ANSWER_BUDGET_MS,
+    register: { budgetMs: raw.REGISTER_BUDGET_MS, cacheMs: raw.REGISTER_CACHE_MS },
     metricsMerchantLabel: raw.METRICS_MERCHANT_LABEL === 'on',
     metricsRefreshMs: raw.METRICS_REFRESH_MS,
     bodyLimitBytes: raw.BODY_LIMIT_BYTES,
@@ -471,13 +478,14 @@ export const SANDBOX_BACKFILL_INTERVAL_MS = 60_000;
 function posSettings(declarations: PosSettingDeclarations, values: Record<string, string | undefined>, sandbox: boolean, port: number): Record<string, PosSettings> {
   const secret = (value: string | undefined) => value ?? (sandbox ? SANDBOX_WEBHOOK_SECRET : undefined);
   const trim = (url: string) => url.replace(/\/+$/, '');
-  const settings = ({ webhookSecret, notificationUrl, accessToken, apiBaseUrl, accessTokenHeader, account }: PosSettingsDeclaration): PosSettings => ({
+  const settings = ({ webhookSecret, notificationUrl, accessToken, apiBaseUrl, accessTokenHeader, account, registerKey }: PosSettingsDeclaration): PosSettings => ({
     ...(webhookSecret ? { webhookSecret: secret(values[webhookSecret]) } : {}),
     ...(notificationUrl ? { notificationUrl: values[notificationUrl.variable] ?? (sandbox ? notificationUrl.sandboxDefault(port) : undefined) } : {}),
     ...(accessToken ? { accessToken: values[accessToken] } : {}),
     apiBaseUrl: apiBaseUrl ? trim(values[apiBaseUrl.variable]!) : '',
     ...(accessTokenHeader ? { accessTokenHeader } : {}),
     ...(account && values[account.variable] ? { account: values[account.variable] } : {}),
+    ...(registerKey && values[registerKey.variable] ? { registerKey: values[registerKey.variable] } : {}),
   });
   return Object.fromEntries(Object.entries(declarations).map(([pos, declaration]) => [pos, settings(declaration)]));
 }

@@ -113,3 +113,15 @@ export function maskContactsInJson(value: unknown, key = ''): unknown {
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskContactsInJson(v, k)]));
   return value;
 }
+
+/** A phone number as a person may be shown it to recognise it: its last four digits (`…0012`). */
+export function maskPhone(phone: string): string {
+  const digits = phone.replace(/\D/g, '');
+  return `…${digits.slice(-4)}`;
+}
+
+/** An email as a person may be shown it to recognise it: its first character and its domain (`a…@example.test`). */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  return at > 0 ? `${email[0]}…@${email.slice(at + 1)}` : '…';
+}

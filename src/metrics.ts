@@ -32,6 +32,10 @@ export interface Metrics {
   webhookOutcomes: Counter<'pos' | 'outcome' | 'reason'>;
   /** Each request to the loyalty service (retries included), by operation and outcome. */
   upstreamLatency: Histogram<'operation' | 'outcome'>;
+  /** A register's calls (Toast's loyalty integration; `lookup` for POST /v1/lookup), by type and status (accepted, or why refused). */
+  registerCalls: Counter<'pos' | 'type' | 'status'>;
+  /** How long a register's reads took to answer (SEARCH, INQUIRE, lookup): Toast wants under 500 ms on average. */
+  registerSeconds: Histogram<'pos' | 'type'>;
   /** The attention queue: items by kind, and the age of the oldest of each kind. */
   attentionItems: Gauge<'kind'>;
   attentionOldest: Gauge<'kind'>;
@@ -158,6 +162,19 @@ export function createMetrics(readings: Pick<LedgerReadings, 'latest'> | undefin
       if (!read) return undefined;
       const nowMs = Date.now();
       return Object.fromEntries(Object.keys(read.counts).map((kind) => [kind, read.oldestSinceMs[kind] === undefined ? 0 : Math.max(0, (nowMs - read.oldestSinceMs[kind]!) / 1000)]));
+    }),
+    registerCalls: new Counter({
+      name: 'bridge_register_calls_total',
+      help: "A register's calls while the sale is open (Toast's loyalty integration; pos lookup for POST /v1/lookup), by type (search, inquire, redeem, accrue, reverse, unsupported, lookup) and status (accepted, found, not_found, or why refused: key, account, input, no_card, unknown_call, unsupported, unavailable).",
+      labelNames: ['pos', 'type', 'status'],
+      registers: [registry],
+    }),
+    registerSeconds: new Histogram({
+      name: 'bridge_register_read_duration_seconds',
+      help: "Time to answer a register's reads (search, inquire, lookup), cache hits included: Toast wants under 0.5 s on average and takes 5 s as a timeout.",
+      labelNames: ['pos', 'type'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
     }),
     upstreamLatency: new Histogram({
       name: 'bridge_upstream_request_duration_seconds',

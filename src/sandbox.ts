@@ -135,6 +135,15 @@ export function demoPosToken(merchantId: string, pos: string): string {
 }
 
 /**
+ * A demo merchant's Toast loyalty key: what its fake restaurant's register sends in Authorization
+ * (POST /__sim/pos/toast/accounts/<guid>/loyalty) and the bridge checks (pos.toast.loyaltyKey).
+ * Fixed and public for the same reason as demoPosToken.
+ */
+export function demoLoyaltyKey(merchantId: string): string {
+  return `sandbox-toast-loyalty-key-${merchantId}`;
+}
+
+/**
  * Each fake POS: the credential naming a merchant's account on it (`<pos>.<field>`, the field of the
  * bridge's POS account, bridge-contract "Merchants"), and the fake's options for that account.
  */
@@ -200,7 +209,9 @@ export function installDemoMerchants(sim: Simulator): void {
 /** Opens `accounts` (by POS) at the simulator's fake POSes for `merchantId`, each with its public token (demoPosToken). */
 export function installPosAccounts(sim: Simulator, merchantId: string, accounts: Readonly<Record<PosName, string>>, currency: string): void {
   for (const [pos, account] of Object.entries(accounts) as [PosName, string][]) {
-    sim.pos.byName(pos)!.addAccount(DEMO_POS[pos].options(account, demoPosToken(merchantId, pos), currency));
+    const options = DEMO_POS[pos].options(account, demoPosToken(merchantId, pos), currency) as Record<string, unknown>;
+    // The fake restaurant's register calls the bridge with the key the merchant is given (ensureDemoMerchants).
+    sim.pos.byName(pos)!.addAccount(pos === 'toast' ? { ...options, loyaltyKey: demoLoyaltyKey(merchantId) } : options);
   }
 }
 
@@ -225,7 +236,9 @@ export async function ensureDemoMerchants(admin: MerchantAdmin, sim: Simulator):
       if (exists) await admin.refresh(demo.id);
       // Nothing but the app token (and the API key, for verification): the rest comes from resolve-credentials.
       const made = exists ? await admin.rotateTokens(demo.id) : await admin.create({ id: demo.id, name: demo.name, loyalty: { appToken: installed.appToken, apiKey: installed.apiKey } });
-      out.push({ id: demo.id, name: demo.name, created: !exists, posToken: made.posToken, adminToken: made.adminToken, merchant: made.merchant });
+      // The key its fake Toast restaurant's register sends (a merchant's own choice, never a credential the loyalty service resolves).
+      const merchant = made.merchant.pos.toast?.loyaltyKey ? made.merchant : await admin.update(demo.id, { pos: { toast: { loyaltyKey: demoLoyaltyKey(demo.id) } } });
+      out.push({ id: demo.id, name: demo.name, created: !exists, posToken: made.posToken, adminToken: made.adminToken, merchant });
     } catch (error) {
       out.push({ id: demo.id, name: demo.name, created: false, problem: (error as Error).message });
     }

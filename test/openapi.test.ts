@@ -114,12 +114,15 @@ describe('the document, complete', () => {
 // Express's routes against the document, and real answers against the schemas it documents.
 
 const shopifySettings: PosSettings = { webhookSecret: 'shpss_openapi_secret_0123456789', apiBaseUrl: '' };
+const RESTAURANT = 'a0000000-0000-4000-8000-0000000000aa';
+const TOAST_KEY = 'toast-openapi-loyalty-key-0123456789';
+const toastSettings: PosSettings = { webhookSecret: 'toast-openapi-secret', apiBaseUrl: '', account: RESTAURANT, registerKey: TOAST_KEY };
 const POS_TOKEN = 'pos-token-openapi-0123456789';
 let h: Harness;
 let served: Json;
 
 beforeAll(async () => {
-  h = await startHarness({ env: { POS_TOKEN, BODY_LIMIT_BYTES: '65536' }, overrides: { posSettings: { shopify: shopifySettings }, secretsKey: randomBytes(32).toString('base64') } });
+  h = await startHarness({ env: { POS_TOKEN, BODY_LIMIT_BYTES: '65536' }, overrides: { posSettings: { shopify: shopifySettings, toast: toastSettings }, secretsKey: randomBytes(32).toString('base64') } });
   served = (await request(h.bridge.url).get('/openapi.json')).body as Json;
 });
 afterAll(async () => {
@@ -420,6 +423,23 @@ describe('real answers validate against the documented schema of their status', 
     const suspended = await request(h.bridge.url).post('/v1/checkouts/generic').set('authorization', `Bearer ${rotated.body.posToken}`).send(checkout({ orderId: 'S-1' }));
     expect(suspended.status).toBe(403);
     expectDocumented('post', '/v1/checkouts/{pos}', suspended);
+  });
+
+  it("the register: Toast's loyalty integration and the guest lookup", async () => {
+    const phone = '+15550007070';
+    const { cardIds } = h.sim.addCustomer({ phone, firstName: 'Ann' });
+    const toast = (body: unknown, headers: [string, string][] = [['authorization', TOAST_KEY]]) =>
+      postRaw(`${h.bridge.url}/v1/toast/loyalty`, JSON.stringify(body), [['toast-restaurant-external-id', RESTAURANT], ['toast-transaction-guid', randomBytes(8).toString('hex')], ...headers]);
+    const T = '/v1/toast/loyalty';
+    expectDocumented('post', T, await toast({ toastTransactionType: 'LOYALTY_SEARCH', searchTransactionInformation: { searchCriteria: { phone } } }));
+    expectDocumented('post', T, await toast({ toastTransactionType: 'LOYALTY_INQUIRE', checkTransactionInformation: { loyaltyIdentifier: cardIds[0], redemptions: [{ identifier: 'R-1' }] } }));
+    expectDocumented('post', T, await toast({ toastTransactionType: 'LOYALTY_SEARCH', searchTransactionInformation: { searchCriteria: { phone: '+15550007071' } } }));
+    expectDocumented('post', T, await toast({ toastTransactionType: 'LOYALTY_SEARCH' }, [['authorization', 'not-the-key']]));
+    expectDocumented('post', T, await toast({ toastTransactionType: 'LOYALTY_NOPE' }));
+    const L = '/v1/lookup';
+    expectDocumented('post', L, await pos(L, { phone }));
+    expectDocumented('post', L, await pos(L, { cardSerial: '99-999999-9' }));
+    expectDocumented('post', L, await pos(L, { phone, email: 'a@b.test' }));
   });
 
   it('operations', async () => {

@@ -25,6 +25,7 @@
 import type { PosAdapter } from '../../src/pos/contract.js';
 import { toastBackfill } from './backfill.js';
 import { parseCheckout } from './checkout.js';
+import { toastRegister } from './loyalty.js';
 import { parseRefund } from './refund.js';
 import { toastWebhook } from './webhook.js';
 
@@ -34,4 +35,5 @@ export const toastAdapter: PosAdapter = {
   parseRefund,
   webhook: toastWebhook,
   backfill: toastBackfill,
+  register: toastRegister,
 };

@@ -10,4 +10,6 @@ export const toastSettings: PosSettingsDeclaration = {
   apiBaseUrl: { variable: 'TOAST_API_BASE_URL', default: 'https://ws-api.toasttab.com' },
   // Toast names the restaurant in each delivery's Toast-Restaurant-External-ID header.
   account: { field: 'restaurantGuid', variable: 'TOAST_RESTAURANT_GUID', accessToken: true },
+  // The static key Toast's loyalty integration calls carry (POST /v1/toast/loyalty, Authorization).
+  registerKey: { field: 'loyaltyKey', variable: 'TOAST_LOYALTY_KEY' },
 };

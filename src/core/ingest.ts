@@ -282,8 +282,8 @@ export class Ingest implements DeadLetterRunner {
    * A sale the adapter has read already (backfill reads it while listing): its customer filled in
    * from the POS's API as for a webhook, then intake. `arrival`: kept by the record it creates.
    */
-  async checkoutIntent(adapter: PosAdapter, intent: CheckoutIntent, merchant: IngestMerchant, arrival?: Arrival): Promise<Answer> {
-    return this.intake.checkout(adapter.name, await this.#withCustomer(adapter, intent, merchant, false), merchant.id, arrival);
+  async checkoutIntent(adapter: PosAdapter, intent: CheckoutIntent, merchant: IngestMerchant, arrival?: Arrival, options: { background?: boolean } = {}): Promise<Answer> {
+    return this.intake.checkout(adapter.name, await this.#withCustomer(adapter, intent, merchant, false), merchant.id, arrival, options);
   }
 
   /** A refund the adapter has read already, as a webhook's refund goes to intake. */

@@ -144,6 +144,21 @@ export class IntakeService {
   }
 
   /**
+   * A full reversal of the sale recorded under `key` and what remains of it: its last remainder,
+   * where partial refunds moved the rest (an operator's /reverse, a register's REVERSE). Undefined
+   * when the ledger holds no such record.
+   */
+  async reverseSale(key: string, refundId: string, note: string | undefined, by: { act?: OperatorAct; arrival?: Arrival; background?: boolean } = {}): Promise<Answer | undefined> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const current = (await chainOf(this.writer, key)).at(-1);
+      if (!current) return undefined;
+      const answer = await this.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId, note, by);
+      if (answer !== MOVED) return answer;
+    }
+    throw new ConflictError('the record kept changing; try again');
+  }
+
+  /**
    * A full reversal of `ids.transactionId` (a refund, or an operator's /reverse); MOVED when a
    * remainder holds the order now. `note`: how the refund was measured, kept in the record's history.
    */
@@ -151,7 +166,7 @@ export class IntakeService {
    * `by.act`: an operator's reversal, its actor and reason on the history line. `by.arrival`: what
    * brought the refund, kept by a record it creates (of an order the ledger never saw).
    */
-  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, by: { act?: OperatorAct; arrival?: Arrival } = {}): Promise<Answer | typeof MOVED> {
+  async reversal(ids: RecordIds, refundId: string | undefined, note?: string, by: { act?: OperatorAct; arrival?: Arrival; background?: boolean } = {}): Promise<Answer | typeof MOVED> {
     const key = ledgerKey(ids.merchantId, ids.transactionId);
     const unknown = await this.writer.locked(key, async () => {
       if (await this.writer.store.get(key)) return undefined;
@@ -159,7 +174,7 @@ export class IntakeService {
       const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now(), arrival), { payload: arrival?.payload });
       return { record, repeat: !created };
     });
-    if (unknown) return this.#deliverRefund(ids.pos, unknown.record, unknown.repeat, refundId);
+    if (unknown) return this.#deliverRefund(ids.pos, unknown.record, unknown.repeat, refundId, by.background);
     // Set by the last decision (a lost race decides again).
     const decided: { result: 'moved' | 'repeat' | 'recorded' } = { result: 'recorded' };
     const record = await this.writer.change(key, async (r) => {
@@ -172,7 +187,7 @@ export class IntakeService {
       return noted && by.act ? { ...noted, act: by.act } : noted;
     });
     if (decided.result === 'moved') return MOVED;
-    return this.#deliverRefund(ids.pos, record, decided.result === 'repeat', refundId);
+    return this.#deliverRefund(ids.pos, record, decided.result === 'repeat', refundId, by.background);
   }
 
   async #partialReversal(key: string, refundId: string, intent: MeasuredRefund): Promise<Answer | typeof MOVED> {
@@ -209,10 +224,11 @@ export class IntakeService {
     return undefined;
   }
 
-  async #deliverRefund(pos: string, record: LedgerRecord, repeat: boolean, refundId: string | undefined): Promise<Answer> {
+  /** `background`: answered as recorded, delivery left to the worker (a register's REVERSE). */
+  async #deliverRefund(pos: string, record: LedgerRecord, repeat: boolean, refundId: string | undefined, background = false): Promise<Answer> {
     if (!repeat) failpoint('refund:after-ledger-write');
     const merchantId = merchantOf(record);
-    const delivery = !repeat && isOpen(record) ? this.delivery.mayDeliverInline(merchantId) : 'later';
+    const delivery = !repeat && !background && isOpen(record) ? this.delivery.mayDeliverInline(merchantId) : 'later';
     let delivered = record;
     try {
       if (delivery !== 'later') delivered = await this.delivery.deliverWithinBudget(keyOf(record));

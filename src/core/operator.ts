@@ -44,18 +44,11 @@ export class OperatorActions {
 
   async reverse(key: string, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {
     const refundId = `operator:${this.writer.now().toISOString()}${act.reason ? `:${act.reason.slice(0, 40)}` : ''}`;
-    const note = `asked by ${act.actor}`;
     // What remains of the order may have moved to remainder records: the operator reverses the last.
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const current = (await chainOf(this.writer, key)).at(-1);
-      if (!current) throw new NotFoundError(`no ledger record ${echoed(transactionIdOf(key))}`);
-      const answer = await this.intake.reversal({ transactionId: current.transactionId, merchantId: merchantOf(current), pos: current.pos, orderId: current.orderId }, refundId, note, { act });
-      if (answer !== MOVED) {
-        await this.audit(`${options.bulk ? 'bulk:' : ''}reverse`, act, answer.record);
-        return answer;
-      }
-    }
-    throw new ConflictError('the record kept changing; try again');
+    const answer = await this.intake.reverseSale(key, refundId, `asked by ${act.actor}`, { act });
+    if (!answer) throw new NotFoundError(`no ledger record ${echoed(transactionIdOf(key))}`);
+    await this.audit(`${options.bulk ? 'bulk:' : ''}reverse`, act, answer.record);
+    return answer;
   }
 
   async resolve(key: string, input: ResolveInput, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {

@@ -4,7 +4,7 @@
  * client's history reads, and whether the merchant is suspended. The verifier is built here, in the
  * core that owns verification, not by the registry, which only holds merchants and their clients.
  */
-import type { LoyaltyClient } from '../loyalty/client.js';
+import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import { isSuspended, type MerchantStatus } from '../merchants/merchant.js';
 import type { Logger } from '../logger.js';
 import { HistoryVerifier, type VerifierOptions, type VerifierStore } from './history-verifier.js';
@@ -17,21 +17,35 @@ export interface ServedMerchants {
   anyCreated(): Promise<boolean>;
 }
 
-export function merchantUpstreams(merchants: ServedMerchants, store: VerifierStore, options: VerifierOptions, logger: Logger): UpstreamDirectory {
+/**
+ * `cardsChanged`: told of the cards a merchant's accrue or reverse reached (its answer's results, or
+ * the card its request named), whatever came of it, so what a register was shown of them is read
+ * again (register.ts `CardReads.forget`).
+ */
+export function merchantUpstreams(merchants: ServedMerchants, store: VerifierStore, options: VerifierOptions, logger: Logger, cardsChanged: (merchantId: string, serials: string[]) => void = () => {}): UpstreamDirectory {
   // A verifier holds nothing of its own (its client, the store, the options), so one is made per
   // lookup; the client, with its pools and retry state, is the registry's, kept per merchant version.
-  const upstreamOf = (merchant: { client: LoyaltyClient; status: MerchantStatus }): Upstream => ({
-    calls: merchant.client,
+  const upstreamOf = (merchantId: string, merchant: { client: LoyaltyClient; status: MerchantStatus }): Upstream => ({
+    calls: {
+      accrue: async (body) => touched(merchantId, body.serialNumber, await merchant.client.accrue(body)),
+      reverse: async (body) => touched(merchantId, undefined, await merchant.client.reverse(body)),
+    },
     verifier: new HistoryVerifier(merchant.client, store, options),
     suspended: isSuspended(merchant),
   });
+  const touched = (merchantId: string, named: string | undefined, report: CallReport): CallReport => {
+    const results = 'results' in report.outcome ? report.outcome.results : [];
+    const serials = [...new Set([...(named ? [named] : []), ...results.flatMap((r) => (r.serialNumber ? [r.serialNumber] : []))])];
+    if (serials.length) cardsChanged(merchantId, serials);
+    return report;
+  };
   return {
     async upstreamOf(merchantId) {
       const merchant = await merchants.get(merchantId).catch((error: unknown) => {
         logger.error({ merchantId, err: error }, 'merchant could not be loaded');
         return undefined;
       });
-      return merchant && upstreamOf(merchant);
+      return merchant && upstreamOf(merchantId, merchant);
     },
     async canVerifyAny() {
       return merchants.default.client.canVerify || (await merchants.anyCreated());

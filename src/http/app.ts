@@ -4,6 +4,7 @@ import type { BackfillPoller } from '../backfill/poller.js';
 import type { NamedAdminToken, PosAuthConfig } from '../config.js';
 import type { Ingest } from '../core/ingest.js';
 import type { OperatorActions } from '../core/operator.js';
+import type { RegisterService } from '../core/register.js';
 import type { Worker } from '../core/worker.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
@@ -24,6 +25,8 @@ import type { PosCatalogue } from '../pos/contract.js';
 export interface AppDeps {
   ingest: Ingest;
   operator: OperatorActions;
+  /** What a register asks while the sale is open (`/v1/toast/loyalty`, `/v1/lookup`). */
+  register: RegisterService;
   /** This bridge instance's id (in-flight markers name it). */
   instanceId: string;
   worker: Worker;

@@ -36,6 +36,28 @@ export function rawBody(limitBytes: number): RequestHandler {
     });
 }
 
+/**
+ * A JSON body parsed into `req.body` the way POS bodies are (a key given twice is a 400 naming it):
+ * for a POS-token route that reads a body of its own rather than a POS's payload (`/v1/lookup`).
+ * Non-JSON is a 415 before a byte is read; an empty body is no body.
+ */
+export function jsonBody(limitBytes: number): RequestHandler[] {
+  const raw = rawBody(limitBytes);
+  return [
+    requireJson(),
+    (req, res, next) =>
+      raw(req, res, (error?: unknown) => {
+        if (error) return next(error);
+        try {
+          req.body = req.rawBody!.length === 0 ? undefined : parseJsonBody(req.rawBody!, { refuseControls: true });
+        } catch (parseError) {
+          return next(parseError);
+        }
+        next();
+      }),
+  ];
+}
+
 /** An admin body's size limit: a reason, a bulk action's ids, a merchant. */
 export const ADMIN_BODY_LIMIT_BYTES = 16 * 1024;
 

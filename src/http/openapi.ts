@@ -49,6 +49,8 @@ export const COMPONENT_SCHEMAS = {
   MerchantList: S.MerchantList,
   BackfillAnswer: S.BackfillAnswer,
   BackfillStatusList: S.BackfillStatusList,
+  ToastLoyaltyAnswer: S.ToastLoyaltyAnswer,
+  LookupAnswer: S.LookupAnswer,
 } satisfies Record<string, z.ZodType>;
 
 const REQUEST_ID = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };

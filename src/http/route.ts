@@ -26,6 +26,7 @@ export type Access = 'none' | 'signed' | 'pos' | 'admin' | 'globalAdmin';
 export const TAGS = {
   POS: 'Checkouts and refunds posted by a POS or its integration.',
   Webhooks: "A POS's own webhook deliveries, verified by their signature.",
+  Register: "What a cashier's register asks while the sale is open: Toast's loyalty integration, and a guest lookup for any POS.",
   Transactions: 'Ledger records and what an operator can do with them.',
   Operators: 'Who a token is, everything that needs a person, and who did what.',
   'Dead letters': 'Authentic webhook deliveries the bridge could not carry out, kept whole: retried by the bridge itself when the cause is transient, replayed by an operator otherwise.',

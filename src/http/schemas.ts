@@ -148,8 +148,9 @@ export const ActionAllowed = z
 
 export const RecordOrigin = z
   .object({
-    via: z.enum(['pos', 'webhook', 'backfill', 'replay', 'remainder', 'operator']).meta({
-      description: "pos: a direct post to /v1/checkouts|refunds/{pos}; webhook: a POS's webhook delivery; backfill: found reading the POS back (its webhook never came); replay: a dead letter run again; remainder: what a partial refund left; operator: an operator's reversal of an order the ledger never saw.",
+    via: z.enum(['pos', 'webhook', 'backfill', 'replay', 'remainder', 'operator', 'register']).meta({
+      description:
+        "pos: a direct post to /v1/checkouts|refunds/{pos}; webhook: a POS's webhook delivery; backfill: found reading the POS back (its webhook never came); replay: a dead letter run again; remainder: what a partial refund left; operator: an operator's reversal of an order the ledger never saw; register: the POS's register called while the sale was open (Toast's loyalty integration: POST /v1/toast/loyalty).",
     }),
     receivedAt: timestamp,
     requestId: z.string().optional().meta({ description: "The HTTP request's id (its X-Request-Id): the request log's line for it." }),
@@ -437,7 +438,11 @@ export type Health = z.infer<typeof Health>;
 export const Readiness = z.object({
   status: z.enum(['ready', 'not ready']),
   checks: z
-    .object({ ledger: z.string().meta({ description: 'ok, or failing: why' }), upstream: z.string().meta({ description: 'ok; checking (resolve-credentials has not answered yet); failing: the variable to fix; or ok with the created merchants whose app token is refused (src/merchants/upstream-check.ts)' }) })
+    .object({
+      ledger: z.string().meta({ description: 'ok, or failing: why' }),
+      upstream: z.string().meta({ description: 'ok; checking (resolve-credentials has not answered yet); failing: the variable to fix; or ok with the created merchants whose app token is refused (src/merchants/upstream-check.ts)' }),
+      register: z.string().optional().meta({ description: "Only when something is wrong: the merchants whose register is set up (a Toast loyalty key) but who have no loyalty API key, so that their registers cannot find guests or show points: never a reason to be not ready (created merchants are found as they are checked, a few per round)." }),
+    })
     .optional()
     .meta({ description: "With the bridge's admin token only." }),
 });
@@ -562,3 +567,48 @@ export const BackfillStatusList = z
   .meta({ description: "Every merchant's POS accounts backfill can read (an account and an access token set), and their backfill." });
 export type BackfillAnswer = z.infer<typeof BackfillAnswer>;
 export type BackfillStatusList = z.infer<typeof BackfillStatusList>;
+
+/** Toast's AccountInfo as the bridge writes it: a card, its points, its owner's names and masked contacts. */
+const ToastAccountInfo = z.object({
+  identifier: z.string().meta({ description: "The card's serial: what Toast keeps on the check as its loyaltyIdentifier." }),
+  firstName: z.string().optional(),
+  lastName: z.string().optional(),
+  phone: z.string().optional().meta({ description: 'Masked: its last four digits.' }),
+  email: z.string().optional().meta({ description: 'Masked: its first letter and its domain.' }),
+  pointsBalance: z.number().optional(),
+});
+
+export const ToastLoyaltyAnswer = z
+  .object({
+    transactionStatus: z.string().meta({
+      description:
+        'ACCEPT, or Toast\'s ERROR_INVALID_TOKEN, ERROR_INVALID_RESTAURANT, ERROR_INVALID_INPUT_PROPERTIES, ERROR_ACCOUNT_INVALID, ERROR_TRANSACTION_DOES_NOT_EXIST, ERROR_TRANSACTION_CANNOT_BE_REVERSED, ERROR_INVALID_TOAST_TRANSACTION_TYPE, ERROR.',
+    }),
+    message: z.string().optional().meta({ description: 'Why it was refused, in words the cashier is shown.' }),
+    searchResponse: z.object({ accounts: z.array(ToastAccountInfo) }).optional(),
+    checkResponse: z
+      .object({
+        accountInfo: ToastAccountInfo.optional(),
+        pointsBalance: z.number().optional(),
+        offers: z.array(z.unknown()).optional(),
+        rejectedRedemptions: z.array(z.object({ redemption: z.unknown(), message: z.string() })).optional(),
+        appliedRedemptions: z.array(z.unknown()).optional(),
+      })
+      .optional(),
+  })
+  .meta({ description: "Toast's LoyaltyTransactionResponse." });
+
+export const LookupAnswer = z
+  .object({
+    cards: z.array(
+      z.object({
+        serialNumber: z.string(),
+        templateId: z.number().int().optional(),
+        pointsBalance: z.number().optional().meta({ description: "The card's points, as the loyalty service counts them." }),
+        balance: z.record(z.string(), z.unknown()).meta({ description: "The card's balance object as the loyalty service gives it (bonusBalance, balance, numberRewardsUnused, ...)." }),
+        customer: z.object({ firstName: z.string().optional(), surname: z.string().optional() }).meta({ description: 'Names only: the contact the guest was found by is the caller\'s already, and no other is shown.' }),
+      }),
+    ),
+  })
+  .meta({ description: "A guest's cards, with their points." });
+export type LookupAnswer = z.infer<typeof LookupAnswer>;

@@ -1,6 +1,6 @@
 /**
  * Every route the bridge serves, in the order the router mounts them and the document lists them:
- * the POS's, the operators' (records, operators, dead letters, reports, backfill, merchants), then
+ * the POS's, the register's, the operators' (records, operators, dead letters, reports, backfill, merchants), then
  * operations. What depends on the POSes the bridge registers (their names, the generic payload, the
  * POS accounts a merchant may hold) comes from the catalogue the composition root hands over.
  */
@@ -11,8 +11,9 @@ import { backfillRoutes } from './routes/backfill.js';
 import { merchantRoutes } from './routes/merchants.js';
 import { opsRoutes } from './routes/ops.js';
 import { posRoutes } from './routes/pos.js';
+import { registerRoutes } from './routes/register.js';
 import { reportRoutes } from './routes/reports.js';
 
 export function routeTable(catalogue: PosCatalogue): readonly Route[] {
-  return [...posRoutes(catalogue), ...adminRoutes, ...reportRoutes, ...backfillRoutes(catalogue), ...merchantRoutes(catalogue), ...opsRoutes];
+  return [...posRoutes(catalogue), ...registerRoutes, ...adminRoutes, ...reportRoutes, ...backfillRoutes(catalogue), ...merchantRoutes(catalogue), ...opsRoutes];
 }

@@ -609,6 +609,10 @@ export class FileLedgerStore implements LedgerStore {
     return account;
   }
 
+  async deliveryBinding(pos: string, key: string): Promise<string | undefined> {
+    return this.#idx.binding(bindingKey(pos, key))?.account;
+  }
+
   /** Every delivery binding, in key order, a page at a time (`npm run ledger:copy`). */
   *deliveryBindings(pageSize = 1000): Iterable<{ pos: string; key: string; account: string }> {
     for (let after = ''; ; ) {

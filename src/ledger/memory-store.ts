@@ -247,6 +247,10 @@ export class MemoryLedgerStore implements LedgerStore {
     return this.state.webhookEvents.has(`${pos}\u0000${key}`);
   }
 
+  async deliveryBinding(pos: string, key: string): Promise<string | undefined> {
+    return this.state.deliveryBindings.get(`${pos}\u0000${key}`);
+  }
+
   async bindDelivery(pos: string, key: string, account: string): Promise<string> {
     const id = `${pos}\u0000${key}`;
     const bound = this.state.deliveryBindings.get(id);

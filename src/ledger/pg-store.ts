@@ -1020,6 +1020,10 @@ export class PostgresLedgerStore implements LedgerStore {
     return (await this.pool.query('SELECT 1 FROM ledger_webhook_events WHERE pos = $1 AND key = $2', [pos, key])).rowCount === 1;
   }
 
+  async deliveryBinding(pos: string, key: string): Promise<string | undefined> {
+    return (await this.pool.query<{ account: string }>('SELECT account FROM ledger_delivery_bindings WHERE pos = $1 AND key = $2', [pos, key])).rows[0]?.account;
+  }
+
   async bindDelivery(pos: string, key: string, account: string): Promise<string> {
     // The row this call inserts, or the one an earlier call (any instance's) inserted. A row another
     // transaction committed while this statement ran is not in its snapshot: read again then.

@@ -554,6 +554,8 @@ export interface WebhookEventStore {
    * it was first taken for another.
    */
   bindDelivery(pos: string, key: string, account: string): Promise<string>;
+  /** What `key` is bound to, without binding it: undefined when nothing is. */
+  deliveryBinding(pos: string, key: string): Promise<string | undefined>;
 }
 
 /** Created merchants (the `default` merchant is built from the variables, never stored). */

@@ -20,6 +20,7 @@ import {
   AccrualResult,
   Card,
   CardWithOwner,
+  RegisterCardBody,
   Credential,
   MAX_ITEMS_PER_PAGE,
   Operation,
@@ -172,7 +173,47 @@ declare module 'axios' {
     attemptLog?: AttemptLog;
     /** When this request (this retry) went out: the latency sample's start. */
     sentAtMs?: number;
+    /** A deadline shorter than LOYALTY_TIMEOUT_MS for this request (a register's read within its budget). */
+    deadlineMs?: number;
   }
+}
+
+/** What a register shows of one card: its serial, template, points, balance and owner's names (contract v1.5 "At the register"). */
+export interface RegisterCard {
+  serialNumber: string;
+  templateId?: number;
+  /** The card's points (`balance.bonusBalance`), when it has them. */
+  pointsBalance?: number;
+  /** The card's balance object as the loyalty service gives it. */
+  balance: Record<string, unknown>;
+  customer: { firstName?: string; surname?: string; phone?: string; email?: string };
+}
+
+/**
+ * A register's read the loyalty service did not answer within its budget: rate-limited (a 429,
+ * never waited out here: a cashier is waiting), timed out, failing (5xx, a network error, an
+ * answer it cannot read), or not possible (no API key).
+ */
+export class RegisterReadError extends Error {
+  constructor(
+    readonly reason: 'rate_limited' | 'timeout' | 'unavailable' | 'no_api_key',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RegisterReadError';
+  }
+}
+
+function registerCardOf(card: z.infer<typeof RegisterCardBody>): RegisterCard {
+  const owner = card.customer;
+  const customer = {
+    ...(owner?.firstName ? { firstName: owner.firstName } : {}),
+    ...(owner?.surname ? { surname: owner.surname } : {}),
+    ...(owner?.phone ? { phone: owner.phone } : {}),
+    ...(owner?.email ? { email: owner.email } : {}),
+  };
+  const points = card.balance?.bonusBalance;
+  return { serialNumber: card.id, ...(card.templateId !== undefined ? { templateId: card.templateId } : {}), ...(typeof points === 'number' ? { pointsBalance: points } : {}), balance: { ...(card.balance ?? {}) }, customer };
 }
 
 export class LoyaltyClient {
@@ -203,7 +244,7 @@ export class LoyaltyClient {
       if (config.attemptLog) config.attemptLog.startedAt = config.sentAtMs;
       // A hard deadline for each request (retries included, each gets its own): axios's `timeout`
       // only fires on an idle socket, and a round must end well inside the in-flight lease.
-      config.signal = AbortSignal.timeout(options.timeoutMs);
+      config.signal = AbortSignal.timeout(Math.min(options.timeoutMs, config.deadlineMs ?? Infinity));
       return config;
     });
     // Registered before axios-retry's interceptor so every single request is logged, retries included.
@@ -301,6 +342,66 @@ export class LoyaltyClient {
     if (!parsed.success) throw new Error(`${named} answered an unexpected body: ${parsed.error.issues[0]?.message}`);
     const owner = parsed.data.data.customer;
     return { ...(owner?.phone ? { phone: owner.phone } : {}), ...(owner?.email ? { email: owner.email } : {}) };
+  }
+
+  /**
+   * The cards of the customer with this phone or email, for a register (SEARCH, a lookup): one
+   * request with the API key, no retry, answered within `budgetMs` or a RegisterReadError.
+   */
+  async registerCards(query: { phone?: string; email?: string }, budgetMs: number): Promise<RegisterCard[]> {
+    const params: Record<string, string> | undefined = query.phone ? { customerPhone: query.phone } : query.email ? { customerEmail: query.email } : undefined;
+    if (!params) return [];
+    const response = await this.#registerGet('/api/v2/cards', { ...params, page: 1, itemsPerPage: MAX_ITEMS_PER_PAGE }, budgetMs);
+    const parsed = envelopeList(RegisterCardBody).safeParse(parseBody(response));
+    if (!parsed.success) throw new RegisterReadError('unavailable', 'GET /api/v2/cards answered a body that is not a list of cards');
+    return parsed.data.data.map(registerCardOf);
+  }
+
+  /** One card by its serial, for a register (INQUIRE, a lookup); undefined when the service has none (404). As `registerCards`. */
+  async registerCard(serial: string, budgetMs: number): Promise<RegisterCard | undefined> {
+    const response = await this.#registerGet(`/api/v2/cards/${encodeURIComponent(serial)}`, undefined, budgetMs, true);
+    if (response.status === 404) return undefined;
+    const parsed = envelopeOne(RegisterCardBody).safeParse(parseBody(response));
+    if (!parsed.success) throw new RegisterReadError('unavailable', 'GET /api/v2/cards/{id} answered a body that is not a card');
+    return registerCardOf(parsed.data.data);
+  }
+
+  /**
+   * A register's GET: with the API key, once (a cashier is waiting: a 429 is not waited out), and
+   * answered within `budgetMs` however long this client's share of the pool is queued. Errors never
+   * name the path's values (a serial may be a phone typed where it goes).
+   */
+  async #registerGet(path: string, params: Record<string, string | number> | undefined, budgetMs: number, notFoundIsAnswer = false): Promise<AxiosResponse> {
+    if (!this.#apiKey) throw new RegisterReadError('no_api_key', "the loyalty service's cards cannot be read without the merchant's API key (loyalty.apiKey)");
+    const deadline = Date.now() + budgetMs;
+    const named = path.startsWith('/api/v2/cards/') ? 'GET /api/v2/cards/{id}' : `GET ${path}`;
+    let timer: NodeJS.Timeout | undefined;
+    const outOfTime = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new RegisterReadError('timeout', `${named}: no answer within ${budgetMs} ms`)), budgetMs);
+      timer.unref();
+    });
+    const sent = this.#send(() => {
+      const left = deadline - Date.now();
+      if (left <= 0) return Promise.reject(new RegisterReadError('timeout', `${named}: no answer within ${budgetMs} ms`));
+      return this.#http.get(path, { ...(params ? { params } : {}), headers: { 'X-API-Key': this.#apiKey, 'X-App-Token': undefined }, 'axios-retry': { retries: 0 }, deadlineMs: left });
+    });
+    try {
+      const response = await Promise.race([sent, outOfTime]);
+      if (response.status === 200 || (notFoundIsAnswer && response.status === 404)) return response;
+      throw new RegisterReadError('unavailable', `${named} answered ${response.status}`);
+    } catch (error) {
+      if (error instanceof RegisterReadError) throw error;
+      if (error instanceof RetryableStatus) {
+        const status = error.response!.status;
+        throw new RegisterReadError(status === 429 ? 'rate_limited' : 'unavailable', `${named} answered ${status}${status === 429 ? ' (rate-limited)' : ''}`);
+      }
+      const code = (error as AxiosError).code ?? '';
+      throw new RegisterReadError(code === 'ERR_CANCELED' || code === 'ECONNABORTED' ? 'timeout' : 'unavailable', `${named}: ${code === 'ERR_CANCELED' ? `no answer within ${budgetMs} ms` : code || (error as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+      // A request the budget gave up on still ends (its deadline is the budget's): nothing is left hanging.
+      sent.catch(() => undefined);
+    }
   }
 
   /**

@@ -110,6 +110,15 @@ export const CardWithOwner = Card.extend({
   customer: z.looseObject({ phone: z.string().nullish(), email: z.string().nullish() }).optional(),
 });
 
+/**
+ * A card as a register shows it (Toast's SEARCH and INQUIRE, a lookup): its owner's names and its
+ * balance object, whose `bonusBalance` is the points balance of a points card (upstream "Card").
+ */
+export const RegisterCardBody = Card.extend({
+  customer: z.looseObject({ firstName: z.string().nullish(), surname: z.string().nullish(), phone: z.string().nullish(), email: z.string().nullish() }).optional(),
+  balance: z.looseObject({ bonusBalance: z.number().nullish(), balance: z.number().nullish() }).optional(),
+});
+
 /** The standard envelope of one resource (`data` an object; no `meta`). */
 export function envelopeOne<T extends z.ZodType>(item: T) {
   return z.looseObject({ code: z.number().int(), data: item });

@@ -35,6 +35,8 @@ function posAccountSchemas(declarations: PosSettingDeclarations, partial: boolea
           shape[d.account.field] = z.string().trim().min(1, { message: 'must not be empty', abort: true }).max(200, 'must be at most 200 characters').regex(accountShape.pattern, `must be ${accountShape.says}`).optional();
         }
         if (d.account?.accessToken) shape.accessToken = secret.optional();
+        // A key the restaurant's integration carries: one the operator chooses, so at least 24 characters (docs/pos-systems.md).
+        if (d.registerKey) shape[d.registerKey.field] = secret.min(24, 'must be at least 24 characters: it is what lets a register read guests and accrue').optional();
         // In a PATCH, null removes the account from the merchant.
         const account = z.strictObject(shape);
         return [pos, partial ? account.nullable().optional() : account.optional()];
@@ -215,7 +217,8 @@ export class MerchantAdmin {
       pos: Object.fromEntries(
         Object.entries(m.pos).map(([pos, a]) => {
           const field = this.declarations[pos]?.account?.field ?? 'account';
-          return [pos, { ...(a.account ? { [field]: a.account } : {}), ...(a.accessToken ? { accessToken: a.accessToken.hint } : {}) }];
+          const keyField = this.declarations[pos]?.registerKey?.field;
+          return [pos, { ...(a.account ? { [field]: a.account } : {}), ...(a.accessToken ? { accessToken: a.accessToken.hint } : {}), ...(a.registerKey && keyField ? { [keyField]: a.registerKey.hint } : {}) }];
         }),
       ),
       createdAt: m.createdAt,
@@ -235,11 +238,14 @@ export class MerchantAdmin {
         continue;
       }
       const field = this.declarations[pos]?.account?.field;
+      const keyField = this.declarations[pos]?.registerKey?.field;
       const account = field ? fields[field] : undefined;
+      const registerKey = keyField ? fields[keyField] : undefined;
       next[pos] = {
         ...next[pos],
         ...(account ? { account } : {}),
         ...(fields.accessToken ? { accessToken: box.seal(fields.accessToken) } : {}),
+        ...(registerKey ? { registerKey: box.seal(registerKey) } : {}),
       };
     }
     return next;
@@ -317,7 +323,11 @@ function fillFromCredentials(
     const named = value(`${name}.${d.account.field}`);
     const account = given[d.account.field] ?? (named && accountShapeOf(d).pattern.test(named) ? named : undefined);
     const accessToken = d.account.accessToken ? (given.accessToken ?? value(`${name}.accessToken`)) : undefined;
-    if (account || accessToken || input.pos?.[name]) pos[name] = { ...(account ? { [d.account.field]: account } : {}), ...(accessToken ? { accessToken } : {}) };
+    // A register's key is the merchant's own choice, given in the body: never one of the credentials.
+    const registerKey = d.registerKey ? given[d.registerKey.field] : undefined;
+    if (account || accessToken || registerKey || input.pos?.[name]) {
+      pos[name] = { ...(account ? { [d.account.field]: account } : {}), ...(accessToken ? { accessToken } : {}), ...(registerKey && d.registerKey ? { [d.registerKey.field]: registerKey } : {}) };
+    }
   }
   return {
     currency: input.currency ?? (fromCurrency && isIsoCurrency(fromCurrency) ? fromCurrency : undefined),

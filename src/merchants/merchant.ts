@@ -49,6 +49,8 @@ export interface PosAccount {
   /** Square/Clover/Loyverse `merchantId`, Shopify `shopDomain`, Toast `restaurantGuid` (the field each adapter declares). */
   account?: string;
   accessToken?: SealedSecret;
+  /** The key its register's loyalty calls carry (Toast's `loyaltyKey`: the field each adapter declares). */
+  registerKey?: SealedSecret;
 }
 
 export interface StoredMerchant {
@@ -89,5 +91,6 @@ export function sealedSecretsOf(m: Pick<StoredMerchant, 'loyalty' | 'pos'>): { w
     { where: 'loyalty.appToken', sealed: m.loyalty.appToken },
     ...(m.loyalty.apiKey ? [{ where: 'loyalty.apiKey', sealed: m.loyalty.apiKey }] : []),
     ...Object.entries(m.pos).flatMap(([pos, a]) => (a.accessToken ? [{ where: `pos.${pos}.accessToken`, sealed: a.accessToken }] : [])),
+    ...Object.entries(m.pos).flatMap(([pos, a]) => (a.registerKey ? [{ where: `pos.${pos}.registerKey`, sealed: a.registerKey }] : [])),
   ];
 }

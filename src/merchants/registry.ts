@@ -177,8 +177,16 @@ export class MerchantRegistry {
       Object.entries(this.options.posSettings).map(([name, app]) => {
         const account = stored.pos[name];
         // The POS app's webhook secret and addresses; the merchant's own account and token, never the default merchant's.
-        const { accessToken: _defaultToken, account: _defaultAccount, ...shared } = app;
-        return [name, { ...shared, ...(account?.account ? { account: account.account } : {}), ...(account?.accessToken ? { accessToken: box.open(account.accessToken) } : {}) }];
+        const { accessToken: _defaultToken, account: _defaultAccount, registerKey: _defaultKey, ...shared } = app;
+        return [
+          name,
+          {
+            ...shared,
+            ...(account?.account ? { account: account.account } : {}),
+            ...(account?.accessToken ? { accessToken: box.open(account.accessToken) } : {}),
+            ...(account?.registerKey ? { registerKey: box.open(account.registerKey) } : {}),
+          },
+        ];
       }),
     );
     return this.#activate(stored.id, stored.status, box.open(stored.loyalty.appToken), stored.loyalty.apiKey && box.open(stored.loyalty.apiKey), context, pos);

@@ -59,16 +59,33 @@ export interface CredentialCheck {
   at: number;
 }
 
-/** The readiness the `/readyz` route answers: `upstream` is its `checks.upstream` text. */
+/** The readiness the `/readyz` route answers: `upstream` is its `checks.upstream` text, `register` its `checks.register`. */
 export interface UpstreamReadiness {
   ready: boolean;
   upstream: string;
+  /**
+   * `ok`, or the merchants whose register is set up (a POS's register key) but who have no loyalty
+   * API key: their registers are refused every guest search and points read. Never a reason to be
+   * not ready: it is the same on every instance, and their sales still accrue.
+   */
+  register: string;
+}
+
+/** A merchant as a check sees it: its client, and whether a register of one of its POS accounts calls the bridge. */
+interface CheckedMerchant {
+  client: LoyaltyClient;
+  pos?: Readonly<Record<string, { registerKey?: string }>>;
 }
 
 /** The subset of the merchant registry a check needs. */
 export interface CheckedMerchants {
-  readonly default: { client: LoyaltyClient };
-  get(id: string): Promise<{ status: 'active' | 'suspended'; client: LoyaltyClient } | undefined>;
+  readonly default: CheckedMerchant;
+  get(id: string): Promise<({ status: 'active' | 'suspended' } & CheckedMerchant) | undefined>;
+}
+
+/** A register is set up for the merchant, and its card reads cannot be made (no API key). */
+function registerCannotRead(merchant: CheckedMerchant): boolean {
+  return !merchant.client.canVerify && Object.values(merchant.pos ?? {}).some((account) => account.registerKey);
 }
 
 /** Reads one resolve-credentials answer. */
@@ -128,6 +145,8 @@ export class UpstreamCheck {
   /** Where in the merchants' creation order the next round goes on from. */
   #cursor = 0;
   #round?: Promise<void>;
+  /** Merchants (checked so far) whose register cannot read cards: see UpstreamReadiness.register. */
+  readonly #registerCannotRead = new Set<string>();
   #lastRoundAt = Number.NEGATIVE_INFINITY;
   #stopped = false;
   #timer?: NodeJS.Timeout;
@@ -186,6 +205,17 @@ export class UpstreamCheck {
 
   /** What /readyz answers: from the last checks, never waiting for one; a stale one starts a round in the background. */
   readiness(): UpstreamReadiness {
+    return { ...this.#upstreamReadiness(), register: this.#registerReadiness() };
+  }
+
+  #registerReadiness(): string {
+    const blind = [...(registerCannotRead(this.merchants.default) ? [DEFAULT_MERCHANT] : []), ...this.#registerCannotRead];
+    if (blind.length === 0) return 'ok';
+    const more = blind.length > 5 ? ` and ${blind.length - 5} more` : '';
+    return `no loyalty API key, so their registers cannot find guests or show points (set loyalty.apiKey; LOYALTY_API_KEY for default): ${blind.slice(0, 5).join(', ')}${more}`;
+  }
+
+  #upstreamReadiness(): Omit<UpstreamReadiness, 'register'> {
     if (this.#due()) void this.#startRound();
     const at = (ms: number) => new Date(ms).toISOString();
     const own = this.#default;
@@ -247,8 +277,10 @@ export class UpstreamCheck {
     this.#cursor = items.length < budget.left ? 0 : this.#cursor + items.length;
     for (const stored of items) {
       if (this.#stopped) return;
-      if (stored.status !== 'active') this.#created.delete(stored.id);
-      else if (this.#stale(this.#created.get(stored.id), now)) await this.#checkCreated(stored.id);
+      if (stored.status !== 'active') {
+        this.#created.delete(stored.id);
+        this.#registerCannotRead.delete(stored.id);
+      } else if (this.#stale(this.#created.get(stored.id), now)) await this.#checkCreated(stored.id);
     }
   }
 
@@ -259,8 +291,11 @@ export class UpstreamCheck {
     });
     if (!merchant || merchant.status !== 'active') {
       this.#created.delete(id);
+      this.#registerCannotRead.delete(id);
       return;
     }
+    if (registerCannotRead(merchant)) this.#registerCannotRead.add(id);
+    else this.#registerCannotRead.delete(id);
     this.#created.set(id, this.#record(this.#created.get(id), await this.#check(id, merchant.client)));
   }
 

@@ -38,6 +38,8 @@ export interface PosSettings {
   accessTokenHeader?: string;
   /** The merchant's account on this POS (its id there), where one is bound: webhooks naming it are this merchant's. */
   account?: string;
+  /** The key its register's loyalty calls carry (Toast's loyalty integration), where the POS has such calls. */
+  registerKey?: string;
 }
 
 export interface AdapterContext {
@@ -317,6 +319,60 @@ export interface PosAdapter {
   webhook?: WebhookSpec;
   /** How to list the account's orders and refunds by modification time (backfill); absent: the POS has no such API. */
   backfill?: BackfillSpec;
+  /** The POS's register protocol (Toast's loyalty integration API), where it calls the loyalty provider while a sale is open. */
+  register?: RegisterSpec;
+}
+
+/** A card a register is shown: its serial (the account's identifier), points and owner (loyalty/client.ts `RegisterCard`). */
+export interface RegisterAccount {
+  serialNumber: string;
+  pointsBalance?: number;
+  customer: { firstName?: string; surname?: string; phone?: string; email?: string };
+}
+
+/**
+ * One call of a register, as its adapter read it (pure). `id`: the POS's id of this call, the same
+ * when it repeats it (Toast-Transaction-GUID). `redemptions`: rewards the register asks to redeem,
+ * as the POS wrote them (answered rejected: the loyalty service publishes no redemption a point of
+ * sale can make, docs/pos-systems.md).
+ */
+export type RegisterCall = { id: string } & (
+  | { kind: 'search'; phone?: string; email?: string }
+  | { kind: 'inquire'; identifier: string; redemptions: readonly unknown[] }
+  | { kind: 'redeem'; identifier?: string; redemptions: readonly unknown[] }
+  /** The check's purchase, with the card the register attached (`intent.customer.serialNumber`), or none. */
+  | { kind: 'accrue'; sale: CheckoutIntent; redemptions: readonly unknown[] }
+  /** Undo the call `reverses` names (an accrue's or a redeem's id). */
+  | { kind: 'reverse'; reverses: string; redemptions: readonly unknown[] }
+  /** A kind of call the bridge does not take (Toast's TRANSFER). */
+  | { kind: 'unsupported'; type: string }
+);
+
+/** Why a register's call is refused, in the bridge's words; the adapter says it in the POS's. */
+export type RegisterRefusalReason = 'key' | 'account' | 'input' | 'no_card' | 'unknown_call' | 'cannot_reverse' | 'unsupported' | 'unavailable';
+
+/** What the bridge answers a register's call (the adapter writes it in the POS's shape). */
+export type RegisterAnswer =
+  | { kind: 'accounts'; accounts: readonly RegisterAccount[] }
+  | { kind: 'account'; account: RegisterAccount; rejected: readonly unknown[] }
+  | { kind: 'accepted'; rejected: readonly unknown[] }
+  | { kind: 'refused'; reason: RegisterRefusalReason; message: string };
+
+/**
+ * A POS's register protocol (Toast's loyalty integration API): the calls a cashier's POS makes to
+ * the loyalty provider while the sale is open, read and answered in the POS's own shapes (pure).
+ */
+export interface RegisterSpec {
+  /** The header naming the merchant's account on the POS (Toast-Restaurant-External-ID). */
+  accountHeader: string;
+  /** The header holding the key the merchant's integration was set up with (Authorization, the whole value). */
+  keyHeader: string;
+  /** The call's id header (Toast-Transaction-GUID): what a repeat is known by. */
+  callIdHeader: string;
+  /** Pure: the call a request makes, or a ValidationError naming the field. */
+  parse(body: unknown, headers: IncomingHttpHeaders, context: AdapterContext): RegisterCall;
+  /** Pure: the answer in the POS's shape, with its HTTP status. */
+  answer(answer: RegisterAnswer): { status: number; body: unknown };
 }
 
 /**

@@ -29,6 +29,12 @@ export interface PosSettingsDeclaration {
    */
   account?: { field: string; variable: string; accessToken: boolean; shape?: AccountShape };
   /**
+   * The key a register's loyalty calls carry (Toast's loyalty integration API: the static key the
+   * restaurant's integration was set up with): the field of a merchant's POS account that holds it
+   * (a sealed secret) and the variable that holds the default merchant's.
+   */
+  registerKey?: { field: string; variable: string };
+  /**
    * A rule across this POS's settings that no variable can check alone: what is wrong, naming the
    * variables, or undefined. Checked at start-up, after every variable is valid on its own.
    */

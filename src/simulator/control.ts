@@ -8,7 +8,7 @@
  */
 import express, { type Response } from 'express';
 import { z } from 'zod';
-import { FAULT_KINDS } from './faults.js';
+import { FAULT_KINDS, FAULT_TARGETS } from './faults.js';
 import type { Simulator } from './index.js';
 import { DEFAULT_MERCHANT_ID, type SimMerchant } from './merchant.js';
 import { posControlRouter } from './pos-apis/control.js';
@@ -16,7 +16,7 @@ import { posControlRouter } from './pos-apis/control.js';
 const FaultBody = z.object({
   kind: z.enum(FAULT_KINDS),
   times: z.number().int().positive().optional(),
-  on: z.enum(['accrue', 'reverse', 'any', 'history']).optional(),
+  on: z.enum(FAULT_TARGETS).optional(),
   delayMs: z.number().int().nonnegative().optional(),
   status: z.number().int().min(500).max(599).optional(),
   message: z.string().optional(),
@@ -24,11 +24,13 @@ const FaultBody = z.object({
 });
 
 const StormBody = z.object({ on: z.boolean() });
+const LatencyBody = z.strictObject({ ms: z.number().int().min(0).max(60_000) });
 
 const CustomerBody = z.object({
   phone: z.string().optional(),
   email: z.string().optional(),
   firstName: z.string().optional(),
+  surname: z.string().optional(),
 });
 
 const MerchantBody = z.object({
@@ -60,12 +62,12 @@ function describe(m: SimMerchant) {
     templateIds: m.templateIds,
     credentials: m.credentials,
     revoked: m.revoked,
-    faults: { pending: m.faults.pending(), rateLimitAll: m.faults.rateLimitAll },
+    faults: faultState(m),
   };
 }
 
 function faultState(m: SimMerchant) {
-  return { pending: m.faults.pending(), rateLimitAll: m.faults.rateLimitAll };
+  return { pending: m.faults.pending(), rateLimitAll: m.faults.rateLimitAll, ...(m.faults.cardReadLatencyMs ? { cardReadLatencyMs: m.faults.cardReadLatencyMs } : {}) };
 }
 
 /** One merchant's routes; `merchantOf` names the merchant of the request (fixed, or from the path). */
@@ -106,6 +108,15 @@ function merchantRouter(merchantOf: (res: Response) => SimMerchant): express.Rou
     if (!parsed.success) return void res.status(400).json({ errors: problems(parsed.error) });
     const merchant = merchantOf(res);
     merchant.faults.rateLimitAll = parsed.data.on;
+    res.json(faultState(merchant));
+  });
+
+  /** Every card read's latency (FaultQueue.cardReadLatencyMs): `{ "ms": 100 }`; 0 ends it. */
+  router.put('/faults/card-read-latency', (req, res) => {
+    const parsed = LatencyBody.safeParse(req.body);
+    if (!parsed.success) return void res.status(400).json({ errors: problems(parsed.error) });
+    const merchant = merchantOf(res);
+    merchant.faults.cardReadLatencyMs = parsed.data.ms;
     res.json(faultState(merchant));
   });
 

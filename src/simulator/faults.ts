@@ -14,13 +14,22 @@ export const FAULT_KINDS = [
   'drop_after_commit',
   'result_failure',
   'history_moves',
+  'slow',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-/** `any`: accrue or reverse. `history`: GET /api/v2/operations only (never hit by `any`). */
-export type FaultTarget = 'accrue' | 'reverse' | 'any' | 'history';
+/**
+ * `any`: accrue or reverse. `history`: GET /api/v2/operations only. `cards`: GET /api/v2/cards and
+ * /api/v2/cards/{id}, a register's reads (neither read is ever hit by `any`).
+ */
+export type FaultTarget = 'accrue' | 'reverse' | 'any' | 'history' | 'cards';
+export const FAULT_TARGETS = ['accrue', 'reverse', 'any', 'history', 'cards'] as const satisfies readonly FaultTarget[];
 /** What a history read can be made to do. */
-const HISTORY_FAULTS: readonly FaultKind[] = ['rate_limit', 'server_error', 'history_moves'];
+const HISTORY_FAULTS: readonly FaultKind[] = ['rate_limit', 'server_error', 'history_moves', 'slow'];
+/** What a card read can be made to do. */
+const CARD_FAULTS: readonly FaultKind[] = ['rate_limit', 'server_error', 'slow'];
+/** Reads only: a write's slowness is slow_after_commit's. */
+const READ_ONLY_FAULTS: readonly FaultKind[] = ['history_moves', 'slow'];
 /** history_moves: rows the list turns by on each read, unless told. */
 const DEFAULT_SHIFT = 10;
 
@@ -29,7 +38,7 @@ export interface FaultSpec {
   /** How many matching requests this fault hits before it is used up. */
   times?: number;
   on?: FaultTarget;
-  /** slow_after_commit only; default 5000. */
+  /** slow_after_commit and slow (a read answered late) only; default 5000. */
   delayMs?: number;
   /** server_error only; default 503. */
   status?: number;
@@ -90,6 +99,11 @@ export class FaultQueue {
   #rateLimitAll = false;
   /** Rows the operations list is turned by (history_moves): the order it is served in now. */
   historyRotation = 0;
+  /**
+   * How long every card read (GET /api/v2/cards, /api/v2/cards/{id}) waits before it is answered, in
+   * ms: the loyalty service's own latency, as a register sees it (the benchmark's 0 and 100 ms).
+   */
+  cardReadLatencyMs = 0;
 
   /**
    * While true, every point-of-sale call carrying this merchant's app token (resolve-credentials
@@ -106,10 +120,12 @@ export class FaultQueue {
   }
 
   inject(spec: FaultSpec): void {
-    const { kind, times = 1, on = kind === 'history_moves' ? 'history' : 'any', delayMs, status, message, shift } = spec;
+    const { kind, times = 1, on = kind === 'history_moves' || kind === 'slow' ? 'history' : 'any', delayMs, status, message, shift } = spec;
     if (!FAULT_KINDS.includes(kind)) throw new RangeError(`unknown fault kind ${String(kind)}`);
     if (on === 'history' && !HISTORY_FAULTS.includes(kind)) throw new RangeError(`on: history takes ${HISTORY_FAULTS.join(', ')} only`);
+    if (on === 'cards' && !CARD_FAULTS.includes(kind)) throw new RangeError(`on: cards takes ${CARD_FAULTS.join(', ')} only`);
     if (kind === 'history_moves' && on !== 'history') throw new RangeError('history_moves is on: history only');
+    if (READ_ONLY_FAULTS.includes(kind) && on !== 'history' && on !== 'cards') throw new RangeError(`${kind} is a read's: on: history or cards`);
     if (shift !== undefined && (!Number.isInteger(shift) || shift < 1)) throw new RangeError('shift must be an integer >= 1');
     if (!Number.isInteger(times) || times < 1) throw new RangeError('times must be an integer >= 1');
     if (status !== undefined && (!Number.isInteger(status) || status < 500 || status > 599)) {
@@ -137,11 +153,17 @@ export class FaultQueue {
     return this.#queue.take((fault) => fault.on === 'history');
   }
 
+  /** The oldest fault aimed at card reads (`on: 'cards'`), consuming one of its uses. */
+  takeCards(): Fault | undefined {
+    return this.#queue.take((fault) => fault.on === 'cards');
+  }
+
   /** Drops every queued fault, ends a rateLimitAll storm and puts the history back in its own order. */
   clear(): void {
     this.#queue.clear();
     this.#rateLimitAll = false;
     this.historyRotation = 0;
+    this.cardReadLatencyMs = 0;
   }
 
   /** Remaining queued fault applications (a fault injected with times: 3 counts 3); a storm is not counted. */

@@ -63,6 +63,9 @@ function turned<T>(list: { total: number; page(offset: number, limit: number): T
   return { total: list.total, page: (offset, limit) => order.slice(offset, offset + limit) };
 }
 
+/** A wall-clock wait: a read's latency is the client's to feel, whatever the simulator's clock says. */
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
 export function historyRouter(ctx: SimContext): express.Router {
   const router = express.Router();
 
@@ -111,7 +114,20 @@ export function historyRouter(ctx: SimContext): express.Router {
     });
   }
 
-  router.get('/operations', (req, res) => {
+  /**
+   * A card read's latency and faults (on: 'cards'), after the key: false when a fault answered it.
+   * The wait is a timer, never a busy loop: other requests are served meanwhile.
+   */
+  async function cardRead(merchant: Merchant, res: Response): Promise<boolean> {
+    const fault = merchant.faults.takeCards();
+    const wait = merchant.faults.cardReadLatencyMs + (fault?.kind === 'slow' ? (fault.delayMs ?? 5000) : 0);
+    if (wait > 0) await pause(wait);
+    if (fault?.kind === 'rate_limit') return void rateLimitPage(res), false;
+    if (fault?.kind === 'server_error') return void serverErrorPage(res, fault), false;
+    return true;
+  }
+
+  router.get('/operations', async (req, res) => {
     const merchant = authorise(req, res);
     if (merchant === undefined) return;
     // Faults aimed at history reads (faults.ts): after the key, as the real service checks it first.
@@ -119,6 +135,7 @@ export function historyRouter(ctx: SimContext): express.Router {
     if (fault?.kind === 'rate_limit') return void rateLimitPage(res);
     if (fault?.kind === 'server_error') return void serverErrorPage(res, fault);
     if (fault?.kind === 'history_moves') merchant.faults.historyRotation += fault.shift!;
+    if (fault?.kind === 'slow') await pause(fault.delayMs ?? 5000);
     list(res, req, () =>
       turned(
         merchant.ledger.listOperations({
@@ -133,9 +150,10 @@ export function historyRouter(ctx: SimContext): express.Router {
     );
   });
 
-  router.get('/cards', (req, res) => {
+  router.get('/cards', async (req, res) => {
     const merchant = authorise(req, res);
     if (merchant === undefined) return;
+    if (!(await cardRead(merchant, res))) return;
     list(res, req, () =>
       merchant.ledger.listCards(
         {
@@ -148,9 +166,10 @@ export function historyRouter(ctx: SimContext): express.Router {
     );
   });
 
-  router.get('/cards/:id', (req, res) => {
+  router.get('/cards/:id', async (req, res) => {
     const merchant = authorise(req, res);
     if (merchant === undefined) return;
+    if (!(await cardRead(merchant, res))) return;
     const card = merchant.ledger.card(String(req.params.id));
     // 404's body is not shown by the contract (Errors): a message, as its other refusals carry.
     if (!card) return void res.status(404).json({ message: `Card ${String(req.params.id).slice(0, 100)} not found.` });

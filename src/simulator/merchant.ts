@@ -36,6 +36,7 @@ export interface NewCustomerInput {
   phone?: string;
   email?: string;
   firstName?: string;
+  surname?: string;
 }
 
 /** What tests and the control API see of a merchant. */

@@ -174,7 +174,8 @@ export function posRouter(ctx: SimContext): express.Router {
         return;
       }
       case 'history_moves':
-        throw new Error('history_moves is a fault of history reads, never taken for a call (faults.ts)');
+      case 'slow':
+        throw new Error(`${fault.kind} is a fault of reads, never taken for a call (faults.ts)`);
       default: {
         const unknown: never = fault.kind;
         throw new Error(`unhandled fault ${String(unknown)}`);

@@ -113,9 +113,10 @@ export interface ReversalShape {
 export interface RecordOrigin {
   /**
    * pos: a direct post; webhook; backfill: found reading the POS back; replay: a dead letter run
-   * again; remainder: a partial refund's rest; operator: an operator's reversal of an order the ledger never saw.
+   * again; remainder: a partial refund's rest; operator: an operator's reversal of an order the ledger never saw;
+   * register: the POS's register called while the sale was open (Toast's loyalty integration).
    */
-  via: 'pos' | 'webhook' | 'backfill' | 'replay' | 'remainder' | 'operator';
+  via: 'pos' | 'webhook' | 'backfill' | 'replay' | 'remainder' | 'operator' | 'register';
   receivedAt: string;
   /** The HTTP request's id (x-request-id), as in the request log. */
   requestId?: string;

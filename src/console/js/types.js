@@ -37,6 +37,7 @@
 /** @typedef {import('../../http/schemas.js').BulkAnswer} BulkAnswer */
 /** @typedef {import('../../http/schemas.js').BulkPreview} BulkPreview `POST /v1/admin/transactions/bulk/preview`: what a bulk action would do. */
 /** @typedef {import('../../http/schemas.js').AttentionAnswer} AttentionAnswer */
+/** @typedef {import('../../http/schemas.js').Readiness} Readiness */
 /** @typedef {import('zod').infer<typeof import('../../http/schemas.js').AttentionItem>} AttentionItem */
 /** @typedef {AttentionItem['kind']} AttentionKind */
 /** @typedef {import('../../http/schemas.js').AuditList} AuditList */

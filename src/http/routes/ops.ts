@@ -44,7 +44,8 @@ export const opsRoutes: readonly Route[] = [
       // What the last credential checks found, read from memory: a probe never waits for the loyalty
       // service, and asking often never asks it more often (the check paces its own rounds).
       const upstream = deps.upstreamReadiness();
-      const checks = { ledger: 'ok', upstream: upstream.upstream };
+      // register: said only when a merchant's register cannot read (the answer of a bridge without one stays as it was).
+      const checks = { ledger: 'ok', upstream: upstream.upstream, ...(upstream.register !== 'ok' ? { register: upstream.register } : {}) };
       try {
         await deps.store.ping();
       } catch (error) {

@@ -10,6 +10,7 @@
  *   POST   /__sim/pos/<pos>/accounts/<id>/customers  a customer (CustomerInput)
  *   GET | POST | DELETE /__sim/pos/<pos>/accounts/<id>/faults
  *   POST   /__sim/pos/<pos>/accounts/<id>/webhooks   → { headers, body }: a signed delivery to POST
+ *   POST   /__sim/pos/toast/accounts/<id>/loyalty    → { guid, headers, body }: a register's call to POST (Toast's loyalty API)
  *
  * 400 for a body of the wrong shape, 404 for an account or object the fake does not hold, 409 for a
  * clash (a taken id, a refund of more than is left).
@@ -87,5 +88,13 @@ export function posControlRouter(apis: FakePosApis): express.Router {
     }),
   );
   one.post('/accounts/:account/webhooks', answer(200, (req, res) => posOf(res).webhook(account(req), req.body)));
+  one.post(
+    '/accounts/:account/loyalty',
+    answer(200, (req, res) => {
+      const pos = posOf(res);
+      if (!pos.loyaltyCall) throw new NotHeldError(`${pos.name} has no register protocol the fake plays (only toast has)`);
+      return pos.loyaltyCall(account(req), req.body ?? {});
+    }),
+  );
   return router;
 }

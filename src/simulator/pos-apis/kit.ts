@@ -56,6 +56,8 @@ export interface FakePos {
   touchOrder(account: string, orderId: string, at?: string): unknown;
   /** A signed webhook delivery about an object this account holds. */
   webhook(account: string, request: unknown): SignedDelivery;
+  /** A call of the account's register to its loyalty provider (Toast's loyalty integration API), where the POS has one. */
+  loyaltyCall?(account: string, request: unknown): SignedDelivery & { guid: string };
   /** The POS's API, to be mounted under its prefix. */
   router(): express.Router;
   /** Forgets every account and everything in them. */

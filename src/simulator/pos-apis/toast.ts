@@ -28,6 +28,8 @@ export const ToastAccountOptions = z.strictObject({
   accessToken: z.string().trim().min(1).max(2000).optional(),
   /** The restaurant's currency: Toast orders state none. */
   currency: z.string().regex(/^[A-Z]{3}$/).default('USD'),
+  /** The static key its loyalty integration was set up with: the Authorization of its register's calls (loyaltyCall). */
+  loyaltyKey: z.string().trim().min(1).max(500).optional(),
 });
 export type ToastAccountOptions = z.input<typeof ToastAccountOptions>;
 
@@ -58,10 +60,11 @@ class ToastAccount {
     readonly restaurantGuid: string,
     readonly accessToken: string,
     readonly currency: string,
+    readonly loyaltyKey: string | undefined,
   ) {}
 
   describe() {
-    return { restaurantGuid: this.restaurantGuid, accessToken: this.accessToken, currency: this.currency, orders: this.orders.size, faults: this.faults.pending() };
+    return { restaurantGuid: this.restaurantGuid, accessToken: this.accessToken, currency: this.currency, ...(this.loyaltyKey ? { loyaltyKey: this.loyaltyKey } : {}), orders: this.orders.size, faults: this.faults.pending() };
   }
 }
 
@@ -120,7 +123,7 @@ export class FakeToast implements FakePos {
   addAccount(options: ToastAccountOptions = {}): ToastAccountView {
     const o = ToastAccountOptions.parse(options);
     const guid = (o.restaurantGuid ?? uuid()).toLowerCase();
-    return this.#accounts.add(guid, new ToastAccount(guid, o.accessToken ?? `toast-token-${guid}`, o.currency)).describe();
+    return this.#accounts.add(guid, new ToastAccount(guid, o.accessToken ?? `toast-token-${guid}`, o.currency, o.loyaltyKey)).describe();
   }
 
   accounts(): ToastAccountView[] {
@@ -343,6 +346,68 @@ export class FakeToast implements FakePos {
     };
   }
 
+  /**
+   * One call of the restaurant's register to its loyalty provider (Toast's loyalty integration API,
+   * docs/simulator-pos-apis.md "Toast's register"), as Toast sends it: the headers and the body to
+   * POST to the provider's path (the bridge's /v1/toast/loyalty). A cashier's Rewards flow is
+   * SEARCH by phone, INQUIRE of the account picked (which attaches it to the check:
+   * `appliedLoyaltyInfo`, so the orders webhook carries it too), REDEEM and ACCRUE once paid, REVERSE
+   * on a void. ACCRUE and INQUIRE carry a held order's check (the first, or `checkGuid`). Each call
+   * has a new Toast-Transaction-GUID unless `guid` repeats one, as Toast does when it retries.
+   */
+  loyaltyCall(restaurantGuid: string, request: ToastLoyaltyRequest): SignedDelivery & { guid: string } {
+    const account = this.#accounts.get(restaurantGuid.toLowerCase());
+    const r = ToastLoyaltyRequest.parse(request);
+    const key = r.key ?? account.loyaltyKey;
+    if (!key) throw new RangeError(`restaurant ${account.restaurantGuid} has no loyaltyKey: give one to the account or to this call (key)`);
+    const guid = (r.guid ?? uuid()).toLowerCase();
+    const type = `LOYALTY_${r.type}`;
+    const checkInformation = () => {
+      if (!r.orderId) throw new RangeError(`${type} carries a check: name its order (orderId)`);
+      const held = account.orders.get(r.orderId.toLowerCase());
+      if (!held) throw new NotHeldError(`no order ${r.orderId}`);
+      const check = (r.checkGuid ? held.order.checks.find((c) => c.guid === r.checkGuid!.toLowerCase()) : held.order.checks[0]) as Obj | undefined;
+      if (!check) throw new NotHeldError(`order ${r.orderId} has no check ${r.checkGuid}`);
+      // The account the cashier picked is kept on the check, as Toast does once INQUIRE accepts it.
+      if (r.identifier && r.type === 'INQUIRE') check.appliedLoyaltyInfo = { guid: uuid(), entityType: 'AppliedLoyaltyInfo', loyaltyIdentifier: r.identifier, maskedLoyaltyIdentifier: null, vendor: 'INTEGRATION', accrualFamilyGuid: null, accrualText: null };
+      const identifier = r.identifier ?? ((check.appliedLoyaltyInfo as Obj | null)?.loyaltyIdentifier as string | undefined) ?? null;
+      return { loyaltyIdentifier: identifier, orderGuid: held.order.guid, check: copy(check), redemptions: r.redemptions };
+    };
+    let body: Obj;
+    switch (r.type) {
+      case 'SEARCH':
+        body = { toastTransactionType: type, searchTransactionInformation: { searchCriteria: { firstName: null, lastName: null, email: r.email ?? null, phone: r.phone ?? null } } };
+        break;
+      case 'INQUIRE':
+      case 'REDEEM':
+      case 'ACCRUE':
+        body = { toastTransactionType: type, checkTransactionInformation: checkInformation() };
+        break;
+      case 'REVERSE':
+        if (!r.reverses) throw new RangeError('REVERSE names the Toast-Transaction-GUID of the call it undoes (reverses)');
+        body = { toastTransactionType: type, reverseTransactionInformation: { loyaltyIdentifier: r.identifier ?? null, transactionId: r.reverses, redemptions: r.redemptions } };
+        break;
+      case 'TRANSFER':
+        body = { toastTransactionType: type, transferTransactionInformation: { fromLoyaltyIdentifier: r.identifier ?? null, toLoyaltyIdentifier: null } };
+        break;
+      default: {
+        const never: never = r.type;
+        throw new Error(`unhandled Toast loyalty call ${String(never)}`);
+      }
+    }
+    return {
+      guid,
+      headers: {
+        'content-type': 'application/json',
+        authorization: key,
+        'toast-restaurant-external-id': account.restaurantGuid,
+        'toast-transaction-guid': guid,
+        'toast-transaction-type': type,
+      },
+      body: JSON.stringify(body),
+    };
+  }
+
   router(): express.Router {
     const router = express.Router();
     router.use((req, res, next) => {
@@ -429,6 +494,26 @@ export const ToastWebhookRequest = z.strictObject({
   secret: z.string().min(1),
 });
 export type ToastWebhookRequest = z.input<typeof ToastWebhookRequest>;
+
+export const ToastLoyaltyRequest = z.strictObject({
+  type: z.enum(['SEARCH', 'INQUIRE', 'REDEEM', 'ACCRUE', 'REVERSE', 'TRANSFER']),
+  /** SEARCH: the guest's phone or email, as the cashier keyed it. */
+  phone: z.string().min(1).optional(),
+  email: z.string().min(1).optional(),
+  /** The account (card serial) picked from SEARCH: INQUIRE attaches it to the check. */
+  identifier: z.string().min(1).optional(),
+  /** INQUIRE, REDEEM, ACCRUE: the held order whose check it carries, and which check (default the first). */
+  orderId: z.string().min(1).optional(),
+  checkGuid: z.string().min(1).optional(),
+  /** REVERSE: the Toast-Transaction-GUID of the accrue or redeem to undo. */
+  reverses: z.string().min(1).optional(),
+  /** This call's Toast-Transaction-GUID: a repeat of an earlier one (Toast's retry); a new one when absent. */
+  guid: z.string().min(1).optional(),
+  /** The Authorization to send (the account's loyaltyKey when absent). */
+  key: z.string().min(1).optional(),
+  redemptions: z.array(z.unknown()).default([]),
+});
+export type ToastLoyaltyRequest = z.input<typeof ToastLoyaltyRequest>;
 
 function customerOf(c: CustomerInput): Obj {
   return { guid: c.id ?? uuid(), entityType: 'Customer', firstName: c.firstName ?? null, lastName: c.lastName ?? null, phone: c.phone ?? null, email: c.email ?? null };

@@ -46,6 +46,10 @@ export function webhookEventStoreContract(name: string, makeStore: MakeStore<Web
       expect(await store.bindDelivery('toast', 'digest-2', 'restaurant-b')).toBe('restaurant-b');
       // Another POS's equal digest is its own.
       expect(await store.bindDelivery('shopify', 'digest-1', 'shop-b')).toBe('shop-b');
+      expect(await store.deliveryBinding('toast', 'digest-1')).toBe('restaurant-a');
+      expect(await store.deliveryBinding('toast', 'digest-9')).toBeUndefined();
+      // Looking binds nothing.
+      expect(await store.bindDelivery('toast', 'digest-9', 'restaurant-c')).toBe('restaurant-c');
       // "Named no account" is an account like any other.
       expect(await store.bindDelivery('shopify', 'digest-3', '')).toBe('');
       expect(await store.bindDelivery('shopify', 'digest-3', 'shop-a')).toBe('');

@@ -4,7 +4,7 @@ import { api } from '../api.js';
 import { age, deadLetterHref, h, prose, recordLink, replace, statusBadge, table, time } from '../dom.js';
 import { merchantField, merchantList } from '../merchants.js';
 
-/** @import { AttentionAnswer, AttentionKind, ViewContext } from '../types.js' */
+/** @import { AttentionAnswer, AttentionKind, Readiness, ViewContext } from '../types.js' */
 
 /**
  * Every kind the queue names (AttentionItem's kinds, src/http/schemas.ts), in words: a kind the
@@ -41,6 +41,7 @@ export async function attentionView({ section, params, principal, navigate }) {
   const total = queue.total ?? Object.values(queue.counts ?? {}).reduce((sum, n) => sum + n, 0);
 
   const merchants = principal.scope === 'global' ? await merchantList(principal) : undefined;
+  const register = principal.scope === 'global' ? await registerProblem() : undefined;
   const merchantFilter =
     principal.scope === 'global'
       ? h(
@@ -76,6 +77,7 @@ export async function attentionView({ section, params, principal, navigate }) {
     section,
     h('h1', {}, 'Needs attention'),
     merchantFilter,
+    register ? h('p', { class: 'problem', role: 'status' }, h('strong', {}, 'Registers: '), `merchants with ${register}`) : null,
     summary,
     h(
       'div',
@@ -110,4 +112,22 @@ export async function attentionView({ section, params, principal, navigate }) {
       : null,
     h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => navigate('/attention', { merchantId: principal.scope === 'global' ? merchantId : undefined }) }, 'Refresh')),
   );
+}
+
+/**
+ * What /readyz's `checks.register` says (the bridge's admin token sees it), when it is not `ok`: the
+ * merchants whose registers cannot find guests. Undefined when all is well or /readyz cannot say.
+ * @returns {Promise<string | undefined>}
+ */
+async function registerProblem() {
+  /** @type {unknown} */
+  let answer;
+  try {
+    answer = await api('/readyz');
+  } catch {
+    // Not ready is a 503 whose body is still the readiness: only its checks matter here.
+    return undefined;
+  }
+  const register = /** @type {Readiness} */ (answer).checks?.register;
+  return register && register !== 'ok' ? register : undefined;
 }

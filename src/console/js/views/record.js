@@ -70,6 +70,7 @@ const ORIGINS = {
   replay: 'a replay of a dead letter',
   remainder: 'the remainder of a partial refund',
   operator: 'an operator',
+  register: 'the register, while the sale was open (Toast\u2019s loyalty integration)',
 };
 
 /**
