@@ -169,13 +169,7 @@ export function createMetrics(readings: Pick<LedgerReadings, 'latest'> | undefin
       labelNames: ['pos', 'type', 'status'],
       registers: [registry],
     }),
-    registerSeconds: new Histogram({
-      name: 'bridge_register_read_duration_seconds',
-      help: "Time to answer a register's reads (search, inquire, lookup), cache hits included: Toast wants under 0.5 s on average and takes 5 s as a timeout.",
-      labelNames: ['pos', 'type'],
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [registry],
-    }),
+    registerSeconds: registerReadSeconds(registry),
     upstreamLatency: new Histogram({
       name: 'bridge_upstream_request_duration_seconds',
       help: 'Each request to the loyalty service, retries included, by operation (accrue, reverse, resolve_credentials, operations, cards) and outcome (ok, refused, rate_limited, server_error, timeout, network).',
@@ -184,4 +178,21 @@ export function createMetrics(readings: Pick<LedgerReadings, 'latest'> | undefin
       registers: [registry],
     }),
   };
+}
+
+/**
+ * The register's read times, its series there from the start (Toast's SEARCH and INQUIRE, the
+ * lookup) so that a dashboard and the INQUIRE alert (ops/alerts.yml) see 0, not nothing, before the
+ * first call.
+ */
+function registerReadSeconds(registry: Registry): Histogram<'pos' | 'type'> {
+  const histogram = new Histogram({
+    name: 'bridge_register_read_duration_seconds',
+    help: "Time to answer a register's reads (search, inquire, lookup), cache hits included: Toast wants under 0.5 s on average and takes 5 s as a timeout.",
+    labelNames: ['pos', 'type'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  for (const labels of [{ pos: 'toast', type: 'search' }, { pos: 'toast', type: 'inquire' }, { pos: 'lookup', type: 'lookup' }]) histogram.zero(labels);
+  return histogram;
 }

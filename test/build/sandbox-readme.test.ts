@@ -198,6 +198,14 @@ describe('README: five minutes with the sandbox, as printed', () => {
     // What the comments cannot say with their "…": the webhook's sale is accrued once in demo-cafe's books, and the record is the walk-through's.
     const sale = JSON.parse(outputs.find((o) => o.output.includes('"pos":"shopify"'))!.output).results[0];
     expect((await simulatorBooks(banner, 'demo-cafe')).transactions[sale.transactionId]).toMatchObject({ accruals: 1, amount: 700 });
+    // The register's check: accrued once in demo-bakery's books, then reversed once (the void's REVERSE).
+    const bakery = await eventually(
+      () => simulatorBooks(banner, 'demo-bakery'),
+      (b) => Object.entries(b.transactions as Record<string, { reversals: number }>).some(([id, t]) => id.startsWith('toast:') && t.reversals === 1),
+      5000,
+      { what: "the register's check reversed in demo-bakery's books" },
+    );
+    expect(Object.entries(bakery.transactions).filter(([id]) => id.startsWith('toast:')).map(([, t]) => t)).toEqual([expect.objectContaining({ accruals: 1, reversals: 1, amount: 700 })]);
     const record = JSON.parse(outputs.find((o) => o.output.includes('"history"'))!.output);
     expect(record.history.map((h: { to: string }) => h.to)).toEqual(['pending', 'accrued', 'reversal_pending', 'reversed']);
   }, 60_000);
