@@ -17,6 +17,9 @@
  *    in orders per second, and the checkout path's p99 beside it with and without passes running.
  * B. The file ledger (bench/file-ledger.ts) at 1k / 10k / 100k records (1M by hand: --ledger-sizes=1000,100000,1000000): per-write
  *    cost, start-up time, resident memory, and the one-time build of its index from a full scan.
+ * R. The register (bench/register.ts): Toast's SEARCH and INQUIRE against the upstream's own reads, at
+ *    0 and 100 ms of upstream latency, cold and cached, at fixed concurrency and at 50 and 200/s;
+ *    ACCRUE through the loyalty API against the same check posted to /v1/checkouts/toast (CPU).
  * S. Scale (bench/scale.ts, `--only=scale` only): each read path, the background queries,
  *    start-up, memory and the checkout path's WAL and commits at 10k, 1M (and 10M) records on
  *    PostgreSQL, cloned in SQL from a seed a bridge wrote, with the growth ratio.
@@ -35,8 +38,8 @@
  *   --database-url=U   BENCH_DATABASE_URL   PostgreSQL for part D (postgres://postgres@127.0.0.1:5432/test)
  *   --merchants=N      BENCH_MERCHANTS      merchants in part M (1000)
  *   --backfill-orders=N BENCH_BACKFILL_ORDERS orders in the ledger for part F (10000)
- *   --only=http|ledger|pg|merchants|backfill|scale  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M, backfill = F,
- *                      scale = S, which runs only when named)
+ *   --only=http|ledger|pg|merchants|backfill|register|scale  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M,
+ *                      backfill = F, register = R, scale = S, which runs only when named)
  *   --scale-sizes=L    BENCH_SCALE_SIZES    part S's PostgreSQL sizes (10000,1000000); --scale-10m adds 10,000,000
  *   --migration-size=N BENCH_MIGRATION_SIZE records of the version-9 ledger part S times migration 10 on (1000000; 0: none)
  *   --scale-file-sizes=L BENCH_SCALE_FILE_SIZES part S's file ledger sizes (1000,1000000; empty: none)
@@ -54,6 +57,7 @@ import { ledgerPart, type LedgerBuild } from './file-ledger.js';
 import { cleanupSync, installCleanup, progress, type LoadOptions, type PartContext } from './lib.js';
 import { merchantsPart } from './merchants.js';
 import { pgPart } from './pg.js';
+import { registerPart } from './register.js';
 import { scalePart } from './scale.js';
 import { fmt } from './table.js';
 
@@ -101,9 +105,10 @@ const opts = {
     .concat(process.argv.includes('--scale-10m') ? [10_000_000] : []),
 };
 if (!['auto', 'insert', 'bulk'].includes(opts.ledgerBuild)) throw new Error(`--ledger-build / BENCH_LEDGER_BUILD must be auto, insert or bulk, got ${JSON.stringify(opts.ledgerBuild)}`);
-if (opts.only && !['http', 'ledger', 'pg', 'merchants', 'backfill', 'scale'].includes(opts.only)) throw new Error('--only must be http, ledger, pg, merchants, backfill or scale');
+const PARTS = ['http', 'ledger', 'pg', 'merchants', 'backfill', 'register', 'scale'] as const;
+if (opts.only && !(PARTS as readonly string[]).includes(opts.only)) throw new Error(`--only must be one of ${PARTS.join(', ')}`);
 // Part S (scale) builds ledgers of a million records and more: it runs only when asked for by name.
-const runs = (part: 'http' | 'ledger' | 'pg' | 'merchants' | 'backfill' | 'scale') => (part === 'scale' ? opts.only === 'scale' : !opts.only || opts.only === part);
+const runs = (part: (typeof PARTS)[number]) => (part === 'scale' ? opts.only === 'scale' : !opts.only || opts.only === part);
 
 const out = (line = '') => process.stdout.write(`${line}\n`);
 
@@ -176,6 +181,7 @@ async function main(): Promise<void> {
   }
   if (runs('merchants')) await merchantsPart({ ...context, ...load, merchants: opts.merchants });
   if (runs('backfill')) await backfillPart({ ...context, ...load, orders: opts.backfillOrders });
+  if (runs('register')) await registerPart({ ...context, ...load });
   if (runs('ledger')) await ledgerPart({ ...context, sizes: opts.ledgerSizes, writes: opts.ledgerWrites, build: opts.ledgerBuild });
   if (runs('scale')) {
     await scalePart({

@@ -78,6 +78,9 @@ export interface PhaseSpec {
   name: string;
   baseUrl: string;
   path: string;
+  /** GET sends no body, and request i's path is `pathsOf[i]` when given (the register part's direct reads); POST by default. */
+  method?: 'GET' | 'POST';
+  pathsOf?: string[];
   headers: Record<string, string>;
   /** Request i's own headers instead of `headers` (each merchant's token, in the many-merchants part), built before the clock starts. */
   headersOf?: Record<string, string>[];
@@ -124,14 +127,12 @@ function answerOf(res: http.IncomingMessage): Promise<{ status: number; body: st
   });
 }
 
-function post(url: URL, path: string, headers: Record<string, string>, body: string, agent: http.Agent): Promise<{ status: number; body: string }> {
+function post(url: URL, path: string, headers: Record<string, string>, body: string, agent: http.Agent, method: 'GET' | 'POST' = 'POST'): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-      (res) => answerOf(res).then(resolve, reject),
-    );
+    const sent = method === 'GET' ? headers : { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+    const req = http.request({ host: url.hostname, port: url.port, path, method, agent, headers: sent }, (res) => answerOf(res).then(resolve, reject));
     req.on('error', reject);
-    req.end(body);
+    req.end(method === 'GET' ? undefined : body);
   });
 }
 
@@ -157,7 +158,7 @@ export async function runPhase(spec: PhaseSpec): Promise<PhaseResult> {
       const { url, agent } = target(i);
       const t0 = performance.now();
       try {
-        const res = await post(url, spec.path, spec.headersOf?.[i] ?? spec.headers, spec.bodies[i]!, agent);
+        const res = await post(url, spec.pathsOf?.[i] ?? spec.path, spec.headersOf?.[i] ?? spec.headers, spec.bodies[i]!, agent, spec.method);
         latencies[i] = performance.now() - t0;
         if (!spec.accept(res.status, res.body)) {
           unexpected++;
@@ -197,7 +198,7 @@ export async function runRatePhase(spec: Omit<PhaseSpec, 'concurrency'> & { rate
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const { url, agent } = target(i);
     inFlight.push(
-      post(url, spec.path, spec.headers, spec.bodies[i]!, agent).then(
+      post(url, spec.pathsOf?.[i] ?? spec.path, spec.headersOf?.[i] ?? spec.headers, spec.bodies[i]!, agent, spec.method).then(
         (res) => {
           latencies[i] = performance.now() - due;
           if (!spec.accept(res.status, res.body)) {
@@ -613,4 +614,16 @@ export function perRequest<K extends string>(before: { [key in K]?: number }, af
     per[key] = a === undefined || b === undefined ? undefined : (b - a) / requests;
   }
   return per;
+}
+
+/** Runs `task` over `items`, `lanes` at a time (setting up many merchants or guests over HTTP). */
+export async function inLanes<T, R>(items: T[], lanes: number, task: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      for (let i = next++; i < items.length; i = next++) results[i] = await task(items[i]!);
+    }),
+  );
+  return results;
 }

@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CACHE_MS } from '../src/merchants/registry.js';
-import { cpuMsOf, keepAliveAgent, median, postJson, progress, roundMedians, runPhase, startSimulatorAndBridge, type LoadOptions, type PartContext, type PhaseResult } from './lib.js';
+import { cpuMsOf, inLanes, keepAliveAgent, median, postJson, progress, roundMedians, runPhase, startSimulatorAndBridge, type LoadOptions, type PartContext, type PhaseResult } from './lib.js';
 import { checkoutPayload } from './records.js';
 import { figureTable, fmt, phaseColumns, roundColumns, tableOf, times } from './table.js';
 
@@ -21,18 +21,6 @@ export interface MerchantsPartOptions extends PartContext, LoadOptions {
 interface Created {
   id: string;
   posToken: string;
-}
-
-/** Runs `task` over `items`, `lanes` at a time. */
-async function inLanes<T, R>(items: T[], lanes: number, task: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: lanes }, async () => {
-      for (let i = next++; i < items.length; i = next++) results[i] = await task(items[i]!);
-    }),
-  );
-  return results;
 }
 
 export async function merchantsPart(o: MerchantsPartOptions): Promise<void> {

@@ -39,8 +39,11 @@ export class IntakeService {
    * (the record keeps where it came from and the payload; its note goes in the record's history).
    */
   /**
-   * `options.background`: recorded durably and answered at once, delivery left to the worker (a
-   * register's ACCRUE, which Toast wants answered well within its half second).
+   * `options.background`: recorded durably and answered at once, delivery going on here in the
+   * background (a register's ACCRUE, which Toast wants answered well within its half second): the
+   * record is claimed as it is inserted, as an inline delivery's is, so the pass costs no more than
+   * a checkout's; a crash leaves it in flight, recovered as any inline delivery (in doubt, verified).
+   * During a rate-limit probe it is left to the worker.
    */
   async checkout(pos: string, intent: CheckoutIntent, merchantId: string = DEFAULT_MERCHANT, arrival?: Arrival, options: { background?: boolean } = {}): Promise<Answer> {
     const ids: RecordIds = { transactionId: saleTransactionId(pos, intent), merchantId, pos, orderId: intent.orderId };
@@ -56,15 +59,18 @@ export class IntakeService {
     failpoint('checkout:before-ledger-write');
     // Delivered as it arrives, except while the merchant's app token is being rate-limited and
     // another of its checkouts is probing (rate-limits.ts): then recorded for the worker.
-    const delivery = contact && !options.background ? this.delivery.mayDeliverInline(merchantId) : 'later';
+    const asked = contact ? this.delivery.mayDeliverInline(merchantId) : 'later';
+    // A probe's outcome is what tells whether the rate limit lifted: a background sale never probes.
+    const delivery = options.background && asked === 'probe' ? 'later' : asked;
+    if (delivery !== asked) this.delivery.inlineDone(merchantId);
     try {
-      return await this.#record(pos, intent, ids, contact, now, delivery !== 'later', arrival);
+      return await this.#record(pos, intent, ids, contact, now, delivery !== 'later', arrival, options.background === true);
     } finally {
       if (delivery === 'probe') this.delivery.inlineDone(merchantId);
     }
   }
 
-  async #record(pos: string, intent: CheckoutIntent, ids: RecordIds, contact: boolean, now: Date, inline: boolean, arrival: Arrival | undefined): Promise<Answer> {
+  async #record(pos: string, intent: CheckoutIntent, ids: RecordIds, contact: boolean, now: Date, inline: boolean, arrival: Arrival | undefined, background = false): Promise<Answer> {
     const { transactionId, merchantId } = ids;
     const key = ledgerKey(merchantId, transactionId);
     // A new order is recorded already marked in flight (see newCheckout), but only when no call for
@@ -80,11 +86,17 @@ export class IntakeService {
       if (!(error instanceof AccrualKeyHeldError)) throw error;
       inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, undefined, arrival), { payload: arrival?.payload });
       if (inserted.created) this.logger.info({ transactionId, behind: error.holder }, 'checkout recorded; it waits behind an unsettled accrual of the same customer and amount');
-      return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined, inline);
+      return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined, inline && !background);
     }
     const claimed = claiming && inserted.created;
     if (claiming && !inserted.created) this.delivery.calling.leave(key);
-    return this.#afterInsert(pos, intent, inserted.record, inserted.created, claimed ? { record: inserted.record, operation: 'accrue' } : undefined, inline);
+    const claim = claimed ? { record: inserted.record, operation: 'accrue' as const } : undefined;
+    if (background && claim) {
+      // Answered as recorded; the pass over the claimed record goes on without the answer waiting for it.
+      void this.delivery.advance(key, false, claim).catch((error: unknown) => this.logger.error({ key, err: error }, 'background delivery failed; the worker will pick it up'));
+      return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined, false);
+    }
+    return this.#afterInsert(pos, intent, inserted.record, inserted.created, claim, inline && !background);
   }
 
   /** `inline`: deliver now, within the answer budget; otherwise the record is answered as recorded and the worker delivers it. */

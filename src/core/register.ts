@@ -272,18 +272,20 @@ export class RegisterService {
         return { kind: 'accepted', rejected: call.redemptions };
       case 'accrue': {
         const transactionId = saleTransactionId(pos, call.sale);
-        // Before it is recorded: a REVERSE naming this id finds the sale even if this call's answer is lost.
-        const bound = await this.deps.store.bindDelivery(bindings, callKey(call.id), `${BOUND_ACCRUE}${transactionId}`);
-        // The id was taken for another call first (Toast sends one id per call): that call's answer stands, nothing is recorded.
-        if (bound !== `${BOUND_ACCRUE}${transactionId}`) return { kind: 'accepted', rejected: call.redemptions };
         const receivedAt = this.deps.now().toISOString();
         const arrival = { via: 'register' as const, receivedAt, payload: keptPayload(pos, raw, receivedAt, headers, 'authorization') };
-        try {
-          await this.deps.ingest.checkoutIntent(adapter, call.sale, merchant, arrival, { background: true });
-        } catch (error) {
-          if (error instanceof ValidationError) throw refuse('input', error.message);
-          throw error;
-        }
+        // The call's id bound to the sale, and the sale recorded, together (one group commit): both are
+        // durable before ACCEPT, so a REVERSE naming this id finds the sale; without ACCEPT Toast sends
+        // the check again under a new id.
+        const [bound] = await Promise.all([
+          this.deps.store.bindDelivery(bindings, callKey(call.id), `${BOUND_ACCRUE}${transactionId}`),
+          this.deps.ingest.checkoutIntent(adapter, call.sale, merchant, arrival, { background: true }).catch((error: unknown) => {
+            if (error instanceof ValidationError) throw refuse('input', error.message);
+            throw error;
+          }),
+        ]);
+        // Toast sends one id per call: an id taken for another check first is that call's, and its sale stays whose it was.
+        if (bound !== `${BOUND_ACCRUE}${transactionId}`) this.deps.logger.warn({ merchantId: merchant.id, transactionId }, 'a register call id came again with another check: the first stays bound');
         const serial = call.sale.customer.serialNumber;
         if (serial) this.deps.reads.forget(merchant.id, [serial]);
         return { kind: 'accepted', rejected: call.redemptions };

@@ -28,6 +28,7 @@ export async function enabledEvents(world: World): Promise<ModelEvent[]> {
   for (const slot of live) if (!slot.tickPending && (await workDue(world, slot.index))) events.push({ kind: 'tick', instance: slot.index });
   for (const order of scenario.orders) {
     if (budgets.deliveries[order.id]! > 0) for (const slot of live) events.push({ kind: 'checkout', order: order.id, instance: slot.index });
+    if (budgets.registerDeliveries[order.id]! > 0) for (const slot of live) events.push({ kind: 'register_accrue', order: order.id, instance: slot.index });
   }
   // A refund follows its sale: the POS refunds an order it has sold (and the bridge has recorded).
   const recorded = (order: string) => world.store.state.records.has(world.transactionIdOf(order));

@@ -15,6 +15,10 @@ export const REQUIRED_COVERAGE: readonly string[] = [
   'crashed instance\'s call not booked',
   'timed-out call booked late',
   'checkout delivered again',
+  "register's ACCRUE after its webhook",
+  "webhook after its register's ACCRUE",
+  "register's ACCRUE again under a new call id",
+  "register's REVERSE",
   'full refund delivered again',
   'full refund before its sale settled',
   'partial refund before its sale settled',
@@ -71,13 +75,21 @@ export function noteCoverage(world: World, event: ModelEvent, before: CoverageBe
     case 'checkout':
       if (world.budgets.deliveries[event.order]! < world.order(event.order).deliveries - 1) note('checkout delivered again');
       if (event.instance === 1) note('checkout delivered to the second instance');
+      if (world.budgets.registerDeliveries[event.order]! < (world.order(event.order).register ?? 0)) note("webhook after its register's ACCRUE");
       break;
+    case 'register_accrue': {
+      const order = world.order(event.order);
+      if (world.budgets.registerDeliveries[event.order]! < (order.register ?? 0) - 1) note("register's ACCRUE again under a new call id");
+      if (world.budgets.deliveries[event.order]! < order.deliveries) note("register's ACCRUE after its webhook");
+      break;
+    }
     case 'refund': {
       const spec = event.refund === 'full' ? world.scenario.fullRefund! : world.scenario.partialRefund!;
       const left = event.refund === 'full' ? world.budgets.fullRefund : world.budgets.partialRefund;
       if (left < spec.deliveries - 1) note(`${event.refund} refund delivered again`);
       else note(`${event.refund} refund ${before.saleUnsettled ? 'before' : 'after'} its sale settled`);
       if (event.refund === 'full' && before.partiallyRefunded) note('full refund after a partial refund');
+      if (spec.register) note("register's REVERSE");
       break;
     }
     case 'fate':

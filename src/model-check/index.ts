@@ -87,9 +87,9 @@ function chosen(options: Pick<ModelCheckOptions, 'depth' | 'only'>): Scenario[] 
 }
 
 export function describeBounds(scenario: Scenario): string {
-  const orders = scenario.orders.map((o) => `${o.id} (${o.customer} by ${o.by}, ${(o.amountCents / 100).toFixed(2)}, delivered ≤ ${o.deliveries}×)`).join(', ');
+  const orders = scenario.orders.map((o) => `${o.id} (${o.customer} by ${o.by}, ${(o.amountCents / 100).toFixed(2)}, delivered ≤ ${o.deliveries}×${o.register ? `, by the register's ACCRUE ≤ ${o.register}×` : ''})`).join(', ');
   const refunds = [
-    scenario.fullRefund && `full refund of ${scenario.fullRefund.order} (delivered ≤ ${scenario.fullRefund.deliveries}×)`,
+    scenario.fullRefund && `full refund of ${scenario.fullRefund.order} (${scenario.fullRefund.register ? "the register's REVERSE, " : ''}delivered ≤ ${scenario.fullRefund.deliveries}×)`,
     scenario.partialRefund && `partial refund of ${(scenario.partialRefund.cents / 100).toFixed(2)} of ${scenario.partialRefund.order} (≤ ${scenario.partialRefund.deliveries}×)`,
   ].filter(Boolean);
   return [

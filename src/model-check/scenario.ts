@@ -10,16 +10,24 @@ import { FATES, type Fate, type ModelCustomer } from './fake-loyalty.js';
 export interface OrderSpec {
   id: string;
   customer: string;
-  /** Which identifier the order carries (the loyalty service knows both for its customer). */
-  by: 'phone' | 'email';
+  /** Which identifier the order carries (the loyalty service knows them all for its customer): a Toast register attaches the card. */
+  by: 'phone' | 'email' | 'card';
   amountCents: number;
   deliveries: number;
+  /**
+   * How many times the register's ACCRUE carries it at most (Toast's loyalty integration: answered
+   * once recorded, delivered in the background; a failed ACCRUE comes again under a new call id, the
+   * same check). 0 or absent: the POS's webhook or post only.
+   */
+  register?: number;
 }
 
 export interface RefundSpec {
   order: string;
   /** How many times the POS delivers it at most (the same refundId each time). */
   deliveries: number;
+  /** Delivered as the register's REVERSE of the accrue (a void at the register: answered once recorded, delivered in the background), retried with the same call id. */
+  register?: boolean;
 }
 
 export interface Scenario {
@@ -59,8 +67,8 @@ const ALL_FATES: readonly Fate[] = FATES;
 /** The fates that decide what a record does next when several records meet: booked and known, not booked and unknown, booked and unknown. */
 const CORE_FATES: readonly Fate[] = ['answered', 'reset_before_commit', 'reset_after_commit'];
 
-function order(id: string, customer: string, by: OrderSpec['by'], deliveries = 1): OrderSpec {
-  return { id, customer, by, amountCents: 1000, deliveries };
+function order(id: string, customer: string, by: OrderSpec['by'], deliveries = 1, register = 0): OrderSpec {
+  return { id, customer, by, amountCents: 1000, deliveries, ...(register ? { register } : {}) };
 }
 
 /**
@@ -144,6 +152,18 @@ export function scenarios(depth: 'ci' | 'deep'): Scenario[] {
       crashes: 0,
       timeSteps: deep ? 3 : 2,
       operatorActions: deep ? 0 : 1,
+    },
+    {
+      name: 'register',
+      description: `one bridge: a check that comes by the orders webhook and by the register's ACCRUE (twice: Toast's retry under a new call id), to the card the register attached, delivered in the background; the register's REVERSE of it, retried with its id${deep ? '; a second check of the customer and amount by the register alone' : ''}; a crash and restart`,
+      instances: 1,
+      customers: CUSTOMERS,
+      orders: [order('O1', 'C1', 'card', 1, 2), ...(deep ? [order('O2', 'C1', 'card', 0, 1)] : [])],
+      fullRefund: { order: 'O1', deliveries: 2, register: true },
+      fates: CORE_FATES,
+      crashes: 1,
+      timeSteps: deep ? 3 : 2,
+      operatorActions: 0,
     },
     {
       name: 'two-instances',

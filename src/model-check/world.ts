@@ -42,6 +42,8 @@ export class SharedMemoryLedgerStore extends MemoryLedgerStore {
 
 export type ModelEvent =
   | { kind: 'checkout'; order: string; instance: number }
+  /** The register's ACCRUE of the order's check (src/core/register.ts): recorded, answered, delivered in the background. */
+  | { kind: 'register_accrue'; order: string; instance: number }
   | { kind: 'refund'; refund: 'full' | 'partial'; instance: number }
   | { kind: 'tick'; instance: number }
   | { kind: 'fate'; call: number; fate: Fate }
@@ -74,6 +76,8 @@ interface Slot {
 /** Remaining events of the scenario's script. */
 interface Budgets {
   deliveries: Record<string, number>;
+  /** The register's ACCRUEs left, by order. */
+  registerDeliveries: Record<string, number>;
   fullRefund: number;
   partialRefund: number;
   crashes: number;
@@ -130,6 +134,7 @@ export class World {
       ? structuredClone(snapshot.budgets)
       : {
           deliveries: Object.fromEntries(scenario.orders.map((o) => [o.id, o.deliveries])),
+          registerDeliveries: Object.fromEntries(scenario.orders.map((o) => [o.id, o.register ?? 0])),
           fullRefund: scenario.fullRefund?.deliveries ?? 0,
           partialRefund: scenario.partialRefund?.deliveries ?? 0,
           crashes: scenario.crashes,
@@ -215,13 +220,19 @@ export class World {
   async apply(event: ModelEvent): Promise<void> {
     const before = coverageBefore(this, event);
     switch (event.kind) {
-      case 'checkout': {
-        this.budgets.deliveries[event.order]! -= 1;
+      case 'checkout':
+      case 'register_accrue': {
+        const register = event.kind === 'register_accrue';
+        (register ? this.budgets.registerDeliveries : this.budgets.deliveries)[event.order]! -= 1;
         const order = this.order(event.order);
         const customer = this.scenario.customers.find((c) => c.name === order.customer)!;
         const check = { amount: order.amountCents, currency: 'USD', selections: [{ id: 'sku-1', quantity: 1, price: order.amountCents, totalPrice: order.amountCents }] };
-        const identity = order.by === 'phone' ? { phone: customer.phone } : { email: customer.email };
-        this.#watch(`checkout ${order.id}`, this.#core(event.instance).intake.checkout(POS, { orderId: order.id, check, customer: identity }));
+        const identity = order.by === 'phone' ? { phone: customer.phone } : order.by === 'email' ? { email: customer.email } : { serialNumber: customer.card };
+        const intake = this.#core(event.instance).intake;
+        const intent = { orderId: order.id, check, customer: identity };
+        // The register's ACCRUE goes through the intake as src/core/register.ts sends it: answered once recorded, delivered in the background.
+        const taken = register ? intake.checkout(POS, intent, DEFAULT_MERCHANT, { via: 'register', receivedAt: this.#clock().toISOString() }, { background: true }) : intake.checkout(POS, intent);
+        this.#watch(`${register ? "register's ACCRUE of" : 'checkout'} ${order.id}`, taken);
         break;
       }
       case 'refund': {
@@ -229,7 +240,12 @@ export class World {
         if (event.refund === 'full') {
           this.budgets.fullRefund -= 1;
           if (!this.facts.fullRefunds.includes(spec.order)) this.facts.fullRefunds.push(spec.order);
-          this.#watch(`full refund of ${spec.order}`, this.#core(event.instance).intake.refund(POS, { orderId: spec.order, refundId: `F-${spec.order}` }));
+          const intake = this.#core(event.instance).intake;
+          const taken = spec.register
+            ? // The register's REVERSE: the whole sale back, answered once recorded, delivered in the background (src/core/register.ts).
+              intake.reverseSale(ledgerKey(DEFAULT_MERCHANT, this.transactionIdOf(spec.order)), `F-${spec.order}`, 'reversed at the register', { arrival: { via: 'register', receivedAt: this.#clock().toISOString() }, background: true })
+            : intake.refund(POS, { orderId: spec.order, refundId: `F-${spec.order}` });
+          this.#watch(`full refund of ${spec.order}`, taken);
         } else {
           this.budgets.partialRefund -= 1;
           const cents = this.scenario.partialRefund!.cents;
@@ -367,11 +383,17 @@ export class World {
         const again = left < order.deliveries ? ' again' : '';
         return `${at} POS delivers checkout ${order.id}${again} (customer ${order.customer} by ${order.by}, ${(order.amountCents / 100).toFixed(2)}) to ${this.#name(event.instance)}`;
       }
+      case 'register_accrue': {
+        const order = this.order(event.order);
+        const again = this.budgets.registerDeliveries[order.id]! < (order.register ?? 0) ? ' again, under a new call id' : '';
+        return `${at} register sends ACCRUE of ${order.id}${again} (card of ${order.customer}, ${(order.amountCents / 100).toFixed(2)}) to ${this.#name(event.instance)}`;
+      }
       case 'refund': {
         const spec = event.refund === 'full' ? this.scenario.fullRefund! : this.scenario.partialRefund!;
         const left = event.refund === 'full' ? this.budgets.fullRefund : this.budgets.partialRefund;
         const again = left < spec.deliveries ? ' again' : '';
         const what = event.refund === 'full' ? `full refund F-${spec.order}` : `partial refund P-${spec.order} of ${(this.scenario.partialRefund!.cents / 100).toFixed(2)}`;
+        if (spec.register) return `${at} register sends REVERSE of ${spec.order}'s ACCRUE${again ? ' again, with the same call id' : ''} to ${this.#name(event.instance)}`;
         return `${at} POS delivers ${what}${again} of ${spec.order} to ${this.#name(event.instance)}`;
       }
       case 'tick':
