@@ -72,7 +72,7 @@ function resealed(m: StoredMerchant, from: SecretBox, to: SecretBox, now: string
     version: m.version + 1,
     updatedAt: now,
     loyalty: { appToken: again(m.loyalty.appToken), ...(m.loyalty.apiKey ? { apiKey: again(m.loyalty.apiKey) } : {}) },
-    pos: Object.fromEntries(Object.entries(m.pos).map(([pos, a]) => [pos, { ...a, ...(a.accessToken ? { accessToken: again(a.accessToken) } : {}) }])),
+    pos: Object.fromEntries(Object.entries(m.pos).map(([pos, a]) => [pos, { ...a, ...(a.accessToken ? { accessToken: again(a.accessToken) } : {}), ...(a.registerKey ? { registerKey: again(a.registerKey) } : {}) }])),
   };
   return { next, count };
 }

@@ -166,8 +166,8 @@ function demoLines(demos: DemoMerchant[], simulatorUrl: string): string[] {
     ...demos.flatMap((d) => {
       if ('problem' in d) return [`   ${d.id}: not available: ${d.problem}`];
       const m = d.merchant;
-      // The account only: an access token's hint would say nothing more (the tokens are the line below).
-      const accounts = Object.entries(m.pos).map(([pos, { accessToken: _hint, ...account }]) => `${pos} ${Object.values(account).join(' ')}`);
+      // The account only: a token's or a register key's hint would say nothing more (the tokens are the lines below).
+      const accounts = Object.entries(m.pos).map(([pos, { accessToken: _hint, loyaltyKey: _keyHint, ...account }]) => `${pos} ${Object.values(account).join(' ')}`);
       return [
         `   ${d.id}${d.created ? ' (created now)' : ''}: ${[...accounts, m.currency, m.phoneRegion].filter(Boolean).join(', ')}`,
         `     POS token:   ${d.posToken}`,

@@ -10,7 +10,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { BRIDGE_PROCESS_POS_TOKEN } from '../../scripts/bridge-process.js';
@@ -38,8 +38,12 @@ describe('sandbox: demo merchants and its own SECRETS_KEY', () => {
     dir = mkdtempSync(join(tmpdir(), 'bridge-sandbox-'));
     ledgerUrl = `file:${join(dir, 'data', 'ledger.json')}`;
   });
-  afterAll(async () => {
-    await Promise.all(running.map((b) => b.kill('SIGKILL')));
+  // A test that fails before its own SIGTERM leaves no bridge holding the ledger for the next one
+  // (which would then fail on the lock, hiding what went wrong first).
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((b) => b.kill('SIGKILL')));
+  });
+  afterAll(() => {
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -18,7 +18,7 @@ import { ConfigError } from '../../src/config.js';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import { openStore } from '../../src/ledger/open-store.js';
 import { silentLogger } from '../../src/logger.js';
-import type { SealedSecret, StoredMerchant } from '../../src/merchants/merchant.js';
+import { sealedSecretsOf, type SealedSecret, type StoredMerchant } from '../../src/merchants/merchant.js';
 import { keyFingerprint, parseSecretsKey, SecretBox } from '../../src/merchants/secrets.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { ADMIN_TOKEN, checkout, testConfig } from '../support/harness.js';
@@ -48,8 +48,9 @@ function rotate(args: string[], env: Record<string, string>, how: 'npm' | 'direc
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** Every sealed secret, by the product's own list (so a sealed field added later is held to rotation too). */
 function sealedOf(m: StoredMerchant): SealedSecret[] {
-  return [m.loyalty.appToken, ...(m.loyalty.apiKey ? [m.loyalty.apiKey] : []), ...Object.values(m.pos).flatMap((a) => (a.accessToken ? [a.accessToken] : []))];
+  return sealedSecretsOf(m).map((s) => s.sealed);
 }
 
 const STORES = [
@@ -99,7 +100,7 @@ for (const store of STORES) {
       const bridge = await start(K1);
       try {
         const merchants = [
-          { id: 'rot-a', apiKey: true, pos: { square: { merchantId: 'SQ-ROT-A', accessToken: `sq-access-${randomBytes(8).toString('hex')}` }, clover: { merchantId: 'CLOVERROTAAAA', accessToken: `cl-access-${randomBytes(8).toString('hex')}` } } },
+          { id: 'rot-a', apiKey: true, pos: { square: { merchantId: 'SQ-ROT-A', accessToken: `sq-access-${randomBytes(8).toString('hex')}` }, clover: { merchantId: 'CLOVERROTAAAA', accessToken: `cl-access-${randomBytes(8).toString('hex')}` }, toast: { restaurantGuid: 'a0b1c2d3-0000-4000-8000-00000000707a', loyaltyKey: `toast-loyalty-${randomBytes(12).toString('hex')}` } } },
           { id: 'rot-b', apiKey: false, pos: { shopify: { shopDomain: 'rot-b.myshopify.com' } } },
         ];
         for (const m of merchants) {
@@ -110,7 +111,7 @@ for (const store of STORES) {
             .send({ id: m.id, loyalty: { appToken: installed.appToken, ...(m.apiKey ? { apiKey: installed.apiKey } : {}) }, pos: m.pos });
           expect(res.status).toBe(201);
           posTokens.set(m.id, res.body.posToken);
-          clear.set(m.id, [installed.appToken, ...(m.apiKey ? [installed.apiKey] : []), ...Object.values(m.pos).flatMap((a) => ('accessToken' in a ? [a.accessToken] : []))]);
+          clear.set(m.id, [installed.appToken, ...(m.apiKey ? [installed.apiKey] : []), ...Object.values(m.pos).flatMap((a) => [...('accessToken' in a ? [a.accessToken] : []), ...('loyaltyKey' in a ? [a.loyaltyKey] : [])])]);
         }
       } finally {
         await bridge.close();
@@ -129,9 +130,9 @@ for (const store of STORES) {
       const run = rotate(['--to', K2], { LEDGER_URL: ledgerUrl, SECRETS_KEY: K1 }, 'npm');
       expect([run.status, run.stderr]).toEqual([0, expect.any(String)]);
       expect(run.stdout).toContain(`re-sealing from SECRETS_KEY (key ${fingerprint(K1)}) to the new key (key ${fingerprint(K2)})`);
-      expect(run.stdout).toMatch(/merchant rot-a: 4 secret\(s\) re-sealed/);
+      expect(run.stdout).toMatch(/merchant rot-a: 5 secret\(s\) re-sealed/);
       expect(run.stdout).toMatch(/merchant rot-b: 1 secret\(s\) re-sealed/);
-      expect(run.stdout).toMatch(/2 merchant\(s\) re-sealed \(5 secret\(s\)\), 0 already under the new key/);
+      expect(run.stdout).toMatch(/2 merchant\(s\) re-sealed \(6 secret\(s\)\), 0 already under the new key/);
       expect(run.stdout).toContain('now set SECRETS_KEY to the new key');
       for (const key of [K1, K2]) expect(run.stdout + run.stderr).not.toContain(key);
 
@@ -152,7 +153,7 @@ for (const store of STORES) {
       const stored = schema ? await tablesText(schema.url) : filesText(dir);
       expect(stored.texts.join('\n')).toContain('SQ-ROT-A');
       const secrets = [...clear.values()].flat();
-      expect(secrets).toHaveLength(5);
+      expect(secrets).toHaveLength(6);
       expect(secrets.filter((x) => stored.texts.some((t) => t.includes(x)))).toEqual([]);
       const run = rotate(['--to', K2], { LEDGER_URL: ledgerUrl, SECRETS_KEY: K1 });
       expect(secrets.filter((x) => (run.stdout + run.stderr).includes(x))).toEqual([]);
@@ -186,7 +187,7 @@ for (const store of STORES) {
       const before = await stored();
       const run = rotate(['--to', newKey()], { LEDGER_URL: ledgerUrl, SECRETS_KEY: K1 });
       expect(run.status).toBe(1);
-      expect(run.stderr).toMatch(/nothing was changed: 5 secret\(s\) cannot be opened: merchant rot-a: loyalty.appToken is sealed with key [0-9a-f]{16}, neither SECRETS_KEY/);
+      expect(run.stderr).toMatch(/nothing was changed: 6 secret\(s\) cannot be opened: merchant rot-a: loyalty.appToken is sealed with key [0-9a-f]{16}, neither SECRETS_KEY/);
       expect(await stored()).toEqual(before);
     });
 
@@ -202,7 +203,7 @@ for (const store of STORES) {
           ...a,
           version: a.version + 1,
           loyalty: { appToken: again(a.loyalty.appToken), apiKey: again(a.loyalty.apiKey!) },
-          pos: Object.fromEntries(Object.entries(a.pos).map(([pos, acc]) => [pos, { ...acc, accessToken: again(acc.accessToken!) }])),
+          pos: Object.fromEntries(Object.entries(a.pos).map(([pos, acc]) => [pos, { ...acc, ...(acc.accessToken ? { accessToken: again(acc.accessToken) } : {}), ...(acc.registerKey ? { registerKey: again(acc.registerKey) } : {}) }])),
         });
       } finally {
         await s.close();
