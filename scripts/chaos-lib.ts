@@ -44,12 +44,21 @@ export interface ChaosReport {
   doubleAccruals: string[];
   doubleReversals: string[];
   lost: { orderId: string; why: string }[];
+  /** Open records with work left that are not held back (a call to make, a doubt to settle, a person's). */
   open: { transactionId: string; status: string; why: string }[];
+  /** Records still held back at the end behind an unsettled accrual of the same customer and amount. */
+  held: { transactionId: string; status: string; why: string }[];
+  /** The longest any accrual was held back, and the longest a hold lasted past the moment the faults stopped (ms). */
+  longestHoldMs: number;
+  longestHoldAfterFaultsMs: number;
   refusedByService: number;
   cards: { card: string; expected: number; actual: number }[];
   cardsMismatched: number;
   /** Accruals held back behind an unsettled accrual of the same customer and amount (each record, each holder, once). */
   overlaps: number;
+  /** Records ever held back so, of all records. */
+  heldRecords: number;
+  records: number;
   /** History verdicts that found an operation more than one unsettled record could have made. */
   ambiguous: number;
   /** Records whose status disagrees with the books under their own transactionId, or that claim another's operation. */
@@ -66,6 +75,8 @@ interface PlannedOrder {
 }
 
 const ADMIN_TOKEN = 'chaos-admin-token-0123456789';
+/** Statuses of a record with work left: open, not lost (the ledger's own words). */
+const OPEN_STATUSES = new Set(['pending', 'in_doubt', 'reversal_pending']);
 const FAULTS: FaultSpec[] = [
   { kind: 'rate_limit', times: 2 },
   { kind: 'rate_limit', times: 5 },
@@ -205,6 +216,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // Records the bridge has settled (`settled`: refused by the loyalty service, as some faults make
   // it) stay listed for a person, and are outcomes, not work left.
   sim.faults.clear();
+  const faultsStoppedAt = Date.now();
   const admin = async (path: string, method = 'GET', body?: unknown) => {
     const res = await fetch(`${bridge.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
     return res.json() as Promise<any>;
@@ -224,10 +236,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   }
 
   const records = new Map<string, any>();
-  for (let page = 1; ; page++) {
-    const list = await admin(`/v1/admin/transactions?limit=500&page=${page}`);
+  // By cursor, to the last page: totals are capped (`totalCapped`), so a count cannot say when to stop.
+  for (let cursor: string | undefined, first = true; first || cursor; first = false) {
+    const list = await admin(`/v1/admin/transactions?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     for (const item of list.items) records.set(item.transactionId, item);
-    if (page * 500 >= list.total) break;
+    cursor = list.nextCursor;
   }
   const books = sim.books();
   const lost: ChaosReport['lost'] = [];
@@ -246,7 +259,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let points = 0;
     if (live.status === 'failed') refusedByService++;
     else if (remaining > 0 && live.status === 'accrued') points = Math.floor(remaining / 100);
-    else if (remaining > 0) lost.push({ orderId: order.orderId, why: `${remaining} cents remain but ${live.transactionId} is ${live.status}` });
+    // Still open (work left, or held back): counted among the open or the held, not as lost.
+    else if (remaining > 0 && !OPEN_STATUSES.has(live.status)) lost.push({ orderId: order.orderId, why: `${remaining} cents remain but ${live.transactionId} is ${live.status}` });
     if (live.status === 'accrued' && (books.transactions[live.transactionId]?.accruals ?? 0) !== 1) lost.push({ orderId: order.orderId, why: `${live.transactionId} is accrued in the ledger but booked ${books.transactions[live.transactionId]?.accruals ?? 0} times` });
     if (live.status === 'accrued' && live.check.amount !== remaining) lost.push({ orderId: order.orderId, why: `${live.transactionId} accrued ${live.check.amount} cents, ${remaining} remain` });
     expectedByPhone.set(order.phone, (expectedByPhone.get(order.phone) ?? 0) + points);
@@ -262,7 +276,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // Every record against the books under its own id; and how often accruals were held back.
   const misAttributed: ChaosReport['misAttributed'] = [];
   let overlaps = 0;
+  let heldRecords = 0;
   let ambiguous = 0;
+  let longestHoldMs = 0;
+  let longestHoldAfterFaultsMs = 0;
+  const settledAt = Date.now();
   const ids = [...records.keys()];
   for (let i = 0; i < ids.length; i += 50) {
     const details = await Promise.all(ids.slice(i, i + 50).map((id) => admin(`/v1/admin/transactions/${encodeURIComponent(id)}`)));
@@ -275,7 +293,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (const op of r.accrual.operationIds as number[]) if (!book?.operationIds.includes(op)) misAttributed.push({ transactionId: r.transactionId, why: `claims operation ${op}, which another transaction made` });
       const events = (r.history as { event: string }[]).map((e) => e.event);
       overlaps += events.filter((e) => e.startsWith('waits behind ')).length;
+      if (events.some((e) => e.startsWith('waits behind '))) heldRecords++;
       ambiguous += events.filter((e) => e.startsWith('ambiguous with ')).length;
+      for (const hold of holdsOf(r.history, settledAt)) {
+        longestHoldMs = Math.max(longestHoldMs, hold.to - hold.from);
+        longestHoldAfterFaultsMs = Math.max(longestHoldAfterFaultsMs, hold.to - Math.max(hold.from, faultsStoppedAt));
+      }
     }
   }
 
@@ -284,7 +307,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const n = String(books.transactions[id]?.accruals ?? 0);
     histogram[n] = (histogram[n] ?? 0) + 1;
   }
-  const open = (report?.open ?? []).map((o: any) => ({ transactionId: o.transactionId, status: o.status, why: o.why }));
+  const left = (report?.open ?? []).map((o: any) => ({ transactionId: o.transactionId, status: o.status, why: o.why }));
+  const isHeld = (o: { why: string }) => /waits behind /.test(o.why);
+  const open = left.filter((o: { why: string }) => !isHeld(o));
+  const held = left.filter(isHeld);
 
   await bridge.kill('SIGTERM');
   await simServer.close();
@@ -301,14 +327,38 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     doubleReversals: books.doubleReversals,
     lost,
     open,
+    held,
+    longestHoldMs,
+    longestHoldAfterFaultsMs,
     refusedByService,
     cards,
     cardsMismatched: cards.filter((c) => c.expected !== c.actual).length,
     overlaps,
+    heldRecords,
+    records: records.size,
     ambiguous,
     misAttributed,
     durationMs: Date.now() - began,
   };
+}
+
+/**
+ * The spells a record's accrual was held back: from a "waits behind" line of its history to the
+ * next line that is not one (its accrual went out and was answered), or to `until` while it waits.
+ */
+function holdsOf(history: { at: string; event: string }[], until: number): { from: number; to: number }[] {
+  const holds: { from: number; to: number }[] = [];
+  let from: number | undefined;
+  for (const line of history) {
+    const waits = line.event.startsWith('waits behind ');
+    if (waits && from === undefined) from = Date.parse(line.at);
+    if (!waits && from !== undefined) {
+      holds.push({ from, to: Date.parse(line.at) });
+      from = undefined;
+    }
+  }
+  if (from !== undefined) holds.push({ from, to: until });
+  return holds;
 }
 
 export function formatChaosReport(r: ChaosReport, options: ChaosOptions): string {
@@ -323,10 +373,13 @@ export function formatChaosReport(r: ChaosReport, options: ChaosOptions): string
     `  double accruals              ${r.doubleAccruals.length}${r.doubleAccruals.length ? `  ${r.doubleAccruals.slice(0, 10).join(', ')}` : ''}`,
     `  double reversals             ${r.doubleReversals.length}${r.doubleReversals.length ? `  ${r.doubleReversals.slice(0, 10).join(', ')}` : ''}`,
     `  overlaps                     ${r.overlaps} (an accrual held back behind an unsettled one of the same customer and amount)`,
+    `  records ever held back       ${r.heldRecords} of ${r.records} (${r.records ? ((100 * r.heldRecords) / r.records).toFixed(1) : '0.0'} %)`,
     `  ambiguous verdicts           ${r.ambiguous} (an operation more than one unsettled record could have made: claimed by none)`,
     `  mis-attributed ${r.misAttributed.length}${r.misAttributed.length ? `\n${r.misAttributed.slice(0, 10).map((m) => `    ${m.transactionId}: ${m.why}`).join('\n')}` : ''}`,
     `  records lost                 ${r.lost.length}${r.lost.length ? `\n${r.lost.slice(0, 10).map((l) => `    ${l.orderId}: ${l.why}`).join('\n')}` : ''}`,
     `  records left open            ${r.open.length}${r.open.length ? `\n${r.open.slice(0, 10).map((o) => `    ${o.transactionId} ${o.status}: ${o.why}`).join('\n')}` : ''}`,
+    `  records left held            ${r.held.length} (waiting behind an unsettled accrual of the same customer and amount)${r.held.length ? `\n${r.held.slice(0, 10).map((o) => `    ${o.transactionId} ${o.status}: ${o.why}`).join('\n')}` : ''}`,
+    `  longest hold                 ${(r.longestHoldMs / 1000).toFixed(1)} s; past the end of the faults ${(r.longestHoldAfterFaultsMs / 1000).toFixed(1)} s`,
     `  refused by the service       ${r.refusedByService} (per-result failures: expected 0 points)`,
     `  card balances                ${r.cards.length - r.cardsMismatched} of ${r.cards.length} cards equal the balance the orders and refunds should give`,
     ...r.cards.map((c) => `    ${c.card.padEnd(16)} expected ${String(c.expected).padStart(6)}  actual ${String(c.actual).padStart(6)}${c.expected === c.actual ? '' : '  MISMATCH'}`),

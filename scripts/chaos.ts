@@ -25,5 +25,5 @@ const options: ChaosOptions = {
 
 const report = await runChaos(options);
 process.stdout.write(`${formatChaosReport(report, options)}\n`);
-const clean = report.doubleAccruals.length + report.doubleReversals.length + report.lost.length + report.open.length + report.cardsMismatched + report.misAttributed.length === 0;
+const clean = report.doubleAccruals.length + report.doubleReversals.length + report.lost.length + report.open.length + report.held.length + report.cardsMismatched + report.misAttributed.length === 0;
 process.exit(clean ? 0 : 1);

@@ -155,7 +155,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   const core = createCore({
     store,
     upstreams: merchantUpstreams(registry, store, { graceMs: config.inDoubt.graceMs, clockSkewMs: config.inDoubt.clockSkewMs }, logger, (merchantId, serials) => cardReads.forget(merchantId, serials)),
-    options: { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, partialRefundPolicy: config.partialRefundPolicy, inFlightLeaseMs: config.inFlightLeaseMs },
+    options: { answerBudgetMs: config.answerBudgetMs, retryBaseMs: config.loyalty.retryBaseMs, inDoubtVerifyAfterMs: config.inDoubt.verifyAfterMs, holdAttentionAfterMs: config.inDoubt.holdAttentionAfterMs, partialRefundPolicy: config.partialRefundPolicy, inFlightLeaseMs: config.inFlightLeaseMs },
     logger,
     metrics,
     clock: overrides.clock,

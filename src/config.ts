@@ -156,6 +156,7 @@ const RawConfig = z.object({
   WORKER_INTERVAL_MS: ms('1000', { min: 1 }),
   WORKER_CONCURRENCY: wholeNumber({ unit: 'records at once', example: '8', min: 1 }),
   IN_DOUBT_VERIFY_AFTER_MS: ms('5000'),
+  HOLD_ATTENTION_AFTER_MS: ms('900000'),
   IN_DOUBT_GRACE_MS: ms('60000'),
   HISTORY_CLOCK_SKEW_MS: ms('60000'),
   SANDBOX_SIMULATOR_PORT: port('4010').optional(),
@@ -248,7 +249,7 @@ export interface Config {
   /** POS requests handled at once; more are answered 503 + Retry-After before their body is read. */
   posMaxInFlight: number;
   worker: { intervalMs: number; concurrency: number };
-  inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number };
+  inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number; holdAttentionAfterMs: number };
   sandboxSimulatorPort?: number;
   /**
    * Sandbox only: `fresh` (the default) empties the sandbox's own file ledger at every start, since
@@ -382,7 +383,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
     bodyLimitBytes: raw.BODY_LIMIT_BYTES,
     posMaxInFlight: raw.POS_MAX_IN_FLIGHT,
     worker: { intervalMs: raw.WORKER_INTERVAL_MS, concurrency: raw.WORKER_CONCURRENCY },
-    inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS },
+    inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS, holdAttentionAfterMs: raw.HOLD_ATTENTION_AFTER_MS },
     sandboxSimulatorPort: raw.SANDBOX_SIMULATOR_PORT,
     sandboxLedger: raw.SANDBOX_LEDGER ?? 'fresh',
     posApiTimeoutMs: raw.POS_API_TIMEOUT_MS,

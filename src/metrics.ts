@@ -156,7 +156,7 @@ export function createMetrics(readings: Pick<LedgerReadings, 'latest'> | undefin
       labelNames: ['pos', 'outcome', 'reason'],
       registers: [registry],
     }),
-    attentionItems: labelledGauge(registry, 'bridge_attention_items', 'What needs a person (GET /v1/admin/attention), by kind: in_doubt, ambiguous, failed, partially_accrued, reverse_failed, changed_repeats, dead_letter.', 'kind', () => latest()?.attention.counts),
+    attentionItems: labelledGauge(registry, 'bridge_attention_items', 'What needs a person (GET /v1/admin/attention), by kind: in_doubt, ambiguous, held, failed, partially_accrued, reverse_failed, changed_repeats, dead_letter.', 'kind', () => latest()?.attention.counts),
     attentionOldest: labelledGauge(registry, 'bridge_attention_oldest_age_seconds', 'How long the oldest item of each kind has needed a person (0 when there is none): in_doubt over 3600 is the alert "in doubt older than an hour".', 'kind', () => {
       const read = latest()?.attention;
       if (!read) return undefined;

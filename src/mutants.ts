@@ -10,6 +10,8 @@ export const MUTANTS = [
   'no-accrual-keys',
   /** The history verifier claims an operation although another unsettled accrual could have made it (history-verifier.ts). */
   'claim-ambiguous',
+  /** The count rule settles as happened where fewer operations than accruals in doubt are in the history (history-verifier.ts `#count`). */
+  'count-fewer',
   /** An accrue whose outcome is unknown is sent again without asking the operations history (transitions.ts `plan`). */
   'resend-after-reset',
   /** A refund delivered again reverses again (intake.ts and transitions.ts `requestReversal`). */

@@ -25,7 +25,7 @@ import type { Evidence, HistoryVerifier } from './history-verifier.js';
 import { RateLimitPauses, type InlineDelivery } from './rate-limits.js';
 import type { RecordWriter } from './record-writer.js';
 import { readShape, shapeSettingName } from './reversal-shape.js';
-import { applyReversalVerdict, applyVerdict, describeReversalVerdict, describeVerdict, keyless, noteReversalEntries, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, reversalNotNeeded, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
+import { applyReversalVerdict, applyVerdict, describeReversalVerdict, describeVerdict, keyless, noteReversalEntries, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, releasePersonSettled, reversalNotNeeded, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
 
 export interface DeliveryOptions extends TransitionOptions {
   answerBudgetMs: number;
@@ -282,9 +282,18 @@ export class DeliveryService {
         continue;
       }
       if (next.kind === 'verify') {
-        const verdict = await claim.upstream!.verifier.verifyAccrual(claim.record, this.writer.now());
-        latest = await this.writer.change(key, (r) => (r.accrual.state === 'in_doubt' ? applyVerdict(r, verdict, this.writer.now(), this.options) : undefined));
+        const verifier = claim.upstream!.verifier;
+        const verdict = await verifier.verifyAccrual(claim.record, this.writer.now());
+        try {
+          latest = await this.writer.change(key, (r) => (r.accrual.state === 'in_doubt' ? applyVerdict(r, verdict, this.writer.now(), this.options) : undefined));
+        } catch (error) {
+          // The operation the count gave it was claimed by another record meanwhile: looked at again at the next pass.
+          if (!(error instanceof ConflictError)) throw error;
+          note = `not settled: ${error.message}`;
+          break;
+        }
         note = describeVerdict(verdict);
+        await this.#releasePersonSettled(verifier, claim.record);
         if (verdict.kind !== 'did_not_happen') break;
         continue;
       }
@@ -385,6 +394,24 @@ export class DeliveryService {
     const written = await this.writer.change(key, (r) => recordOutcome(r, answer, this.writer.now(), this.options), { synchronous }, record);
     if (operation === 'reverse' && written.reversal.state === 'reversed' && upstream.verifier.enabled) this.#learnLater(key, upstream);
     return { record: written, note: written.history.at(-1)?.event ?? report.outcome.kind, outcome: report.outcome.kind };
+  }
+
+  /**
+   * After a history check of an accrual: the merchant's accruals of the amount a person settled
+   * without naming their operation that no accrual can mistake any more leave the unsettled ones
+   * (`releasePersonSettled`), so that list stays as short as the merchant's recent doubts. Best
+   * effort: one not released now is released after a later check.
+   */
+  async #releasePersonSettled(verifier: HistoryVerifier, checked: LedgerRecord): Promise<void> {
+    const amount = checked.accrual.check?.amount;
+    if (amount === undefined) return;
+    try {
+      for (const stale of await verifier.releasable(merchantOf(checked), amount, this.writer.now())) {
+        await this.writer.change(keyOf(stale), (r) => releasePersonSettled(r, this.writer.now()));
+      }
+    } catch (error) {
+      this.logger.warn({ transactionId: checked.transactionId, err: error }, 'accruals settled by a person could not be released after a history check');
+    }
   }
 
   /**

@@ -113,29 +113,100 @@ export class HistoryVerifier {
     let ambiguous: Extract<Verdict, { kind: 'ambiguous' }> | undefined;
     try {
       cardIds = await cards.of(customer);
-      // The history filters by date in a time zone it does not state: a day of margin on each side.
-      const startDate = utcDate(new Date(since - DAY_MS));
-      const endDate = utcDate(new Date(now.getTime() + DAY_MS));
       const shape = await readShape(this.store, merchantOf(record));
+      const contenders = await this.store.listUnsettledAccruals(merchantOf(record), check.amount);
       for (const cardId of cardIds) {
-        for (const op of await this.client.listOperations(cardId, startDate, endDate)) {
+        for (const op of await this.#operations(cardId, since, now)) {
           const claimedBy = await this.store.findOperationClaim(merchantOf(record), op.id);
           if (!accrualCandidate(op, record, cardId, since, claimedBy, shape).candidate) continue;
-          const rivals = await this.#rivals(record, op, cards);
+          const rivals = await this.#rivals(record, op, cards, contenders);
           if (rivals.length === 0 || mutant('claim-ambiguous')) return { kind: 'happened', operationId: op.id, cardId };
           // Another matching operation may still be this record's alone: look at every one first.
           ambiguous ??= { kind: 'ambiguous', operationId: op.id, cardId, with: rivals };
         }
       }
+      if (ambiguous) return (await this.#count(record, contenders, cards, shape, now)) ?? ambiguous;
     } catch (error) {
       return { kind: 'cannot_verify', reason: `history lookup failed: ${(error as Error).message}` };
     }
-    if (ambiguous) return ambiguous;
     const waited = now.getTime() - Date.parse(inDoubtSince);
     if (waited < this.options.graceMs) {
       return { kind: 'too_early', reason: `no matching operation yet; absence is conclusive ${Math.ceil((this.options.graceMs - waited) / 1000)} s from now` };
     }
     return { kind: 'did_not_happen', examinedCards: cardIds.length };
+  }
+
+  /**
+   * The count rule, where an operation could be this accrual's or another's: the group is the
+   * accruals in doubt that could have made the unclaimed matching operations on their cards (each
+   * operation's possible makers, until no operation names one outside the group). When every one of
+   * them can be given an operation of its own (on one of its cards, made after its call began), all
+   * of them happened: this record takes the operation the matching gives it. Fewer operations than
+   * accruals is the true ambiguity (undefined). So is a group with a call still out (its answer may
+   * yet name the operation) or a record a person settled (its operation is not known).
+   */
+  async #count(record: LedgerRecord, contenders: LedgerRecord[], cards: CardLookup, shape: ReversalShape | undefined, now: Date): Promise<Extract<Verdict, { kind: 'happened' }> | undefined> {
+    const merchantId = merchantOf(record);
+    const others = contenders.filter((c) => c.transactionId !== record.transactionId);
+    const group = new Map<string, LedgerRecord>([[record.transactionId, record]]);
+    /** Each matching unclaimed operation on a group member's card, with the members that could have made it. */
+    const operations = new Map<number, { op: Operation; cardId: string; makers: Set<string> }>();
+    const sinceOf = (r: LedgerRecord) => Date.parse(r.accrual.inDoubtSince!) - this.options.clockSkewMs;
+    const looked = new Set<string>();
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const member of [...group.values()]) {
+        if (looked.has(member.transactionId)) continue;
+        looked.add(member.transactionId);
+        for (const cardId of await cards.of(member.accrual.customer!)) {
+          for (const op of await this.#operations(cardId, sinceOf(member), now)) {
+            const claimedBy = await this.store.findOperationClaim(merchantId, op.id);
+            if (!accrualCandidate(op, member, cardId, sinceOf(member), claimedBy, shape).candidate) continue;
+            const entry = operations.get(op.id) ?? { op, cardId, makers: new Set<string>() };
+            entry.makers.add(member.transactionId);
+            operations.set(op.id, entry);
+            for (const rival of await this.#rivals(member, op, cards, others)) {
+              entry.makers.add(rival);
+              if (group.has(rival)) continue;
+              const other = contenders.find((c) => c.transactionId === rival);
+              // A call out, a record a person settled, one of more records than were looked at: not counted.
+              if (!other || other.inFlight || other.accrual.state !== 'in_doubt' || !other.accrual.inDoubtSince || !other.accrual.customer) return undefined;
+              group.set(rival, other);
+              changed = true;
+            }
+          }
+        }
+      }
+    }
+    // Each member an operation of its own, in the order the calls began, each taking the earliest it
+    // can: an operation can only follow its call, so this finds a matching whenever one exists on one
+    // card, and gives the calls their operations in time order (the same card and sum either way).
+    const members = [...group.values()].sort((a, b) => sinceOf(a) - sinceOf(b) || a.transactionId.localeCompare(b.transactionId));
+    const free = [...operations.values()].sort((a, b) => Date.parse(a.op.createdAt) - Date.parse(b.op.createdAt) || a.op.id - b.op.id);
+    const given = new Map<string, { op: Operation; cardId: string }>();
+    if (mutant('count-fewer') && free[0]) return { kind: 'happened', operationId: free[0].op.id, cardId: free[0].cardId, counted: { inDoubt: [...group.keys()].sort(), operations: free.length } };
+    for (const member of members) {
+      const i = free.findIndex((o) => o.makers.has(member.transactionId));
+      if (i < 0) return undefined;
+      given.set(member.transactionId, free.splice(i, 1)[0]!);
+    }
+    const mine = given.get(record.transactionId)!;
+    return { kind: 'happened', operationId: mine.op.id, cardId: mine.cardId, counted: { inDoubt: members.map((m) => m.transactionId).sort(), operations: operations.size } };
+  }
+
+  /**
+   * The merchant's accruals of this amount a person settled without naming their operation
+   * (`personSettledAt`) that can no longer be mistaken for anyone's: settled long enough ago that
+   * an accrual sent from now on begins after their operation, and no accrual of the amount still
+   * unsettled began early enough to find it. The delivery releases them (`releasePersonSettled`),
+   * so the merchant's unsettled accruals of an amount stay as few as its recent doubts.
+   */
+  async releasable(merchantId: string, amountCents: number, now: Date): Promise<LedgerRecord[]> {
+    const contenders = await this.store.listUnsettledAccruals(merchantId, amountCents);
+    const skew = this.options.clockSkewMs;
+    const began = contenders.filter((c) => isAccrualUnsettled(c)).map((c) => Date.parse(c.inFlight?.startedAt ?? c.accrual.inDoubtSince ?? c.updatedAt));
+    const earliest = Math.min(now.getTime() - this.options.graceMs, ...began);
+    return contenders.filter((c) => c.accrual.personSettledAt !== undefined && !isAccrualUnsettled(c) && Date.parse(c.accrual.personSettledAt) + 2 * skew < earliest);
   }
 
   /**
@@ -400,19 +471,28 @@ export class HistoryVerifier {
   }
 
   /**
-   * The other unsettled accruals that could have made `op`: the same amount (the store's index),
-   * an attempt begun no later than the operation (less the skew), and `op`'s card among theirs.
+   * The other accruals that could have made `op`, among the merchant's unsettled accruals of the
+   * amount (`contenders`, the store's index): an attempt begun no later than the operation (less the
+   * skew) and `op`'s card among theirs; and the records a person settled as accrued without naming
+   * their operation, settled late enough that theirs could be `op` (`personSettledAt`, in the same
+   * index; `#settledByAPersonBefore` for those settled before it was kept).
    */
-  async #rivals(record: LedgerRecord, op: Operation, cards: CardLookup): Promise<string[]> {
+  async #rivals(record: LedgerRecord, op: Operation, cards: CardLookup, contenders: LedgerRecord[]): Promise<string[]> {
     const rivals: string[] = [];
     const created = Date.parse(op.createdAt);
-    for (const other of await this.store.listUnsettledAccruals(merchantOf(record), record.accrual.check!.amount)) {
-      if (other.transactionId === record.transactionId || !isAccrualUnsettled(other) || !other.accrual.customer) continue;
-      const began = other.inFlight?.startedAt ?? other.accrual.inDoubtSince;
-      if (began !== undefined && Date.parse(began) - this.options.clockSkewMs > created) continue;
+    const skew = this.options.clockSkewMs;
+    for (const other of contenders) {
+      if (other.transactionId === record.transactionId || !other.accrual.customer) continue;
+      if (isAccrualUnsettled(other)) {
+        const began = other.inFlight?.startedAt ?? other.accrual.inDoubtSince;
+        if (began !== undefined && Date.parse(began) - skew > created) continue;
+      } else if (other.accrual.personSettledAt !== undefined) {
+        // Its operation was made before a person settled it (less the skew) and after it was recorded.
+        if (Date.parse(other.accrual.personSettledAt) + skew < created || Date.parse(other.createdAt) - skew > created) continue;
+      } else continue;
       if ((await cards.of(other.accrual.customer)).includes(op.cardId)) rivals.push(other.transactionId);
     }
-    for (const other of await this.#settledByAPerson(record, op)) {
+    for (const other of await this.#settledByAPersonBefore(record, op)) {
       if (other.accrual.customer && (await cards.of(other.accrual.customer)).includes(op.cardId)) rivals.push(other.transactionId);
     }
     return [...new Set(rivals)].sort();
@@ -420,31 +500,30 @@ export class HistoryVerifier {
 
   /**
    * Records of the customer (any identifier of the record's or of `op`'s card owner, through the
-   * customer index) whose accrual a person settled as done without naming its operation
-   * (`resolve accrued`), of the same Check amount, made no later than
-   * `op` (less the skew). Their operation is in the history and claimed by nobody: `op` may be it,
-   * so it proves nothing alone (found by the model check, docs/correctness.md: taken, it left the
-   * person-settled order's operation to a second order that never accrued). Past RIVAL_SCAN records
-   * of the customer, another cannot be ruled out: a stand-in rival says so.
+   * customer index) whose accrual a person settled as done without naming its operation before the
+   * bridge kept when (`personSettledAt`), of the same Check amount, made no later than `op` (less the
+   * skew): their operation is in the history and claimed by nobody, so `op` may be it (found by the
+   * model check, docs/correctness.md). The customer's newest RIVAL_SCAN records are looked at; such
+   * records settle no new accrual's doubt once they are older than that (docs/how-it-works.md).
    */
-  async #settledByAPerson(record: LedgerRecord, op: Operation): Promise<LedgerRecord[]> {
+  async #settledByAPersonBefore(record: LedgerRecord, op: Operation): Promise<LedgerRecord[]> {
     const owner = (op as { customer?: { phone?: string | null; email?: string | null } }).customer;
     const identities = [...new Set([...identitiesOf(record.accrual.customer), ...(owner ? identitiesOf({ phone: owner.phone ?? undefined, email: owner.email ?? undefined }) : [])])];
     if (identities.length === 0) return [];
     const page = await this.store.list({ merchantId: merchantOf(record), customer: identities, offset: 0, limit: RIVAL_SCAN });
     const amount = record.accrual.check!.amount;
     const made = (other: LedgerRecord) => Date.parse(other.createdAt) - this.options.clockSkewMs <= Date.parse(op.createdAt);
-    const settled = page.items.filter(
+    return page.items.filter(
       (other) =>
         keyOf(other) !== keyOf(record) &&
         other.accrual.check?.amount === amount &&
         made(other) &&
         other.accrual.settledBy === 'operator' &&
         other.accrual.operationIds.length === 0 &&
+        other.accrual.personSettledAt === undefined &&
+        other.accrual.personSettledReleasedAt === undefined &&
         (other.accrual.state === 'accrued' || other.accrual.state === 'partially_accrued'),
     );
-    if (page.totalCapped || page.total > RIVAL_SCAN) return [...settled, { ...record, transactionId: `(another of the customer's ${RIVAL_SCAN}+ records)` }];
-    return settled;
   }
 }
 

@@ -57,7 +57,7 @@ export class OperatorActions {
     const named = input.operationId === undefined && input.outcome === 'accrued' && record.accrual.state === 'in_doubt' ? await this.#onlyCandidate(key) : undefined;
     const settled = named === undefined ? input : { ...input, operationId: named, note: `${input.note ? `${input.note}; ` : ''}operation ${named}, the only one the history shows for it, claimed` };
     const claimedBy = settled.operationId !== undefined ? await this.writer.store.findOperationClaim(merchantOf(record), settled.operationId) : undefined;
-    const changed = await this.writer.change(key, (r) => resolve(r, settled, claimedBy, act));
+    const changed = await this.writer.change(key, (r) => resolve(r, settled, claimedBy, act, this.writer.now()));
     return this.#done(`resolve ${input.outcome}`, act, changed, options);
   }
 

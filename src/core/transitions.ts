@@ -52,6 +52,8 @@ export interface TransitionOptions {
   retryBaseMs: number;
   /** Pause before the first history check of an accrual in doubt, and between checks. */
   inDoubtVerifyAfterMs: number;
+  /** How long an accrual may wait behind another before the attention queue shows it (`held`); 15 minutes when not given. */
+  holdAttentionAfterMs?: number;
   /** `full_only`: partial refunds are recorded and reverse nothing until together they cover the order. */
   partialRefundPolicy: 'reaccrue' | 'full_only';
 }
@@ -72,6 +74,7 @@ export function roundPauseMs(rounds: number, options: Pick<TransitionOptions, 'r
   return options.retryBaseMs * ROUND_PAUSES[Math.min(Math.max(rounds, 1) - 1, ROUND_PAUSES.length - 1)]!;
 }
 const MAX_REFUND_IDS_REMEMBERED = 100;
+const DEFAULT_HOLD_ATTENTION_AFTER_MS = 15 * 60_000;
 
 // ------------------------------------------------------------------ what a record needs
 
@@ -276,7 +279,7 @@ export function newRemainder(parent: LedgerRecord, partial: PartialRefundPlan, n
 export function markInFlight(record: LedgerRecord, operation: UpstreamOperation, owner: string, now: Date): Transition {
   return changed(record, (r) => {
     r.inFlight = { operation, startedAt: now.toISOString(), owner };
-    if (operation === 'accrue') Object.assign(r.accrual, { waitingBehind: undefined, keyless: undefined });
+    if (operation === 'accrue') Object.assign(r.accrual, { waitingBehind: undefined, waitingSince: undefined, holdAttentionAt: undefined, keyless: undefined });
     return undefined;
   });
 }
@@ -304,14 +307,33 @@ export function keyless(record: LedgerRecord, holder: string): LedgerRecord {
  * found): looked at again after a round's unit while the holder's call is out, and no sooner than
  * the holder's history check while it is in doubt.
  */
-export function waitBehind(record: LedgerRecord, holder: string, holding: Pick<LedgerRecord, 'accrual'> | undefined, now: Date, options: Pick<TransitionOptions, 'retryBaseMs' | 'inDoubtVerifyAfterMs'>): Transition {
+export function waitBehind(record: LedgerRecord, holder: string, holding: Pick<LedgerRecord, 'accrual'> | undefined, now: Date, options: Pick<TransitionOptions, 'retryBaseMs' | 'inDoubtVerifyAfterMs' | 'holdAttentionAfterMs'>): Transition {
   const pauseMs = holding?.accrual.state === 'in_doubt' ? Math.max(options.inDoubtVerifyAfterMs, options.retryBaseMs) : options.retryBaseMs;
   return changed(record, (r) => {
     const already = r.accrual.waitingBehind === holder;
     r.accrual.waitingBehind = holder;
+    // The hold's life counts from its start, whoever it waits behind now (`held` in the attention queue after it).
+    if (r.accrual.waitingSince === undefined) {
+      r.accrual.waitingSince = now.toISOString();
+      r.accrual.holdAttentionAt = later(now, options.holdAttentionAfterMs ?? DEFAULT_HOLD_ATTENTION_AFTER_MS);
+    }
     r.nextAttemptAt = later(now, pauseMs);
     if (already) return undefined;
     return `waits behind ${holder}: an accrual of the same customer and amount is unsettled, and the operations history could not tell the two apart`;
+  });
+}
+
+/**
+ * An accrual a person settled without naming its operation leaves the merchant's unsettled accruals
+ * of its amount: no accrual in doubt, nor one sent from now on, can take its operation for its own
+ * (`HistoryVerifier.releasable`).
+ */
+export function releasePersonSettled(record: LedgerRecord, now: Date): Transition | undefined {
+  if (record.accrual.personSettledAt === undefined) return undefined;
+  return changed(record, (r) => {
+    r.accrual.personSettledAt = undefined;
+    r.accrual.personSettledReleasedAt = now.toISOString();
+    return 'released: no accrual in doubt can take the operation a person settled this one by for its own';
   });
 }
 
@@ -409,7 +431,12 @@ export function recordOutcome(record: LedgerRecord, call: CallAnswer, now: Date,
 
 /** What the operations history says of an accrual in doubt (see HistoryVerifier). */
 export type Verdict =
-  | { kind: 'happened'; operationId: number; cardId: string }
+  /**
+   * `counted`: the operation could be another's too, but as many unclaimed matching operations as
+   * accruals in doubt that could have made them are in the history, so all of them happened
+   * (`HistoryVerifier`, the count rule); this one takes the operation the count gave it.
+   */
+  | { kind: 'happened'; operationId: number; cardId: string; counted?: { inDoubt: string[]; operations: number } }
   | { kind: 'did_not_happen'; examinedCards: number }
   /** An operation this accrual could have made, but so could these other unsettled records: nobody claims it yet. */
   | { kind: 'ambiguous'; operationId: number; cardId: string; with: string[] }
@@ -420,6 +447,7 @@ export type Verdict =
 export function describeVerdict(verdict: Verdict): string {
   switch (verdict.kind) {
     case 'happened':
+      if (verdict.counted) return `operations history shows ${verdict.counted.operations} unclaimed matching operation(s) for the ${verdict.counted.inDoubt.length} accruals in doubt that could have made them (${verdict.counted.inDoubt.join(', ')}): all happened; operation ${verdict.operationId} on card ${verdict.cardId} is this one's: accrued`;
       return `operations history shows operation ${verdict.operationId} on card ${verdict.cardId}: accrued`;
     case 'did_not_happen':
       return `operations history of ${verdict.examinedCards} card(s) shows no matching operation after the grace period: safe to accrue again`;
@@ -676,8 +704,12 @@ export interface ResolveInput {
   note?: string;
 }
 
-/** An operator settles a call by hand. `operationClaimedBy`: who holds `input.operationId`, when it is claimed. */
-export function resolve(record: LedgerRecord, input: ResolveInput, operationClaimedBy?: string, act?: OperatorAct): Transition {
+/**
+ * An operator settles a call by hand. `operationClaimedBy`: who holds `input.operationId`, when it
+ * is claimed. `now`: when (an accrual settled without its operation named keeps the moment, as
+ * `personSettledAt`; the record's last write when not given, for asking what is allowed).
+ */
+export function resolve(record: LedgerRecord, input: ResolveInput, operationClaimedBy?: string, act?: OperatorAct, now: Date = new Date(record.updatedAt)): Transition {
   if (record.inFlight) throw new ConflictError(`a ${record.inFlight.operation} call is in flight for this record; try again when it has finished`);
   if (input.operationId !== undefined && operationClaimedBy && operationClaimedBy !== record.transactionId) {
     throw new ConflictError(`operation ${input.operationId} is already claimed by ${operationClaimedBy}`);
@@ -691,6 +723,8 @@ export function resolve(record: LedgerRecord, input: ResolveInput, operationClai
         if (input.outcome === 'accrued') {
           Object.assign(r.accrual, { state: 'accrued', settledBy: 'operator', inDoubtSince: undefined, ambiguousWith: undefined });
           if (input.operationId !== undefined) r.accrual.operationIds = [...r.accrual.operationIds, input.operationId];
+          // Its operation is in the history, claimed by nobody: a rival of any accrual in doubt it could be mistaken for, until released (`releasePersonSettled`).
+          else r.accrual.personSettledAt = now.toISOString();
         } else {
           Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined, ambiguousWith: undefined });
           r.rounds = 0;

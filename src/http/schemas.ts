@@ -355,7 +355,7 @@ export const WhoAmI = z
 export type WhoAmI = z.infer<typeof WhoAmI>;
 
 export const AttentionItem = z.object({
-  kind: z.enum(['in_doubt', 'ambiguous', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter']),
+  kind: z.enum(['in_doubt', 'ambiguous', 'held', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter']),
   transactionId: z.string().optional(),
   deadLetterId: z.string().optional(),
   merchantId: z.string().meta({ description: 'Whose; (none) for a dead letter of no known merchant.' }),

@@ -1113,4 +1113,14 @@ CREATE TABLE ledger_delivery_bindings (
 );
 `,
   },
+  {
+    version: 13,
+    name: "accruals a person settled without naming their operation, found by amount as the unsettled are",
+    sql: `
+-- record.ts personSettledAt: such a record is settled (so it has no ledger_work row), yet its
+-- operation is in the history claimed by no record, so the history verifier weighs it beside the
+-- unsettled accruals of its amount until it is released. Few rows: a partial index.
+CREATE INDEX ledger_records_person_settled ON ledger_records (merchant_id, ((record #>> '{accrual,check,amount}')::bigint)) WHERE (record -> 'accrual') ? 'personSettledAt';
+`,
+  },
 ];

@@ -903,7 +903,13 @@ export class PostgresLedgerStore implements LedgerStore {
 
   async listUnsettledAccruals(merchantId: string, amountCents: number): Promise<LedgerRecord[]> {
     const { rows } = await this.pool.query<{ record: LedgerRecord }>(
-      `SELECT r.record FROM ledger_work w CROSS JOIN LATERAL ${RECORD_OF('w')} r WHERE w.merchant_id = $1 AND w.unsettled_amount = $2 ORDER BY w.created_at, w.transaction_id`,
+      `SELECT record FROM (
+         SELECT r.record, w.created_at, w.transaction_id FROM ledger_work w CROSS JOIN LATERAL ${RECORD_OF('w')} r WHERE w.merchant_id = $1 AND w.unsettled_amount = $2
+         UNION
+         -- Settled by a person without naming the operation (record.ts unsettledAmount, personSettledAt): the partial index of migration 13.
+         SELECT p.record, p.created_at, p.transaction_id FROM ledger_records p
+          WHERE p.merchant_id = $1 AND (p.record -> 'accrual') ? 'personSettledAt' AND (p.record #>> '{accrual,check,amount}')::bigint = $2
+       ) u ORDER BY created_at, transaction_id`,
       [merchantId, amountCents],
     );
     return rows.map((r) => r.record);

@@ -50,6 +50,7 @@ export interface MutantOutcome {
 export const FIRST_SCENARIO: Record<MutantName, string> = {
   'no-accrual-keys': 'same-customer-and-amount',
   'claim-ambiguous': 'one-person-two-identifiers',
+  'count-fewer': 'one-person-two-identifiers',
   'resend-after-reset': 'every-fate',
   'double-reverse': 'every-fate',
 };

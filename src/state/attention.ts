@@ -5,7 +5,7 @@
  */
 import { isOrphanReversal, keyOf, merchantOf, plan, type LedgerRecord, type LedgerStatus } from './record.js';
 
-export const ATTENTION_KINDS = ['in_doubt', 'ambiguous', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter'] as const;
+export const ATTENTION_KINDS = ['in_doubt', 'ambiguous', 'held', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter'] as const;
 export type AttentionKind = (typeof ATTENTION_KINDS)[number];
 
 /**
@@ -98,6 +98,16 @@ export function attentionOf(record: AttentionInput): AttentionItem[] {
         ? { ...base, kind: 'ambiguous', since: accrual.inDoubtSince ?? statusSince(record), why: `accrual outcome unknown; the operations history matches it and ${rivals.join(', ')} alike: a person must resolve which accrued` }
         : { ...base, kind: 'in_doubt', since: accrual.inDoubtSince ?? statusSince(record), why: 'accrual outcome unknown; settled by the operations history when LOYALTY_API_KEY is set, otherwise a person must resolve it (accrued or not_accrued)' },
     );
+  }
+  // Held back behind another accrual past the hold's life (`holdAttentionAt`, written by the pass
+  // that looks at it again while it waits): apart from the doubts, since what settles it is the other's.
+  if (accrual.state === 'pending' && accrual.waitingBehind && accrual.holdAttentionAt && Date.parse(record.updatedAt) >= Date.parse(accrual.holdAttentionAt)) {
+    items.push({
+      ...base,
+      kind: 'held',
+      since: accrual.holdAttentionAt,
+      why: `not sent since ${accrual.waitingSince ?? accrual.holdAttentionAt}: it waits behind ${accrual.waitingBehind}, an accrual of the same customer and amount that is unsettled (the operations history could not tell the two apart); it goes out by itself once that one is settled: settle ${accrual.waitingBehind} (its evidence shows how)`,
+    });
   }
   const settledSince = statusSince(record);
   const acknowledged = acknowledgedSince(record, settledSince);

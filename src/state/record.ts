@@ -199,6 +199,23 @@ export interface LedgerRecord {
      * still counts it among the unsettled. Dropped when it is sent again.
      */
     keyless?: true;
+    /**
+     * When a person settled this accrual as accrued without naming its operation (`resolve accrued`
+     * where the history showed none or several): its operation is in the history, claimed by no
+     * record. While set, the record stays among its merchant's unsettled accruals of its amount
+     * (`unsettledAmount`), so the history verifier weighs it as a rival of any accrual in doubt whose
+     * window its operation could fall in; cleared once none can (`releasePersonSettled`).
+     */
+    personSettledAt?: string;
+    /** When `personSettledAt` was released: no accrual in doubt can mistake its operation any more. */
+    personSettledReleasedAt?: string;
+    /**
+     * When this accrual began waiting behind `waitingBehind`, and when that hold has lasted too long
+     * (`HOLD_ATTENTION_AFTER_MS` later): from then the attention queue shows it as `held`, with why
+     * and what would settle it. Cleared with `waitingBehind`.
+     */
+    waitingSince?: string;
+    holdAttentionAt?: string;
   };
   reversal: {
     state: ReversalState;
@@ -375,9 +392,12 @@ export function accrualKeys(record: PlanInput & Pick<LedgerRecord, 'merchantId'>
   return identities.map((identity) => createHash('sha256').update(`${merchant}\u0000${identity}\u0000${check.amount}`).digest('base64url').slice(0, 22));
 }
 
-/** The amount of an unsettled accrual (for finding the records an operation could belong to), else undefined. */
+/**
+ * The amount of an unsettled accrual, or of one a person settled without naming its operation
+ * (`personSettledAt`), for finding the records an operation could belong to; else undefined.
+ */
 export function unsettledAmount(record: PlanInput): number | undefined {
-  return isAccrualUnsettled(record) ? record.accrual.check?.amount : undefined;
+  return isAccrualUnsettled(record) || record.accrual.personSettledAt !== undefined ? record.accrual.check?.amount : undefined;
 }
 
 /** Reversed for a partial refund, but the remainder's record is not created yet (a crash can stop between the two). */

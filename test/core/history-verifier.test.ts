@@ -131,6 +131,41 @@ describe('ambiguity: an operation more than one unsettled accrual could have mad
     expect(await verify(reader, a, 12)).toEqual({ kind: 'happened', operationId: 101, cardId: CARD });
   });
 
+  it('the count rule: as many unclaimed matching operations as accruals in doubt that could have made them: all happened, each taking one in the order the calls began', async () => {
+    const a = inDoubt('generic:A', 9);
+    const b = inDoubt('generic:B', 9.5, { email: 'ann@example.test' });
+    await store.insert(a);
+    await store.insert(b);
+    const reader = history([{ id: 100, createdAt: minutes(9.2) }, { id: 101, createdAt: minutes(9.7) }], { 'ann@example.test': [CARD] });
+    const counted = { inDoubt: ['generic:A', 'generic:B'], operations: 2 };
+    expect(await verify(reader, a, 11)).toEqual({ kind: 'happened', operationId: 100, cardId: CARD, counted });
+    expect(await verify(reader, b, 11)).toEqual({ kind: 'happened', operationId: 101, cardId: CARD, counted });
+  });
+
+  it('the count rule: a call still out, or fewer operations than accruals in doubt, is not counted', async () => {
+    const a = inDoubt('generic:A', 9);
+    await store.insert(a);
+    const b = makeRecord('generic:B', { inFlight: true, customer: { email: 'ann@example.test' } });
+    b.inFlight!.startedAt = minutes(9.5);
+    await store.insert(b);
+    const two = history([{ id: 100, createdAt: minutes(9.2) }, { id: 101, createdAt: minutes(9.7) }], { 'ann@example.test': [CARD] });
+    // 100 was made before B's call began (less the skew)? No: the skew is a minute, so both could be B's.
+    expect(await verify(two, a, 11)).toMatchObject({ kind: 'ambiguous', with: ['generic:B'] });
+    await store.update({ ...b, version: b.version + 1, inFlight: undefined, accrual: { ...b.accrual, state: 'in_doubt', inDoubtSince: minutes(9.5) } });
+    const c = inDoubt('generic:C', 9.6, { email: 'cy@example.test' });
+    await store.insert(c);
+    // Three in doubt reach the card, two operations: which one did not happen cannot be told.
+    const three = history([{ id: 100, createdAt: minutes(9.2) }, { id: 101, createdAt: minutes(9.7) }], { 'ann@example.test': [CARD], 'cy@example.test': [CARD] });
+    expect(await verify(three, a, 11)).toMatchObject({ kind: 'ambiguous' });
+  });
+
+  it('the count rule: no operation for any of them, past the grace period: none happened', async () => {
+    const a = inDoubt('generic:A', 9);
+    await store.insert(a);
+    await store.insert(inDoubt('generic:B', 9.5, { email: 'ann@example.test' }));
+    expect(await verify(history([], { 'ann@example.test': [CARD] }), a, 9 + GRACE_MS / 60_000)).toEqual({ kind: 'did_not_happen', examinedCards: 1 });
+  });
+
   it('settled records are no rivals', async () => {
     const a = inDoubt('generic:A', 9);
     await store.insert(a);
@@ -251,6 +286,28 @@ describe('an accrual a person settled without naming its operation (resolve accr
     await store.insert(o2);
     const owned = history([{ customer: { phone: PHONE, email: 'kim@example.test' } } as Partial<Operation>], { 'kim@example.test': [CARD] });
     expect(await verify(owned, o2, 11)).toMatchObject({ kind: 'ambiguous', with: ['generic:O1'] });
+  });
+
+  it('settled now (personSettledAt kept, in the unsettled index): a rival of an operation made before it was settled, none of one made after, and released once no accrual can mistake it', async () => {
+    const o1 = settledByAPerson('generic:O1');
+    o1.accrual.personSettledAt = minutes(10.5);
+    await store.insert(o1);
+    const o2 = inDoubt('generic:O2', 9);
+    await store.insert(o2);
+    // Found through the index whatever the customer's records number (no scan, no stand-in rival).
+    expect(await verify(history([{ createdAt: minutes(10) }]), o2, 11)).toEqual({ kind: 'ambiguous', operationId: 100, cardId: CARD, with: ['generic:O1'] });
+    expect(await verify(history([{ createdAt: minutes(11.6) }]), o2, 12)).toEqual({ kind: 'happened', operationId: 100, cardId: CARD });
+
+    const verifier = new HistoryVerifier(history([]), store, { graceMs: GRACE_MS, clockSkewMs: SKEW_MS });
+    const amount = o1.accrual.check!.amount;
+    const quiet = 10.5 + (2 * SKEW_MS + GRACE_MS) / 60_000 + 0.1;
+    // O2, in doubt since minute 9, could still take O1's operation: O1 stays.
+    expect(await verifier.releasable('default', amount, new Date(minutes(quiet)))).toEqual([]);
+    const settled = (await store.get('generic:O2'))!;
+    await store.update({ ...settled, version: settled.version + 1, accrual: { ...settled.accrual, state: 'accrued', settledBy: 'history', inDoubtSince: undefined, operationIds: [100] } });
+    // Not before the grace period and twice the skew have passed since it was settled.
+    expect(await verifier.releasable('default', amount, new Date(minutes(quiet - 0.2)))).toEqual([]);
+    expect((await verifier.releasable('default', amount, new Date(minutes(quiet)))).map((r) => r.transactionId)).toEqual(['generic:O1']);
   });
 
   it('settled with its operation named, or by the history, or made after the operation: not a rival', async () => {

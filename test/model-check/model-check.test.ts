@@ -46,6 +46,7 @@ function modelCheck<Report>(args: string[]): Promise<{ status: number | null; st
 const CAUGHT_BY: Record<(typeof MUTANTS)[number], RegExp> = {
   'no-accrual-keys': /waits for a person, though its rivals .* share an identifier with it/,
   'claim-ambiguous': /claims operation \d+ as its accrual, but it is the accrual of/,
+  'count-fewer': /claims operation \d+ as its accrual, but it is the accrual of|booked 0 accruals|booked 2 accruals/,
   'resend-after-reset': /the loyalty service booked 2 accruals of/,
   'double-reverse': /the loyalty service booked 2 reversals of/,
 };

@@ -17,6 +17,7 @@ const KIND_LABELS = {
   partially_accrued: 'Partially accrued',
   reverse_failed: 'Reverse failed',
   ambiguous: 'Ambiguous match',
+  held: 'Held back',
   changed_repeats: 'Changed repeats',
   dead_letter: 'Open dead letter',
 };

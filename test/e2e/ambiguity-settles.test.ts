@@ -1,0 +1,159 @@
+/**
+ * Ambiguity settles itself where the history can tell (issue: "every sale finishes"), over HTTP
+ * against the simulator, on both ledger stores:
+ * - two accruals of one person in doubt at once (a phone on one order, an email on the other, so
+ *   the bridge cannot hold one behind the other) and both booked: the count rule finds two unclaimed
+ *   operations for two accruals in doubt, and settles both without a person, each booked once;
+ * - a regular with more records than the verifier used to scan: an accrual in doubt settles from the
+ *   history as any other (no stand-in rival for "records not looked at");
+ * - a refund of an order whose accrual is settled goes out while another sale of the customer and
+ *   amount is in doubt;
+ * - an accrual held back past HOLD_ATTENTION_AFTER_MS is `held` in the attention queue, counted apart
+ *   from the record in doubt it waits behind, and goes out once that one is settled.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import type { LedgerRecord } from '../../src/state/record.js';
+import { ADMIN_TOKEN, checkout, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
+import { describeWithDatabase, freshSchema } from '../support/postgres.js';
+
+const { url: pgBase, describeIf: describeIfPg } = await describeWithDatabase();
+
+const STORES = [
+  { name: 'file', describe: describe as typeof describe },
+  { name: 'PostgreSQL', describe: describeIfPg },
+];
+
+for (const store of STORES) {
+  store.describe(`ambiguity settles itself, on the ${store.name} ledger`, () => {
+    let h: Harness | undefined;
+    let schema: { url: string; drop(): Promise<void> } | undefined;
+    beforeAll(async () => {
+      if (store.name === 'PostgreSQL') schema = await freshSchema(pgBase!, 'ambiguity');
+    });
+    afterEach(async () => {
+      await h?.close();
+      h = undefined;
+      await schema?.drop();
+      if (store.name === 'PostgreSQL') schema = await freshSchema(pgBase!, 'ambiguity');
+    });
+    afterAll(async () => {
+      await schema?.drop();
+    });
+
+    const start = (env: Record<string, string> = {}, withApiKey = true) =>
+      startHarness({ env: { ...(schema ? { LEDGER_URL: schema.url } : {}), IN_DOUBT_GRACE_MS: '300', ...env }, withApiKey, overrides: { startWorker: false } }).then((started) => (h = started));
+    const admin = (method: 'get' | 'post', path: string) => request(h!.bridge.url)[method](path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
+    const record = async (id: string) => (await h!.bridge.store.get(id)) as LedgerRecord;
+    /** Every id booked once under itself, its record accrued with the operations it claims being its own. */
+    const expectBookedOnce = async (ids: string[]) => {
+      const books = h!.sim.books();
+      expect(books.doubleAccruals).toEqual([]);
+      for (const id of ids) {
+        const r = await record(id);
+        expect([id, r.status, books.transactions[id]?.accruals]).toEqual([id, 'accrued', 1]);
+        for (const op of r.accrual.operationIds) expect(books.transactions[id]!.operationIds).toContain(op);
+      }
+    };
+
+    it('two accruals of one person in doubt at once, both booked: two unclaimed operations for two accruals, so both settle without a person', async () => {
+      await start();
+      // The loyalty service knows the customer by both identifiers.
+      expect((await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'N-0', total: '1.00', customer: { phone: '+15550007777', email: 'noor@example.test' } }))).body.status).toBe('accrued');
+      h!.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+      h!.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+      expect((await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'N-1', customer: { phone: '+15550007777' } }))).body.status).toBe('in_doubt');
+      expect((await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'N-2', customer: { email: 'noor@example.test' } }))).body.status).toBe('in_doubt');
+      const sent = h!.sim.books().accrueRequests;
+
+      const report = await eventually(
+        () => admin('post', '/v1/admin/reconcile'),
+        (res) => res.body.fixed.length === 2,
+        5000,
+      );
+      expect(report.body.fixed.map((f: { transactionId: string; to: string }) => [f.transactionId, f.to]).sort()).toEqual([
+        ['generic:N-1', 'accrued'],
+        ['generic:N-2', 'accrued'],
+      ]);
+      expect(report.body.open).toEqual([]);
+      // Nothing was sent again, and each took its own operation (the calls' order is the operations').
+      expect(h!.sim.books().accrueRequests).toBe(sent);
+      await expectBookedOnce(['generic:N-0', 'generic:N-1', 'generic:N-2']);
+      expect((await record('generic:N-1')).history.map((e) => e.event)).toContainEqual(expect.stringMatching(/shows 2 unclaimed matching operation\(s\) for the 2 accruals in doubt .*: all happened/));
+      const attention = await admin('get', '/v1/admin/attention');
+      expect(attention.body.total).toBe(0);
+    });
+
+    it('a regular with hundreds of records: an accrual in doubt settles from the history like any other', async () => {
+      await start();
+      const phone = '+15550008888';
+      // 205 earlier sales of the customer, of another amount each time so none waits behind another.
+      for (let i = 0; i < 205; i++) {
+        const res = await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: `R-${i}`, total: `${(1 + i / 100).toFixed(2)}`, customer: { phone } }));
+        expect([i, res.body.status]).toEqual([i, 'accrued']);
+      }
+      h!.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+      expect((await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'R-latte', customer: { phone } }))).body.status).toBe('in_doubt');
+      const report = await eventually(
+        () => admin('post', '/v1/admin/reconcile'),
+        (res) => res.body.fixed.some((f: { transactionId: string }) => f.transactionId === 'generic:R-latte'),
+        5000,
+      );
+      expect(report.body.fixed).toEqual([expect.objectContaining({ transactionId: 'generic:R-latte', to: 'accrued' })]);
+      await expectBookedOnce(['generic:R-latte']);
+    }, 60_000);
+
+    it('a refund of an order whose accrual is settled goes out at once while another sale of the customer and amount is in doubt', async () => {
+      await start({}, false);
+      const phone = '+15550009999';
+      expect((await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'F-1', customer: { phone } }))).body.status).toBe('accrued');
+      h!.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+      expect((await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'F-2', customer: { phone } }))).body.status).toBe('in_doubt');
+      const refund = await postJson(h!.bridge.url, '/v1/refunds/generic', { orderId: 'F-1', refundId: 'F-1-R1' });
+      expect([refund.status, refund.body.status]).toEqual([200, 'reversed']);
+      expect(h!.sim.books().transactions['generic:F-1']).toMatchObject({ accruals: 1, reversals: 1 });
+      expect((await record('generic:F-2')).status).toBe('in_doubt');
+    });
+
+    it('an accrual held back past HOLD_ATTENTION_AFTER_MS is `held` in the attention queue, apart from the doubt it waits behind, and goes out once that is settled', async () => {
+      // No API key: the first accrual's doubt is a person's, so the second waits for as long as that takes.
+      await start({ HOLD_ATTENTION_AFTER_MS: '200' }, false);
+      const phone = '+15550001212';
+      h!.sim.faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+      expect((await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'H-1', customer: { phone } }))).body.status).toBe('in_doubt');
+      const second = await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'H-2', customer: { phone } }));
+      expect([second.status, second.body.status]).toEqual([202, 'pending']);
+      // Not yet held too long: only the doubt needs a person.
+      expect((await admin('get', '/v1/admin/attention')).body.counts).toEqual(expect.objectContaining({ in_doubt: 1 }));
+      expect((await admin('get', '/v1/admin/attention')).body.counts.held ?? 0).toBe(0);
+
+      // Looked at again past the hold's life (an operator's reconcile here; the worker's pass in production).
+      const held = await eventually(
+        async () => {
+          await admin('post', '/v1/admin/reconcile');
+          return admin('get', '/v1/admin/attention');
+        },
+        (res) => (res.body.counts.held ?? 0) === 1,
+        5000,
+      );
+      expect(held.body.counts).toEqual(expect.objectContaining({ in_doubt: 1, held: 1 }));
+      expect(held.body.items).toContainEqual(
+        expect.objectContaining({ kind: 'held', transactionId: 'generic:H-2', why: expect.stringMatching(/waits behind generic:H-1, .*settle generic:H-1/) }),
+      );
+      expect(h!.sim.books().transactions['generic:H-2']).toBeUndefined();
+
+      // The person settles H-1 from the card; H-2 goes out and leaves the queue.
+      expect((await admin('post', '/v1/admin/transactions/generic:H-1/resolve').send({ outcome: 'accrued', operationId: h!.sim.books().transactions['generic:H-1']!.operationIds[0] })).body.status).toBe('accrued');
+      const after = await eventually(
+        async () => {
+          await admin('post', '/v1/admin/reconcile');
+          return admin('get', '/v1/admin/attention');
+        },
+        (res) => res.body.total === 0,
+        5000,
+      );
+      expect(after.body.counts.held ?? 0).toBe(0);
+      await expectBookedOnce(['generic:H-1', 'generic:H-2']);
+    });
+  });
+}
