@@ -121,6 +121,9 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<vo
   await stopped;
   await listening.close();
   process.stdout.write('loyalty simulator stopped\n');
+  // The launcher's IPC channel, listened to for its end, would keep this process alive after a
+  // SIGTERM or Ctrl-C (and npm and the launcher with it): let go of it.
+  if (process.connected) process.disconnect();
 }
 
 function chunks<T>(items: readonly T[], size: number): T[][] {

@@ -257,7 +257,18 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   // LOYALTY_BASE_URL is logged now, naming the variable, and /readyz answers 503 until it is fixed.
   await upstream.start(Math.min(config.loyalty.timeoutMs, 10_000));
   const server = http.createServer({ headersTimeout, requestTimeout: 30_000, connectionsCheckingInterval: Math.min(1000, headersTimeout) }, app);
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, config.host, resolve));
+  try {
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, config.host, resolve));
+  } catch (error) {
+    // Nothing was served yet: what start-up opened is closed, and the cause named in one line.
+    upstream.stop();
+    await store.close();
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new ConfigError(`PORT ${config.port} is in use on ${config.host}: stop what holds it (another bridge?), or set PORT to another port`);
+    if (code === 'EACCES') throw new ConfigError(`PORT ${config.port} may not be opened by this user on ${config.host}: set PORT to 1024 or above`);
+    if (code === 'EADDRNOTAVAIL') throw new ConfigError(`HOST ${config.host} is not an address of this machine: set HOST to one of its addresses, or 0.0.0.0 for all`);
+    throw error;
+  }
   const address = server.address() as AddressInfo;
   const { port } = address;
   // Listening on every interface: this process reaches itself on loopback.

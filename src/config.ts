@@ -7,6 +7,7 @@
  * passes the declarations in, since only it knows the adapters. They add to the schema below, and
  * their API address defaults lie beneath `config/default.json`.
  */
+import { getCountries } from 'libphonenumber-js';
 import { readFileSync, existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -147,7 +148,10 @@ const RawConfig = z.object({
   METRICS_MERCHANT_LABEL: z.enum(['on', 'off'], 'must be on or off'),
   METRICS_REFRESH_MS: ms('10000', { min: 100 }),
   DEFAULT_CURRENCY: z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD'),
-  DEFAULT_PHONE_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter region such as US'),
+  DEFAULT_PHONE_REGION: z.string().superRefine((value, ctx) => {
+    // The regions the phone rules know (libphonenumber's list): XX would pass a shape check and then read no phone at all.
+    if (!(getCountries() as string[]).includes(value)) ctx.addIssue({ code: 'custom', message: `must be a two-letter region the phone rules know, such as US, GB or DE (got ${JSON.stringify(value.slice(0, 40))})` });
+  }),
   ANSWER_BUDGET_MS: ms('1500', { min: 1, max: 1900, maxWhy: 'it must leave room to answer a POS within 2 s' }),
   REGISTER_BUDGET_MS: ms('2500', { min: 1, max: 4500, maxWhy: "Toast takes 5 s as a timeout: a register's answer must come before it" }),
   REGISTER_CACHE_MS: ms('30000', { min: 0 }),
@@ -336,6 +340,13 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
   const problems = [...(parsed.error?.issues ?? []), ...(posParsed.error?.issues ?? [])].map((issue) => {
     const variable = issue.path.join('.') || '(config)';
     const required = issue.code === 'invalid_type' && merged[variable as keyof typeof merged] === undefined && !issue.message.startsWith('is required');
+    // A choice among words (never a secret): the words, and what was given instead.
+    if (issue.code === 'invalid_value') {
+      const value = merged[variable as keyof typeof merged];
+      const got = value === undefined ? ' (it is required)' : ` (got ${JSON.stringify(String(value).slice(0, 40))})`;
+      const message = issue.message.startsWith('Invalid option') ? `must be one of ${issue.values.map(String).join(', ')}` : issue.message;
+      return `${variable} ${message}${got}`;
+    }
     return `${variable} ${issue.message}${required ? ' (it is required)' : ''}`;
   });
   const given = (name: string) => merged[name as keyof typeof merged] !== undefined;

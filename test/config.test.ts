@@ -211,6 +211,16 @@ describe('configuration', () => {
     expect(refusal({ [variable]: value })).toBe(`invalid configuration: ${variable} ${message}`);
   });
 
+  it.each([
+    ['PARTIAL_REFUND_POLICY', 'reaccrue-all', 'must be one of reaccrue, full_only (got "reaccrue-all")'],
+    ['LOG_LEVEL', 'loud', 'must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
+    ['POS_AUTH', 'none', 'must be token or off (got "none")'],
+    ['DEFAULT_PHONE_REGION', 'XX', 'must be a two-letter region the phone rules know, such as US, GB or DE (got "XX")'],
+    ['DEFAULT_PHONE_REGION', 'us', 'must be a two-letter region the phone rules know, such as US, GB or DE (got "us")'],
+  ])('a refused word is echoed, and a region is one the phone rules know: %s=%s', (variable, value, message) => {
+    expect(refusal({ [variable]: value })).toBe(`invalid configuration: ${variable} ${message}`);
+  });
+
   it('numbers are read as the digits they are: no NaN, no exponent, no silent rounding', () => {
     expect(loadConfig({ LOYALTY_TIMEOUT_MS: ' 2500 ' }).loyalty.timeoutMs).toBe(2500);
     expect(refusal({ LOYALTY_TIMEOUT_MS: '1e4' })).toMatch(/LOYALTY_TIMEOUT_MS must be a whole number of milliseconds, e.g. 10000 \(got "1e4"\)/);

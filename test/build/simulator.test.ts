@@ -163,6 +163,16 @@ describe('npm run simulator', () => {
     expect(await sim.exited).toBe(0);
   }, 30_000);
 
+  it('SIGTERM and SIGINT stop it with the launcher\'s channel open, as npm run simulator starts it (exit 0, not left running)', async () => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      const launched = simulator(['--port', '0'], {}, true);
+      await eventually(() => launched.output(), (o) => /loyalty simulator: http:\/\/\S+/.test(o), 15_000);
+      launched.child.kill(signal);
+      expect([signal, await launched.exited]).toEqual([signal, 0]);
+      expect(launched.output()).toContain('loyalty simulator stopped\n');
+    }
+  }, 30_000);
+
   it('stops when the launcher that started it is gone (its channel closes, as when npm start is SIGKILLed)', async () => {
     const launched = simulator(['--port', '0'], {}, true);
     const address = (await eventually(() => launched.output(), (o) => /loyalty simulator: http:\/\/\S+/.test(o), 15_000)).match(/loyalty simulator: (http:\/\/\S+)/)![1]!;

@@ -109,7 +109,13 @@ export const WAIT_MS = 10_000;
 
 /** Waits for `locator` to be visible; fails the test when it is not within WAIT_MS. */
 export async function visible(locator: Locator): Promise<Locator> {
-  await locator.waitFor({ state: 'visible', timeout: WAIT_MS });
+  try {
+    await locator.waitFor({ state: 'visible', timeout: WAIT_MS });
+  } catch (error) {
+    // What the page showed instead, so that a failure seen once (under load, say) says why.
+    const shown = await locator.page().locator('main').innerText({ timeout: 1000 }).catch(() => '(the page could not be read)');
+    throw new Error(`${(error as Error).message}\nthe page's main content was:\n${shown.slice(0, 3000)}`);
+  }
   return locator;
 }
 
