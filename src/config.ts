@@ -439,8 +439,41 @@ function acrossVariables(merged: Record<string, unknown>, nodeEnv: string, sandb
       problems.push(`NODE_ENV=production needs ${missing.join(', ')}: ${why.join('; ')}`);
     }
     if (given('BRIDGE_FAILPOINTS')) problems.push('BRIDGE_FAILPOINTS is for crash tests and is refused in production');
+    problems.push(...placeholderCredentials(merged));
   } else if (!sandbox && !given('LOYALTY_APP_TOKEN')) {
     problems.push('LOYALTY_APP_TOKEN is required when LOYALTY_BASE_URL is set');
+  }
+  return problems;
+}
+
+/** What a placeholder looks like: the example file's `change-me` values and their kin. */
+const PLACEHOLDER = /change[-_ ]?me|replace[-_ ]?me|placeholder|your[-_ ]?(own[-_ ]?)?(token|key|secret)|^<.*>$|^(x+|todo|tbd|secret|password|token|example|test|default)$/i;
+
+/** The shortest token an operator chooses that production takes (contract: "placeholders refused"). */
+const PRODUCTION_CHOSEN_MIN = 24;
+
+/**
+ * In production, the credentials an operator chooses (ADMIN_TOKEN, each of ADMIN_TOKENS, POS_TOKEN,
+ * TOAST_LOYALTY_KEY) must not be placeholders and must be at least 24 characters; those issued by
+ * others (the loyalty service's app token and API key, a POS's secrets: every *_TOKEN, *_KEY and
+ * *_SECRET variable) are taken as issued, but not as a placeholder either: docs/production.env.example,
+ * copied as shipped, must not start a bridge that anyone who read the file could use. Named by the
+ * variable, never by the value.
+ */
+function placeholderCredentials(merged: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const fix = 'set it to a long random value (e.g. openssl rand -base64 32)';
+  const chosen: [name: string, value: string][] = (['ADMIN_TOKEN', 'POS_TOKEN', 'TOAST_LOYALTY_KEY'] as const).flatMap((name) => (typeof merged[name] === 'string' ? [[name, (merged[name] as string).trim()] as [string, string]] : []));
+  if (typeof merged.ADMIN_TOKENS === 'string') for (const { entry, token } of readNamedTokens(merged.ADMIN_TOKENS).tokens) chosen.push([`ADMIN_TOKENS ${entry}`, token]);
+  for (const [name, value] of chosen) {
+    if (PLACEHOLDER.test(value)) problems.push(`${name} is a placeholder (as docs/production.env.example ships it): ${fix}`);
+    // Shorter than 16 is refused by the variable's own rule already.
+    else if (value.length >= 16 && value.length < PRODUCTION_CHOSEN_MIN) problems.push(`${name} must be at least ${PRODUCTION_CHOSEN_MIN} characters in production (it has ${value.length}): ${fix}`);
+  }
+  const issued = Object.keys(merged).filter((name) => /(_TOKEN|_KEY|_SECRET)$/.test(name) && !['ADMIN_TOKEN', 'POS_TOKEN', 'TOAST_LOYALTY_KEY', 'SECRETS_KEY'].includes(name)).sort();
+  for (const name of issued) {
+    const value = merged[name];
+    if (typeof value === 'string' && PLACEHOLDER.test(value.trim())) problems.push(`${name} is a placeholder (as docs/production.env.example ships it): set it to the value issued for this bridge`);
   }
   return problems;
 }

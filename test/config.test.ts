@@ -237,22 +237,47 @@ describe('configuration', () => {
     expect(loadConfig({ LOYALTY_BASE_URL: 'https://gateway.example.test/loyalty/', LOYALTY_APP_TOKEN: 't' }).loyalty.baseUrl).toBe('https://gateway.example.test/loyalty');
   });
 
+  it('production refuses a chosen token that is a placeholder or shorter than 24 characters, and an issued credential that is a placeholder, naming each and never its value', () => {
+    const base = { ...production, ADMIN_TOKEN: 'a'.repeat(32), POS_TOKEN: 'p'.repeat(32) };
+    expect(loadConfig(base).nodeEnv).toBe('production');
+    expect(refusal({ ...base, ADMIN_TOKEN: 'changeme-changeme-changeme' })).toBe('invalid configuration: ADMIN_TOKEN is a placeholder (as docs/production.env.example ships it): set it to a long random value (e.g. openssl rand -base64 32)');
+    expect(refusal({ ...base, POS_TOKEN: 'pos-token-of-20chars' })).toBe('invalid configuration: POS_TOKEN must be at least 24 characters in production (it has 20): set it to a long random value (e.g. openssl rand -base64 32)');
+    expect(refusal({ ...base, ADMIN_TOKENS: `alice=${'k'.repeat(30)},bob=REPLACE_ME_bobs_token_here` })).toBe('invalid configuration: ADMIN_TOKENS entry 2 (bob) is a placeholder (as docs/production.env.example ships it): set it to a long random value (e.g. openssl rand -base64 32)');
+    expect(refusal({ ...base, SQUARE_ACCESS_TOKEN: 'change-me' })).toBe('invalid configuration: SQUARE_ACCESS_TOKEN is a placeholder (as docs/production.env.example ships it): set it to the value issued for this bridge');
+    // Issued credentials are taken as issued, however short; outside production nothing of this applies.
+    expect(loadConfig({ ...base, LOYALTY_APP_TOKEN: 'short' }).nodeEnv).toBe('production');
+    expect(loadConfig({ LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't', ADMIN_TOKEN: 'change-me-admin-token' }).nodeEnv).not.toBe('production');
+    for (const value of ['changeme-changeme-changeme', 'pos-token-of-20chars', 'REPLACE_ME_bobs_token_here']) {
+      expect(refusal({ ...base, ADMIN_TOKEN: value })).not.toContain(value);
+    }
+  });
+
   it('a secret never appears in a refusal', () => {
     const message = refusal({ NODE_ENV: 'production', LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 'app-token-secret-1', ADMIN_TOKEN: 'adm-secret', POS_TOKEN: 'pos-secret', LOYALTY_TIMEOUT_MS: 'x' });
     expect(message).toMatch(/ADMIN_TOKEN must be at least 16 characters/);
     for (const secret of ['app-token-secret-1', 'adm-secret', 'pos-secret']) expect(message).not.toContain(secret);
   });
 
-  it('docs/production.env.example starts a production bridge as it is, every variable it names (set or commented out) is one the bridge reads, and it is shell-safe', () => {
+  it('docs/production.env.example, copied as shipped, is refused for its placeholders, naming each; with them replaced it starts a production bridge; every variable it names is one the bridge reads, and it is shell-safe', () => {
     const text = readFileSync('docs/production.env.example', 'utf8');
     const set = Object.fromEntries([...text.matchAll(/^([A-Z_]+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!]));
     expect(set).toMatchObject({ NODE_ENV: 'production', LOYALTY_BASE_URL: expect.any(String), LOYALTY_APP_TOKEN: expect.any(String), ADMIN_TOKEN: expect.any(String), POS_TOKEN: expect.any(String) });
-    const config = loadConfig(set);
+    expect(refusal(set).split('\n')).toEqual([
+      'invalid configuration (4 problems):',
+      '  - ADMIN_TOKEN is a placeholder (as docs/production.env.example ships it): set it to a long random value (e.g. openssl rand -base64 32)',
+      '  - POS_TOKEN is a placeholder (as docs/production.env.example ships it): set it to a long random value (e.g. openssl rand -base64 32)',
+      '  - LOYALTY_API_KEY is a placeholder (as docs/production.env.example ships it): set it to the value issued for this bridge',
+      '  - LOYALTY_APP_TOKEN is a placeholder (as docs/production.env.example ships it): set it to the value issued for this bridge',
+    ]);
+    /** The example with every change-me value replaced, as its first lines ask. */
+    let n = 0;
+    const replaced = (env: Record<string, string>) => Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v.replace(/change-me[-a-z0-9]*/g, () => `r4nd0m${++n}-0123456789abcdefghijkl`)]));
+    const config = loadConfig(replaced(set));
     expect(config).toMatchObject({ sandbox: false, nodeEnv: 'production', posAuth: { mode: 'token' }, ledgerUrl: 'file:/data/ledger.json' });
     // Uncommented, the commented-out lines are accepted too (a SECRETS_KEY and the POS variables).
     const all = Object.fromEntries([...text.matchAll(/^#? ?([A-Z_]+)=(\S*)$/gm)].map((m) => [m[1]!, m[2]!]));
     const known = new Set([...Object.keys(all)].filter((name) => name !== 'SECRETS_KEY' && name !== 'LEDGER_URL'));
-    expect(loadConfig({ ...all, LEDGER_URL: set.LEDGER_URL!, SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') }).pos.square).toMatchObject({ notificationUrl: 'https://bridge.example.com/v1/webhooks/square' });
+    expect(loadConfig({ ...replaced(all), LEDGER_URL: set.LEDGER_URL!, SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') }).pos.square).toMatchObject({ notificationUrl: 'https://bridge.example.com/v1/webhooks/square' });
     // A name the bridge does not read would be a silent typo: each is named in docs/configuration.md's table.
     const table = readFileSync('docs/configuration.md', 'utf8');
     for (const name of known) expect([name, table.includes(`\`${name}\``)]).toEqual([name, true]);
