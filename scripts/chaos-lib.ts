@@ -29,6 +29,8 @@ export interface ChaosOptions {
   customers: number;
   /** Distinct order totals the orders are drawn from: few, so that orders collide. */
   prices: number;
+  /** The merchant's policy for an accrual the history leaves ambiguous (AMBIGUITY_POLICY); person when not given. */
+  ambiguity?: 'person' | 'probe';
   log?: (line: string) => void;
 }
 
@@ -142,6 +144,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     LOYALTY_RETRY_BASE_MS: '2',
     IN_DOUBT_GRACE_MS: '1000',
     ANSWER_BUDGET_MS: '1000',
+    AMBIGUITY_POLICY: options.ambiguity ?? 'person',
   };
   let bridge: BridgeProcess = await spawnBridge(env);
   let restarting: Promise<void> | undefined;
@@ -282,15 +285,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let longestHoldAfterFaultsMs = 0;
   const settledAt = Date.now();
   const ids = [...records.keys()];
-  for (let i = 0; i < ids.length; i += 50) {
-    const details = await Promise.all(ids.slice(i, i + 50).map((id) => admin(`/v1/admin/transactions/${encodeURIComponent(id)}`)));
-    for (const r of details) {
+  const allDetails: any[] = [];
+  for (let i = 0; i < ids.length; i += 50) allDetails.push(...(await Promise.all(ids.slice(i, i + 50).map((id) => admin(`/v1/admin/transactions/${encodeURIComponent(id)}`)))));
+  const countedWithOf = (id: string) => allDetails.filter((d) => ((d.accrual.countedWith as string[] | undefined) ?? []).includes(id)).map((d) => d.transactionId as string);
+  {
+    for (const r of allDetails) {
       const book = books.transactions[r.transactionId];
       const booked = book?.accruals ?? 0;
       const accrued = r.accrual.state === 'accrued' || r.accrual.state === 'partially_accrued';
       if (accrued && booked !== 1) misAttributed.push({ transactionId: r.transactionId, why: `says ${r.accrual.state}, booked ${booked} times` });
       if (!accrued && booked !== 0) misAttributed.push({ transactionId: r.transactionId, why: `says ${r.accrual.state}, booked ${booked} times` });
-      for (const op of r.accrual.operationIds as number[]) if (!book?.operationIds.includes(op)) misAttributed.push({ transactionId: r.transactionId, why: `claims operation ${op}, which another transaction made` });
+      // Settled by the count rule, its operation may be any of its counted group's (record.ts `countedWith`).
+      // The group is mutual: the one counted first names the others, who may then settle plainly.
+      const group = [r.transactionId, ...((r.accrual.countedWith as string[] | undefined) ?? []), ...countedWithOf(r.transactionId)];
+      for (const op of r.accrual.operationIds as number[]) if (!group.some((id) => books.transactions[id]?.operationIds.includes(op))) misAttributed.push({ transactionId: r.transactionId, why: `claims operation ${op}, which another transaction made` });
       const events = (r.history as { event: string }[]).map((e) => e.event);
       overlaps += events.filter((e) => e.startsWith('waits behind ')).length;
       if (events.some((e) => e.startsWith('waits behind '))) heldRecords++;
@@ -363,7 +371,7 @@ function holdsOf(history: { at: string; event: string }[], until: number): { fro
 
 export function formatChaosReport(r: ChaosReport, options: ChaosOptions): string {
   const lines = [
-    `chaos campaign: ${r.orders} orders, seed ${options.seed}, ${options.concurrency} concurrent, fault rate ${options.faultRate}, ${options.customers} customers, ${options.prices} prices, ${(r.durationMs / 1000).toFixed(1)} s`,
+    `chaos campaign: ${r.orders} orders, seed ${options.seed}, ${options.concurrency} concurrent, fault rate ${options.faultRate}, ${options.customers} customers, ${options.prices} prices, ambiguity ${options.ambiguity ?? 'person'}, ${(r.durationMs / 1000).toFixed(1)} s`,
     `  refunds sent                 ${r.refunds.full} full, ${r.refunds.partial} partial`,
     `  POS deliveries (with repeats) ${r.deliveries}`,
     `  upstream faults injected     ${r.faultsInjected}`,

@@ -1,5 +1,5 @@
 /**
- * `npm run chaos [-- --orders 1000 --kills 2 --concurrency 8 --fault-rate 0.3 --seed 42 --customers 5 --prices 3]`
+ * `npm run chaos [-- --orders 1000 --kills 2 --concurrency 8 --fault-rate 0.3 --seed 42 --customers 5 --prices 3 --ambiguity person|probe]`
  * Runs the chaos campaign (scripts/chaos-lib.ts) and prints its figures. Exit code 1 when any
  * double, loss, open record or balance mismatch remains: zero is the only acceptable figure.
  */
@@ -12,6 +12,13 @@ function flag(name: string, fallback: number): number {
   return value;
 }
 
+function ambiguityFlag(): 'person' | 'probe' {
+  const i = process.argv.indexOf('--ambiguity');
+  const value = i >= 0 ? process.argv[i + 1] : 'person';
+  if (value !== 'person' && value !== 'probe') throw new Error('--ambiguity must be person or probe');
+  return value;
+}
+
 const options: ChaosOptions = {
   orders: flag('orders', 1000),
   kills: flag('kills', 2),
@@ -20,6 +27,7 @@ const options: ChaosOptions = {
   seed: flag('seed', 42),
   customers: flag('customers', 5),
   prices: flag('prices', 3),
+  ambiguity: ambiguityFlag(),
   log: (line) => process.stderr.write(`${line}\n`),
 };
 

@@ -331,6 +331,7 @@ export function merchantRegistry(
     connect: (credentials) => new LoyaltyClient({ ...clientOptions, ...credentials }),
     defaults: { defaultCurrency: config.defaultCurrency, defaultPhoneRegion: config.defaultPhoneRegion },
     defaultMerchant: { appToken, apiKey: overrides.loyaltyApiKey ?? config.loyalty.apiKey, posToken: config.posAuth.mode === 'token' ? config.posAuth.token : undefined },
+    ambiguity: config.inDoubt.ambiguity,
     logger,
   });
   return { registry, clientOptions };

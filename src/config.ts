@@ -161,6 +161,7 @@ const RawConfig = z.object({
   WORKER_CONCURRENCY: wholeNumber({ unit: 'records at once', example: '8', min: 1 }),
   IN_DOUBT_VERIFY_AFTER_MS: ms('5000'),
   HOLD_ATTENTION_AFTER_MS: ms('900000'),
+  AMBIGUITY_POLICY: z.enum(['person', 'probe']),
   IN_DOUBT_GRACE_MS: ms('60000'),
   HISTORY_CLOCK_SKEW_MS: ms('60000'),
   SANDBOX_SIMULATOR_PORT: port('4010').optional(),
@@ -253,7 +254,7 @@ export interface Config {
   /** POS requests handled at once; more are answered 503 + Retry-After before their body is read. */
   posMaxInFlight: number;
   worker: { intervalMs: number; concurrency: number };
-  inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number; holdAttentionAfterMs: number };
+  inDoubt: { verifyAfterMs: number; graceMs: number; clockSkewMs: number; holdAttentionAfterMs: number; ambiguity: 'person' | 'probe' };
   sandboxSimulatorPort?: number;
   /**
    * Sandbox only: `fresh` (the default) empties the sandbox's own file ledger at every start, since
@@ -394,7 +395,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
     bodyLimitBytes: raw.BODY_LIMIT_BYTES,
     posMaxInFlight: raw.POS_MAX_IN_FLIGHT,
     worker: { intervalMs: raw.WORKER_INTERVAL_MS, concurrency: raw.WORKER_CONCURRENCY },
-    inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS, holdAttentionAfterMs: raw.HOLD_ATTENTION_AFTER_MS },
+    inDoubt: { verifyAfterMs: raw.IN_DOUBT_VERIFY_AFTER_MS, graceMs: raw.IN_DOUBT_GRACE_MS, clockSkewMs: raw.HISTORY_CLOCK_SKEW_MS, holdAttentionAfterMs: raw.HOLD_ATTENTION_AFTER_MS, ambiguity: raw.AMBIGUITY_POLICY },
     sandboxSimulatorPort: raw.SANDBOX_SIMULATOR_PORT,
     sandboxLedger: raw.SANDBOX_LEDGER ?? 'fresh',
     posApiTimeoutMs: raw.POS_API_TIMEOUT_MS,

@@ -12,6 +12,12 @@ export const MUTANTS = [
   'claim-ambiguous',
   /** The count rule settles as happened where fewer operations than accruals in doubt are in the history (history-verifier.ts `#count`). */
   'count-fewer',
+  /** A record whose accrual the history settled (its operation claimed) is probed all the same (delivery.ts, transitions.ts `startProbe`). */
+  'probe-claimed',
+  /** A probe that found the accrual had happened accrues the purchase again under the original transactionId (transitions.ts `settleProbe`). */
+  'reaccrue-same-id',
+  /** A probing accrual lets go of its hold (keys, rivalry) while the ambiguity stands (record.ts `isAccrualUnsettled`). */
+  'release-hold-early',
   /** An accrue whose outcome is unknown is sent again without asking the operations history (transitions.ts `plan`). */
   'resend-after-reset',
   /** A refund delivered again reverses again (intake.ts and transitions.ts `requestReversal`). */

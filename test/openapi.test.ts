@@ -298,6 +298,9 @@ describe('real answers validate against the documented schema of their status', 
     expectDocumented('get', `${T}/payload`, await admin('get', '/v1/admin/transactions/generic:O-2~r1/payload'));
     expectDocumented('get', `${T}/payload`, await admin('get', '/v1/admin/transactions/generic:A-1/payload?unmask=maybe'));
     expectDocumented('post', `${T}/retry`, await admin('post', '/v1/admin/transactions/generic:A-1/retry'));
+    // Nothing to ask about (409), and a record the ledger lacks (404).
+    expectDocumented('post', `${T}/ask`, await admin('post', '/v1/admin/transactions/generic:A-1/ask').send({ reason: 'test' }));
+    expectDocumented('post', `${T}/ask`, await admin('post', '/v1/admin/transactions/nope/ask'));
     expectDocumented('post', `${T}/resolve`, await admin('post', '/v1/admin/transactions/generic:A-1/resolve').send({ outcome: 'accrued' }));
     expectDocumented('post', `${T}/resolve`, await admin('post', '/v1/admin/transactions/generic:A-1/resolve').send({ outcome: 'maybe' }));
     expectDocumented('post', `${T}/reverse`, await admin('post', '/v1/admin/transactions/generic:A-1/reverse').send({ reason: 'test' }));

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { isHeld, leaseFrom, standing } from '../lease.js';
 import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
+import { mutant } from '../mutants.js';
 import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 import type { UpstreamOperation } from '../loyalty/calls.js';
 import type { DueQuery, OpenClaim } from '../ledger/store.js';
@@ -25,7 +26,8 @@ import type { Evidence, HistoryVerifier } from './history-verifier.js';
 import { RateLimitPauses, type InlineDelivery } from './rate-limits.js';
 import type { RecordWriter } from './record-writer.js';
 import { readShape, shapeSettingName } from './reversal-shape.js';
-import { applyReversalVerdict, applyVerdict, describeReversalVerdict, describeVerdict, keyless, noteReversalEntries, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, releasePersonSettled, reversalNotNeeded, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
+import { applyReversalVerdict, applyVerdict, describeReversalVerdict, describeVerdict, keyless, noteReversalEntries, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, releasePersonSettled, reversalNotNeeded, startProbe, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
+import type { AmbiguityPolicy } from '../merchants/merchant.js';
 
 export interface DeliveryOptions extends TransitionOptions {
   answerBudgetMs: number;
@@ -60,6 +62,11 @@ export type PosCalls = Pick<LoyaltyClient, 'accrue' | 'reverse'>;
 export interface Upstream {
   calls: PosCalls;
   verifier: HistoryVerifier;
+  /**
+   * What settles an accrual the history leaves ambiguous: `person` (the attention queue) or `probe`
+   * (the bridge asks the service by reversing it: transitions.ts `startProbe`).
+   */
+  ambiguity: AmbiguityPolicy;
   /** A suspended merchant's records are kept, and read in the history, but nothing is sent for them. */
   suspended: boolean;
 }
@@ -294,6 +301,20 @@ export class DeliveryService {
         }
         note = describeVerdict(verdict);
         await this.#releasePersonSettled(verifier, claim.record);
+        const probeClaimed = mutant('probe-claimed') && verdict.kind === 'happened' && claim.upstream!.ambiguity === 'probe';
+        if (((verdict.kind === 'ambiguous' && verdict.askable) || probeClaimed) && claim.upstream!.ambiguity === 'probe' && (latest.accrual.state === 'in_doubt' || probeClaimed) && latest.reversal.state === 'none' && !latest.inFlight) {
+          try {
+            latest = await this.writer.change(key, (r) => ((r.accrual.askable || probeClaimed) && r.reversal.state === 'none' && !r.inFlight ? startProbe(r, this.writer.now()) : undefined));
+          } catch (error) {
+            if (!(error instanceof ConflictError)) throw error;
+            note = `not asked: ${error.message}`;
+            break;
+          }
+          note = latest.history.at(-1)?.event ?? note;
+          lastAction = 'reverse';
+          force = true;
+          continue;
+        }
         if (verdict.kind !== 'did_not_happen') break;
         continue;
       }

@@ -15,7 +15,7 @@
  */
 import type { Customer } from '../customer.js';
 import { identitiesOf } from '../state/customer-index.js';
-import { isAccrualUnsettled, keyOf, merchantOf, type LedgerRecord, type ReversalShape } from '../state/record.js';
+import { isAccrualUnsettled, isProbing, keyOf, merchantOf, type LedgerRecord, type ReversalShape } from '../state/record.js';
 import type { RecordStore, SettingStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';
@@ -125,7 +125,11 @@ export class HistoryVerifier {
           ambiguous ??= { kind: 'ambiguous', operationId: op.id, cardId, with: rivals };
         }
       }
-      if (ambiguous) return (await this.#count(record, contenders, cards, shape, now)) ?? ambiguous;
+      if (ambiguous) {
+        const counted = await this.#count(record, contenders, cards, shape, now);
+        if (counted.kind === 'happened') return counted;
+        return counted.kind === 'askable' ? { ...ambiguous, askable: true } : ambiguous;
+      }
     } catch (error) {
       return { kind: 'cannot_verify', reason: `history lookup failed: ${(error as Error).message}` };
     }
@@ -145,7 +149,8 @@ export class HistoryVerifier {
    * accruals is the true ambiguity (undefined). So is a group with a call still out (its answer may
    * yet name the operation) or a record a person settled (its operation is not known).
    */
-  async #count(record: LedgerRecord, contenders: LedgerRecord[], cards: CardLookup, shape: ReversalShape | undefined, now: Date): Promise<Extract<Verdict, { kind: 'happened' }> | undefined> {
+  async #count(record: LedgerRecord, contenders: LedgerRecord[], cards: CardLookup, shape: ReversalShape | undefined, now: Date): Promise<Extract<Verdict, { kind: 'happened' }> | { kind: 'askable' | 'not_counted' }> {
+    const notCounted = { kind: 'not_counted' as const };
     const merchantId = merchantOf(record);
     const others = contenders.filter((c) => c.transactionId !== record.transactionId);
     const group = new Map<string, LedgerRecord>([[record.transactionId, record]]);
@@ -170,7 +175,7 @@ export class HistoryVerifier {
               if (group.has(rival)) continue;
               const other = contenders.find((c) => c.transactionId === rival);
               // A call out, a record a person settled, one of more records than were looked at: not counted.
-              if (!other || other.inFlight || other.accrual.state !== 'in_doubt' || !other.accrual.inDoubtSince || !other.accrual.customer) return undefined;
+              if (!other || other.inFlight || other.accrual.state !== 'in_doubt' || isProbing(other) || !other.accrual.inDoubtSince || !other.accrual.customer) return notCounted;
               group.set(rival, other);
               changed = true;
             }
@@ -187,11 +192,23 @@ export class HistoryVerifier {
     if (mutant('count-fewer') && free[0]) return { kind: 'happened', operationId: free[0].op.id, cardId: free[0].cardId, counted: { inDoubt: [...group.keys()].sort(), operations: free.length } };
     for (const member of members) {
       const i = free.findIndex((o) => o.makers.has(member.transactionId));
-      if (i < 0) return undefined;
+      if (i < 0) return this.#askable(record, members, now) ? { kind: 'askable' } : notCounted;
       given.set(member.transactionId, free.splice(i, 1)[0]!);
     }
     const mine = given.get(record.transactionId)!;
     return { kind: 'happened', operationId: mine.op.id, cardId: mine.cardId, counted: { inDoubt: members.map((m) => m.transactionId).sort(), operations: operations.size } };
+  }
+
+  /**
+   * Whether the service may be asked about this record (`startProbe`): every accrual of the group in
+   * doubt past the grace period (no late commit can still appear), and this one the first of those
+   * with no reversal asked for, by when their calls began (one asked at a time; an order refunded
+   * meanwhile is left to its refund).
+   */
+  #askable(record: LedgerRecord, members: LedgerRecord[], now: Date): boolean {
+    if (members.some((m) => now.getTime() - Date.parse(m.accrual.inDoubtSince!) < this.options.graceMs)) return false;
+    const first = members.find((m) => m.reversal.state === 'none' && !m.reversal.partial);
+    return first?.transactionId === record.transactionId;
   }
 
   /**
@@ -484,7 +501,8 @@ export class HistoryVerifier {
     for (const other of contenders) {
       if (other.transactionId === record.transactionId || !other.accrual.customer) continue;
       if (isAccrualUnsettled(other)) {
-        const began = other.inFlight?.startedAt ?? other.accrual.inDoubtSince;
+        // When its accrue began (a probe's reverse out now is not it).
+        const began = other.inFlight?.operation === 'accrue' ? other.inFlight.startedAt : other.accrual.inDoubtSince;
         if (began !== undefined && Date.parse(began) - skew > created) continue;
       } else if (other.accrual.personSettledAt !== undefined) {
         // Its operation was made before a person settled it (less the skew) and after it was recorded.

@@ -14,7 +14,7 @@ import type { DeliveryService } from './delivery.js';
 import type { Evidence } from './history-verifier.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
 import { transactionIdOf, type RecordWriter } from './record-writer.js';
-import { acknowledge, close, operatorActions, resolve, retry, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
+import { acknowledge, close, operatorActions, resolve, retry, startProbe, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
 import { dismiss, dismissRefusal, replayRefusal } from './dead-letter-transitions.js';
 import { previewBulk, runBulk, type BulkOutcome, type BulkPreview, type BulkRequest } from './bulk.js';
 import { contactIdentities } from '../state/customer-index.js';
@@ -49,6 +49,16 @@ export class OperatorActions {
     if (!answer) throw new NotFoundError(`no ledger record ${echoed(transactionIdOf(key))}`);
     await this.audit(`${options.bulk ? 'bulk:' : ''}reverse`, act, answer.record);
     return answer;
+  }
+
+  /**
+   * "Ask the service": a person starts the probe of an accrual the history leaves ambiguous
+   * (transitions.ts `startProbe`), whatever the merchant's policy; the pass then makes its reverse.
+   */
+  async ask(key: string, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {
+    await this.delivery.passFinished(key);
+    const changed = await this.writer.change(key, (r) => startProbe(r, this.writer.now(), act));
+    return this.#done('ask', act, changed, options);
   }
 
   async resolve(key: string, input: ResolveInput, act: OperatorAct, options: ActOptions = {}): Promise<Answer> {

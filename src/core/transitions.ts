@@ -26,6 +26,7 @@ import {
   plan,
   unreachable,
   isOrphanReversal,
+  isProbing,
   merchantOf,
   withAttempts,
   withChangedDelivery,
@@ -337,6 +338,118 @@ export function releasePersonSettled(record: LedgerRecord, now: Date): Transitio
   });
 }
 
+// ------------------------------------------------------------------ the probe
+
+/**
+ * An accrual in doubt that the history cannot settle (fewer operations than the accruals that could
+ * have made them) is asked about, where its merchant allows it (`ambiguity: probe`): `reverse` of
+ * its transactionId. The service reverses only an accrual it made (its contract's states table), so
+ * a refusal naming the transaction unknown means it never happened, and a reversal means it had:
+ * its answer's results name the accrual's operations, which it then claims, and the purchase is
+ * accrued again under a linked transactionId (`~r<n>`, as a partial refund's remainder is). A lost
+ * answer puts the reversal in doubt, verified from the history like any reversal or by a person:
+ * never sent again blindly (a second reverse of an accrual reversed already would reverse twice).
+ */
+export function startProbe(record: LedgerRecord, now: Date, act?: OperatorAct): Transition {
+  if (!mutant('probe-claimed')) {
+    if (record.inFlight) throw new ConflictError(`a ${record.inFlight.operation} call is in flight for this record; try again when it has finished`);
+    if (record.accrual.state !== 'in_doubt') throw new ConflictError(`the accrual is ${record.accrual.state}, not in doubt: nothing to ask`);
+    if (record.reversal.state !== 'none') throw new ConflictError(`a reversal is ${record.reversal.state === 'pending' ? 'asked for' : record.reversal.state} (a refund or a probe): its answer settles the accrual`);
+    if (!record.accrual.askable || !record.accrual.ambiguousWith?.length) {
+      throw new ConflictError('the history has not shown this accrual ambiguous with every call of its group answered and past the grace period, first of them to ask about: the bridge settles it from the history, or asks when it can');
+    }
+  }
+  const rivals = record.accrual.ambiguousWith ?? [];
+  return changed(
+    record,
+    (r) => {
+      r.reversal = { ...r.reversal, state: 'pending', probe: { at: now.toISOString() }, requestedAt: now.toISOString(), errors: [] };
+      r.accrual.askable = undefined;
+      r.nextAttemptAt = undefined;
+      const who = act ? `${act.actor} asked` : 'merchant policy ambiguity=probe';
+      return `ambiguous with ${rivals.join(', ')}: the loyalty service is asked (${who}) by reversing ${r.transactionId}: refused as unknown, it never accrued and is sent again; reversed, it had, and is accrued again under a linked transactionId`;
+    },
+    act,
+  );
+}
+
+/** A probe's reverse answered (`recordOutcome`). */
+function probeAnswered(record: LedgerRecord, call: CallAnswer, now: Date, options: TransitionOptions): Transition {
+  const { outcome } = call;
+  return changed(record, (r) => {
+    r.inFlight = undefined;
+    Object.assign(r, withAttempts(r, call.attempts));
+    switch (outcome.kind) {
+      case 'succeeded':
+        r.reversal.results = outcome.results;
+        r.accrual.operationIds = operationIdsOf(outcome.results);
+        r.reversal.state = 'reversed';
+        return `probe: the loyalty service reversed ${r.transactionId}, so its accrual had happened (operation ${r.accrual.operationIds.join(', ') || 'not named'})${settleProbe(r, now)}`;
+      case 'results_failed': {
+        r.reversal.errors = outcome.errors;
+        r.accrual.operationIds = operationIdsOf(outcome.results);
+        if (outcome.results.some((x) => x.isSuccess)) {
+          // Reversed on some cards only: the accrual had happened; the rest is a person's, as any failed reversal.
+          Object.assign(r.accrual, { state: 'accrued', settledBy: 'upstream', inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
+          Object.assign(r.reversal, { state: 'failed', results: outcome.results, probe: undefined });
+          settledRounds(r);
+          return `probe: the loyalty service reversed ${r.transactionId} on some cards only (${outcome.errors.join('; ')}): its accrual had happened; the cards not reversed keep their points, the others need a person`;
+        }
+        // Nothing reversed, but the service knew the transaction: the accrual stands as it was made.
+        Object.assign(r.accrual, { state: 'accrued', settledBy: 'upstream', results: outcome.results.map((x) => ({ ...x, reversedAt: null })), inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
+        r.reversal = { ...r.reversal, state: 'none', probe: undefined, requestedAt: undefined, results: [] };
+        settledRounds(r);
+        return `probe: the loyalty service knows ${r.transactionId} and reversed nothing (${outcome.errors.join('; ')}): its accrual had happened and stands`;
+      }
+      case 'refused': {
+        const unknown = outcome.errors.some((e) => /not\s*found|unknown|does not exist/i.test(e));
+        r.reversal = { ...r.reversal, state: 'none', probe: undefined, requestedAt: undefined, errors: [] };
+        if (unknown) {
+          Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
+          settledRounds(r);
+          return `probe: the loyalty service does not know ${r.transactionId} (${outcome.errors.join('; ')}): its accrual never happened, and it is sent again`;
+        }
+        // Refused for another reason: nothing learned; the accrual stays in doubt and ambiguous.
+        r.nextAttemptAt = later(now, Math.max(options.inDoubtVerifyAfterMs, options.retryBaseMs));
+        return `probe refused (HTTP ${outcome.status}: ${outcome.errors.join('; ')}): nothing learned; the accrual stays in doubt`;
+      }
+      case 'retryable':
+        r.rounds += 1;
+        r.nextAttemptAt = later(now, roundPauseMs(r.rounds, options));
+        return `probe not carried out (${outcome.reason}): asked again after a pause`;
+      case 'unknown':
+        putInDoubt(r, 'reverse', call.startedAt, now, options);
+        return `probe's answer lost (${outcome.reason}): whether ${r.transactionId} was reversed is verified from the history or by a person, never asked again blindly`;
+      default:
+        return unreachable(outcome);
+    }
+  });
+}
+
+/**
+ * Once a probe's reversal is known to have happened (its answer, the history, or a person): the
+ * accrual had happened, and the purchase is accrued again under a linked transactionId, as what a
+ * partial refund leaves is (`reversal.partial`, created by the remainder step). The words for the
+ * history line's end.
+ */
+function settleProbe(r: LedgerRecord, now: Date): string {
+  if (!r.reversal.probe || r.reversal.state !== 'reversed' || r.accrual.state !== 'in_doubt') return '';
+  Object.assign(r.accrual, { state: 'accrued', settledBy: 'upstream', inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
+  // Proven by the history or a person rather than the answer, its operation is not named: it stays a
+  // rival of the others' matches, as an accrual a person settled so (`personSettledAt`).
+  if (r.accrual.operationIds.length === 0) r.accrual.personSettledAt = now.toISOString();
+  settledRounds(r);
+  if (!r.accrual.check) return '';
+  if (mutant('reaccrue-same-id')) {
+    Object.assign(r.accrual, { state: 'pending' });
+    r.reversal = { ...r.reversal, state: 'none', probe: undefined };
+    return '; the purchase is accrued again under its own transactionId';
+  }
+  const remainderTransactionId = `${rootOf(r.transactionId)}~r${remainderDepthOf(r.transactionId) + 1}`;
+  r.reversal.partial = { refundId: `probe:${r.reversal.probe.at}`, refundedCents: 0, remainderTransactionId, remainderCheck: r.accrual.check };
+  return `; the purchase is accrued again as ${remainderTransactionId}`;
+}
+
 /** A call marked in flight by a bridge that can no longer finish it: it may have reached the loyalty service. */
 export function takeOver(record: LedgerRecord, now: Date, options: TransitionOptions): Transition {
   const { operation, startedAt, owner } = record.inFlight!;
@@ -378,6 +491,7 @@ export function showsAttempt(record: LedgerRecord, call: Pick<CallAnswer, 'opera
  * took it over and settled it), only the attempts and a note are added.
  */
 export function recordOutcome(record: LedgerRecord, call: CallAnswer, now: Date, options: TransitionOptions): Transition {
+  if (call.operation === 'reverse' && isProbing(record) && showsAttempt(record, call)) return probeAnswered(record, call, now, options);
   const { operation, outcome } = call;
   if (!showsAttempt(record, call)) {
     return changed(record, (r) => {
@@ -393,7 +507,7 @@ export function recordOutcome(record: LedgerRecord, call: CallAnswer, now: Date,
       case 'succeeded':
         side.results = outcome.results;
         side.errors = [];
-        if (operation === 'accrue') Object.assign(r.accrual, { state: 'accrued', settledBy: 'upstream', operationIds: operationIdsOf(outcome.results), inDoubtSince: undefined, ambiguousWith: undefined });
+        if (operation === 'accrue') Object.assign(r.accrual, { state: 'accrued', settledBy: 'upstream', operationIds: operationIdsOf(outcome.results), inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
         else Object.assign(r.reversal, { state: 'reversed', inDoubtSince: undefined });
         settledRounds(r);
         return `${operation} succeeded for ${outcome.results.length} card(s)`;
@@ -402,21 +516,21 @@ export function recordOutcome(record: LedgerRecord, call: CallAnswer, now: Date,
         side.errors = outcome.errors;
         const anySuccess = outcome.results.some((x) => x.isSuccess);
         if (operation === 'accrue') {
-          Object.assign(r.accrual, { state: anySuccess ? 'partially_accrued' : 'failed', settledBy: 'upstream', operationIds: operationIdsOf(outcome.results), inDoubtSince: undefined, ambiguousWith: undefined });
+          Object.assign(r.accrual, { state: anySuccess ? 'partially_accrued' : 'failed', settledBy: 'upstream', operationIds: operationIdsOf(outcome.results), inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
         } else Object.assign(r.reversal, { state: 'failed', inDoubtSince: undefined });
         settledRounds(r);
         return `${operation} answered with failed results: ${outcome.errors.join('; ')}`;
       }
       case 'refused':
         side.errors = outcome.errors;
-        if (operation === 'accrue') Object.assign(r.accrual, { state: 'failed', inDoubtSince: undefined, ambiguousWith: undefined });
+        if (operation === 'accrue') Object.assign(r.accrual, { state: 'failed', inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
         else Object.assign(r.reversal, { state: 'failed', inDoubtSince: undefined, unknownUpstream: outcome.errors.some((e) => /not\s*found|unknown|does not exist/i.test(e)) });
         settledRounds(r);
         return `${operation} refused (HTTP ${outcome.status}): ${outcome.errors.join('; ')}`;
       case 'retryable':
         // Provably not carried out: pending again (it may have been taken over into in_doubt meanwhile).
         Object.assign(side, { state: 'pending', inDoubtSince: undefined });
-        if (operation === 'accrue') r.accrual.ambiguousWith = undefined;
+        if (operation === 'accrue') Object.assign(r.accrual, { ambiguousWith: undefined, askable: undefined });
         r.rounds += 1;
         r.nextAttemptAt = later(now, roundPauseMs(r.rounds, options));
         return `${operation} not carried out (${outcome.reason}); next round at ${r.nextAttemptAt}`;
@@ -439,7 +553,12 @@ export type Verdict =
   | { kind: 'happened'; operationId: number; cardId: string; counted?: { inDoubt: string[]; operations: number } }
   | { kind: 'did_not_happen'; examinedCards: number }
   /** An operation this accrual could have made, but so could these other unsettled records: nobody claims it yet. */
-  | { kind: 'ambiguous'; operationId: number; cardId: string; with: string[] }
+  /**
+   * `askable`: the group is settled enough to ask the service (every call answered or lost, past the
+   * grace period), and this record is the one to ask about first (`startProbe`, where the merchant's
+   * policy is `probe`).
+   */
+  | { kind: 'ambiguous'; operationId: number; cardId: string; with: string[]; askable?: true }
   | { kind: 'too_early'; reason: string }
   | { kind: 'cannot_verify'; reason: string };
 
@@ -467,17 +586,19 @@ export function applyVerdict(record: LedgerRecord, verdict: Verdict, now: Date, 
     const recheck = () => (r.nextAttemptAt = later(now, Math.max(options.inDoubtVerifyAfterMs, options.retryBaseMs)));
     switch (verdict.kind) {
       case 'happened':
-        Object.assign(r.accrual, { state: 'accrued', settledBy: 'history', inDoubtSince: undefined, ambiguousWith: undefined });
+        Object.assign(r.accrual, { state: 'accrued', settledBy: 'history', inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
         r.accrual.operationIds = [...r.accrual.operationIds, verdict.operationId];
+        if (verdict.counted) r.accrual.countedWith = verdict.counted.inDoubt.filter((id) => id !== r.transactionId);
         settledRounds(r);
         return describeVerdict(verdict);
       case 'did_not_happen':
-        Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined, ambiguousWith: undefined });
+        Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
         settledRounds(r);
         return describeVerdict(verdict);
       case 'ambiguous': {
         const known = r.accrual.ambiguousWith?.join() === verdict.with.join();
         r.accrual.ambiguousWith = verdict.with;
+        r.accrual.askable = verdict.askable;
         recheck();
         // Said once per set of rivals: the check is repeated until they settle or an operator resolves.
         return known ? undefined : describeVerdict(verdict);
@@ -521,7 +642,7 @@ export function applyReversalVerdict(record: LedgerRecord, verdict: ReversalVerd
       case 'reversed':
         Object.assign(r.reversal, { state: 'reversed', inDoubtSince: undefined, unproven: undefined, operationIds: [...(r.reversal.operationIds ?? []), ...verdict.operationIds] });
         settledRounds(r);
-        return describeReversalVerdict(verdict);
+        return `${describeReversalVerdict(verdict)}${settleProbe(r, now)}`;
       case 'unproven':
         r.reversal.unproven = { at: now.toISOString(), why: verdict.why };
         r.nextAttemptAt = undefined;
@@ -720,13 +841,16 @@ export function resolve(record: LedgerRecord, input: ResolveInput, operationClai
       case 'accrued':
       case 'not_accrued':
         if (r.accrual.state !== 'in_doubt') throw new ConflictError(`the accrual is ${r.accrual.state}, not in doubt`);
+        // The probe's reverse is the question under way: its answer decides the accrual (a person
+        // settling the accrual now could leave that reverse to take back a later accrual).
+        if (isProbing(r)) throw new ConflictError(`the bridge is asking the loyalty service about this accrual by reversing it (that reverse is ${r.reversal.state}): settle the reversal (reversed or not_reversed), which settles the accrual`);
         if (input.outcome === 'accrued') {
-          Object.assign(r.accrual, { state: 'accrued', settledBy: 'operator', inDoubtSince: undefined, ambiguousWith: undefined });
+          Object.assign(r.accrual, { state: 'accrued', settledBy: 'operator', inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
           if (input.operationId !== undefined) r.accrual.operationIds = [...r.accrual.operationIds, input.operationId];
           // Its operation is in the history, claimed by nobody: a rival of any accrual in doubt it could be mistaken for, until released (`releasePersonSettled`).
           else r.accrual.personSettledAt = now.toISOString();
         } else {
-          Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined, ambiguousWith: undefined });
+          Object.assign(r.accrual, { state: 'pending', inDoubtSince: undefined, ambiguousWith: undefined, askable: undefined });
           r.rounds = 0;
         }
         break;
@@ -743,6 +867,8 @@ export function resolve(record: LedgerRecord, input: ResolveInput, operationClai
         } else {
           if (r.reversal.state !== 'in_doubt') throw new ConflictError(`the reversal is ${r.reversal.state}: not_reversed needs one in doubt, reversed one in doubt or failed`);
           Object.assign(r.reversal, { state: input.outcome === 'reversed' ? 'reversed' : 'pending', inDoubtSince: undefined, unproven: undefined });
+          // A probe a person says was reversed: its accrual had happened, and is accrued again.
+          if (input.outcome === 'reversed') settleProbe(r, now);
         }
         r.rounds = 0;
         break;
@@ -790,7 +916,7 @@ export function acknowledge(record: LedgerRecord, act: OperatorAct & { reason: s
   }, act);
 }
 
-export type OperatorActionName = 'retry' | 'reverse' | 'resolve' | 'close' | 'acknowledge';
+export type OperatorActionName = 'retry' | 'reverse' | 'resolve' | 'close' | 'acknowledge' | 'ask';
 export interface ActionAllowed {
   allowed: boolean;
   /** Why not, when not allowed: the refusal the action itself would answer. */
@@ -827,6 +953,7 @@ export function operatorActions(record: LedgerRecord, now: Date, chainLast: Ledg
     resolve: outcomes.length ? { allowed: true, outcomes } : { allowed: false, why: attempt(() => resolve(record, { outcome: record.reversal.state === 'none' ? 'accrued' : 'reversed' }), '').why ?? 'nothing in doubt', outcomes: [] },
     close: attempt(() => close(record, act, now), 'cannot be closed'),
     acknowledge: attempt(() => acknowledge(record, act, now), 'nothing to acknowledge'),
+    ask: attempt(() => startProbe(record, now, act), 'nothing to ask'),
   };
 }
 

@@ -5,7 +5,7 @@
  * core that owns verification, not by the registry, which only holds merchants and their clients.
  */
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
-import { isSuspended, type MerchantStatus } from '../merchants/merchant.js';
+import { isSuspended, type AmbiguityPolicy, type MerchantStatus } from '../merchants/merchant.js';
 import type { Logger } from '../logger.js';
 import { HistoryVerifier, type VerifierOptions, type VerifierStore } from './history-verifier.js';
 import type { Upstream, UpstreamDirectory } from './delivery.js';
@@ -13,7 +13,7 @@ import type { Upstream, UpstreamDirectory } from './delivery.js';
 /** What this needs of the registry (merchants/registry.ts `MerchantRegistry`). */
 export interface ServedMerchants {
   readonly default: { client: LoyaltyClient };
-  get(id: string): Promise<{ client: LoyaltyClient; status: MerchantStatus } | undefined>;
+  get(id: string): Promise<{ client: LoyaltyClient; status: MerchantStatus; ambiguity: AmbiguityPolicy } | undefined>;
   anyCreated(): Promise<boolean>;
 }
 
@@ -25,13 +25,14 @@ export interface ServedMerchants {
 export function merchantUpstreams(merchants: ServedMerchants, store: VerifierStore, options: VerifierOptions, logger: Logger, cardsChanged: (merchantId: string, serials: string[]) => void = () => {}): UpstreamDirectory {
   // A verifier holds nothing of its own (its client, the store, the options), so one is made per
   // lookup; the client, with its pools and retry state, is the registry's, kept per merchant version.
-  const upstreamOf = (merchantId: string, merchant: { client: LoyaltyClient; status: MerchantStatus }): Upstream => ({
+  const upstreamOf = (merchantId: string, merchant: { client: LoyaltyClient; status: MerchantStatus; ambiguity: AmbiguityPolicy }): Upstream => ({
     calls: {
       accrue: async (body) => touched(merchantId, body.serialNumber, await merchant.client.accrue(body)),
       reverse: async (body) => touched(merchantId, undefined, await merchant.client.reverse(body)),
     },
     verifier: new HistoryVerifier(merchant.client, store, options),
     suspended: isSuspended(merchant),
+    ambiguity: merchant.ambiguity,
   });
   const touched = (merchantId: string, named: string | undefined, report: CallReport): CallReport => {
     const results = 'results' in report.outcome ? report.outcome.results : [];

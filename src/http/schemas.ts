@@ -100,6 +100,10 @@ export const RecordSummary = z
       settledBy: z.enum(['upstream', 'history', 'operator']).optional(),
       operationIds: z.array(z.number().int()),
       inDoubtSince: timestamp.optional(),
+      countedWith: z
+        .array(z.string())
+        .optional()
+        .meta({ description: 'Settled by counting: these accruals were in doubt with it and the history held as many unclaimed matching operations as them, so all happened; which operation is whose among them cannot be told (the same card and sum), so each claims one.' }),
     }),
     reversal: z.object({
       state: z.enum(['none', 'pending', 'in_doubt', 'reversed', 'failed', 'not_needed']),
@@ -232,7 +236,7 @@ export const RecordDetail = RecordSummary.extend({
     .object({ count: z.number().int(), first: z.array(ChangedDelivery), latest: z.array(ChangedDelivery) })
     .optional()
     .meta({ description: 'Deliveries of this order with another amount (a reopened check): counted, nothing sent.' }),
-  actions: z.object({ retry: ActionAllowed, reverse: ActionAllowed, resolve: ActionAllowed, close: ActionAllowed, acknowledge: ActionAllowed }).meta({ description: 'What an operator may do to this record now, decided by the same rules the actions enforce.' }),
+  actions: z.object({ retry: ActionAllowed, reverse: ActionAllowed, resolve: ActionAllowed, close: ActionAllowed, acknowledge: ActionAllowed, ask: ActionAllowed }).meta({ description: 'What an operator may do to this record now, decided by the same rules the actions enforce.' }),
   masked: z.boolean().meta({ description: "True when the customer's phone number and email, in customer and in the attempts' request and response bodies, are masked (the default; ?unmask=true shows them, and is audited as unmask record)." }),
 }).meta({ description: 'One ledger record in full: customer, every attempt, the history of its status, and the actions allowed now.' });
 export type RecordDetail = z.infer<typeof RecordDetail>;
@@ -458,6 +462,7 @@ export const MerchantView = z
     loyalty: z.object({ appToken: z.string(), apiKey: z.string().optional() }).meta({ description: 'Masked: the last four characters only.' }),
     currency: z.string().optional(),
     phoneRegion: z.string().optional(),
+    ambiguity: z.enum(['person', 'probe']).optional().meta({ description: "What settles an accrual the history leaves ambiguous: person (the attention queue) or probe (the bridge asks the loyalty service by reversing it, and accrues it again where it had happened). Unset: the bridge's AMBIGUITY_POLICY." }),
     pos: z.record(z.string(), MaskedAccount),
     createdAt: timestamp,
     updatedAt: timestamp,

@@ -14,7 +14,7 @@ import { LoyaltyClient, type LoyaltyClientOptions } from '../loyalty/client.js';
 import type { Credential } from '../loyalty/contract.js';
 import { accountShapeOf, type PosSettingDeclarations } from '../pos/settings.js';
 import { parseWith } from '../validation.js';
-import { accountKey, accountKeysOf, DEFAULT_MERCHANT, MERCHANT_ID, type PosAccount, type StoredMerchant } from './merchant.js';
+import { accountKey, accountKeysOf, AMBIGUITY_POLICIES, DEFAULT_MERCHANT, MERCHANT_ID, type AmbiguityPolicy, type PosAccount, type StoredMerchant } from './merchant.js';
 import type { MerchantRegistry } from './registry.js';
 import { newToken, tokenHash, type SecretBox } from './secrets.js';
 
@@ -45,6 +45,9 @@ function posAccountSchemas(declarations: PosSettingDeclarations, partial: boolea
   );
 }
 
+/** merchant.ts AmbiguityPolicy: what settles an accrual the history leaves ambiguous. */
+const ambiguity = z.enum(AMBIGUITY_POLICIES, 'must be person (the attention queue) or probe (the bridge asks the loyalty service by reversing the accrual, and accrues it again where it had happened)');
+
 export function merchantSchemas(declarations: PosSettingDeclarations) {
   const create = z.strictObject({
     id: z.string().regex(MERCHANT_ID, 'must be lower-case letters, digits and dashes, starting with a letter or digit, at most 64'),
@@ -52,6 +55,7 @@ export function merchantSchemas(declarations: PosSettingDeclarations) {
     loyalty: z.strictObject({ appToken: secret, apiKey: secret.optional() }),
     currency: currency.optional(),
     phoneRegion: region.optional(),
+    ambiguity: ambiguity.optional(),
     pos: posAccountSchemas(declarations, false).optional(),
   });
   const update = z.strictObject({
@@ -59,6 +63,7 @@ export function merchantSchemas(declarations: PosSettingDeclarations) {
     loyalty: z.strictObject({ appToken: secret.optional(), apiKey: secret.nullable().optional() }).optional(),
     currency: currency.nullable().optional(),
     phoneRegion: region.nullable().optional(),
+    ambiguity: ambiguity.nullable().optional(),
     pos: posAccountSchemas(declarations, true).optional(),
     status: z.enum(['active', 'suspended']).optional(),
   });
@@ -74,6 +79,7 @@ interface CreateInput {
   loyalty: { appToken: string; apiKey?: string };
   currency?: string;
   phoneRegion?: string;
+  ambiguity?: AmbiguityPolicy;
   pos?: Record<string, AccountFields | undefined>;
 }
 
@@ -82,6 +88,7 @@ interface UpdateInput {
   loyalty?: { appToken?: string; apiKey?: string | null };
   currency?: string | null;
   phoneRegion?: string | null;
+  ambiguity?: AmbiguityPolicy | null;
   pos?: Record<string, AccountFields | null | undefined>;
   status?: 'active' | 'suspended';
 }
@@ -94,6 +101,7 @@ export interface MerchantView {
   loyalty: { appToken: string; apiKey?: string };
   currency?: string;
   phoneRegion?: string;
+  ambiguity?: AmbiguityPolicy;
   pos: Record<string, Record<string, string>>;
   createdAt: string;
   updatedAt: string;
@@ -131,6 +139,7 @@ export class MerchantAdmin {
       loyalty: { appToken: box.seal(input.loyalty.appToken), ...(input.loyalty.apiKey ? { apiKey: box.seal(input.loyalty.apiKey) } : {}) },
       ...(filled.currency ? { currency: filled.currency } : {}),
       ...(filled.phoneRegion ? { phoneRegion: filled.phoneRegion } : {}),
+      ...(input.ambiguity ? { ambiguity: input.ambiguity } : {}),
       pos: this.#sealAccounts(filled.pos, {}),
       tokens: { pos: tokenHash(tokens.pos), admin: tokenHash(tokens.admin) },
       createdAt: now,
@@ -165,6 +174,7 @@ export class MerchantAdmin {
     else if (input.loyalty?.apiKey) next.loyalty = { ...next.loyalty, apiKey: box.seal(input.loyalty.apiKey) };
     if (input.currency !== undefined) next.currency = input.currency ?? undefined;
     if (input.phoneRegion !== undefined) next.phoneRegion = input.phoneRegion ?? undefined;
+    if (input.ambiguity !== undefined) next.ambiguity = input.ambiguity ?? undefined;
     if (input.pos) next.pos = this.#sealAccounts(input.pos, current.pos);
     await this.#save(next, current);
     this.logger.info({ merchantId: id, status: next.status }, 'merchant changed');
@@ -214,6 +224,7 @@ export class MerchantAdmin {
       loyalty: { appToken: m.loyalty.appToken.hint, ...(m.loyalty.apiKey ? { apiKey: m.loyalty.apiKey.hint } : {}) },
       ...(m.currency ? { currency: m.currency } : {}),
       ...(m.phoneRegion ? { phoneRegion: m.phoneRegion } : {}),
+      ...(m.ambiguity ? { ambiguity: m.ambiguity } : {}),
       pos: Object.fromEntries(
         Object.entries(m.pos).map(([pos, a]) => {
           const field = this.declarations[pos]?.account?.field ?? 'account';

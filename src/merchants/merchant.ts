@@ -53,6 +53,15 @@ export interface PosAccount {
   registerKey?: SealedSecret;
 }
 
+/**
+ * What settles an accrual in doubt that the operations history leaves ambiguous (docs/how-it-works.md,
+ * "Asking the service"): `person`, the attention queue; `probe`, the bridge asks the service by
+ * reversing it and accrues it again where it had happened (a reversal and an accrual then show in
+ * the customer's history).
+ */
+export const AMBIGUITY_POLICIES = ['person', 'probe'] as const;
+export type AmbiguityPolicy = (typeof AMBIGUITY_POLICIES)[number];
+
 export interface StoredMerchant {
   id: string;
   /** Incremented by every write; stores compare-and-set on it. */
@@ -62,6 +71,8 @@ export interface StoredMerchant {
   loyalty: { appToken: SealedSecret; apiKey?: SealedSecret };
   currency?: string;
   phoneRegion?: string;
+  /** Unset: the bridge's AMBIGUITY_POLICY. */
+  ambiguity?: AmbiguityPolicy;
   /** By POS name (`square`, `shopify`, …). */
   pos: Record<string, PosAccount>;
   /** SHA-256 of the POS token and of the admin token (`tokenHash`). */

@@ -16,7 +16,7 @@ import type { LoyaltyClient } from '../loyalty/client.js';
 import type { MerchantStore } from '../ledger/store.js';
 import type { AdapterContext, PosSettings } from '../pos/contract.js';
 import type { PosSettingDeclarations } from '../pos/settings.js';
-import { accountKey, DEFAULT_MERCHANT, type MerchantStatus, type StoredMerchant } from './merchant.js';
+import { accountKey, DEFAULT_MERCHANT, type AmbiguityPolicy, type MerchantStatus, type StoredMerchant } from './merchant.js';
 import { SecretBox, tokenHash } from './secrets.js';
 
 /** How long a merchant read from the store is used before it is read again. */
@@ -31,6 +31,7 @@ export const CACHE_ENTRIES = 10_000;
 export interface ActiveMerchant {
   id: string;
   status: MerchantStatus;
+  ambiguity: AmbiguityPolicy;
   client: LoyaltyClient;
   context: AdapterContext;
   /** By POS name: the POS app's secrets and addresses, this merchant's account and access token. */
@@ -49,6 +50,8 @@ export interface RegistryOptions {
   defaults: AdapterContext;
   /** The default merchant: the install LOYALTY_APP_TOKEN names, POS_TOKEN's merchant. */
   defaultMerchant: { appToken: string; apiKey?: string; posToken?: string };
+  /** AMBIGUITY_POLICY: the default merchant's, and any merchant's that sets none. */
+  ambiguity?: AmbiguityPolicy;
   logger: Logger;
   clock?: () => number;
 }
@@ -72,7 +75,7 @@ export class MerchantRegistry {
     this.#now = options.clock ?? Date.now;
     const { appToken, apiKey, posToken } = options.defaultMerchant;
     this.#defaultPosTokenHash = posToken ? tokenHash(posToken) : undefined;
-    this.default = this.#activate(DEFAULT_MERCHANT, 'active', appToken, apiKey, options.defaults, options.posSettings);
+    this.default = this.#activate(DEFAULT_MERCHANT, 'active', appToken, apiKey, options.defaults, options.posSettings, options.ambiguity ?? 'person');
   }
 
   get box(): SecretBox | undefined {
@@ -189,11 +192,11 @@ export class MerchantRegistry {
         ];
       }),
     );
-    return this.#activate(stored.id, stored.status, box.open(stored.loyalty.appToken), stored.loyalty.apiKey && box.open(stored.loyalty.apiKey), context, pos);
+    return this.#activate(stored.id, stored.status, box.open(stored.loyalty.appToken), stored.loyalty.apiKey && box.open(stored.loyalty.apiKey), context, pos, stored.ambiguity ?? this.options.ambiguity ?? 'person');
   }
 
-  #activate(id: string, status: MerchantStatus, appToken: string, apiKey: string | undefined, context: AdapterContext, pos: Record<string, PosSettings>): ActiveMerchant {
-    return { id, status, client: this.options.connect({ appToken, apiKey }), context, pos };
+  #activate(id: string, status: MerchantStatus, appToken: string, apiKey: string | undefined, context: AdapterContext, pos: Record<string, PosSettings>, ambiguity: AmbiguityPolicy): ActiveMerchant {
+    return { id, status, ambiguity, client: this.options.connect({ appToken, apiKey }), context, pos };
   }
 
   async #cached<T>(cache: Map<string, Cached<T>>, key: string, read: () => Promise<T>): Promise<T> {

@@ -127,8 +127,8 @@ export function timeMayPass(world: World, target: number): boolean {
 export async function operatorChoices(world: World): Promise<ModelEvent[]> {
   const events: ModelEvent[] = [];
   // What the console would offer on each record's page, and the records a bulk action of each kind could tick.
-  const ticked = new Map<string, { action: Exclude<OperatorActionName, 'close'>; outcome?: ResolveInput['outcome']; keys: string[]; instance: number }>();
-  const tick = (action: Exclude<OperatorActionName, 'close'>, key: string, instance: number, outcome?: ResolveInput['outcome']) => {
+  const ticked = new Map<string, { action: Exclude<OperatorActionName, 'close' | 'ask'>; outcome?: ResolveInput['outcome']; keys: string[]; instance: number }>();
+  const tick = (action: Exclude<OperatorActionName, 'close' | 'ask'>, key: string, instance: number, outcome?: ResolveInput['outcome']) => {
     const name = `${action} ${outcome ?? ''}`;
     const group = ticked.get(name) ?? { action, ...(outcome ? { outcome } : {}), keys: [], instance };
     group.keys.push(key);
@@ -141,7 +141,8 @@ export async function operatorChoices(world: World): Promise<ModelEvent[]> {
     const allowed = await slot.core!.operator.allowed(structuredClone(record));
     const offer = (action: OperatorActionName, outcome?: ResolveInput['outcome']) => {
       events.push({ kind: 'operator', action, ...(outcome ? { outcome } : {}), key, instance: slot.index });
-      if (action !== 'close') tick(action, key, slot.index, outcome);
+      // Bulk has no close and no ask: each is a decision about one record.
+      if (action !== 'close' && action !== 'ask') tick(action, key, slot.index, outcome);
     };
     if (allowed.retry.allowed) offer('retry');
     // Reverse acts on the order (its last remainder): offered once, on the order's own record.
@@ -149,6 +150,7 @@ export async function operatorChoices(world: World): Promise<ModelEvent[]> {
     for (const outcome of allowed.resolve.outcomes ?? []) if (truthful(world, record, outcome)) offer('resolve', outcome);
     if (allowed.acknowledge.allowed) offer('acknowledge');
     if (allowed.close.allowed) offer('close');
+    if (allowed.ask.allowed) offer('ask');
   }
   // Bulk goes through the same single-record rules with delivery left to the worker; one record ticked is the single action.
   for (const { action, outcome, keys, instance } of ticked.values()) if (keys.length > 1) events.push({ kind: 'bulk', action, ...(outcome ? { outcome } : {}), keys, instance });

@@ -51,6 +51,9 @@ export const FIRST_SCENARIO: Record<MutantName, string> = {
   'no-accrual-keys': 'same-customer-and-amount',
   'claim-ambiguous': 'one-person-two-identifiers',
   'count-fewer': 'one-person-two-identifiers',
+  'probe-claimed': 'probe',
+  'reaccrue-same-id': 'probe',
+  'release-hold-early': 'probe',
   'resend-after-reset': 'every-fate',
   'double-reverse': 'every-fate',
 };

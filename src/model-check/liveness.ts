@@ -20,7 +20,7 @@
  * continuation that reaches one stops there.
  */
 import { identitiesOf } from '../state/customer-index.js';
-import { dueOf, isOpen, keyOf, type LedgerRecord } from '../state/record.js';
+import { dueOf, isOpen, isProbing, keyOf, type LedgerRecord } from '../state/record.js';
 import { readShape } from '../core/reversal-shape.js';
 import type { ResolveInput } from '../core/transitions.js';
 import { workDue, nextDeadline, truthful } from './choices.js';
@@ -247,7 +247,8 @@ function readBeforeTheShape(unproven: { at: string; why: string } | undefined, s
 /** What a truthful person does with it: resolves it as the books say, or retries a reversal the service refused. */
 function personsAction(world: World, record: LedgerRecord): { action: 'retry' | 'resolve'; outcome?: ResolveInput['outcome'] } | undefined {
   if (record.status === 'reverse_failed') return { action: 'retry' };
-  const candidates: ResolveInput['outcome'][] = record.accrual.state === 'in_doubt' ? ['accrued', 'not_accrued'] : record.reversal.state === 'in_doubt' ? ['reversed', 'not_reversed'] : [];
+  // A probe's reverse in doubt is settled first: it settles the accrual (transitions.ts `resolve`).
+  const candidates: ResolveInput['outcome'][] = record.accrual.state === 'in_doubt' && !isProbing(record) ? ['accrued', 'not_accrued'] : record.reversal.state === 'in_doubt' ? ['reversed', 'not_reversed'] : [];
   const outcome = candidates.find((o) => truthful(world, record, o));
   return outcome ? { action: 'resolve', outcome } : undefined;
 }

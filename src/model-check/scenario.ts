@@ -35,6 +35,8 @@ export interface Scenario {
   description: string;
   /** 2: two bridge instances share the ledger as on PostgreSQL (in-flight leases apply); 1: one instance owns it, as the file ledger. */
   instances: 1 | 2;
+  /** The merchant's policy for an accrual the history leaves ambiguous (merchant.ts `AmbiguityPolicy`); person when not given. */
+  ambiguity?: 'person' | 'probe';
   customers: ModelCustomer[];
   orders: OrderSpec[];
   fullRefund?: RefundSpec;
@@ -152,6 +154,19 @@ export function scenarios(depth: 'ci' | 'deep'): Scenario[] {
       crashes: 0,
       timeSteps: deep ? 3 : 2,
       operatorActions: deep ? 0 : 1,
+    },
+    {
+      name: 'probe',
+      description: `one bridge whose merchant asks the service (ambiguity: probe): O1 of C1 by phone and O2 of C1 by email, the same amount, both out at once, so that the history can show one operation for two accruals in doubt; the probe's reverse faulted as any call${deep ? ', and a full refund of O1' : ''}; a person acting at any moment`,
+      instances: 1,
+      ambiguity: 'probe',
+      customers: CUSTOMERS,
+      orders: [order('O1', 'C1', 'phone'), order('O2', 'C1', 'email')],
+      ...(deep ? { fullRefund: { order: 'O1', deliveries: 1 } } : {}),
+      fates: CORE_FATES,
+      crashes: 0,
+      timeSteps: deep ? 4 : 3,
+      operatorActions: deep ? 1 : 0,
     },
     {
       name: 'register',

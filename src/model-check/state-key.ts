@@ -77,7 +77,13 @@ function recordView(r: LedgerRecord, rel: (time: string | undefined | null) => n
     a.keyless ?? false,
     // The verifier weighs an accrual a person settled without naming its operation as a rival (history-verifier.ts `#settledByAPerson`).
     a.settledBy ?? null,
+    // Settled without its operation named, until released: a rival by the time it was settled (history-verifier.ts `#rivals`).
+    rel(a.personSettledAt),
+    a.personSettledReleasedAt ? 1 : 0,
+    a.countedWith ?? null,
     v.state,
+    // A probe's reverse, not a refund's (transitions.ts `startProbe`).
+    v.probe ? rel(v.probe.at) : null,
     v.refundIds,
     v.results.map((x) => [x.isSuccess, x.serialNumber ?? null, x.operationId ?? null, rel(x.reversedAt)]),
     rel(v.inDoubtSince),

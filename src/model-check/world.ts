@@ -55,7 +55,7 @@ export type ModelEvent =
   | { kind: 'time'; toMs: number }
   | { kind: 'operator'; action: OperatorActionName; outcome?: ResolveInput['outcome']; key: string; instance: number }
   /** The console's bulk action: one action over the records a person ticked (two or more; one is the single action). */
-  | { kind: 'bulk'; action: Exclude<OperatorActionName, 'close'>; outcome?: ResolveInput['outcome']; keys: string[]; instance: number };
+  | { kind: 'bulk'; action: Exclude<OperatorActionName, 'close' | 'ask'>; outcome?: ResolveInput['outcome']; keys: string[]; instance: number };
 
 /** A bridge instance's place in the world: its core while it runs, nothing once it crashed. */
 interface Slot {
@@ -339,6 +339,9 @@ export class World {
           case 'close':
             run(operator.close(event.key, act));
             break;
+          case 'ask':
+            run(operator.ask(event.key, act));
+            break;
           default:
             unreachable(action);
         }
@@ -468,7 +471,7 @@ export class World {
   #start(slot: Slot): void {
     const id = this.instanceId(slot);
     const verifier = new HistoryVerifier(this.fake.readerFor(id), this.store, { graceMs: TIMING.graceMs, clockSkewMs: TIMING.clockSkewMs });
-    const upstream: Upstream = { calls: this.fake.callsFor(id), verifier, suspended: false };
+    const upstream: Upstream = { calls: this.fake.callsFor(id), verifier, suspended: false, ambiguity: this.scenario.ambiguity ?? 'person' };
     const upstreams: UpstreamDirectory = {
       upstreamOf: async (merchantId) => (merchantId === DEFAULT_MERCHANT ? upstream : undefined),
       canVerifyAny: async () => true,

@@ -194,19 +194,32 @@ export interface LedgerRecord {
      */
     ambiguousWith?: string[];
     /**
+     * The last history check found it ambiguous with every call of its group answered or lost past
+     * the grace period, and it first to ask about (`Verdict.askable`): the service may be asked
+     * (`startProbe`: by its merchant's policy, or a person's "ask the service").
+     */
+    askable?: true;
+    /**
      * Put in doubt after lost journal lines while another record held its accrual key: it holds
      * none (both may have been sent before the crash, so neither can wait), and the history verifier
      * still counts it among the unsettled. Dropped when it is sent again.
      */
     keyless?: true;
     /**
-     * When a person settled this accrual as accrued without naming its operation (`resolve accrued`
-     * where the history showed none or several): its operation is in the history, claimed by no
-     * record. While set, the record stays among its merchant's unsettled accruals of its amount
+     * When this accrual was settled as accrued without its operation named (a person's `resolve
+     * accrued` where the history showed none or several, or a probe whose reversal the history or a
+     * person proved, its answer lost): its operation is in the history, claimed by no record. While set, the record stays among its merchant's unsettled accruals of its amount
      * (`unsettledAmount`), so the history verifier weighs it as a rival of any accrual in doubt whose
      * window its operation could fall in; cleared once none can (`releasePersonSettled`).
      */
     personSettledAt?: string;
+    /**
+     * Settled by the count rule (`HistoryVerifier`): these other accruals were in doubt with it, as
+     * many operations as accruals were in the history, so all happened. Which of those operations is
+     * whose cannot be told where the calls overlapped (the same card and sum, the same window): each
+     * claims one, and the set is theirs together.
+     */
+    countedWith?: string[];
     /** When `personSettledAt` was released: no accrual in doubt can mistake its operation any more. */
     personSettledReleasedAt?: string;
     /**
@@ -231,6 +244,13 @@ export interface LedgerRecord {
      * what remains is accrued again as a new record under `remainderTransactionId`.
      */
     partial?: PartialRefundPlan;
+    /**
+     * The reversal is the bridge's own question, not a refund (merchant policy `ambiguity: probe`):
+     * the accrual is in doubt and ambiguous, and `reverse` of its transactionId tells whether it
+     * happened (the service reverses only an accrual it made). While set with the accrual in doubt,
+     * the accrual stays unsettled (its keys held, a rival to others); `settleProbe` reads the answer.
+     */
+    probe?: { at: string };
     /**
      * Cents refunded so far by partial refunds that reversed nothing: under PARTIAL_REFUND_POLICY=full_only,
      * or of an accrual the loyalty service refused (nothing was accrued to reverse).
@@ -322,6 +342,8 @@ export function withChangedDelivery(changed: ChangedRepeats | undefined, deliver
 }
 
 export function deriveStatus(record: Pick<LedgerRecord, 'accrual' | 'reversal'>): LedgerStatus {
+  // A probe's reverse asks about the accrual in doubt: the record is in doubt until it is answered.
+  if (isProbing(record)) return 'in_doubt';
   switch (record.reversal.state) {
     case 'reversed':
       return 'reversed';
@@ -370,9 +392,15 @@ export interface Due {
  * operations history, and the history names no transactionId.
  */
 export function isAccrualUnsettled(record: PlanInput): boolean {
-  // As the transitions plan it (`plan`): an accrue out now, or one whose outcome the history is to settle.
+  // As the transitions plan it (`plan`): an accrue out now, or one whose outcome the history is to
+  // settle; or one in doubt whose probe (a reverse that asks whether it happened) is under way.
   const planned = plan(record);
-  return (planned.kind === 'in_flight' && planned.operation === 'accrue') || (planned.kind === 'verify' && planned.side === 'accrue');
+  return (planned.kind === 'in_flight' && planned.operation === 'accrue') || (planned.kind === 'verify' && planned.side === 'accrue') || (isProbing(record) && !mutant('release-hold-early'));
+}
+
+/** An accrual in doubt that the bridge is asking about by reversing it (`reversal.probe`). */
+export function isProbing(record: Pick<LedgerRecord, 'accrual' | 'reversal'>): boolean {
+  return record.accrual.state === 'in_doubt' && record.reversal.probe !== undefined;
 }
 
 /**
@@ -439,6 +467,8 @@ export function plan(record: PlanInput): Plan {
     case 'pending':
       return { kind: 'call', operation: 'accrue', notBefore: record.nextAttemptAt };
     case 'in_doubt':
+      // Being asked by a probe: its reverse (below) decides, not the history.
+      if (reversal.probe) break;
       return mutant('resend-after-reset') ? { kind: 'call', operation: 'accrue' } : { kind: 'verify', side: 'accrue', notBefore: record.nextAttemptAt };
     case 'none':
     case 'skipped':

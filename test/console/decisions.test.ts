@@ -20,7 +20,7 @@ import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
 import { gone, launchChromium, openConsole, overflow, PHONE, seriousViolations, visible, type ConsolePage, closeWatched, goTo, signIn } from '../support/browser.js';
 import { sale } from '../support/backfill-pos.js';
-import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
 import { postRaw } from '../support/webhooks.js';
 
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url)) : `${mkdtempSync(join(tmpdir(), 'console-screenshots-'))}/`;
@@ -634,5 +634,64 @@ describe('fits a phone', () => {
     await visible(page.getByRole('table', { name: 'Operator actions, newest first' }));
     await fitsThePhone(page, 'audit');
     expect(await seriousViolations(page)).toEqual([]);
+  }, TEST_MS);
+});
+
+describe('asking the service about an ambiguous accrual', () => {
+  it('offers "Ask the service…" on an accrual the history leaves ambiguous, says what it will do, and does it: the one that never happened is sent again', async () => {
+    // Last in the file: its records of rita's would change what the searches above find.
+    // One person, known to harbour's loyalty service by phone and email (HB-100), buys the same
+    // thing twice under each: the first call is cut before the service commits it, the second
+    // commits and its answer is lost. One operation, two accruals in doubt: the count cannot tell.
+    const faults = h.sim.merchant('harbour').faults;
+    faults.inject({ kind: 'drop_before_commit', on: 'accrue' });
+    faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+    expect((await post('harbour', '/v1/checkouts/generic', checkout({ orderId: 'HB-400', customer: { phone: '+15550007001' } }))).body.status).toBe('in_doubt');
+    expect((await post('harbour', '/v1/checkouts/generic', checkout({ orderId: 'HB-401', customer: { email: 'rita.moss@example.test' } }))).body.status).toBe('in_doubt');
+    const askable = await eventually(
+      async () => {
+        await admin('post', '/v1/admin/reconcile?merchantId=harbour');
+        return recordOf('harbour', 'generic:HB-400');
+      },
+      (r) => r.actions?.ask?.allowed === true,
+      8000,
+    );
+    expect(askable.status).toBe('in_doubt');
+    const books = () => h.sim.merchant('harbour').books();
+    // Nothing asked yet (the reverses before are other records' refunds).
+    const reversesBefore = books().reverseRequests;
+    expect(books().transactions['generic:HB-400']).toBeUndefined();
+
+    const page = await signedIn();
+    await recordPage(page, 'harbour', 'generic:HB-400');
+    await page.getByRole('button', { name: 'Ask the service…' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Ask the service generic:HB-400' }));
+    await visible(dialog.getByText(/by reversing its transactionId: the service reverses only an accrual it made/));
+    await screenshot(page, 'ask-the-service', false);
+    expect(await seriousViolations(page)).toEqual([]);
+    await dialog.getByLabel('Reason').fill('The customer is at the counter');
+    await dialog.getByRole('button', { name: 'Ask the service', exact: true }).click();
+    await gone(page.getByRole('dialog'));
+    // The service did not know HB-400: it never happened, and was sent again (once).
+    const settled = await eventually(
+      () => recordOf('harbour', 'generic:HB-400'),
+      (r) => r.status === 'accrued',
+      8000,
+    );
+    expect(settled.history.map((e: { event: string }) => e.event)).toContainEqual(expect.stringMatching(/^probe: the loyalty service does not know generic:HB-400/));
+    await visible(page.locator('.facts').getByText('Accrued', { exact: true }));
+    expect(books().transactions['generic:HB-400']).toMatchObject({ accruals: 1, reversals: 0 });
+    expect(books().reverseRequests).toBe(reversesBefore + 1);
+    // HB-401 then owns the one operation, by itself.
+    await eventually(
+      async () => {
+        await admin('post', '/v1/admin/reconcile?merchantId=harbour');
+        return recordOf('harbour', 'generic:HB-401');
+      },
+      (r) => r.status === 'accrued',
+      8000,
+    );
+    expect(books().doubleAccruals).toEqual([]);
+    expect((await admin('get', '/v1/admin/audit?merchantId=harbour')).body.items).toContainEqual(expect.objectContaining({ action: 'ask', target: 'generic:HB-400', reason: 'The customer is at the counter' }));
   }, TEST_MS);
 });

@@ -31,7 +31,7 @@ function coreWith(clock: () => Date = () => new Date(T0)): { core: Core; store: 
   const noHistory = { canVerify: false, findCards: async () => [], listOperations: async () => [] };
   const verifier = new HistoryVerifier(noHistory, store, { graceMs: 0, clockSkewMs: 0 });
   const options = { answerBudgetMs: 100, retryBaseMs: 10, inDoubtVerifyAfterMs: 100, partialRefundPolicy: 'reaccrue' as const, inFlightLeaseMs: 60_000 };
-  const upstreams = { upstreamOf: async () => ({ calls: unreachableLoyalty, verifier, suspended: false }), canVerifyAny: async () => false };
+  const upstreams = { upstreamOf: async () => ({ calls: unreachableLoyalty, verifier, suspended: false, ambiguity: 'person' as const }), canVerifyAny: async () => false };
   return { core: createCore({ store, upstreams, options, logger: silentLogger, metrics: createMetrics(undefined, false), clock }), store };
 }
 

@@ -52,7 +52,7 @@ function core(loyalty: ScriptedLoyalty, answerBudgetMs = 1000): { core: Core; st
   const noHistory = { canVerify: false, findCards: async () => [], listOperations: async () => [] };
   const verifier = new HistoryVerifier(noHistory, store, { graceMs: 0, clockSkewMs: 0 });
   const options = { answerBudgetMs, retryBaseMs: 10, inDoubtVerifyAfterMs: 100, partialRefundPolicy: 'reaccrue' as const, inFlightLeaseMs: 60_000 };
-  const upstreams = { upstreamOf: async () => ({ calls: loyalty, verifier, suspended: false }), canVerifyAny: async () => false };
+  const upstreams = { upstreamOf: async () => ({ calls: loyalty, verifier, suspended: false, ambiguity: 'person' as const }), canVerifyAny: async () => false };
   return { core: createCore({ store, upstreams, options, logger: silentLogger, metrics: createMetrics(undefined, false) }), store };
 }
 

@@ -77,7 +77,7 @@ function bridge(upstreams: Record<string, Upstream>, concurrency = 4): { core: C
   const noHistory = { canVerify: false, findCards: async () => [], listOperations: async () => [] };
   const verifier = new HistoryVerifier(noHistory, store, { graceMs: 0, clockSkewMs: 0 });
   const options = { answerBudgetMs: 1000, retryBaseMs: RETRY_BASE_MS, inDoubtVerifyAfterMs: 100, partialRefundPolicy: 'reaccrue' as const, inFlightLeaseMs: 60_000 };
-  const directory = { upstreamOf: async (id: string) => upstreams[id] && { calls: upstreams[id], verifier, suspended: false }, canVerifyAny: async () => false };
+  const directory = { upstreamOf: async (id: string) => upstreams[id] && { calls: upstreams[id], verifier, suspended: false, ambiguity: 'person' as const }, canVerifyAny: async () => false };
   const core = createCore({ store, upstreams: directory, options, logger: silentLogger, metrics: createMetrics(undefined, false), clock: () => new Date(clock.ms) });
   const worker = new Worker(store, core.delivery, { intervalMs: 60_000, concurrency, leaseMs: 60_000, idleMs: 0 }, silentLogger);
   return { core, store, worker, clock };

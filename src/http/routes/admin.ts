@@ -688,6 +688,28 @@ export const adminRoutes: readonly Route[] = [
   }),
   route({
     method: 'post',
+    path: '/v1/admin/transactions/{transactionId}/ask',
+    operationId: 'askAboutTransaction',
+    tag: 'Transactions',
+    summary: 'Ask the loyalty service whether an ambiguous accrual happened',
+    description:
+      "For an accrual in doubt that the operations history leaves ambiguous (its actions' ask says when): reverses its transactionId. The service reverses only an accrual it made: refused as unknown, the accrual never happened and is sent again; reversed, it had, its operation is claimed from the answer and the purchase accrued again as <id>~r<n>. A lost answer is never asked again blindly. Whatever the merchant's ambiguity policy.",
+    access: 'admin',
+    params: transactionId,
+    query: ScopeQuery,
+    body: { schema: RetryBody, component: 'AskBody', required: false, emptyWhenAbsent: true },
+    answers: {
+      ...OUTCOME_ANSWERS,
+      400: error(`${BAD_PATH}, ${SCOPE_INVALID}.`),
+      404: answerOrError('No such record (not_found).'),
+      409: error('Nothing to ask: the accrual is not in doubt, a reversal is already asked for, a call is in flight, or the history has not shown it ambiguous past the grace period.'),
+    },
+    async handle({ req, res, query, body, deps }) {
+      sendAnswer(res, await deps.operator.ask(keyOf(req, query), actOf(req, body.reason)));
+    },
+  }),
+  route({
+    method: 'post',
     path: '/v1/admin/transactions/{transactionId}/reverse',
     operationId: 'reverseTransaction',
     tag: 'Transactions',

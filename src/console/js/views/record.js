@@ -26,6 +26,7 @@ export const ACTION_EFFECTS = {
   reverse: 'The bridge reverses the whole accrual at the loyalty service: the points this order earned are taken back (what remains of it after partial refunds, on its last remainder record).',
   resolve: 'The bridge records the outcome you established in the loyalty service.',
   close: 'The record is closed as one that cannot succeed (the loyalty service never knew its order): kept in the ledger with your reason, never deleted, its status unchanged, and it leaves the attention queue. Nothing is sent to the loyalty service.',
+  ask: 'The bridge asks the loyalty service whether this accrual happened, by reversing its transactionId: the service reverses only an accrual it made. Refused as unknown, it never happened, and the bridge sends it again. Reversed, it had: the bridge claims its operation from the answer and accrues the purchase again as a linked record (~r1), so the customer keeps the points, and their history shows a reversal and an accrual. A lost answer is never asked again blindly: the reversal then waits for the history or for you.',
   acknowledge: 'What the attention queue shows of this record (a refusal the loyalty service will keep giving, or deliveries with another amount) is marked as seen and settled outside the bridge, with your reason: nothing is sent, and the record leaves the attention queue until it needs a person again.',
 };
 
@@ -44,6 +45,7 @@ const ACTIONS = [
   ['resolve', 'Resolve…'],
   ['close', 'Close'],
   ['acknowledge', 'Acknowledge'],
+  ['ask', 'Ask the service…'],
 ];
 
 /**
@@ -357,7 +359,8 @@ async function evidenceSummary(evidence, record) {
 function actionsSection(record, outcome, { announce, refresh, evidence }) {
   // Acknowledging is offered where there is something to acknowledge (a refusal, changed repeats),
   // or was (so its page says by whom); elsewhere it would only ever be disabled.
-  const offered = ACTIONS.filter(([name]) => name !== 'acknowledge' || record.changedRepeats?.count || record.acknowledged || ruleOf(record.actions, name).allowed);
+  // Asking the service is offered only where it can be done (an ambiguous accrual past the grace period).
+  const offered = ACTIONS.filter(([name]) => (name !== 'acknowledge' || record.changedRepeats?.count || record.acknowledged || ruleOf(record.actions, name).allowed) && (name !== 'ask' || ruleOf(record.actions, name).allowed));
   const buttons = offered.map(([name, label]) => {
     const rule = ruleOf(record.actions, name);
     const whyId = `why-${name}`;

@@ -260,7 +260,7 @@ function searchForm(query, statuses, principal, merchants, results, submit) {
   );
 }
 
-/** @type {readonly [RecordActionName, string][]} */
+/** @type {readonly [Exclude<RecordActionName, 'ask'>, string][]} */
 const BULK_ACTIONS = [
   ['retry', 'Retry'],
   ['reverse', 'Reverse'],
