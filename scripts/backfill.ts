@@ -56,6 +56,10 @@ function progressText({ pages, found }: { pages: number; found: number }): strin
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const command = parseBackfillArgs(process.argv.slice(2));
   let config;
   try {

@@ -196,7 +196,7 @@ export function main(argv: readonly string[] = process.argv.slice(2), env: NodeJ
         const options = parseOptions(argv, ['url', 'month'], ['list', 'drop']);
         if (options.has('list') === options.has('month')) throw new CommandError(`give --list or --month\n${USAGE}`, 2);
         const urlArgs = options.has('url') ? ['--url', options.get('url')!] : [];
-        const url = resolveLedgerUrl(urlArgs, env);
+        const url = resolveLedgerUrl(urlArgs, env, 'npm run ledger:archive', 'a file: ledger has no monthly partitions to archive');
         hideUrl(url);
         const { schema } = parsePgUrl(url);
         const store = new PostgresLedgerStore(url, { poolSize: 1 });

@@ -21,15 +21,15 @@ export interface MigrateResult {
 }
 
 /** Which URL to migrate: `--url`, else LEDGER_URL. Throws CommandError (exit 2) when there is none or it is not PostgreSQL. */
-export function resolveLedgerUrl(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): string {
+export function resolveLedgerUrl(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, command = 'npm run migrate', fileLedgerHas = 'a file: ledger has no migrations'): string {
   const options = parseOptions(argv, ['url']);
   const fromArgs = options.get('url');
   const url = fromArgs ?? env.LEDGER_URL;
-  if (!url) throw new CommandError(`LEDGER_URL is not set: npm run migrate needs LEDGER_URL=postgres://… (or --url postgres://…)`, 2);
+  if (!url) throw new CommandError(`LEDGER_URL is not set: ${command} needs LEDGER_URL=postgres://… (or --url postgres://…)`, 2);
   if (!/^postgres(ql)?:\/\//.test(url)) {
     const source = fromArgs !== undefined ? '--url' : 'LEDGER_URL';
     throw new CommandError(
-      `${source} must be a postgres://… URL for npm run migrate (it is ${redactUrl(url.slice(0, 200))}); a file: ledger has no migrations`,
+      `${source} must be a postgres://… URL for ${command} (it is ${redactUrl(url.slice(0, 200))}); ${fileLedgerHas}`,
       2,
     );
   }

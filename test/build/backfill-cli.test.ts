@@ -73,6 +73,11 @@ describe('npm run backfill', () => {
     expect(sim.books().transactions[answer.new[0]!]).toMatchObject({ accruals: 1 });
   });
 
+  it('--help prints the usage and exits 0', async () => {
+    const help = await backfill(['--help'], env);
+    expect([help.status, help.stdout, help.stderr]).toEqual([0, expect.stringMatching(/^usage: npm run backfill -- --merchant <id> --pos /), '']);
+  });
+
   it('a bad argument is exit 2, naming it', async () => {
     const missing = await backfill(['--pos', 'loyverse'], env);
     expect(missing.status).toBe(2);

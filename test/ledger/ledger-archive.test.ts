@@ -10,6 +10,7 @@ import { partitionName } from '../../src/ledger/pg-migrations.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { keyOf, type LedgerRecord } from '../../src/state/record.js';
 import { archiveMonths, partitionOf, listPartitions, main, MIN_AGE_DAYS } from '../../scripts/ledger-archive.js';
+import { resolveLedgerUrl } from '../../scripts/migrate.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { makeRecord, nextVersion } from './contracts/factories.js';
 
@@ -19,6 +20,13 @@ const { url: base, describeIf } = await describeWithDatabase();
 const august = (id: string, minute: number, options: Parameters<typeof makeRecord>[1] = {}): LedgerRecord => ({
   ...makeRecord(id, options),
   createdAt: new Date(Date.UTC(2026, 7, 1) + minute * 60_000).toISOString(),
+});
+
+it('without a PostgreSQL URL, the refusal names ledger:archive (not migrate) and what a file: ledger lacks', () => {
+  expect(() => resolveLedgerUrl([], {}, 'npm run ledger:archive', 'a file: ledger has no monthly partitions to archive')).toThrow('LEDGER_URL is not set: npm run ledger:archive needs LEDGER_URL=postgres://… (or --url postgres://…)');
+  expect(() => resolveLedgerUrl([], { LEDGER_URL: 'file:/data/ledger.json' }, 'npm run ledger:archive', 'a file: ledger has no monthly partitions to archive')).toThrow(
+    'LEDGER_URL must be a postgres://… URL for npm run ledger:archive (it is file:/data/ledger.json); a file: ledger has no monthly partitions to archive',
+  );
 });
 
 describeIf('npm run ledger:archive', () => {
