@@ -21,7 +21,7 @@ import { armFailpoints } from './failpoints.js';
 import { createApp } from './http/app.js';
 import { FileLedgerStore } from './ledger/file-store.js';
 import type { LedgerStore } from './ledger/store.js';
-import { openStore } from './ledger/open-store.js';
+import { ledgerStartProblem, openStore } from './ledger/open-store.js';
 import type { Logger } from './logger.js';
 import { ledgerReading } from './core/attention-queue.js';
 import { LoyaltyClient, MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from './loyalty/client.js';
@@ -119,7 +119,14 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
   armFailpoints(config.failpoints);
   // A bridge stopped just before this one holds a file ledger's lock while it finishes its in-flight work: waited for.
   const store = overrides.store ?? openStore(config.ledgerUrl, { fileLockWaitMs: LEDGER_LOCK_WAIT_MS });
-  await store.init();
+  try {
+    await store.init();
+  } catch (error) {
+    const problem = ledgerStartProblem(error, config.ledgerUrl);
+    if (!problem) throw error;
+    await store.close().catch(() => undefined);
+    throw new ConfigError(problem);
+  }
   // A rebuild of the file ledger's index takes seconds per million records: said, with why.
   const indexed = store instanceof FileLedgerStore ? store.indexStartup : undefined;
   if (indexed && indexed.mode !== 'trusted') logger.info({ mode: indexed.mode, reason: indexed.reason, linesRead: indexed.linesRead, ms: Math.round(indexed.ms) }, indexed.mode === 'rebuilt' ? "the file ledger's index was rebuilt from its journal" : "the file ledger's index caught up with its journal");

@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './logger.js';
 import { LEDGER_LOCK_WAIT_MS, SHUTDOWN_LIMIT_MS, startBridge, type Bridge } from './bridge.js';
 import { demoPosToken, ensureDemoMerchants, installDemoMerchants, prepareSandboxLedger, sandboxKeyPath, sandboxSecretsKey, withSandboxPosApis, type DemoMerchant, type SandboxLedger } from './sandbox.js';
 import { createSimulator, type Simulator } from './simulator/index.js';
+import { ledgerStartProblem } from './ledger/open-store.js';
 import { launcherGone } from './launcher.js';
 
 async function main(): Promise<void> {
@@ -32,7 +33,13 @@ async function main(): Promise<void> {
     | undefined;
   if (config.sandbox) {
     // The simulator below starts with empty books: the ledger starts empty too, unless told to keep it.
-    const ledger = await prepareSandboxLedger(config.ledgerUrl, config.sandboxLedger === 'keep', { lockWaitMs: LEDGER_LOCK_WAIT_MS });
+    const ledgerUrl: string = config.ledgerUrl;
+    const ledger = await prepareSandboxLedger(ledgerUrl, config.sandboxLedger === 'keep', { lockWaitMs: LEDGER_LOCK_WAIT_MS }).catch((error: unknown) => {
+      const problem = ledgerStartProblem(error, ledgerUrl);
+      if (!problem) throw error;
+      process.stderr.write(`loyalty-bridge: ${problem}\n`);
+      process.exit(78);
+    });
     // Each run's operations are numbered past any earlier run's (microseconds since 1970: a run
     // would need more than a thousand operations a millisecond to reach the next run's first id),
     // since the ledger keeps the ids earlier runs' records claimed.

@@ -25,7 +25,7 @@
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { FileLedgerStore } from './ledger/file-store.js';
-import { ProcessLock } from './ledger/process-lock.js';
+import { LedgerLockedError, ProcessLock } from './ledger/process-lock.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE } from './ledger/private-files.js';
 import type { MerchantAdmin, MerchantView } from './merchants/admin.js';
 import { newSecretsKey, parseSecretsKey, SecretsKeyError } from './merchants/secrets.js';
@@ -287,6 +287,8 @@ export async function prepareSandboxLedger(ledgerUrl: string, keep: boolean, opt
   try {
     await lock.acquire();
   } catch (error) {
+    // Another bridge runs on it (a second sandbox of this clone): the start cannot go on, and waiting again would not help.
+    if (error instanceof LedgerLockedError) throw error;
     return { action: 'kept', why: (error as Error).message, warning: false };
   }
   try {

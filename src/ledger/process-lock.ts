@@ -100,6 +100,9 @@ export interface ProcessLockOptions {
   waitForOwnerMs?: number;
 }
 
+/** The ledger is held by another live process: start-up says so in one line (open-store.ts `ledgerStartProblem`). */
+export class LedgerLockedError extends Error {}
+
 export class ProcessLock {
   #held = false;
   readonly #bootId: () => string | undefined;
@@ -131,7 +134,7 @@ export class ProcessLock {
         await sleep(OWNER_POLL_MS);
         claim = await this.#claim(this.path, candidate, boot, 0);
       }
-      if (!claim.held) throw new Error(`the ledger is in use by process ${claim.owner.pid} (${this.path}); a JSON-file ledger serves one process, use PostgreSQL for several`);
+      if (!claim.held) throw new LedgerLockedError(`the ledger is in use by process ${claim.owner.pid} (${this.path}); a JSON-file ledger serves one process, use PostgreSQL for several`);
       this.#held = true;
       heldHere.add(this.path);
       const replaced = claim.replaced;

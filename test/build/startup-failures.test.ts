@@ -9,6 +9,10 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawnBridge } from '../support/bridge-process.js';
+import { describeWithDatabase } from '../support/postgres.js';
+
+const { url: pgBase } = await describeWithDatabase();
 
 /** The process run to its end with only these variables: its exit code and what it printed. */
 function run(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -34,6 +38,34 @@ describe('start-up failures name the variable', () => {
     await new Promise<void>((resolve) => holder.close(() => resolve()));
     rmSync(dir, { recursive: true, force: true });
   });
+
+  it('PostgreSQL out of reach, or its database missing: one line naming LEDGER_URL (its password hidden) and what to do, exit 78', async () => {
+    const unreachable = await run({ LEDGER_URL: 'postgres://bridge:s3cret-pw@127.0.0.1:1/loyalty', PORT: '0' });
+    expect([unreachable.code, unreachable.stderr]).toEqual([78, 'loyalty-bridge: LEDGER_URL postgres://***@127.0.0.1:1/loyalty cannot be reached (ECONNREFUSED 127.0.0.1:1): start PostgreSQL there, or set LEDGER_URL to where it runs\n']);
+    if (!pgBase) return;
+    const missing = new URL(pgBase);
+    missing.pathname = '/no_such_database_here';
+    const absent = await run({ LEDGER_URL: missing.toString(), PORT: '0' });
+    expect(absent.code).toBe(78);
+    expect(absent.stderr).toMatch(/^loyalty-bridge: LEDGER_URL postgres:\/\/\S+\/no_such_database_here: database "no_such_database_here" does not exist: create it \(createdb <name>\), or name a database that exists\n$/);
+  }, 60_000);
+
+  it('a file ledger another bridge holds: one line naming LEDGER_URL after the documented wait, exit 78, and the running bridge untouched', async () => {
+    const ledger = `file:${join(dir, 'held', 'ledger.json')}`;
+    const first = await spawnBridge({ LEDGER_URL: ledger });
+    try {
+      const second = await run({ LEDGER_URL: ledger, PORT: '0' });
+      expect(second.code).toBe(78);
+      expect(second.stderr).toMatch(/waiting up to 20 s for it to finish stopping\n/);
+      expect(second.stderr).toMatch(/loyalty-bridge: LEDGER_URL file:\S+ledger\.json: the ledger is in use by process \d+ .*: stop the other bridge \(or sandbox of this clone\) first, or point LEDGER_URL at another file\n$/);
+      expect(second.stderr).not.toMatch(/\n\s+at /);
+      // It waits once, as it says (it used to wait twice, sandbox's emptying and then the start: about 43 s).
+      expect(second.stderr.match(/waiting up to 20 s/g)).toHaveLength(1);
+      expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
+    } finally {
+      await first.kill('SIGTERM');
+    }
+  }, 90_000);
 
   it('a PORT already in use: one line naming PORT, exit 78, no stack trace', async () => {
     const env = { PORT: String(port), LEDGER_URL: `file:${join(dir, 'ledger.json')}` };
