@@ -17,7 +17,8 @@ export function parseGenericCheckout(body: unknown, context: AdapterContext): Ch
     customer: normalizeCustomer(order.customer, context.defaultPhoneRegion),
     check: {
       amount: order.total,
-      currency: order.currency,
+      // The contract: a payload without a currency takes the merchant's (DEFAULT_CURRENCY for the default merchant).
+      currency: order.currency ?? context.defaultCurrency,
       selections,
       externalTransactionId: order.orderId,
       ...(order.openedAt ? { checkOpenedAt: order.openedAt } : {}),

@@ -58,7 +58,11 @@ export const GenericCheckout = z
   .strictObject({
     orderId: id.meta({ description: "The POS's own order id: with storeId, the order's identity, from which the transactionId is derived." }),
     storeId: id.optional().meta({ description: "Part of the order's identity where order ids repeat across stores." }),
-    currency: z.string({ error: 'must be an ISO 4217 code' }).refine(isIsoCurrency, 'must be an ISO 4217 code such as USD').meta({ description: 'ISO 4217 code in capitals, e.g. USD.' }),
+    currency: z
+      .string({ error: 'must be an ISO 4217 code' })
+      .refine(isIsoCurrency, 'must be an ISO 4217 code such as USD')
+      .optional()
+      .meta({ description: "ISO 4217 code in capitals, e.g. USD. Without it, the merchant's currency (DEFAULT_CURRENCY for the default merchant), as for every POS whose payload carries none." }),
     total: amount.meta({ description: 'The Check amount: after discounts, service charges included, tax and tip excluded. Major units, as a decimal string or a JSON number.' }),
     tax: amount.optional(),
     discount: amount.optional(),

@@ -50,6 +50,12 @@ describe('generic checkout', () => {
     expect(genericAdapter.parseCheckout(checkout({ customer: { phone: '030 1234567' } }), { ...context, defaultPhoneRegion: 'DE' }).customer.phone).toBe('+49301234567');
   });
 
+  it("a payload without a currency takes the merchant's (DEFAULT_CURRENCY for the default merchant); one that names it keeps its own", () => {
+    const { currency: _currency, ...noCurrency } = checkout() as Record<string, unknown>;
+    expect(genericAdapter.parseCheckout(noCurrency, { ...context, defaultCurrency: 'CAD' }).check.currency).toBe('CAD');
+    expect(genericAdapter.parseCheckout(checkout({ currency: 'EUR' }), { ...context, defaultCurrency: 'CAD' }).check.currency).toBe('EUR');
+  });
+
   it('throws ValidationError naming each bad field', () => {
     const issues = validationIssues(() => parse({ total: '-1', currency: 'US', items: [{ quantity: 0, total: 'x' }] }));
     expect(issues.map((i) => i.field).sort()).toEqual(['currency', 'items.0.quantity', 'items.0.total', 'total']);

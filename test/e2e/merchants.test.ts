@@ -655,6 +655,10 @@ for (const store of STORES) {
       // A payload's own currency wins over the merchant's.
       expect((await pos('/v1/checkouts/generic', checkout({ orderId: 'DEF-USD' }), de.posToken)).body).toMatchObject({ status: 'accrued' });
       expect((await admin('get', '/v1/admin/transactions/generic:DEF-USD?merchantId=defaults-de')).body.check.currency).toBe('USD');
+      // A generic payload without one takes the merchant's, as Toast's does (it was "currency: is required").
+      const { currency: _none, ...noCurrency } = checkout({ orderId: 'DEF-NONE' }) as Record<string, unknown>;
+      expect((await pos('/v1/checkouts/generic', noCurrency, de.posToken)).body).toMatchObject({ status: 'accrued' });
+      expect((await admin('get', '/v1/admin/transactions/generic:DEF-NONE?merchantId=defaults-de')).body.check.currency).toBe('EUR');
     });
 
     it('secrets are never in clear: not in any file of the ledger, any row of any table, any answer after creation, nor any log line', async () => {
