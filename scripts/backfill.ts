@@ -81,7 +81,8 @@ async function main(): Promise<void> {
   const status = new StatusLine();
   try {
     const result = await bridge.backfill.runPass({ ...command, by: 'request', onProgress: (progress) => status.update(progressText(progress)) });
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    // One line, as docs/backfill-and-reconcile.md shows it (and `| jq` pretty-prints it).
+    process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
     status.finish();
     await bridge.close();

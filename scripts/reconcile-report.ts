@@ -62,7 +62,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
       const report = await reporter.report(merchantId, range, (p) => status.update(`${p.phase}: ${p.detail}`));
       status.update(summary(report));
       status.finish();
-      io.stdout.write(options.has('csv') ? reportCsv(report) : `${JSON.stringify(report, null, 2)}\n`);
+      io.stdout.write(options.has('csv') ? reportCsv(report) : `${JSON.stringify(report)}\n`);
       return report.differences.length === 0 && report.complete ? 0 : 3;
     } finally {
       await store.close().catch(() => undefined);

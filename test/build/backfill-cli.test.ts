@@ -61,6 +61,8 @@ describe('npm run backfill', () => {
     const first = await backfill(['--pos', 'loyverse', '--since', since()], env);
     expect(first.stderr).toMatch(/backfill: 1 page read, 1 order/);
     expect(first.status).toBe(0);
+    // One line of JSON, as the docs show it.
+    expect(first.stdout.trimEnd().split('\n')).toHaveLength(1);
     const answer = JSON.parse(first.stdout) as { examined: number; new: string[]; known: number; watermark: string };
     expect(answer).toMatchObject({ examined: 1, known: 0 });
     expect(answer.new).toHaveLength(1);

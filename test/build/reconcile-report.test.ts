@@ -64,6 +64,7 @@ describe('npm run reconcile-report', () => {
     const books = sim.books();
     const out = await run(['--merchant', 'default', '--from', today(), '--to', today()], env);
     expect(out.status).toBe(3);
+    expect(out.stdout.trimEnd().split('\n')).toHaveLength(1);
     const report = JSON.parse(out.stdout);
     expect(report).toMatchObject({ merchantId: 'default', examined: { ledger: 2, history: 1 }, complete: true });
     expect(report.differences.map((d: { kind: string; transactionId: string }) => [d.kind, d.transactionId])).toEqual([['not_in_history', 'generic:N-1']]);
