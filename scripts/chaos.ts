@@ -5,6 +5,12 @@
  */
 import { formatChaosReport, runChaos, type ChaosOptions } from './chaos-lib.js';
 
+const USAGE = 'usage: npm run chaos [-- --orders 1000 --kills 2 --concurrency 8 --fault-rate 0.3 --seed 42 --customers 5 --prices 3 --ambiguity person|probe]';
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+
 function flag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;

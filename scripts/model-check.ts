@@ -19,6 +19,10 @@ import { checkModel, checkMutants, describeViolation, missingCoverage } from '..
 
 const USAGE = 'usage: npm run model-check [-- --deep] [-- --mutants] [-- --scenario <name>]… [-- --report <file>]';
 const args = process.argv.slice(2);
+if (args.includes('--help') || args.includes('-h')) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
 const flags = new Set(['--deep', '--mutants']);
 const valued = new Set(['--scenario', '--report']);
 for (let i = 0; i < args.length; i++) {
