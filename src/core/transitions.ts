@@ -373,6 +373,16 @@ export function startProbe(record: LedgerRecord, now: Date, act?: OperatorAct): 
   );
 }
 
+/**
+ * A refund that arrives while a probe's reverse asks about the accrual is refused for now (409, as a
+ * partial refund still being carried out is): the probe's reversal is not the refund's, and taken as
+ * it, the refund would be forgotten when the probe finds the accrual never happened (and sends it) or
+ * accrues the purchase again. Delivered again once the probe is answered, it applies as any refund.
+ */
+function refuseWhileProbing(record: LedgerRecord): void {
+  if (isProbing(record)) throw new ConflictError(`the bridge is asking the loyalty service whether ${record.transactionId}'s accrual happened (a probe: its reverse is ${record.reversal.state}); deliver the refund again once that is answered`);
+}
+
 /** A probe's reverse answered (`recordOutcome`). */
 function probeAnswered(record: LedgerRecord, call: CallAnswer, now: Date, options: TransitionOptions): Transition {
   const { outcome } = call;
@@ -679,6 +689,7 @@ export function linkRemainder(record: LedgerRecord, remainderTransactionId: stri
 /** A full refund of a recorded order. Answers undefined when it is a repeat (nothing to change). */
 export function requestReversal(record: LedgerRecord, refundId: string | undefined, now: Date): Transition | undefined {
   if (refundId && record.reversal.refundIds.includes(refundId) && !mutant('double-reverse')) return undefined;
+  refuseWhileProbing(record);
   const remember = (r: LedgerRecord) => {
     if (refundId) r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);
   };
@@ -734,6 +745,7 @@ export function requestReversal(record: LedgerRecord, refundId: string | undefin
  * cover the order. Throws RefundExceedsRemainderError or ConflictError when it cannot apply.
  */
 export function requestPartialReversal(record: LedgerRecord, refundId: string, intent: Pick<RefundIntent, 'amountCents' | 'items'>, now: Date, options: TransitionOptions): Transition {
+  refuseWhileProbing(record);
   const existing = record.reversal.partial;
   if (!existing && record.reversal.state !== 'none' && record.reversal.state !== 'not_needed') {
     throw new RefundExceedsRemainderError(`this order is already ${record.status}: nothing remains to refund`, 0);
@@ -942,9 +954,17 @@ export function operatorActions(record: LedgerRecord, now: Date, chainLast: Ledg
     }
   };
   const outcomes = (['accrued', 'not_accrued', 'reversed', 'not_reversed'] as const).filter((outcome) => attempt(() => resolve(record, { outcome }), '').allowed);
-  const reversal = requestReversal(chainLast, `${REVERSE_PROBE}`, now);
-  const reverse: ActionAllowed =
-    reversal && reversal.record.reversal.state === 'pending'
+  let reversal: Transition | undefined;
+  let refused: string | undefined;
+  try {
+    reversal = requestReversal(chainLast, `${REVERSE_PROBE}`, now);
+  } catch (error) {
+    if (!(error instanceof ConflictError)) throw error;
+    refused = error.message;
+  }
+  const reverse: ActionAllowed = refused
+    ? { allowed: false, why: refused }
+    : reversal && reversal.record.reversal.state === 'pending'
       ? { allowed: true }
       : { allowed: false, why: reversal ? `nothing to reverse: the accrual is ${chainLast.accrual.state}` : `the reversal is already ${chainLast.reversal.state === 'not_needed' ? 'not needed' : chainLast.reversal.state}${chainLast === record ? '' : ` (on ${chainLast.transactionId}, what remains of the order)`}` };
   return {

@@ -209,6 +209,11 @@ export async function leftToAPerson(world: World, record: LedgerRecord): Promise
       return other !== undefined && !identitiesOf(other.accrual.customer).some((identity) => mine.includes(identity));
     });
     if (disjoint) return { legitimate: true, why: `the history matches it and ${rivals.join(', ')} alike, which the bridge cannot tell are one customer` };
+    // A rival a person settled without its operation named (a resolve, or a probe proven by a person
+    // after its answer was lost): its operation is somewhere in the history, unclaimed, and only a
+    // person who reads the books can say which (history-verifier.ts `#rivals`).
+    const personSettled = rivals.filter((id) => world.records().find((r) => r.transactionId === id)?.accrual.personSettledAt !== undefined);
+    if (personSettled.length > 0) return { legitimate: true, why: `the history matches it and ${personSettled.join(', ')}, which a person settled without naming its operation, alike` };
     return { legitimate: false, why: rivals.length ? `its rivals ${rivals.join(', ')} share an identifier with it (the accrual keys should have kept them apart)` : 'the history settles an accrual in doubt' };
   }
   if (record.reversal.state === 'in_doubt') {

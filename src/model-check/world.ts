@@ -245,13 +245,14 @@ export class World {
             ? // The register's REVERSE: the whole sale back, answered once recorded, delivered in the background (src/core/register.ts).
               intake.reverseSale(ledgerKey(DEFAULT_MERCHANT, this.transactionIdOf(spec.order)), `F-${spec.order}`, 'reversed at the register', { arrival: { via: 'register', receivedAt: this.#clock().toISOString() }, background: true })
             : intake.refund(POS, { orderId: spec.order, refundId: `F-${spec.order}` });
-          this.#watch(`full refund of ${spec.order}`, taken);
+          // Refused for now while a probe asks about the accrual (409, "deliver the refund again"): the POS delivers it again later.
+          this.#watch(`full refund of ${spec.order}`, taken, (error) => this.#deliverAgain(error, 'full'));
         } else {
           this.budgets.partialRefund -= 1;
           const cents = this.scenario.partialRefund!.cents;
           const taken = this.#core(event.instance).intake.refund(POS, { orderId: spec.order, refundId: `P-${spec.order}`, amountCents: cents });
           // Taken unless the bridge answers that nothing remains to refund (a full refund came first): the customer then keeps nothing of the order anyway.
-          this.#watch(`partial refund of ${spec.order}`, taken, (error) => error instanceof RefundExceedsRemainderError);
+          this.#watch(`partial refund of ${spec.order}`, taken, (error) => error instanceof RefundExceedsRemainderError || this.#deliverAgain(error, 'partial'));
           if (!this.facts.partialRefunds.includes(spec.order)) this.facts.partialRefunds.push(spec.order);
         }
         break;
@@ -501,6 +502,25 @@ export class World {
    * Follows what an event started: a refusal a POS or operator may meet (`expected`) is part of the
    * contract; any other exception is a problem the checker reports.
    */
+  /**
+   * A refund the bridge asked to be delivered again (a probe under way, transitions.ts
+   * `refuseWhileProbing`; nothing of it was recorded): its delivery is not used up, and until one is
+   * taken the books owe nothing for it. (The fault-free continuation delivers nothing from the POS:
+   * a POS's retries of a refused refund are the explored deliveries, within the scenario's bound.)
+   */
+  #deliverAgain(error: unknown, refund: 'full' | 'partial'): boolean {
+    if (!(error instanceof ConflictError) || !/deliver the refund again/.test(error.message)) return false;
+    const order = (refund === 'full' ? this.scenario.fullRefund : this.scenario.partialRefund)!.order;
+    if (refund === 'full') {
+      this.budgets.fullRefund += 1;
+      this.facts.fullRefunds = this.facts.fullRefunds.filter((o) => o !== order);
+    } else {
+      this.budgets.partialRefund += 1;
+      this.facts.partialRefunds = this.facts.partialRefunds.filter((o) => o !== order);
+    }
+    return true;
+  }
+
   #watch(what: string, work: Promise<unknown>, expected: (error: unknown) => boolean = () => false): void {
     work.catch((error: unknown) => {
       if (expected(error)) return;

@@ -117,6 +117,10 @@ for (const store of STORES) {
       expect(books().reverseRequests).toBe(1);
       expect(books().transactions['generic:Q-1']).toMatchObject({ accruals: 1, reversals: 1 });
       expect((await record('generic:Q-1')).status).toBe('in_doubt');
+      // A refund of the order now is refused for the moment (409, delivered again later), never taken for the probe's reversal.
+      const early409 = await postJson(h!.bridge.url, '/v1/refunds/generic', { orderId: 'Q-1', refundId: 'Q-1-R1' });
+      expect([early409.status, early409.body.error?.code]).toEqual([409, 'conflict']);
+      expect((await record('generic:Q-1')).reversal.refundIds).toEqual([]);
       // Meanwhile the accrual itself cannot be resolved: the reversal's answer decides it.
       const early = await admin('post', '/v1/admin/transactions/generic:Q-1/resolve').send({ outcome: 'not_accrued' });
       expect([early.status, early.body.error.message]).toEqual([409, expect.stringMatching(/settle the reversal \(reversed or not_reversed\), which settles the accrual/)]);
@@ -135,6 +139,10 @@ for (const store of STORES) {
       await settled();
       expect((await record('generic:Q-2')).status).toBe('accrued');
       expect(books().reverseRequests).toBe(1);
+      // The refund delivered again applies to what remains of the order: Q-1~r1.
+      const refund = await postJson(h!.bridge.url, '/v1/refunds/generic', { orderId: 'Q-1', refundId: 'Q-1-R1' });
+      expect([refund.status, refund.body.transactionId, refund.body.status]).toEqual([200, 'generic:Q-1~r1', 'reversed']);
+      expect(books().transactions['generic:Q-1~r1']).toMatchObject({ accruals: 1, reversals: 1 });
       expect(books().doubleAccruals).toEqual([]);
       expect(books().doubleReversals).toEqual([]);
     });

@@ -87,7 +87,8 @@ describe('POST /v1/checkouts/generic with a bad payload', () => {
   it('says in words what is missing or wrong, not the validator text', async () => {
     const res = await send('/v1/checkouts/generic', JSON.stringify({ orderId: 1002, total: '1.00', colour: 'red' }));
     expect(res.status).toBe(400);
-    expect(res.body.error.message).toBe('orderId: must be a string, got a number; currency: is required: an ISO 4217 code; unknown field "colour"');
+    // currency may be left out (the merchant's is taken): not among the problems.
+    expect(res.body.error.message).toBe('orderId: must be a string, got a number; unknown field "colour"');
     expect(res.body.error.message).not.toMatch(/Invalid input|expected|received/);
     await expectNothingChanged();
   });
