@@ -109,6 +109,7 @@ export class HistoryVerifier {
     if (!check || !customer || !inDoubtSince) return { kind: 'cannot_verify', reason: 'the record lacks the check, customer or attempt time to match on' };
     const since = Date.parse(inDoubtSince) - this.options.clockSkewMs;
     const cards = new CardLookup(this.client);
+    const reads = new Map<string, Promise<Operation[]>>();
     let cardIds: string[];
     let ambiguous: Extract<Verdict, { kind: 'ambiguous' }> | undefined;
     try {
@@ -116,7 +117,7 @@ export class HistoryVerifier {
       const shape = await readShape(this.store, merchantOf(record));
       const contenders = await this.store.listUnsettledAccruals(merchantOf(record), check.amount);
       for (const cardId of cardIds) {
-        for (const op of await this.#operations(cardId, since, now)) {
+        for (const op of await this.#operations(cardId, since, now, reads)) {
           const claimedBy = await this.store.findOperationClaim(merchantOf(record), op.id);
           if (!accrualCandidate(op, record, cardId, since, claimedBy, shape).candidate) continue;
           const rivals = await this.#rivals(record, op, cards, contenders);
@@ -126,7 +127,7 @@ export class HistoryVerifier {
         }
       }
       if (ambiguous) {
-        const counted = await this.#count(record, contenders, cards, shape, now);
+        const counted = await this.#count(record, contenders, cards, shape, now, reads);
         if (counted.kind === 'happened') return counted;
         return counted.kind === 'askable' ? { ...ambiguous, askable: true } : ambiguous;
       }
@@ -149,7 +150,7 @@ export class HistoryVerifier {
    * accruals is the true ambiguity (undefined). So is a group with a call still out (its answer may
    * yet name the operation) or a record a person settled (its operation is not known).
    */
-  async #count(record: LedgerRecord, contenders: LedgerRecord[], cards: CardLookup, shape: ReversalShape | undefined, now: Date): Promise<Extract<Verdict, { kind: 'happened' }> | { kind: 'askable' | 'not_counted' }> {
+  async #count(record: LedgerRecord, contenders: LedgerRecord[], cards: CardLookup, shape: ReversalShape | undefined, now: Date, reads: Map<string, Promise<Operation[]>>): Promise<Extract<Verdict, { kind: 'happened' }> | { kind: 'askable' | 'not_counted' }> {
     const notCounted = { kind: 'not_counted' as const };
     const merchantId = merchantOf(record);
     const others = contenders.filter((c) => c.transactionId !== record.transactionId);
@@ -164,7 +165,7 @@ export class HistoryVerifier {
         if (looked.has(member.transactionId)) continue;
         looked.add(member.transactionId);
         for (const cardId of await cards.of(member.accrual.customer!)) {
-          for (const op of await this.#operations(cardId, sinceOf(member), now)) {
+          for (const op of await this.#operations(cardId, sinceOf(member), now, reads)) {
             const claimedBy = await this.store.findOperationClaim(merchantId, op.id);
             if (!accrualCandidate(op, member, cardId, sinceOf(member), claimedBy, shape).candidate) continue;
             const entry = operations.get(op.id) ?? { op, cardId, makers: new Set<string>() };
@@ -446,8 +447,16 @@ export class HistoryVerifier {
   }
 
   /** Operations on a card from `fromMs` to `now` (the history filters by day in an unstated time zone: a day of margin, then exact times). */
-  async #operations(cardId: string, fromMs: number, now: Date): Promise<Operation[]> {
-    const ops = await this.client.listOperations(cardId, utcDate(new Date(fromMs - DAY_MS)), utcDate(new Date(now.getTime() + DAY_MS)));
+  async #operations(cardId: string, fromMs: number, now: Date, reads?: Map<string, Promise<Operation[]>>): Promise<Operation[]> {
+    const [startDate, endDate] = [utcDate(new Date(fromMs - DAY_MS)), utcDate(new Date(now.getTime() + DAY_MS))];
+    // Within one verification (`reads`), a card's history of the same days is read once, however many accruals of the count look at it.
+    const key = `${cardId}|${startDate}|${endDate}`;
+    let read = reads?.get(key);
+    if (!read) {
+      read = this.client.listOperations(cardId, startDate, endDate);
+      reads?.set(key, read);
+    }
+    const ops = await read;
     return ops.filter((op) => op.cardId === cardId && Date.parse(op.createdAt) >= fromMs);
   }
 
