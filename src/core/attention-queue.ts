@@ -4,7 +4,8 @@
  * dead letters from the dead-letter listing. The answer holds at most `limit` items; its counts
  * (per kind, per merchant) and the oldest `since` are over everything that needs a person.
  */
-import { ATTENTION_KINDS, attentionOf, SETTLED_ATTENTION_STATUSES, type AttentionInput, type AttentionItem, type AttentionKind } from '../state/attention.js';
+import { ATTENTION_KINDS, attentionOf, SETTLED_ATTENTION_STATUSES, type AttentionContext, type AttentionInput, type AttentionItem, type AttentionKind } from '../state/attention.js';
+import { merchantOf } from '../state/record.js';
 import type { LedgerReading } from '../metrics.js';
 import type { AttentionCounts, AttentionEntry, DeadLetter, DeadLetterCounts, DeadLetterStore, RecordStore } from '../ledger/store.js';
 
@@ -27,10 +28,13 @@ function letterItem(letter: DeadLetter): AttentionItem {
   return { kind: 'dead_letter', deadLetterId: letter.id, merchantId: letter.merchantId ?? NO_MERCHANT, since: letter.receivedAt, why, pos: letter.pos };
 }
 
-/** The item an attention entry stands for, worded from its record as it stands now. */
-function recordItem(entry: AttentionEntry, record: AttentionInput): AttentionItem | undefined {
-  return attentionOf(record).find((item) => item.kind === entry.kind);
+/** The item an attention entry stands for, worded from its record as it stands now and for the case of its merchant. */
+function recordItem(entry: AttentionEntry, record: AttentionInput, context: AttentionContext): AttentionItem | undefined {
+  return attentionOf(record, context).find((item) => item.kind === entry.kind);
 }
+
+/** Whether the bridge can read a merchant's operations history (its loyalty API key is set); undefined for a merchant it does not know. */
+export type CanVerifyOf = (merchantId: string) => Promise<boolean | undefined>;
 
 /** Oldest first; ties by the record or letter id, so pages of the same state read the same. */
 function oldestFirst(a: AttentionItem, b: AttentionItem): number {
@@ -49,14 +53,17 @@ function lettersByMerchant(counts: DeadLetterCounts, merchantId: string | undefi
  * and the open dead letters are each read oldest first up to `limit`, then merged; the counts come
  * from counting the index and the letters. Nothing here reads more records than it answers.
  */
-export async function attentionQueue(store: RecordStore & DeadLetterStore, query: { merchantId?: string; limit: number }): Promise<AttentionQueue> {
+export async function attentionQueue(store: RecordStore & DeadLetterStore, query: { merchantId?: string; limit: number }, canVerifyOf?: CanVerifyOf): Promise<AttentionQueue> {
   const [entries, letters, recordCounts, letterCounts] = await Promise.all([
     store.listAttention({ merchantId: query.merchantId, limit: query.limit }),
     store.listDeadLetters({ merchantId: query.merchantId, open: true, oldestFirst: true, offset: 0, limit: query.limit }),
     store.countAttention(query.merchantId),
     store.countOpenDeadLetters(),
   ]);
-  const items = [...entries.map((e) => recordItem(e.entry, e.record)).filter((i): i is AttentionItem => i !== undefined), ...letters.items.map(letterItem)].sort(oldestFirst).slice(0, query.limit);
+  // Each merchant on the page is asked once (they are few; the registry caches them).
+  const merchants = [...new Set(entries.map((e) => merchantOf(e.record)))];
+  const canVerify = new Map(await Promise.all(merchants.map(async (id) => [id, canVerifyOf ? await canVerifyOf(id) : undefined] as const)));
+  const items = [...entries.map((e) => recordItem(e.entry, e.record, { canVerify: canVerify.get(merchantOf(e.record)) })).filter((i): i is AttentionItem => i !== undefined), ...letters.items.map(letterItem)].sort(oldestFirst).slice(0, query.limit);
   const letterMerchants = lettersByMerchant(letterCounts, query.merchantId);
   const counts = countsOf(recordCounts, Object.values(letterMerchants).reduce((sum, n) => sum + n, 0));
   const perMerchant: Record<string, number> = { ...recordCounts.byMerchant };

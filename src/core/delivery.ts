@@ -192,6 +192,11 @@ export class DeliveryService {
     return upstream.verifier.evidence(record, this.writer.now(), withReading);
   }
 
+  /** Whether the bridge can read the merchant's operations history (its loyalty API key is set): undefined for a merchant it does not know. */
+  async canVerify(merchantId: string): Promise<boolean | undefined> {
+    return (await this.upstreams.upstreamOf(merchantId))?.verifier.enabled;
+  }
+
   /** Whom a card belongs to, asked of the merchant's loyalty service (needs its API key; throws where it cannot be asked): undefined when it knows no such card. */
   async cardOwner(merchantId: string, serial: string): Promise<{ phone?: string; email?: string } | undefined> {
     const upstream = await this.upstreams.upstreamOf(merchantId);

@@ -61,6 +61,22 @@ export interface EvidenceOperation {
   mayBeOf?: string[];
   candidate: boolean;
   why: string;
+  /**
+   * What the operation is, read from the history itself: a reversal's entry (this service's learned
+   * reversal shape, or a negative purchase sum), an accrual (a positive purchase sum and points
+   * earned), or other. The service's own event name (a reversal may be named "Points earned") is
+   * not what it is.
+   */
+  kind: 'accrual' | 'reversal' | 'other';
+  /** The card's balance before it (its balance less its points), so a person sees the arithmetic: before + points = balance. */
+  balanceBefore?: number;
+}
+
+/** Another record in doubt that could own one of the operations this record could own (`mayBeOf`): the rival of an ambiguity. */
+export interface EvidenceRival {
+  transactionId: string;
+  /** The operations, candidates of this record, that it could own as well. */
+  operationIds: number[];
 }
 
 export interface Evidence {
@@ -81,6 +97,8 @@ export interface Evidence {
   history: 'read' | 'unreadable' | 'not_configured';
   /** How this merchant's loyalty service shows a reversal, when learned. */
   reversalShape?: ReversalShape;
+  /** The other records in doubt that could own this record's candidate operations: none where no ambiguity stands. */
+  rivals: EvidenceRival[];
 }
 
 /** Records of one customer looked at for rival reversals: past it, another cannot be ruled out and a person decides. */
@@ -105,7 +123,7 @@ export class HistoryVerifier {
 
   async verifyAccrual(record: LedgerRecord, now: Date): Promise<Verdict> {
     const { check, customer, inDoubtSince } = record.accrual;
-    if (!this.enabled) return { kind: 'cannot_verify', reason: 'LOYALTY_API_KEY is not set: an operator must /resolve it' };
+    if (!this.enabled) return { kind: 'cannot_verify', reason: "the merchant's loyalty API key is not set (LOYALTY_API_KEY for default), so the history cannot be read: a person must resolve it" };
     if (!check || !customer || !inDoubtSince) return { kind: 'cannot_verify', reason: 'the record lacks the check, customer or attempt time to match on' };
     const since = Date.parse(inDoubtSince) - this.options.clockSkewMs;
     const cards = new CardLookup(this.client);
@@ -237,7 +255,7 @@ export class HistoryVerifier {
   async verifyReversal(record: LedgerRecord, now: Date): Promise<ReversalVerdict> {
     const { check, customer } = record.accrual;
     const inDoubtSince = record.reversal.inDoubtSince;
-    if (!this.enabled) return { kind: 'cannot_verify', reason: 'LOYALTY_API_KEY is not set: an operator must /resolve it' };
+    if (!this.enabled) return { kind: 'cannot_verify', reason: "the merchant's loyalty API key is not set (LOYALTY_API_KEY for default), so the history cannot be read: a person must resolve it" };
     if (!check || !customer || !inDoubtSince) return { kind: 'cannot_verify', reason: 'the record lacks the check, customer or attempt time to match on' };
     const shape = await readShape(this.store, merchantOf(record));
     if (!shape) return { kind: 'unproven', reading: 'unknown', why: 'no reversal of this merchant has been confirmed by the loyalty service yet, so how its history shows one is not known' };
@@ -351,7 +369,7 @@ export class HistoryVerifier {
     const { customer } = record.accrual;
     // The cards the record itself names (those its accrual credited) are known without the history.
     const named = (serials: readonly string[]) => serials.map((serialNumber) => ({ serialNumber }));
-    if (!this.enabled) return { ...base, cards: named(creditedCards(record)), operations: [], history: 'not_configured', reading: 'unknown', why: "LOYALTY_API_KEY is not set (nor the merchant's loyalty.apiKey): the operations history cannot be read, so nothing here shows whether the call happened" };
+    if (!this.enabled) return { ...base, rivals: [], cards: named(creditedCards(record)), operations: [], history: 'not_configured', reading: 'unknown', why: "LOYALTY_API_KEY is not set (nor the merchant's loyalty.apiKey): the operations history cannot be read, so nothing here shows whether the call happened" };
     const cards = new CardLookup(this.client);
     let cardIds: string[] = creditedCards(record);
     const operations: EvidenceOperation[] = [];
@@ -380,12 +398,14 @@ export class HistoryVerifier {
             ...(op.balance !== undefined ? { balance: op.balance } : {}),
             ...ownersIn(ownersOf(op, claimedBy, doubtful, shape, this.options.clockSkewMs)),
             ...judged,
+            kind: operationKind(op, shape),
+            ...(op.balance !== undefined && op.amount !== undefined ? { balanceBefore: op.balance - op.amount } : {}),
           });
         }
       }
     } catch (error) {
       // What was read before the failure is not shown: a part of the history is no evidence of what the rest holds.
-      return { ...base, cards: named(cardIds), operations: [], history: 'unreadable', reading: 'unknown', why: `the operations history could not be read (${(error as Error).message}), so nothing here shows whether the call happened; try again later` };
+      return { ...base, rivals: [], cards: named(cardIds), operations: [], history: 'unreadable', reading: 'unknown', why: `the operations history could not be read (${(error as Error).message}), so nothing here shows whether the call happened; try again later` };
     }
     operations.sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.id - b.id);
     const cardsOut = cardIds.map((serialNumber) => {
@@ -393,7 +413,7 @@ export class HistoryVerifier {
       return { serialNumber, ...(last ? { balance: last.balance } : {}) };
     });
     const reading = withReading ? await this.#reading(record, question, now) : { reading: 'unknown' as const, why: 'not read' };
-    return { ...base, cards: cardsOut, operations, history: 'read', ...reading };
+    return { ...base, cards: cardsOut, operations, history: 'read', ...reading, rivals: rivalsOf(record, operations) };
   }
 
   /**
@@ -556,6 +576,27 @@ export class HistoryVerifier {
 
 /** The cards the record's accrual credited, as its results name them (none when the history settled it). */
 /** The evidence's fields of an operation's owners: who claims it, or the records in doubt it may be (none: neither field). */
+/** What an operation is, by the history's own fields (see `EvidenceOperation.kind`). */
+function operationKind(op: Operation, shape: Pick<ReversalShape, 'eventId' | 'sign'> | undefined): EvidenceOperation['kind'] {
+  const sum = op.purchaseSum ?? 0;
+  if (shape && sum !== 0 && op.eventId === shape.eventId && Math.sign(sum) === shape.sign) return 'reversal';
+  if (sum < 0) return 'reversal';
+  if (sum > 0 && (op.amount ?? 0) >= 0) return 'accrual';
+  return 'other';
+}
+
+/** The other records that could own this record's candidates, each with the operations it shares. */
+function rivalsOf(record: LedgerRecord, operations: readonly EvidenceOperation[]): EvidenceRival[] {
+  const shared = new Map<string, number[]>();
+  for (const op of operations) {
+    if (!op.candidate) continue;
+    for (const other of op.mayBeOf ?? []) if (other !== record.transactionId) shared.set(other, [...(shared.get(other) ?? []), op.id]);
+  }
+  // Named by the accrual as its rivals too, where the count left them so (they may own an operation not shown as this one's candidate).
+  for (const other of record.accrual.ambiguousWith ?? []) if (!shared.has(other) && other !== record.transactionId) shared.set(other, []);
+  return [...shared].map(([transactionId, operationIds]) => ({ transactionId, operationIds }));
+}
+
 function ownersIn(owners: OperationOwners): Pick<EvidenceOperation, 'claimedBy' | 'mayBeOf'> {
   if ('claimedBy' in owners) return { claimedBy: owners.claimedBy };
   return owners.mayBeOf.length > 0 ? { mayBeOf: owners.mayBeOf } : {};

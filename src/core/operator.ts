@@ -8,6 +8,7 @@
  */
 import { ConflictError, echoed, NotFoundError, type BridgeError } from '../errors.js';
 import { keyOf, merchantOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
+import { leadOf, type RecordLead } from '../state/lead.js';
 import type { AuditEntry, DeadLetter } from '../ledger/store.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
@@ -138,6 +139,16 @@ export class OperatorActions {
   }
 
   /** What may be done to the record now, and why not (the same transitions the actions run). */
+  /** Whether the bridge can read the merchant's operations history, so its words say which case applies. */
+  canVerify(merchantId: string): Promise<boolean | undefined> {
+    return this.delivery.canVerify(merchantId);
+  }
+
+  /** What the record's page leads with: why it needs a person, and what the bridge does next by itself (state/lead.ts). */
+  async lead(record: LedgerRecord): Promise<RecordLead> {
+    return leadOf(record, { canVerify: await this.canVerify(merchantOf(record)), nowMs: this.writer.now().getTime() });
+  }
+
   async allowed(record: LedgerRecord): Promise<Record<OperatorActionName, ActionAllowed>> {
     const chainLast = record.remainderTransactionId ? (await chainOf(this.writer, keyOf(record))).at(-1) : undefined;
     return operatorActions(record, this.writer.now(), chainLast ?? record);

@@ -129,7 +129,7 @@ function stepByPlan(record: LedgerRecord, ctx: StepContext): Step {
       return { kind: 'call', operation: planned.operation };
     case 'verify': {
       const side = planned.side === 'accrue' ? 'accrual' : 'reverse';
-      if (!ctx.canVerify) return { kind: 'none', why: `${side} outcome unknown; LOYALTY_API_KEY is not set, so an operator must /resolve it` };
+      if (!ctx.canVerify) return { kind: 'none', why: `${side} outcome unknown; the merchant's loyalty API key is not set (LOYALTY_API_KEY for default), so a person must resolve it` };
       if (!due(planned.notBefore)) {
         const ambiguous = record.accrual.ambiguousWith?.length ? `; ambiguous with ${record.accrual.ambiguousWith.join(', ')}` : '';
         return { kind: 'none', why: `${side} outcome unknown; history check at ${planned.notBefore}${ambiguous}` };

@@ -188,8 +188,13 @@ export const EvidenceAnswer = z
           .meta({ description: 'Unclaimed: the records whose accrue or reverse is in doubt and could have made it (as the three-way report names them, kind in_doubt): theirs to settle, never a double to take back by hand.' }),
         candidate: z.boolean().meta({ description: 'It could settle the call in question, by the rules the bridge itself settles by.' }),
         why: z.string().meta({ description: 'Why it is, or is not, a candidate.' }),
+        kind: z.enum(['accrual', 'reversal', 'other']).meta({ description: "What it is, read from the history's own fields (a reversal: the learned reversal shape, or a negative purchase sum), whatever the service's event name says." }),
+        balanceBefore: z.number().optional().meta({ description: "The card's balance before it: balanceBefore + amount = balance." }),
       }),
     ),
+    rivals: z
+      .array(z.object({ transactionId: z.string(), operationIds: z.array(z.number().int()).meta({ description: "This record's candidate operations it could own as well." }) }))
+      .meta({ description: 'The other records in doubt that could own the operations this record could own: the rivals of an ambiguity; empty where none stands.' }),
     reading: z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed', 'ambiguous', 'unknown']).meta({ description: 'What the history shows, as the bridge reads it. The bridge settles accruals and reversals it proves by itself; a person decides the rest (resolve names no outcome by default).' }),
     why: z.string(),
     history: z.enum(['read', 'unreadable', 'not_configured']).meta({ description: 'Whether the operations were read: unreadable (the history failed) and not_configured (no API key) leave operations empty, which then says nothing about whether the call happened.' }),
@@ -213,8 +218,36 @@ export const KeptPayload = z
   .meta({ description: 'The POS payload a record was created from (a direct post, a webhook delivery or its part of a batch, a dead letter run again, an object backfill found).' });
 export type KeptPayload = z.infer<typeof KeptPayload>;
 
+export const AttentionItem = z.object({
+  kind: z.enum(['in_doubt', 'ambiguous', 'held', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter']),
+  transactionId: z.string().optional(),
+  deadLetterId: z.string().optional(),
+  merchantId: z.string().meta({ description: 'Whose; (none) for a dead letter of no known merchant.' }),
+  since: timestamp.meta({ description: 'Since when it has needed a person.' }),
+  why: z.string(),
+  status: LedgerStatus.optional(),
+  pos: z.string().optional(),
+  orderId: z.string().optional(),
+});
+
+export const RecordLead = z
+  .object({
+    needsPerson: z
+      .array(z.object({ kind: AttentionItem.shape.kind, since: timestamp.meta({ description: 'Since when it has needed a person.' }), why: z.string() }))
+      .meta({ description: "Each reason a person is needed now, as the attention queue words it for this merchant's case; empty when none." }),
+    bridge: z
+      .object({
+        acts: z.boolean().meta({ description: 'False: the bridge will not move the record by itself (a person, or nothing, is left).' }),
+        what: z.string().meta({ description: 'What it does next by itself, or why nothing.' }),
+        at: timestamp.optional().meta({ description: 'Not before then; absent: at its next pass.' }),
+      })
+      .meta({ description: 'What the bridge does next by itself, decided by the rules its worker follows.' }),
+  })
+  .meta({ description: "What a record's page leads with: why it needs a person, and whether the bridge will act itself, and when." });
+
 export const RecordDetail = RecordSummary.extend({
   version: z.number().int(),
+  lead: RecordLead,
   origin: RecordOrigin.optional().meta({ description: 'Where it came from; absent on records made before this was kept.' }),
   customer: Customer.optional(),
   inFlight: z.object({ operation: z.enum(['accrue', 'reverse']), startedAt: timestamp, owner: z.string() }).optional().meta({ description: 'A call to the loyalty service under way, and the instance making it.' }),
@@ -358,17 +391,6 @@ export const WhoAmI = z
   .meta({ description: 'Who the bearer token is.' });
 export type WhoAmI = z.infer<typeof WhoAmI>;
 
-export const AttentionItem = z.object({
-  kind: z.enum(['in_doubt', 'ambiguous', 'held', 'failed', 'partially_accrued', 'reverse_failed', 'changed_repeats', 'dead_letter']),
-  transactionId: z.string().optional(),
-  deadLetterId: z.string().optional(),
-  merchantId: z.string().meta({ description: 'Whose; (none) for a dead letter of no known merchant.' }),
-  since: timestamp.meta({ description: 'Since when it has needed a person.' }),
-  why: z.string(),
-  status: LedgerStatus.optional(),
-  pos: z.string().optional(),
-  orderId: z.string().optional(),
-});
 
 export const AttentionAnswer = z
   .object({

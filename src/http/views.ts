@@ -82,11 +82,12 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
  * email, and those in what each attempt sent and got back, are replaced (docs/operators.md: no
  * personal data unless asked for explicitly). `unmask`: as kept.
  */
-export function recordDetail(record: LedgerRecord, actions: RecordDetail['actions'], unmask = false): RecordDetail {
+export function recordDetail(record: LedgerRecord, actions: RecordDetail['actions'], lead: RecordDetail['lead'], unmask = false): RecordDetail {
   const customer = record.accrual.customer;
   return {
     ...recordSummary(record),
     actions,
+    lead,
     version: record.version,
     customer: customer && !unmask ? (maskContactsInJson(customer) as typeof customer) : customer,
     inFlight: record.inFlight,

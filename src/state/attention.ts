@@ -78,8 +78,34 @@ export function attentionEntriesOf(record: AttentionInput): { key: string; merch
   return attentionOf(record).map((item) => ({ key: keyOf(record), merchantId: item.merchantId, kind: item.kind, since: item.since }));
 }
 
+/**
+ * What the caller knows of the record's merchant, so each reason says which case applies: whether
+ * the bridge can read that merchant's operations history (its loyalty API key is set), which decides
+ * whether a call in doubt settles by itself or waits for a person. Unknown (the stores' index, which
+ * keeps only kinds): both cases are named.
+ */
+export interface AttentionContext {
+  canVerify?: boolean;
+}
+
+/** An accrual in doubt, in words for the case that applies (`context.canVerify`). */
+function accrualInDoubtWhy(context: AttentionContext): string {
+  if (context.canVerify === true) return 'the accrual was sent and its answer was lost; the bridge settles it by itself from the operations history, which this merchant\'s API key lets it read: a person is needed only if the history cannot tell';
+  if (context.canVerify === false) return 'the accrual was sent and its answer was lost; this merchant has no loyalty API key, so the bridge cannot read the operations history: a person must check the card in the loyalty service and resolve it as accrued or not accrued';
+  return 'the accrual was sent and its answer was lost; settled by the operations history where the merchant\'s loyalty API key is set, otherwise a person must resolve it as accrued or not accrued';
+}
+
+/** A reversal in doubt the history has not yet been asked about, in words for the case that applies. */
+function reversalInDoubtWhy(context: AttentionContext): string {
+  if (context.canVerify === false) return 'the reversal was sent and its answer was lost; this merchant has no loyalty API key, so the bridge cannot read the operations history: a person must check the card in the loyalty service and resolve it as reversed or not reversed';
+  const settles = "settled from the operations history once it shows the reversal (the bridge learns how this service shows a reversal from one it confirmed)";
+  return context.canVerify === true
+    ? `the reversal was sent and its answer was lost; the bridge ${settles.replace('settled', 'settles it by itself')}: a person is needed only if the history cannot prove it`
+    : `the reversal was sent and its answer was lost; ${settles} where the merchant's loyalty API key is set, otherwise a person must resolve it as reversed or not reversed`;
+}
+
 /** Each reason the record needs a person now (none for a record closed by an operator or one the bridge is still moving). */
-export function attentionOf(record: AttentionInput): AttentionItem[] {
+export function attentionOf(record: AttentionInput, context: AttentionContext = {}): AttentionItem[] {
   if (record.closed) return [];
   const base = { transactionId: record.transactionId, merchantId: merchantOf(record), status: record.status, pos: record.pos, orderId: record.orderId };
   const items: AttentionItem[] = [];
@@ -88,15 +114,15 @@ export function attentionOf(record: AttentionInput): AttentionItem[] {
   const planned = plan(record);
   if ((planned.kind === 'verify' && planned.side === 'reverse') || (planned.kind === 'operator' && reversal.state === 'in_doubt')) {
     const why = reversal.unproven
-      ? `reverse outcome unknown and the operations history does not prove it (${reversal.unproven.why}): a person must resolve it (reversed or not_reversed), shown the evidence`
-      : "reverse outcome unknown; settled from the operations history once it shows the reversal (LOYALTY_API_KEY set and this service's reversal shape learned), otherwise a person must resolve it (reversed or not_reversed)";
+      ? `the reversal was sent and its answer was lost, and the operations history does not prove it (${reversal.unproven.why}): the bridge will not guess; a person must resolve it as reversed or not reversed, shown the evidence`
+      : reversalInDoubtWhy(context);
     items.push({ ...base, kind: 'in_doubt', since: reversal.inDoubtSince ?? statusSince(record), why });
   } else if (planned.kind === 'verify' && planned.side === 'accrue') {
     const rivals = accrual.ambiguousWith?.length ? accrual.ambiguousWith : undefined;
     items.push(
       rivals
-        ? { ...base, kind: 'ambiguous', since: accrual.inDoubtSince ?? statusSince(record), why: `accrual outcome unknown; the operations history matches it and ${rivals.join(', ')} alike: a person must resolve which accrued` }
-        : { ...base, kind: 'in_doubt', since: accrual.inDoubtSince ?? statusSince(record), why: 'accrual outcome unknown; settled by the operations history when LOYALTY_API_KEY is set, otherwise a person must resolve it (accrued or not_accrued)' },
+        ? { ...base, kind: 'ambiguous', since: accrual.inDoubtSince ?? statusSince(record), why: `the accrual was sent and its answer was lost, and the operations history matches it and ${rivals.join(', ')} alike (fewer operations than accruals): the bridge cannot tell which happened; a person decides from the evidence, or asks the service (Ask the service…)` }
+        : { ...base, kind: 'in_doubt', since: accrual.inDoubtSince ?? statusSince(record), why: accrualInDoubtWhy(context) },
     );
   }
   // Held back behind another accrual past the hold's life (`holdAttentionAt`, written by the pass

@@ -482,7 +482,7 @@ export function plan(record: PlanInput): Plan {
   switch (reversal.state) {
     case 'in_doubt':
       // Looked for in the history once the merchant's reversal shape is known (reversal-shape.ts); what that cannot prove is a person's.
-      if (reversal.unproven) return { kind: 'operator', why: `reverse outcome unknown; the history did not prove it (${reversal.unproven.why}), so an operator must /resolve it, shown the evidence` };
+      if (reversal.unproven) return { kind: 'operator', why: `reverse outcome unknown; the history did not prove it (${reversal.unproven.why}), so a person must resolve it as reversed or not reversed, shown the evidence` };
       return { kind: 'verify', side: 'reverse', notBefore: record.nextAttemptAt };
     case 'pending':
       if (accrual.state === 'failed' || accrual.state === 'skipped') return { kind: 'reversal_not_needed' };

@@ -292,7 +292,7 @@ describe('as a person would', () => {
     await visible(page.locator('.timeline').getByText('Pending → Accrued'));
     // Contact details are masked by the API, in the customer and in what was sent.
     await visible(page.getByText('phone ***', { exact: true }));
-    await visible(page.getByText('"phone": "***"').first());
+    await visible(page.locator('.attempts').getByText('"phone": "***"').first());
     expect(await page.getByText('+15550003333').count()).toBe(0);
     await screenshot(page, 'record');
     expect(await seriousViolations(page)).toEqual([]);
@@ -372,6 +372,14 @@ describe('as a person would', () => {
     const describedBy = await retry.getAttribute('aria-describedby');
     expect(await page.locator(`#${describedBy}`).textContent()).toBe(`Not available: ${why}`);
     await visible(page.getByText(`Not available: ${why}`));
+    // Reachable by keyboard with its reason (a disabled attribute would skip it), and pressing it does nothing.
+    await retry.focus();
+    expect(await retry.evaluate((button) => button === document.activeElement)).toBe(true);
+    await page.keyboard.press('Enter');
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    expect((await admin('get', '/v1/admin/transactions/generic:A-1')).body.version).toBe(detail.body.version);
+    const tabbable = await page.evaluate(() => [...document.querySelectorAll<HTMLButtonElement>('button.action')].map((b) => ({ name: b.textContent, tabIndex: b.tabIndex, disabled: b.disabled })));
+    for (const button of tabbable) expect(button).toEqual({ name: button.name, tabIndex: 0, disabled: false });
 
     // An allowed action asks first: the dialog takes the focus, Escape leaves it, and nothing was done.
     const reverse = page.getByRole('button', { name: 'Reverse', exact: true });
@@ -400,15 +408,25 @@ describe('as a person would', () => {
     expect(await failed.getByRole('cell').allTextContents()).toEqual(['Failed', String((await admin('get', '/v1/admin/attention')).body.counts.failed)]);
     await visible(page.getByText(/The oldest has waited \d/));
     // Each item says why, and the oldest comes first (each waiting time carries its start).
-    await visible(items.getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:D-1' }) }).getByRole('cell', { name: /^accrual outcome unknown/ }));
+    await visible(items.getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:D-1' }) }).getByRole('cell', { name: /^the accrual was sent and its answer was lost/ }));
     const since = await items.locator('tbody tr td:nth-child(7) span').evaluateAll((spans) => spans.map((span) => Date.parse(span.getAttribute('title')!)));
     expect(since.length).toBeGreaterThan(5);
     expect(since).toEqual([...since].sort((a, b) => a - b));
     await screenshot(page, 'attention');
     expect(await seriousViolations(page)).toEqual([]);
 
+    // This merchant has no API key: the queue says which case applies, in plain words.
+    await visible(items.getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:D-1' }) }).getByRole('cell', { name: /this merchant has no loyalty API key, so the bridge cannot read the operations history/ }));
     await items.getByRole('link', { name: 'generic:D-1' }).click();
     await visible(page.getByRole('heading', { level: 1, name: 'Record generic:D-1' }));
+    // The page leads with why it needs a person, whether the bridge acts itself, and what each action would do.
+    const lead = page.getByRole('region', { name: 'Why it needs a person' });
+    await visible(lead.getByText('In doubt', { exact: true }));
+    await visible(lead.getByText(/^The bridge will not act by itself: nothing: this merchant has no loyalty API key/));
+    await visible(lead.getByRole('listitem').filter({ hasText: /^Resolve: The bridge records the outcome you established/ }));
+    const leadBox = (await lead.boundingBox())!;
+    expect(leadBox.y).toBeLessThan(200);
+    await screenshot(page, 'record-lead', false);
     await page.getByRole('button', { name: 'Resolve…' }).click();
     const dialog = await visible(page.getByRole('dialog', { name: 'Resolve generic:D-1' }));
     await dialog.getByRole('radio', { name: 'Accrued', exact: true }).check();
@@ -423,6 +441,12 @@ describe('as a person would', () => {
     await gone(page.getByRole('dialog'));
     await visible(page.locator('.facts').getByText('Accrued', { exact: true }));
     expect((await admin('get', '/v1/admin/transactions/generic:D-1')).body.status).toBe('accrued');
+    // After acting: what was done, and the queue's next item to go on with; the lead says nothing is left.
+    const next = (await admin('get', '/v1/admin/attention')).body.items[0];
+    const done = await visible(page.locator('main p.done'));
+    await visible(done.getByText(/^Resolve generic:D-1: now Accrued\./));
+    await visible(done.getByRole('link', { name: next.deadLetterId ? `dead letter ${next.deadLetterId}` : next.transactionId }));
+    await visible(page.getByRole('region', { name: 'Nothing here needs a person' }).getByText('The bridge will not act by itself: nothing: the record is settled.'));
 
     const after = await queue(page);
     await visible(after.getByRole('link', { name: 'generic:F-1' }));
@@ -520,7 +544,11 @@ describe('as a person would', () => {
     await replay.getByLabel('Reason').fill('Tried after adding the shop domain');
     await replay.getByRole('button', { name: 'Replay' }).click();
     await gone(page.getByRole('dialog'));
-    await visible(page.getByRole('status').filter({ hasText: `Replay of dead letter ${deadLetterId} failed again` }));
+    // A failed replay looks failed: said in words first, and drawn as a problem, never as the blue of a success.
+    const failed = await visible(page.getByRole('status').filter({ hasText: `Replay of dead letter ${deadLetterId} failed again` }));
+    expect(await failed.textContent()).toMatch(/^Failed: /);
+    expect(await failed.evaluate((status) => status.classList.contains('problem'))).toBe(true);
+    await screenshot(page, 'dead-letter-replay-failed');
     await visible(page.getByRole('table', { name: 'Every run since it was kept, oldest first' }).getByRole('cell', { name: 'operator' }));
     await page.getByRole('button', { name: 'Dismiss' }).click();
     const dialog = await visible(page.getByRole('dialog', { name: `Dismiss dead letter ${deadLetterId}` }));
@@ -882,5 +910,27 @@ describe('what the bridge says, and only that', () => {
     await page.goto(`/admin/#/dead-letters/${deadLetterId}`);
     await visible(page.getByRole('heading', { level: 1, name: `Dead letter ${deadLetterId}` }));
     for (const name of ['Replay', 'Dismiss']) expect(await why(name)).toBe(noRule);
+  }, TEST_MS);
+});
+
+describe('the queue reads itself again', () => {
+  it('refreshes while shown, saying when it was last read: a new item comes in and the waiting times move on, without a click', async () => {
+    open = await openConsole(browser, h.bridge.url);
+    // The page's clock, under the test's hand: the refresh fires when the test moves it on, not after a real wait.
+    await open.page.clock.install();
+    const page = await signIn(open.page, ADMIN_TOKEN);
+    const items = await visible(page.getByRole('table', { name: /^Oldest first/ }));
+    await visible(page.getByText(/^Read \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC; read again every 30 s while shown\.$/));
+    const readAt = await page.locator('.refreshed time').getAttribute('datetime');
+    expect(await items.getByRole('link', { name: 'generic:N-9' }).count()).toBe(0);
+
+    // Meanwhile, another call of north's is cut off after the service committed it.
+    h.sim.merchant('north').faults.inject({ kind: 'drop_after_commit', on: 'accrue' });
+    expect((await merchantCheckout('north', checkout({ orderId: 'N-9', customer: { phone: '+15550007979' } }))).status).toBe('in_doubt');
+    await page.clock.fastForward('00:31');
+    const fresh = await visible(page.getByRole('table', { name: /^Oldest first/ }).getByRole('link', { name: 'generic:N-9' }));
+    expect(await fresh.isVisible()).toBe(true);
+    expect(await page.locator('.refreshed time').getAttribute('datetime')).not.toBe(readAt);
+    await screenshot(page, 'attention-refreshed', false);
   }, TEST_MS);
 });

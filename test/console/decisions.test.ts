@@ -161,7 +161,19 @@ describe('evidence where the decision is made', () => {
     await visible(section.locator('.reading').filter({ hasText: words }));
     const operations = await visible(section.getByRole('table', { name: /^Operations on its cards in that time/ }));
     const row = operations.getByRole('row').filter({ has: page.getByRole('cell', { name: String(reversal.id), exact: true }) });
-    expect((await row.getByRole('cell').allTextContents()).slice(4)).toEqual(['−59.97 USD', points(reversal.amount), points(reversal.balance), '', reversal.candidate ? 'candidate' : 'not a candidate', expect.stringContaining(reversal.why.split(/\d/)[0])]);
+    // Labelled by what it is (the service may name a reversal's event "Points earned"), with the balance's arithmetic.
+    expect(reversal.kind).toBe('reversal');
+    expect(reversal.balance).toBe(reversal.balanceBefore + reversal.amount);
+    expect((await row.getByRole('cell').allTextContents()).slice(3)).toEqual([
+      expect.stringMatching(/^Reversal \(the service's event /),
+      '−59.97 USD',
+      points(reversal.amount),
+      `${points(reversal.balanceBefore)} ${reversal.amount < 0 ? '−' : '+'} ${points(Math.abs(reversal.amount))} = ${points(reversal.balance)}`,
+      '',
+      (reversal.mayBeOf ?? []).join(', '),
+      reversal.candidate ? 'candidate' : 'not a candidate',
+      expect.stringContaining(reversal.why.split(/\d/)[0]),
+    ]);
     // Every operation the API read is listed, each marked as it says.
     expect(await operations.locator('tbody tr').count()).toBe(evidence.operations.length);
     await screenshot(page, 'evidence');
@@ -358,7 +370,10 @@ describe('next steps are buttons', () => {
     const origin = page.getByRole('region', { name: 'Where it came from' });
     await visible(origin.getByText('a webhook delivery from the POS', { exact: true }));
     await visible(origin.getByText(detail.origin.webhookKey, { exact: true }));
-    await visible(origin.getByRole('heading', { level: 3, name: 'What the POS sent' }));
+    // The payload is folded away (most of a page's length): opened on request.
+    const fold = await visible(origin.getByText('What the POS sent', { exact: true }));
+    expect(await origin.getByRole('heading', { level: 3, name: /phone numbers and emails masked/ }).isVisible()).toBe(false);
+    await fold.click();
     await visible(origin.getByRole('heading', { level: 3, name: /phone numbers and emails masked/ }));
     expect(await page.getByText('+15550007030').count()).toBe(0);
     await screenshot(page, 'record-origin');
@@ -662,8 +677,22 @@ describe('asking the service about an ambiguous accrual', () => {
     const reversesBefore = books().reverseRequests;
     expect(books().transactions['generic:HB-400']).toBeUndefined();
 
+    // The evidence names the rival and the operation both could own, and the page leads with why a person is needed.
+    const evidence = (await admin('get', '/v1/admin/transactions/generic%3AHB-400/evidence?merchantId=harbour')).body;
+    expect(evidence.reading).toBe('ambiguous');
+    const shared = evidence.operations.filter((o: { candidate: boolean }) => o.candidate).map((o: { id: number }) => o.id);
+    expect(shared).toHaveLength(1);
+    expect(evidence.rivals).toEqual([{ transactionId: 'generic:HB-401', operationIds: shared }]);
     const page = await signedIn();
     await recordPage(page, 'harbour', 'generic:HB-400');
+    const lead = page.getByRole('region', { name: 'Why it needs a person' });
+    await visible(lead.getByText('Ambiguous match', { exact: true }));
+    await visible(lead.getByText(/the operations history matches it and generic:HB-401 alike/));
+    const rivals = page.getByRole('region', { name: 'Evidence from the loyalty history' }).locator('.rivals');
+    await visible(rivals.getByText(`This record could own operation ${shared[0]}. So could:`));
+    await visible(rivals.getByRole('listitem').filter({ has: page.getByRole('link', { name: 'generic:HB-401' }) }).filter({ hasText: `operation ${shared[0]}` }));
+    await screenshot(page, 'ambiguous-evidence');
+    expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole('button', { name: 'Ask the service…' }).click();
     const dialog = await visible(page.getByRole('dialog', { name: 'Ask the service generic:HB-400' }));
     await visible(dialog.getByText(/by reversing its transactionId: the service reverses only an accrual it made/));

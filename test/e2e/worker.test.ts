@@ -62,6 +62,6 @@ it("an operator's reconcile examines every open record, past one batch, and says
   expect(report.body.fixed).toEqual([expect.objectContaining({ transactionId: TX, from: 'pending', to: 'accrued' })]);
   expect(report.body.open).toHaveLength(WAITING);
   for (const open of report.body.open as { status: string; why: string }[]) {
-    expect(open).toMatchObject({ status: 'in_doubt', why: expect.stringContaining('an operator must /resolve it') });
+    expect(open).toMatchObject({ status: 'in_doubt', why: expect.stringContaining('a person must resolve it') });
   }
 });

@@ -110,6 +110,6 @@ describe('attentionOf: a call in doubt as the transitions plan it', () => {
 
   it('both sides in doubt (a journal damaged under a refund waiting for its sale): the accrual is what is asked about first, as the plan settles it first', () => {
     const both = written({ accrual: 'in_doubt', reversal: 'in_doubt' });
-    expect(attentionOf(both)).toEqual([expect.objectContaining({ kind: 'in_doubt', why: expect.stringMatching(/^accrual outcome unknown/) })]);
+    expect(attentionOf(both)).toEqual([expect.objectContaining({ kind: 'in_doubt', why: expect.stringMatching(/^the accrual was sent and its answer was lost/) })]);
   });
 });

@@ -85,6 +85,7 @@ export const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), '
 export interface AxeViolation {
   id: string;
   impact: string | null;
+  tags: string[];
   help: string;
   nodes: { target: string[]; failureSummary?: string }[];
 }
@@ -98,10 +99,11 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(AXE_SOURCE);
   const violations = (await page.evaluate(async () => {
     const axe = (globalThis as unknown as { axe: { run: (context: unknown, options: unknown) => Promise<{ violations: unknown[] }> } }).axe;
-    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
+    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22a', 'wcag22aa', 'best-practice'] } });
     return result.violations;
   })) as AxeViolation[];
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  // Every WCAG 2.2 A and AA rule (target-size among them) at any impact; axe's best practices where serious.
+  return violations.filter((v) => v.tags.some((tag) => /^wcag2\d?a{1,2}$/.test(tag)) || v.impact === 'serious' || v.impact === 'critical');
 }
 
 /** How long a test waits for what it expects to appear. */

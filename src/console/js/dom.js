@@ -133,6 +133,38 @@ export function age(iso, now = Date.now()) {
 }
 
 /**
+ * A time the operator reads as ahead or gone by: `in 3 min (2026-11-24 09:12:00 UTC)`, or
+ * `3 min ago (…)` once it has passed, so a "next attempt" already behind never reads as still to come.
+ * @param {string | null | undefined} iso
+ * @param {number} [now]
+ * @returns {Child[] | string}
+ */
+export function when(iso, now = Date.now()) {
+  if (!iso) return '';
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) return String(iso);
+  const distance = age(new Date(now - Math.abs(at - now)).toISOString(), now);
+  return [at > now ? `in ${distance} (` : `${distance} ago (`, time(iso), ')'];
+}
+
+/**
+ * An action's button as the API rules it: allowed, it runs `onclick`; not allowed, it stays in the
+ * Tab order (`aria-disabled`, not `disabled`, which a keyboard skips) with the API's reason beside
+ * it and read with it, and pressing it does nothing.
+ * @param {{ id: string, label: string, allowed: boolean, why?: Child, onclick: () => unknown }} action
+ * @returns {HTMLLIElement}
+ */
+export function actionItem({ id, label, allowed, why, onclick }) {
+  const whyId = `why-${id}`;
+  return h(
+    'li',
+    {},
+    h('button', { type: 'button', class: 'action', 'aria-disabled': allowed ? undefined : 'true', 'aria-describedby': allowed ? undefined : whyId, onclick: () => (allowed ? onclick() : undefined) }, label),
+    allowed ? null : h('span', { class: 'why', id: whyId }, 'Not available: ', why ?? 'the bridge does not allow it now'),
+  );
+}
+
+/**
  * Integer cents (the loyalty service's Check: the decimal amount × 100 in every currency) as the
  * decimal amount with its currency, computed on integers so nothing is rounded: `5997` → `59.97 USD`.
  *

@@ -105,14 +105,17 @@ function navigate(path, params = {}) {
 }
 
 /**
- * A message for screen readers and eyes alike, in the page's status region.
+ * A message for screen readers and eyes alike, in the page's status region. A problem (an action
+ * that failed) is drawn as one and says so in words, never looking like a success.
  * @param {string} text
+ * @param {'done' | 'problem'} [tone]
  */
-function announce(text) {
+function announce(text, tone = 'done') {
   status.textContent = '';
+  status.classList.toggle('problem', tone === 'problem');
   // Set on the next frame, so that the same text twice is announced twice.
   requestAnimationFrame(() => {
-    status.textContent = text;
+    status.textContent = tone === 'problem' ? `Failed: ${text}` : text;
   });
 }
 

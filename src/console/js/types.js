@@ -94,7 +94,7 @@
  * @property {URLSearchParams} params The route's filters (`#/search?status=a,b`).
  * @property {WhoAmI} principal
  * @property {(path: string, params?: Record<string, QueryValue>) => void} navigate Goes to `path` with `params` (empty values left out).
- * @property {(text: string) => void} announce A message for screen readers and eyes alike.
+ * @property {(text: string, tone?: 'done' | 'problem') => void} announce A message for screen readers and eyes alike; a problem is drawn and worded as one.
  * @property {() => Promise<void>} refresh Renders the current route again.
  */
 

@@ -505,7 +505,7 @@ export const adminRoutes: readonly Route[] = [
       404: OTHER_MERCHANT,
     },
     async handle({ req, res, query: q, deps }) {
-      res.json((await attentionQueue(deps.store, { merchantId: scopeOf(req, q.merchantId), limit: q.limit })) satisfies AttentionAnswer);
+      res.json((await attentionQueue(deps.store, { merchantId: scopeOf(req, q.merchantId), limit: q.limit }, (id) => deps.operator.canVerify(id))) satisfies AttentionAnswer);
     },
   }),
   route({
@@ -662,7 +662,7 @@ export const adminRoutes: readonly Route[] = [
       const unmask = q.unmask === 'true';
       // Reading a customer's contact details in clear is an action like any other: who, when, which record.
       if (unmask) await deps.operator.audit('unmask record', actOf(req, undefined), { transactionId: record.transactionId, merchantId: merchantOf(record) });
-      res.json(recordDetail(record, await deps.operator.allowed(record), unmask));
+      res.json(recordDetail(record, await deps.operator.allowed(record), await deps.operator.lead(record), unmask));
     },
   }),
   route({

@@ -4,7 +4,7 @@ import { api } from '../api.js';
 import { age, deadLetterHref, h, prose, recordLink, replace, statusBadge, table, time } from '../dom.js';
 import { merchantField, merchantList } from '../merchants.js';
 
-/** @import { AttentionAnswer, AttentionKind, Readiness, ViewContext } from '../types.js' */
+/** @import { AttentionAnswer, AttentionKind, Child, Readiness, ViewContext } from '../types.js' */
 
 /**
  * Every kind the queue names (AttentionItem's kinds, src/http/schemas.ts), in words: a kind the
@@ -34,15 +34,14 @@ export function kindLabel(kind) {
   return /** @type {Readonly<Record<string, string | undefined>>} */ (KIND_LABELS)[kind] ?? kind;
 }
 
+/** How often the queue reads itself again while it is shown: "Waiting" keeps counting, new items come in. */
+export const REFRESH_MS = 30_000;
+
 /** @param {ViewContext} context */
 export async function attentionView({ section, params, principal, navigate }) {
   const merchantId = principal.scope === 'merchant' ? principal.merchantId : (params.get('merchantId') ?? '');
   replace(section, h('h1', {}, 'Needs attention'), h('p', { class: 'loading' }, 'Loading the queue…'));
-  const queue = /** @type {AttentionAnswer} */ (await api('/v1/admin/attention', { query: { merchantId } }));
-  const total = queue.total ?? Object.values(queue.counts ?? {}).reduce((sum, n) => sum + n, 0);
-
   const merchants = principal.scope === 'global' ? await merchantList(principal) : undefined;
-  const register = principal.scope === 'global' ? await registerProblem() : undefined;
   const merchantFilter =
     principal.scope === 'global'
       ? h(
@@ -59,7 +58,38 @@ export async function attentionView({ section, params, principal, navigate }) {
           h('button', { type: 'submit', class: 'secondary' }, 'Show'),
         )
       : null;
+  const body = h('div', { class: 'queue-body' });
+  const read = h('span', { class: 'refreshed', role: 'status' });
+  const refreshButton = h('button', { type: 'button', class: 'secondary', onclick: () => fill().catch(shown) }, 'Refresh');
+  /** @param {unknown} error */
+  const shown = (error) => replace(read, h('span', { class: 'problem' }, `The queue could not be read again: ${error instanceof Error ? error.message : String(error)}`));
 
+  // Reads the queue and shows it; the filter above stays as the operator left it.
+  const fill = async () => {
+    const queue = /** @type {AttentionAnswer} */ (await api('/v1/admin/attention', { query: { merchantId } }));
+    const register = principal.scope === 'global' ? await registerProblem() : undefined;
+    if (!section.isConnected) return;
+    replace(body, ...queueParts(queue, { merchantId: merchantId ?? '', principal, register }));
+    replace(read, 'Read ', time(new Date().toISOString()), `; read again every ${REFRESH_MS / 1000} s while shown.`);
+  };
+  await fill();
+  replace(section, h('h1', {}, 'Needs attention'), merchantFilter, body, h('p', {}, refreshButton, ' ', read));
+  const timer = setInterval(() => {
+    // Once the operator has moved on, the section is gone and the timer with it; while a dialog is open, the page stays still.
+    if (!section.isConnected) return clearInterval(timer);
+    if (document.querySelector('dialog[open]')) return;
+    fill().catch(shown);
+  }, REFRESH_MS);
+}
+
+/**
+ * The queue's summary, counts and items.
+ * @param {AttentionAnswer} queue
+ * @param {{ merchantId: string, principal: ViewContext['principal'], register: string | undefined }} options
+ * @returns {Child[]}
+ */
+function queueParts(queue, { merchantId, principal, register }) {
+  const total = queue.total ?? Object.values(queue.counts ?? {}).reduce((sum, n) => sum + n, 0);
   const summary =
     total === 0
       ? h('p', { class: 'summary' }, `Nothing needs a person${merchantId ? ` for merchant ${merchantId}` : ''}.`)
@@ -73,11 +103,7 @@ export async function attentionView({ section, params, principal, navigate }) {
   const counts = Object.entries(queue.counts ?? {}).filter(([, n]) => n > 0);
   const perMerchant = Object.entries(queue.perMerchant ?? {}).sort(([, a], [, b]) => b - a);
   const items = queue.items ?? [];
-
-  replace(
-    section,
-    h('h1', {}, 'Needs attention'),
-    merchantFilter,
+  return [
     register ? h('p', { class: 'problem', role: 'status' }, h('strong', {}, 'Registers: '), `merchants with ${register}`) : null,
     summary,
     h(
@@ -111,8 +137,7 @@ export async function attentionView({ section, params, principal, navigate }) {
           { class: 'queue' },
         )
       : null,
-    h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => navigate('/attention', { merchantId: principal.scope === 'global' ? merchantId : undefined }) }, 'Refresh')),
-  );
+  ];
 }
 
 /**

@@ -4,7 +4,7 @@ import { ruleOf } from '../actions.js';
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { deliveryBox } from '../delivery.js';
-import { count, deadLetterHref, facts, h, pager, prose, recordLink, replace, table, time } from '../dom.js';
+import { actionItem, count, deadLetterHref, facts, h, pager, prose, recordLink, replace, table, time, when } from '../dom.js';
 import { webhookPosNames } from '../vocabulary.js';
 import { backfillHref } from './backfill.js';
 
@@ -117,7 +117,7 @@ export async function deadLetterView({ section, announce, refresh }, id) {
     } catch (error) {
       // A replay that failed again is kept among the letter's runs: show them, with why.
       if (error instanceof ApiError && error.code === 'replay_failed') {
-        announce(`Replay of dead letter ${letter.id} failed again: ${error.message}`);
+        announce(`Replay of dead letter ${letter.id} failed again: ${error.message}`, 'problem');
         return refresh();
       }
       outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, `${label} was refused: ${describeError(error)}`));
@@ -132,12 +132,7 @@ export async function deadLetterView({ section, announce, refresh }, id) {
   const button = (name, label, effect) => {
     // What the API allows now, and why not (a letter resolved, dismissed, or being run); an action it gave no rule for is not offered.
     const rule = ruleOf(letter.actions, name);
-    return h(
-      'li',
-      {},
-      h('button', { type: 'button', class: 'action', disabled: !rule.allowed, 'aria-describedby': rule.allowed ? undefined : `why-${name}`, onclick: () => act(name, label, effect) }, label),
-      rule.allowed ? null : h('span', { class: 'why', id: `why-${name}` }, 'Not available: ', prose(rule.why ?? 'the bridge does not allow it now')),
-    );
+    return actionItem({ id: name, label, allowed: rule.allowed, why: rule.why ? prose(rule.why) : undefined, onclick: () => act(name, label, effect) });
   };
 
   replace(
@@ -153,7 +148,7 @@ export async function deadLetterView({ section, announce, refresh }, id) {
       ['Reason', prose(letter.reason)],
       ['Resolved', letter.resolvedAt ? time(letter.resolvedAt) : undefined],
       ['Dismissed', letter.dismissed ? [time(letter.dismissed.at), ` by ${letter.dismissed.actor}: ${letter.dismissed.reason}`] : undefined],
-      ['Next run by the bridge', letter.retry?.nextAt ? time(letter.retry.nextAt) : undefined],
+      ['Next run by the bridge', letter.retry?.nextAt ? when(letter.retry.nextAt) : undefined],
     ]),
     h(
       'section',

@@ -9,10 +9,11 @@ import { ruleOf } from '../actions.js';
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { deliveryBox } from '../delivery.js';
-import { count, deadLetterHref, facts, h, json, majorMoney, maskContact, money, prose, recordLink, replace, statusBadge, statusLabel, table, time } from '../dom.js';
+import { actionItem, age, count, deadLetterHref, facts, h, json, majorMoney, maskContact, money, prose, recordHref, recordLink, replace, statusBadge, statusLabel, table, time, when } from '../dom.js';
+import { kindLabel } from './attention.js';
 
 /**
- * @import { ActionRule, Child, EvidenceAnswer, KeptPayload, OriginVia, RecordActionName, RecordDetail, ResolveOutcome, ViewContext } from '../types.js'
+ * @import { ActionRule, AttentionAnswer, Child, EvidenceAnswer, KeptPayload, OriginVia, RecordActionName, RecordDetail, ResolveOutcome, ViewContext } from '../types.js'
  * @typedef {RecordDetail['accrual'] | RecordDetail['reversal']} Side
  * @typedef {{ section: HTMLElement, answer: Promise<EvidenceAnswer | undefined> }} Evidence
  */
@@ -126,9 +127,14 @@ async function showRecord(context, merchantId, transactionId, unmask) {
   // What the loyalty history shows for a call in doubt: read now, while the page is shown.
   const evidence = needsEvidence(record) ? readEvidence(record) : undefined;
 
+  const done = lastDone?.key === `${merchantId}/${transactionId}` ? lastDone : undefined;
+  lastDone = undefined;
+
   replace(
     section,
     h('h1', {}, `Record ${record.transactionId}`),
+    done ? doneNote(done.text, record, context) : null,
+    leadSection(record),
     facts([
       ['Status', statusBadge(record.status)],
       ['Merchant', record.merchantId],
@@ -137,7 +143,7 @@ async function showRecord(context, merchantId, transactionId, unmask) {
       ['Amount', check ? money(check.amount, currency) : undefined],
       ['Created', time(record.createdAt)],
       ['Updated', time(record.updatedAt)],
-      ['Next attempt', record.nextAttemptAt ? time(record.nextAttemptAt) : undefined],
+      ['Next attempt', record.nextAttemptAt && record.lead?.bridge.acts ? when(record.nextAttemptAt) : undefined],
       ['Call in flight', record.inFlight ? [`${record.inFlight.operation} since `, time(record.inFlight.startedAt), ` on ${record.inFlight.owner}`] : undefined],
       ['Accrual', describeSide(record.accrual)],
       ['Reversal', record.reversal && record.reversal.state !== 'none' ? describeSide(record.reversal) : undefined],
@@ -151,7 +157,7 @@ async function showRecord(context, merchantId, transactionId, unmask) {
     ]),
     unmaskButton,
     evidence ? evidence.section : null,
-    actionsSection(record, outcome, { announce, refresh, evidence }),
+    actionsSection(record, outcome, { announce, refresh, evidence, merchantId, transactionId }),
     outcome,
     originSection(record, section),
     checkSection(check),
@@ -160,6 +166,61 @@ async function showRecord(context, merchantId, transactionId, unmask) {
     historySection(record, currency),
     changedRepeatsSection(record, currency),
   );
+}
+
+/**
+ * What this page last did to a record, shown once on its next rendering with the next item of the
+ * queue: after acting, the operator goes on without going back to the queue.
+ * @type {{ key: string, text: string } | undefined}
+ */
+let lastDone;
+
+/**
+ * What the page leads with (`lead` of the detail): why the record needs a person, whether the
+ * bridge will move it by itself and when, and what each action allowed now would do.
+ * @param {RecordDetail} record
+ * @returns {HTMLElement}
+ */
+function leadSection(record) {
+  const currency = record.check?.currency;
+  const needs = record.lead?.needsPerson ?? [];
+  const bridge = record.lead?.bridge;
+  const allowed = ACTIONS.filter(([name]) => ruleOf(record.actions, name).allowed);
+  return h(
+    'section',
+    { class: `lead ${needs.length ? 'lead-person' : 'lead-none'}`, 'aria-labelledby': 'lead-heading' },
+    h('h2', { id: 'lead-heading' }, needs.length ? 'Why it needs a person' : 'Nothing here needs a person'),
+    needs.length ? h('ul', {}, needs.map((n) => h('li', {}, h('strong', {}, kindLabel(n.kind)), `, for ${age(n.since)}: `, prose(n.why, currency)))) : null,
+    bridge
+      ? h('p', { class: 'bridge-next' }, h('strong', {}, bridge.acts ? 'The bridge acts by itself: ' : 'The bridge will not act by itself: '), prose(bridge.what, currency), bridge.at ? [', ', when(bridge.at)] : null, '.')
+      : null,
+    allowed.length
+      ? [h('h3', {}, 'What each action would do'), h('ul', { class: 'effects' }, allowed.map(([name, label]) => h('li', {}, h('strong', {}, label.replace('…', '')), ': ', ACTION_EFFECTS[name])))]
+      : h('p', {}, 'No action is open on it now (see Actions below for why).'),
+  );
+}
+
+/**
+ * What was just done, and the queue's next item to go on with (the oldest other one, as the queue orders them).
+ * @param {string} text
+ * @param {RecordDetail} record
+ * @param {ViewContext} context
+ * @returns {HTMLElement}
+ */
+function doneNote(text, record, context) {
+  const next = h('span', { class: 'next-item' }, ' Looking for the next item…');
+  const merchantId = context.principal.scope === 'merchant' ? context.principal.merchantId : undefined;
+  api('/v1/admin/attention', { query: { merchantId, limit: '10' } }).then(
+    (answer) => {
+      const items = /** @type {AttentionAnswer} */ (answer).items ?? [];
+      const item = items.find((i) => !(i.transactionId === record.transactionId && i.merchantId === record.merchantId));
+      if (!item) replace(next, ' Nothing else needs a person.');
+      else if (item.deadLetterId) replace(next, ' Next item: ', h('a', { href: deadLetterHref(item.deadLetterId) }, `dead letter ${item.deadLetterId}`), ` (${kindLabel(item.kind)}).`);
+      else replace(next, ' Next item: ', h('a', { href: recordHref(item.merchantId, item.transactionId ?? '') }, item.transactionId ?? ''), ` (${kindLabel(item.kind)}, merchant ${item.merchantId}).`);
+    },
+    () => replace(next, ' ', h('a', { href: '#/attention' }, 'Back to the queue'), '.'),
+  );
+  return h('p', { class: 'done', role: 'status' }, text, next);
 }
 
 /**
@@ -253,19 +314,21 @@ function evidenceView(evidence, record) {
         shape ? [`event ${shape.eventId}, ${shape.sign < 0 ? 'a negative' : 'a positive'} sum on the same card (learned from `, recordLink(record.merchantId, shape.learnedFrom), ' at ', time(shape.at), ')'] : evidence.question === 'reversal' ? 'not known yet: no reversal this loyalty service confirmed has been read back' : undefined,
       ],
     ]),
+    rivalsSaid(evidence, record),
     operations.length
       ? table(
           `Operations on its cards in that time (${count(operations.filter((o) => o.candidate).length, 'candidate')})`,
-          ['Operation', 'At', 'Card', 'Event', 'Purchase', 'Points', 'Balance', 'Claimed by', 'Candidate', 'Why'],
+          ['Operation', 'At', 'Card', 'What it is', 'Purchase', 'Points', 'Balance', 'Claimed by', 'Could be of', 'Candidate', 'Why'],
           operations.map((o) => [
             String(o.id),
             time(o.at),
             o.cardId ?? '',
-            o.eventName ? `${o.eventName} (${o.eventId})` : String(o.eventId ?? ''),
+            operationWhat(o),
             majorMoney(o.purchaseSum, currency),
             points(o.amount),
-            points(o.balance),
+            balanceSum(o),
             o.claimedBy ? recordLink(record.merchantId, o.claimedBy) : '',
+            (o.mayBeOf ?? []).flatMap((id, i) => [i ? ', ' : '', recordLink(record.merchantId, id)]),
             h('span', { class: `badge ${o.candidate ? 'candidate' : 'not-candidate'}` }, o.candidate ? 'candidate' : 'not a candidate'),
             prose(o.why, currency),
           ]),
@@ -273,6 +336,54 @@ function evidenceView(evidence, record) {
         )
       : h('p', {}, noOperationsSaid(evidence)),
   ];
+}
+
+/** What each operation kind is called: a reversal shows as one, whatever the service named its event. */
+const OPERATION_KINDS = { accrual: 'Accrual', reversal: 'Reversal', other: 'Other' };
+
+/**
+ * An operation as what it is, with the service's own event name and id beside it.
+ * @param {EvidenceAnswer['operations'][number]} o
+ * @returns {string}
+ */
+function operationWhat(o) {
+  const kind = OPERATION_KINDS[o.kind] ?? o.kind ?? 'Operation';
+  return `${kind} (the service's event ${o.eventName ? `\u201c${o.eventName}\u201d, ` : ''}${o.eventId})`;
+}
+
+/**
+ * The card's balance with the arithmetic behind it, as the API gives it: `21 + 13 = 34`.
+ * @param {EvidenceAnswer['operations'][number]} o
+ * @returns {string}
+ */
+function balanceSum(o) {
+  if (typeof o.balanceBefore !== 'number' || typeof o.amount !== 'number') return points(o.balance);
+  return `${points(o.balanceBefore)} ${o.amount < 0 ? '\u2212' : '+'} ${points(Math.abs(o.amount))} = ${points(o.balance)}`;
+}
+
+/**
+ * The rivals of an ambiguity, named: each other record in doubt that could own this record's
+ * candidates, and which. Nothing where none stands.
+ * @param {EvidenceAnswer} evidence
+ * @param {RecordDetail} record
+ * @returns {HTMLElement | null}
+ */
+function rivalsSaid(evidence, record) {
+  const rivals = evidence.rivals ?? [];
+  if (!rivals.length) return null;
+  const mine = (evidence.operations ?? []).filter((o) => o.candidate).map((o) => String(o.id));
+  return h(
+    'div',
+    { class: 'rivals' },
+    h('h3', {}, `Rival records (${rivals.length})`),
+    h('p', {}, `This record could own ${mine.length ? `operation ${mine.join(', ')}` : 'no operation shown'}. So could:`),
+    h(
+      'ul',
+      {},
+      rivals.map((r) => h('li', {}, recordLink(record.merchantId, r.transactionId), r.operationIds.length ? `: operation ${r.operationIds.join(', ')}` : ': named as its rival by the count (no operation of this record\u2019s window)')),
+    ),
+    h('p', { class: 'hint' }, 'Fewer operations than records that could own them: each one a record claims is no longer the others\u2019. Settle one only when the loyalty service shows which it is, or ask the service.'),
+  );
 }
 
 /**
@@ -354,22 +465,16 @@ async function evidenceSummary(evidence, record) {
  *
  * @param {RecordDetail} record
  * @param {HTMLElement} outcome
- * @param {{ announce: ViewContext['announce'], refresh: ViewContext['refresh'], evidence: Evidence | undefined }} options
+ * @param {{ announce: ViewContext['announce'], refresh: ViewContext['refresh'], evidence: Evidence | undefined, merchantId: string, transactionId: string }} options
  */
-function actionsSection(record, outcome, { announce, refresh, evidence }) {
+function actionsSection(record, outcome, { announce, refresh, evidence, merchantId, transactionId }) {
   // Acknowledging is offered where there is something to acknowledge (a refusal, changed repeats),
   // or was (so its page says by whom); elsewhere it would only ever be disabled.
   // Asking the service is offered only where it can be done (an ambiguous accrual past the grace period).
   const offered = ACTIONS.filter(([name]) => (name !== 'acknowledge' || record.changedRepeats?.count || record.acknowledged || ruleOf(record.actions, name).allowed) && (name !== 'ask' || ruleOf(record.actions, name).allowed));
   const buttons = offered.map(([name, label]) => {
     const rule = ruleOf(record.actions, name);
-    const whyId = `why-${name}`;
-    return h(
-      'li',
-      {},
-      h('button', { type: 'button', class: 'action', disabled: !rule.allowed, 'aria-describedby': rule.allowed ? undefined : whyId, onclick: () => act(name, label.replace('…', ''), rule) }, label),
-      rule.allowed ? null : h('span', { class: 'why', id: whyId }, 'Not available: ', prose(rule.why ?? 'the bridge does not allow it in this state')),
-    );
+    return actionItem({ id: name, label, allowed: rule.allowed, why: prose(rule.why ?? 'the bridge does not allow it in this state'), onclick: () => act(name, label.replace('…', ''), rule) });
   });
 
   /**
@@ -396,6 +501,7 @@ function actionsSection(record, outcome, { announce, refresh, evidence }) {
       const answer = /** @type {Partial<RecordDetail> | undefined} */ (await api(`/v1/admin/transactions/${encodeURIComponent(record.transactionId)}/${name}`, { method: 'POST', body, query: { merchantId: record.merchantId } }));
       const text = `${label} ${record.transactionId}: now ${statusLabel(answer?.status ?? 'unknown')}.`;
       announce(text);
+      lastDone = { key: `${merchantId}/${transactionId}`, text };
       await refresh();
     } catch (error) {
       outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, `${label} was refused: ${describeError(error)}`));
@@ -426,11 +532,16 @@ function originSection(record, page) {
     read(false).then(
       (shown) => {
         if (!page.isConnected) return;
+        // Folded: the raw payload is what an operator reads last, and it is most of the page's length.
         replace(
           payload,
-          h('h3', {}, 'What the POS sent'),
-          h('p', {}, `Received `, time(shown.receivedAt), shown.pos ? ` from ${shown.pos}` : '', '.'),
-          deliveryBox(shown, () => read(true), { id: 'payload', buttonLabel: 'Show the payload unmasked', headersCaption: 'Headers the bridge kept', onError: problem }),
+          h(
+            'details',
+            { class: 'payload-fold' },
+            h('summary', {}, 'What the POS sent'),
+            h('p', {}, `Received `, time(shown.receivedAt), shown.pos ? ` from ${shown.pos}` : '', '.'),
+            deliveryBox(shown, () => read(true), { id: 'payload', buttonLabel: 'Show the payload unmasked', headersCaption: 'Headers the bridge kept', onError: problem }),
+          ),
         );
       },
       (error) => {
@@ -547,18 +658,46 @@ function historySection(record, currency) {
     h(
       'ol',
       { class: 'timeline' },
-      (record.history ?? []).map((event) =>
+      collapseRepeats(record.history ?? []).map(({ event, repeats, lastAt }) =>
         h(
           'li',
           {},
           time(event.at),
+          repeats ? [' to ', time(lastAt)] : null,
           ' ',
           event.from || event.to ? h('span', { class: 'transition' }, `${event.from ? statusLabel(event.from) : '—'} → ${event.to ? statusLabel(event.to) : '—'}`) : null,
-          h('p', {}, prose(event.event, currency), event.actor ? ` — by ${event.actor}` : '', event.detail && !String(event.event ?? '').includes(event.detail) ? [' (', prose(event.detail, currency), ')'] : ''),
+          h(
+            'p',
+            {},
+            prose(event.event, currency),
+            event.actor ? ` — by ${event.actor}` : '',
+            event.detail && !String(event.event ?? '').includes(event.detail) ? [' (', prose(event.detail, currency), ')'] : '',
+            repeats ? h('strong', { class: 'repeats' }, ` (${count(repeats + 1, 'time')} in a row)`) : null,
+          ),
         ),
       ),
     ),
   );
+}
+
+/**
+ * The history with each run of the same line (a pass looking the record up again, and again)
+ * shown once with how many times and until when: the same event, move, actor and detail.
+ * @param {RecordDetail['history']} history
+ * @returns {{ event: RecordDetail['history'][number], repeats: number, lastAt: string }[]}
+ */
+export function collapseRepeats(history) {
+  /** @type {{ event: RecordDetail['history'][number], repeats: number, lastAt: string }[]} */
+  const runs = [];
+  for (const event of history) {
+    const last = runs.at(-1);
+    const same = last && last.event.event === event.event && last.event.from === event.from && last.event.to === event.to && last.event.actor === event.actor && last.event.detail === event.detail;
+    if (last && same) {
+      last.repeats += 1;
+      last.lastAt = event.at;
+    } else runs.push({ event, repeats: 0, lastAt: event.at });
+  }
+  return runs;
 }
 
 /**
