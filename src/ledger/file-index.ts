@@ -29,7 +29,7 @@ import Database from 'better-sqlite3';
 import type { AttentionKind } from '../state/attention.js';
 import type { Location, Position, SegmentStamp } from './journal.js';
 import type { LedgerStatus } from '../state/record.js';
-import { attentionCountsOf, CUSTOMER_SEARCH_DEPTH, foldCase, LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
+import { attentionCountsOf, CUSTOMER_SEARCH_DEPTH, foldCase, likeLiteral, LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
 
 /** Bumped whenever the schema or the meaning of a column changes: an index of another format is rebuilt. */
 export const INDEX_FORMAT = 2;
@@ -763,7 +763,8 @@ export class LedgerIndex {
     const where = ['1'];
     const params: unknown[] = [];
     if (query.merchantId) where.push('merchant = ?'), params.push(query.merchantId);
-    if (query.actor) where.push('actor = ?'), params.push(query.actor);
+    // A prefix, as every store matches it (store.ts `auditMatches`); SQLite's LIKE ignores ASCII case, so the prefix is checked exactly too.
+    if (query.actor) where.push("actor LIKE ? ESCAPE '\\' AND substr(actor, 1, ?) = ?"), params.push(`${likeLiteral(query.actor)}%`, query.actor.length, query.actor);
     if (query.from) where.push('at_ms >= ?'), params.push(query.from.getTime());
     if (query.to) where.push('at_ms <= ?'), params.push(query.to.getTime());
     const filter = `FROM audit INDEXED BY audit_at WHERE ${where.join(' AND ')}`;

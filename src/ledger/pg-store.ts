@@ -24,6 +24,7 @@ import {
   deadLetterDueAtMs,
   FOLD_CASE_SQL,
   foldCase,
+  likeLiteral,
   LIST_COUNT_CAP,
   pageOf,
   PREFIX_MATCH_CAP,
@@ -114,7 +115,7 @@ const RECORD_OF = (alias: string) => `(SELECT record FROM ledger_records WHERE c
 
 /** A LIKE pattern matching what starts with `prefix` folded (store.ts foldCase), its %, _ and \\ taken literally. */
 function likePrefix(prefix: string): string {
-  return `${foldCase(safeText(prefix)).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  return `${likeLiteral(foldCase(safeText(prefix)))}%`;
 }
 
 /** Text for a column: NUL, which PostgreSQL text cannot hold, as U+FFFD (as `jsonb` does in JSON). */
@@ -629,7 +630,8 @@ export class PostgresLedgerStore implements LedgerStore {
     const where: string[] = [];
     const params: unknown[] = [];
     if (query.merchantId) where.push(`merchant_id = $${params.push(query.merchantId)}`);
-    if (query.actor) where.push(`actor = $${params.push(query.actor)}`);
+    // The actor filter matches a prefix (`merchant:` finds every merchant's token), its LIKE wildcards taken literally.
+    if (query.actor) where.push(`actor LIKE $${params.push(`${likeLiteral(safeText(query.actor))}%`)}`);
     if (query.from) where.push(`at >= $${params.push(query.from)}`);
     if (query.to) where.push(`at <= $${params.push(query.to)}`);
     const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';

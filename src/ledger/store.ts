@@ -352,10 +352,15 @@ export function attentionOrder(a: AttentionCursor, b: AttentionCursor): number {
   return x - y || (a.key < b.key ? -1 : a.key > b.key ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0);
 }
 
-/** Whether an audit entry passes `listAudit`'s filters. */
+/** `text` inside a SQL LIKE pattern with `\\` as its escape: its `%`, `_` and `\\` match themselves. */
+export function likeLiteral(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** Whether an audit entry passes `listAudit`'s filters: `actor` is a prefix of the entry's actor. */
 export function auditMatches(entry: AuditEntry, query: AuditQuery): boolean {
   const atMs = Date.parse(entry.at);
-  return (!query.merchantId || entry.merchantId === query.merchantId) && (!query.actor || entry.actor === query.actor) && (!query.from || atMs >= query.from.getTime()) && (!query.to || atMs <= query.to.getTime());
+  return (!query.merchantId || entry.merchantId === query.merchantId) && (!query.actor || entry.actor.startsWith(query.actor)) && (!query.from || atMs >= query.from.getTime()) && (!query.to || atMs <= query.to.getTime());
 }
 
 /** What one backfill pass found (docs/backfill-and-reconcile.md), kept with its account's state. */

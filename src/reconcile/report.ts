@@ -21,6 +21,7 @@ import { ledgerKey, type LedgerRecord } from '../state/record.js';
 import type { RecordStore, SettingStore } from '../ledger/store.js';
 import { readShape } from '../core/reversal-shape.js';
 import type { Operation } from '../loyalty/contract.js';
+import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { ActiveMerchant } from '../merchants/registry.js';
 import { classify, DIFFERENCE_KINDS, successfulCards, type Difference, type DifferenceKind } from './classify.js';
 import { readOperations, type HistoryProgress, type HistoryReadOptions, type OperationsPages } from '../loyalty/history-reader.js';
@@ -127,7 +128,12 @@ export class ReconcileReporter {
     const merchant = await this.deps.merchants.get(merchantId);
     if (!merchant) throw new NotFoundError(`no merchant ${echoed(merchantId)}`);
     if (!merchant.client.canVerify) {
-      throw new BridgeError(`merchant ${merchant.id} has no loyalty API key (LOYALTY_API_KEY, or the merchant's loyalty.apiKey): its operations history cannot be read`, 422, 'history_unavailable');
+      // Said with what to do: the operator reading this at the console has no other page that says it.
+      const fix =
+        merchant.id === DEFAULT_MERCHANT
+          ? 'set LOYALTY_API_KEY (the loyalty service issues it with the app token) and restart the bridge'
+          : `give it one: PATCH /v1/admin/merchants/${merchant.id} with {"loyalty":{"apiKey":"…"}} (the loyalty service issues it with the app token)`;
+      throw new BridgeError(`merchant ${merchant.id} has no loyalty API key, so its operations history cannot be read and the ledger cannot be compared with the loyalty service: ${fix}, then read the report again`, 422, 'history_unavailable', { field: 'loyalty.apiKey' });
     }
     const { pos, sources } = await this.#readPos(merchant, range, onProgress);
     const ledger = await this.#readLedger(merchant.id, range, pos, onProgress);

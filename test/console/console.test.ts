@@ -459,6 +459,17 @@ describe('as a person would', () => {
     expect(cells.slice(1)).toEqual(['admin', 'resolve accrued', 'generic:D-1', 'Found the accrual in the loyalty history, operation 2', 'accrued', 'default']);
     await screenshot(page, 'audit');
     expect(await seriousViolations(page)).toEqual([]);
+    // The actor is matched by its start: "adm" finds admin's line, "merchant:" none of admin's.
+    await page.getByLabel('Actor starts with').fill('adm');
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await visible(page.getByRole('table', { name: 'Operator actions, newest first' }).getByRole('row').filter({ has: page.getByRole('link', { name: 'generic:D-1' }) }));
+    await page.getByLabel('Actor starts with').fill('merchant:');
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await page.waitForURL(/actor=merchant%3A/);
+    const merchantLines = (await admin('get', '/v1/admin/audit?actor=merchant%3A')).body.total as number;
+    await visible(page.locator('main p.summary').filter({ hasText: new RegExp(`^${merchantLines} entr`) }));
+    const actors = await page.locator('table.audit tbody td[data-label="Actor"]').allTextContents();
+    expect(actors.every((actor) => actor.startsWith('merchant:'))).toBe(true);
   }, TEST_MS);
 
   it('retries several failed records in one bulk action, confirmed with their count', async () => {

@@ -252,7 +252,10 @@ describe.each(STORES)('the three-way report ($name store)', ({ name }) => {
     expect((await request(h.bridge.url).post('/v1/admin/merchants').set('authorization', `Bearer ${ADMIN_TOKEN}`).send({ id: 'keyless', loyalty: { appToken: sim.appToken } })).status).toBe(201);
     const res = await report(`from=${today()}&to=${today()}&merchantId=keyless`);
     expect(res.status).toBe(422);
+    // It says what to do about it, for this merchant: give it an API key, then read the report again.
     expect(res.body.error).toMatchObject({ code: 'history_unavailable', message: expect.stringContaining('has no loyalty API key') });
+    expect(res.body.error.message).toContain('give it one: PATCH /v1/admin/merchants/keyless with {"loyalty":{"apiKey":"…"}}');
+    expect(res.body.error.message).toMatch(/then read the report again$/);
   });
 
   it('the history answering 429 past the back-off: 502, saying so, and nothing reported as if complete', async () => {

@@ -195,7 +195,7 @@ export const AttentionQuery = z.strictObject({
 
 export const AuditQuery = z.strictObject({
   merchantId: merchantIdParam,
-  actor: z.string().min(1).max(80).optional().meta({ description: 'admin, a name from ADMIN_TOKENS, or merchant:<id>.' }),
+  actor: z.string().min(1).max(80).optional().meta({ description: 'The start of the actor: admin, a name from ADMIN_TOKENS, merchant:<id>; merchant: finds every merchant token, ali finds alice.' }),
   from: fromParam,
   to: toParam,
   ...pageParams,
@@ -311,12 +311,21 @@ export function scopeOf(req: Request, requested: string | undefined): string | u
   return principal.merchantId;
 }
 
-/** A customer search as the audit trail names it: the kind and a part that says whom to those who know (a phone's last 4 digits, an email's domain), never the whole contact. */
-export function searchedAs(text: string): string {
-  const value = text.trim().replace(/^(phone|email|card):/i, '');
-  if (value.includes('@')) return `customer email …@${value.split('@').pop()!.slice(0, 80)}`;
-  const digits = value.replace(/\D/g, '');
-  return /^\+|^phone:/i.test(text.trim()) || digits.length >= 7 ? `customer phone or card …${digits.slice(-4)}` : `customer card ${value.slice(0, 40)}`;
+/**
+ * A customer search as the audit trail names it: each kind of identifier the text was searched as,
+ * masked but telling searches apart (a phone's last 4 digits, a card serial's last 6 characters, an
+ * email's first letter and domain), never the whole contact. `identities` are what the search
+ * looked under (customer-index.ts `searchIdentities`: `phone:…`, `email:…`, `card:…`).
+ */
+export function searchedAs(identities: readonly string[]): string {
+  const shown = identities.map((identity) => {
+    const [kind, ...rest] = identity.split(':');
+    const value = rest.join(':');
+    if (kind === 'phone') return `phone …${value.replace(/\D/g, '').slice(-4)}`;
+    if (kind === 'email') return `email ${value.slice(0, 1)}…@${value.split('@').pop()!.slice(0, 80)}`;
+    return `card …${value.slice(-Math.min(6, Math.floor(value.length / 2)))}`;
+  });
+  return `customer ${shown.join(' or ')}`;
 }
 
 /** The ledger key of the record `:transactionId` names, in the request's merchant (default: `default`). */
@@ -384,12 +393,13 @@ export const adminRoutes: readonly Route[] = [
       const merchantId = scopeOf(req, q.merchantId);
       let customer: string[] | undefined;
       let owner: Awaited<ReturnType<typeof deps.operator.cardOwnerIdentities>> | undefined;
+      let typed: string[] = [];
       if (q.customer !== undefined) {
         // A customer is a merchant's customer: the search reads the number in that merchant's phone
         // region, looks in its records only, and is audited against it. A merchant's token is scoped already.
         if (merchantId === undefined) throw ValidationError.field('merchantId', 'is required with customer: a customer search is scoped to one merchant (its records, its phone region, its audit trail)');
         const region = await deps.ingest.phoneRegion(merchantId);
-        const typed = searchIdentities(q.customer, region);
+        typed = searchIdentities(q.customer, region);
         if (typed.length === 0) throw ValidationError.field('customer', 'is not a phone number, an email or a card serial');
         // A card serial finds the records of its owner too, however the POS named them (the loyalty service says whose card it is).
         owner = await deps.operator.cardOwnerIdentities(merchantId, typed, region);
@@ -413,7 +423,7 @@ export const adminRoutes: readonly Route[] = [
       // Looking a customer up is reading personal data like unmasking is: who, when, whom (partly: the audit trail is no place for contacts).
       if (q.customer !== undefined) {
         const byOwner = owner?.asked === 'found' ? ", and the card owner's" : owner?.asked === 'not_read' ? " (the card's owner could not be asked)" : '';
-        await deps.operator.audit('search customer', actOf(req, undefined), { id: searchedAs(q.customer), merchantId }, `${totalCapped ? 'more than ' : ''}${total} record${total === 1 ? '' : 's'}${byOwner}`);
+        await deps.operator.audit('search customer', actOf(req, undefined), { id: searchedAs(typed), merchantId }, `${totalCapped ? 'more than ' : ''}${total} record${total === 1 ? '' : 's'}${byOwner}`);
       }
       res.json({
         items: page.map(recordSummary),

@@ -31,6 +31,19 @@ export function auditStoreContract(name: string, makeStore: MakeStore<AuditStore
           expect((await s.listAudit({ from: new Date(minutes(2)), to: new Date(minutes(2)), offset: 0, limit: 10 })).items).toEqual([entry(2, 'alice', 'bakery-17')]);
         }
       });
+
+      it('matches the actor by its start, exactly: a prefix finds every actor it begins, its LIKE wildcards and case taken as written', async () => {
+        const entry = (n: number, actor: string) => ({ at: minutes(n), actor, action: 'retry', target: `generic:${n}`, outcome: 'accrued' });
+        for (const [n, actor] of ['alice', 'alicia', 'Alina', 'merchant:north', 'merchant:south', 'a_b%c', 'axb'].entries()) await store.appendAudit(entry(n + 1, actor));
+        const actors = async (actor: string) => (await store.listAudit({ actor, offset: 0, limit: 10 })).items.map((e) => e.actor).sort();
+        expect(await actors('ali')).toEqual(['alice', 'alicia']);
+        expect(await actors('alice')).toEqual(['alice']);
+        expect(await actors('merchant:')).toEqual(['merchant:north', 'merchant:south']);
+        expect(await actors('a_')).toEqual(['a_b%c']);
+        expect(await actors('a_b%')).toEqual(['a_b%c']);
+        expect(await actors('ALI')).toEqual([]);
+        expect((await store.listAudit({ actor: 'merchant:', offset: 0, limit: 1 })).total).toBe(2);
+      });
     });
   });
 }

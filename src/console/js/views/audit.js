@@ -35,7 +35,7 @@ export async function auditView({ section, params, principal, navigate }) {
     h(
       'div',
       { class: 'grid' },
-      input('actor', 'Actor', { placeholder: 'e.g. admin, merchant:m1' }),
+      input('actor', 'Actor starts with', { placeholder: 'e.g. alice, merchant:' }),
       principal.scope === 'global' ? merchantField({ id: 'audit-merchantId', merchants, value: query.merchantId }) : null,
       input('from', 'From', { type: 'date' }),
       input('to', 'To (inclusive)', { type: 'date' }),
