@@ -236,6 +236,59 @@ export function centsToDecimalString(cents: number): string {
   return decimalToString({ units: BigInt(cents), scale: 2 });
 }
 
+// ------------------------------------------------------------------ money as a person reads it
+
+/** The minus sign money is shown with (U+2212), as a receipt prints it, not a hyphen. */
+const MINUS = '\u2212';
+
+/**
+ * An exact decimal as a person reads it in `currency`: at least the currency's ISO 4217 exponent of
+ * decimals (USD 2, JPY 0, KWD 3), more only where the value has them (nothing is rounded away), and
+ * the code after it. Without a known currency, two decimals and no code.
+ */
+function shown(d: Decimal, currency: string | undefined): string {
+  const exponent = currency === undefined ? 2 : (currencyExponent(currency) ?? 2);
+  let { units, scale } = d;
+  // Trailing zeros beyond the exponent say nothing; fewer decimals than it are padded.
+  while (scale > exponent && units % 10n === 0n) (units /= 10n), scale--;
+  while (scale < exponent) (units *= 10n), scale++;
+  const text = decimalToString({ units, scale });
+  return `${text.startsWith('-') ? `${MINUS}${text.slice(1)}` : text}${currency ? ` ${currency}` : ''}`;
+}
+
+/**
+ * Check cents (the decimal amount × 100 in every currency, THE RULE above) as the money they are:
+ * 5997 USD → "59.97 USD", 50000 JPY → "500 JPY", 123 KWD → "1.230 KWD", -5 → "−0.05". The console
+ * shows what this writes: the browser does no arithmetic on amounts.
+ */
+export function formatCents(cents: number, currency?: string): string {
+  if (!Number.isSafeInteger(cents)) throw new RangeError(`cents must be a safe integer, got ${String(cents)}`);
+  return shown({ units: BigInt(cents), scale: 2 }, currency);
+}
+
+/** A major-unit amount (the history's `purchaseSum`: 8.4 is 8.40 USD), read exactly from its text, as `formatCents` shows money; '' for what is not a finite amount. */
+export function formatMajor(major: number | null | undefined, currency?: string): string {
+  const d = major === null || major === undefined ? undefined : tryParseDecimal(major);
+  return d ? shown(d, currency) : '';
+}
+
+/** "325 cents", "a 5666-cent Check", "recorded 5997" after "N cents, " in the bridge's own words. */
+const CENTS_IN_TEXT = /(?<cents>-?\b\d{1,16})(?<unit> cents?\b|-cent\b)|(?<=\d cents, recorded )(?<recorded>\d{1,16})\b/g;
+
+/**
+ * The bridge's words (a history line, a why, an error) with every amount it wrote in cents shown as
+ * the money it is in `currency` (`formatCents`): "refund of 325 cents" → "refund of 3.25 USD".
+ * Ledger lines written long ago keep their cents; they are worded at the answer, once, here.
+ */
+export function moneyInText(text: string, currency?: string): string {
+  return text.replace(CENTS_IN_TEXT, (whole, cents: string | undefined, _unit: string | undefined, recorded: string | undefined) => {
+    const n = Number(cents ?? recorded);
+    if (!Number.isSafeInteger(n)) return whole;
+    // "a 5666-cent Check" reads "a 56.66 USD Check".
+    return formatCents(n, currency);
+  });
+}
+
 /**
  * Whether a major-unit amount (e.g. an upstream operation's `purchaseSum` 19.99) is exactly
  * `cents` / 100, compared as decimals through the number's text, never by float arithmetic.

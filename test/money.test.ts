@@ -10,9 +10,12 @@ import {
   decimalToString,
   divDecimalToCents,
   divRoundHalfAwayFromZero,
+  formatCents,
+  formatMajor,
   isWholeNumber,
   minorUnitsToCents,
   minorUnitsToDecimal,
+  moneyInText,
   mulDecimal,
   nonNegativeCents,
   parseDecimal,
@@ -515,5 +518,36 @@ describe('properties', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+});
+
+describe('money as a person reads it (formatCents, formatMajor, moneyInText)', () => {
+  it('shows Check cents by the currency\'s exponent, rounding nothing away', () => {
+    expect(formatCents(5997, 'USD')).toBe('59.97 USD');
+    expect(formatCents(-5, 'USD')).toBe('\u22120.05 USD');
+    expect(formatCents(0, 'EUR')).toBe('0.00 EUR');
+    // The Check is the decimal × 100 in every currency: ¥500 is 50000.
+    expect(formatCents(50000, 'JPY')).toBe('500 JPY');
+    expect(formatCents(12345, 'JPY')).toBe('123.45 JPY');
+    expect(formatCents(123, 'KWD')).toBe('1.230 KWD');
+    expect(formatCents(5997)).toBe('59.97');
+    expect(() => formatCents(0.5, 'USD')).toThrow(RangeError);
+  });
+
+  it('shows a major-unit amount from its exact text, never through float arithmetic', () => {
+    expect(formatMajor(8.4, 'USD')).toBe('8.40 USD');
+    expect(formatMajor(-59.97, 'USD')).toBe('\u221259.97 USD');
+    expect(formatMajor(0.1 + 0.2, 'USD')).toBe('0.30000000000000004 USD');
+    expect(formatMajor(1.234, 'KWD')).toBe('1.234 KWD');
+    expect(formatMajor(null, 'USD')).toBe('');
+    expect(formatMajor(Number.NaN, 'USD')).toBe('');
+  });
+
+  it('words the amounts the bridge wrote in cents inside its own text, and nothing else', () => {
+    expect(moneyInText('partial refund R-1 of 325 cents: reverse this accrual', 'USD')).toBe('partial refund R-1 of 3.25 USD: reverse this accrual');
+    expect(moneyInText('so 1200 cents of the 5666-cent Check, pro rata', 'USD')).toBe('so 12.00 USD of the 56.66 USD Check, pro rata');
+    expect(moneyInText('latest 999 cents, recorded 5997; 2 such deliveries', 'USD')).toBe('latest 9.99 USD, recorded 59.97 USD; 2 such deliveries');
+    expect(moneyInText('operation 12 on card 11-100001-2 at 2026-11-24T09:12:00.000Z', 'USD')).toBe('operation 12 on card 11-100001-2 at 2026-11-24T09:12:00.000Z');
+    expect(moneyInText('1 cent', 'JPY')).toBe('0.01 JPY');
   });
 });

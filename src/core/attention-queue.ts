@@ -6,6 +6,7 @@
  */
 import { ATTENTION_KINDS, attentionOf, SETTLED_ATTENTION_STATUSES, type AttentionContext, type AttentionInput, type AttentionItem, type AttentionKind } from '../state/attention.js';
 import { merchantOf } from '../state/record.js';
+import { moneyInText } from '../money.js';
 import type { LedgerReading } from '../metrics.js';
 import type { AttentionCounts, AttentionEntry, DeadLetter, DeadLetterCounts, DeadLetterStore, RecordStore } from '../ledger/store.js';
 
@@ -30,7 +31,9 @@ function letterItem(letter: DeadLetter): AttentionItem {
 
 /** The item an attention entry stands for, worded from its record as it stands now and for the case of its merchant. */
 function recordItem(entry: AttentionEntry, record: AttentionInput, context: AttentionContext): AttentionItem | undefined {
-  return attentionOf(record, context).find((item) => item.kind === entry.kind);
+  const item = attentionOf(record, context).find((i) => i.kind === entry.kind);
+  // Amounts in its words shown as money in the record's currency, as every answer an operator reads shows them.
+  return item && { ...item, why: moneyInText(item.why, record.accrual.check?.currency) };
 }
 
 /** Whether the bridge can read a merchant's operations history (its loyalty API key is set); undefined for a merchant it does not know. */

@@ -126,6 +126,7 @@ export const RecordSummary = z
     partialRefund: PartialRefund.optional(),
     closed: Closed.optional().meta({ description: 'Closed by an operator (an orphan reverse_failed: the loyalty service never knew the order). The status stays; the record leaves the attention queue.' }),
     acknowledged: Closed.optional().meta({ description: 'An operator acknowledged what the attention queue showed (a refusal, deliveries with another amount): out of the queue until the record needs a person again.' }),
+    amountText: z.string().optional().meta({ description: "The Check's amount as a person reads it, by its currency's exponent (59.97 USD, 500 JPY): what the console shows, which does no arithmetic on amounts." }),
   })
   .meta({ description: 'One ledger record: the Check sent and the results, without the attempt log.' });
 export type RecordSummary = z.infer<typeof RecordSummary>;
@@ -180,6 +181,7 @@ export const EvidenceAnswer = z
         eventName: z.string().optional(),
         amount: z.number().optional(),
         purchaseSum: z.number().nullable().optional().meta({ description: 'Account-currency units, not cents (as the history gives it).' }),
+        purchaseText: z.string().meta({ description: "purchaseSum as a person reads it, in the record's currency, read exactly from its text ('' when none)." }),
         balance: z.number().optional(),
         claimedBy: z.string().optional().meta({ description: "The record that claimed it (its accrual's or its reversal's)." }),
         mayBeOf: z
@@ -245,9 +247,23 @@ export const RecordLead = z
   })
   .meta({ description: "What a record's page leads with: why it needs a person, and whether the bridge will act itself, and when." });
 
+const MoneyText = z.string().optional();
+export const RecordMoneyText = z
+  .object({
+    tax: MoneyText,
+    discount: MoneyText,
+    tip: MoneyText,
+    service: MoneyText,
+    selections: z.array(z.object({ price: MoneyText, totalPrice: MoneyText })).meta({ description: "Each selection's, in the Check's order." }),
+    partialRefunded: MoneyText,
+    changedRepeats: z.object({ first: z.array(z.string()), latest: z.array(z.string()) }).optional(),
+  })
+  .meta({ description: "The record's other amounts as a person reads them (money.ts formatCents), beside the integer cents they show." });
+
 export const RecordDetail = RecordSummary.extend({
   version: z.number().int(),
   lead: RecordLead,
+  moneyText: RecordMoneyText,
   origin: RecordOrigin.optional().meta({ description: 'Where it came from; absent on records made before this was kept.' }),
   customer: Customer.optional(),
   inFlight: z.object({ operation: z.enum(['accrue', 'reverse']), startedAt: timestamp, owner: z.string() }).optional().meta({ description: 'A call to the loyalty service under way, and the instance making it.' }),

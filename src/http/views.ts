@@ -5,9 +5,11 @@
 import type { Response } from 'express';
 import { merchantOf, type LedgerRecord } from '../state/record.js';
 import { maskContacts, maskContactsInJson } from '../mask.js';
+import { formatCents, formatMajor, moneyInText } from '../money.js';
+import type { Evidence } from '../core/history-verifier.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
 import type { KeptPayload as StoredPayload, DeadLetter as StoredDeadLetter } from '../ledger/store.js';
-import type { DeadLetter, KeptPayload, PosAnswer, RecordDetail, RecordSummary } from './schemas.js';
+import type { DeadLetter, EvidenceAnswer, KeptPayload, PosAnswer, RecordDetail, RecordSummary } from './schemas.js';
 
 /** The one mapping of the core's outcomes to HTTP (bridge-contract: 200 final now, 202 still being delivered, 404 an order nobody knows). */
 const ANSWER_STATUS: Record<AnswerOutcome, number> = { settled: 200, in_progress: 202, unknown_order: 404 };
@@ -46,6 +48,7 @@ export function posAnswer(answer: Answer): PosAnswer {
 
 /** One row of the admin list: the Check sent and the results, without the attempt log. */
 export function recordSummary(record: LedgerRecord): RecordSummary {
+  const check = record.accrual.check;
   return {
     transactionId: record.transactionId,
     merchantId: merchantOf(record),
@@ -56,7 +59,8 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
     updatedAt: record.updatedAt,
     check: record.accrual.check,
     results: record.accrual.results,
-    errors: [...record.accrual.errors, ...record.reversal.errors],
+    // The bridge's own words about amounts are shown as money, once, here (money.ts moneyInText).
+    errors: [...record.accrual.errors, ...record.reversal.errors].map((e) => moneyInText(e, check?.currency)),
     accrual: { state: record.accrual.state, settledBy: record.accrual.settledBy, operationIds: record.accrual.operationIds, inDoubtSince: record.accrual.inDoubtSince },
     reversal: {
       state: record.reversal.state,
@@ -73,6 +77,36 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
     partialRefund: record.reversal.partial,
     closed: record.closed,
     acknowledged: record.acknowledged,
+    ...(check ? { amountText: formatCents(check.amount, check.currency) } : {}),
+  };
+}
+
+/** A record's amounts besides the Check's, as a person reads them (`RecordMoneyText`). */
+function moneyTextOf(record: LedgerRecord): RecordDetail['moneyText'] {
+  const check = record.accrual.check;
+  const currency = check?.currency;
+  const text = (cents: number | undefined) => (cents === undefined ? undefined : formatCents(cents, currency));
+  const repeats = record.changedRepeats;
+  return {
+    tax: text(check?.taxAmount),
+    discount: text(check?.discountAmount),
+    tip: text(check?.tipAmount),
+    service: text(check?.serviceAmount),
+    selections: (check?.selections ?? []).map((s) => ({ price: text(s.price), totalPrice: text(s.totalPrice) })),
+    partialRefunded: text(record.reversal.partial?.refundedCents),
+    ...(repeats ? { changedRepeats: { first: repeats.first.map((d) => formatCents(d.amountCents, currency)), latest: repeats.latest.map((d) => formatCents(d.amountCents, currency)) } } : {}),
+  };
+}
+
+/**
+ * The evidence as operators read it: each operation's purchase sum as money in the record's
+ * currency, and every amount the bridge's words give in cents as money (money.ts).
+ */
+export function evidenceView(evidence: Evidence, currency: string | undefined): EvidenceAnswer {
+  return {
+    ...evidence,
+    why: moneyInText(evidence.why, currency),
+    operations: evidence.operations.map((o) => ({ ...o, purchaseText: formatMajor(o.purchaseSum, currency), why: moneyInText(o.why, currency) })),
   };
 }
 
@@ -84,17 +118,19 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
  */
 export function recordDetail(record: LedgerRecord, actions: RecordDetail['actions'], lead: RecordDetail['lead'], unmask = false): RecordDetail {
   const customer = record.accrual.customer;
+  const currency = record.accrual.check?.currency;
   return {
     ...recordSummary(record),
     actions,
-    lead,
+    lead: { needsPerson: lead.needsPerson.map((n) => ({ ...n, why: moneyInText(n.why, currency) })), bridge: { ...lead.bridge, what: moneyInText(lead.bridge.what, currency) } },
+    moneyText: moneyTextOf(record),
     version: record.version,
     customer: customer && !unmask ? (maskContactsInJson(customer) as typeof customer) : customer,
     inFlight: record.inFlight,
     rounds: record.rounds,
     attempts: unmask ? record.attempts : record.attempts.map((a) => ({ ...a, request: maskContactsInJson(a.request), ...(a.response ? { response: { ...a.response, body: maskContactsInJson(a.response.body) } } : {}) })),
     attemptsOmitted: record.attemptsOmitted,
-    history: record.history,
+    history: record.history.map((e) => ({ ...e, event: moneyInText(e.event, currency), ...(e.detail !== undefined ? { detail: moneyInText(e.detail, currency) } : {}) })),
     changedRepeats: record.changedRepeats,
     ...(record.origin ? { origin: record.origin } : {}),
     masked: !unmask,

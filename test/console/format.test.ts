@@ -1,6 +1,6 @@
 /**
- * The console's formatting of money, ages and contact details (src/console/js/dom.js): the page
- * shows integer cents as decimals without rounding, and masks customers' phone numbers and emails.
+ * The console's formatting of ages and contact details (src/console/js/dom.js): the page formats
+ * no money (the bridge writes every amount, money.ts), and masks customers' phone numbers and emails.
  * And what the page names and allows comes from the bridge: the vocabulary it serves
  * (`/admin/vocabulary.json`: statuses with their words, POS names, each from its one owner), which
  * the page reads instead of keeping copies, and the rule the API gives for each action, an action
@@ -12,7 +12,7 @@ import { describe, expect, it } from '@jest/globals';
 import express from 'express';
 import request from 'supertest';
 // @ts-expect-error: the console's own ES module, plain JavaScript for the browser (type-checked by tsconfig.console.json, not here).
-import { age, majorMoney, maskContact, money, prose, statusLabel } from '../../src/console/js/dom.js';
+import { age, maskContact, prose, statusLabel } from '../../src/console/js/dom.js';
 // @ts-expect-error: the console's own ES module.
 import { differenceLabel, ledgerStatuses, listingPosNames, posNames, statusWords, useVocabulary, webhookPosNames } from '../../src/console/js/vocabulary.js';
 import { DIFFERENCE_KINDS, DIFFERENCE_LABELS } from '../../src/reconcile/classify.js';
@@ -26,44 +26,21 @@ import { POS_NAMES, VENDOR_POS_NAMES } from '../../src/pos/contract.js';
 import { LEDGER_STATUSES } from '../../src/state/record.js';
 import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../src/ledger/status-words.js';
 
-describe('money', () => {
-  it.each([
-    [5997, 'USD', '59.97 USD'],
-    [5, 'USD', '0.05 USD'],
-    [100, 'JPY', '1.00 JPY'],
-    [-1999, 'EUR', '−19.99 EUR'],
-    [0, undefined, '0.00'],
-    // Past what a double holds in cents after a division: computed on integers, exact.
-    [900719925474099, 'USD', '9007199254740.99 USD'],
-  ])('%p cents in %p is %p', (cents, currency, text) => {
-    expect(money(cents, currency)).toBe(text);
+describe('money is the bridge\'s to write', () => {
+  it('the page formats no amount: the API writes every one as money (money.ts), and no console script computes with an amount', () => {
+    const dir = join(CONSOLE_DIR, 'js');
+    const scripts = [...readdirSync(dir), ...readdirSync(join(dir, 'views')).map((f) => join('views', f))].filter((f) => f.endsWith('.js'));
+    expect(scripts.length).toBeGreaterThan(10);
+    for (const file of scripts) {
+      const source = readFileSync(join(dir, file), 'utf8');
+      // Cents to decimals (× or ÷ 100, toFixed, Intl's currency formatting) is the bridge's work, done once.
+      expect({ file, found: source.match(/[*/]\s*100\b|\.toFixed\(|NumberFormat|\bmoney\(|majorMoney/g) ?? [] }).toEqual({ file, found: [] });
+    }
   });
 
-  it('shows nothing for what is not a whole number of cents', () => {
-    expect(money(12.5, 'USD')).toBe('');
-    expect(money(undefined, 'USD')).toBe('');
-  });
-});
-
-describe('majorMoney', () => {
-  it("shows the loyalty history's decimal sums as money, rounded to the cent once", () => {
-    expect(majorMoney(-8.4, 'USD')).toBe('−8.40 USD');
-    expect(majorMoney(59.97, 'USD')).toBe('59.97 USD');
-    expect(majorMoney(0.1 + 0.2, 'EUR')).toBe('0.30 EUR');
-    expect(majorMoney(undefined, 'USD')).toBe('');
-    expect(majorMoney(null, 'USD')).toBe('');
-  });
-});
-
-describe('prose', () => {
-  it("writes the API's counts of cents as money, with the record's currency or without one", () => {
-    expect(prose('partial refund RP-1 of 1999 cents: the remaining 3998 cents as generic:P-1~r1', 'USD')).toEqual(['partial refund RP-1 of ', '19.99 USD', ': the remaining ', '39.98 USD', ' as generic:P-1~r1']);
-    expect(prose('so 1101 cents of the 5666-cent Check, pro rata', 'USD')).toEqual(['so ', '11.01 USD', ' of the ', '56.66 USD', ' Check, pro rata']);
-    expect(prose('1 cent', 'EUR')).toEqual(['0.01 EUR']);
-    // The attention queue names no currency: the amounts alone, the one it is compared with too.
-    expect(prose('delivered again with another amount (latest 999 cents, recorded 5997; 1 such deliveries in all)')).toEqual(['delivered again with another amount (latest ', '9.99', ', recorded ', '59.97', '; 1 such deliveries in all)']);
-    // Anything else stays as it is: ids with digits, a count of records, a reversal in major units.
-    expect(prose('operation 5 on card 21-100003-4, a reversal of -59.97, 3 records', 'USD')).toEqual(['operation 5 on card 21-100003-4, a reversal of -59.97, 3 records']);
+  it("prose leaves the API's words as they came but for times: amounts in them are already money", () => {
+    expect(prose('partial refund RP-1 of 19.99 USD: the remaining 39.98 USD as generic:P-1~r1')).toEqual(['partial refund RP-1 of 19.99 USD: the remaining 39.98 USD as generic:P-1~r1']);
+    expect(prose('operation 5 on card 21-100003-4, 3 records')).toEqual(['operation 5 on card 21-100003-4, 3 records']);
     expect(prose(undefined)).toBe('');
     expect(prose('')).toEqual([]);
   });

@@ -164,66 +164,26 @@ export function actionItem({ id, label, allowed, why, onclick }) {
   );
 }
 
-/**
- * Integer cents (the loyalty service's Check: the decimal amount × 100 in every currency) as the
- * decimal amount with its currency, computed on integers so nothing is rounded: `5997` → `59.97 USD`.
- *
- * @param {unknown} cents
- * @param {string} [currency]
- * @returns {string}
- */
-export function money(cents, currency) {
-  if (typeof cents !== 'number' || !Number.isInteger(cents)) return '';
-  const sign = cents < 0 ? '−' : '';
-  const abs = Math.abs(cents);
-  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}${currency ? ` ${currency}` : ''}`;
-}
-
-/**
- * A decimal amount in the currency's major units (the loyalty history's `purchaseSum`: 8.4 is
- * 8.40) as `money` shows cents; rounded to the cent once, as the bridge reads it.
- *
- * @param {unknown} amount
- * @param {string} [currency]
- * @returns {string}
- */
-export function majorMoney(amount, currency) {
-  if (typeof amount !== 'number' || !Number.isFinite(amount)) return '';
-  return money(Math.round(amount * 100), currency);
-}
-
-/**
- * A timestamp with its offset (2026-11-24T09:12:00.000Z), or so many cents (325 cents, a 5666-cent
- * Check, and the amount the attention queue compares it with: "latest 999 cents, recorded 5997"),
- * inside the API's text.
- */
-const IN_TEXT = /(?<iso>\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2}))|(?<cents>-?\b\d+)(?<unit> cents?\b|-cent\b)|(?<=\d cents, recorded )(?<recorded>\d+)\b/g;
+/** A timestamp with its offset (2026-11-24T09:12:00.000Z) inside the API's text. */
+const IN_TEXT = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})/g;
 
 /**
  * The API's words (a history event, a why) as nodes: every timestamp in them shown as `time` shows
- * one, and every "325 cents" as the money it is (`3.25 USD`, or `3.25` where the currency is not
- * known), so the page never shows a raw ISO time or a count of cents beside formatted money. The
- * rest stays text.
+ * one, so the page never shows a raw ISO time. Amounts come already written as money by the bridge
+ * (money.ts `moneyInText`): the page does no arithmetic on them. The rest stays text.
  *
  * @param {string | null | undefined} text
- * @param {string} [currency]
  * @returns {(string | HTMLTimeElement)[] | ''}
  */
-export function prose(text, currency) {
+export function prose(text) {
   if (text === undefined || text === null) return '';
   const source = String(text);
   /** @type {(string | HTMLTimeElement)[]} */
   const parts = [];
   let last = 0;
   for (const match of source.matchAll(IN_TEXT)) {
-    const { iso, cents, recorded } = match.groups ?? {};
-    /** @type {string | HTMLTimeElement | null} */
-    let node;
-    if (iso) node = Number.isNaN(Date.parse(iso)) ? null : time(iso);
-    // Without a currency (a queue item names none), the amount alone: 9.99.
-    else node = money(Number(cents ?? recorded), currency);
-    if (node === null || node === undefined) continue;
-    parts.push(source.slice(last, match.index), node);
+    if (Number.isNaN(Date.parse(match[0]))) continue;
+    parts.push(source.slice(last, match.index), time(match[0]));
     last = match.index + match[0].length;
   }
   parts.push(source.slice(last));

@@ -36,7 +36,7 @@ import {
   WhoAmI,
   PosAnswer,
 } from '../schemas.js';
-import { deadLetterDetail, deadLetterSummary, keptPayloadView, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
+import { deadLetterDetail, deadLetterSummary, evidenceView, keptPayloadView, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
 
 export { BULK_MAX };
 
@@ -452,8 +452,9 @@ export const adminRoutes: readonly Route[] = [
     /** What the loyalty history shows around the record's uncertain call, read live; changes nothing (contract v1.4). */
     async handle({ req, res, query, deps }) {
       const key = keyOf(req, query);
-      if (!(await deps.store.get(key))) throw new NotFoundError(`no ledger record ${echoed(req.params.transactionId as string)}`);
-      res.json((await deps.operator.evidence(key)) satisfies EvidenceAnswer);
+      const record = await deps.store.get(key);
+      if (!record) throw new NotFoundError(`no ledger record ${echoed(req.params.transactionId as string)}`);
+      res.json(evidenceView(await deps.operator.evidence(key), record.accrual.check?.currency) satisfies EvidenceAnswer);
     },
   }),
   route({

@@ -9,7 +9,7 @@ import { ruleOf } from '../actions.js';
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { deliveryBox } from '../delivery.js';
-import { actionItem, age, count, deadLetterHref, facts, h, json, majorMoney, maskContact, money, prose, recordHref, recordLink, replace, statusBadge, statusLabel, table, time, when } from '../dom.js';
+import { actionItem, age, count, deadLetterHref, facts, h, json, maskContact, prose, recordHref, recordLink, replace, statusBadge, statusLabel, table, time, when } from '../dom.js';
 import { kindLabel } from './attention.js';
 
 /**
@@ -114,7 +114,6 @@ async function showRecord(context, merchantId, transactionId, unmask) {
   }
   if (!section.isConnected) return;
   const check = record.check;
-  const currency = check?.currency;
   const outcome = h('div', { class: 'action-result' });
   const unmaskButton = record.masked
     ? h(
@@ -140,7 +139,7 @@ async function showRecord(context, merchantId, transactionId, unmask) {
       ['Merchant', record.merchantId],
       ['POS', record.pos],
       ['POS order id', record.orderId],
-      ['Amount', check ? money(check.amount, currency) : undefined],
+      ['Amount', record.amountText],
       ['Created', time(record.createdAt)],
       ['Updated', time(record.updatedAt)],
       ['Next attempt', record.nextAttemptAt && record.lead?.bridge.acts ? when(record.nextAttemptAt) : undefined],
@@ -150,7 +149,7 @@ async function showRecord(context, merchantId, transactionId, unmask) {
       ['Refund ids', record.reversal?.refundIds?.length ? record.reversal.refundIds.join(', ') : undefined],
       ['Parent record', record.parentTransactionId ? recordLink(record.merchantId, record.parentTransactionId) : undefined],
       ['Remainder record', record.remainderTransactionId ? recordLink(record.merchantId, record.remainderTransactionId) : undefined],
-      ['Partial refund', record.partialRefund ? `${record.partialRefund.refundId}: ${money(record.partialRefund.refundedCents, currency)} refunded; the rest is accrued as ${record.partialRefund.remainderTransactionId}` : undefined],
+      ['Partial refund', record.partialRefund ? `${record.partialRefund.refundId}: ${record.moneyText?.partialRefunded ?? ''} refunded; the rest is accrued as ${record.partialRefund.remainderTransactionId}` : undefined],
       ['Closed', record.closed ? [time(record.closed.at), ` by ${record.closed.actor}: ${record.closed.reason}`] : undefined],
       ['Acknowledged', record.acknowledged ? [time(record.acknowledged.at), ` by ${record.acknowledged.actor}: ${record.acknowledged.reason}`] : undefined],
       ['Customer', customer(record.customer)],
@@ -160,11 +159,11 @@ async function showRecord(context, merchantId, transactionId, unmask) {
     actionsSection(record, outcome, { announce, refresh, evidence, merchantId, transactionId }),
     outcome,
     originSection(record, section),
-    checkSection(check),
+    checkSection(record),
     resultsSection(record),
     attemptsSection(record),
-    historySection(record, currency),
-    changedRepeatsSection(record, currency),
+    historySection(record),
+    changedRepeatsSection(record),
   );
 }
 
@@ -182,7 +181,6 @@ let lastDone;
  * @returns {HTMLElement}
  */
 function leadSection(record) {
-  const currency = record.check?.currency;
   const needs = record.lead?.needsPerson ?? [];
   const bridge = record.lead?.bridge;
   const allowed = ACTIONS.filter(([name]) => ruleOf(record.actions, name).allowed);
@@ -190,9 +188,9 @@ function leadSection(record) {
     'section',
     { class: `lead ${needs.length ? 'lead-person' : 'lead-none'}`, 'aria-labelledby': 'lead-heading' },
     h('h2', { id: 'lead-heading' }, needs.length ? 'Why it needs a person' : 'Nothing here needs a person'),
-    needs.length ? h('ul', {}, needs.map((n) => h('li', {}, h('strong', {}, kindLabel(n.kind)), `, for ${age(n.since)}: `, prose(n.why, currency)))) : null,
+    needs.length ? h('ul', {}, needs.map((n) => h('li', {}, h('strong', {}, kindLabel(n.kind)), `, for ${age(n.since)}: `, prose(n.why)))) : null,
     bridge
-      ? h('p', { class: 'bridge-next' }, h('strong', {}, bridge.acts ? 'The bridge acts by itself: ' : 'The bridge will not act by itself: '), prose(bridge.what, currency), bridge.at ? [', ', when(bridge.at)] : null, '.')
+      ? h('p', { class: 'bridge-next' }, h('strong', {}, bridge.acts ? 'The bridge acts by itself: ' : 'The bridge will not act by itself: '), prose(bridge.what), bridge.at ? [', ', when(bridge.at)] : null, '.')
       : null,
     allowed.length
       ? [h('h3', {}, 'What each action would do'), h('ul', { class: 'effects' }, allowed.map(([name, label]) => h('li', {}, h('strong', {}, label.replace('…', '')), ': ', ACTION_EFFECTS[name])))]
@@ -293,7 +291,6 @@ function readEvidence(record) {
  * @returns {Child[]}
  */
 function evidenceView(evidence, record) {
-  const currency = record.check?.currency;
   const operations = evidence.operations ?? [];
   const cards = evidence.cards ?? [];
   const shape = evidence.reversalShape;
@@ -303,7 +300,7 @@ function evidenceView(evidence, record) {
       { class: `reading reading-${evidence.reading}` },
       h('strong', {}, evidence.question === 'none' ? 'Nothing about this record is uncertain now.' : `${READINGS[evidence.reading] ?? evidence.reading}.`),
       ' ',
-      prose(evidence.why, currency),
+      prose(evidence.why),
     ),
     facts([
       ['Uncertain call', evidence.question === 'reversal' ? 'the reversal' : evidence.question === 'accrual' ? 'the accrual' : 'none (the operations around its last call)'],
@@ -324,13 +321,13 @@ function evidenceView(evidence, record) {
             time(o.at),
             o.cardId ?? '',
             operationWhat(o),
-            majorMoney(o.purchaseSum, currency),
+            o.purchaseText ?? '',
             points(o.amount),
             balanceSum(o),
             o.claimedBy ? recordLink(record.merchantId, o.claimedBy) : '',
             (o.mayBeOf ?? []).flatMap((id, i) => [i ? ', ' : '', recordLink(record.merchantId, id)]),
             h('span', { class: `badge ${o.candidate ? 'candidate' : 'not-candidate'}` }, o.candidate ? 'candidate' : 'not a candidate'),
-            prose(o.why, currency),
+            prose(o.why),
           ]),
           { class: 'operations' },
         )
@@ -426,7 +423,6 @@ const DIALOG_OPERATIONS = 6;
  */
 async function evidenceSummary(evidence, record) {
   if (!evidence) return null;
-  const currency = record.check?.currency;
   /** @type {Promise<'pending'>} */
   const stillReading = new Promise((resolve) => setTimeout(() => resolve('pending'), 3000));
   const read = await Promise.race([evidence.answer, stillReading]);
@@ -436,7 +432,7 @@ async function evidenceSummary(evidence, record) {
   const shown = operations.slice(0, DIALOG_OPERATIONS);
   return [
     h('h3', {}, 'What the loyalty history shows'),
-    h('p', {}, h('strong', {}, `${READINGS[read.reading] ?? read.reading}.`), ' ', prose(read.why, currency)),
+    h('p', {}, h('strong', {}, `${READINGS[read.reading] ?? read.reading}.`), ' ', prose(read.why)),
     shown.length
       ? h(
           'ul',
@@ -446,11 +442,11 @@ async function evidenceSummary(evidence, record) {
               'li',
               {},
               `Operation ${o.id} on card ${o.cardId}: `,
-              majorMoney(o.purchaseSum, currency) || `${points(o.amount)} points`,
+              o.purchaseText || `${points(o.amount)} points`,
               ' at ',
               time(o.at),
               o.claimedBy ? `, claimed by ${o.claimedBy}` : '',
-              o.candidate ? ' \u2014 a candidate' : [' \u2014 not a candidate: ', prose(o.why, currency)],
+              o.candidate ? ' \u2014 a candidate' : [' \u2014 not a candidate: ', prose(o.why)],
             ),
           ),
         )
@@ -567,27 +563,31 @@ function originSection(record, page) {
   );
 }
 
-/** @param {RecordDetail['check']} check */
-function checkSection(check) {
+/**
+ * The Check as sent, its amounts as the API writes them (`amountText`, `moneyText`): the page does no arithmetic on money.
+ * @param {RecordDetail} record
+ */
+function checkSection(record) {
+  const check = record.check;
   if (!check) return h('section', { 'aria-labelledby': 'check-heading' }, h('h2', { id: 'check-heading' }, 'Check'), h('p', {}, 'No Check: this record was created by a refund of an order the bridge never saw.'));
-  const m = (/** @type {number | undefined} */ cents) => (cents === undefined ? undefined : money(cents, check.currency));
+  const shown = record.moneyText;
   return h(
     'section',
     { 'aria-labelledby': 'check-heading' },
     h('h2', { id: 'check-heading' }, 'Check'),
     facts([
-      ['Amount', m(check.amount)],
-      ['Tax', m(check.taxAmount)],
-      ['Discount', m(check.discountAmount)],
-      ['Tip', m(check.tipAmount)],
-      ['Service charge', m(check.serviceAmount)],
+      ['Amount', record.amountText],
+      ['Tax', shown?.tax],
+      ['Discount', shown?.discount],
+      ['Tip', shown?.tip],
+      ['Service charge', shown?.service],
       ['Opened', check.checkOpenedAt ? time(check.checkOpenedAt) : undefined],
       ['Closed', check.checkClosedAt ? time(check.checkClosedAt) : undefined],
     ]),
     table(
       'Selections',
       ['Item', 'Group', 'Quantity', 'Unit price', 'Total'],
-      (check.selections ?? []).map((s) => [s.displayName ?? s.id ?? '', s.groupId ?? '', s.quantity === undefined || s.quantity === null ? '' : String(s.quantity), m(s.price) ?? '', m(s.totalPrice) ?? '']),
+      (check.selections ?? []).map((s, i) => [s.displayName ?? s.id ?? '', s.groupId ?? '', s.quantity === undefined || s.quantity === null ? '' : String(s.quantity), shown?.selections[i]?.price ?? '', shown?.selections[i]?.totalPrice ?? '']),
     ),
   );
 }
@@ -597,7 +597,6 @@ function resultsSection(record) {
   /** @type {(readonly ['accrual' | 'reversal', RecordDetail['results'][number]])[]} */
   const results = [...(record.results ?? []).map((r) => /** @type {const} */ (['accrual', r])), ...(record.reversal?.results ?? []).map((r) => /** @type {const} */ (['reversal', r]))];
   const errors = record.errors ?? [];
-  const currency = record.check?.currency;
   if (!results.length && !errors.length) return null;
   return h(
     'section',
@@ -613,12 +612,12 @@ function resultsSection(record) {
             r.isSuccess ? 'yes' : 'no',
             r.accruedValue === undefined || r.accruedValue === null ? '' : String(r.accruedValue),
             r.operationId === undefined || r.operationId === null ? '' : String(r.operationId),
-            r.errorMessage ? prose(r.errorMessage, currency) : '',
+            r.errorMessage ? prose(r.errorMessage) : '',
             r.reversedAt ? time(r.reversedAt) : '',
           ]),
         )
       : null,
-    errors.length ? [h('h3', {}, 'Errors'), h('ul', {}, errors.map((e) => h('li', {}, prose(e, currency))))] : null,
+    errors.length ? [h('h3', {}, 'Errors'), h('ul', {}, errors.map((e) => h('li', {}, prose(e))))] : null,
   );
 }
 
@@ -648,9 +647,8 @@ function attemptsSection(record) {
 
 /**
  * @param {RecordDetail} record
- * @param {string | undefined} currency
  */
-function historySection(record, currency) {
+function historySection(record) {
   return h(
     'section',
     { 'aria-labelledby': 'history-heading' },
@@ -669,9 +667,9 @@ function historySection(record, currency) {
           h(
             'p',
             {},
-            prose(event.event, currency),
+            prose(event.event),
             event.actor ? ` — by ${event.actor}` : '',
-            event.detail && !String(event.event ?? '').includes(event.detail) ? [' (', prose(event.detail, currency), ')'] : '',
+            event.detail && !String(event.event ?? '').includes(event.detail) ? [' (', prose(event.detail), ')'] : '',
             repeats ? h('strong', { class: 'repeats' }, ` (${count(repeats + 1, 'time')} in a row)`) : null,
           ),
         ),
@@ -702,16 +700,16 @@ export function collapseRepeats(history) {
 
 /**
  * @param {RecordDetail} record
- * @param {string | undefined} currency
  */
-function changedRepeatsSection(record, currency) {
+function changedRepeatsSection(record) {
   const changed = record.changedRepeats;
   if (!changed?.count) return null;
   const deliveries = [...changed.first, ...changed.latest];
+  const amounts = [...(record.moneyText?.changedRepeats?.first ?? []), ...(record.moneyText?.changedRepeats?.latest ?? [])];
   return h(
     'section',
     { 'aria-labelledby': 'repeats-heading' },
     h('h2', { id: 'repeats-heading' }, `Delivered again with another amount (${count(changed.count, 'time')}${record.acknowledged ? `, acknowledged by ${record.acknowledged.actor}` : ''})`),
-    table('Deliveries kept (the first and the latest)', ['At', 'Amount'], deliveries.map((d) => [time(d.at), money(d.amountCents, currency)])),
+    table('Deliveries kept (the first and the latest)', ['At', 'Amount'], deliveries.map((d, i) => [time(d.at), amounts[i] ?? ''])),
   );
 }

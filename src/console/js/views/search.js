@@ -8,7 +8,7 @@
  */
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
-import { count, h, money, recordLink, pager, replace, statusBadge, statusLabel, table, time } from '../dom.js';
+import { count, h, recordLink, pager, replace, statusBadge, statusLabel, table, time } from '../dom.js';
 import { merchantField, merchantList } from '../merchants.js';
 import { selection } from '../selection.js';
 import { ledgerStatuses, posNames, statusWords } from '../vocabulary.js';
@@ -84,7 +84,7 @@ export async function searchView({ section, params, principal, navigate, announc
     statusBadge(record.status),
     record.pos,
     record.orderId,
-    money(record.check?.amount, record.check?.currency),
+    record.amountText ?? '',
     time(record.createdAt),
     time(record.updatedAt),
   ]);
