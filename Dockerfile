@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # Each step is a command CI runs on every change (npm ci, npm run build, and in test/build/start.test.ts
 # npm ci --omit=dev, then npm start, npm run migrate and npm run ledger:copy in what this image holds).
-# Node 24, the current LTS (Node 20's life ended in April 2026); the package works on Node 20 or later.
+# Node 24, the current LTS (Node 20's life ended in April 2026); the package states Node 22 or later,
+# what its dependencies install on without a warning.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # better-sqlite3 (the file ledger's index) is a native addon: npm ci builds it where no prebuilt

@@ -814,7 +814,7 @@ export function noteChangedRepeat(record: LedgerRecord, amountCents: number, now
 export function retry(record: LedgerRecord, act?: OperatorAct): Transition {
   if (record.inFlight) throw new ConflictError(`a ${record.inFlight.operation} call is in flight for this record; try again when it has finished`);
   if (record.accrual.state === 'in_doubt' || record.reversal.state === 'in_doubt') {
-    throw new ConflictError('the last call may have reached the loyalty service: settle it with /resolve (or reconcile) first; a retry could double it');
+    throw new ConflictError('the last call may have reached the loyalty service: resolve it (or let reconcile settle it) first; a retry could double it');
   }
   return changed(record, (r) => {
     if (r.reversal.state === 'failed') {

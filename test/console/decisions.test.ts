@@ -608,6 +608,10 @@ describe('fits a phone', () => {
     const page = await signedIn(ADMIN_TOKEN, PHONE);
     await visible(page.getByRole('table', { name: /^Oldest first/ }));
     await fitsThePhone(page, 'attention');
+    // A queue item is a short card (each cell's name beside its value), not a screen and a half of stacked lines.
+    const cards = await page.locator('table.queue tbody tr').evaluateAll((rows) => rows.map((row) => Math.round(row.getBoundingClientRect().height)));
+    expect(cards.length).toBeGreaterThan(0);
+    expect(Math.max(...cards)).toBeLessThanOrEqual(360);
     await screenshot(page, 'phone-attention');
     expect(await seriousViolations(page)).toEqual([]);
 
@@ -622,6 +626,17 @@ describe('fits a phone', () => {
     await fitsThePhone(page, 'record');
     await screenshot(page, 'phone-record');
     expect(await seriousViolations(page)).toEqual([]);
+    // An action's dialog fits the screen too (its padding inside its width), its controls 24 px or more.
+    await page.getByRole('button', { name: 'Reverse', exact: true }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Reverse generic:HB-100' }));
+    const box = (await dialog.boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(PHONE.width);
+    expect((await overflow(page)).wider).toEqual([]);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'phone-dialog', false);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await gone(page.getByRole('dialog'));
 
     // A sale whose webhook never came: the report has a difference, with its backfill button, to lay out.
     const missing = h.sim.pos.shopify.addOrder(HARBOUR_SHOP, sale('+15550007040', new Date().toISOString())) as unknown as { id: number };

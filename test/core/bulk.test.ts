@@ -63,7 +63,7 @@ describe('per-record outcomes', () => {
       done: ['generic:F-1'],
       refused: [
         { id: 'generic:A-1', why: 'nothing to retry in status accrued' },
-        { id: 'generic:D-1', why: expect.stringContaining('settle it with /resolve') },
+        { id: 'generic:D-1', why: expect.stringContaining('resolve it (or let reconcile settle it) first') },
         { id: 'nope', why: 'no ledger record nope' },
       ],
     });

@@ -119,7 +119,7 @@ describe('operatorActions: the same rules the actions run, nothing written', () 
   it('an accrual in doubt: resolve accrued or not_accrued; retry refused with why', () => {
     const actions = operatorActions(record('in_doubt'), NOW);
     expect(actions.resolve).toEqual({ allowed: true, outcomes: ['accrued', 'not_accrued'] });
-    expect(actions.retry).toEqual({ allowed: false, why: expect.stringContaining('settle it with /resolve') });
+    expect(actions.retry).toEqual({ allowed: false, why: expect.stringContaining('resolve it (or let reconcile settle it) first') });
     expect(actions.close.allowed).toBe(false);
   });
 

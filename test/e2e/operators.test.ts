@@ -116,7 +116,7 @@ for (const store of STORES) {
     it("a record's detail says which actions are allowed, and why not", async () => {
       const doubt = await admin('get', '/v1/admin/transactions/generic:D-1');
       expect(doubt.body.actions.resolve).toEqual({ allowed: true, outcomes: ['accrued', 'not_accrued'] });
-      expect(doubt.body.actions.retry).toEqual({ allowed: false, why: expect.stringContaining('settle it with /resolve') });
+      expect(doubt.body.actions.retry).toEqual({ allowed: false, why: expect.stringContaining('resolve it (or let reconcile settle it) first') });
       expect(doubt.body.actions.close.allowed).toBe(false);
       const orphan = await admin('get', '/v1/admin/transactions/generic:NEVER-SEEN');
       expect(orphan.body.status).toBe('reverse_failed');
@@ -263,7 +263,7 @@ for (const store of STORES) {
       expect((await admin('post', '/v1/admin/transactions/bulk').send({ action: 'resolve', ids: ['generic:F-1'], reason: 'x' })).body.error.issues).toEqual([{ field: 'outcome', message: 'is required for resolve' }]);
       // A merchant's token reaches its own records only: another's id is as unknown as a missing one.
       const mine = await as(bakeryAdmin)('post', '/v1/admin/transactions/bulk').send({ action: 'retry', ids: ['generic:F-1', 'generic:B-1'], reason: 'mine?' });
-      expect(mine.body).toEqual({ done: [], refused: [{ id: 'generic:F-1', why: 'no ledger record generic:F-1' }, { id: 'generic:B-1', why: expect.stringContaining('settle it with /resolve') }] });
+      expect(mine.body).toEqual({ done: [], refused: [{ id: 'generic:F-1', why: 'no ledger record generic:F-1' }, { id: 'generic:B-1', why: expect.stringContaining('resolve it (or let reconcile settle it) first') }] });
 
       // A filter states how many records it matches, as the person saw them: the preview says so, doing nothing.
       const filter = { status: 'failed,in_doubt', merchantId: 'default', from: day(-1) };
