@@ -1,8 +1,16 @@
-/** Jest runs the TypeScript sources as ES modules through swc; `tsc` alone does type checking. */
-export default {
+/**
+ * Jest runs the TypeScript sources as ES modules through swc; `tsc` alone does type checking.
+ *
+ * Two projects, one run (`npm test` runs both):
+ * - `unit`: the pure suites (the money module, the record's rules and transitions, the adapters'
+ *   translations, the webhook and config checks, the architecture's import rules): no process, no
+ *   server, no database, no browser. `npm run test:unit` runs only these, in about 20 s.
+ * - `integration`: everything else (the bridge over HTTP, the simulator, PostgreSQL, Chromium, the
+ *   built scripts).
+ */
+const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
     '^(\\.{1,2}/.*)\\.js$': '$1',
@@ -12,5 +20,24 @@ export default {
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'es6' } }],
   },
+};
+
+/**
+ * The unit suites, as path patterns. A suite in these folders that starts something of its own (a
+ * bridge, a simulator, a server) is left out by a lookahead, and so runs with the integration suites.
+ */
+const UNIT = [
+  '/test/(core|state|architecture|merchants|reconcile)/.*\\.test\\.ts$',
+  '/test/adapters/(?!unsupported\\.test\\.ts$).*\\.test\\.ts$',
+  '/test/webhooks/(?!ingest\\.test\\.ts$).*\\.test\\.ts$',
+  '/test/console/format\\.test\\.ts$',
+  '/test/(money|mask|validation|json-body|config)\\.test\\.ts$',
+];
+
+export default {
   testTimeout: 30000,
+  projects: [
+    { ...base, displayName: 'unit', testRegex: UNIT },
+    { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/**/*.test.ts'], testPathIgnorePatterns: ['/node_modules/', ...UNIT] },
+  ],
 };
