@@ -698,6 +698,10 @@ describe('asking the service about an ambiguous accrual', () => {
     const shared = evidence.operations.filter((o: { candidate: boolean }) => o.candidate).map((o: { id: number }) => o.id);
     expect(shared).toHaveLength(1);
     expect(evidence.rivals).toEqual([{ transactionId: 'generic:HB-401', operationIds: shared }]);
+    // The queue counts it as ambiguous, not as a plain doubt.
+    const queued = (await admin('get', '/v1/admin/attention?merchantId=harbour')).body;
+    expect(queued.items).toContainEqual(expect.objectContaining({ kind: 'ambiguous', transactionId: 'generic:HB-400' }));
+    expect(queued.counts.ambiguous).toBeGreaterThanOrEqual(1);
     const page = await signedIn();
     await recordPage(page, 'harbour', 'generic:HB-400');
     const lead = page.getByRole('region', { name: 'Why it needs a person' });

@@ -301,7 +301,7 @@ describe('Square webhooks without SQUARE_ACCESS_TOKEN', () => {
     expect(books.transactions['square:SALE-1']).toMatchObject({ accruals: 1, reversals: 1, points: 0 });
     expect(books.transactions['square:SALE-1~r1']).toMatchObject({ accruals: 1, reversals: 0, amount: 4565 });
     expect(await historyOf('square:SALE-1')).toMatch(
-      /measured without the return order: 12\.00 USD given back of the 61\.76 USD paid \(Check 56\.66 USD, tax 5\.10 USD, tip 0\.00 USD as recorded\), so 1101 cents of the 5666-cent Check, pro rata, rounded half away from zero/,
+      /measured without the return order: 12\.00 USD given back of the 61\.76 USD paid \(Check 56\.66 USD, tax 5\.10 USD, tip 0\.00 USD as recorded\), so 11\.01 USD of the 56\.66 USD Check, pro rata, rounded half away from zero/,
     );
     // Square sends it again: the same refund, nothing sent.
     expect((await post('/v1/refunds/square', paymentRefund('PR-1', 'SALE-1', 1200))).body).toMatchObject({ refundId: 'PR-1', repeat: true });
