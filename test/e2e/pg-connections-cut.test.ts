@@ -79,12 +79,13 @@ describeIf("PostgreSQL cutting the bridge's connections under load", () => {
         await new Promise((r) => setTimeout(r, 150));
       }
     })();
-    // 8 POS clients, each selling one order after another at alternate bridges, for about 4 s.
+    // 8 POS clients, each selling one order after another at alternate bridges, for about 4 s and
+    // until the cutter has cut 16 times (a loaded machine makes each cut slower: the sales go on through them).
     const sold: { orderId: string; status: number }[] = [];
     const started = Date.now();
     await Promise.all(
       Array.from({ length: 8 }, async (_, client) => {
-        for (let n = 0; Date.now() - started < 4000; n++) {
+        for (let n = 0; Date.now() - started < 4000 || cuts < 16; n++) {
           const orderId = `CUT-${client}-${n}`;
           sold.push({ orderId, ...(await sell(bridges[(client + n) % 2]!, orderId)) });
         }
