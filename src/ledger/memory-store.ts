@@ -73,7 +73,24 @@ export function emptyMemoryLedger(): MemoryLedgerState {
   return { records: new Map(), operationClaims: new Map(), accrualKeys: new Map(), webhookEvents: new Set(), deliveryBindings: new Map(), deadLetters: new Map(), merchants: new Map(), audit: [], backfill: new Map(), payloads: new Map(), settings: new Map() };
 }
 
-const copy = <T>(value: T): T => structuredClone(value);
+/**
+ * A deep copy of what the store holds: records, letters, payloads and audit entries are plain data
+ * (objects, arrays, strings, numbers, booleans, null), which this copies by hand, about ten times
+ * faster than structuredClone (the copies in and out were a third of the model check's time).
+ * Anything else met on the way (a Date, a Map, a class instance) is left to structuredClone. Unlike
+ * structuredClone it does not keep two references to one object as one: nothing stored shares one.
+ */
+const copy = <T>(value: T): T => copyPlain(value) as T;
+
+function copyPlain(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(copyPlain);
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return structuredClone(value);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) out[key] = copyPlain((value as Record<string, unknown>)[key]);
+  return out;
+}
 
 export class MemoryLedgerStore implements LedgerStore {
   readonly kind = 'memory';
@@ -87,10 +104,14 @@ export class MemoryLedgerStore implements LedgerStore {
   }
 
   #open = false;
-  /** The memory ledger's own secret: it lives as long as the store, as every key derived from it does. */
-  readonly #secret = randomBytes(32).toString('base64url');
+  /**
+   * The memory ledger's own secret: it lives as long as the store, as every key derived from it does.
+   * Drawn when first asked for: the model check makes a store per state it rebuilds and asks none.
+   */
+  #secret: string | undefined;
 
   keyFor(purpose: string): Buffer {
+    this.#secret ??= randomBytes(32).toString('base64url');
     return derivedKey(this.#secret, purpose);
   }
 
