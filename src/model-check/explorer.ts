@@ -4,7 +4,8 @@
  * rebuilt by replaying the events that led to it, the world being deterministic, from the nearest
  * state on its path that was calm (no call or read pending in any instance), which is restored from
  * a snapshot of its ledger, books, clock and instances. Each new state is checked against the
- * safety invariants; each state expanded is checked for liveness by the fault-free continuation.
+ * safety invariants and, with the world that reached it, for liveness by the fault-free
+ * continuation (`firstLook`).
  */
 import { enabledEvents } from './choices.js';
 import { balanceViolation, safetyViolation } from './invariants.js';
@@ -63,6 +64,8 @@ interface Node {
   key: string;
   /** The nearest calm node on the path (itself when calm): where a replay starts from. */
   base: number;
+  /** The events enabled in it, found when it was first reached; dropped once it is expanded. */
+  events?: ModelEvent[];
 }
 
 export async function explore(scenario: Scenario, options: ExploreOptions = {}): Promise<ExploreResult> {
@@ -101,19 +104,34 @@ export async function explore(scenario: Scenario, options: ExploreOptions = {}):
     }
   };
 
-  for (let index = 0; index < nodes.length; index++) {
-    const node = nodes[index]!;
-    const world = await materialize(index);
-    const events = await enabledEvents(world);
+  /**
+   * What a state needs a world in it for, done once with the world that first reached it (nothing
+   * else has it in that state yet): the events enabled there, kept for its expansion, and its
+   * fault-free continuation, which uses the world up. Done at expansion instead, each state was
+   * rebuilt once more than its children need (a replay from the nearest calm state), a third of
+   * the rebuilds. A continuation's violation so shows when its state is first reached, before any
+   * state deeper than it, so the counterexample is still one of the shortest.
+   */
+  const firstLook = async (index: number, world: World): Promise<Violation | undefined> => {
+    nodes[index]!.events = await enabledEvents(world);
     figures.continuations += 1;
     const live = await continueFaultFree(world, settles);
     figures.continuationSteps += live.steps;
     figures.longestContinuation = Math.max(figures.longestContinuation, live.steps);
     if (live.remembered) figures.continuationsRemembered += 1;
-    if (!live.ok) {
-      finish(false);
-      return { figures, violation: await counterexample(scenario, pathOf(nodes, index), live.kind!, 'continuation', live.why!) };
-    }
+    if (!live.ok) return counterexample(scenario, pathOf(nodes, index), live.kind!, 'continuation', live.why!);
+    return undefined;
+  };
+
+  const atRoot = await firstLook(0, root);
+  if (atRoot) {
+    finish(false);
+    return { figures, violation: atRoot };
+  }
+  for (let index = 0; index < nodes.length; index++) {
+    const node = nodes[index]!;
+    const events = node.events!;
+    node.events = undefined;
     for (const event of events) {
       figures.transitions += 1;
       const next = await materialize(index);
@@ -135,6 +153,11 @@ export async function explore(scenario: Scenario, options: ExploreOptions = {}):
       if (broken) {
         finish(false);
         return { figures, violation: await counterexample(scenario, pathOf(nodes, child), 'safety', 'search', broken) };
+      }
+      const stuck = await firstLook(child, next);
+      if (stuck) {
+        finish(false);
+        return { figures, violation: stuck };
       }
     }
     release(node.base);
