@@ -24,6 +24,7 @@ import type { CallReport } from '../loyalty/client.js';
 import type { AccrualResult, AccrueRequest, Card, Operation, ReverseRequest } from '../loyalty/contract.js';
 import { DEFAULT_REVERSAL_ENTRY } from '../simulator/state.js';
 import { operationsOfCard } from '../loyalty/history-reader.js';
+import { copyPlain } from '../plain-copy.js';
 
 /** What can become of one accrue or reverse a live bridge instance sent (issue 20, "per call, each fate"). */
 export const FATES = ['answered', 'results_failed', 'rate_limited', 'server_error', 'reset_before_commit', 'reset_after_commit', 'timeout'] as const;
@@ -131,7 +132,7 @@ export class FakeLoyalty {
   /** A copy of the books and outstanding calls; only when no live call or read is pending (their resolvers are not copied). */
   snapshot(): FakeLoyaltyState {
     if (this.#resolvers.size > 0 || this.#reads.length > 0) throw new Error('a snapshot of the fake service was asked for while a live call or read is pending');
-    return structuredClone(this.state);
+    return copyPlain(this.state);
   }
 
   /** The point-of-sale calls of one bridge instance (`instance`: its id, as its in-flight markers name it). */
@@ -226,7 +227,7 @@ export class FakeLoyalty {
 
   #receive(instance: string, operation: UpstreamOperation, transactionId: string, request: AccrueRequest | ReverseRequest): Promise<CallReport> {
     const seq = this.state.nextSeq++;
-    this.state.calls.push({ seq, instance, live: true, operation, transactionId, request: structuredClone(request), sentAtMs: this.nowMs(), lingering: false });
+    this.state.calls.push({ seq, instance, live: true, operation, transactionId, request: copyPlain(request), sentAtMs: this.nowMs(), lingering: false });
     return new Promise((resolve) => this.#resolvers.set(seq, resolve));
   }
 

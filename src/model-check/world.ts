@@ -27,6 +27,7 @@ import { RefundExceedsRemainderError } from '../core/remainder.js';
 import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
 import { runBulk, type BulkRequest } from '../core/bulk.js';
 import { deriveTransactionId } from '../transaction-id.js';
+import { copyPlain } from '../plain-copy.js';
 import { coverageBefore, noteCoverage } from './coverage.js';
 import { FakeLoyalty, FATE_WORDS, type Fate, type FakeLoyaltyState, type OutstandingCall } from './fake-loyalty.js';
 import { TIMING, type OrderSpec, type Scenario } from './scenario.js';
@@ -129,9 +130,9 @@ export class World {
   ) {
     const ledger = snapshot ? copyLedger(snapshot.ledger) : emptyMemoryLedger();
     this.store = scenario.instances > 1 ? new SharedMemoryLedgerStore(ledger) : new MemoryLedgerStore(ledger);
-    this.fake = snapshot ? new FakeLoyalty(structuredClone(snapshot.fake), () => this.nowMs) : FakeLoyalty.empty(structuredClone(scenario.customers), () => this.nowMs);
+    this.fake = snapshot ? new FakeLoyalty(copyPlain(snapshot.fake), () => this.nowMs) : FakeLoyalty.empty(copyPlain(scenario.customers), () => this.nowMs);
     this.budgets = snapshot
-      ? structuredClone(snapshot.budgets)
+      ? copyPlain(snapshot.budgets)
       : {
           deliveries: Object.fromEntries(scenario.orders.map((o) => [o.id, o.deliveries])),
           registerDeliveries: Object.fromEntries(scenario.orders.map((o) => [o.id, o.register ?? 0])),
@@ -143,7 +144,7 @@ export class World {
         };
     if (snapshot) {
       this.nowMs = snapshot.nowMs;
-      this.facts = structuredClone(snapshot.facts);
+      this.facts = copyPlain(snapshot.facts);
     }
   }
 
@@ -162,7 +163,7 @@ export class World {
     const world = new World(scenario, snapshot);
     await world.store.init();
     for (const saved of snapshot.slots) {
-      const slot: Slot = { ...structuredClone(saved), tickPending: false };
+      const slot: Slot = { ...copyPlain(saved), tickPending: false };
       world.slots.push(slot);
       if (!slot.live) continue;
       world.#start(slot);
@@ -179,9 +180,9 @@ export class World {
       nowMs: this.nowMs,
       ledger: copyLedger(this.store.state),
       fake: this.fake.snapshot(),
-      slots: this.slots.map(({ index, generation, live, rateNotes }) => ({ index, generation, live, rateNotes: structuredClone(rateNotes) })),
-      budgets: structuredClone(this.budgets),
-      facts: structuredClone(this.facts),
+      slots: this.slots.map(({ index, generation, live, rateNotes }) => ({ index, generation, live, rateNotes: copyPlain(rateNotes) })),
+      budgets: copyPlain(this.budgets),
+      facts: copyPlain(this.facts),
     };
   }
 
