@@ -6,7 +6,7 @@
  * so a caller that changes a record it was given changes nothing stored.
  */
 import { randomBytes } from 'node:crypto';
-import { copyPlain } from '../plain-copy.js';
+import { copyPlain } from './plain-copy.js';
 import { VersionConflictError } from '../errors.js';
 import { mutant } from '../mutants.js';
 import { takeTurns } from './due-turns.js';

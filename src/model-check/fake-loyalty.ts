@@ -24,7 +24,7 @@ import type { CallReport } from '../loyalty/client.js';
 import type { AccrualResult, AccrueRequest, Card, Operation, ReverseRequest } from '../loyalty/contract.js';
 import { DEFAULT_REVERSAL_ENTRY } from '../simulator/state.js';
 import { operationsOfCard } from '../loyalty/history-reader.js';
-import { copyPlain } from '../plain-copy.js';
+import { copyPlain } from '../ledger/plain-copy.js';
 
 /** What can become of one accrue or reverse a live bridge instance sent (issue 20, "per call, each fate"). */
 export const FATES = ['answered', 'results_failed', 'rate_limited', 'server_error', 'reset_before_commit', 'reset_after_commit', 'timeout'] as const;

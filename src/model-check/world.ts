@@ -27,7 +27,7 @@ import { RefundExceedsRemainderError } from '../core/remainder.js';
 import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
 import { runBulk, type BulkRequest } from '../core/bulk.js';
 import { deriveTransactionId } from '../transaction-id.js';
-import { copyPlain } from '../plain-copy.js';
+import { copyPlain } from '../ledger/plain-copy.js';
 import { coverageBefore, noteCoverage } from './coverage.js';
 import { FakeLoyalty, FATE_WORDS, type Fate, type FakeLoyaltyState, type OutstandingCall } from './fake-loyalty.js';
 import { TIMING, type OrderSpec, type Scenario } from './scenario.js';
