@@ -242,17 +242,29 @@ export function centsToDecimalString(cents: number): string {
 const MINUS = '\u2212';
 
 /**
- * An exact decimal as a person reads it in `currency`: at least the currency's ISO 4217 exponent of
- * decimals (USD 2, JPY 0, KWD 3), more only where the value has them (nothing is rounded away), and
- * the code after it. Without a known currency, two decimals and no code.
+ * An exact decimal in the currency's own decimals (ISO 4217 exponent: USD 2, JPY 0, KWD 3): padded to
+ * them, or cut down to them only where nothing is lost (JPY 1.50 stays "1.50": what a weighed line
+ * can leave), never rounded.
  */
-function shown(d: Decimal, currency: string | undefined): string {
+function inCurrencyDecimals(d: Decimal, currency: string | undefined): string {
   const exponent = currency === undefined ? 2 : (currencyExponent(currency) ?? 2);
-  let { units, scale } = d;
-  // Trailing zeros beyond the exponent say nothing; fewer decimals than it are padded.
-  while (scale > exponent && units % 10n === 0n) (units /= 10n), scale--;
-  while (scale < exponent) (units *= 10n), scale++;
-  const text = decimalToString({ units, scale });
+  if (d.scale <= exponent) return decimalToString({ units: d.units * pow10(exponent - d.scale), scale: exponent });
+  const step = pow10(d.scale - exponent);
+  return decimalToString(d.units % step === 0n ? { units: d.units / step, scale: exponent } : d);
+}
+
+/**
+ * Cents (hundredths of a major unit whatever the currency: the loyalty service's unit) as the
+ * currency's own major-unit text, exactly: USD 5997 → "59.97", JPY 50000 → "500", KWD 123 → "1.230".
+ * A zero-decimal currency keeps the cents a weighed line can leave (JPY 150 → "1.50").
+ */
+export function majorUnits(cents: number, currency: string): string {
+  if (!Number.isSafeInteger(cents)) throw new RangeError(`cents must be a safe integer, got ${String(cents)}`);
+  return inCurrencyDecimals({ units: BigInt(cents), scale: 2 }, currency);
+}
+
+/** Major-unit text as a person reads it: the minus a receipt prints, and the code after it. */
+function shown(text: string, currency: string | undefined): string {
   return `${text.startsWith('-') ? `${MINUS}${text.slice(1)}` : text}${currency ? ` ${currency}` : ''}`;
 }
 
@@ -263,13 +275,13 @@ function shown(d: Decimal, currency: string | undefined): string {
  */
 export function formatCents(cents: number, currency?: string): string {
   if (!Number.isSafeInteger(cents)) throw new RangeError(`cents must be a safe integer, got ${String(cents)}`);
-  return shown({ units: BigInt(cents), scale: 2 }, currency);
+  return shown(inCurrencyDecimals({ units: BigInt(cents), scale: 2 }, currency), currency);
 }
 
 /** A major-unit amount (the history's `purchaseSum`: 8.4 is 8.40 USD), read exactly from its text, as `formatCents` shows money; '' for what is not a finite amount. */
 export function formatMajor(major: number | null | undefined, currency?: string): string {
   const d = major === null || major === undefined ? undefined : tryParseDecimal(major);
-  return d ? shown(d, currency) : '';
+  return d ? shown(inCurrencyDecimals(d, currency), currency) : '';
 }
 
 /** "325 cents", "a 5666-cent Check", "recorded 5997" after "N cents, " in the bridge's own words. */

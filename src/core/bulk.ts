@@ -22,7 +22,7 @@ import { BridgeError, ConflictError, echoed, ValidationError } from '../errors.j
 import { keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { LedgerStore } from '../ledger/store.js';
-import { centsToDecimalString } from '../money.js';
+import { formatCents } from '../money.js';
 import { unreachable } from '../unreachable.js';
 import type { OperatorActions, ResolveInput } from './operator.js';
 
@@ -186,7 +186,7 @@ export async function previewBulk(request: BulkRequest, deps: { actions: Pick<Op
     byMerchant: sorted(byMerchant).map(([merchantId, count]) => ({ merchantId, count })),
     byStatus: sorted(byStatus).map(([status, count]) => ({ status, count })),
     // Written here by the money module's rule, so a page shows it as it is and does no arithmetic on it.
-    amounts: sorted(amounts).map(([currency, cents]) => ({ currency, cents, text: `${centsToDecimalString(cents)} ${currency}` })),
+    amounts: sorted(amounts).map(([currency, cents]) => ({ currency, cents, text: formatCents(cents, currency) })),
     points,
     refused,
   };

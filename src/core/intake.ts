@@ -12,11 +12,10 @@ import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorA
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { proRataCents } from '../money.js';
+import { formatCents, proRataCents } from '../money.js';
 import { checkId, saleTransactionId } from '../transaction-id.js';
 import type { CheckoutIntent, RefundIntent } from '../pos/contract.js';
 import { answerFor, type Answer } from './answer.js';
-import { majorUnits } from './remainder.js';
 import type { DeliveryService } from './delivery.js';
 import type { RecordWriter } from './record-writer.js';
 import type { Arrival } from './arrival.js';
@@ -280,7 +279,7 @@ function measureFromLedger(intent: RefundIntent, paidBack: NonNullable<RefundInt
     throw ValidationError.field('currency', `the refund is in ${paidBack.currency}, but order ${intent.orderId} was recorded in ${check.currency}`);
   }
   const paid = check.amount + (check.taxAmount ?? 0) + (check.tipAmount ?? 0);
-  const money = (cents: number) => `${majorUnits(cents, check.currency)} ${check.currency}`;
+  const money = (cents: number) => formatCents(cents, check.currency);
   const basis = `${money(paidBack.cents)} given back of the ${money(paid)} paid (Check ${money(check.amount)}, tax ${money(check.taxAmount ?? 0)}, tip ${money(check.tipAmount ?? 0)} as recorded)`;
   if (paidBack.cents === paid) return { note: `${paidBack.note}: ${basis}, all of it: a full refund` };
   if (paidBack.cents > paid) {

@@ -8,10 +8,9 @@
  * amount: per-product rules then see no product rather than products that were refunded.
  * Tax, tip, discount and service amounts describe the original sale and are not carried over.
  */
-import { currencyExponent } from '../currencies.js';
 import { BridgeError } from '../errors.js';
 import type { Check, Selection } from '../loyalty/contract.js';
-import { decimalToString } from '../money.js';
+import { formatCents, majorUnits } from '../money.js';
 import type { RefundLine } from '../pos/contract.js';
 
 /**
@@ -25,23 +24,6 @@ export class RefundExceedsRemainderError extends BridgeError {
   }
 }
 
-/**
- * Cents (hundredths of a major unit whatever the currency: the loyalty service's unit) as the
- * currency's own major-unit text, exactly: USD 5997 → "59.97", JPY 50000 → "500", KWD 123 → "1.230".
- * A zero-decimal currency keeps the cents a weighed line can leave (JPY 150 → "1.50").
- */
-export function majorUnits(cents: number, currency: string): string {
-  const exponent = currencyExponent(currency) ?? 2;
-  const units = BigInt(cents);
-  if (exponent >= 2) return decimalToString({ units: units * 10n ** BigInt(exponent - 2), scale: exponent });
-  const step = 10n ** BigInt(2 - exponent);
-  return units % step === 0n ? decimalToString({ units: units / step, scale: exponent }) : decimalToString({ units, scale: 2 });
-}
-
-function withCurrency(cents: number, currency: string): string {
-  return `${majorUnits(cents, currency)} ${currency}`;
-}
-
 export interface Remainder {
   refundedCents: number;
   /** Undefined when nothing remains: the partial refund is in fact a full one. */
@@ -53,7 +35,7 @@ export function remainderAfterRefund(check: Check, refund: { amountCents?: numbe
   const refundedCents = refund.amountCents ?? (refund.items ?? []).reduce((sum, line) => sum + line.totalCents, 0);
   const remaining = check.amount - alreadyRefundedCents;
   if (refundedCents > remaining) {
-    throw new RefundExceedsRemainderError(`refund of ${withCurrency(refundedCents, check.currency)} is more than the ${withCurrency(remaining, check.currency)} that remains of this order`, remaining, {
+    throw new RefundExceedsRemainderError(`refund of ${formatCents(refundedCents, check.currency)} is more than the ${formatCents(remaining, check.currency)} that remains of this order`, remaining, {
       refunded: majorUnits(refundedCents, check.currency),
       remaining: majorUnits(remaining, check.currency),
       currency: check.currency,
@@ -84,7 +66,7 @@ function takeLines(selections: Selection[], lines: RefundLine[], currency: strin
       const remainingCents = known?.totalPrice ?? 0;
       throw new RefundExceedsRemainderError(
         known
-          ? `items.${i}: refunds ${line.quantity} × ${line.id} for ${withCurrency(line.totalCents, currency)}, but ${known.quantity} for ${withCurrency(known.totalPrice, currency)} remain`
+          ? `items.${i}: refunds ${line.quantity} × ${line.id} for ${formatCents(line.totalCents, currency)}, but ${known.quantity} for ${formatCents(known.totalPrice, currency)} remain`
           : `items.${i}: ${line.id} is not among what remains of this order`,
         remainingCents,
         { ...(known ? { refunded: majorUnits(line.totalCents, currency) } : {}), remaining: majorUnits(remainingCents, currency), currency },

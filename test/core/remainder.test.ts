@@ -1,6 +1,7 @@
 /** What a partial refund leaves, and a refusal that speaks the POS's major units, not cents. */
 import { describe, expect, it } from '@jest/globals';
-import { majorUnits, remainderAfterRefund, RefundExceedsRemainderError } from '../../src/core/remainder.js';
+import { remainderAfterRefund, RefundExceedsRemainderError } from '../../src/core/remainder.js';
+import { majorUnits } from '../../src/money.js';
 import type { Check } from '../../src/loyalty/contract.js';
 
 const check = (currency: string, amount: number): Check => ({ amount, currency, selections: [{ id: 'sku-1', quantity: 3, price: amount / 3, totalPrice: amount }] });
