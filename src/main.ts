@@ -13,6 +13,12 @@ import { createSimulator, type Simulator } from './simulator/index.js';
 import { ledgerStartProblem } from './ledger/open-store.js';
 import { launcherGone } from './launcher.js';
 
+/** A start-up problem of the configuration or the ledger: one line naming the variable, exit 78 (EX_CONFIG), no stack trace. */
+function stopOnConfigProblem(problem: string): never {
+  process.stderr.write(`loyalty-bridge: ${problem}\n`);
+  process.exit(78);
+}
+
 async function main(): Promise<void> {
   // Watched from the first instant: a launcher killed while this process starts must stop it too.
   const launcher = launcherGone();
@@ -20,10 +26,7 @@ async function main(): Promise<void> {
   try {
     config = loadConfig(posSettingDeclarations);
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`loyalty-bridge: ${error.message}\n`);
-      process.exit(78);
-    }
+    if (error instanceof ConfigError) stopOnConfigProblem(error.message);
     throw error;
   }
   const logger = createLogger(config.logLevel);
@@ -37,8 +40,7 @@ async function main(): Promise<void> {
     const ledger = await prepareSandboxLedger(ledgerUrl, config.sandboxLedger === 'keep', { lockWaitMs: LEDGER_LOCK_WAIT_MS }).catch((error: unknown) => {
       const problem = ledgerStartProblem(error, ledgerUrl);
       if (!problem) throw error;
-      process.stderr.write(`loyalty-bridge: ${problem}\n`);
-      process.exit(78);
+      return stopOnConfigProblem(problem);
     });
     // Each run's operations are numbered past any earlier run's (microseconds since 1970: a run
     // would need more than a thousand operations a millisecond to reach the next run's first id),
@@ -75,10 +77,7 @@ async function main(): Promise<void> {
     );
   } catch (error) {
     // What start-up finds wrong with the configuration (SECRETS_KEY missing for a ledger with merchants) is one line.
-    if (error instanceof ConfigError) {
-      process.stderr.write(`loyalty-bridge: ${error.message}\n`);
-      process.exit(78);
-    }
+    if (error instanceof ConfigError) stopOnConfigProblem(error.message);
     throw error;
   }
   // Armed as soon as the bridge listens: a SIGTERM during what follows (sandbox's demo merchants) stops it gracefully too.

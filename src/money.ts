@@ -302,6 +302,19 @@ export function moneyInText(text: string, currency?: string): string {
 }
 
 /**
+ * `a - b` for two numbers the loyalty service wrote (a card's balance and an operation's points,
+ * which may carry decimals), computed on their exact decimal text: 12.3 - 2.1 is 10.2, never
+ * 10.200000000000001. Undefined for anything not a finite number.
+ */
+export function exactDifference(a: number, b: number): number | undefined {
+  const x = tryParseDecimal(a);
+  const y = tryParseDecimal(b);
+  if (!x || !y) return undefined;
+  const scale = Math.max(x.scale, y.scale);
+  return Number(decimalToString({ units: x.units * pow10(scale - x.scale) - y.units * pow10(scale - y.scale), scale }));
+}
+
+/**
  * Whether a major-unit amount (e.g. an upstream operation's `purchaseSum` 19.99) is exactly
  * `cents` / 100, compared as decimals through the number's text, never by float arithmetic.
  * Anything unparsable, or cents that are not a safe integer, compares unequal.

@@ -10,6 +10,7 @@ import {
   decimalToString,
   divDecimalToCents,
   divRoundHalfAwayFromZero,
+  exactDifference,
   formatCents,
   formatMajor,
   isWholeNumber,
@@ -549,5 +550,15 @@ describe('money as a person reads it (formatCents, formatMajor, moneyInText)', (
     expect(moneyInText('latest 999 cents, recorded 5997; 2 such deliveries', 'USD')).toBe('latest 9.99 USD, recorded 59.97 USD; 2 such deliveries');
     expect(moneyInText('operation 12 on card 11-100001-2 at 2026-11-24T09:12:00.000Z', 'USD')).toBe('operation 12 on card 11-100001-2 at 2026-11-24T09:12:00.000Z');
     expect(moneyInText('1 cent', 'JPY')).toBe('0.01 JPY');
+  });
+});
+
+describe('exactDifference', () => {
+  it('subtracts the loyalty service\'s numbers on their decimal text, as a person would', () => {
+    expect(exactDifference(12.3, 2.1)).toBe(10.2);
+    expect(12.3 - 2.1).not.toBe(10.2);
+    expect(exactDifference(51, -8)).toBe(59);
+    expect(exactDifference(0.3, 0.1)).toBe(0.2);
+    expect(exactDifference(Number.NaN, 1)).toBeUndefined();
   });
 });

@@ -19,7 +19,7 @@ import { isAccrualUnsettled, isProbing, keyOf, merchantOf, type LedgerRecord, ty
 import type { RecordStore, SettingStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';
-import { centsEqualsMajor } from '../money.js';
+import { centsEqualsMajor, exactDifference } from '../money.js';
 import { mutant } from '../mutants.js';
 import { describeShape, isReversalEntry, readShape, sumSign } from './reversal-shape.js';
 import { ownersOf, type OperationOwners } from './operation-owners.js';
@@ -399,7 +399,7 @@ export class HistoryVerifier {
             ...ownersIn(ownersOf(op, claimedBy, doubtful, shape, this.options.clockSkewMs)),
             ...judged,
             kind: operationKind(op, shape),
-            ...(op.balance !== undefined && op.amount !== undefined ? { balanceBefore: op.balance - op.amount } : {}),
+            ...balanceBeforeOf(op),
           });
         }
       }
@@ -576,6 +576,12 @@ export class HistoryVerifier {
 
 /** The cards the record's accrual credited, as its results name them (none when the history settled it). */
 /** The evidence's fields of an operation's owners: who claims it, or the records in doubt it may be (none: neither field). */
+/** The card's balance before `op`, exactly (points may carry decimals): absent where the history gave no balance or amount. */
+function balanceBeforeOf(op: Operation): Pick<EvidenceOperation, 'balanceBefore'> {
+  const before = op.balance === undefined || op.amount === undefined ? undefined : exactDifference(op.balance, op.amount);
+  return before === undefined ? {} : { balanceBefore: before };
+}
+
 /** What an operation is, by the history's own fields (see `EvidenceOperation.kind`). */
 function operationKind(op: Operation, shape: Pick<ReversalShape, 'eventId' | 'sign'> | undefined): EvidenceOperation['kind'] {
   const sum = op.purchaseSum ?? 0;

@@ -138,7 +138,6 @@ export class OperatorActions {
     return { replay: rule(replayRefusal(letter, nowMs)), dismiss: rule(dismissRefusal(letter, nowMs)) };
   }
 
-  /** What may be done to the record now, and why not (the same transitions the actions run). */
   /** Whether the bridge can read the merchant's operations history, so its words say which case applies. */
   canVerify(merchantId: string): Promise<boolean | undefined> {
     return this.delivery.canVerify(merchantId);
@@ -149,6 +148,7 @@ export class OperatorActions {
     return leadOf(record, { canVerify: await this.canVerify(merchantOf(record)), nowMs: this.writer.now().getTime() });
   }
 
+  /** What may be done to the record now, and why not (the same transitions the actions run). */
   async allowed(record: LedgerRecord): Promise<Record<OperatorActionName, ActionAllowed>> {
     const chainLast = record.remainderTransactionId ? (await chainOf(this.writer, keyOf(record))).at(-1) : undefined;
     return operatorActions(record, this.writer.now(), chainLast ?? record);

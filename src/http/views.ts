@@ -57,7 +57,7 @@ export function recordSummary(record: LedgerRecord): RecordSummary {
     orderId: record.orderId,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
-    check: record.accrual.check,
+    check,
     results: record.accrual.results,
     // The bridge's own words about amounts are shown as money, once, here (money.ts moneyInText).
     errors: [...record.accrual.errors, ...record.reversal.errors].map((e) => moneyInText(e, check?.currency)),
@@ -130,7 +130,8 @@ export function recordDetail(record: LedgerRecord, actions: RecordDetail['action
     rounds: record.rounds,
     attempts: unmask ? record.attempts : record.attempts.map((a) => ({ ...a, request: maskContactsInJson(a.request), ...(a.response ? { response: { ...a.response, body: maskContactsInJson(a.response.body) } } : {}) })),
     attemptsOmitted: record.attemptsOmitted,
-    history: record.history.map((e) => ({ ...e, event: moneyInText(e.event, currency), ...(e.detail !== undefined ? { detail: moneyInText(e.detail, currency) } : {}) })),
+    // The bridge's own lines worded as money; an operator's reason (`detail`) stays as they wrote it.
+    history: record.history.map((e) => ({ ...e, event: moneyInText(e.event, currency) })),
     changedRepeats: record.changedRepeats,
     ...(record.origin ? { origin: record.origin } : {}),
     masked: !unmask,

@@ -126,7 +126,7 @@ async function showRecord(context, merchantId, transactionId, unmask) {
   // What the loyalty history shows for a call in doubt: read now, while the page is shown.
   const evidence = needsEvidence(record) ? readEvidence(record) : undefined;
 
-  const done = lastDone?.key === `${merchantId}/${transactionId}` ? lastDone : undefined;
+  const done = lastDone?.key === `${record.merchantId}/${record.transactionId}` ? lastDone : undefined;
   lastDone = undefined;
 
   replace(
@@ -156,7 +156,7 @@ async function showRecord(context, merchantId, transactionId, unmask) {
     ]),
     unmaskButton,
     evidence ? evidence.section : null,
-    actionsSection(record, outcome, { announce, refresh, evidence, merchantId, transactionId }),
+    actionsSection(record, outcome, { announce, refresh, evidence }),
     outcome,
     originSection(record, section),
     checkSection(record),
@@ -461,9 +461,9 @@ async function evidenceSummary(evidence, record) {
  *
  * @param {RecordDetail} record
  * @param {HTMLElement} outcome
- * @param {{ announce: ViewContext['announce'], refresh: ViewContext['refresh'], evidence: Evidence | undefined, merchantId: string, transactionId: string }} options
+ * @param {{ announce: ViewContext['announce'], refresh: ViewContext['refresh'], evidence: Evidence | undefined }} options
  */
-function actionsSection(record, outcome, { announce, refresh, evidence, merchantId, transactionId }) {
+function actionsSection(record, outcome, { announce, refresh, evidence }) {
   // Acknowledging is offered where there is something to acknowledge (a refusal, changed repeats),
   // or was (so its page says by whom); elsewhere it would only ever be disabled.
   // Asking the service is offered only where it can be done (an ambiguous accrual past the grace period).
@@ -497,7 +497,7 @@ function actionsSection(record, outcome, { announce, refresh, evidence, merchant
       const answer = /** @type {Partial<RecordDetail> | undefined} */ (await api(`/v1/admin/transactions/${encodeURIComponent(record.transactionId)}/${name}`, { method: 'POST', body, query: { merchantId: record.merchantId } }));
       const text = `${label} ${record.transactionId}: now ${statusLabel(answer?.status ?? 'unknown')}.`;
       announce(text);
-      lastDone = { key: `${merchantId}/${transactionId}`, text };
+      lastDone = { key: `${record.merchantId}/${record.transactionId}`, text };
       await refresh();
     } catch (error) {
       outcome.replaceChildren(h('p', { class: 'problem', role: 'alert' }, `${label} was refused: ${describeError(error)}`));
