@@ -22,6 +22,8 @@ export const MUTANTS = [
   'resend-after-reset',
   /** A refund delivered again reverses again (intake.ts and transitions.ts `requestReversal`). */
   'double-reverse',
+  /** A reversal the history did not prove is never looked at again, even once the rival that made it ambiguous has settled (transitions.ts `reconsiderUnproven`). */
+  'keep-unproven',
 ] as const;
 export type MutantName = (typeof MUTANTS)[number];
 

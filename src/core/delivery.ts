@@ -26,7 +26,7 @@ import type { Evidence, HistoryVerifier } from './history-verifier.js';
 import { RateLimitPauses, type InlineDelivery } from './rate-limits.js';
 import type { RecordWriter } from './record-writer.js';
 import { readShape, shapeSettingName } from './reversal-shape.js';
-import { applyReversalVerdict, applyVerdict, describeReversalVerdict, describeVerdict, keyless, noteReversalEntries, linkRemainder, markInFlight, newRemainder, nextStep, recordOutcome, releasePersonSettled, reversalNotNeeded, startProbe, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
+import { applyReversalVerdict, applyVerdict, describeReversalVerdict, describeVerdict, keyless, noteReversalEntries, linkRemainder, reconsiderUnproven, markInFlight, newRemainder, nextStep, recordOutcome, releasePersonSettled, reversalNotNeeded, startProbe, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
 import type { AmbiguityPolicy } from '../merchants/merchant.js';
 
 export interface DeliveryOptions extends TransitionOptions {
@@ -289,8 +289,9 @@ export class DeliveryService {
         }
         note = describeReversalVerdict(verdict);
         if (verdict.kind === 'unproven') this.logger.warn({ transactionId: latest.transactionId, why: verdict.why }, 'a reversal in doubt waits for a person: the operations history does not prove it');
-        // Reversed: a partial refund's remainder is created next.
         if (verdict.kind !== 'reversed') break;
+        await this.#reconsiderUnproven(claim.upstream!.verifier, latest);
+        // Reversed: a partial refund's remainder is created next.
         continue;
       }
       if (next.kind === 'verify') {
@@ -418,7 +419,7 @@ export class DeliveryService {
     // doubt waits for a person, so its outcome is written durably.
     const synchronous = !(operation === 'accrue' && upstream.verifier.enabled);
     const written = await this.writer.change(key, (r) => recordOutcome(r, answer, this.writer.now(), this.options), { synchronous }, record);
-    if (operation === 'reverse' && written.reversal.state === 'reversed' && upstream.verifier.enabled) this.#learnLater(key, upstream);
+    if (operation === 'reverse' && (written.reversal.state === 'reversed' || written.reversal.state === 'failed') && upstream.verifier.enabled) this.#learnLater(key, upstream);
     return { record: written, note: written.history.at(-1)?.event ?? report.outcome.kind, outcome: report.outcome.kind };
   }
 
@@ -441,10 +442,31 @@ export class DeliveryService {
   }
 
   /**
-   * After the service confirmed a reversal: its history entries are found and claimed, and the
-   * merchant's reversal shape kept (reversal-shape.ts), after the answer, off the POS's path. Best
-   * effort: a reversal whose entries are not claimed only makes the verifier more careful (it counts
-   * as a rival of another reversal in doubt of the customer and amount).
+   * After a reversal settled (confirmed, refused, or proven from the history): the merchant's
+   * reversals of its amount the history did not prove are looked at again (transitions.ts
+   * `reconsiderUnproven`), since this one may have been their rival. Without it, two reversals in
+   * doubt of one customer and amount, both unproven, stay a person's even after one is settled
+   * (docs/correctness.md, finding 3). Best effort, as `#releasePersonSettled`.
+   */
+  async #reconsiderUnproven(verifier: HistoryVerifier, settled: LedgerRecord): Promise<void> {
+    const amount = settled.accrual.check?.amount;
+    if (amount === undefined || !verifier.enabled) return;
+    try {
+      for (const unproven of await verifier.unprovenReversals(merchantOf(settled), amount, settled.transactionId)) {
+        await this.writer.change(keyOf(unproven), (r) => reconsiderUnproven(r, settled.transactionId));
+      }
+    } catch (error) {
+      this.logger.warn({ transactionId: settled.transactionId, err: error }, 'reversals the history did not prove could not be looked at again after a reversal settled');
+    }
+  }
+
+  /**
+   * After the service answered a reverse definitely, off the POS's path: a confirmed reversal's
+   * history entries are found and claimed, and the merchant's reversal shape kept
+   * (reversal-shape.ts); then, confirmed or refused, the reversals of its amount left unproven are
+   * looked at again (`#reconsiderUnproven`). Best effort: a reversal whose entries are not claimed
+   * only makes the verifier more careful (it counts as a rival of another reversal in doubt of the
+   * customer and amount).
    */
   #learnLater(key: string, upstream: Upstream): void {
     const task: Promise<void> = this.#learn(key, upstream)
@@ -454,6 +476,11 @@ export class DeliveryService {
   }
 
   async #learn(key: string, upstream: Upstream): Promise<void> {
+    await this.#noteEntries(key, upstream);
+    await this.#reconsiderUnproven(upstream.verifier, await this.writer.require(key));
+  }
+
+  async #noteEntries(key: string, upstream: Upstream): Promise<void> {
     const record = await this.writer.require(key);
     if (record.reversal.state !== 'reversed' || record.reversal.operationIds) return;
     const learned = await upstream.verifier.learnReversal(record);

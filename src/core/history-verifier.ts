@@ -16,7 +16,7 @@
 import type { Customer } from '../customer.js';
 import { identitiesOf } from '../state/customer-index.js';
 import { isAccrualUnsettled, isProbing, keyOf, merchantOf, type LedgerRecord, type ReversalShape } from '../state/record.js';
-import type { RecordStore, SettingStore } from '../ledger/store.js';
+import type { ListCursor, RecordStore, SettingStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';
 import { centsEqualsMajor, exactDifference } from '../money.js';
@@ -243,6 +243,26 @@ export class HistoryVerifier {
     const began = contenders.filter((c) => isAccrualUnsettled(c)).map((c) => Date.parse(c.inFlight?.startedAt ?? c.accrual.inDoubtSince ?? c.updatedAt));
     const earliest = Math.min(now.getTime() - this.options.graceMs, ...began);
     return contenders.filter((c) => c.accrual.personSettledAt !== undefined && !isAccrualUnsettled(c) && Date.parse(c.accrual.personSettledAt) + 2 * skew < earliest);
+  }
+
+  /**
+   * The merchant's reversals left to a person (`reversal.unproven`) of this amount, but `settled`'s:
+   * once a reversal of the amount has settled, one it kept from being proven may be provable
+   * (docs/correctness.md, finding 3). Looked for among the merchant's records in doubt (the queue,
+   * not the history), and not among the customer's: one person may be known by a phone on one order
+   * and an email on the other, which only the history's entries tie together.
+   */
+  async unprovenReversals(merchantId: string, amountCents: number, settled: string): Promise<LedgerRecord[]> {
+    const found: LedgerRecord[] = [];
+    for (let after: ListCursor | undefined; ; ) {
+      const page = await this.store.list({ merchantId, status: 'in_doubt', offset: 0, limit: RIVAL_SCAN, ...(after ? { after } : {}) });
+      for (const record of page.items) {
+        if (record.transactionId !== settled && record.reversal.state === 'in_doubt' && record.reversal.unproven && record.accrual.check?.amount === amountCents) found.push(record);
+      }
+      const last = page.items.at(-1);
+      if (page.items.length < RIVAL_SCAN || !last) return found;
+      after = { createdAt: last.createdAt, key: keyOf(last) };
+    }
   }
 
   /**

@@ -338,6 +338,21 @@ export function releasePersonSettled(record: LedgerRecord, now: Date): Transitio
   });
 }
 
+/**
+ * A reversal the history did not prove is looked at again once another reversal of its amount has
+ * settled (`HistoryVerifier.unprovenReversals`): that one's entry may have been what made this one's
+ * ambiguous, and is now claimed or ruled out (docs/correctness.md, finding 3). Unproven again if the
+ * history still cannot tell; nothing is sent either way.
+ */
+export function reconsiderUnproven(record: LedgerRecord, settled: string): Transition | undefined {
+  if (record.reversal.state !== 'in_doubt' || !record.reversal.unproven || record.inFlight || mutant('keep-unproven')) return undefined;
+  return changed(record, (r) => {
+    r.reversal.unproven = undefined;
+    r.nextAttemptAt = undefined;
+    return `looked for in the history again: the reversal of ${settled}, of the same amount, has settled, which may have been what kept this one from being proven`;
+  });
+}
+
 // ------------------------------------------------------------------ the probe
 
 /**

@@ -23,7 +23,7 @@ export async function enabledEvents(world: World): Promise<ModelEvent[]> {
   for (const call of world.fake.outstandingCalls()) {
     if (call.lingering) events.push({ kind: 'late_commit', call: call.seq });
     else if (!call.live) events.push({ kind: 'orphan', call: call.seq, booked: true }, { kind: 'orphan', call: call.seq, booked: false });
-    else for (const fate of scenario.fates) events.push({ kind: 'fate', call: call.seq, fate });
+    else for (const fate of (call.operation === 'accrue' && scenario.accrueFates) || scenario.fates) events.push({ kind: 'fate', call: call.seq, fate });
   }
   for (const slot of live) if (!slot.tickPending && (await workDue(world, slot.index))) events.push({ kind: 'tick', instance: slot.index });
   for (const order of scenario.orders) {

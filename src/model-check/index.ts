@@ -56,6 +56,7 @@ export const FIRST_SCENARIO: Record<MutantName, string> = {
   'release-hold-early': 'probe',
   'resend-after-reset': 'every-fate',
   'double-reverse': 'every-fate',
+  'keep-unproven': 'reversals-in-doubt',
 };
 
 export async function checkMutants(options: ModelCheckOptions & { mutants?: MutantName[] }): Promise<MutantOutcome[]> {
@@ -99,7 +100,7 @@ export function describeBounds(scenario: Scenario): string {
   return [
     `scenario ${scenario.name}: ${scenario.description}`,
     `  bounds: ${scenario.instances} instance(s) ${scenario.instances > 1 ? 'sharing the ledger' : 'owning the ledger'}; orders ${orders}; ${refunds.join(', ') || 'no refunds'}`,
-    `          fates ${scenario.fates.join(', ')}; ≤ ${scenario.crashes} crash(es); ≤ ${scenario.timeSteps} time steps; ≤ ${scenario.operatorActions} operator action(s)`,
+    `          fates ${scenario.fates.join(', ')}${scenario.accrueFates ? ` (an accrue: ${scenario.accrueFates.join(', ')})` : ''}; ≤ ${scenario.crashes} crash(es); ≤ ${scenario.timeSteps} time steps; ≤ ${scenario.operatorActions} operator action(s)`,
     `          timing: retry unit ${TIMING.retryBaseMs / 1000} s, history check after ${TIMING.inDoubtVerifyAfterMs / 1000} s, grace ${TIMING.graceMs / 1000} s, clock skew ${TIMING.clockSkewMs / 1000} s, in-flight lease ${TIMING.inFlightLeaseMs / 1000} s, call timeout ${TIMING.loyaltyTimeoutMs / 1000} s`,
   ].join('\n');
 }

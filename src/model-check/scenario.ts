@@ -38,11 +38,18 @@ export interface Scenario {
   /** The merchant's policy for an accrual the history leaves ambiguous (merchant.ts `AmbiguityPolicy`); person when not given. */
   ambiguity?: 'person' | 'probe';
   customers: ModelCustomer[];
+  /**
+   * The merchant's reversal shape is learned before the world begins (reversal-shape.ts), as on a
+   * merchant live for a while: the first reversal in doubt is then looked for in the history at once.
+   */
+  reversalShapeKnown?: boolean;
   orders: OrderSpec[];
   fullRefund?: RefundSpec;
   partialRefund?: RefundSpec & { cents: number };
   /** The fates a live call may meet (FATES: all of them). */
   fates: readonly Fate[];
+  /** The fates a live accrue may meet, where they differ from `fates` (a scenario about reversals leaves the accruals' faults to the others). */
+  accrueFates?: readonly Fate[];
   crashes: number;
   /** "Time passes" events on one path (each to the next deadline). */
   timeSteps: number;
@@ -128,6 +135,21 @@ export function scenarios(depth: 'ci' | 'deep'): Scenario[] {
       fullRefund: { order: 'O1', deliveries: 1 },
       partialRefund: { order: 'O2', cents: 400, deliveries: 1 },
       fates: deep ? CORE_FATES : ['answered', 'reset_after_commit'],
+      crashes: 0,
+      timeSteps: 2,
+      operatorActions: 0,
+    },
+    {
+      name: 'reversals-in-doubt',
+      description: 'one bridge whose merchant\'s reversal shape is known: two orders of one customer and one amount, a full refund of one and a partial refund of the other, so that two reversals in doubt can share one history entry, neither provable until the other settles; finding 3 of docs/correctness.md',
+      instances: 1,
+      reversalShapeKnown: true,
+      customers: CUSTOMERS,
+      orders: [order('O1', 'C1', 'phone'), order('O2', 'C1', 'phone')],
+      fullRefund: { order: 'O1', deliveries: 1 },
+      partialRefund: { order: 'O2', cents: 400, deliveries: 1 },
+      fates: CORE_FATES,
+      accrueFates: ['answered'],
       crashes: 0,
       timeSteps: 2,
       operatorActions: 0,

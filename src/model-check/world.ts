@@ -18,7 +18,8 @@ import { HistoryVerifier } from '../core/history-verifier.js';
 import { Worker } from '../core/worker.js';
 import { BridgeError, ConflictError } from '../errors.js';
 import { emptyMemoryLedger, MemoryLedgerStore, type MemoryLedgerState } from '../ledger/memory-store.js';
-import { isOpen, keyOf, ledgerKey, transactionIdOf, unreachable, type LedgerRecord } from '../state/record.js';
+import { isOpen, keyOf, ledgerKey, transactionIdOf, unreachable, type LedgerRecord, type ReversalShape } from '../state/record.js';
+import { shapeSettingName } from '../core/reversal-shape.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { silentLogger } from '../logger.js';
 import type { CallReport } from '../loyalty/client.js';
@@ -151,6 +152,11 @@ export class World {
   static async create(scenario: Scenario): Promise<World> {
     const world = new World(scenario);
     await world.store.init();
+    if (scenario.reversalShapeKnown) {
+      // As the fake books a reversal (fake-loyalty.ts): the accrual's event with the purchase taken back.
+      const shape: ReversalShape = { eventId: 24, sign: -1, learnedFrom: 'an earlier refund', at: new Date(world.nowMs).toISOString() };
+      await world.store.putSetting(shapeSettingName(DEFAULT_MERCHANT), JSON.stringify(shape));
+    }
     for (let index = 0; index < scenario.instances; index++) {
       world.slots.push({ index, generation: 1, live: true, tickPending: false, rateNotes: [] });
       world.#start(world.slots[index]!);

@@ -155,6 +155,23 @@ describe('reversals in doubt and their evidence', () => {
       expect([id, r.status, r.reversal.unproven?.why]).toEqual([id, 'in_doubt', expect.stringMatching(/could be the reversal of generic:T-[12] too/)]);
     }
     expect(h.sim.books().doubleReversals).toEqual([]);
+
+  });
+
+  it('a reversal the history did not prove is not looked at again for a settled reversal of another amount', async () => {
+    await sold('W-1', '+15550001006');
+    h.sim.faults.inject({ kind: 'drop_before_commit', on: 'reverse' });
+    expect((await refund('W-1')).body.status).toBe('in_doubt');
+    await pastGrace();
+    await reconcile();
+    const before = await record('generic:W-1');
+    expect(before.reversal.unproven?.why).toMatch(/it looks not reversed/);
+    const other = await post('/v1/checkouts/generic', checkout({ orderId: 'W-2', customer: { phone: '+15550001006' }, total: '19.99', tax: '0', tip: '0', items: [{ id: 'sku-1', groupId: 'coffee', name: 'Latte', quantity: 1, unitPrice: '19.99', total: '19.99' }] }));
+    expect(other.body.status).toBe('accrued');
+    expect((await refund('W-2')).body.status).toBe('reversed');
+    await noted('generic:W-2');
+    const after = await record('generic:W-1');
+    expect([after.version, after.reversal.unproven?.why]).toEqual([before.version, before.reversal.unproven!.why]);
   });
 
   describe('a service that writes a reversal as an event of its own with a positive sum', () => {
