@@ -476,12 +476,13 @@ export class DeliveryService {
   }
 
   async #learn(key: string, upstream: Upstream): Promise<void> {
-    await this.#noteEntries(key, upstream);
-    await this.#reconsiderUnproven(upstream.verifier, await this.writer.require(key));
+    const record = await this.writer.require(key);
+    await this.#noteEntries(key, record, upstream);
+    // Its merchant, transactionId and amount are all this needs, and noting its entries changes none of them.
+    await this.#reconsiderUnproven(upstream.verifier, record);
   }
 
-  async #noteEntries(key: string, upstream: Upstream): Promise<void> {
-    const record = await this.writer.require(key);
+  async #noteEntries(key: string, record: LedgerRecord, upstream: Upstream): Promise<void> {
     if (record.reversal.state !== 'reversed' || record.reversal.operationIds) return;
     const learned = await upstream.verifier.learnReversal(record);
     const merchantId = merchantOf(record);

@@ -20,6 +20,7 @@ import { BridgeError, ConflictError } from '../errors.js';
 import { emptyMemoryLedger, MemoryLedgerStore, type MemoryLedgerState } from '../ledger/memory-store.js';
 import { isOpen, keyOf, ledgerKey, transactionIdOf, unreachable, type LedgerRecord, type ReversalShape } from '../state/record.js';
 import { shapeSettingName } from '../core/reversal-shape.js';
+import { DEFAULT_REVERSAL_ENTRY } from '../simulator/state.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { silentLogger } from '../logger.js';
 import type { CallReport } from '../loyalty/client.js';
@@ -153,8 +154,8 @@ export class World {
     const world = new World(scenario);
     await world.store.init();
     if (scenario.reversalShapeKnown) {
-      // As the fake books a reversal (fake-loyalty.ts): the accrual's event with the purchase taken back.
-      const shape: ReversalShape = { eventId: 24, sign: -1, learnedFrom: 'an earlier refund', at: new Date(world.nowMs).toISOString() };
+      // As the fake books a reversal (fake-loyalty.ts, the simulator's default entry).
+      const shape: ReversalShape = { eventId: DEFAULT_REVERSAL_ENTRY.eventId, sign: DEFAULT_REVERSAL_ENTRY.sign, learnedFrom: 'an earlier refund', at: new Date(world.nowMs).toISOString() };
       await world.store.putSetting(shapeSettingName(DEFAULT_MERCHANT), JSON.stringify(shape));
     }
     for (let index = 0; index < scenario.instances; index++) {

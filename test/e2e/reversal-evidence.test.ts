@@ -169,7 +169,9 @@ describe('reversals in doubt and their evidence', () => {
     const other = await post('/v1/checkouts/generic', checkout({ orderId: 'W-2', customer: { phone: '+15550001006' }, total: '19.99', tax: '0', tip: '0', items: [{ id: 'sku-1', groupId: 'coffee', name: 'Latte', quantity: 1, unitPrice: '19.99', total: '19.99' }] }));
     expect(other.body.status).toBe('accrued');
     expect((await refund('W-2')).body.status).toBe('reversed');
-    await noted('generic:W-2');
+    // Everything the confirmed reversal set going after its answer (noting its entries, looking at unproven ones) has finished.
+    await h.bridge.core.delivery.drain();
+    expect((await record('generic:W-2')).reversal.operationIds).toHaveLength(1);
     const after = await record('generic:W-1');
     expect([after.version, after.reversal.unproven?.why]).toEqual([before.version, before.reversal.unproven!.why]);
   });
