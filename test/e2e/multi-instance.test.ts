@@ -63,6 +63,9 @@ describeIf('three instances on one PostgreSQL database', () => {
     sim.faults.inject({ kind: 'server_error', times: 2, on: 'accrue' });
     await Promise.all(orders.map((orderId, i) => toAll('/v1/checkouts/generic', checkout({ orderId, customer: { phone: `+1555300${String(i).padStart(4, '0')}` } }))));
 
+    // Every order settled first: an accrue still under way (one answered 202 in doubt and sent again
+    // after its history check, or held by the rate-limit pause) would take the slow fault meant for K-1.
+    await eventually(rows, (rs) => orders.every((id) => rs.some((r) => r.transaction_id === `generic:${id}` && !r.open && !r.record.inFlight)), 30_000);
     // One more order whose accrue commits upstream and then hangs; the instance making it is killed.
     sim.faults.inject({ kind: 'slow_after_commit', on: 'accrue', delayMs: 60_000 });
     const slow = toAll('/v1/checkouts/generic', checkout({ orderId: 'K-1', customer: { phone: '+15553999999' } }));
