@@ -24,6 +24,8 @@ export const MUTANTS = [
   'double-reverse',
   /** A reversal the history did not prove is never looked at again, even once the rival that made it ambiguous has settled (transitions.ts `reconsiderUnproven`). */
   'keep-unproven',
+  /** The reversal count rule settles as reversed where fewer entries than reversals in doubt are in the history (history-verifier.ts `#countReversals`). */
+  'count-reversals-fewer',
 ] as const;
 export type MutantName = (typeof MUTANTS)[number];
 

@@ -172,36 +172,31 @@ export class HistoryVerifier {
     const notCounted = { kind: 'not_counted' as const };
     const merchantId = merchantOf(record);
     const others = contenders.filter((c) => c.transactionId !== record.transactionId);
-    const group = new Map<string, LedgerRecord>([[record.transactionId, record]]);
     /** Each matching unclaimed operation on a group member's card, with the members that could have made it. */
     const operations = new Map<number, { op: Operation; cardId: string; makers: Set<string> }>();
     const sinceOf = (r: LedgerRecord) => Date.parse(r.accrual.inDoubtSince!) - this.options.clockSkewMs;
-    const looked = new Set<string>();
-    for (let changed = true; changed; ) {
-      changed = false;
-      for (const member of [...group.values()]) {
-        if (looked.has(member.transactionId)) continue;
-        looked.add(member.transactionId);
-        for (const cardId of await cards.of(member.accrual.customer!)) {
-          for (const op of await this.#operations(cardId, sinceOf(member), now, reads)) {
-            const claimedBy = await this.store.findOperationClaim(merchantId, op.id);
-            if (!accrualCandidate(op, member, cardId, sinceOf(member), claimedBy, shape).candidate) continue;
-            const entry = operations.get(op.id) ?? { op, cardId, makers: new Set<string>() };
-            entry.makers.add(member.transactionId);
-            operations.set(op.id, entry);
-            for (const rival of await this.#rivals(member, op, cards, others)) {
-              entry.makers.add(rival);
-              if (group.has(rival)) continue;
-              const other = contenders.find((c) => c.transactionId === rival);
-              // A call out, a record a person settled, one of more records than were looked at: not counted.
-              if (!other || other.inFlight || other.accrual.state !== 'in_doubt' || isProbing(other) || !other.accrual.inDoubtSince || !other.accrual.customer) return notCounted;
-              group.set(rival, other);
-              changed = true;
-            }
+    const group = await closeGroup(record, async (member, inGroup) => {
+      const joining: LedgerRecord[] = [];
+      for (const cardId of await cards.of(member.accrual.customer!)) {
+        for (const op of await this.#operations(cardId, sinceOf(member), now, reads)) {
+          const claimedBy = await this.store.findOperationClaim(merchantId, op.id);
+          if (!accrualCandidate(op, member, cardId, sinceOf(member), claimedBy, shape).candidate) continue;
+          const entry = operations.get(op.id) ?? { op, cardId, makers: new Set<string>() };
+          entry.makers.add(member.transactionId);
+          operations.set(op.id, entry);
+          for (const rival of await this.#rivals(member, op, cards, others)) {
+            entry.makers.add(rival);
+            if (inGroup(rival)) continue;
+            const other = contenders.find((c) => c.transactionId === rival);
+            // A call out, a record a person settled, one of more records than were looked at: not counted.
+            if (!other || other.inFlight || other.accrual.state !== 'in_doubt' || isProbing(other) || !other.accrual.inDoubtSince || !other.accrual.customer) return undefined;
+            joining.push(other);
           }
         }
       }
-    }
+      return joining;
+    });
+    if (!group) return notCounted;
     // Each member an operation of its own, in the order the calls began, each taking the earliest it
     // can: an operation can only follow its call, so this finds a matching whenever one exists on one
     // card, and gives the calls their operations in time order (the same card and sum either way).
@@ -299,6 +294,8 @@ export class HistoryVerifier {
       const all = [...found.values()].flat();
       const many = [...found].filter(([, ops]) => ops.length > 1);
       if (many.length) {
+        const counted = credited.length === 1 ? await this.#countReversals(record, credited[0]!, shape, now) : undefined;
+        if (counted) return counted;
         return { kind: 'unproven', reading: 'ambiguous', why: `card ${many[0]![0]} shows ${many[0]![1].length} entries of ${describeShape(shape)} for ${check.amount} cents since the call: which is this reversal's cannot be told` };
       }
       const missing = credited.length ? [...found].filter(([, ops]) => ops.length === 0).map(([card]) => card) : all.length === 0 ? looked : [];
@@ -317,13 +314,95 @@ export class HistoryVerifier {
       }
       const rivals = await this.#reversalRivals(record, all, since, now);
       if (rivals === 'too_many') return { kind: 'unproven', reading: 'unknown', why: `the customer has more than ${RIVAL_SCAN} records: another reversal of ${check.amount} cents cannot be ruled out` };
-      if (rivals.others.length) return { kind: 'unproven', reading: 'ambiguous', why: `the entr${all.length === 1 ? 'y' : 'ies'} could be the reversal of ${rivals.others.join(', ')} too (the same customer and amount, its own entries not claimed)` };
+      if (rivals.others.length) {
+        const counted = credited.length === 1 ? await this.#countReversals(record, credited[0]!, shape, now) : undefined;
+        if (counted) return counted;
+        return { kind: 'unproven', reading: 'ambiguous', why: `the entr${all.length === 1 ? 'y' : 'ies'} could be the reversal of ${rivals.others.map((o) => o.transactionId).join(', ')} too (the same customer and amount, its own entries not claimed)` };
+      }
       // A reversal confirmed a moment ago whose entries are being noted: looked at again once they are.
       if (rivals.noting.length) return { kind: 'too_early', reason: `the confirmed reversal of ${rivals.noting.join(', ')} (the same customer and amount) is having its history entries noted: looked at again after that` };
       return { kind: 'reversed', operationIds: all.map((op) => op.id), cards: [...found.keys()], shape };
     } catch (error) {
       return { kind: 'cannot_verify', reason: `history lookup failed: ${(error as Error).message}` };
     }
+  }
+
+  /**
+   * The count rule for reversals, where an entry could be this reversal's or another's: the group is
+   * this reversal and the customer's other reversals of the amount in doubt that could have made an
+   * entry on the card (`#reversalRivals` of each, until none names one outside the group). Each
+   * reversal leaves at most one entry on a card it reverses, so when the unclaimed entries of the
+   * shape and sum on the card since the earliest call began are exactly as many as the group, and
+   * each reversal can be given one made after its own call began, all of them happened: this one
+   * takes the entry the matching gives it, in the order the calls began. Fewer entries is the true
+   * ambiguity, more means something outside the group made one: both are left (undefined). So is a
+   * group with a call still out, a reversal a person settled without naming its entry, or one that
+   * credited other cards. A confirmed reversal whose entry was not noted (when it was answered, the
+   * card showed another unclaimed entry too) is a member that certainly made one; one confirmed
+   * within the grace period may still be noted, so the count waits for it (`too_early`).
+   */
+  async #countReversals(record: LedgerRecord, cardId: string, shape: ReversalShape, now: Date): Promise<Extract<ReversalVerdict, { kind: 'reversed' | 'too_early' }> | undefined> {
+    const merchantId = merchantOf(record);
+    // A confirmed reversal whose entry was never noted (its answer's moment showed more than one) is
+    // a member known to have made one, at the time the service stamped on its results.
+    const confirmedAt = (r: LedgerRecord) => Math.max(...r.reversal.results.filter((x) => x.isSuccess && x.serialNumber === cardId).map((x) => Date.parse(x.reversedAt ?? '')).filter((ms) => !Number.isNaN(ms)));
+    const confirmedUnnoted = (r: LedgerRecord) => r.reversal.state === 'reversed' && r.reversal.operationIds === undefined && Number.isFinite(confirmedAt(r));
+    const sinceOf = (r: LedgerRecord) => (r.reversal.state === 'in_doubt' ? Date.parse(r.reversal.inDoubtSince!) : confirmedAt(r)) - this.options.clockSkewMs;
+    const countable = (r: LedgerRecord) =>
+      !r.inFlight &&
+      !isProbing(r) &&
+      r.accrual.check?.amount === record.accrual.check!.amount &&
+      sameCards(creditedCards(r), [cardId]) &&
+      ((r.reversal.state === 'in_doubt' && r.reversal.inDoubtSince !== undefined) || confirmedUnnoted(r));
+    // One read of the card for the whole count, made before any rival is looked for: a reversal
+    // begun after it cannot have made an entry in it, and one begun before is found as a rival.
+    const reads = new Map<string, Promise<Operation[]>>();
+    const entriesOf = async (member: LedgerRecord): Promise<Operation[]> => {
+      const found: Operation[] = [];
+      for (const op of await this.#operations(cardId, sinceOf(member), now, reads)) {
+        const claimedBy = await this.store.findOperationClaim(merchantId, op.id);
+        if (reversalCandidate(op, member, cardId, sinceOf(member), claimedBy, shape).candidate) found.push(op);
+      }
+      return found;
+    };
+    const entries = new Map<string, Operation[]>();
+    const noting: string[] = [];
+    const group = await closeGroup(record, async (member, inGroup) => {
+      const mine = await entriesOf(member);
+      entries.set(member.transactionId, mine);
+      const rivals = await this.#reversalRivals(member, mine, sinceOf(member), now);
+      if (rivals === 'too_many') return undefined;
+      if (rivals.noting.length) {
+        noting.push(...rivals.noting);
+        return undefined;
+      }
+      const joining = rivals.others.filter((other) => !inGroup(other.transactionId));
+      return joining.every(countable) ? joining : undefined;
+    });
+    // A reversal confirmed a moment ago whose entries are being noted: counted again once they are.
+    if (noting.length) return { kind: 'too_early', reason: `the confirmed reversal of ${[...new Set(noting)].sort().join(', ')} (the same customer and amount) is having its history entries noted: looked at again after that` };
+    if (!group) return undefined;
+    const members = [...group.values()].sort((a, b) => sinceOf(a) - sinceOf(b) || a.transactionId.localeCompare(b.transactionId));
+    const free = [...new Map([...entries.values()].flat().map((op) => [op.id, op])).values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || a.id - b.id);
+    // The rivals were listed after the card was read: one that settled in between has claimed its
+    // entry and left the group, so the read would count an entry no member can have. Counted again
+    // on the next look, from a fresh read.
+    for (const op of free) {
+      const claimedBy = await this.store.findOperationClaim(merchantId, op.id);
+      if (claimedBy) return { kind: 'too_early', reason: `operation ${op.id} was claimed by ${claimedBy} while the reversals of the amount were counted: counted again from a fresh read` };
+    }
+    const total = free.length;
+    if (mutant('count-reversals-fewer') && free[0]) return { kind: 'reversed', operationIds: [free[0].id], cards: [cardId], shape, counted: { inDoubt: members.map((m) => m.transactionId).sort(), operations: total } };
+    if (total !== members.length) return undefined;
+    let given: Operation | undefined;
+    for (const member of members) {
+      const i = free.findIndex((op) => entries.get(member.transactionId)!.some((e) => e.id === op.id));
+      if (i < 0) return undefined;
+      const [op] = free.splice(i, 1);
+      if (member.transactionId === record.transactionId) given = op;
+    }
+    if (!given) return undefined;
+    return { kind: 'reversed', operationIds: [given.id], cards: [cardId], shape, counted: { inDoubt: members.map((m) => m.transactionId).sort(), operations: total } };
   }
 
   /**
@@ -475,6 +554,7 @@ export class HistoryVerifier {
     const verdict = await this.verifyReversal(record, now);
     switch (verdict.kind) {
       case 'reversed':
+        if (verdict.counted) return { reading: 'reversed', why: `${verdict.counted.operations} unclaimed entries of ${describeShape(verdict.shape)} on card ${verdict.cards.join(', ')} for the ${verdict.counted.inDoubt.length} reversals in doubt that could have made them (${verdict.counted.inDoubt.join(', ')}): all happened; operation ${verdict.operationIds.join(', ')} is this one's` };
         return { reading: 'reversed', why: `operation ${verdict.operationIds.join(', ')} (${describeShape(verdict.shape)}) on card ${verdict.cards.join(', ')}: one on each, claimed by no record, none could be another's` };
       case 'unproven':
         return { reading: verdict.reading, why: verdict.why };
@@ -506,18 +586,18 @@ export class HistoryVerifier {
    * doubt, out now, confirmed since `since` without its entries claimed, or settled by a person
    * without naming them.
    */
-  async #reversalRivals(record: LedgerRecord, entries: Operation[], since: number, now: Date): Promise<{ others: string[]; noting: string[] } | 'too_many'> {
+  async #reversalRivals(record: LedgerRecord, entries: Operation[], since: number, now: Date): Promise<{ others: LedgerRecord[]; noting: string[] } | 'too_many'> {
     const owners = entries.map((op) => (op as { customer?: { phone?: string | null; email?: string | null } }).customer).filter((c) => c !== undefined);
     const identities = [...new Set([...identitiesOf(record.accrual.customer), ...owners.flatMap((c) => identitiesOf({ phone: c.phone ?? undefined, email: c.email ?? undefined }))])];
     const page = await this.store.list({ merchantId: merchantOf(record), customer: identities, offset: 0, limit: RIVAL_SCAN });
     if (page.totalCapped || page.total > RIVAL_SCAN) return 'too_many';
     const amount = record.accrual.check!.amount;
-    const others: string[] = [];
+    const others: LedgerRecord[] = [];
     const noting: string[] = [];
     for (const other of page.items) {
       if (keyOf(other) === keyOf(record) || other.accrual.check?.amount !== amount) continue;
       if (other.reversal.state === 'in_doubt' || other.inFlight?.operation === 'reverse') {
-        others.push(other.transactionId);
+        others.push(other);
         continue;
       }
       if (other.reversal.state === 'reversed' && other.reversal.operationIds === undefined && !other.reversal.results.some((r) => r.reversedAt)) {
@@ -525,15 +605,16 @@ export class HistoryVerifier {
         // its call could have left one since `since` (a call commits within its timeout and the
         // grace period), is in the history claimed by nobody, as a rival's would be.
         const lastCall = Math.max(...other.attempts.filter((a) => a.operation === 'reverse').map((a) => Date.parse(a.startedAt)));
-        if (lastCall >= since - this.options.graceMs) others.push(other.transactionId);
+        if (lastCall >= since - this.options.graceMs) others.push(other);
         continue;
       }
       const confirmed = other.reversal.results.map((r) => Date.parse(r.reversedAt ?? '')).filter((ms) => !Number.isNaN(ms) && ms >= since);
       if (other.reversal.operationIds !== undefined || confirmed.length === 0) continue;
       // Its entries are noted right after its answer; one still unnoted past the grace period never will be.
-      (now.getTime() - Math.max(...confirmed) < this.options.graceMs ? noting : others).push(other.transactionId);
+      if (now.getTime() - Math.max(...confirmed) < this.options.graceMs) noting.push(other.transactionId);
+      else others.push(other);
     }
-    return { others: others.sort(), noting: noting.sort() };
+    return { others: others.sort((a, b) => a.transactionId.localeCompare(b.transactionId)), noting: noting.sort() };
   }
 
   /**
@@ -626,6 +707,29 @@ function rivalsOf(record: LedgerRecord, operations: readonly EvidenceOperation[]
 function ownersIn(owners: OperationOwners): Pick<EvidenceOperation, 'claimedBy' | 'mayBeOf'> {
   if ('claimedBy' in owners) return { claimedBy: owners.claimedBy };
   return owners.mayBeOf.length > 0 ? { mayBeOf: owners.mayBeOf } : {};
+}
+
+/**
+ * A count's group, grown from `first` until closed: `visit` looks at each member once and names the
+ * records it brings in (undefined: one of them cannot be counted, nor then the group).
+ */
+async function closeGroup(first: LedgerRecord, visit: (member: LedgerRecord, inGroup: (transactionId: string) => boolean) => Promise<LedgerRecord[] | undefined>): Promise<Map<string, LedgerRecord> | undefined> {
+  const group = new Map<string, LedgerRecord>([[first.transactionId, first]]);
+  const pending = [first];
+  for (let member = pending.shift(); member; member = pending.shift()) {
+    const joining = await visit(member, (id) => group.has(id));
+    if (!joining) return undefined;
+    for (const other of joining) {
+      if (group.has(other.transactionId)) continue;
+      group.set(other.transactionId, other);
+      pending.push(other);
+    }
+  }
+  return group;
+}
+
+function sameCards(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((card) => b.includes(card));
 }
 
 function creditedCards(record: LedgerRecord): string[] {

@@ -640,7 +640,12 @@ export function applyVerdict(record: LedgerRecord, verdict: Verdict, now: Date, 
 
 /** What the history showed of a reversal in doubt (history-verifier.ts `verifyReversal`). */
 export type ReversalVerdict =
-  | { kind: 'reversed'; operationIds: number[]; cards: string[]; shape: Pick<ReversalShape, 'eventId' | 'sign'> }
+  /**
+   * `counted`: the entry could be another reversal's too, but the card shows as many unclaimed
+   * entries of the shape and sum as the reversals in doubt that could have made them, so all
+   * happened (history-verifier.ts `#countReversals`).
+   */
+  | { kind: 'reversed'; operationIds: number[]; cards: string[]; shape: Pick<ReversalShape, 'eventId' | 'sign'>; counted?: { inDoubt: string[]; operations: number } }
   /** Nothing the bridge may act on: a person decides, shown the evidence. `reading`: what it looks like. */
   | { kind: 'unproven'; reading: 'not_reversed' | 'ambiguous' | 'unknown'; why: string }
   | { kind: 'too_early'; reason: string }
@@ -648,8 +653,11 @@ export type ReversalVerdict =
 
 export function describeReversalVerdict(verdict: ReversalVerdict): string {
   switch (verdict.kind) {
-    case 'reversed':
-      return `operations history shows operation ${verdict.operationIds.join(', ')} on card ${verdict.cards.join(', ')} (${verdict.shape.sign < 0 ? 'negative' : 'positive'} purchase sum, event ${verdict.shape.eventId}, as this service records a reversal): reversed`;
+    case 'reversed': {
+      const shown = `operation ${verdict.operationIds.join(', ')} on card ${verdict.cards.join(', ')} (${verdict.shape.sign < 0 ? 'negative' : 'positive'} purchase sum, event ${verdict.shape.eventId}, as this service records a reversal)`;
+      if (verdict.counted) return `operations history shows ${verdict.counted.operations} unclaimed reversal entr${verdict.counted.operations === 1 ? 'y' : 'ies'} for the ${verdict.counted.inDoubt.length} reversals in doubt that could have made them (${verdict.counted.inDoubt.join(', ')}): all happened; ${shown} is this one's: reversed`;
+      return `operations history shows ${shown}: reversed`;
+    }
     case 'unproven':
       return `the operations history does not prove the reversal: ${verdict.why}`;
     case 'too_early':
@@ -666,6 +674,7 @@ export function applyReversalVerdict(record: LedgerRecord, verdict: ReversalVerd
     switch (verdict.kind) {
       case 'reversed':
         Object.assign(r.reversal, { state: 'reversed', inDoubtSince: undefined, unproven: undefined, operationIds: [...(r.reversal.operationIds ?? []), ...verdict.operationIds] });
+        if (verdict.counted) r.reversal.countedWith = verdict.counted.inDoubt.filter((id) => id !== r.transactionId);
         settledRounds(r);
         return `${describeReversalVerdict(verdict)}${settleProbe(r, now)}`;
       case 'unproven':

@@ -119,6 +119,10 @@ export const RecordSummary = z
         .object({ at: timestamp, why: z.string() })
         .optional()
         .meta({ description: 'In doubt, and the history did not prove it: a person decides, shown the evidence.' }),
+      countedWith: z
+        .array(z.string())
+        .optional()
+        .meta({ description: 'Settled by counting: these reversals were in doubt with it and its card held as many unclaimed reversal entries of the sum as them, so all happened; which entry is whose cannot be told, so each claims one.' }),
     }),
     nextAttemptAt: timestamp.optional(),
     parentTransactionId: z.string().optional().meta({ description: 'On a record that accrues what a partial refund left: the original.' }),

@@ -57,6 +57,7 @@ export const FIRST_SCENARIO: Record<MutantName, string> = {
   'resend-after-reset': 'every-fate',
   'double-reverse': 'every-fate',
   'keep-unproven': 'reversals-in-doubt',
+  'count-reversals-fewer': 'reversals-in-doubt',
 };
 
 export async function checkMutants(options: ModelCheckOptions & { mutants?: MutantName[] }): Promise<MutantOutcome[]> {

@@ -34,7 +34,11 @@ export function safetyViolation(world: World): string | undefined {
       // `countedWith`): the same card and sum, all of them booked, which is whose not told apart.
       // The group is mutual: the one counted first names the others, who may then settle plainly.
       const owner = records.find((o) => o.transactionId === op.transactionId);
-      const counted = kind === 'accrual' && op.kind === 'accrual' && ((r.accrual.countedWith ?? []).includes(op.transactionId) || (owner?.accrual.countedWith ?? []).includes(r.transactionId));
+      const counted =
+        op.kind === kind &&
+        (kind === 'accrual'
+          ? (r.accrual.countedWith ?? []).includes(op.transactionId) || (owner?.accrual.countedWith ?? []).includes(r.transactionId)
+          : (r.reversal.countedWith ?? []).includes(op.transactionId) || (owner?.reversal.countedWith ?? []).includes(r.transactionId));
       if ((op.transactionId !== r.transactionId && !counted) || op.kind !== kind) return `${r.transactionId} claims operation ${id} as its ${kind}, but it is the ${op.kind} of ${op.transactionId}`;
       const other = claimedBy.get(id);
       if (other) return `operation ${id} is claimed by ${other} and by ${r.transactionId}`;

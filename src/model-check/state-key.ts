@@ -94,6 +94,7 @@ function recordView(r: LedgerRecord, rel: (time: string | undefined | null) => n
     v.operationIds ?? null,
     v.shape ? [v.shape.eventId, v.shape.sign] : null,
     v.unproven ? rel(v.unproven.at) : null,
+    v.countedWith ?? null,
     // A reversal a person settled without naming its entry is a rival of later ones while its last call could have left one (`#reversalRivals`).
     personSettledReversal(r) ? rel(r.attempts.filter((x) => x.operation === 'reverse').at(-1)?.startedAt) : null,
     r.parentTransactionId ?? null,

@@ -268,6 +268,13 @@ export interface LedgerRecord {
     shape?: ReversalShape;
     /** The history was read for this reversal in doubt and proved nothing: a person decides, shown the evidence. */
     unproven?: { at: string; why: string };
+    /**
+     * Settled by the count rule for reversals (`HistoryVerifier`): these other reversals were in
+     * doubt with it on its card, and the card showed as many unclaimed entries of the shape and sum,
+     * so all happened. Which entry is whose cannot be told (one card, one sum): each claims one, and
+     * the set is theirs together.
+     */
+    countedWith?: string[];
   };
   /** Set on a record created to re-accrue what a partial refund left. */
   parentTransactionId?: string;

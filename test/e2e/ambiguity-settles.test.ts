@@ -8,6 +8,9 @@
  *   history as any other (no stand-in rival for "records not looked at");
  * - a refund of an order whose accrual is settled goes out while another sale of the customer and
  *   amount is in doubt;
+ * - two refunds of one customer and amount in doubt, both booked: the count rule for reversals finds
+ *   two unclaimed reversal entries on the card for two reversals, and settles both; one booked: the
+ *   one entry is left to a person until the other is settled, then the first settles by itself;
  * - an accrual held back past HOLD_ATTENTION_AFTER_MS is `held` in the attention queue, counted apart
  *   from the record in doubt it waits behind, and goes out once that one is settled.
  */
@@ -113,6 +116,86 @@ for (const store of STORES) {
       expect([refund.status, refund.body.status]).toEqual([200, 'reversed']);
       expect(h!.sim.books().transactions['generic:F-1']).toMatchObject({ accruals: 1, reversals: 1 });
       expect((await record('generic:F-2')).status).toBe('in_doubt');
+    });
+
+    /** A confirmed reversal teaches the bridge how this service shows one (its entry's event and sign): a reversal in doubt is looked for in that shape. */
+    const learnReversalShape = async (phone: string) => {
+      expect((await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId: 'S-0', total: '1.00', customer: { phone } }))).body.status).toBe('accrued');
+      expect((await postJson(h!.bridge.url, '/v1/refunds/generic', { orderId: 'S-0', refundId: 'S-0-R1' })).body.status).toBe('reversed');
+      await h!.bridge.core.delivery.drain();
+      expect((await record('generic:S-0')).reversal.operationIds).toHaveLength(1);
+    };
+    const sellAndRefundInDoubt = async (orders: { orderId: string; fault: 'drop_after_commit' | 'drop_before_commit' }[], phone: string) => {
+      for (const { orderId } of orders) expect((await postJson(h!.bridge.url, '/v1/checkouts/generic', checkout({ orderId, customer: { phone } }))).body.status).toBe('accrued');
+      for (const { orderId, fault } of orders) {
+        h!.sim.faults.inject({ kind: fault, on: 'reverse' });
+        expect((await postJson(h!.bridge.url, '/v1/refunds/generic', { orderId, refundId: `${orderId}-R1` })).body.status).toBe('in_doubt');
+      }
+    };
+
+    it('two refunds of one customer and amount in doubt at once, both booked: two unclaimed reversal entries on the card for two reversals, so both settle without a person, each claiming one', async () => {
+      await start({ IN_DOUBT_VERIFY_AFTER_MS: '0' });
+      const phone = '+15550006161';
+      await learnReversalShape(phone);
+      await sellAndRefundInDoubt([{ orderId: 'V-1', fault: 'drop_after_commit' }, { orderId: 'V-2', fault: 'drop_after_commit' }], phone);
+      const sent = h!.sim.books().reverseRequests;
+      const seen = (await admin('get', '/v1/admin/transactions/generic:V-1/evidence')).body;
+      expect(seen).toMatchObject({ question: 'reversal', reading: 'reversed', why: expect.stringMatching(/2 unclaimed entries .* for the 2 reversals in doubt that could have made them \(generic:V-1, generic:V-2\): all happened/) });
+
+      // The routine pass settles them: one by the count, the other by it or, once the first claimed
+      // its entry, by the one entry left (which may happen off the pass, when the first settles).
+      const fixed: string[][] = [];
+      await eventually(
+        async () => {
+          const report = (await admin('post', '/v1/admin/reconcile')).body;
+          fixed.push(...report.fixed.map((f: { transactionId: string; to: string }) => [f.transactionId, f.to]));
+          return report;
+        },
+        (report) => report.open.length === 0,
+        5000,
+      );
+      expect(fixed.length).toBeGreaterThan(0);
+      expect(fixed.every(([, to]) => to === 'reversed')).toBe(true);
+      for (const id of ['generic:V-1', 'generic:V-2']) expect([id, (await record(id)).status]).toEqual([id, 'reversed']);
+      // Nothing was sent again; each claims an entry of its own, and the first settled names the other as counted with it.
+      const books = h!.sim.books();
+      expect(books.reverseRequests).toBe(sent);
+      expect(books.doubleReversals).toEqual([]);
+      for (const id of ['generic:V-1', 'generic:V-2']) expect(books.transactions[id]).toMatchObject({ accruals: 1, reversals: 1 });
+      const [v1, v2] = [await record('generic:V-1'), await record('generic:V-2')];
+      expect([v1.reversal.operationIds, v2.reversal.operationIds].map((ids) => ids?.length)).toEqual([1, 1]);
+      expect(v1.reversal.operationIds![0]).not.toBe(v2.reversal.operationIds![0]);
+      expect([...(v1.reversal.countedWith ?? []), ...(v2.reversal.countedWith ?? [])]).toEqual(expect.arrayContaining([expect.stringMatching(/^generic:V-[12]$/)]));
+      expect([...v1.history, ...v2.history].map((e) => e.event)).toContainEqual(expect.stringMatching(/reversals in doubt that could have made them .*: all happened; operation \d+ on card .* is this one's: reversed$/));
+    });
+
+    it('two refunds of one customer and amount in doubt, one booked: one entry for two reversals is left to a person; once the person settles the other, the first settles by itself', async () => {
+      await start({ IN_DOUBT_VERIFY_AFTER_MS: '0' });
+      const phone = '+15550006262';
+      await learnReversalShape(phone);
+      await sellAndRefundInDoubt([{ orderId: 'X-1', fault: 'drop_after_commit' }, { orderId: 'X-2', fault: 'drop_before_commit' }], phone);
+      await new Promise((resolve) => setTimeout(resolve, 350)); // past the grace period: X-2's entry is not coming
+      const report = (await admin('post', '/v1/admin/reconcile')).body;
+      expect(report.fixed).toEqual([]);
+      for (const id of ['generic:X-1', 'generic:X-2']) expect([id, (await record(id)).reversal.unproven?.why]).toEqual([id, expect.stringMatching(/could be the reversal of generic:X-[12] too/)]);
+
+      // The person knows X-2 never reached the service (its POS showed the error): reversed once, by a new call.
+      const resolved = await admin('post', '/v1/admin/transactions/generic:X-2/resolve').send({ outcome: 'not_reversed', reason: 'the request never reached the service' });
+      expect(resolved.body.status).toBe('reversed');
+      await h!.bridge.core.delivery.drain();
+      // X-1's one entry can be no one else's now: the routine pass settles it, no person asked.
+      const settled = await eventually(
+        async () => {
+          await admin('post', '/v1/admin/reconcile');
+          return record('generic:X-1');
+        },
+        (r) => r.status === 'reversed',
+        5000,
+      );
+      expect(settled.reversal.operationIds).toHaveLength(1);
+      const books = h!.sim.books();
+      expect(books.doubleReversals).toEqual([]);
+      for (const id of ['generic:X-1', 'generic:X-2']) expect(books.transactions[id]).toMatchObject({ accruals: 1, reversals: 1 });
     });
 
     it('an accrual held back past HOLD_ATTENTION_AFTER_MS is `held` in the attention queue, apart from the doubt it waits behind, and goes out once that is settled', async () => {

@@ -53,6 +53,7 @@ const CAUGHT_BY: Record<(typeof MUTANTS)[number], RegExp> = {
   'resend-after-reset': /the loyalty service booked 2 accruals of/,
   'double-reverse': /the loyalty service booked 2 reversals of/,
   'keep-unproven': /waits for a person, though the reversal shape is known, the service booked the reversal/,
+  'count-reversals-fewer': /the ledger says generic:O\d is reversed, but the loyalty service booked no reversal of it|claims operation \d+ as its reversal, but it is the reversal of/,
 };
 
 describe('npm run model-check', () => {
