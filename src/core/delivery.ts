@@ -227,7 +227,7 @@ export class DeliveryService {
   /** Takes over an abandoned call: in doubt. Undefined when another instance took it over first. */
   async takeOver(record: LedgerRecord): Promise<LedgerRecord | undefined> {
     try {
-      return await this.writer.write(record, takeOver(record, this.writer.now(), this.options));
+      return await this.writer.write(record, takeOver(record, this.writer.now(), this.options, this.instanceId));
     } catch (error) {
       if (error instanceof VersionConflictError) return undefined;
       throw error;

@@ -475,12 +475,17 @@ function settleProbe(r: LedgerRecord, now: Date): string {
   return `; the purchase is accrued again as ${remainderTransactionId}`;
 }
 
-/** A call marked in flight by a bridge that can no longer finish it: it may have reached the loyalty service. */
-export function takeOver(record: LedgerRecord, now: Date, options: TransitionOptions): Transition {
+/**
+ * A call marked in flight by a bridge that can no longer finish it: it may have reached the loyalty
+ * service. `by`: the bridge taking it over; when that is the marker's own, its call ended but its
+ * outcome was not recorded (the write failed, or a database failover took back its commit).
+ */
+export function takeOver(record: LedgerRecord, now: Date, options: TransitionOptions, by?: string): Transition {
   const { operation, startedAt, owner } = record.inFlight!;
   return changed(record, (r) => {
     r.inFlight = undefined;
     putInDoubt(r, operation, startedAt, now, options);
+    if (owner === by) return `found mid-${operation} marked by this bridge (${owner.slice(0, 8)}) with no call of its out: the outcome was not recorded (a failed write, or a database failover took it back); it may have reached the loyalty service`;
     return `found mid-${operation} left by bridge ${owner.slice(0, 8)} (restarted or gone): it may have reached the loyalty service`;
   });
 }

@@ -113,6 +113,18 @@ export function jsonb(value: unknown): string {
  */
 const RECORD_OF = (alias: string) => `(SELECT record FROM ledger_records WHERE created_at = ${alias}.created_at AND transaction_id = ${alias}.transaction_id OFFSET 0)`;
 
+/**
+ * Whether the record of work row `alias` carries no call marked in flight (`inFlight`) by another
+ * instance whose lease on it still stands (lease.ts: its start plus the lease, the claim's `leaseMs`).
+ * Such a record is its caller's: another instance that leased its work row would only hold the
+ * caller out of it, so that a call whose outcome was lost (a failover took back its asynchronous
+ * commit) waited for the lease to run out instead of being settled by its live owner at once.
+ */
+const NOT_IN_FLIGHT_ELSEWHERE = (alias: string, owner: string, leaseMs: string) =>
+  `NOT EXISTS (SELECT 1 FROM ledger_records f WHERE f.created_at = ${alias}.created_at AND f.transaction_id = ${alias}.transaction_id
+                  AND f.record->'inFlight'->>'owner' <> ${owner}
+                  AND (f.record->'inFlight'->>'startedAt')::timestamptz > now() - make_interval(secs => ${leaseMs}::double precision / 1000))`;
+
 /** A LIKE pattern matching what starts with `prefix` folded (store.ts foldCase), its %, _ and \\ taken literally. */
 function likePrefix(prefix: string): string {
   return `${likeLiteral(foldCase(safeText(prefix)))}%`;
@@ -219,7 +231,8 @@ function refusal(outcome: Refusal, record: LedgerRecord): Error {
  * each, however many records each has; merchants whose open records all wait for a person are not
  * in that index); for each, its earliest due records up to the cap, numbered (its turns); then turn
  * by turn, earliest due first, up to the limit. With a claim, the records another live instance
- * leased, or that were written within `idleMs`, are not candidates, and those chosen are locked
+ * leased, or that were written within `idleMs`, are not candidates, nor those whose call another
+ * live instance has in flight (`NOT_IN_FLIGHT_ELSEWHERE`), and those chosen are locked
  * (SKIP LOCKED: a row being written is left for the next pass), checked again and leased to the
  * owner. The records themselves are read by their primary key, in their month's partition.
  *
@@ -266,7 +279,7 @@ export function dueSql(query: DueQuery): { text: string; values: unknown[] } {
   return {
     text: `${chosen}, claimed AS (
       UPDATE ledger_work w SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
-       WHERE w.transaction_id IN (SELECT l.transaction_id FROM ledger_work l WHERE l.transaction_id IN (SELECT transaction_id FROM chosen) AND ${due('l')} FOR UPDATE SKIP LOCKED)
+       WHERE w.transaction_id IN (SELECT l.transaction_id FROM ledger_work l WHERE l.transaction_id IN (SELECT transaction_id FROM chosen) AND ${due('l')} AND ${NOT_IN_FLIGHT_ELSEWHERE('l', owner!, leaseMs!)} FOR UPDATE SKIP LOCKED)
       RETURNING w.transaction_id
     )
     ${records('claimed JOIN chosen USING (transaction_id)')}`,
@@ -872,6 +885,7 @@ export class PostgresLedgerStore implements LedgerStore {
             SELECT w.transaction_id FROM ledger_work w
              WHERE ${where} AND (w.lease_until IS NULL OR w.lease_until < now() OR w.lease_owner = ${owner})
                AND w.updated_at < now() - make_interval(secs => ${idleMs}::double precision / 1000)
+               AND ${NOT_IN_FLIGHT_ELSEWHERE('w', owner, leaseMs)}
              ${order} LIMIT $${params.push(limit)} FOR UPDATE SKIP LOCKED)
          RETURNING c.*)
        SELECT r.record FROM claimed w ${join} ${order}`,

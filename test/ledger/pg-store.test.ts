@@ -109,6 +109,29 @@ describeIf('PostgreSQL', () => {
       }
     });
 
+    it("leaves a record whose call another live instance has in flight to that instance: its worker takes it at once, the other's never holds it out", async () => {
+      const flight = await freshSchema(base!, 'in_flight');
+      const [a, b] = [new PostgresLedgerStore(flight.url, { poolSize: 2 }), new PostgresLedgerStore(flight.url, { poolSize: 2 })];
+      try {
+        await a.init();
+        await b.init();
+        // Marked in flight by A just now (its outcome lost, say: a failover took back the commit), by A long ago (A is gone), and not at all.
+        const now = new Date().toISOString();
+        await a.insert({ ...makeRecord('generic:F-mine', { accrual: 'pending', at: 1 }), inFlight: { owner: 'A', operation: 'accrue', startedAt: now } });
+        await a.insert({ ...makeRecord('generic:F-gone', { accrual: 'pending', at: 2 }), inFlight: { owner: 'A', operation: 'accrue', startedAt: minutes(3) } });
+        await a.insert(makeRecord('generic:F-free', { accrual: 'pending', at: 3 }));
+        const query = (owner: string) => ({ nowMs: Date.now() + 60_000, limit: 10, canVerify: false, claim: { owner, leaseMs: 60_000 } });
+        // B's worker comes first: it takes what is free and what A's lease no longer covers, never A's live call.
+        expect((await b.listDue(query('B'))).map((r) => r.transactionId).sort()).toEqual(['generic:F-free', 'generic:F-gone']);
+        expect((await b.listOpen({ limit: 10, claim: { owner: 'B', leaseMs: 60_000 } })).map((r) => r.transactionId).sort()).toEqual(['generic:F-free', 'generic:F-gone']);
+        // A's worker then finds its own call's record, not held out by B's claims.
+        expect((await a.listDue(query('A'))).map((r) => r.transactionId)).toEqual(['generic:F-mine']);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await flight.drop();
+      }
+    });
+
     it('hands each worker a disjoint batch of due records, the merchants taking turns, at most perMerchant of each', async () => {
       const due = await freshSchema(base!, 'turns');
       const [a, b] = [new PostgresLedgerStore(due.url, { poolSize: 2 }), new PostgresLedgerStore(due.url, { poolSize: 2 })];

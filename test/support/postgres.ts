@@ -47,6 +47,8 @@ export interface Cluster {
   /** Starts it again on the same data (after a crash: its recovery replays what was flushed). */
   start(): Promise<void>;
   stop(): void;
+  /** One statement on a connection of its own: its rows. */
+  query(sql: string): Promise<Record<string, unknown>[]>;
 }
 
 function postgresBin(): string | undefined {
@@ -62,6 +64,62 @@ function postgresBin(): string | undefined {
 export async function startCluster(settings: Record<string, string> = {}): Promise<Cluster | { reason: string }> {
   const bin = postgresBin();
   if (!bin) return { reason: 'PostgreSQL is not installed here' };
+  const place = ownFolder(bin);
+  const init = place.run('initdb', ['-D', place.data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+  if (init.status !== 0) return { reason: `could not initdb a throwaway cluster: ${String(init.stderr ?? init.error).slice(0, 200)}` };
+  return serve(place, settings);
+}
+
+/** A cluster that can fail over: `primary` and a streaming standby of it that the primary waits for (`synchronous_standby_names`). */
+export interface ReplicatedCluster {
+  primary: Cluster;
+  standby: Cluster & {
+    /** Makes the standby the primary (`pg_ctl promote`), waiting until it takes writes. */
+    promote(): Promise<void>;
+  };
+}
+
+/**
+ * A primary whose every commit waits until its standby has flushed it (a synchronous standby, as a
+ * managed PostgreSQL with high availability runs), and that standby, built by `pg_basebackup -R`
+ * and streaming from it. Answers the reason instead when they cannot be had.
+ */
+export async function startReplicatedCluster(settings: Record<string, string> = {}): Promise<ReplicatedCluster | { reason: string }> {
+  const bin = postgresBin();
+  if (!bin) return { reason: 'PostgreSQL is not installed here' };
+  const primary = await startCluster({ wal_level: 'replica', max_wal_senders: '4', synchronous_standby_names: 'standby1', ...settings });
+  if ('reason' in primary) return primary;
+  const place = ownFolder(bin);
+  const port = new URL(primary.url).port;
+  const copied = place.run('pg_basebackup', ['-h', '127.0.0.1', '-p', port, '-U', 'postgres', '-D', place.data, '-R', '-X', 'stream', '--no-sync']);
+  if (copied.status !== 0) return { reason: `could not pg_basebackup a standby: ${String(copied.stderr ?? copied.error).slice(0, 200)}` };
+  // The walreceiver names itself by cluster_name: the name the primary's synchronous_standby_names waits for.
+  const standby = await serve(place, { ...settings, cluster_name: 'standby1' });
+  if ('reason' in standby) return standby;
+  await eventually(() => primary.query("SELECT count(*)::int AS n FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'").then((rows) => rows[0]!.n as number), (n) => n === 1, 20_000, { what: 'the standby streaming synchronously' });
+  return {
+    primary,
+    standby: {
+      ...standby,
+      async promote() {
+        const promoted = place.run('pg_ctl', ['-D', place.data, '-w', 'promote']);
+        if (promoted.status !== 0) throw new Error(`could not promote the standby: ${String(promoted.stderr ?? promoted.error).slice(0, 300)}`);
+        await eventually(() => standby.query('SELECT pg_is_in_recovery() AS standby').then((rows) => rows[0]!.standby as boolean), (inRecovery) => !inRecovery, 20_000, { what: 'the promoted standby out of recovery' });
+      },
+    },
+  };
+}
+
+interface Folder {
+  dir: string;
+  data: string;
+  run(cmd: string, args: string[]): ReturnType<typeof spawnSync>;
+  asPostgres: boolean;
+  bin: string;
+}
+
+/** A temporary folder a cluster's data lives in, owned by the postgres user when running as root (PostgreSQL refuses to run as root). */
+function ownFolder(bin: string): Folder {
   const asPostgres = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'bridge-pg-'));
   if (asPostgres) {
@@ -74,11 +132,13 @@ export async function startCluster(settings: Record<string, string> = {}): Promi
     asPostgres
       ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
       : spawnSync(join(bin, cmd), args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const init = run('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']);
-  if (init.status !== 0) return { reason: `could not initdb a throwaway cluster: ${String(init.stderr ?? init.error).slice(0, 200)}` };
+  return { dir, data: join(dir, 'data'), run, asPostgres, bin };
+}
+
+async function serve(place: Folder, settings: Record<string, string>): Promise<Cluster | { reason: string }> {
+  const { dir, data, run, asPostgres, bin } = place;
   const port = await freePort();
   const options = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
-  const data = join(dir, 'data');
   const start = async () => {
     const started = run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-o', options, 'start']);
     if (started.status !== 0) throw new Error(`could not start the cluster: ${String(started.stderr ?? started.error).slice(0, 300)}`);
@@ -102,8 +162,9 @@ export async function startCluster(settings: Record<string, string> = {}): Promi
     const main = postmasterPid();
     return [main, ...children(main).map((c) => c.pid)];
   };
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url,
     pids,
     pidOf: (title: string) => children(postmasterPid()).find((c) => c.title.includes(title))?.pid,
     async crash() {
@@ -114,6 +175,15 @@ export async function startCluster(settings: Record<string, string> = {}): Promi
     },
     start,
     stop: () => void run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),
+    async query(sql: string) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        return (await client.query(sql)).rows as Record<string, unknown>[];
+      } finally {
+        await client.end();
+      }
+    },
   };
 }
 
