@@ -118,7 +118,7 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
 
   armFailpoints(config.failpoints);
   // A bridge stopped just before this one holds a file ledger's lock while it finishes its in-flight work: waited for.
-  const store = overrides.store ?? openStore(config.ledgerUrl, { fileLockWaitMs: LEDGER_LOCK_WAIT_MS });
+  const store = overrides.store ?? openStore(config.ledgerUrl, { fileLockWaitMs: LEDGER_LOCK_WAIT_MS, poolSize: config.ledgerPoolSize });
   try {
     await store.init();
   } catch (error) {

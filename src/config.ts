@@ -137,6 +137,7 @@ const RawConfig = z.object({
   LOYALTY_TIMEOUT_MS: ms('10000', { min: 1 }),
   LOYALTY_RETRY_BASE_MS: ms('1000'),
   LEDGER_URL: z.string().regex(/^(file:.+|postgres(ql)?:\/\/.+)$/, 'must be file:<path> or postgres://…'),
+  LEDGER_POOL_SIZE: wholeNumber({ unit: 'connections', example: '10', min: 1, max: 200 }),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   ADMIN_TOKENS: z
     .string()
@@ -233,6 +234,8 @@ export interface Config {
     retryBaseMs: number;
   };
   ledgerUrl: string;
+  /** LEDGER_POOL_SIZE: this instance's PostgreSQL connections at most (instances × it must fit the server's max_connections, or PgBouncer's pool). */
+  ledgerPoolSize: number;
   adminToken?: string;
   /** ADMIN_TOKENS: named operators' global tokens, each action recorded under its name. */
   namedAdminTokens: NamedAdminToken[];
@@ -381,6 +384,7 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
       retryBaseMs: raw.LOYALTY_RETRY_BASE_MS,
     },
     ledgerUrl: raw.LEDGER_URL,
+    ledgerPoolSize: raw.LEDGER_POOL_SIZE,
     adminToken: raw.ADMIN_TOKEN,
     namedAdminTokens: raw.ADMIN_TOKENS ?? [],
     secretsKey: raw.SECRETS_KEY,

@@ -4,10 +4,10 @@ import { PostgresLedgerStore, redactUrl } from './pg-store.js';
 import { LedgerLockedError } from './process-lock.js';
 import type { LedgerStore } from './store.js';
 
-/** `fileLockWaitMs`: how long a file ledger's start waits for a bridge still stopping on it (see ProcessLock). */
-export function openStore(ledgerUrl: string, options: { fileLockWaitMs?: number } = {}): LedgerStore {
+/** `fileLockWaitMs`: how long a file ledger's start waits for a bridge still stopping on it (see ProcessLock); `poolSize`: PostgreSQL connections at most (LEDGER_POOL_SIZE). */
+export function openStore(ledgerUrl: string, options: { fileLockWaitMs?: number; poolSize?: number } = {}): LedgerStore {
   if (ledgerUrl.startsWith('file:')) return FileLedgerStore.fromUrl(ledgerUrl, { lockWaitMs: options.fileLockWaitMs });
-  if (/^postgres(ql)?:\/\//.test(ledgerUrl)) return new PostgresLedgerStore(ledgerUrl);
+  if (/^postgres(ql)?:\/\//.test(ledgerUrl)) return new PostgresLedgerStore(ledgerUrl, { poolSize: options.poolSize });
   throw new Error(`LEDGER_URL ${redactUrl(ledgerUrl)} is not supported: use file:<path> or postgres://…`);
 }
 

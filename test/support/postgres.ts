@@ -6,7 +6,7 @@
  * the tests that need it are skipped with one line saying why. Each test file gets its own schema.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -240,4 +240,65 @@ export async function describeWithDatabase(): Promise<{ url?: string; describeIf
   if (!db.url && process.env.CI === 'true') throw new Error(`CI=true and no PostgreSQL could be found or started for the tests: ${db.source}`);
   if (!db.url) process.stderr.write(`PostgreSQL tests skipped: ${db.source}\n`);
   return { url: db.url, describeIf: db.url ? describe : (describe.skip as unknown as typeof describe) };
+}
+
+/** A PgBouncer of a test's own in front of a PostgreSQL server: `url` reaches `database` through it. */
+export interface Bouncer {
+  url: string;
+  /** The server connections PgBouncer may open to the database (its pool for the one user). */
+  poolSize: number;
+  stop(): void;
+}
+
+/**
+ * Starts PgBouncer (Debian's `pgbouncer`, run as the postgres user when running as root: it refuses
+ * root) in `mode` on a free port, passing `database` on to the server of `base`, with a pool of
+ * `poolSize` server connections. Answers the reason instead when it cannot be had.
+ */
+export async function startBouncer(base: string, database: string, options: { mode: 'transaction' | 'session'; poolSize: number }): Promise<Bouncer | { reason: string }> {
+  const bin = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((b) => existsSync(b));
+  if (!bin) return { reason: "PgBouncer is not installed here (Debian's package pgbouncer)" };
+  const server = new URL(base);
+  const asPostgres = process.getuid?.() === 0;
+  const dir = mkdtempSync(join(tmpdir(), 'bridge-pgbouncer-'));
+  const port = await freePort();
+  writeFileSync(join(dir, 'users.txt'), '"postgres" ""\n');
+  writeFileSync(
+    join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `${database} = host=${server.hostname} port=${server.port || 5432} dbname=${database}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'users.txt')}`,
+      `pool_mode = ${options.mode}`,
+      `default_pool_size = ${options.poolSize}`,
+      'reserve_pool_size = 0',
+      'max_client_conn = 500',
+      `logfile = ${join(dir, 'pgbouncer.log')}`,
+      `pidfile = ${join(dir, 'pgbouncer.pid')}`,
+    ].join('\n'),
+  );
+  if (asPostgres) execFileSync('chown', ['-R', 'postgres:postgres', dir]);
+  const started = asPostgres ? spawnSync('runuser', ['-u', 'postgres', '--', bin, '-d', join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'] }) : spawnSync(bin, ['-d', join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  if (started.status !== 0) return { reason: `could not start PgBouncer: ${String(started.stderr ?? started.error).slice(0, 300)}` };
+  const url = `postgres://postgres@127.0.0.1:${port}/${database}`;
+  const pid = () => Number(readFileSync(join(dir, 'pgbouncer.pid'), 'utf8').trim());
+  await eventually(() => reachable(url), (ok) => ok, 10_000, { what: 'PgBouncer taking connections' });
+  // Stopped with the tests' process, however it ends.
+  spawn('sh', ['-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill ${pid()} 2>/dev/null; rm -rf ${dir}`], { detached: true, stdio: 'ignore' }).unref();
+  return {
+    url,
+    poolSize: options.poolSize,
+    stop: () => {
+      try {
+        process.kill(pid(), 'SIGTERM');
+      } catch {
+        // gone already
+      }
+    },
+  };
 }
