@@ -22,6 +22,7 @@ import { createApp } from './http/app.js';
 import { FileLedgerStore } from './ledger/file-store.js';
 import type { LedgerStore } from './ledger/store.js';
 import { ledgerStartProblem, openStore } from './ledger/open-store.js';
+import { isLedgerUnreachable } from './ledger/pg-store.js';
 import type { Logger } from './logger.js';
 import { ledgerReading } from './core/attention-queue.js';
 import { LoyaltyClient, MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from './loyalty/client.js';
@@ -149,7 +150,11 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
       );
     }
   }
-  const readings = new LedgerReadings(() => ledgerReading(store, () => Date.now()), config.metricsRefreshMs, (error) => logger.error({ err: error }, 'counting the ledger gauges failed; /metrics shows the last count'));
+  const readings = new LedgerReadings(() => ledgerReading(store, () => Date.now()), config.metricsRefreshMs, (error) => {
+    // Counted on its timer whether or not requests come: an idle instance shows its database gone too.
+    if (isLedgerUnreachable(error)) metrics.ledgerErrors.inc({ where: 'gauges' });
+    logger.error({ err: error }, 'counting the ledger gauges failed; /metrics shows the last count');
+  });
   const metrics = createMetrics(readings, overrides.defaultMetrics ?? true, config.metricsMerchantLabel);
   const { registry, clientOptions } = merchantRegistry(config, store, box, logger, {
     ...overrides,

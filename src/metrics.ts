@@ -41,6 +41,8 @@ export interface Metrics {
   attentionOldest: Gauge<'kind'>;
   /** POS requests answered 503 before their body was read (src/http/load-shedding.ts). */
   shed: Counter<'endpoint' | 'reason'>;
+  /** Ledger operations that failed because the ledger could not be reached, by where they were (docs/observability.md). */
+  ledgerErrors: Counter<'where'>;
   posInFlight: Gauge;
 }
 
@@ -139,6 +141,12 @@ export function createMetrics(readings: Pick<LedgerReadings, 'latest'> | undefin
     }),
     backfillPasses: new Counter({ name: 'bridge_backfill_passes_total', help: 'Backfill passes, by POS and outcome (complete: the watermark moved; failed: it stayed where it was).', labelNames: ['pos', 'outcome', 'merchant'], registers: [registry] }),
     httpDuration: new Histogram({ name: 'bridge_http_request_duration_seconds', help: 'Time to answer HTTP requests.', labelNames: ['route', 'code'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [registry] }),
+    ledgerErrors: new Counter({
+      name: 'bridge_ledger_errors_total',
+      help: 'Ledger operations that failed because the ledger could not be reached (a PostgreSQL failover, a connection cut, the database down), by where: request (answered 503 ledger_unavailable), gauges (the timed count of the ledger gauges, which goes on when no request comes).',
+      labelNames: ['where'],
+      registers: [registry],
+    }),
     shed: new Counter({ name: 'bridge_pos_requests_shed_total', help: 'POS requests answered 503 with Retry-After before their body was read (nothing recorded), by endpoint (checkouts, refunds, webhooks) and reason (in_flight: POS_MAX_IN_FLIGHT requests were being handled).', labelNames: ['endpoint', 'reason'], registers: [registry] }),
     merchant: (merchantId) => (merchantLabel ? { merchant: merchantId } : {}),
     posInFlight: new Gauge({ name: 'bridge_pos_requests_in_flight', help: 'POS requests being handled now (body read, not yet answered); more than POS_MAX_IN_FLIGHT are shed.', registers: [registry] }),

@@ -74,6 +74,6 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(mountRoutes(routes, { ...deps, openApi: () => openApiDocument(routes, deps.version) }));
   app.use(consoleRoutes(CONSOLE_DIR, consoleVocabulary(deps.catalogue)));
   app.use(notFoundHandler());
-  app.use(errorHandler(deps.logger));
+  app.use(errorHandler(deps.logger, () => deps.metrics.ledgerErrors.inc({ where: 'request' })));
   return app;
 }

@@ -25,9 +25,11 @@ export function notFoundHandler(): RequestHandler {
   };
 }
 
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+/** `onLedgerUnreachable`: told of each request answered 503 ledger_unavailable (the metric `bridge_ledger_errors_total`). */
+export function errorHandler(logger: Logger, onLedgerUnreachable: () => void = () => undefined): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     const known = toBridgeError(error, req);
+    if (known instanceof LedgerUnreachableError) onLedgerUnreachable();
     // A shed request is the bridge working as designed: counted in a metric, one request-log line.
     if (known.status >= 500 && !(error instanceof OverloadedError)) (req.log ?? logger).error({ err: error }, 'request failed');
     // The request log's line for this answer gives the reason of a refusal (request-log.ts): every

@@ -115,6 +115,9 @@ describeIf('a PostgreSQL failover under load', () => {
     for (const bridge of bridges) {
       await eventually(() => fetch(`${bridge.url}/readyz`).then((r) => r.status), (s) => s === 200, Math.max(1000, 60_000 - (Date.now() - promotedAt)), { what: `${bridge.url} ready on the promoted standby`, context: bridge.output });
     }
+    // The outage shows in the metrics: requests answered 503 for want of the ledger.
+    const ledgerErrors = await Promise.all(bridges.map(async (b) => Number((await fetch(`${b.url}/metrics`).then((r) => r.text())).match(/^bridge_ledger_errors_total\{where="request"\} (\d+)/m)?.[1] ?? 0)));
+    expect(ledgerErrors.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
     // The outage reached the POS as 503 (try again), never as a 500 or a dropped connection.
     expect([...new Set(answers.map((a) => a.status))].filter((s) => ![200, 202, 503].includes(s))).toEqual([]);
     expect(answers.some((a) => a.phase === 'outage' && a.status === 503)).toBe(true);
