@@ -138,10 +138,11 @@ describe('journal damage found at start-up', () => {
     expect(await record(`${D}~r1`)).toMatchObject({ status: 'accrued', accrual: { settledBy: 'history' } });
     // The reversal shape learned before the damage (kept with the ledger, not in the journal) finds two
     // unclaimed reversal entries of this sum on the card: B's and D's (D's note of its own was lost
-    // with its lines). Which is B's cannot be told, so a person decides; nothing is resent.
+    // with its lines, but D's answer confirmed it). Two entries for the two reversals that could have
+    // made them: both happened (the count rule), and B claims one; nothing is resent.
     const passB = await h.bridge.core.delivery.advance(B, true);
-    expect(passB).toMatchObject({ after: 'in_doubt', note: expect.stringMatching(/2 entries of event 24 with a negative purchase sum for 5997 cents.*cannot be told/) });
-    expect(await record(B)).toMatchObject({ status: 'in_doubt', reversal: { state: 'in_doubt', unproven: { why: expect.stringMatching(/cannot be told/) } } });
+    expect(passB).toMatchObject({ after: 'reversed', note: expect.stringMatching(/2 unclaimed reversal entries for the 2 reversals in doubt that could have made them \(generic:B-1, generic:D-1\): all happened/) });
+    expect(await record(B)).toMatchObject({ status: 'reversed', reversal: { state: 'reversed', operationIds: [expect.any(Number)], countedWith: [D] } });
 
     const after = h.sim.books();
     expect(after).toMatchObject({ accrueRequests: 10, reverseRequests: 2, doubleAccruals: [], doubleReversals: [] });
@@ -150,7 +151,7 @@ describe('journal damage found at start-up', () => {
     logLines.length = 0;
     await h.restart({ startWorker: false });
     expect(logLines.filter((l) => /journal was damaged/.test(l))).toEqual([]);
-    expect(await record(B)).toMatchObject({ status: 'in_doubt', version: 5 });
+    expect(await record(B)).toMatchObject({ status: 'reversed', version: 5 });
     expect(await record(A)).toMatchObject({ status: 'accrued' });
   });
 
