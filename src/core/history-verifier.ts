@@ -348,18 +348,25 @@ export class HistoryVerifier {
     const confirmedAt = (r: LedgerRecord) => Math.max(...r.reversal.results.filter((x) => x.isSuccess && x.serialNumber === cardId).map((x) => Date.parse(x.reversedAt ?? '')).filter((ms) => !Number.isNaN(ms)));
     const confirmedUnnoted = (r: LedgerRecord) => r.reversal.state === 'reversed' && r.reversal.operationIds === undefined && Number.isFinite(confirmedAt(r));
     const sinceOf = (r: LedgerRecord) => (r.reversal.state === 'in_doubt' ? Date.parse(r.reversal.inDoubtSince!) : confirmedAt(r)) - this.options.clockSkewMs;
+    // A confirmed member's entry was made by the time its answer was stamped (within the skew): it is
+    // never given a later one. The entry it is given stays unclaimed (nothing notes it), and it is a
+    // rival of later reversals for exactly that long (`#reversalRivals`), so the leftover entry can
+    // never look like a later reversal's own.
+    const untilOf = (r: LedgerRecord) => (r.reversal.state === 'in_doubt' ? Number.POSITIVE_INFINITY : confirmedAt(r) + this.options.clockSkewMs);
     const countable = (r: LedgerRecord) =>
       !r.inFlight &&
       !isProbing(r) &&
       r.accrual.check?.amount === record.accrual.check!.amount &&
       sameCards(creditedCards(r), [cardId]) &&
       ((r.reversal.state === 'in_doubt' && r.reversal.inDoubtSince !== undefined) || confirmedUnnoted(r));
-    // One read of the card for the whole count, made before any rival is looked for: a reversal
-    // begun after it cannot have made an entry in it, and one begun before is found as a rival.
+    // The card's history of the same days is read once for the whole count (members whose calls
+    // fall on other days read it again, later). Each read comes before that member's rivals are
+    // listed; an entry claimed since it was read is caught below, before anything is concluded.
     const reads = new Map<string, Promise<Operation[]>>();
     const entriesOf = async (member: LedgerRecord): Promise<Operation[]> => {
       const found: Operation[] = [];
       for (const op of await this.#operations(cardId, sinceOf(member), now, reads)) {
+        if (Date.parse(op.createdAt) > untilOf(member)) continue;
         const claimedBy = await this.store.findOperationClaim(merchantId, op.id);
         if (reversalCandidate(op, member, cardId, sinceOf(member), claimedBy, shape).candidate) found.push(op);
       }
@@ -382,7 +389,10 @@ export class HistoryVerifier {
     // A reversal confirmed a moment ago whose entries are being noted: counted again once they are.
     if (noting.length) return { kind: 'too_early', reason: `the confirmed reversal of ${[...new Set(noting)].sort().join(', ')} (the same customer and amount) is having its history entries noted: looked at again after that` };
     if (!group) return undefined;
-    const members = [...group.values()].sort((a, b) => sinceOf(a) - sinceOf(b) || a.transactionId.localeCompare(b.transactionId));
+    // Each member an entry of its own: those whose window closes first choose first, each the
+    // earliest it may have (the greedy that finds a matching of points to intervals whenever one
+    // exists); among reversals in doubt, whose windows stay open, in the order their calls began.
+    const members = [...group.values()].sort((a, b) => untilOf(a) - untilOf(b) || sinceOf(a) - sinceOf(b) || a.transactionId.localeCompare(b.transactionId));
     const free = [...new Map([...entries.values()].flat().map((op) => [op.id, op])).values()].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || a.id - b.id);
     // The rivals were listed after the card was read: one that settled in between has claimed its
     // entry and left the group, so the read would count an entry no member can have. Counted again
@@ -583,7 +593,7 @@ export class HistoryVerifier {
   /**
    * Other records of the customer (by any identifier of its own or of the cards' owner, through the
    * customer index) that could have left one of `entries`: the same Check amount, and a reversal in
-   * doubt, out now, confirmed since `since` without its entries claimed, or settled by a person
+   * doubt, out now, confirmed since `since` (less the skew) without its entries claimed, or settled by a person
    * without naming them.
    */
   async #reversalRivals(record: LedgerRecord, entries: Operation[], since: number, now: Date): Promise<{ others: LedgerRecord[]; noting: string[] } | 'too_many'> {
@@ -608,7 +618,8 @@ export class HistoryVerifier {
         if (lastCall >= since - this.options.graceMs) others.push(other);
         continue;
       }
-      const confirmed = other.reversal.results.map((r) => Date.parse(r.reversedAt ?? '')).filter((ms) => !Number.isNaN(ms) && ms >= since);
+      // Within the skew of `since`: its entry may have been made up to the skew after its answer's stamp (`#countReversals`).
+      const confirmed = other.reversal.results.map((r) => Date.parse(r.reversedAt ?? '')).filter((ms) => !Number.isNaN(ms) && ms + this.options.clockSkewMs >= since);
       if (other.reversal.operationIds !== undefined || confirmed.length === 0) continue;
       // Its entries are noted right after its answer; one still unnoted past the grace period never will be.
       if (now.getTime() - Math.max(...confirmed) < this.options.graceMs) noting.push(other.transactionId);

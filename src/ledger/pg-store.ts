@@ -121,8 +121,10 @@ const RECORD_OF = (alias: string) => `(SELECT record FROM ledger_records WHERE c
  * commit) waited for the lease to run out instead of being settled by its live owner at once.
  */
 const NOT_IN_FLIGHT_ELSEWHERE = (alias: string, owner: string, leaseMs: string) =>
-  `NOT EXISTS (SELECT 1 FROM ledger_records f WHERE f.created_at = ${alias}.created_at AND f.transaction_id = ${alias}.transaction_id
-                  AND f.record->'inFlight'->>'owner' <> ${owner}
+  // The record read by its key per row, as RECORD_OF does (OFFSET 0: not flattened into a join,
+  // so the due walk keeps its index scan and stops at the cap).
+  `NOT EXISTS (SELECT 1 FROM (SELECT record FROM ledger_records WHERE created_at = ${alias}.created_at AND transaction_id = ${alias}.transaction_id OFFSET 0) f
+                WHERE f.record->'inFlight'->>'owner' <> ${owner}
                   AND (f.record->'inFlight'->>'startedAt')::timestamptz > now() - make_interval(secs => ${leaseMs}::double precision / 1000))`;
 
 /** A LIKE pattern matching what starts with `prefix` folded (store.ts foldCase), its %, _ and \\ taken literally. */
@@ -253,7 +255,7 @@ export function dueSql(query: DueQuery): { text: string; values: unknown[] } {
   // `due_at < 'infinity'` as the index predicate says it, so the planner can use it.
   const due = (w: string) =>
     `${w}.due_at < 'infinity' AND ${w}.due_at <= $1::timestamptz${query.canVerify ? '' : ` AND NOT ${w}.due_needs_verifier`}` +
-    (claim ? ` AND (${w}.lease_until IS NULL OR ${w}.lease_until < now() OR ${w}.lease_owner = ${owner}) AND ${w}.updated_at < now() - make_interval(secs => ${idleMs}::double precision / 1000)` : '');
+    (claim ? ` AND (${w}.lease_until IS NULL OR ${w}.lease_until < now() OR ${w}.lease_owner = ${owner}) AND ${w}.updated_at < now() - make_interval(secs => ${idleMs}::double precision / 1000) AND ${NOT_IN_FLIGHT_ELSEWHERE(w, owner!, leaseMs!)}` : '');
   const chosen = `
     WITH RECURSIVE merchants AS (
       (SELECT merchant_id FROM ledger_work WHERE due_at < 'infinity' ORDER BY merchant_id LIMIT 1)
@@ -279,7 +281,7 @@ export function dueSql(query: DueQuery): { text: string; values: unknown[] } {
   return {
     text: `${chosen}, claimed AS (
       UPDATE ledger_work w SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs}::double precision / 1000)
-       WHERE w.transaction_id IN (SELECT l.transaction_id FROM ledger_work l WHERE l.transaction_id IN (SELECT transaction_id FROM chosen) AND ${due('l')} AND ${NOT_IN_FLIGHT_ELSEWHERE('l', owner!, leaseMs!)} FOR UPDATE SKIP LOCKED)
+       WHERE w.transaction_id IN (SELECT l.transaction_id FROM ledger_work l WHERE l.transaction_id IN (SELECT transaction_id FROM chosen) AND ${due('l')} FOR UPDATE SKIP LOCKED)
       RETURNING w.transaction_id
     )
     ${records('claimed JOIN chosen USING (transaction_id)')}`,

@@ -240,6 +240,29 @@ describe('a reversal in doubt, by the learned shape (reversal-shape.ts)', () => 
     expect(await verifyReversal(history([reversal()]), r, 10 + GRACE_MS / 60_000 + 0.1)).toMatchObject({ kind: 'unproven', reading: 'ambiguous' });
   });
 
+  it('the count rule for reversals: a confirmed reversal whose entry was never noted is given one made by its answer (within the skew), so the one in doubt takes its own later entry', async () => {
+    await knowShape({ eventId: 24, sign: -1 });
+    const b = reversalInDoubt('generic:B', 9);
+    await store.insert(b);
+    const d = makeRecord('generic:D', { accrual: 'accrued', reversal: 'reversed', operationIds: [60], customer: { phone: PHONE } });
+    d.accrual.results = d.accrual.results.map((res) => ({ ...res, serialNumber: CARD }));
+    d.reversal.results = [{ ...d.accrual.results[0]!, reversedAt: minutes(9.5) }];
+    await store.insert(d);
+    // D's entry stamped with its answer; B's booked later, past D's answer plus the skew.
+    const entries = history([reversal({ id: 100, createdAt: minutes(9.5) }), reversal({ id: 101, createdAt: minutes(10.8) })]);
+    // B's call began first, yet B is not given D's entry: that would leave B's own entry, later than
+    // D's answer, unclaimed where a later reversal could take it for its own once D is no rival of it.
+    expect(await verifyReversal(entries, b, 9.5 + GRACE_MS / 60_000 + 0.1)).toEqual({
+      kind: 'reversed',
+      operationIds: [101],
+      cards: [CARD],
+      shape: expect.objectContaining({ eventId: 24, sign: -1 }),
+      counted: { inDoubt: ['generic:B', 'generic:D'], operations: 2 },
+    });
+    // Fewer entries than the two reversals: nothing counted.
+    expect(await verifyReversal(history([reversal({ id: 101, createdAt: minutes(10.8) })]), b, 9.5 + GRACE_MS / 60_000 + 0.1)).toMatchObject({ kind: 'unproven', reading: 'ambiguous' });
+  });
+
   it('learning: the one unclaimed entry with the sum at reversedAt on each reversed card; a positive one only when the accrual shows under another event', async () => {
     const confirmed = (id: string) => {
       const r = makeRecord(id, { accrual: 'accrued', reversal: 'reversed', operationIds: [50] });
