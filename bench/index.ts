@@ -43,7 +43,7 @@
  *   --scale-sizes=L    BENCH_SCALE_SIZES    part S's PostgreSQL sizes (10000,1000000); --scale-10m adds 10,000,000
  *   --migration-size=N BENCH_MIGRATION_SIZE records of the version-9 ledger part S times migration 10 on (1000000; 0: none)
  *   --scale-file-sizes=L BENCH_SCALE_FILE_SIZES part S's file ledger sizes (1000,1000000; empty: none)
- *   BENCH_BRIDGE_NODE_ARGS  extra node flags for the part A bridge process, e.g.
+ *   BENCH_BRIDGE_NODE_ARGS  extra node flags for the bridge processes (part A's, and M's, F's and R's), e.g.
  *                           "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
  */
 import os from 'node:os';

@@ -598,7 +598,9 @@ export async function startSimulatorAndBridge(
   const sim = await startSimulator(paths);
   const dir = tempDir(`bench-${label}-`);
   try {
-    const bridge = await startBridgeProcess(paths, { ledgerUrl: `file:${join(dir, 'ledger.json')}`, env: env(sim.url) });
+    // BENCH_BRIDGE_NODE_ARGS (e.g. --cpu-prof) applies to these bridges too, as to part A's.
+    const nodeArgs = (process.env.BENCH_BRIDGE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+    const bridge = await startBridgeProcess(paths, { ledgerUrl: `file:${join(dir, 'ledger.json')}`, env: env(sim.url), nodeArgs });
     return { sim: sim.child, simUrl: sim.url, bridge: bridge.child, bridgeUrl: bridge.url };
   } catch (error) {
     await sim.child.stop();

@@ -114,4 +114,19 @@ describe('CardReads', () => {
     await r.cards(a.m, { phone: '+15550000001' });
     expect(a.calls).toEqual(['+15550000001', '+15550000002', '+15550000003', '+15550000001']);
   });
+
+  it('forgets by card through its index: a full cache keeps every other card, and reads evicted or replaced are not forgotten twice', async () => {
+    const r = reads({ ms: 0 }, 5000);
+    const a = merchant('m-a', (q) => [card(q.startsWith('11-') ? q : `11-${q.slice(-4)}`)]);
+    for (let i = 0; i < 5000; i++) await r.cards(a.m, { phone: `+1555000${String(i).padStart(4, '0')}` });
+    // One more read evicts the oldest (11-0000); forgetting it then finds nothing to drop.
+    await r.card(a.m, '11-4999');
+    r.forget('m-a', ['11-0000', '11-4999']);
+    a.calls.length = 0;
+    // 11-4999's search and its card read are asked again; every other card's search is still cached.
+    await r.cards(a.m, { phone: '+15550004999' });
+    await r.card(a.m, '11-4999');
+    for (const i of [1, 2500, 4998]) await r.cards(a.m, { phone: `+1555000${String(i).padStart(4, '0')}` });
+    expect(a.calls).toEqual(['+15550004999', 'card:11-4999']);
+  });
 });
