@@ -16,6 +16,9 @@ import { createLogger } from '../../src/logger.js';
 import { makeRecord } from '../ledger/contracts/factories.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness, postJson } from '../support/harness.js';
 
+/** The grace period after a call (IN_DOUBT_GRACE_MS) within which a confirmed reversal's entry may still be noted. */
+const GRACE_MS = 300;
+
 let h: Harness;
 let logLines: string[];
 
@@ -28,7 +31,7 @@ beforeEach(async () => {
     },
   });
   // No background worker: each step is driven by hand, so what start-up left is seen before it is acted on.
-  h = await startHarness({ logger: createLogger('info', sink), overrides: { startWorker: false } });
+  h = await startHarness({ logger: createLogger('info', sink), env: { IN_DOUBT_GRACE_MS: String(GRACE_MS) }, overrides: { startWorker: false } });
 });
 afterEach(async () => {
   await h.close();
@@ -140,6 +143,10 @@ describe('journal damage found at start-up', () => {
     // unclaimed reversal entries of this sum on the card: B's and D's (D's note of its own was lost
     // with its lines, but D's answer confirmed it). Two entries for the two reversals that could have
     // made them: both happened (the count rule), and B claims one; nothing is resent.
+    // D was confirmed a moment ago: until the grace period has passed its entry may still be noted,
+    // and the count waits for that. It is counted once that time is over.
+    const confirmedD = Math.max(...(await record(D)).reversal.results.map((r) => Date.parse(r.reversedAt ?? '')).filter(Number.isFinite));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, confirmedD + GRACE_MS + 20 - Date.now())));
     const passB = await h.bridge.core.delivery.advance(B, true);
     expect(passB).toMatchObject({ after: 'reversed', note: expect.stringMatching(/2 unclaimed reversal entries for the 2 reversals in doubt that could have made them \(generic:B-1, generic:D-1\): all happened/) });
     expect(await record(B)).toMatchObject({ status: 'reversed', reversal: { state: 'reversed', operationIds: [expect.any(Number)], countedWith: [D] } });
