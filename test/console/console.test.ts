@@ -16,7 +16,7 @@ import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import { CONSOLE_CSP, type ConsoleVocabulary } from '../../src/http/routes/console.js';
-import { gone, launchChromium, openConsole, readableText, seriousViolations, visible, type ConsolePage, closeWatched, goTo, signIn } from '../support/browser.js';
+import { gone, launchChromium, openConsole, readableText, submitSearch, seriousViolations, visible, type ConsolePage, closeWatched, goTo, signIn } from '../support/browser.js';
 import { ADMIN_TOKEN, checkout, postJson, startHarness, type Harness } from '../support/harness.js';
 import { sale } from '../support/backfill-pos.js';
 import { postRaw, signature } from '../support/webhooks.js';
@@ -217,7 +217,7 @@ describe('the page itself', () => {
     });
     await goTo(page, 'Search', 'Search records');
     await page.getByLabel('POS order id').fill(MARKUP_ORDER_ID);
-    await page.getByRole('button', { name: 'Search' }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: '1 record matches' }));
     await visible(page.getByRole('cell', { name: MARKUP_ORDER_ID, exact: true }));
     expect(await page.locator('#injected').count()).toBe(0);
@@ -241,7 +241,7 @@ describe('as a person would', () => {
 
     await goTo(page, 'Search', 'Search records');
     expect(await page.getByLabel('Merchant').count()).toBe(0);
-    await page.getByRole('button', { name: 'Search' }).click();
+    await submitSearch(page);
     const records = await visible(page.getByRole('table', { name: 'Records, newest first' }));
     await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
     expect((await records.getByRole('link').allTextContents()).sort()).toEqual(['generic:N-1', 'generic:N-2']);
@@ -274,7 +274,7 @@ describe('as a person would', () => {
     const page = await signedIn();
     await goTo(page, 'Search', 'Search records');
     await page.getByLabel('POS order id').fill('H-1');
-    await page.getByRole('button', { name: 'Search' }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: '1 record matches' }));
     await screenshot(page, 'search');
     expect(await seriousViolations(page)).toEqual([]);
@@ -319,7 +319,7 @@ describe('as a person would', () => {
       await page.getByLabel('Merchant', { exact: true }).selectOption(fields.Merchant ?? '');
       await page.getByLabel('POS', { exact: true }).selectOption(fields.POS ?? '');
       for (const status of ['Reversed', 'Reverse failed']) await page.getByRole('checkbox', { name: status, exact: true }).setChecked(statuses.includes(status));
-      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await submitSearch(page);
     };
     const shows = async (ids: string[]) => {
       if (ids.length === 0) return void (await visible(page.getByRole('heading', { level: 2, name: 'No records match' })));
@@ -477,7 +477,7 @@ describe('as a person would', () => {
     await goTo(page, 'Search', 'Search records');
     await page.getByLabel('Merchant').selectOption('default');
     await page.getByRole('checkbox', { name: 'Failed', exact: true }).check();
-    await page.getByRole('button', { name: 'Search' }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
     await page.getByRole('checkbox', { name: 'Select generic:F-1' }).check();
     await page.getByRole('checkbox', { name: 'Select generic:F-2' }).check();
@@ -507,7 +507,7 @@ describe('as a person would', () => {
     await page.getByLabel('Merchant').selectOption('west');
     await page.getByRole('checkbox', { name: 'Failed', exact: true }).check();
     await page.getByLabel('Created from').fill(since);
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
     await page.getByLabel('Action', { exact: true }).selectOption('retry');
     await page.getByRole('radio', { name: 'Every record matching this search (2)' }).check();
@@ -723,7 +723,7 @@ describe('rough edges', () => {
     await tab('Search').click();
     await visible(page.getByRole('heading', { level: 1, name: 'Search records' }));
     await page.getByLabel('POS order id').fill('H-1');
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await submitSearch(page);
     await page.getByRole('table', { name: 'Records, newest first' }).getByRole('link', { name: 'generic:H-1' }).click();
     await visible(page.getByRole('heading', { level: 1, name: 'Record generic:H-1' }));
     expect(await current()).toEqual(['Search']);

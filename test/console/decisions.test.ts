@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';
 import request from 'supertest';
-import { gone, launchChromium, openConsole, overflow, PHONE, seriousViolations, visible, type ConsolePage, closeWatched, goTo, signIn } from '../support/browser.js';
+import { gone, launchChromium, submitSearch, openConsole, overflow, PHONE, seriousViolations, visible, type ConsolePage, closeWatched, goTo, signIn } from '../support/browser.js';
 import { sale } from '../support/backfill-pos.js';
 import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
 import { postRaw } from '../support/webhooks.js';
@@ -397,7 +397,7 @@ describe('finding things', () => {
     const search = async (orderId: string, heading: string) => {
       await page.getByLabel('POS order id').fill(orderId);
       await page.getByLabel('Merchant').selectOption('harbour');
-      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await submitSearch(page);
       await visible(page.getByRole('heading', { level: 2, name: heading }));
     };
     const table = page.getByRole('table', { name: 'Records, newest first' });
@@ -431,7 +431,7 @@ describe('finding things', () => {
     await goTo(page, 'Search', 'Search records');
     await visible(page.getByText(/A phone number, email or card serial, looked up within the merchant chosen/));
     // A search of every record first, then one by customer without a merchant.
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await submitSearch(page);
     await visible(page.getByRole('table', { name: 'Records, newest first' }));
     // Within one merchant: asked for, before anything is searched.
     await page.getByLabel('Customer').fill('+15550007001');
@@ -440,7 +440,7 @@ describe('finding things', () => {
     // The list of the search before (every record, on opening the page) is not left under the question.
     expect(await page.getByRole('table', { name: 'Records, newest first' }).count()).toBe(0);
     await page.getByLabel('Merchant').selectOption('harbour');
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
     const table = page.getByRole('table', { name: 'Records, newest first' });
     expect((await table.getByRole('link').allTextContents()).sort()).toEqual(['generic:HB-100', 'generic:hb-200']);
@@ -449,7 +449,7 @@ describe('finding things', () => {
     await screenshot(page, 'customer-search');
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByLabel('Customer').fill('rita.moss@example.test');
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: '1 record matches' }));
     await visible(table.getByRole('link', { name: 'generic:HB-100' }));
     const audit = (await admin('get', '/v1/admin/audit?merchantId=harbour')).body.items as { action: string }[];
@@ -462,7 +462,7 @@ describe('safe bulk', () => {
     const page = await signedIn();
     await goTo(page, 'Search', 'Search records');
     await page.getByLabel('Merchant').selectOption('crowd');
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: `${CROWD} records match` }));
     await page.getByLabel('Action', { exact: true }).selectOption('retry');
     // By the search's filter: 101 is more than a bulk action takes, said before any dialog.
@@ -506,7 +506,7 @@ describe('safe bulk, one click never reaches further than the person saw (contra
     const page = await signedIn();
     await goTo(page, 'Search', 'Search records');
     await page.getByRole('checkbox', { name: 'Accrued', exact: true }).check();
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: /records match$/ }));
     await page.getByLabel('Action', { exact: true }).selectOption('reverse');
     await page.getByRole('radio', { name: /^Every record matching this search/ }).check();
@@ -532,7 +532,7 @@ describe('safe bulk, one click never reaches further than the person saw (contra
 
     // One merchant's, with the count typed: done, each once.
     await page.getByLabel('Merchant').selectOption('dock');
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: '11 records match' }));
     await page.getByLabel('Action', { exact: true }).selectOption('reverse');
     await page.getByRole('radio', { name: 'Every record matching this search (11)' }).check();
@@ -555,7 +555,7 @@ describe('safe bulk, one click never reaches further than the person saw (contra
     const page = await signedIn();
     await goTo(page, 'Search', 'Search records');
     await page.getByLabel('Merchant').selectOption('slip');
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await submitSearch(page);
     await visible(page.getByRole('heading', { level: 2, name: '2 records match' }));
     await page.getByRole('checkbox', { name: 'Select generic:SL-1' }).check();
     await page.getByLabel('Action', { exact: true }).selectOption('acknowledge');
@@ -617,8 +617,7 @@ describe('fits a phone', () => {
 
     await goTo(page, 'Search', 'Search records');
     await page.getByLabel('Merchant').selectOption('harbour');
-    await page.getByRole('button', { name: 'Search', exact: true }).click();
-    await visible(page.getByRole('table', { name: 'Records, newest first' }));
+    await visible((await submitSearch(page)).getByRole('table', { name: 'Records, newest first' }));
     await fitsThePhone(page, 'search');
 
     await recordPage(page, 'harbour', 'generic:HB-100');

@@ -121,6 +121,20 @@ export async function visible(locator: Locator): Promise<Locator> {
   return locator;
 }
 
+/**
+ * Submits the search form and waits for that search's own results. The section re-renders on every
+ * search, and it opened on the newest records under the same table name and headings: the results
+ * shown before are marked, so nothing of them is mistaken for the new ones (a CI run measured the
+ * old table, then found it gone). Answers the new results.
+ */
+export async function submitSearch(page: Page): Promise<Locator> {
+  await page.locator('main .results').evaluateAll((shown) => shown.forEach((results) => results.setAttribute('data-before-search', '')));
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  const results = page.locator('main .results:not([data-before-search])');
+  await visible(results.locator('#results-heading'));
+  return results;
+}
+
 /** Waits until `locator` matches nothing; fails the test when it still does after WAIT_MS. */
 export async function gone(locator: Locator): Promise<void> {
   await locator.first().waitFor({ state: 'detached', timeout: WAIT_MS });
