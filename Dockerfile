@@ -5,9 +5,8 @@
 # what its dependencies install on without a warning.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# better-sqlite3 (the file ledger's index) is a native addon: npm ci builds it where no prebuilt
-# binary can be fetched, as CI does, and needs a compiler for that.
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+# No compiler: every native package installs a prebuilt binary from the registry (the file
+# ledger's SQLite driver among them).
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
@@ -19,7 +18,6 @@ RUN npm run build
 # Production dependencies only, from the lockfile: no TypeScript, no test tools.
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 

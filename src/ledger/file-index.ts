@@ -1,12 +1,12 @@
 /**
- * The file ledger's on-disk index (`<stem>.index.sqlite`, SQLite through better-sqlite3): what the
+ * The file ledger's on-disk index (`<stem>.index.sqlite`, SQLite through `@photostructure/sqlite`): what the
  * store looks records up by, so that memory holds no entry per record and start-up reads no line
  * of the journal it has indexed already. The journal stays the source of truth; everything here is
  * derived from it (and from the audit trail's and the dead letters' own files) and can be rebuilt
  * from them at any time (`FileLedgerStore` decides when: see file-store.ts).
  *
  * Why SQLite: a B-tree per query shape, read through a bounded page cache, costs what a query
- * answers whatever the ledger holds; it is synchronous (better-sqlite3), so a write's journal append
+ * answers whatever the ledger holds; it is synchronous, so a write's journal append
  * and its index update happen with nothing in between, as the in-memory index's did. Why
  * `synchronous=OFF`: the index is never the only copy of anything, and a power loss is already
  * detected (the lock names the boot) and answered by a rebuild; syncing it would double the cost
@@ -25,14 +25,21 @@
  * text of the Basic Multilingual Plane but not beyond it. Every order and every cursor of this store
  * is taken in SQLite, so its pages are consistent among themselves whatever the keys hold.
  */
-import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+// node:sqlite's API as a package with prebuilt binaries for every platform npm installs on: no
+// compiler runs at npm ci (a native build of SQLite was most of a fresh clone's install time), and
+// it is the same API as Node's own node:sqlite, which later Node versions ship built in.
+import { DatabaseSync, type DatabaseSyncInstance, type StatementSyncInstance } from '@photostructure/sqlite';
 import type { AttentionKind } from '../state/attention.js';
 import type { Location, Position, SegmentStamp } from './journal.js';
 import type { LedgerStatus } from '../state/record.js';
 import { attentionCountsOf, CUSTOMER_SEARCH_DEPTH, foldCase, likeLiteral, LIST_COUNT_CAP, type AttentionCounts, type AuditEntry, type AuditQuery, type DeadLetterCounts, type DeadLetterQuery } from './store.js';
 
-/** Bumped whenever the schema or the meaning of a column changes: an index of another format is rebuilt. */
-export const INDEX_FORMAT = 2;
+/**
+ * Bumped whenever the schema or the meaning of a column changes: an index of another format is
+ * rebuilt. 3: delivery bindings' keys are held escaped (`bindingText`).
+ */
+export const INDEX_FORMAT = 3;
 
 /** What the index keeps of one attention entry (`attentionEntriesOf`). */
 export interface IndexedAttention {
@@ -191,12 +198,12 @@ const INDEXES = `
 const CACHE_KIB = 16_000;
 
 export class LedgerIndex {
-  readonly #db: Database.Database;
-  readonly #statements = new Map<string, Database.Statement>();
+  readonly #db: DatabaseSyncInstance;
+  readonly #statements = new Map<string, CheckedStatement>();
   /** The segment of the last line applied (`meta.applied_segment`), kept here so that a write moves it only when it changes. */
   #appliedSegment: number;
 
-  private constructor(db: Database.Database) {
+  private constructor(db: DatabaseSyncInstance) {
     this.#db = db;
     this.#appliedSegment = Number(this.meta('applied_segment') ?? 0);
   }
@@ -206,7 +213,9 @@ export class LedgerIndex {
    * of this format (the caller rebuilds it then); `ledger` must be the one its manifest names.
    */
   static open(path: string, ledger: string): LedgerIndex {
-    const db = new Database(path, { fileMustExist: true });
+    // Opening a missing file would create an empty database: an index that is not there is rebuilt instead.
+    if (!existsSync(path)) throw new Error(`no index at ${path}`);
+    const db = new DatabaseSync(path);
     try {
       configure(db);
       const index = new LedgerIndex(db);
@@ -224,7 +233,7 @@ export class LedgerIndex {
 
   /** A new, empty index at `path` (the file must exist, private, and be empty), without its secondary indexes (`createIndexes`), not ready (`markReady`). */
   static create(path: string, ledger: string): LedgerIndex {
-    const db = new Database(path);
+    const db = new DatabaseSync(path);
     try {
       configure(db);
       db.exec(TABLES);
@@ -244,11 +253,11 @@ export class LedgerIndex {
    * with them in memory, 148 MB without).
    */
   createIndexes(): void {
-    this.#db.pragma('temp_store = FILE');
+    this.#db.exec('PRAGMA temp_store = FILE');
     try {
       this.#db.exec(INDEXES);
     } finally {
-      this.#db.pragma('temp_store = MEMORY');
+      this.#db.exec('PRAGMA temp_store = MEMORY');
     }
   }
 
@@ -264,8 +273,8 @@ export class LedgerIndex {
    */
   close(clean: boolean): void {
     if (clean) {
-      this.#db.pragma('synchronous = FULL');
-      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+      this.#db.exec('PRAGMA synchronous = FULL');
+      this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     }
     this.#db.close();
   }
@@ -357,18 +366,18 @@ export class LedgerIndex {
 
   /**
    * Runs `work` in one transaction, rolled back whole when it throws; inside another, as part of
-   * it. (better-sqlite3's `db.transaction` builds a wrapper per call, ~4 µs: a write's whole budget
-   * for its index is a few times that.)
+   * it, by prepared BEGIN and COMMIT statements (a wrapper built per call cost ~4 µs, where a
+   * write's whole budget for its index is a few times that).
    */
   transaction<T>(work: () => T): T {
-    if (this.#db.inTransaction) return work();
+    if (this.#db.isTransaction) return work();
     this.#prepare('BEGIN').run();
     try {
       const result = work();
       this.#prepare('COMMIT').run();
       return result;
     } catch (error) {
-      if (this.#db.inTransaction) this.#prepare('ROLLBACK').run();
+      if (this.#db.isTransaction) this.#prepare('ROLLBACK').run();
       throw error;
     }
   }
@@ -642,20 +651,21 @@ export class LedgerIndex {
   }
 
   binding(bkey: string): { account: string; location: Location } | undefined {
-    const row = this.#prepare('SELECT * FROM delivery_bindings WHERE bkey = ?').get(bkey) as Record<string, unknown> | undefined;
+    const row = this.#prepare('SELECT * FROM delivery_bindings WHERE bkey = ?').get(bindingText(bkey)) as Record<string, unknown> | undefined;
     return row && { account: row.account as string, location: locationOf(row) };
   }
 
   /** Up to `limit` bindings after `after` in key order. */
   bindingsAfter(after: string, limit: number): { bkey: string; account: string }[] {
-    return this.#prepare('SELECT bkey, account FROM delivery_bindings WHERE bkey > ? ORDER BY bkey LIMIT ?').all(after, limit) as { bkey: string; account: string }[];
+    const rows = this.#prepare('SELECT bkey, account FROM delivery_bindings WHERE bkey > ? ORDER BY bkey LIMIT ?').all(bindingText(after), limit) as { bkey: string; account: string }[];
+    return rows.map((row) => ({ bkey: bindingKeyOf(row.bkey), account: row.account }));
   }
 
   /** Keeps a delivery's binding line (a new one, or its copy by compaction: then only where it lies changes). */
   putBinding(bkey: string, account: string, location: Location): void {
     const previous = this.binding(bkey);
     this.#prepare('INSERT INTO delivery_bindings (bkey, account, segment, line_offset, line_length) VALUES (?, ?, ?, ?, ?) ON CONFLICT (bkey) DO UPDATE SET segment = excluded.segment, line_offset = excluded.line_offset, line_length = excluded.line_length').run(
-      bkey,
+      bindingText(bkey),
       account,
       location.segment,
       location.offset,
@@ -777,10 +787,10 @@ export class LedgerIndex {
   // ---------------------------------------------------------------- plumbing
 
   /** Prepared once per text: the statements of a query shape are few (a list's filters, a write's changed columns). */
-  #prepare(sql: string): Database.Statement {
+  #prepare(sql: string): CheckedStatement {
     let statement = this.#statements.get(sql);
     if (!statement) {
-      statement = this.#db.prepare(sql);
+      statement = new CheckedStatement(this.#db.prepare(sql));
       this.#statements.set(sql, statement);
     }
     return statement;
@@ -792,12 +802,62 @@ export class LedgerIndex {
  * OFF`: see the file's comment; a bounded page cache, temporary tables in memory; the database
  * held by this process alone (the ledger's lock already says so), so no shared-memory file.
  */
-function configure(db: Database.Database): void {
-  db.pragma('locking_mode = EXCLUSIVE');
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = OFF');
-  db.pragma(`cache_size = -${CACHE_KIB}`);
-  db.pragma('temp_store = MEMORY');
+/**
+ * A prepared statement whose text parameters are checked before they are bound. The driver passes
+ * text to SQLite as a C string, so it binds a text only up to its first NUL: a key holding one would
+ * silently be cut short and match another's. Nothing the bridge stores holds a NUL (POS and admin
+ * input refuses control characters, and a delivery binding's key is written escaped: `bindingText`),
+ * so one here is a bug, refused loudly rather than stored wrong.
+ */
+class CheckedStatement {
+  readonly #statement: StatementSyncInstance;
+
+  constructor(statement: StatementSyncInstance) {
+    this.#statement = statement;
+  }
+
+  /** `changes` is a number: integers are read as numbers (the driver's default, `readBigInts` off). */
+  run(...parameters: unknown[]): { changes: number } {
+    refuseNul(parameters);
+    return this.#statement.run(...parameters) as { changes: number };
+  }
+
+  get(...parameters: unknown[]): unknown {
+    refuseNul(parameters);
+    return this.#statement.get(...parameters);
+  }
+
+  all(...parameters: unknown[]): unknown[] {
+    refuseNul(parameters);
+    return this.#statement.all(...parameters);
+  }
+}
+
+function refuseNul(parameters: readonly unknown[]): void {
+  for (const value of parameters) {
+    if (typeof value === 'string' && value.includes('\u0000')) throw new Error(`the ledger's index refuses a text holding NUL (it would be stored cut short at it): ${JSON.stringify(value.slice(0, 80))}`);
+  }
+}
+
+/**
+ * A delivery binding's key as the index holds it. The key joins the POS and the delivery's digest
+ * with a NUL (file-store.ts `bindingKey`), which the driver cannot bind (`CheckedStatement`): NUL is
+ * written `\0` and a backslash `\\`, one to one, so the key read back is the key written.
+ */
+function bindingText(bkey: string): string {
+  return bkey.replace(/[\\\u0000]/g, (c) => (c === '\\' ? '\\\\' : '\\0'));
+}
+
+function bindingKeyOf(text: string): string {
+  return text.replace(/\\(.)/g, (_, c: string) => (c === '0' ? '\u0000' : c));
+}
+
+function configure(db: DatabaseSyncInstance): void {
+  db.exec('PRAGMA locking_mode = EXCLUSIVE');
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = OFF');
+  db.exec(`PRAGMA cache_size = -${CACHE_KIB}`);
+  db.exec('PRAGMA temp_store = MEMORY');
 }
 
 const EMPTY_ROW: Pick<RecordRow, 'refunds' | 'customers' | 'ops' | 'accrualKeys' | 'attention'> = { refunds: [], customers: [], ops: [], accrualKeys: [], attention: [] };

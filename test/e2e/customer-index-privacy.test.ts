@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from '@photostructure/sqlite';
 import pg from 'pg';
 import request from 'supertest';
 import { emptyMemoryLedger, MemoryLedgerStore } from '../../src/ledger/memory-store.js';
@@ -139,7 +139,7 @@ describe('customer search on the file ledger', () => {
   const searchKey = () => (JSON.parse(readFileSync(file('ledger.json'), 'utf8')) as { searchKey: string }).searchKey;
 
   it('its SQLite index holds the keyed hashes of the identifiers and nothing of them in clear, in any table or byte', () => {
-    const db = new Database(file('ledger.index.sqlite'), { readonly: true, fileMustExist: true });
+    const db = new DatabaseSync(file('ledger.index.sqlite'), { readOnly: true });
     try {
       const hashes = expectedHashes(searchKey());
       expect(db.prepare('SELECT hash, key FROM customers ORDER BY hash').all()).toEqual(hashes.map((hash) => ({ hash, key: TRANSACTION_ID })));
@@ -176,7 +176,7 @@ describe('customer search on the file ledger', () => {
   });
 
   it('a search goes through that index: with the entries removed from it, the same searches find nothing', async () => {
-    const db = new Database(file('ledger.index.sqlite'), { fileMustExist: true });
+    const db = new DatabaseSync(file('ledger.index.sqlite'));
     try {
       expect(db.prepare('DELETE FROM customers WHERE key = ?').run(TRANSACTION_ID).changes).toBe(identities().length);
     } finally {

@@ -4,7 +4,7 @@ import { chmod, cp, mkdtemp, open, readdir, readFile, rm, truncate, writeFile } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from '@photostructure/sqlite';
 import { FileLedgerStore, writeLedgerInBulk } from '../../src/ledger/file-store.js';
 import { currentBootId } from '../../src/ledger/process-lock.js';
 import { openStore } from '../../src/ledger/open-store.js';
@@ -567,7 +567,7 @@ describe('FileLedgerStore: the on-disk index', () => {
 
   /** Changes one value of the index's `meta` table, as another build or an interrupted rebuild would have left it. */
   function setMeta(indexPath: string, name: string, value: unknown): void {
-    const db = new Database(indexPath);
+    const db = new DatabaseSync(indexPath);
     try {
       expect(db.prepare('UPDATE meta SET value = ? WHERE name = ?').run(value, name).changes).toBe(1);
     } finally {
@@ -593,6 +593,23 @@ describe('FileLedgerStore: the on-disk index', () => {
     expect(store.indexStartup).toMatchObject({ mode: 'trusted', linesRead: 0, scannedFrom: { segment: 1, offset: end } });
     expect(store.recovery).toBeUndefined();
     expect(await answers(store)).toEqual(before);
+  });
+
+  it('keeps delivery bindings\' keys exactly (a backslash, a literal "\\0"), across a restart and through the copy\'s walk; refuses a text holding NUL rather than storing it cut short', async () => {
+    store = await openAt(path);
+    // SQLite is given text as a C string by the driver: a binding's key joins POS and digest with a NUL, so the index escapes it.
+    const keys = ['digest-1', 'digest-2', 'a\\0b', 'a\\\\b', 'a\\'];
+    for (const [i, key] of keys.entries()) expect(await store.bindDelivery('toast', key, `restaurant-${i}`)).toBe(`restaurant-${i}`);
+    expect(await store.bindDelivery('toast', 'a\\0b', 'restaurant-9')).toBe('restaurant-2');
+    await store.close();
+    store = await openAt(path);
+    for (const [i, key] of keys.entries()) expect(await store.deliveryBinding('toast', key)).toBe(`restaurant-${i}`);
+    expect([...store.deliveryBindings(2)].sort((a, b) => a.account.localeCompare(b.account))).toEqual(keys.map((key, i) => ({ pos: 'toast', key, account: `restaurant-${i}` })));
+
+    const before = statSync(segment1).size;
+    await expect(store.insert(makeRecord('generic:N-1', { orderId: 'O\u0000-1' }))).rejects.toThrow(/refuses a text holding NUL/);
+    expect(statSync(segment1).size).toBe(before);
+    expect(await store.get('generic:N-1')).toBeUndefined();
   });
 
   it('a line before the position made unreadable, its segment\'s size and mtime kept, is not even seen while the index is trusted; a full scan reports it', async () => {
