@@ -187,14 +187,18 @@ export async function startBridge(config: Config, logger: Logger, overrides: Bri
     );
     await store.compactDamaged();
   }
-  const worker = new Worker(store, core.delivery, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs }, logger);
+  // The background passes count the ledger's outages too: an instance no POS is calling shows them.
+  const countOutage = (where: 'worker' | 'dead_letters') => (error: unknown) => {
+    if (isLedgerUnreachable(error)) metrics.ledgerErrors.inc({ where });
+  };
+  const worker = new Worker(store, core.delivery, { ...config.worker, leaseMs: config.inFlightLeaseMs, idleMs: config.answerBudgetMs, onPassFailed: countOutage('worker') }, logger);
 
   const ingest = new Ingest(overrides.adapters ?? allAdapters, core.intake, store, registry, config.posApiTimeoutMs, logger, overrides.clock, {
     ...config.deadLetterRetry,
     leaseMs: config.inFlightLeaseMs,
     owner: core.delivery.instanceId,
   });
-  const deadLetterRetrier = new DeadLetterRetrier(store, ingest, { intervalMs: config.worker.intervalMs }, logger, overrides.clock);
+  const deadLetterRetrier = new DeadLetterRetrier(store, ingest, { intervalMs: config.worker.intervalMs, onPassFailed: countOutage('dead_letters') }, logger, overrides.clock);
   const backfill = new BackfillPoller(
     overrides.adapters ?? allAdapters,
     store,

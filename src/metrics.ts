@@ -43,6 +43,7 @@ export interface Metrics {
   shed: Counter<'endpoint' | 'reason'>;
   /** Ledger operations that failed because the ledger could not be reached, by where they were (docs/observability.md). */
   ledgerErrors: Counter<'where'>;
+  ledgerLastWrite: Gauge;
   posInFlight: Gauge;
 }
 
@@ -143,8 +144,13 @@ export function createMetrics(readings: Pick<LedgerReadings, 'latest'> | undefin
     httpDuration: new Histogram({ name: 'bridge_http_request_duration_seconds', help: 'Time to answer HTTP requests.', labelNames: ['route', 'code'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [registry] }),
     ledgerErrors: new Counter({
       name: 'bridge_ledger_errors_total',
-      help: 'Ledger operations that failed because the ledger could not be reached (a PostgreSQL failover, a connection cut, the database down), by where: request (answered 503 ledger_unavailable), gauges (the timed count of the ledger gauges, which goes on when no request comes).',
+      help: 'Ledger operations that failed because the ledger could not be reached (a PostgreSQL failover, a connection cut, the database down), by where: request (answered 503 ledger_unavailable), gauges (the timed count of the ledger gauges, which goes on when no request comes), worker (a pass of the worker that delivers due records), dead_letters (a pass of the dead-letter retrier).',
       labelNames: ['where'],
+      registers: [registry],
+    }),
+    ledgerLastWrite: new Gauge({
+      name: 'bridge_ledger_last_write_timestamp_seconds',
+      help: 'When this instance last wrote a ledger record (a sale or refund recorded, an outcome written), as Unix time; 0: none since it started. time() minus it is how long writes have not gone through: during an outage it grows while POS requests are answered 503.',
       registers: [registry],
     }),
     shed: new Counter({ name: 'bridge_pos_requests_shed_total', help: 'POS requests answered 503 with Retry-After before their body was read (nothing recorded), by endpoint (checkouts, refunds, webhooks) and reason (in_flight: POS_MAX_IN_FLIGHT requests were being handled).', labelNames: ['endpoint', 'reason'], registers: [registry] }),

@@ -30,7 +30,7 @@ export interface CoreDeps {
 }
 
 export function createCore(deps: CoreDeps): Core {
-  const writer = new RecordWriter(deps.store, deps.logger, deps.clock ?? (() => new Date()));
+  const writer = new RecordWriter(deps.store, deps.logger, deps.clock ?? (() => new Date()), () => deps.metrics.ledgerLastWrite.setToCurrentTime());
   const delivery = new DeliveryService(writer, deps.upstreams, deps.options, deps.logger, deps.metrics);
   const intake = new IntakeService(writer, delivery, deps.options, deps.logger, deps.metrics);
   return { intake, delivery, recovery: new RecoveryService(writer, delivery, deps.options), operator: new OperatorActions(writer, delivery, intake) };

@@ -38,13 +38,17 @@ export class DeadLetterRetrier {
         if (ran) this.logger.info({ ran, resolved }, 'dead letters run again');
       }),
     () => this.options.intervalMs,
-    (error) => this.logger.error({ err: error }, 'dead-letter pass failed'),
+    (error) => {
+      this.logger.error({ err: error }, 'dead-letter pass failed');
+      this.options.onPassFailed?.(error);
+    },
   );
 
   constructor(
     private readonly store: LedgerStore,
     private readonly runner: DeadLetterRunner,
-    private readonly options: { intervalMs: number },
+    /** `onPassFailed`: told of each pass that failed, as the worker's. */
+    private readonly options: { intervalMs: number; onPassFailed?: (error: unknown) => void },
     private readonly logger: Logger,
     private readonly clock: () => Date = () => new Date(),
   ) {}

@@ -536,10 +536,10 @@ export class DeliveryService {
  */
 export async function insertRemainder(writer: RecordWriter, draft: LedgerRecord): Promise<boolean> {
   try {
-    return (await writer.store.insert(draft)).created;
+    return (await writer.insert(draft)).created;
   } catch (error) {
     if (!(error instanceof AccrualKeyHeldError) || draft.accrual.state !== 'in_doubt') throw error;
-    return (await writer.store.insert(keyless(draft, error.holder))).created;
+    return (await writer.insert(keyless(draft, error.holder))).created;
   }
 }
 

@@ -78,12 +78,12 @@ export class IntakeService {
     if (claiming) this.delivery.calling.enter(key);
     let inserted: { record: LedgerRecord; created: boolean };
     try {
-      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, claiming ? this.delivery.instanceId : undefined, arrival), { payload: arrival?.payload });
+      inserted = await this.writer.insert(newCheckout(ids, intent, contact, now, claiming ? this.delivery.instanceId : undefined, arrival), { payload: arrival?.payload });
     } catch (error) {
       if (claiming) this.delivery.calling.leave(key);
       // Another accrual of this customer and amount is unsettled: recorded pending; delivery makes it wait behind that one.
       if (!(error instanceof AccrualKeyHeldError)) throw error;
-      inserted = await this.writer.store.insert(newCheckout(ids, intent, contact, now, undefined, arrival), { payload: arrival?.payload });
+      inserted = await this.writer.insert(newCheckout(ids, intent, contact, now, undefined, arrival), { payload: arrival?.payload });
       if (inserted.created) this.logger.info({ transactionId, behind: error.holder }, 'checkout recorded; it waits behind an unsettled accrual of the same customer and amount');
       return this.#afterInsert(pos, intent, inserted.record, inserted.created, undefined, inline && !background);
     }
@@ -182,7 +182,7 @@ export class IntakeService {
     const unknown = await this.writer.locked(key, async () => {
       if (await this.writer.store.get(key)) return undefined;
       const arrival = by.arrival ?? (by.act ? { via: 'operator' as const, receivedAt: this.writer.now().toISOString() } : undefined);
-      const { record, created } = await this.writer.store.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now(), arrival), { payload: arrival?.payload });
+      const { record, created } = await this.writer.insert(newRefundOfUnknownOrder(ids, refundId, this.writer.now(), arrival), { payload: arrival?.payload });
       return { record, repeat: !created };
     });
     if (unknown) return this.#deliverRefund(ids.pos, unknown.record, unknown.repeat, refundId, by.background);

@@ -9,7 +9,7 @@
 import { echoed, NotFoundError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { LedgerRecord } from '../state/record.js';
-import type { LedgerStore, UpdateOptions } from '../ledger/store.js';
+import type { InsertOptions, LedgerStore, UpdateOptions } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { nextVersion, type Transition } from './transitions.js';
 
@@ -33,7 +33,16 @@ export class RecordWriter {
     readonly store: LedgerStore,
     private readonly logger: Logger,
     private readonly clock: () => Date,
+    /** Told of each record written (the metric of the last good write: an outage shows as its age). */
+    private readonly onWritten: () => void = () => undefined,
   ) {}
+
+  /** Inserts a new record (`LedgerStore.insert`: insert-once, the holder answered when the key is taken). */
+  async insert(record: LedgerRecord, options?: InsertOptions): Promise<{ record: LedgerRecord; created: boolean }> {
+    const inserted = await this.store.insert(record, options);
+    if (inserted.created) this.onWritten();
+    return inserted;
+  }
 
   now(): Date {
     return this.clock();
@@ -59,6 +68,7 @@ export class RecordWriter {
   async write(record: LedgerRecord, transition: Transition, options?: UpdateOptions): Promise<LedgerRecord> {
     const next = nextVersion(record, transition, this.clock());
     const written = await this.store.update(next, options);
+    this.onWritten();
     if (next.status !== record.status) this.logger.info({ transactionId: next.transactionId, from: record.status, to: next.status }, 'ledger status changed');
     return written;
   }

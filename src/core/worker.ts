@@ -53,13 +53,17 @@ export class Worker {
         if (report.fixed.length) this.logger.info({ examined: report.examined, settled: report.fixed.length, open: report.open.length }, 'worker pass');
       }),
     () => (this.#moreDue ? 0 : this.options.intervalMs),
-    (error) => this.logger.error({ err: error }, 'worker pass failed'),
+    (error) => {
+      this.logger.error({ err: error }, 'worker pass failed');
+      this.options.onPassFailed?.(error);
+    },
   );
 
   constructor(
     private readonly store: RecordStore,
     private readonly service: DeliveryService,
-    private readonly options: { intervalMs: number; concurrency: number; leaseMs: number; idleMs: number },
+    /** `onPassFailed`: told of each scheduled pass that failed (the composition root counts the ledger's outages from it). */
+    private readonly options: { intervalMs: number; concurrency: number; leaseMs: number; idleMs: number; onPassFailed?: (error: unknown) => void },
     private readonly logger: Logger,
   ) {}
 

@@ -62,6 +62,13 @@ describeIf('a PostgreSQL failover under load', () => {
   const answers: { status: number; phase: 'before' | 'outage' | 'after' }[] = [];
   let phase: 'before' | 'outage' | 'after' = 'before';
 
+  /** One sample of `/metrics` (series written as exported, labels included); 0 when the series is not there yet. */
+  const metric = async (bridge: BridgeProcess, series: string): Promise<number> => {
+    const text = await fetch(`${bridge.url}/metrics`).then((r) => r.text());
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line ? Number(line.slice(series.length + 1)) : 0;
+  };
+
   /** A POS delivering one request: a refused connection or a 5xx is tried again, as POSes do, for up to a minute. */
   const deliver = async (bridge: BridgeProcess, path: string, body: unknown): Promise<number> => {
     const deadline = Date.now() + 60_000;
@@ -97,7 +104,14 @@ describeIf('a PostgreSQL failover under load', () => {
     await eventually(() => sold.length, (n) => n >= SOLD_BEFORE_THE_KILL, 30_000, { what: `${SOLD_BEFORE_THE_KILL} sales before the kill` });
     phase = 'outage';
     await cluster.primary.crash();
+    const crashedAt = Date.now();
     await new Promise((r) => setTimeout(r, OUTAGE_MS));
+    // The background passes meet the outage too, and count it (an instance no POS calls shows it): waited for before the promotion.
+    for (const bridge of bridges) {
+      await eventually(() => metric(bridge, 'bridge_ledger_errors_total{where="worker"}'), (n) => n > 0, 15_000, { what: `${bridge.url}'s worker counting the outage`, context: bridge.output });
+      // No write went through since the crash (one answered as it came may be stamped a moment after).
+      expect(await metric(bridge, 'bridge_ledger_last_write_timestamp_seconds')).toBeLessThan(crashedAt / 1000 + 0.5);
+    }
     await cluster.standby.promote();
     address.moveTo(Number(new URL(cluster.standby.url).port));
     const promotedAt = Date.now();
@@ -116,8 +130,10 @@ describeIf('a PostgreSQL failover under load', () => {
       await eventually(() => fetch(`${bridge.url}/readyz`).then((r) => r.status), (s) => s === 200, Math.max(1000, 60_000 - (Date.now() - promotedAt)), { what: `${bridge.url} ready on the promoted standby`, context: bridge.output });
     }
     // The outage shows in the metrics: requests answered 503 for want of the ledger.
-    const ledgerErrors = await Promise.all(bridges.map(async (b) => Number((await fetch(`${b.url}/metrics`).then((r) => r.text())).match(/^bridge_ledger_errors_total\{where="request"\} (\d+)/m)?.[1] ?? 0)));
+    const ledgerErrors = await Promise.all(bridges.map((b) => metric(b, 'bridge_ledger_errors_total{where="request"}')));
     expect(ledgerErrors.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    // Writes went through before the crash and again after the promotion, on each bridge: the time of the last good write says so.
+    for (const bridge of bridges) expect(await metric(bridge, 'bridge_ledger_last_write_timestamp_seconds')).toBeGreaterThan(promotedAt / 1000);
     // The outage reached the POS as 503 (try again), never as a 500 or a dropped connection.
     expect([...new Set(answers.map((a) => a.status))].filter((s) => ![200, 202, 503].includes(s))).toEqual([]);
     expect(answers.some((a) => a.phase === 'outage' && a.status === 503)).toBe(true);
