@@ -16,7 +16,6 @@
  * Reads go through `CardReads`: one request, no retry, within the budget; a short-lived cache per
  * merchant, forgotten for a card whenever the bridge accrues to it or reverses it.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { BridgeError, ValidationError } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
@@ -31,6 +30,7 @@ import { saleTransactionId } from '../transaction-id.js';
 import { keptPayload } from './arrival.js';
 import type { Ingest } from './ingest.js';
 import type { IntakeService } from './intake.js';
+import { sameSecret } from '../constant-time.js';
 
 /** What a register read needs of a merchant's loyalty client. */
 export interface RegisterReader {
@@ -210,10 +210,6 @@ class Refused extends Error {
 
 const refuse = (reason: Extract<RegisterAnswer, { kind: 'refused' }>['reason'], message: string) => new Refused({ kind: 'refused', reason, message });
 
-/** Keys compared by their digests: the same time whatever the given key's length or content. */
-function sameKey(given: string, expected: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
-}
 
 export class RegisterService {
   readonly #repeats = new Map<string, KeptAnswer>();
@@ -290,7 +286,7 @@ export class RegisterService {
     const expected = merchant.pos[pos]?.registerKey;
     const given = typeof headers[keyHeader] === 'string' ? (headers[keyHeader] as string).trim() : '';
     // Both compared, whichever is missing: the time taken says nothing of which check failed.
-    const matches = sameKey(given, expected ?? '\u0000no key');
+    const matches = sameSecret(given, expected ?? '\u0000no key');
     if (!expected || !given || !matches) throw refuse('key', 'the key in the Authorization header is not the one this restaurant was set up with');
     if (isSuspended(merchant)) throw refuse('account', 'this merchant is suspended: nothing is read or recorded for it until it is active again');
     return merchant;

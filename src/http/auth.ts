@@ -5,12 +5,12 @@
  * merchant (its POS token or its admin token; POS_TOKEN is the default merchant's), or, for
  * ADMIN_TOKEN, the operator of the whole bridge.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { PosAuthConfig } from '../config.js';
 import { BridgeError, UnauthorizedError } from '../errors.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import { nameMerchant } from '../log-context.js';
+import { secretMatcher } from '../constant-time.js';
 
 /** Who a direct POS post comes from. */
 export interface PosPrincipal {
@@ -44,11 +44,6 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** Digest comparison: the same time whatever the given token's length or content. */
-function tokenMatcher(expectedToken: string): (given: string) => boolean {
-  const expected = createHash('sha256').update(expectedToken).digest();
-  return (given) => timingSafeEqual(createHash('sha256').update(given).digest(), expected);
-}
 
 function challenge(res: Response, realm: string): void {
   res.setHeader('WWW-Authenticate', `Bearer realm="${realm}"`);
@@ -72,7 +67,7 @@ export interface GlobalAdminTokens {
  * which one did. Also what `/readyz` asks before it names anything but ready or not.
  */
 export function globalAdminOf(globalTokens: GlobalAdminTokens): (given: string | undefined) => string | undefined {
-  const matchers = [{ actor: 'admin', matches: tokenMatcher(globalTokens.token) }, ...(globalTokens.named ?? []).map((t) => ({ actor: t.name, matches: tokenMatcher(t.token) }))];
+  const matchers = [{ actor: 'admin', matches: secretMatcher(globalTokens.token) }, ...(globalTokens.named ?? []).map((t) => ({ actor: t.name, matches: secretMatcher(t.token) }))];
   return (given) => (given === undefined ? undefined : matchers.map((m) => (m.matches(given) ? m.actor : undefined)).find((actor) => actor !== undefined));
 }
 

@@ -5,7 +5,7 @@
  * token) are kept only as SHA-256 hashes: they are random 32-byte strings, so a fast hash is
  * enough, and nobody, the bridge included, can show them again once created.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { SealedSecret } from './merchant.js';
 
 
@@ -62,10 +62,6 @@ export function tokenHash(token: string): string {
   return createHash('sha256').update(token).digest('base64url');
 }
 
-export function sameHash(a: string, b: string): boolean {
-  const [x, y] = [Buffer.from(a), Buffer.from(b)];
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 /** How a secret is shown: its last four characters, never more (and nothing of a short one). */
 export function mask(secret: string): string {

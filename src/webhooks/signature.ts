@@ -3,10 +3,11 @@
  * raw bytes, compared in constant time; a missing, empty or repeated signature header is refused
  * before anything else is looked at.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { UnauthorizedError } from '../errors.js';
 import type { PosSettings, ReplayWindow, SignatureScheme } from '../pos/contract.js';
+import { sameSecret } from '../constant-time.js';
 
 /** Node folds repeated headers into one value, so repeats are counted on the raw header list. */
 export function singleHeader(rawHeaders: string[], name: string): string | undefined {
@@ -18,12 +19,6 @@ export function singleHeader(rawHeaders: string[], name: string): string | undef
   return value === '' ? undefined : value;
 }
 
-/** Equal-length digests make the comparison constant-time whatever the inputs' lengths. */
-function safeEqual(a: string, b: string): boolean {
-  const da = createHash('sha256').update(a).digest();
-  const db = createHash('sha256').update(b).digest();
-  return timingSafeEqual(da, db) && a.length === b.length;
-}
 
 /** A signed time as POSes write it: ISO 8601, or epoch milliseconds or seconds; undefined when it is none of these. */
 export function parseSignedTime(text: string): number | undefined {
@@ -40,13 +35,13 @@ export function verifySignature(scheme: SignatureScheme, settings: PosSettings, 
   if (!given) throw new UnauthorizedError(`webhook signature header ${scheme.header} is missing, empty or repeated`, 'signature_missing');
   if (!settings.webhookSecret) throw new UnauthorizedError('webhooks of this POS are not configured (no signing secret)', 'not_configured');
   if (scheme.kind === 'static') {
-    if (!safeEqual(given, settings.webhookSecret)) throw new UnauthorizedError('webhook signature does not match', 'signature_mismatch');
+    if (!sameSecret(given, settings.webhookSecret)) throw new UnauthorizedError('webhook signature does not match', 'signature_mismatch');
     return;
   }
   const message = scheme.message(raw, headers, settings);
   if (!message) throw new UnauthorizedError('webhook is missing a header its signature covers', 'signed_header_missing');
   const mac = createHmac(scheme.algorithm, settings.webhookSecret).update(message).digest();
-  const ok = scheme.encodings.map((encoding) => safeEqual(given, mac.toString(encoding))).some(Boolean);
+  const ok = scheme.encodings.map((encoding) => sameSecret(given, mac.toString(encoding))).some(Boolean);
   if (!ok) throw new UnauthorizedError('webhook signature does not match', 'signature_mismatch');
   if (scheme.replay) checkReplayWindow(scheme.replay, raw, headers, now);
 }

@@ -5,7 +5,7 @@
  * records, dead letters and reconcile only: another merchant's record is a 404, never a 403, so its
  * existence is not told. Merchants themselves are `merchants.ts`'s.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { Request } from 'express';
 import { z } from 'zod';
 import { attentionQueue } from '../../core/attention-queue.js';
@@ -37,6 +37,7 @@ import {
   PosAnswer,
 } from '../schemas.js';
 import { deadLetterDetail, deadLetterSummary, evidenceView, keptPayloadView, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
+import { sameSecret } from '../../constant-time.js';
 
 export { BULK_MAX };
 
@@ -137,8 +138,7 @@ export function parseListCursor(text: string, store: Pick<LedgerStore, 'keyFor'>
   const match = text.length <= CURSOR_MAX ? /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{22})$/.exec(text) : null;
   if (!match) throw refused();
   const [, payload, mac] = match as unknown as [string, string, string];
-  const expected = Buffer.from(cursorMac(store.keyFor(CURSOR_PURPOSE), payload));
-  if (!timingSafeEqual(Buffer.from(mac), expected)) throw refused();
+  if (!sameSecret(mac, cursorMac(store.keyFor(CURSOR_PURPOSE), payload))) throw refused();
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
