@@ -7,14 +7,14 @@
  * and, once it is done, into the audit trail.
  */
 import { ConflictError, echoed, NotFoundError, type BridgeError } from '../errors.js';
-import { keyOf, merchantOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
+import { keyOf, merchantOf, transactionIdOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
 import { leadOf, type RecordLead } from '../state/lead.js';
 import type { AuditEntry, DeadLetter } from '../ledger/store.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import type { Evidence } from './history-verifier.js';
 import { chainOf, MOVED, type IntakeService } from './intake.js';
-import { transactionIdOf, type RecordWriter } from './record-writer.js';
+import type { RecordWriter } from './record-writer.js';
 import { acknowledge, close, operatorActions, resolve, retry, startProbe, type ActionAllowed, type OperatorActionName, type ResolveInput } from './transitions.js';
 import { dismiss, dismissRefusal, replayRefusal } from './dead-letter-transitions.js';
 import { previewBulk, runBulk, type BulkOutcome, type BulkPreview, type BulkRequest } from './bulk.js';

@@ -8,20 +8,10 @@
  */
 import { echoed, NotFoundError, VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
-import type { LedgerRecord } from '../state/record.js';
+import { transactionIdOf, type LedgerRecord } from '../state/record.js';
 import type { InsertOptions, LedgerStore, UpdateOptions } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { nextVersion, type Transition } from './transitions.js';
-
-/**
- * The transactionId a ledger key names (`ledgerKey`: `<merchantId>/<transactionId>`, the
- * transactionId alone for the default merchant; transactionIds hold no `/`). What a message shows:
- * the key is the store's, and a 404 naming `shop-a/…` told a client how records are kept
- * (docs/security.md, "Hostile input").
- */
-export function transactionIdOf(key: string): string {
-  return key.slice(key.indexOf('/') + 1);
-}
 
 /** How often a change is decided again after another writer won the race. */
 const MAX_DECISIONS = 5;

@@ -21,11 +21,11 @@ export function checkClaims(record: LedgerRecord, keys: readonly string[], held:
   const merchant = merchantOf(record);
   for (const id of claimedOperationIds(record)) {
     const holder = holders.operation(merchant, id);
-    if (holder !== undefined && holder !== key) throw new ConflictError(`operation ${id} is claimed by ${transactionIdOf(merchant, holder)}`);
+    if (holder !== undefined && holder !== key) throw new ConflictError(`operation ${id} is claimed by ${transactionIdOf(holder)}`);
   }
   for (const accrualKey of keys) {
     const holder = holders.accrualKey(accrualKey);
     // Accrual keys are per merchant (the merchant is hashed into them): the holder is this merchant's.
-    if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(record.transactionId, transactionIdOf(merchant, holder));
+    if (holder !== undefined && holder !== key && !held.includes(accrualKey)) throw new AccrualKeyHeldError(record.transactionId, transactionIdOf(holder));
   }
 }

@@ -573,7 +573,7 @@ export class FileLedgerStore implements LedgerStore {
 
   async findOperationClaim(merchantId: string, operationId: number): Promise<string | undefined> {
     const holder = this.#idx.claimHolder(merchantId, operationId);
-    return holder === undefined ? undefined : transactionIdOf(merchantId, holder);
+    return holder === undefined ? undefined : transactionIdOf(holder);
   }
 
   async count(): Promise<number> {

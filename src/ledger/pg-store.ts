@@ -221,7 +221,7 @@ function refusedAs(error: unknown): never | (InsertOutcome & UpdateOutcome) {
 
 /** The error a refused write is, as the store interface names it. */
 function refusal(outcome: Refusal, record: LedgerRecord): Error {
-  if (outcome.code === 'LB002' && outcome.detail) return new AccrualKeyHeldError(record.transactionId, transactionIdOf(merchantOf(record), outcome.detail));
+  if (outcome.code === 'LB002' && outcome.detail) return new AccrualKeyHeldError(record.transactionId, transactionIdOf(outcome.detail));
   return new ConflictError(outcome.message ?? 'the ledger refused the write');
 }
 
@@ -936,7 +936,7 @@ export class PostgresLedgerStore implements LedgerStore {
   async findOperationClaim(merchantId: string, operationId: number): Promise<string | undefined> {
     const { rows } = await this.pool.query<{ transaction_id: string }>('SELECT transaction_id FROM ledger_operation_claims WHERE merchant_id = $1 AND operation_id = $2', [merchantId, operationId]);
     const key = rows[0]?.transaction_id;
-    return key === undefined ? undefined : transactionIdOf(merchantId, key);
+    return key === undefined ? undefined : transactionIdOf(key);
   }
 
   /** Every record ever written, archived ones included (their keys stay): for operators' tools, it costs what the ledger holds. */

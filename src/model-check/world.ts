@@ -361,7 +361,7 @@ export class World {
         const act = { actor: 'operator', reason: 'model check' };
         const versions = new Map(event.keys.map((key) => [key, this.store.state.records.get(key)?.version]));
         if (event.action === 'reverse') for (const key of event.keys) this.#notePersonsRefund(key);
-        const ids = event.keys.map((key) => transactionIdOf(DEFAULT_MERCHANT, key));
+        const ids = event.keys.map((key) => transactionIdOf(key));
         const request: BulkRequest = event.action === 'resolve' ? { act, global: false, action: 'resolve', outcome: event.outcome!, ids } : { act, global: false, action: event.action, ids };
         // The operator's own bulk (runBulk, as OperatorActions.bulk runs it), its single-record actions seen going by:
         // which record it is at is part of the state while it runs.

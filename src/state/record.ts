@@ -146,9 +146,13 @@ export function ledgerKey(merchantId: string, transactionId: string): string {
   return merchantId === DEFAULT_MERCHANT ? transactionId : `${merchantId}/${transactionId}`;
 }
 
-/** The transactionId a ledger key of this merchant stands for (the key without its merchant's prefix). */
-export function transactionIdOf(merchantId: string, key: string): string {
-  return merchantId === DEFAULT_MERCHANT ? key : key.slice(merchantId.length + 1);
+/**
+ * The transactionId a ledger key stands for (`ledgerKey`: the key without its merchant's prefix).
+ * What a message shows: the key is the store's, and a 404 naming `shop-a/…` told a client how
+ * records are kept (docs/security.md, "Hostile input"). TransactionIds hold no `/`, so the key alone says.
+ */
+export function transactionIdOf(key: string): string {
+  return key.slice(key.indexOf('/') + 1);
 }
 
 export function merchantOf(record: Pick<LedgerRecord, 'merchantId'>): string {
