@@ -14,6 +14,7 @@ import {
   formatCents,
   formatMajor,
   isWholeNumber,
+  majorUnits,
   minorUnitsToCents,
   minorUnitsToDecimal,
   moneyInText,
@@ -560,5 +561,23 @@ describe('exactDifference', () => {
     expect(exactDifference(51, -8)).toBe(59);
     expect(exactDifference(0.3, 0.1)).toBe(0.2);
     expect(exactDifference(Number.NaN, 1)).toBeUndefined();
+  });
+});
+
+describe('majorUnits', () => {
+  it.each([
+    [5997, 'USD', '59.97'],
+    [0, 'USD', '0.00'],
+    [-5, 'EUR', '-0.05'],
+    [50000, 'JPY', '500'],
+    [150, 'JPY', '1.50'],
+    [123, 'KWD', '1.230'],
+    [12345, 'CLF', '123.4500'],
+  ])('%i cents of %s is %s', (cents, currency, text) => {
+    expect(majorUnits(cents, currency)).toBe(text);
+  });
+
+  it('is exact beyond what a float holds', () => {
+    expect(majorUnits(Number.MAX_SAFE_INTEGER, 'USD')).toBe('90071992547409.91');
   });
 });

@@ -1,7 +1,6 @@
 /** What a partial refund leaves, and a refusal that speaks the POS's major units, not cents. */
 import { describe, expect, it } from '@jest/globals';
 import { remainderAfterRefund, RefundExceedsRemainderError } from '../../src/core/remainder.js';
-import { majorUnits } from '../../src/money.js';
 import type { Check } from '../../src/loyalty/contract.js';
 
 const check = (currency: string, amount: number): Check => ({ amount, currency, selections: [{ id: 'sku-1', quantity: 3, price: amount / 3, totalPrice: amount }] });
@@ -15,24 +14,6 @@ function refusal(run: () => unknown): RefundExceedsRemainderError {
   }
   throw new Error('expected a RefundExceedsRemainderError');
 }
-
-describe('majorUnits', () => {
-  it.each([
-    [5997, 'USD', '59.97'],
-    [0, 'USD', '0.00'],
-    [-5, 'EUR', '-0.05'],
-    [50000, 'JPY', '500'],
-    [150, 'JPY', '1.50'],
-    [123, 'KWD', '1.230'],
-    [12345, 'CLF', '123.4500'],
-  ])('%i cents of %s is %s', (cents, currency, text) => {
-    expect(majorUnits(cents, currency)).toBe(text);
-  });
-
-  it('is exact beyond what a float holds', () => {
-    expect(majorUnits(Number.MAX_SAFE_INTEGER, 'USD')).toBe('90071992547409.91');
-  });
-});
 
 describe('refunding more than remains', () => {
   it('an amount: the message and details in the order currency major units, cents kept for programs', () => {
