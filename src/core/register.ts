@@ -210,7 +210,6 @@ class Refused extends Error {
 
 const refuse = (reason: Extract<RegisterAnswer, { kind: 'refused' }>['reason'], message: string) => new Refused({ kind: 'refused', reason, message });
 
-
 export class RegisterService {
   readonly #repeats = new Map<string, KeptAnswer>();
 

@@ -44,7 +44,6 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-
 function challenge(res: Response, realm: string): void {
   res.setHeader('WWW-Authenticate', `Bearer realm="${realm}"`);
 }

@@ -802,6 +802,14 @@ export class LedgerIndex {
  * OFF`: see the file's comment; a bounded page cache, temporary tables in memory; the database
  * held by this process alone (the ledger's lock already says so), so no shared-memory file.
  */
+function configure(db: DatabaseSyncInstance): void {
+  db.exec('PRAGMA locking_mode = EXCLUSIVE');
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = OFF');
+  db.exec(`PRAGMA cache_size = -${CACHE_KIB}`);
+  db.exec('PRAGMA temp_store = MEMORY');
+}
+
 /**
  * A prepared statement whose text parameters are checked before they are bound. The driver passes
  * text to SQLite as a C string, so it binds a text only up to its first NUL: a key holding one would
@@ -850,14 +858,6 @@ function bindingText(bkey: string): string {
 
 function bindingKeyOf(text: string): string {
   return text.replace(/\\(.)/g, (_, c: string) => (c === '0' ? '\u0000' : c));
-}
-
-function configure(db: DatabaseSyncInstance): void {
-  db.exec('PRAGMA locking_mode = EXCLUSIVE');
-  db.exec('PRAGMA journal_mode = WAL');
-  db.exec('PRAGMA synchronous = OFF');
-  db.exec(`PRAGMA cache_size = -${CACHE_KIB}`);
-  db.exec('PRAGMA temp_store = MEMORY');
 }
 
 const EMPTY_ROW: Pick<RecordRow, 'refunds' | 'customers' | 'ops' | 'accrualKeys' | 'attention'> = { refunds: [], customers: [], ops: [], accrualKeys: [], attention: [] };

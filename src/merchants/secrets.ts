@@ -8,7 +8,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { SealedSecret } from './merchant.js';
 
-
 export class SecretsKeyError extends Error {}
 
 export function keyFingerprint(key: Buffer): string {
@@ -61,7 +60,6 @@ export function newToken(prefix: string): string {
 export function tokenHash(token: string): string {
   return createHash('sha256').update(token).digest('base64url');
 }
-
 
 /** How a secret is shown: its last four characters, never more (and nothing of a short one). */
 export function mask(secret: string): string {

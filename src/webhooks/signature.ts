@@ -19,7 +19,6 @@ export function singleHeader(rawHeaders: string[], name: string): string | undef
   return value === '' ? undefined : value;
 }
 
-
 /** A signed time as POSes write it: ISO 8601, or epoch milliseconds or seconds; undefined when it is none of these. */
 export function parseSignedTime(text: string): number | undefined {
   if (/^\d{13}$/.test(text)) return Number(text);
