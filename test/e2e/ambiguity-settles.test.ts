@@ -22,6 +22,13 @@ import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 
 const { url: pgBase, describeIf: describeIfPg } = await describeWithDatabase();
 
+/**
+ * Every fault here is a cut connection, never a slow answer, so nothing waits on a timeout: the
+ * harness's 400 ms would only turn a fault-free call into one in doubt on a loaded machine (seen in
+ * CI, where a plain accrual came back in_doubt).
+ */
+const GENEROUS_TIMEOUTS = { LOYALTY_TIMEOUT_MS: '3000', ANSWER_BUDGET_MS: '1900' };
+
 const STORES = [
   { name: 'file', describe: describe as typeof describe },
   { name: 'PostgreSQL', describe: describeIfPg },
@@ -45,7 +52,7 @@ for (const store of STORES) {
     });
 
     const start = (env: Record<string, string> = {}, withApiKey = true) =>
-      startHarness({ env: { ...(schema ? { LEDGER_URL: schema.url } : {}), IN_DOUBT_GRACE_MS: '300', ...env }, withApiKey, overrides: { startWorker: false } }).then((started) => (h = started));
+      startHarness({ env: { ...(schema ? { LEDGER_URL: schema.url } : {}), ...GENEROUS_TIMEOUTS, IN_DOUBT_GRACE_MS: '300', ...env }, withApiKey, overrides: { startWorker: false } }).then((started) => (h = started));
     const admin = (method: 'get' | 'post', path: string) => request(h!.bridge.url)[method](path).set('authorization', `Bearer ${ADMIN_TOKEN}`);
     const record = async (id: string) => (await h!.bridge.store.get(id)) as LedgerRecord;
     /** Every id booked once under itself, its record accrued with the operations it claims being its own. */
