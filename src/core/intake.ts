@@ -6,7 +6,6 @@
  */
 import { AccrualKeyHeldError, ConflictError, NotFoundError, ValidationError, VersionConflictError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
-import { mutant } from '../mutants.js';
 import { hasContact } from '../customer.js';
 import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
@@ -19,7 +18,7 @@ import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';
 import type { RecordWriter } from './record-writer.js';
 import type { Arrival } from './arrival.js';
-import { linkRemainder, newCheckout, newRefundOfUnknownOrder, noteChangedRepeat, requestPartialReversal, requestReversal, type RecordIds, type Transition, type TransitionOptions } from './transitions.js';
+import { linkRemainder, newCheckout, newRefundOfUnknownOrder, noteChangedRepeat, refundAlreadySeen, requestPartialReversal, requestReversal, type RecordIds, type Transition, type TransitionOptions } from './transitions.js';
 
 /** The refund reached a record whose remainder now holds what is left of the order: walk the chain again. */
 const MOVED = Symbol('moved to the remainder');
@@ -136,7 +135,7 @@ export class IntakeService {
       // Nothing under the sale's own id: an earlier build may have kept its order whole (`recordedAs`).
       const earlier = own.length === 0 ? await this.#recordedEarlier(intent.recordedAs, merchantId) : undefined;
       const chain = earlier ? await chainOf(this.writer, keyOf(earlier)) : own;
-      const seen = refundId && !mutant('double-reverse') ? chain.find((r) => r.reversal.refundIds.includes(refundId)) : undefined;
+      const seen = chain.find((r) => refundAlreadySeen(r, refundId));
       if (seen) return answerFor(this.writer.store, seen, true, refundId);
       // A full refund of one part met by the order's whole record takes back the part's share, not the rest of the order.
       const partOfWhole = earlier && intent.partCents !== undefined && intent.amountCents === undefined && !intent.items && (earlier.accrual.check?.amount ?? 0) > intent.partCents;

@@ -715,9 +715,19 @@ export function linkRemainder(record: LedgerRecord, remainderTransactionId: stri
 
 // ------------------------------------------------------------------ refunds (intake)
 
+/**
+ * The one rule of a refund delivered again: a refund id the record remembers was applied already,
+ * so nothing changes and nothing is sent (docs/how-it-works.md, "Refunds act once"; the
+ * double-reverse mutant of docs/correctness.md, "Mutants", plants its breach here). Intake asks it of every record of an order's chain before choosing one;
+ * `requestReversal` asks it again of the record it changes.
+ */
+export function refundAlreadySeen(record: LedgerRecord, refundId: string | undefined): boolean {
+  return refundId !== undefined && record.reversal.refundIds.includes(refundId) && !mutant('double-reverse');
+}
+
 /** A full refund of a recorded order. Answers undefined when it is a repeat (nothing to change). */
 export function requestReversal(record: LedgerRecord, refundId: string | undefined, now: Date): Transition | undefined {
-  if (refundId && record.reversal.refundIds.includes(refundId) && !mutant('double-reverse')) return undefined;
+  if (refundAlreadySeen(record, refundId)) return undefined;
   refuseWhileProbing(record);
   const remember = (r: LedgerRecord) => {
     if (refundId) r.reversal.refundIds = [...r.reversal.refundIds, refundId].slice(-MAX_REFUND_IDS_REMEMBERED);

@@ -11,6 +11,7 @@ import {
   nextVersion,
   recordOutcome,
   requestPartialReversal,
+  refundAlreadySeen,
   requestReversal,
   resolve,
   retry,
@@ -233,6 +234,14 @@ describe('refunds', () => {
   it('the same refund id again is a repeat', () => {
     const once = nextVersion(record('accrued'), requestReversal(record('accrued'), 'R-1', NOW)!, NOW);
     expect(requestReversal(once, 'R-1', NOW)).toBeUndefined();
+  });
+
+  it('refundAlreadySeen is the one rule: a remembered refund id, never an absent one or another', () => {
+    const once = nextVersion(record('accrued'), requestReversal(record('accrued'), 'R-1', NOW)!, NOW);
+    expect([refundAlreadySeen(once, 'R-1'), refundAlreadySeen(once, 'R-2'), refundAlreadySeen(once, undefined), refundAlreadySeen(record('accrued'), 'R-1')]).toEqual([true, false, false, false]);
+    // A partial refund's id is remembered too, so its redelivery is a repeat.
+    const part = nextVersion(record('accrued'), requestPartialReversal(record('accrued'), 'P-1', { amountCents: 100 }, NOW, options), NOW);
+    expect(refundAlreadySeen(part, 'P-1')).toBe(true);
   });
 
   it('a partial refund plans the reversal and the remainder; more than remains is refused', () => {
