@@ -24,7 +24,7 @@ import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { formatCents } from '../money.js';
 import { unreachable } from '../unreachable.js';
-import type { OperatorActions, ResolveInput } from './operator.js';
+import type { ActionAllowed, OperatorActionName, ResolveInput } from './transitions.js';
 
 /** At most this many records one bulk action touches; a filter matching more is refused (400) with its count. */
 export const BULK_MAX = 100;
@@ -115,9 +115,28 @@ export interface BulkOutcome {
   refused: { id: string; why: string }[];
 }
 
+/** How a bulk action calls a single-record one: audited as `bulk:<action>`, delivery left to the worker. */
+export interface BulkActOptions {
+  deliver: false;
+  bulk: true;
+}
+
+/**
+ * The single-record actions a bulk action goes through, each record by their rules: operator.ts'
+ * OperatorActions answers them. Named here, so that bulk needs nothing of the class that runs it.
+ */
+export interface BulkActions {
+  retry(key: string, act: OperatorAct, options: BulkActOptions): Promise<unknown>;
+  reverse(key: string, act: OperatorAct, options: BulkActOptions): Promise<unknown>;
+  resolve(key: string, input: ResolveInput, act: OperatorAct, options: BulkActOptions): Promise<unknown>;
+  close(key: string, act: OperatorAct & { reason: string }, options: BulkActOptions): Promise<unknown>;
+  acknowledge(key: string, act: OperatorAct & { reason: string }, options: BulkActOptions): Promise<unknown>;
+  allowed(record: LedgerRecord): Promise<Record<OperatorActionName, ActionAllowed>>;
+}
+
 export interface BulkDeps {
   /** The single-record actions, whose rules each record goes through. */
-  actions: Pick<OperatorActions, BulkAction>;
+  actions: Pick<BulkActions, BulkAction>;
   store: Pick<LedgerStore, 'list'>;
   /** The core's clock: the budget is read on it. */
   now: () => Date;
@@ -152,7 +171,7 @@ async function targetsOf(request: BulkRequest, store: BulkDeps['store']): Promis
 
 /** What the request would do, doing nothing: its records counted by merchant, status and money, and which the action would refuse now, with why. */
 /** `anyOutcome`: a resolve whose outcome is not chosen yet: refused only where resolve is refused whatever the outcome. */
-export async function previewBulk(request: BulkRequest, deps: { actions: Pick<OperatorActions, 'allowed'>; store: Pick<LedgerStore, 'list' | 'get'> }, options: { anyOutcome?: boolean } = {}): Promise<BulkPreview> {
+export async function previewBulk(request: BulkRequest, deps: { actions: Pick<BulkActions, 'allowed'>; store: Pick<LedgerStore, 'list' | 'get'> }, options: { anyOutcome?: boolean } = {}): Promise<BulkPreview> {
   const targets = 'ids' in request ? named(request.ids, request) : await matching(request.filter, request, deps.store);
   const byMerchant = new Map<string, number>();
   const byStatus = new Map<LedgerStatus, number>();
@@ -238,7 +257,7 @@ async function matching(filter: BulkFilter, request: BulkRequest, store: BulkDep
 
 /** The single-record action, told it is part of a bulk one: audited as such, delivery left to the worker. */
 async function act(actions: BulkDeps['actions'], request: BulkRequest, key: string): Promise<void> {
-  const options = { deliver: false, bulk: true };
+  const options: BulkActOptions = { deliver: false, bulk: true };
   switch (request.action) {
     case 'retry':
       await actions.retry(key, request.act, options);

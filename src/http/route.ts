@@ -7,7 +7,7 @@
  */
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import { ErrorEnvelope, PosAnswer } from './schemas.js';
 
 export type Method = 'get' | 'post' | 'patch';

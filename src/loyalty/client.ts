@@ -30,6 +30,7 @@ import {
   envelopeList,
   envelopeOne,
   type AccrueRequest,
+  type OperationsQuery,
   type ReverseRequest,
 } from './contract.js';
 
@@ -44,13 +45,6 @@ export type CallOutcome =
   | { kind: 'retryable'; reason: string }
   /** Sent, but no usable answer: it may or may not have happened upstream. */
   | { kind: 'unknown'; reason: string };
-
-/** Filters of GET /api/v2/operations (dates are Y-m-d, as the upstream takes them). */
-export interface OperationsQuery {
-  cardId?: string;
-  startDate?: string;
-  endDate?: string;
-}
 
 export interface CallReport {
   outcome: CallOutcome;

@@ -136,3 +136,10 @@ export function envelopeList<T extends z.ZodType>(item: T) {
 
 /** Largest page the history endpoints accept (Limits: itemsPerPage maximum 1000). */
 export const MAX_ITEMS_PER_PAGE = 1000;
+
+/** Filters of GET /api/v2/operations (dates are Y-m-d, as the upstream takes them). */
+export interface OperationsQuery {
+  cardId?: string;
+  startDate?: string;
+  endDate?: string;
+}

@@ -15,8 +15,7 @@
  * - 429: each request goes through the loyalty client, which backs off 1, 2, 4, 8 s (the README's
  *   loyalty rules); a page it still cannot read fails the whole read, never a part of it silently.
  */
-import type { OperationsQuery } from './client.js';
-import { MAX_ITEMS_PER_PAGE, type Operation } from './contract.js';
+import { MAX_ITEMS_PER_PAGE, type Operation, type OperationsQuery } from './contract.js';
 
 export interface OperationsPages {
   operationsPage(query: OperationsQuery, page: number, itemsPerPage: number): Promise<{ data: Operation[]; meta: { totalItems: number } }>;

@@ -133,3 +133,14 @@ export function noteCoverage(world: World, event: ModelEvent, before: CoverageBe
   if (world.records().some((r) => r.accrual.waitingBehind)) note('accrual waited behind another of the customer and amount');
   if (world.records().some((r) => r.accrual.ambiguousWith?.length)) note('accrual ambiguous with another of the customer');
 }
+
+/**
+ * Applies one event to the world as World.apply does, and notes in `world.covered` the situations
+ * it went through. Every step of the search goes through here, so that the world itself knows
+ * nothing of coverage.
+ */
+export async function applyNoted(world: World, event: ModelEvent): Promise<void> {
+  const before = coverageBefore(world, event);
+  await world.apply(event);
+  noteCoverage(world, event, before, world.covered);
+}

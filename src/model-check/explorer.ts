@@ -13,6 +13,7 @@ import { continueFaultFree } from './liveness.js';
 import type { Scenario } from './scenario.js';
 import { stateKey } from './state-key.js';
 import { World, type ModelEvent, type WorldSnapshot } from './world.js';
+import { applyNoted } from './coverage.js';
 
 export interface ExploreOptions {
   /** Stop after this many states (the search is then not exhaustive, and says so). */
@@ -96,7 +97,7 @@ export async function explore(scenario: Scenario, options: ExploreOptions = {}):
   const materialize = async (index: number, check: boolean): Promise<World> => {
     const node = nodes[index]!;
     const world = await World.restore(scenario, snapshots.get(node.base)!);
-    for (const event of pathFrom(index, node.base)) await world.apply(event);
+    for (const event of pathFrom(index, node.base)) await applyNoted(world, event);
     if (check && stateKey(world, true) !== node.key) throw new Error(`the model is not deterministic: replaying the path to state ${index} of ${scenario.name} gave another state`);
     return world;
   };
@@ -140,7 +141,7 @@ export async function explore(scenario: Scenario, options: ExploreOptions = {}):
     for (const [i, event] of events.entries()) {
       figures.transitions += 1;
       const next = await materialize(index, i === 0);
-      await next.apply(event);
+      await applyNoted(next, event);
       for (const situation of next.covered) covered.add(situation);
       const key = stateKey(next, true);
       if (visited.has(key)) continue;
@@ -191,7 +192,7 @@ async function counterexample(scenario: Scenario, path: ModelEvent[], kind: Viol
   const trace: string[] = [];
   for (const event of path) {
     trace.push(world.describe(event));
-    await world.apply(event);
+    await applyNoted(world, event);
   }
   const summary = world.summary();
   if (where === 'search') return { kind, where, why, trace, continuation: [], summary, length: path.length };

@@ -28,6 +28,7 @@ import { balanceViolation, safetyViolation } from './invariants.js';
 import { TIMING } from './scenario.js';
 import { stateKey } from './state-key.js';
 import type { ModelEvent, World } from './world.js';
+import { applyNoted } from './coverage.js';
 import { centsEqualsMajor } from '../money.js';
 
 /**
@@ -58,7 +59,7 @@ export async function continueFaultFree(world: World, settles: Set<string>, desc
   const step = async (event: ModelEvent, note?: string) => {
     if (describe) trace.push(`${world.describe(event)}${note ? ` (${note})` : ''}`);
     steps += 1;
-    await world.apply(event);
+    await applyNoted(world, event);
   };
   const failed = (kind: 'safety' | 'liveness', why: string): LivenessResult => ({ ok: false, kind, trace, why, steps, remembered: false });
   while (steps < MAX_STEPS) {

@@ -30,7 +30,6 @@ import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
 import { runBulk, type BulkRequest } from '../core/bulk.js';
 import { deriveTransactionId } from '../transaction-id.js';
 import { copyPlain } from '../ledger/plain-copy.js';
-import { coverageBefore, noteCoverage } from './coverage.js';
 import { FakeLoyalty, FATE_WORDS, type Fate, type FakeLoyaltyState, type OutstandingCall } from './fake-loyalty.js';
 import { TIMING, type OrderSpec, type Scenario } from './scenario.js';
 
@@ -224,9 +223,8 @@ export class World {
     return [...this.store.state.records.values()];
   }
 
-  /** Applies one event and runs the world until it is quiescent. */
+  /** Applies one event and runs the world until it is quiescent (coverage.ts' applyNoted also notes what it went through). */
   async apply(event: ModelEvent): Promise<void> {
-    const before = coverageBefore(this, event);
     switch (event.kind) {
       case 'checkout':
       case 'register_accrue': {
@@ -382,7 +380,6 @@ export class World {
         unreachableEvent(event);
     }
     await quiescent();
-    noteCoverage(this, event, before, this.covered);
   }
 
   /** The event in words, as a line of a counterexample (read before it is applied). */

@@ -10,7 +10,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ZodType } from 'zod';
 import type { Customer } from '../customer.js';
 import type { Check } from '../loyalty/contract.js';
-import type { PosSettingDeclarations } from './settings.js';
+import type { PosSettingDeclarations, PosSettings } from './settings.js';
+
+/** An adapter reads its settings as settings.ts declares them; named here too, as every adapter's contract uses them. */
+export type { PosSettings } from './settings.js';
 
 /**
  * Every POS the bridge takes payloads from (`{pos}` in the POS-facing paths), written here and
@@ -24,23 +27,6 @@ export type PosName = (typeof POS_NAMES)[number];
  */
 export type VendorPosName = Exclude<PosName, 'generic'>;
 export const VENDOR_POS_NAMES: readonly VendorPosName[] = POS_NAMES.filter((pos): pos is VendorPosName => pos !== 'generic');
-
-/** One POS's settings, from configuration (`<POS>_…` variables). */
-export interface PosSettings {
-  /** Webhook signing secret / signature key / auth code. Unset outside sandbox: webhooks are refused. */
-  webhookSecret?: string;
-  /** Square signs the notification URL it was configured with, followed by the body. */
-  notificationUrl?: string;
-  /** Access token for the POS's own API (fetching id-only webhook objects and customers). */
-  accessToken?: string;
-  apiBaseUrl: string;
-  /** The header that carries the access token, when it is not `Authorization: Bearer` (Shopify's `X-Shopify-Access-Token`). */
-  accessTokenHeader?: string;
-  /** The merchant's account on this POS (its id there), where one is bound: webhooks naming it are this merchant's. */
-  account?: string;
-  /** The key its register's loyalty calls carry (Toast's loyalty integration), where the POS has such calls. */
-  registerKey?: string;
-}
 
 export interface AdapterContext {
   defaultCurrency: string;

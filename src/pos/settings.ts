@@ -5,7 +5,23 @@
  * it, so adding a POS adds a declaration and edits nothing in config.ts. Variable names and
  * defaults are public (docs/configuration.md): a declaration never renames one.
  */
-import type { PosSettings } from './contract.js';
+
+/** One POS's settings, from configuration (`<POS>_…` variables). */
+export interface PosSettings {
+  /** Webhook signing secret / signature key / auth code. Unset outside sandbox: webhooks are refused. */
+  webhookSecret?: string;
+  /** Square signs the notification URL it was configured with, followed by the body. */
+  notificationUrl?: string;
+  /** Access token for the POS's own API (fetching id-only webhook objects and customers). */
+  accessToken?: string;
+  apiBaseUrl: string;
+  /** The header that carries the access token, when it is not `Authorization: Bearer` (Shopify's `X-Shopify-Access-Token`). */
+  accessTokenHeader?: string;
+  /** The merchant's account on this POS (its id there), where one is bound: webhooks naming it are this merchant's. */
+  account?: string;
+  /** The key its register's loyalty calls carry (Toast's loyalty integration), where the POS has such calls. */
+  registerKey?: string;
+}
 
 export interface PosSettingsDeclaration {
   /** The variable of the webhook signing secret (signature key, auth code); every POS's is `sandbox-webhook-secret` in sandbox. */

@@ -9,8 +9,8 @@
 import express, { type Response } from 'express';
 import { z } from 'zod';
 import { FAULT_KINDS, FAULT_TARGETS } from './faults.js';
-import type { Simulator } from './index.js';
-import { DEFAULT_MERCHANT_ID, type SimMerchant } from './merchant.js';
+import { DEFAULT_MERCHANT_ID, type MerchantOptions, type SimMerchant } from './merchant.js';
+import type { FakePosApis } from './pos-apis/index.js';
 import { posControlRouter } from './pos-apis/control.js';
 
 const FaultBody = z.object({
@@ -154,7 +154,15 @@ function merchantRouter(merchantOf: (res: Response) => SimMerchant): express.Rou
   return router;
 }
 
-export function controlRouter(sim: Pick<Simulator, 'merchant' | 'merchants' | 'addMerchant' | 'pos'>): express.Router {
+/** What the control endpoints act on: the simulator's merchants and its fake POS APIs (index.ts' Simulator has them all). */
+export interface ControlledSimulator {
+  addMerchant(opts: MerchantOptions): SimMerchant;
+  merchant(id: string): SimMerchant;
+  merchants(): SimMerchant[];
+  pos: FakePosApis;
+}
+
+export function controlRouter(sim: ControlledSimulator): express.Router {
   const router = express.Router();
   router.use(express.json());
 

@@ -2,7 +2,8 @@
  * The house's never-rules (docs/architecture.md "Who may import whom"), checked over the import
  * graph of src/ and adapters/: every relative import of every module is read (static `import`/
  * `export … from` and dynamic `import()`), placed in its part, and held to the parts that part may
- * import. A new module outside every part fails too, so the map below is kept whole.
+ * import. A new module outside every part fails too, so the map below is kept whole. No two modules
+ * import each other, however indirectly: a circle hides which of them is the lower.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -99,6 +100,26 @@ describe('the import graph keeps to the house', () => {
         .map(({ from, to, toPart }) => `${from} (${fromPart}) imports ${to} (${toPart ?? 'no part'})`);
     });
     expect(crossings).toEqual([]);
+  });
+
+  it('holds no circle: no module imports, however indirectly, one that imports it (type-only imports count too)', () => {
+    const graph = new Map(ALL.map((path) => [path, importsOf(path).filter((to) => to.startsWith('src/') || to.startsWith('adapters/'))]));
+    const circles: string[] = [];
+    const done = new Set<string>();
+    const walk = (path: string, trail: string[]) => {
+      const at = trail.indexOf(path);
+      if (at >= 0) return void circles.push([...trail.slice(at), path].join(' -> '));
+      if (done.has(path)) return;
+      for (const next of graph.get(path) ?? []) walk(next, [...trail, path]);
+      done.add(path);
+    };
+    for (const path of ALL) walk(path, []);
+    expect(circles).toEqual([]);
+    // The walk itself, on a known circle: were it blind, the check above would pass on anything.
+    graph.set('src/a.ts', ['src/b.ts']).set('src/b.ts', ['src/a.ts']);
+    done.clear();
+    walk('src/a.ts', []);
+    expect(circles).toEqual(['src/a.ts -> src/b.ts -> src/a.ts']);
   });
 
   it('reads imports as the check needs: a forbidden line drawn in a test module is found', () => {

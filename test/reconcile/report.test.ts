@@ -7,7 +7,7 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import type { LedgerRecord } from '../../src/state/record.js';
-import type { OperationsQuery } from '../../src/loyalty/client.js';
+import type { OperationsQuery } from '../../src/loyalty/contract.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import type { ActiveMerchant } from '../../src/merchants/registry.js';
 import fc from 'fast-check';
