@@ -72,7 +72,9 @@ describe('maskContacts: free text, by shape', () => {
   it('takes linear time on a hostile text (a dead letter is a client\'s body, up to the body limit)', () => {
     const started = Date.now();
     for (const text of ['a'.repeat(1_000_000), '1'.repeat(1_000_000), '1 '.repeat(500_000), 'a@'.repeat(500_000), 'a(at)'.repeat(200_000), '1-'.repeat(500_000), 'a.'.repeat(500_000)]) maskContacts(text);
-    expect(Date.now() - started).toBeLessThan(3000);
+    // Linear, these take well under a second; a backtracking pattern would take hours on them. The
+    // bound sits far from both, so a loaded machine cannot fail it and a quadratic mask cannot pass.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it('never leaves a phone of any national format whole, wherever it stands in a text', () => {
