@@ -31,7 +31,7 @@ const UNIT = [
   '/test/adapters/(?!unsupported\\.test\\.ts$).*\\.test\\.ts$',
   '/test/webhooks/(?!ingest\\.test\\.ts$).*\\.test\\.ts$',
   '/test/console/format\\.test\\.ts$',
-  '/test/(money|mask|constant-time|validation|json-body|config)\\.test\\.ts$',
+  '/test/(money|mask|constant-time|backoff|validation|json-body|config)\\.test\\.ts$',
 ];
 
 export default {

@@ -12,6 +12,7 @@ import { BridgeError, ValidationError } from '../errors.js';
 import type { AdapterContext, BackfillWindow, CheckoutIntent, PosAdapter, PosListingApi, PosRequest, PosSettings, RefundIntent } from '../pos/contract.js';
 import { posApi, PosApiError } from '../pos-api.js';
 import { saleTransactionId } from '../transaction-id.js';
+import { backoffMs, DOUBLING } from '../backoff.js';
 
 /** One order or refund the POS listed, as the adapter parsed it. */
 export interface FoundItem {
@@ -146,7 +147,7 @@ async function withRetry<T>(send: () => Promise<T>, retry: ListingRetry, sleep: 
       return await send();
     } catch (error) {
       if (!(error instanceof PosApiError) || !error.transient || attempt >= retry.attempts) throw error;
-      await sleep(Math.min(retry.maxMs, error.retryAfterMs ?? retry.baseMs * 2 ** (attempt - 1)));
+      await sleep(Math.min(retry.maxMs, error.retryAfterMs ?? backoffMs(DOUBLING, retry.baseMs, attempt)));
     }
   }
 }

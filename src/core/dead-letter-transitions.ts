@@ -13,6 +13,7 @@
  * Still in ledger/store.ts: `deadLetterDueAtMs`, which every store indexes letters by, so it must
  * stay below the core.
  */
+import { backoffMs } from '../backoff.js';
 import { BridgeError, ValidationError, type FieldIssue } from '../errors.js';
 import { deadLetterDueAtMs, type DeadLetter, type DeadLetterRetry } from '../ledger/store.js';
 import { isHeld, release, take, type Lease } from '../lease.js';
@@ -36,7 +37,8 @@ export const RETRY_STEPS = [1, 2, 5, 10, 30, 60, 120, 240] as const;
 
 /** Milliseconds before the next run, once `attempts` runs have been made. */
 export function retryDelayMs(policy: Pick<DeadLetterRetryPolicy, 'baseMs'>, attempts: number): number {
-  return policy.baseMs * RETRY_STEPS[Math.min(attempts, RETRY_STEPS.length - 1)]!;
+  // The next run is the (attempts + 1)-th: the first comes one step after the failure that made the letter.
+  return backoffMs(RETRY_STEPS, policy.baseMs, attempts + 1);
 }
 
 /**

@@ -47,6 +47,7 @@ import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.j
 import type { RefundIntent } from '../pos/contract.js';
 import { originOf, type Arrival } from './arrival.js';
 import { mutant } from '../mutants.js';
+import { backoffMs } from '../backoff.js';
 
 export interface TransitionOptions {
   /** Unit of the pause between delivery rounds (the same unit as the 429 schedule). */
@@ -72,7 +73,7 @@ const ROUND_PAUSES = [30, 60, 120, 300, 600, 1800, 3600];
 
 /** The pause after the `rounds`-th round in a row that ended without an answer (1: the first). */
 export function roundPauseMs(rounds: number, options: Pick<TransitionOptions, 'retryBaseMs'>): number {
-  return options.retryBaseMs * ROUND_PAUSES[Math.min(Math.max(rounds, 1) - 1, ROUND_PAUSES.length - 1)]!;
+  return backoffMs(ROUND_PAUSES, options.retryBaseMs, rounds);
 }
 const MAX_REFUND_IDS_REMEMBERED = 100;
 const DEFAULT_HOLD_ATTENTION_AFTER_MS = 15 * 60_000;

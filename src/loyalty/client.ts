@@ -14,6 +14,7 @@ import https from 'node:https';
 import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import axiosRetry from 'axios-retry';
 import { z } from 'zod';
+import { backoffMs, DOUBLING } from '../backoff.js';
 import type { Attempt, UpstreamOperation } from './calls.js';
 import { operationsOfCard } from './history-reader.js';
 import {
@@ -270,7 +271,7 @@ export class LoyaltyClient {
       // The back-off is waited out in onRetry, through `sleep`, so axios-retry's own timer waits nothing.
       retryDelay: () => 0,
       // 1, 2, 4, 8 units, each stretched by up to 20% of jitter so stores do not retry in step.
-      onRetry: (retryCount) => sleep(options.retryBaseMs * 2 ** (retryCount - 1) * (1 + 0.2 * random())),
+      onRetry: (retryCount) => sleep(backoffMs(DOUBLING, options.retryBaseMs, retryCount) * (1 + 0.2 * random())),
     });
   }
 
