@@ -23,7 +23,7 @@ import { centsEqualsMajor, exactDifference } from '../money.js';
 import { mutant } from '../mutants.js';
 import { describeShape, isReversalEntry, readShape, sumSign } from './reversal-shape.js';
 import { ownersOf, type OperationOwners } from './operation-owners.js';
-import type { ReversalVerdict, Verdict } from './transitions.js';
+import type { ResolveOutcome, ReversalVerdict, Verdict } from './transitions.js';
 import { unreachable } from '../unreachable.js';
 
 export type { ReversalVerdict, Verdict };
@@ -87,7 +87,7 @@ export interface Evidence {
   window: { from: string; to: string };
   cards: { serialNumber: string; balance?: number }[];
   operations: EvidenceOperation[];
-  reading: 'accrued' | 'not_accrued' | 'reversed' | 'not_reversed' | 'ambiguous' | 'unknown';
+  reading: ResolveOutcome | 'ambiguous' | 'unknown';
   why: string;
   /**
    * Whether the operations were read: `read`; `unreadable` (the history failed: `operations` is then

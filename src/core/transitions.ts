@@ -871,8 +871,15 @@ export function retry(record: LedgerRecord, act?: OperatorAct): Transition {
   }, act);
 }
 
+/**
+ * What a person may say happened upstream (`/resolve`), written here once: the admin route's schema,
+ * the answers' schemas, the console's choices and the history verifier's readings all take it.
+ */
+export const RESOLVE_OUTCOMES = ['accrued', 'not_accrued', 'reversed', 'not_reversed'] as const;
+export type ResolveOutcome = (typeof RESOLVE_OUTCOMES)[number];
+
 export interface ResolveInput {
-  outcome: 'accrued' | 'not_accrued' | 'reversed' | 'not_reversed';
+  outcome: ResolveOutcome;
   operationId?: number;
   note?: string;
 }
@@ -993,7 +1000,7 @@ export function operatorActions(record: LedgerRecord, now: Date, chainLast: Ledg
       throw error;
     }
   };
-  const outcomes = (['accrued', 'not_accrued', 'reversed', 'not_reversed'] as const).filter((outcome) => attempt(() => resolve(record, { outcome }), '').allowed);
+  const outcomes = RESOLVE_OUTCOMES.filter((outcome) => attempt(() => resolve(record, { outcome }), '').allowed);
   let reversal: Transition | undefined;
   let refused: string | undefined;
   try {

@@ -9,12 +9,13 @@ import { z } from 'zod';
 import { LEDGER_STATUSES } from '../state/record.js';
 import { AccrualResult as UpstreamResult, Check as UpstreamCheck } from '../loyalty/contract.js';
 import { DIFFERENCE_KINDS } from '../reconcile/classify.js';
-import { STATUS_DESCRIPTIONS } from '../ledger/status-words.js';
+import { STATUS_DESCRIPTIONS } from './words.js';
+import { RESOLVE_OUTCOMES } from '../core/transitions.js';
 
 const timestamp = z.iso.datetime({ offset: true });
 const cents = z.number().int();
 
-/** The statuses with their words (ledger/status-words.ts, which the console shows too). */
+/** The statuses with their words (http/words.ts, which the console shows too). */
 export const LedgerStatus = z.enum(LEDGER_STATUSES).meta({
   description: LEDGER_STATUSES.map((status) => `${status}: ${STATUS_DESCRIPTIONS[status]}`).join(' '),
 });
@@ -150,7 +151,7 @@ export const ActionAllowed = z
   .object({
     allowed: z.boolean(),
     why: z.string().optional().meta({ description: 'Why not, when not allowed: what the action would answer (409).' }),
-    outcomes: z.array(z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed'])).optional().meta({ description: 'resolve: the outcomes it accepts now.' }),
+    outcomes: z.array(z.enum(RESOLVE_OUTCOMES)).optional().meta({ description: 'resolve: the outcomes it accepts now.' }),
   })
   .meta({ description: 'Whether an operator action is allowed now, and why not.' });
 
@@ -201,7 +202,7 @@ export const EvidenceAnswer = z
     rivals: z
       .array(z.object({ transactionId: z.string(), operationIds: z.array(z.number().int()).meta({ description: "This record's candidate operations it could own as well." }) }))
       .meta({ description: 'The other records in doubt that could own the operations this record could own: the rivals of an ambiguity; empty where none stands.' }),
-    reading: z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed', 'ambiguous', 'unknown']).meta({ description: 'What the history shows, as the bridge reads it. The bridge settles accruals and reversals it proves by itself; a person decides the rest (resolve names no outcome by default).' }),
+    reading: z.enum([...RESOLVE_OUTCOMES, 'ambiguous', 'unknown']).meta({ description: 'What the history shows, as the bridge reads it. The bridge settles accruals and reversals it proves by itself; a person decides the rest (resolve names no outcome by default).' }),
     why: z.string(),
     history: z.enum(['read', 'unreadable', 'not_configured']).meta({ description: 'Whether the operations were read: unreadable (the history failed) and not_configured (no API key) leave operations empty, which then says nothing about whether the call happened.' }),
     reversalShape: z

@@ -14,7 +14,8 @@ import request from 'supertest';
 // @ts-expect-error: the console's own ES module, plain JavaScript for the browser (type-checked by tsconfig.console.json, not here).
 import { age, maskContact, prose, statusLabel } from '../../src/console/js/dom.js';
 // @ts-expect-error: the console's own ES module.
-import { differenceLabel, ledgerStatuses, listingPosNames, posNames, statusWords, useVocabulary, webhookPosNames } from '../../src/console/js/vocabulary.js';
+import { differenceLabel, ledgerStatuses, listingPosNames, posNames, resolveOutcomes, statusWords, useVocabulary, webhookPosNames } from '../../src/console/js/vocabulary.js';
+import { RESOLVE_OUTCOMES } from '../../src/core/transitions.js';
 import { DIFFERENCE_KINDS, DIFFERENCE_LABELS } from '../../src/reconcile/classify.js';
 // @ts-expect-error: the console's own ES module.
 import { NO_RULE, ruleOf } from '../../src/console/js/actions.js';
@@ -24,7 +25,7 @@ import { BULK_MAX } from '../../src/http/routes/admin.js';
 import { CONSOLE_DIR, CONSOLE_HEADERS, consoleRoutes, type ConsoleVocabulary } from '../../src/http/routes/console.js';
 import { POS_NAMES, VENDOR_POS_NAMES } from '../../src/pos/contract.js';
 import { LEDGER_STATUSES } from '../../src/state/record.js';
-import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../src/ledger/status-words.js';
+import { RESOLVE_OUTCOME_WORDS, STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../src/http/words.js';
 
 describe('money is the bridge\'s to write', () => {
   it('the page formats no amount: the API writes every one as money (money.ts), and no console script computes with an amount', () => {
@@ -93,6 +94,9 @@ describe('the vocabulary the bridge serves the console', () => {
     expect(vocabulary.webhookPos).toEqual([...VENDOR_POS_NAMES]);
     expect(vocabulary.listingPos).toEqual([...VENDOR_POS_NAMES]);
     expect(vocabulary.differenceKinds).toEqual(DIFFERENCE_KINDS.map((kind) => ({ kind, label: DIFFERENCE_LABELS[kind] })));
+    // The outcomes /resolve takes, the same list its schema and the rules take, each with its words.
+    expect(vocabulary.resolveOutcomes).toEqual(RESOLVE_OUTCOMES.map((outcome) => ({ outcome, ...RESOLVE_OUTCOME_WORDS[outcome] })));
+    expect(vocabulary.resolveOutcomes.every(({ label, effect }) => label !== '' && effect !== '')).toBe(true);
     // Only read: nothing else is answered at that address.
     expect((await request(app).post('/admin/vocabulary.json')).status).toBe(404);
   });
@@ -117,6 +121,9 @@ describe('the vocabulary the bridge serves the console', () => {
     // A report's kinds of difference in words; one the bridge did not name, as the API wrote it.
     expect(differenceLabel('refund_not_reversed')).toBe('Refunded in the POS, not reversed');
     expect(differenceLabel('no_such_kind')).toBe('no_such_kind');
+    // The resolve's choices, in the bridge's words.
+    expect(resolveOutcomes().map((o) => o.value)).toEqual([...RESOLVE_OUTCOMES]);
+    expect(resolveOutcomes()[1]).toEqual({ value: 'not_accrued', label: 'Not accrued', effect: expect.stringMatching(/sends it again/) });
     // What is not a vocabulary is refused, and the one read is kept.
     expect(() => useVocabulary({ statuses: [], pos: ['generic'], webhookPos: [], listingPos: [] })).toThrow(/vocabulary/);
     expect(() => useVocabulary('<html>')).toThrow(/vocabulary/);

@@ -21,7 +21,7 @@
 /**
  * The bridge's app as it is built: the route modules named below are typed against what its
  * modules add to express's Request (src/http/request-log.ts and the others), as in the bridge's own check.
- * @typedef {import('../../http/app.js').AppDeps} App
+ * @typedef {Parameters<typeof import('../../http/app.js').createApp>[0]} App
  */
 
 /** @typedef {import('../../http/schemas.js').ErrorEnvelope} ErrorEnvelope The error envelope of every answer that is not a success. */

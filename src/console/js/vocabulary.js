@@ -8,7 +8,7 @@
  */
 import { api } from './api.js';
 
-/** @import { ConsoleVocabulary, LedgerStatus } from './types.js' */
+/** @import { ConsoleVocabulary, LedgerStatus, ResolveOutcome } from './types.js' */
 
 /** Where the bridge serves it: beside the page, under the same headers. */
 export const VOCABULARY_URL = '/admin/vocabulary.json';
@@ -53,7 +53,10 @@ function isVocabulary(value) {
     strings(v.webhookPos) &&
     strings(v.listingPos) &&
     Array.isArray(v.differenceKinds) &&
-    v.differenceKinds.every((d) => d && typeof d === 'object' && typeof d.kind === 'string' && typeof d.label === 'string')
+    v.differenceKinds.every((d) => d && typeof d === 'object' && typeof d.kind === 'string' && typeof d.label === 'string') &&
+    Array.isArray(v.resolveOutcomes) &&
+    v.resolveOutcomes.length > 0 &&
+    v.resolveOutcomes.every((o) => o && typeof o === 'object' && typeof o.outcome === 'string' && typeof o.label === 'string' && typeof o.effect === 'string')
   );
 }
 
@@ -64,6 +67,15 @@ function isVocabulary(value) {
 export function vocabulary() {
   if (!loaded) throw new Error('The console has not read the bridge\u2019s vocabulary yet.');
   return loaded;
+}
+
+/**
+ * Every outcome a person may resolve a record with, as the bridge names them, with what each does:
+ * the choices of the console's resolve.
+ * @returns {{ value: ResolveOutcome, label: string, effect: string }[]}
+ */
+export function resolveOutcomes() {
+  return vocabulary().resolveOutcomes.map(({ outcome, label, effect }) => ({ value: outcome, label, effect }));
 }
 
 /**

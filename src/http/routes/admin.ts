@@ -38,6 +38,7 @@ import {
 } from '../schemas.js';
 import { deadLetterDetail, deadLetterSummary, evidenceView, keptPayloadView, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
 import { sameSecret } from '../../constant-time.js';
+import { RESOLVE_OUTCOMES } from '../../core/transitions.js';
 
 export { BULK_MAX };
 
@@ -206,7 +207,7 @@ const reasonOptional = z.string().trim().min(1).max(500).optional().meta({ descr
 
 export const ResolveBody = z
   .strictObject({
-    outcome: z.enum(['accrued', 'not_accrued', 'reversed', 'not_reversed']).meta({
+    outcome: z.enum(RESOLVE_OUTCOMES).meta({
       description: "What happened upstream, as the operator established it. reversed also closes a reverse_failed record whose failed cards were finished by hand (a partial refund's remainder is then accrued); never an orphan (close it).",
     }),
     operationId: z.number().int().positive().optional().meta({ description: "accrued: the loyalty service's operation that shows it; no other record may claim it." }),

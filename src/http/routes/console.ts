@@ -13,9 +13,10 @@
 import express, { Router } from 'express';
 import { fileURLToPath } from 'node:url';
 import { DELIVERING_STATUSES, LEDGER_STATUSES, type LedgerStatus } from '../../state/record.js';
-import { STATUS_DESCRIPTIONS, STATUS_LABELS } from '../../ledger/status-words.js';
+import { RESOLVE_OUTCOME_WORDS, STATUS_DESCRIPTIONS, STATUS_LABELS } from '../words.js';
 import { POS_NAMES, VENDOR_POS_NAMES, type PosCatalogue } from '../../pos/contract.js';
 import { DIFFERENCE_KINDS, DIFFERENCE_LABELS, type DifferenceKind } from '../../reconcile/classify.js';
+import { RESOLVE_OUTCOMES, type ResolveOutcome } from '../../core/transitions.js';
 
 /** From src/http/routes (sources) and dist/src/http/routes (the build) alike: src/console beside it. */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -40,7 +41,7 @@ export const VOCABULARY_PATH = '/vocabulary.json';
 
 /** The bridge's lists and words as the console reads them (src/console/js/vocabulary.js): each from its one owner. */
 export interface ConsoleVocabulary {
-  /** Every ledger status, in the ledger's order (src/state/record.ts), with its label and meaning (src/ledger/status-words.ts). */
+  /** Every ledger status, in the ledger's order (src/state/record.ts), with its label and meaning (src/http/words.ts). */
   /** `delivering`: the bridge is still delivering a record in it by itself (`DELIVERING_STATUSES`): what an operator queued has not landed yet. */
   statuses: { status: LedgerStatus; label: string; description: string; delivering: boolean }[];
   /** Every POS whose payloads the bridge takes (`/v1/checkouts/{pos}`), generic first: what a record's POS may be. */
@@ -51,6 +52,8 @@ export interface ConsoleVocabulary {
   listingPos: string[];
   /** Every kind of difference the three-way report names, in its order, with its words (src/reconcile/classify.ts). */
   differenceKinds: { kind: DifferenceKind; label: string }[];
+  /** Every outcome `/resolve` takes, in its order (src/core/transitions.ts), with its name and what the bridge then does (src/http/words.ts). */
+  resolveOutcomes: { outcome: ResolveOutcome; label: string; effect: string }[];
 }
 
 /** The POSes a bridge registers, as its composition root knows them (the shape of the POS contract's catalogue). */
@@ -68,6 +71,7 @@ export function consoleVocabulary(pos: ConsolePosNames = CONTRACT_POS_NAMES): Re
     webhookPos: [...pos.webhookNames],
     listingPos: [...pos.listingNames],
     differenceKinds: DIFFERENCE_KINDS.map((kind) => ({ kind, label: DIFFERENCE_LABELS[kind] })),
+    resolveOutcomes: RESOLVE_OUTCOMES.map((outcome) => ({ outcome, ...RESOLVE_OUTCOME_WORDS[outcome] })),
   });
 }
 

@@ -10,6 +10,7 @@ import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { deliveryBox } from '../delivery.js';
 import { actionItem, age, count, deadLetterHref, facts, h, json, maskContact, prose, recordHref, recordLink, replace, statusBadge, statusLabel, table, time, when } from '../dom.js';
+import { resolveOutcomes } from '../vocabulary.js';
 import { kindLabel } from './attention.js';
 
 /**
@@ -30,14 +31,6 @@ export const ACTION_EFFECTS = {
   ask: 'The bridge asks the loyalty service whether this accrual happened, by reversing its transactionId: the service reverses only an accrual it made. Refused as unknown, it never happened, and the bridge sends it again. Reversed, it had: the bridge claims its operation from the answer and accrues the purchase again as a linked record (~r1), so the customer keeps the points, and their history shows a reversal and an accrual. A lost answer is never asked again blindly: the reversal then waits for the history or for you.',
   acknowledge: 'What the attention queue shows of this record (a refusal the loyalty service will keep giving, or deliveries with another amount) is marked as seen and settled outside the bridge, with your reason: nothing is sent, and the record leaves the attention queue until it needs a person again.',
 };
-
-/** @type {readonly { value: ResolveOutcome, label: string, effect: string }[]} */
-export const RESOLVE_OUTCOMES = [
-  { value: 'accrued', label: 'Accrued', effect: 'The accrual happened upstream (you found its operation): the record becomes accrued. Nothing is sent.' },
-  { value: 'not_accrued', label: 'Not accrued', effect: 'Nothing was booked upstream: the accrual goes back to pending and the bridge sends it again.' },
-  { value: 'reversed', label: 'Reversed', effect: 'The reversal happened upstream, or you finished its failed cards by hand: the record becomes reversed (a partial refund then accrues what remains). Nothing is sent.' },
-  { value: 'not_reversed', label: 'Not reversed', effect: 'The reversal did not happen upstream: it goes back to pending and the bridge sends it again.' },
-];
 
 /** @type {readonly [RecordActionName, string][]} */
 const ACTIONS = [
@@ -479,7 +472,7 @@ function actionsSection(record, outcome, { announce, refresh, evidence }) {
    * @param {ActionRule} rule
    */
   async function act(name, label, rule) {
-    const outcomes = name === 'resolve' ? RESOLVE_OUTCOMES.filter((o) => !rule.outcomes || rule.outcomes.includes(o.value)) : undefined;
+    const outcomes = name === 'resolve' ? resolveOutcomes().filter((o) => !rule.outcomes || rule.outcomes.includes(o.value)) : undefined;
     const confirmed = await confirmAction({
       title: `${label} ${record.transactionId}`,
       intro: name === 'resolve' ? await evidenceSummary(evidence, record) : undefined,
@@ -487,7 +480,7 @@ function actionsSection(record, outcome, { announce, refresh, evidence }) {
       effect: (choice) => [
         h('p', {}, `Now: ${statusLabel(record.status)}.`),
         h('p', {}, ACTION_EFFECTS[name]),
-        name === 'resolve' ? h('p', {}, RESOLVE_OUTCOMES.find((o) => o.value === choice)?.effect ?? 'Choose the outcome to see what it does.') : null,
+        name === 'resolve' ? h('p', {}, resolveOutcomes().find((o) => o.value === choice)?.effect ?? 'Choose the outcome to see what it does.') : null,
       ],
       confirmLabel: label,
     });

@@ -11,8 +11,8 @@ import { confirmAction } from '../confirm.js';
 import { count, h, recordLink, pager, replace, statusBadge, statusLabel, table, time } from '../dom.js';
 import { merchantField, merchantList } from '../merchants.js';
 import { selection } from '../selection.js';
-import { ledgerStatuses, posNames, statusWords } from '../vocabulary.js';
-import { ACTION_EFFECTS, RESOLVE_OUTCOMES } from './record.js';
+import { ledgerStatuses, posNames, resolveOutcomes, statusWords } from '../vocabulary.js';
+import { ACTION_EFFECTS } from './record.js';
 
 /**
  * @import { Attributes, BulkAnswer, BulkPreview, BulkRequest, Merchant, RecordActionName, RecordSummary, TransactionList, ViewContext, WhoAmI } from '../types.js'
@@ -433,10 +433,10 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
           const confirmed = await confirmAction({
             title: `${label} ${noun}`,
             intro: bulkBreakdown(preview),
-            choices: name === 'resolve' ? RESOLVE_OUTCOMES : undefined,
+            choices: name === 'resolve' ? resolveOutcomes() : undefined,
             effect: (choice) => [
               target,
-              name === 'resolve' ? h('p', {}, RESOLVE_OUTCOMES.find((o) => o.value === choice)?.effect ?? 'Choose the outcome you established.') : h('p', {}, ACTION_EFFECTS[name]),
+              name === 'resolve' ? h('p', {}, resolveOutcomes().find((o) => o.value === choice)?.effect ?? 'Choose the outcome you established.') : h('p', {}, ACTION_EFFECTS[name]),
               h('p', {}, 'Each record is decided on its own: any the bridge refuses is listed with why, and the others go ahead.'),
               name === 'retry' || name === 'resolve' ? h('p', {}, 'What is to be sent is queued: it goes out on the bridge\u2019s next delivery passes (Reconcile runs one now), and this page shows what came of each as it lands.') : null,
             ],
@@ -458,7 +458,7 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
             expectCount: preview.matched,
             expectDigest: preview.digest,
             ...(pickMerchants ? { merchants: confirmed.picked } : {}),
-            ...(name === 'resolve' ? { outcome: RESOLVE_OUTCOMES.find((o) => o.value === confirmed.choice)?.value } : {}),
+            ...(name === 'resolve' ? { outcome: resolveOutcomes().find((o) => o.value === confirmed.choice)?.value } : {}),
           };
           try {
             const answer = /** @type {BulkAnswer} */ (await api('/v1/admin/transactions/bulk', { method: 'POST', body }));
