@@ -125,3 +125,14 @@ export function maskEmail(email: string): string {
   const at = email.lastIndexOf('@');
   return at > 0 ? `${email[0]}…@${email.slice(at + 1)}` : '…';
 }
+
+/** A card serial as a person may be shown it to recognise it: its last four characters, and never more than half of a short one (`…01-2`). */
+export function maskCardSerial(serial: string): string {
+  const shown = Math.min(4, Math.floor(serial.length / 2));
+  return `…${shown ? serial.slice(-shown) : ''}`;
+}
+
+/** How a secret is shown (a sealed secret's hint, an answer naming a token): its last four characters, never more, and nothing of a short one. */
+export function maskSecret(secret: string): string {
+  return secret.length >= 12 ? `…${secret.slice(-4)}` : '…';
+}

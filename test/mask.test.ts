@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { isContactKey, maskContacts, maskContactsInJson } from '../src/mask.js';
+import { isContactKey, maskCardSerial, maskContacts, maskContactsInJson, maskSecret } from '../src/mask.js';
 
 describe('maskContacts: free text, by shape', () => {
   it.each([
@@ -132,5 +132,15 @@ describe('maskContactsInJson: a payload as an operator reads it', () => {
 
   it('an empty contact value stays empty; other types are as they were', () => {
     expect(maskContactsInJson({ phone: '', email: null, mobile: true, items: [1, 2], ok: false })).toEqual({ phone: '', email: null, mobile: true, items: [1, 2], ok: false });
+  });
+});
+
+describe('maskCardSerial and maskSecret: what a person is shown to recognise one by', () => {
+  it('a card serial keeps its last four characters, and at most half of a short one', () => {
+    expect([maskCardSerial('11-100001-2'), maskCardSerial('12'), maskCardSerial('1'), maskCardSerial('')]).toEqual(['…01-2', '…2', '…', '…']);
+  });
+
+  it('a secret keeps its last four characters, and nothing of one shorter than 12', () => {
+    expect([maskSecret('0123456789ab'), maskSecret('0123456789a'), maskSecret('')]).toEqual(['…89ab', '…', '…']);
   });
 });

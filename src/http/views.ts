@@ -4,7 +4,7 @@
  */
 import type { Response } from 'express';
 import { merchantOf, type LedgerRecord } from '../state/record.js';
-import { maskContacts, maskContactsInJson } from '../mask.js';
+import { maskCardSerial, maskContacts, maskContactsInJson } from '../mask.js';
 import { formatCents, formatMajor, moneyInText } from '../money.js';
 import type { Evidence } from '../core/history-verifier.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
@@ -110,10 +110,16 @@ export function evidenceView(evidence: Evidence, currency: string | undefined): 
   };
 }
 
+/** A record's customer as an operator is shown it unless they ask: phone and email withheld, the card serial's end kept to recognise it. */
+function maskedCustomer(customer: NonNullable<LedgerRecord['accrual']['customer']>): NonNullable<LedgerRecord['accrual']['customer']> {
+  const masked = maskContactsInJson(customer) as typeof customer;
+  return customer.serialNumber ? { ...masked, serialNumber: maskCardSerial(customer.serialNumber) } : masked;
+}
+
 /**
  * One record in full: customer, every attempt, the history of status changes, and what an operator
  * may do now. Masked (the default), as a dead letter's body is: the customer's phone number and
- * email, and those in what each attempt sent and got back, are replaced (docs/operators.md: no
+ * email, and those in what each attempt sent and got back, are replaced, and the card serial cut to its end (docs/operators.md: no
  * personal data unless asked for explicitly). `unmask`: as kept.
  */
 export function recordDetail(record: LedgerRecord, actions: RecordDetail['actions'], lead: RecordDetail['lead'], unmask = false): RecordDetail {
@@ -125,7 +131,7 @@ export function recordDetail(record: LedgerRecord, actions: RecordDetail['action
     lead: { needsPerson: lead.needsPerson.map((n) => ({ ...n, why: moneyInText(n.why, currency) })), bridge: { ...lead.bridge, what: moneyInText(lead.bridge.what, currency) } },
     moneyText: moneyTextOf(record),
     version: record.version,
-    customer: customer && !unmask ? (maskContactsInJson(customer) as typeof customer) : customer,
+    customer: customer && !unmask ? maskedCustomer(customer) : customer,
     inFlight: record.inFlight,
     rounds: record.rounds,
     attempts: unmask ? record.attempts : record.attempts.map((a) => ({ ...a, request: maskContactsInJson(a.request), ...(a.response ? { response: { ...a.response, body: maskContactsInJson(a.response.body) } } : {}) })),

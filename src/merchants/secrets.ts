@@ -7,6 +7,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { SealedSecret } from './merchant.js';
+import { maskSecret } from '../mask.js';
 
 export class SecretsKeyError extends Error {}
 
@@ -39,7 +40,7 @@ export class SecretBox {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     const data = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-    return { alg: 'aes-256-gcm', key: this.fingerprint, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64'), hint: mask(secret) };
+    return { alg: 'aes-256-gcm', key: this.fingerprint, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64'), hint: maskSecret(secret) };
   }
 
   open(sealed: SealedSecret): string {
@@ -61,7 +62,3 @@ export function tokenHash(token: string): string {
   return createHash('sha256').update(token).digest('base64url');
 }
 
-/** How a secret is shown: its last four characters, never more (and nothing of a short one). */
-export function mask(secret: string): string {
-  return secret.length >= 12 ? `…${secret.slice(-4)}` : '…';
-}

@@ -12,7 +12,7 @@ import { describe, expect, it } from '@jest/globals';
 import express from 'express';
 import request from 'supertest';
 // @ts-expect-error: the console's own ES module, plain JavaScript for the browser (type-checked by tsconfig.console.json, not here).
-import { age, maskContact, prose, statusLabel } from '../../src/console/js/dom.js';
+import { age, prose, statusLabel } from '../../src/console/js/dom.js';
 // @ts-expect-error: the console's own ES module.
 import { differenceLabel, ledgerStatuses, listingPosNames, posNames, resolveOutcomes, statusWords, useVocabulary, webhookPosNames } from '../../src/console/js/vocabulary.js';
 import { RESOLVE_OUTCOMES } from '../../src/core/transitions.js';
@@ -57,16 +57,6 @@ describe('age', () => {
     ['2026-11-24T12:00:05Z', '0 s'],
   ])('since %p is %p', (since, text) => {
     expect(age(since, now)).toBe(text);
-  });
-});
-
-describe('maskContact', () => {
-  it('keeps the last four digits of a phone number and the domain of an email', () => {
-    expect(maskContact('+15550003333', 'phone')).toBe('••••••3333');
-    expect(maskContact('ann.lee@example.test', 'email')).toBe('••••••e@example.test');
-    // At most half is shown: a one-letter name is not shown at all.
-    expect(maskContact('a@b.test', 'email')).toBe('•@b.test');
-    expect(maskContact('12', 'card')).toBe('•2');
   });
 });
 
@@ -122,7 +112,7 @@ describe('the vocabulary the bridge serves the console', () => {
     expect(differenceLabel('refund_not_reversed')).toBe('Refunded in the POS, not reversed');
     expect(differenceLabel('no_such_kind')).toBe('no_such_kind');
     // The resolve's choices, in the bridge's words.
-    expect(resolveOutcomes().map((o) => o.value)).toEqual([...RESOLVE_OUTCOMES]);
+    expect(resolveOutcomes().map((o: { value: string }) => o.value)).toEqual([...RESOLVE_OUTCOMES]);
     expect(resolveOutcomes()[1]).toEqual({ value: 'not_accrued', label: 'Not accrued', effect: expect.stringMatching(/sends it again/) });
     // What is not a vocabulary is refused, and the one read is kept.
     expect(() => useVocabulary({ statuses: [], pos: ['generic'], webhookPos: [], listingPos: [] })).toThrow(/vocabulary/);

@@ -81,6 +81,15 @@ describe('one record', () => {
     expect(res.body.history.map((e: { to?: string }) => e.to).filter(Boolean)).toEqual(['pending', 'accrued']);
   });
 
+  it("shows the customer's card serial by its end only, unless unmask=true: the bridge masks, the console shows what it is given", async () => {
+    const { cardIds } = h.sim.addCustomer({ phone: '+15550007777' });
+    expect((await post('/v1/checkouts/generic', checkout({ orderId: 'CARD-1', customer: { cardSerial: cardIds[0]! } }))).body.status).toBe('accrued');
+    const masked = await admin('get', '/v1/admin/transactions/generic:CARD-1');
+    expect(masked.body.customer).toEqual({ serialNumber: `…${cardIds[0]!.slice(-4)}` });
+    expect(JSON.stringify(masked.body.customer)).not.toContain(cardIds[0]!);
+    expect((await admin('get', '/v1/admin/transactions/generic:CARD-1?unmask=true')).body.customer).toEqual({ serialNumber: cardIds[0] });
+  });
+
   it('404 for an unknown id', async () => {
     expect((await admin('get', '/v1/admin/transactions/generic:none')).status).toBe(404);
   });

@@ -6,7 +6,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import type { SealedSecret } from '../../src/merchants/merchant.js';
-import { keyFingerprint, mask, newSecretsKey, newToken, parseSecretsKey, SecretBox, SecretsKeyError, tokenHash } from '../../src/merchants/secrets.js';
+import { maskSecret as mask } from '../../src/mask.js';
+import { keyFingerprint, newSecretsKey, newToken, parseSecretsKey, SecretBox, SecretsKeyError, tokenHash } from '../../src/merchants/secrets.js';
 
 const KEY = Buffer.alloc(32, 7);
 const box = new SecretBox(KEY);

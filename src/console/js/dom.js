@@ -191,28 +191,6 @@ export function prose(text) {
 }
 
 /**
- * A customer's phone number or email masked to its last characters: enough to tell customers apart
- * on a screen (or a screenshot), not to reach them.
- *
- * @param {string} text
- * @param {'phone' | 'email' | 'card'} kind
- * @returns {string}
- */
-export function maskContact(text, kind) {
-  if (!text) return text;
-  // At most half of it shown, so a short one is not shown whole.
-  const tail = (/** @type {string} */ value, /** @type {number} */ keep) => {
-    const shown = Math.min(keep, Math.floor(value.length / 2));
-    return `${'•'.repeat(Math.max(1, Math.min(6, value.length - shown)))}${shown ? value.slice(-shown) : ''}`;
-  };
-  if (kind === 'email') {
-    const at = text.lastIndexOf('@');
-    return at < 0 ? tail(text, 2) : `${tail(text.slice(0, at), 1)}${text.slice(at)}`;
-  }
-  return tail(text, 4);
-}
-
-/**
  * JSON shown as indented text (what was sent, what came back), as the API gives it: contact details masked unless asked for.
  * @param {unknown} value
  * @returns {HTMLPreElement}

@@ -9,7 +9,7 @@ import { ruleOf } from '../actions.js';
 import { api, ApiError, describeError } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { deliveryBox } from '../delivery.js';
-import { actionItem, age, count, deadLetterHref, facts, h, json, maskContact, prose, recordHref, recordLink, replace, statusBadge, statusLabel, table, time, when } from '../dom.js';
+import { actionItem, age, count, deadLetterHref, facts, h, json, prose, recordHref, recordLink, replace, statusBadge, statusLabel, table, time, when } from '../dom.js';
 import { resolveOutcomes } from '../vocabulary.js';
 import { kindLabel } from './attention.js';
 
@@ -229,13 +229,14 @@ function describeSide(side) {
 }
 
 /**
- * The customer as the API gives it: phone and email masked unless the operator asked for them.
+ * The customer as the API gives it: phone and email withheld and the card serial cut to its end,
+ * unless the operator asked for them (the bridge masks; the page shows what it was given).
  * @param {RecordDetail['customer']} c
  * @returns {string | undefined}
  */
 function customer(c) {
   if (!c) return undefined;
-  const parts = [c.phone && `phone ${c.phone}`, c.email && `email ${c.email}`, c.serialNumber && `card ${maskContact(c.serialNumber, 'card')}`];
+  const parts = [c.phone && `phone ${c.phone}`, c.email && `email ${c.email}`, c.serialNumber && `card ${c.serialNumber}`];
   return parts.filter(Boolean).join(', ') || undefined;
 }
 
