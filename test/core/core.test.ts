@@ -5,41 +5,14 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { createCore, type Core } from '../../src/core/core.js';
-import type { PosCalls } from '../../src/core/delivery.js';
 import { HistoryVerifier } from '../../src/core/history-verifier.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { silentLogger } from '../../src/logger.js';
 import type { CallReport } from '../../src/loyalty/client.js';
-import type { AccrueRequest } from '../../src/loyalty/contract.js';
 import { createMetrics } from '../../src/metrics.js';
 import type { CheckoutIntent } from '../../src/pos/contract.js';
 import { eventually } from '../support/harness.js';
-
-/** A loyalty service whose answers the test gives, one call at a time. */
-class ScriptedLoyalty implements PosCalls {
-  readonly calls: { operation: 'accrue' | 'reverse'; transactionId: string; answer: (report: CallReport) => void }[] = [];
-  #waiters: (() => void)[] = [];
-
-  accrue(body: AccrueRequest): Promise<CallReport> {
-    return this.#call('accrue', body.transactionId);
-  }
-
-  reverse(body: { transactionId: string }): Promise<CallReport> {
-    return this.#call('reverse', body.transactionId);
-  }
-
-  /** Resolves once `count` calls have been made in all. */
-  async made(count: number): Promise<void> {
-    while (this.calls.length < count) await new Promise<void>((resolve) => this.#waiters.push(resolve));
-  }
-
-  #call(operation: 'accrue' | 'reverse', transactionId: string): Promise<CallReport> {
-    return new Promise((resolve) => {
-      this.calls.push({ operation, transactionId, answer: resolve });
-      for (const wake of this.#waiters.splice(0)) wake();
-    });
-  }
-}
+import { ScriptedLoyalty } from '../support/scripted-loyalty.js';
 
 const succeeded = (operationId: number): CallReport => ({
   outcome: { kind: 'succeeded', results: [{ isSuccess: true, errorMessage: null, serialNumber: '11-1', checkAmount: 5997, accruedValue: 59, operationId, createdAt: new Date().toISOString(), reversedAt: null }] },

@@ -6,7 +6,6 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { createCore, type Core } from '../../src/core/core.js';
-import type { PosCalls } from '../../src/core/delivery.js';
 import { HistoryVerifier } from '../../src/core/history-verifier.js';
 import { RateLimitPauses } from '../../src/core/rate-limits.js';
 import { PER_MERCHANT, Worker } from '../../src/core/worker.js';
@@ -14,9 +13,9 @@ import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import type { LedgerRecord } from '../../src/state/record.js';
 import { silentLogger } from '../../src/logger.js';
 import type { CallReport } from '../../src/loyalty/client.js';
-import type { AccrueRequest } from '../../src/loyalty/contract.js';
 import { createMetrics } from '../../src/metrics.js';
 import { makeRecord, minutes } from '../ledger/contracts/factories.js';
+import { ScriptedLoyalty } from '../support/scripted-loyalty.js';
 
 const RETRY_BASE_MS = 1000;
 
@@ -34,44 +33,7 @@ const serverError: CallReport = {
   attempts: [{ operation: 'accrue', startedAt: minutes(0), finishedAt: minutes(0), request: {}, response: { status: 503, body: {} } }],
 };
 
-/** One merchant's loyalty service: answers at once with `answer`, or holds each call until the test answers it. */
-class Upstream implements PosCalls {
-  readonly calls: { transactionId: string; answer: (report: CallReport) => void }[] = [];
-  out = 0;
-  mostOut = 0;
-  #waiters: (() => void)[] = [];
-  #operationIds = 0;
-
-  constructor(public answer?: (n: number) => CallReport) {}
-
-  accrue(body: AccrueRequest): Promise<CallReport> {
-    this.mostOut = Math.max(this.mostOut, ++this.out);
-    return new Promise<CallReport>((resolve) => {
-      const n = ++this.#operationIds;
-      this.calls.push({ transactionId: body.transactionId, answer: resolve });
-      for (const wake of this.#waiters.splice(0)) wake();
-      if (this.answer) resolve(this.answer(n));
-    }).finally(() => this.out--);
-  }
-
-  reverse(): Promise<CallReport> {
-    throw new Error('no reversals here');
-  }
-
-  /** Resolves once `count` calls have been made in all; throws, saying how many were, if they are not made within 2 s. */
-  async made(count: number): Promise<void> {
-    const deadline = Date.now() + 2000;
-    while (this.calls.length < count) {
-      if (Date.now() > deadline) throw new Error(`waited for ${count} calls: ${this.calls.length} were made, ${this.out} of them unanswered`);
-      await new Promise<void>((resolve) => {
-        this.#waiters.push(resolve);
-        setTimeout(resolve, 100);
-      });
-    }
-  }
-}
-
-function bridge(upstreams: Record<string, Upstream>, concurrency = 4): { core: Core; store: MemoryLedgerStore; worker: Worker; clock: { ms: number } } {
+function bridge(upstreams: Record<string, ScriptedLoyalty>, concurrency = 4): { core: Core; store: MemoryLedgerStore; worker: Worker; clock: { ms: number } } {
   const store = new MemoryLedgerStore();
   const clock = { ms: Date.parse(minutes(24 * 60)) };
   const noHistory = { canVerify: false, findCards: async () => [], listOperations: async () => [] };
@@ -94,7 +56,7 @@ const examinedOf = (report: { fixed: { merchantId: string }[]; open: { merchantI
 
 describe('a pass shared between merchants', () => {
   it(`takes at most ${PER_MERCHANT} records of one merchant, the others' all, and the next pass the next ${PER_MERCHANT}`, async () => {
-    const up = { 'm-a': new Upstream(succeeded), 'm-b': new Upstream(succeeded) };
+    const up = { 'm-a': new ScriptedLoyalty(succeeded), 'm-b': new ScriptedLoyalty(succeeded) };
     const { store, worker } = bridge(up);
     await seed(store, 'm-a', 120);
     await seed(store, 'm-b', 3, 500);
@@ -108,7 +70,7 @@ describe('a pass shared between merchants', () => {
   });
 
   it("gives one merchant's calls at most half the lanes while another merchant's records wait", async () => {
-    const up = { 'm-a': new Upstream(), 'm-b': new Upstream() };
+    const up = { 'm-a': new ScriptedLoyalty(), 'm-b': new ScriptedLoyalty() };
     const [a, b] = [up['m-a'], up['m-b']];
     const { store, worker } = bridge(up, 4);
     await seed(store, 'm-a', 10);
@@ -141,8 +103,8 @@ describe('a pass shared between merchants', () => {
 
 describe('a merchant the loyalty service rate-limits', () => {
   it("is held for the pause after a round of 429s: the rest of its pass is dropped, later passes leave it out, other merchants' work goes on", async () => {
-    const storm = new Upstream();
-    const up = { 'm-a': storm, 'm-b': new Upstream(succeeded) };
+    const storm = new ScriptedLoyalty();
+    const up = { 'm-a': storm, 'm-b': new ScriptedLoyalty(succeeded) };
     const { core, store, worker, clock } = bridge(up, 1);
     await seed(store, 'm-a', 30);
     await seed(store, 'm-b', 4, 1);
@@ -178,7 +140,7 @@ describe('a merchant the loyalty service rate-limits', () => {
   });
 
   it('is released as soon as one of its calls is answered (a new checkout went through)', async () => {
-    const storm = new Upstream();
+    const storm = new ScriptedLoyalty();
     const up = { 'm-a': storm };
     const { core, store, worker } = bridge(up, 1);
     await seed(store, 'm-a', 5);
@@ -201,8 +163,8 @@ describe('a merchant the loyalty service rate-limits', () => {
   });
 
   it("sends one of its new checkouts at a time while held (a probe); the others are recorded and answered at once, holding no POS request for the budget", async () => {
-    const storm = new Upstream();
-    const up = { 'm-a': storm, 'm-b': new Upstream(succeeded) };
+    const storm = new ScriptedLoyalty();
+    const up = { 'm-a': storm, 'm-b': new ScriptedLoyalty(succeeded) };
     const { core, store, worker } = bridge(up, 1);
     await seed(store, 'm-a', 1);
     const pass = worker.reconcile(false);
