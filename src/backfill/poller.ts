@@ -17,7 +17,7 @@ import { withMerchant } from '../log-context.js';
 import { maskContacts } from '../mask.js';
 import { ledgerKey } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
-import { backfillKey, type BackfillPassSummary, type BackfillState, type LedgerStore } from '../ledger/store.js';
+import { backfillKey, type BackfillPassSummary, type BackfillState, type BackfillStateStore, type MerchantStore, type RecordStore, type StoreLifecycle } from '../ledger/store.js';
 import { isHeld, LeaseKeeper, release, renew, renewalDue, standing, take, type Lease, type Renewal } from '../lease.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -127,7 +127,11 @@ export class BackfillPoller {
 
   constructor(
     private readonly adapters: ReadonlyMap<string, PosAdapter>,
-    private readonly store: LedgerStore,
+    /**
+     * The backfill states it leases and moves, the merchants it visits and a record read to report a
+     * found order's status; every order and refund it finds goes in through ingest.
+     */
+    private readonly store: BackfillStateStore & Pick<RecordStore, 'get'> & Pick<MerchantStore, 'listMerchants'> & Pick<StoreLifecycle, 'sharedByInstances'>,
     private readonly ingest: Ingest,
     private readonly merchants: BackfillMerchants,
     private readonly metrics: Metrics,

@@ -17,7 +17,7 @@
  * from running one letter at once. A resolved letter is never claimed, so never run again.
  */
 import { withMerchant } from '../log-context.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { DeadLetterStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { PeriodicLoop } from './periodic.js';
 
@@ -45,7 +45,8 @@ export class DeadLetterRetrier {
   );
 
   constructor(
-    private readonly store: LedgerStore,
+    /** Only to find the letters due: each run goes through ingest, which claims and writes the letter. */
+    private readonly store: Pick<DeadLetterStore, 'listDueDeadLetters'>,
     private readonly runner: DeadLetterRunner,
     /** `onPassFailed`: told of each pass that failed, as the worker's. */
     private readonly options: { intervalMs: number; onPassFailed?: (error: unknown) => void },

@@ -13,7 +13,7 @@ import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError, typ
 import { parseJsonBody } from '../json-body.js';
 import { FINAL_STATUSES, type LedgerStatus } from '../state/record.js';
 import { accountKey, DEFAULT_MERCHANT } from '../merchants/merchant.js';
-import type { DeadLetter, LedgerStore } from '../ledger/store.js';
+import type { DeadLetter, DeadLetterStore, WebhookEventStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosObjectRef, PosSettings, RefundIntent, WebhookAction, WebhookPart, WebhookSpec } from '../pos/contract.js';
@@ -242,7 +242,8 @@ export class Ingest implements DeadLetterRunner {
   constructor(
     private readonly adapters: ReadonlyMap<string, PosAdapter>,
     private readonly intake: IntakeService,
-    private readonly store: LedgerStore,
+    /** Only the webhooks' and dead letters' stores: every record is written through intake's writer. */
+    private readonly store: WebhookEventStore & DeadLetterStore,
     private readonly merchants: MerchantDirectory,
     private readonly posApiTimeoutMs: number,
     private readonly logger: Logger,
