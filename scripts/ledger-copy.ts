@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
 import { parsePgUrl, PostgresLedgerStore, redactUrl } from '../src/ledger/pg-store.js';
 import { keyOf, type LedgerRecord } from '../src/state/record.js';
-import type { StoredMerchant } from '../src/merchants/merchant.js';
+import type { StoredMerchant } from '../src/state/merchant.js';
 import type { AuditEntry, DeadLetter, LedgerStore, ListCursor } from '../src/ledger/store.js';
 import { command, CommandError, describeError, hidePasswords, isEntryPoint, parseOptions, ProgressBar, type ProgressOptions } from './cli.js';
 

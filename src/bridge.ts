@@ -27,7 +27,7 @@ import type { Logger } from './logger.js';
 import { ledgerReading } from './core/attention-queue.js';
 import { LoyaltyClient, MERCHANT_SOCKET_SHARE, sharedAgents, type UpstreamRequestSample } from './loyalty/client.js';
 import { MerchantAdmin } from './merchants/admin.js';
-import { sealedSecretsOf } from './merchants/merchant.js';
+import { sealedSecretsOf } from './state/merchant.js';
 import { MerchantRegistry } from './merchants/registry.js';
 import { UpstreamCheck, type UpstreamCheckOptions } from './merchants/upstream-check.js';
 import { parseSecretsKey, SecretBox } from './merchants/secrets.js';

@@ -16,7 +16,7 @@ import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError } fr
 import { withMerchant } from '../log-context.js';
 import { maskContacts } from '../mask.js';
 import { ledgerKey } from '../state/record.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import { backfillKey, type BackfillPassSummary, type BackfillState, type BackfillStateStore, type MerchantStore, type RecordStore, type StoreLifecycle } from '../ledger/store.js';
 import { isHeld, LeaseKeeper, release, renew, renewalDue, standing, take, type Lease, type Renewal } from '../lease.js';
 import type { Logger } from '../logger.js';
@@ -29,7 +29,7 @@ import { MerchantSuspendedError } from '../core/ingest.js';
 import { keptPayload, type Arrival } from '../core/arrival.js';
 import { DEFAULT_LISTING_RETRY, listingSource, listPosChanges, type FoundItem, type ListingRetry } from './listing.js';
 import { Pace, type WorkClock } from './pace.js';
-import { isSuspended } from '../merchants/merchant.js';
+import { isSuspended } from '../state/merchant.js';
 
 /** What the history of a record backfill created says: its webhook never came. */
 export const FOUND_BY_BACKFILL = 'found by backfill: its webhook never arrived';

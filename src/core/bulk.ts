@@ -20,7 +20,7 @@
 import { createHash } from 'node:crypto';
 import { BridgeError, ConflictError, echoed, ValidationError } from '../errors.js';
 import { keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../state/record.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { formatCents } from '../money.js';
 import { unreachable } from '../unreachable.js';

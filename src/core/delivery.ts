@@ -27,7 +27,7 @@ import { RateLimitPauses, type InlineDelivery } from './rate-limits.js';
 import type { RecordWriter } from './record-writer.js';
 import { readShape, shapeSettingName } from './reversal-shape.js';
 import { applyReversalVerdict, applyVerdict, describeReversalVerdict, describeVerdict, keyless, noteReversalEntries, linkRemainder, reconsiderUnproven, markInFlight, newRemainder, nextStep, recordOutcome, releasePersonSettled, reversalNotNeeded, startProbe, takeOver, waitBehind, type Step, type TransitionOptions } from './transitions.js';
-import type { AmbiguityPolicy } from '../merchants/merchant.js';
+import type { AmbiguityPolicy } from '../state/merchant.js';
 
 export interface DeliveryOptions extends TransitionOptions {
   answerBudgetMs: number;

@@ -12,7 +12,7 @@ import { hasContact } from '../customer.js';
 import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
 import { FINAL_STATUSES, type LedgerStatus } from '../state/record.js';
-import { accountKey, DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { accountKey, DEFAULT_MERCHANT } from '../state/merchant.js';
 import type { DeadLetter, DeadLetterStore, WebhookEventStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import { KeyedMutex } from '../keyed-mutex.js';
@@ -25,7 +25,7 @@ import type { DeadLetterRunner } from './dead-letter-retry.js';
 import { afterRun, claimForRun, keep, keepCause, passesByItself, type DeadLetterRetryPolicy, type KeepCause, type RunResult } from './dead-letter-transitions.js';
 import type { IntakeService } from './intake.js';
 import { headersToKeep, keptPayload, storedBody, type Arrival } from './arrival.js';
-import { isSuspended } from '../merchants/merchant.js';
+import { isSuspended } from '../state/merchant.js';
 
 export interface WebhookResult {
   key: string;

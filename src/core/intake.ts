@@ -8,7 +8,7 @@ import { AccrualKeyHeldError, ConflictError, NotFoundError, ValidationError, Ver
 import { failpoint } from '../failpoints.js';
 import { hasContact } from '../customer.js';
 import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { formatCents, proRataCents } from '../money.js';

@@ -22,7 +22,7 @@ import { parseJsonBody } from '../json-body.js';
 import type { Logger } from '../logger.js';
 import { RegisterReadError, type RegisterCard } from '../loyalty/client.js';
 import type { WebhookEventStore } from '../ledger/store.js';
-import { accountKey, isSuspended, type MerchantStatus } from '../merchants/merchant.js';
+import { accountKey, isSuspended, type MerchantStatus } from '../state/merchant.js';
 import type { Metrics } from '../metrics.js';
 import type { AdapterContext, PosAdapter, PosSettings, RegisterAnswer, RegisterCall } from '../pos/contract.js';
 import { ledgerKey } from '../state/record.js';

@@ -5,7 +5,7 @@
  * core that owns verification, not by the registry, which only holds merchants and their clients.
  */
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
-import { isSuspended, type AmbiguityPolicy, type MerchantStatus } from '../merchants/merchant.js';
+import { isSuspended, type AmbiguityPolicy, type MerchantStatus } from '../state/merchant.js';
 import type { Logger } from '../logger.js';
 import { HistoryVerifier, type VerifierOptions, type VerifierStore } from './history-verifier.js';
 import type { Upstream, UpstreamDirectory } from './delivery.js';

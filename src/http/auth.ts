@@ -8,7 +8,7 @@
 import type { RequestHandler, Response } from 'express';
 import type { PosAuthConfig } from '../config.js';
 import { BridgeError, UnauthorizedError } from '../errors.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import { nameMerchant } from '../log-context.js';
 import { secretMatcher } from '../constant-time.js';
 

@@ -68,7 +68,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Low } from 'lowdb';
 import { VersionConflictError } from '../errors.js';
 import { KeyedMutex } from '../keyed-mutex.js';
-import type { StoredMerchant } from '../merchants/merchant.js';
+import type { StoredMerchant } from '../state/merchant.js';
 import { Journal, syncDirectory, type Location, type Position, type WriteFailure, type WriteFile } from './journal.js';
 import { BackfillStateTable, MerchantTable } from './held-tables.js';
 import { checkClaims } from './claims.js';
@@ -77,7 +77,7 @@ import { makePrivate, PRIVATE_DIR, PRIVATE_FILE, PrivateJSONFile } from './priva
 import { ProcessLock } from './process-lock.js';
 import { customerHash, customerHashesOf, newSearchKey } from '../state/customer-index.js';
 import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, LEDGER_STATUSES, merchantOf, transactionIdOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from '../state/record.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import { attentionEntriesOf, needsAttention, UNCLASSIFIED, type AttentionInput } from '../state/attention.js';
 import {
   derivedKey,

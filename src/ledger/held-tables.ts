@@ -10,7 +10,7 @@
  * given changes nothing held.
  */
 import { ConflictError, VersionConflictError } from '../errors.js';
-import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
+import { accountKeysOf, type StoredMerchant } from '../state/merchant.js';
 import { backfillKey, type BackfillState } from './store.js';
 
 const copy = <T>(value: T): T => structuredClone(value);

@@ -14,7 +14,7 @@ import { checkClaims } from './claims.js';
 import { BackfillStateTable, MerchantTable } from './held-tables.js';
 import { identitiesOf } from '../state/customer-index.js';
 import { accrualKeys, dueOf, claimedOperationIds, isOpen, keyOf, ledgerKey, merchantOf, unsettledAmount, type LedgerRecord, type LedgerStatus } from '../state/record.js';
-import type { StoredMerchant } from '../merchants/merchant.js';
+import type { StoredMerchant } from '../state/merchant.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput } from '../state/attention.js';
 import {
   derivedKey,

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { AccrualKeyHeldError, ArchivedRecordError, ConflictError, VersionConflictError } from '../errors.js';
 import { WriteBatch } from './pg-batch.js';
 import { accrualKeyColumns, attentionColumn, dueColumns, MIGRATIONS } from './pg-migrations.js';
-import { accountKeysOf, type StoredMerchant } from '../merchants/merchant.js';
+import { accountKeysOf, type StoredMerchant } from '../state/merchant.js';
 import { claimedOperationIds, isOpen, keyOf, merchantOf, transactionIdOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 import { attentionEntriesOf, UNCLASSIFIED, type AttentionInput, type AttentionKind } from '../state/attention.js';
 import { CUSTOMER_SEARCH_KEY, customerHash, customerHashesOf } from '../state/customer-index.js';

@@ -9,7 +9,7 @@
 import { createHmac } from 'node:crypto';
 import type { Lease } from '../lease.js';
 import { ValidationError, type FieldIssue } from '../errors.js';
-import type { StoredMerchant } from '../merchants/merchant.js';
+import type { StoredMerchant } from '../state/merchant.js';
 import type { AttentionInput, AttentionKind } from '../state/attention.js';
 import { identitiesOf } from '../state/customer-index.js';
 import { keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';

@@ -14,7 +14,7 @@ import { LoyaltyClient, type LoyaltyClientOptions } from '../loyalty/client.js';
 import type { Credential } from '../loyalty/contract.js';
 import { accountShapeOf, type PosSettingDeclarations } from '../pos/settings.js';
 import { parseWith } from '../validation.js';
-import { accountKey, accountKeysOf, AMBIGUITY_POLICIES, DEFAULT_MERCHANT, MERCHANT_ID, type AmbiguityPolicy, type PosAccount, type StoredMerchant } from './merchant.js';
+import { accountKey, accountKeysOf, AMBIGUITY_POLICIES, DEFAULT_MERCHANT, MERCHANT_ID, type AmbiguityPolicy, type PosAccount, type StoredMerchant } from '../state/merchant.js';
 import type { MerchantRegistry } from './registry.js';
 import { newToken, tokenHash, type SecretBox } from './secrets.js';
 

@@ -16,7 +16,7 @@ import type { LoyaltyClient } from '../loyalty/client.js';
 import type { MerchantStore } from '../ledger/store.js';
 import type { AdapterContext, PosSettings } from '../pos/contract.js';
 import type { PosSettingDeclarations } from '../pos/settings.js';
-import { accountKey, DEFAULT_MERCHANT, type AmbiguityPolicy, type MerchantStatus, type StoredMerchant } from './merchant.js';
+import { accountKey, DEFAULT_MERCHANT, type AmbiguityPolicy, type MerchantStatus, type StoredMerchant } from '../state/merchant.js';
 import { SecretBox, tokenHash } from './secrets.js';
 
 /** How long a merchant read from the store is used before it is read again. */

@@ -6,7 +6,7 @@
  * enough, and nobody, the bridge included, can show them again once created.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import type { SealedSecret } from './merchant.js';
+import type { SealedSecret } from '../state/merchant.js';
 import { maskSecret } from '../mask.js';
 
 export class SecretsKeyError extends Error {}

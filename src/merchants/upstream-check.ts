@@ -25,7 +25,7 @@
 import type { MerchantStore } from '../ledger/store.js';
 import type { Logger } from '../logger.js';
 import type { CredentialsAnswer, LoyaltyClient } from '../loyalty/client.js';
-import { DEFAULT_MERCHANT } from './merchant.js';
+import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import { unreachable } from '../unreachable.js';
 
 export interface UpstreamCheckOptions {

@@ -6,7 +6,7 @@
  * person would be telling the truth.
  */
 import { keyOf, unreachable, type LedgerRecord } from '../state/record.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import { isOpen } from '../state/record.js';
 import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
 import { TIMING } from './scenario.js';

@@ -21,7 +21,7 @@ import { emptyMemoryLedger, MemoryLedgerStore, type MemoryLedgerState } from '..
 import { isOpen, keyOf, ledgerKey, transactionIdOf, unreachable, type LedgerRecord, type ReversalShape } from '../state/record.js';
 import { shapeSettingName } from '../core/reversal-shape.js';
 import { DEFAULT_REVERSAL_ENTRY } from '../simulator/state.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import { silentLogger } from '../logger.js';
 import type { CallReport } from '../loyalty/client.js';
 import { createMetrics, type Metrics } from '../metrics.js';

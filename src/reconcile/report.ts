@@ -21,7 +21,7 @@ import { ledgerKey, type LedgerRecord } from '../state/record.js';
 import type { RecordStore, SettingStore } from '../ledger/store.js';
 import { readShape } from '../core/reversal-shape.js';
 import type { Operation } from '../loyalty/contract.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import type { ActiveMerchant } from '../merchants/registry.js';
 import { classify, DIFFERENCE_KINDS, successfulCards, type Difference, type DifferenceKind } from './classify.js';
 import { readOperations, type HistoryProgress, type HistoryReadOptions, type OperationsPages } from '../loyalty/history-reader.js';

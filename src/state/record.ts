@@ -9,7 +9,7 @@ import type { Customer } from '../customer.js';
 import { identitiesOf } from './customer-index.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
-import { DEFAULT_MERCHANT } from '../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from './merchant.js';
 import { mutant } from '../mutants.js';
 import { unreachable } from '../unreachable.js';
 

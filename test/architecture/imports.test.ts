@@ -20,7 +20,6 @@ const PARTS = {
   kernel: ['src/errors.ts', 'src/unreachable.ts', 'src/currencies.ts', 'src/money.ts', 'src/customer.ts', 'src/validation.ts', 'src/json-body.ts', 'src/keyed-mutex.ts', 'src/log-context.ts', 'src/logger.ts', 'src/mask.ts', 'src/mutants.ts', 'src/failpoints.ts', 'src/transaction-id.ts', 'src/lease.ts', 'src/constant-time.ts', 'src/backoff.ts'],
   contracts: ['src/loyalty/', 'src/pos/', 'src/selection.ts', 'src/pos-api.ts', 'src/webhooks/', 'src/config.ts'],
   adapters: ['adapters/'],
-  shapes: ['src/merchants/merchant.ts'],
   state: ['src/state/'],
   ledger: ['src/ledger/'],
   merchants: ['src/merchants/'],
@@ -39,24 +38,22 @@ const MAY_IMPORT: Record<Part, readonly Part[]> = {
   contracts: ['kernel'],
   // Pure translations: a POS's payloads to the neutral intents, through the POS contract only.
   adapters: ['kernel', 'contracts'],
-  // The merchant's shape imports nothing, so the ledger can index merchants without depending on how they are served.
-  shapes: [],
   // What a store needs to index a record (its status, due time, whether it is open, what needs a
   // person, its customer's search keys) is a pure function of the record, below both the stores and
   // the core, so both decide by the same rule.
-  state: ['kernel', 'contracts', 'shapes'],
-  ledger: ['kernel', 'contracts', 'shapes', 'state'],
-  merchants: ['kernel', 'contracts', 'shapes', 'state', 'ledger'],
-  core: ['kernel', 'contracts', 'shapes', 'state', 'ledger'],
-  jobs: ['kernel', 'contracts', 'shapes', 'state', 'ledger', 'merchants', 'core'],
+  state: ['kernel', 'contracts'],
+  ledger: ['kernel', 'contracts', 'state'],
+  merchants: ['kernel', 'contracts', 'state', 'ledger'],
+  core: ['kernel', 'contracts', 'state', 'ledger'],
+  jobs: ['kernel', 'contracts', 'state', 'ledger', 'merchants', 'core'],
   // The HTTP layer gets the POSes' schemas and settings through the POS contract, from the composition root.
-  http: ['kernel', 'contracts', 'shapes', 'state', 'ledger', 'merchants', 'core', 'jobs'],
+  http: ['kernel', 'contracts', 'state', 'ledger', 'merchants', 'core', 'jobs'],
   // The simulator stands in for the loyalty service and the POS vendors: it knows their contracts, never the bridge's insides.
   simulator: ['kernel', 'contracts'],
   // The model check drives the real core over the memory ledger; its fake loyalty service keeps books as the simulator does.
-  modelCheck: ['kernel', 'contracts', 'shapes', 'state', 'ledger', 'core', 'simulator'],
+  modelCheck: ['kernel', 'contracts', 'state', 'ledger', 'core', 'simulator'],
   // The composition root wires everything.
-  root: ['kernel', 'contracts', 'adapters', 'shapes', 'state', 'ledger', 'merchants', 'core', 'jobs', 'http', 'simulator'],
+  root: ['kernel', 'contracts', 'adapters', 'state', 'ledger', 'merchants', 'core', 'jobs', 'http', 'simulator'],
 };
 
 function partOf(path: string): Part | undefined {

@@ -18,7 +18,7 @@ import { ConfigError } from '../../src/config.js';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import { openStore } from '../../src/ledger/open-store.js';
 import { silentLogger } from '../../src/logger.js';
-import { sealedSecretsOf, type SealedSecret, type StoredMerchant } from '../../src/merchants/merchant.js';
+import { sealedSecretsOf, type SealedSecret, type StoredMerchant } from '../../src/state/merchant.js';
 import { keyFingerprint, parseSecretsKey, SecretBox } from '../../src/merchants/secrets.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { ADMIN_TOKEN, checkout, testConfig } from '../support/harness.js';

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
-import { DEFAULT_MERCHANT } from '../../src/merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../../src/state/merchant.js';
 import { ledgerKey } from '../../src/state/record.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import type { SimMerchant } from '../../src/simulator/index.js';

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
 import { createLogger, silentLogger } from '../../src/logger.js';
 import type { CredentialsAnswer, LoyaltyClient } from '../../src/loyalty/client.js';
-import type { StoredMerchant } from '../../src/merchants/merchant.js';
+import type { StoredMerchant } from '../../src/state/merchant.js';
 import { UpstreamCheck } from '../../src/merchants/upstream-check.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { listenLocally, type LocalServer } from '../support/local-server.js';

@@ -12,7 +12,7 @@ import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { silentLogger } from '../../src/logger.js';
 import type { Credential } from '../../src/loyalty/contract.js';
 import { MerchantAdmin, merchantSchemas } from '../../src/merchants/admin.js';
-import type { StoredMerchant } from '../../src/merchants/merchant.js';
+import type { StoredMerchant } from '../../src/state/merchant.js';
 import type { MerchantRegistry } from '../../src/merchants/registry.js';
 import { SecretBox, tokenHash } from '../../src/merchants/secrets.js';
 import type { PosSettingDeclarations } from '../../src/pos/settings.js';

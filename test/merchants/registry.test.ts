@@ -12,7 +12,7 @@ import { describe, expect, it } from '@jest/globals';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { silentLogger } from '../../src/logger.js';
 import { LoyaltyClient } from '../../src/loyalty/client.js';
-import type { StoredMerchant } from '../../src/merchants/merchant.js';
+import type { StoredMerchant } from '../../src/state/merchant.js';
 import { CACHE_ENTRIES, CACHE_MS, MerchantRegistry, type ActiveMerchant } from '../../src/merchants/registry.js';
 import { SecretBox, SecretsKeyError, tokenHash } from '../../src/merchants/secrets.js';
 import type { PosSettings } from '../../src/pos/contract.js';

@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import type { SealedSecret } from '../../src/merchants/merchant.js';
+import type { SealedSecret } from '../../src/state/merchant.js';
 import { maskSecret as mask } from '../../src/mask.js';
 import { keyFingerprint, newSecretsKey, newToken, parseSecretsKey, SecretBox, SecretsKeyError, tokenHash } from '../../src/merchants/secrets.js';
 

@@ -13,9 +13,9 @@ import { BULK_ACTIONS, BULK_MAX, CountMismatchError, type BulkRequest } from '..
 import { echoed, NotFoundError, ValidationError } from '../../errors.js';
 import { CARD_SERIAL_PATTERN, searchIdentities } from '../../state/customer-index.js';
 import { keyOf as recordKeyOf, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../../state/record.js';
-import { DEFAULT_MERCHANT } from '../../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../../state/merchant.js';
 import { PAYLOAD_KEPT_BYTES, type LedgerStore, type ListCursor } from '../../ledger/store.js';
-import { MERCHANT_ID } from '../../merchants/merchant.js';
+import { MERCHANT_ID } from '../../state/merchant.js';
 import type { AdminPrincipal } from '../auth.js';
 import { answerOrError, BAD_PATH, error, OUTCOME_ANSWERS, route, type PathParam, type Route } from '../route.js';
 import {

@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 import { BridgeError, ValidationError } from '../../errors.js';
-import { DEFAULT_MERCHANT } from '../../merchants/merchant.js';
-import { MERCHANT_ID } from '../../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../../state/merchant.js';
+import { MERCHANT_ID } from '../../state/merchant.js';
 import type { PosCatalogue } from '../../pos/contract.js';
 import { error, route, type Route } from '../route.js';
 import { BackfillAnswer, BackfillStatusList } from '../schemas.js';

@@ -5,9 +5,9 @@
  */
 import { z } from 'zod';
 import { echoed, NotFoundError } from '../../errors.js';
-import { DEFAULT_MERCHANT } from '../../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../../state/merchant.js';
 import { merchantSchemas } from '../../merchants/admin.js';
-import { MERCHANT_ID } from '../../merchants/merchant.js';
+import { MERCHANT_ID } from '../../state/merchant.js';
 import type { PosCatalogue } from '../../pos/contract.js';
 import { BAD_PATH, error, route, type PathParam, type Route } from '../route.js';
 import { MerchantList, MerchantView, MerchantWithTokens } from '../schemas.js';

@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 import { echoed } from '../../errors.js';
-import { DEFAULT_MERCHANT } from '../../merchants/merchant.js';
-import { MERCHANT_ID } from '../../merchants/merchant.js';
+import { DEFAULT_MERCHANT } from '../../state/merchant.js';
+import { MERCHANT_ID } from '../../state/merchant.js';
 import { MAX_RANGE_DAYS, parseRange, reportCsv } from '../../reconcile/report.js';
 import type { AdminPrincipal } from '../auth.js';
 import { error, route, type Route } from '../route.js';

@@ -4,7 +4,7 @@
  */
 import { deriveStatus, keyOf, type AccrualState, type LedgerRecord, type ReversalState } from '../../../src/state/record.js';
 import type { DeadLetter } from '../../../src/ledger/store.js';
-import type { StoredMerchant } from '../../../src/merchants/merchant.js';
+import type { StoredMerchant } from '../../../src/state/merchant.js';
 
 
 /** All test records are created at T0 + n minutes, so times never tie unless a test says so. */
