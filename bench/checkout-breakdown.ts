@@ -11,7 +11,7 @@ import { startBridge } from '../src/bridge.js';
 import { loadConfig } from '../src/config.js';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
 import type { LedgerStore } from '../src/ledger/store.js';
-import { silentLogger } from '../src/logger.js';
+import { silentLogger } from '../src/kernel/logger.js';
 import { bridgeEnv, BRIDGE_POST_HEADERS, keepAliveAgent, removeDir, runPhase, tempDir, type PhaseSpec } from './lib.js';
 import { accrueBodyFor, checkoutPayload } from './records.js';
 import { fmt, phaseColumns, table, tableOf } from './table.js';

@@ -1,5 +1,5 @@
 /**
- * What the duplicate-key and depth check (checkStructure in src/json-body.ts) costs on the
+ * What the duplicate-key and depth check (checkStructure in src/kernel/json-body.ts) costs on the
  * checkout's hot path: `npm run build && node dist/bench/json-keys.js`.
  *
  * A typical checkout body of about 2 kB (sixteen lines, customer, totals, compact as POS systems send it) is parsed many times: JSON.parse
@@ -8,7 +8,7 @@
  * default BODY_LIMIT_BYTES, to show the cost stays linear. Figures only.
  */
 import { performance } from 'node:perf_hooks';
-import { checkStructure, parseJsonBody } from '../src/json-body.js';
+import { checkStructure, parseJsonBody } from '../src/kernel/json-body.js';
 import { checkoutPayload } from './records.js';
 import { fmt, table } from './table.js';
 

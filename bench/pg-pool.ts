@@ -6,7 +6,7 @@ import { posSettingDeclarations } from '../adapters/index.js';
 import { startBridge as startInProcessBridge } from '../src/bridge.js';
 import { loadConfig } from '../src/config.js';
 import { PostgresLedgerStore } from '../src/ledger/pg-store.js';
-import { silentLogger } from '../src/logger.js';
+import { silentLogger } from '../src/kernel/logger.js';
 import { bridgeEnv, BRIDGE_POST_HEADERS, keepAliveAgent, runPhase, type PhaseResult } from './lib.js';
 
 export interface PoolProbe {

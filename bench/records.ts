@@ -8,7 +8,7 @@
 import { genericAdapter } from '../adapters/generic/index.js';
 import type { AccrueRequest } from '../src/loyalty/contract.js';
 import type { LedgerRecord } from '../src/state/record.js';
-import { deriveTransactionId } from '../src/transaction-id.js';
+import { deriveTransactionId } from '../src/kernel/transaction-id.js';
 import { EXAMPLE_CHECKOUT } from '../adapters/generic/example.js';
 
 export const ADAPTER_CONTEXT = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };

@@ -21,7 +21,7 @@ import pino from 'pino';
 import { posSettingDeclarations } from '../adapters/index.js';
 import { startBridge } from '../src/bridge.js';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/kernel/logger.js';
 import { CommandError, describeError, isEntryPoint, parseOptions, StatusLine } from './cli.js';
 
 const USAGE = 'usage: npm run backfill -- --merchant <id> --pos <square|shopify|clover|toast|loyverse> --since <ISO 8601> [--until <ISO 8601>]';

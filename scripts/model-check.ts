@@ -8,13 +8,13 @@
  * run) together they went through every situation of issue 20's world; 1 otherwise, with the
  * shortest counterexample, one event a line, when an invariant does not hold.
  *
- * `--mutants` runs the search once per named mistake (src/mutants.ts; MODEL_CHECK_MUTANT=<name>
+ * `--mutants` runs the search once per named mistake (src/kernel/mutants.ts; MODEL_CHECK_MUTANT=<name>
  * runs one as the plain check), prints each one's shortest counterexample and its length, and exits
  * 1 if any is not caught. `--deep`: larger bounds, run by hand. `--report <file>`: the figures,
  * violations and mutants' outcomes as JSON too (the model check's test reads it).
  */
 import { writeFileSync } from 'node:fs';
-import { armedMutant, MUTANTS, type MutantName } from '../src/mutants.js';
+import { armedMutant, MUTANTS, type MutantName } from '../src/kernel/mutants.js';
 import { checkModel, checkMutants, describeViolation, missingCoverage } from '../src/model-check/index.js';
 
 const USAGE = 'usage: npm run model-check [-- --deep] [-- --mutants] [-- --scenario <name>]… [-- --report <file>]';

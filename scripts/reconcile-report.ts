@@ -14,9 +14,9 @@
 import { adapters, posSettingDeclarations } from '../adapters/index.js';
 import { merchantRegistry } from '../src/bridge.js';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { ValidationError } from '../src/errors.js';
+import { ValidationError } from '../src/kernel/errors.js';
 import { openStore } from '../src/ledger/open-store.js';
-import { silentLogger } from '../src/logger.js';
+import { silentLogger } from '../src/kernel/logger.js';
 import { parseSecretsKey, SecretBox, SecretsKeyError } from '../src/merchants/secrets.js';
 import { backfillListing, type PosOrderSource } from '../src/reconcile/pos-source.js';
 import { parseRange, ReconcileReporter, reportCsv, type ThreeWayReport } from '../src/reconcile/report.js';

@@ -23,7 +23,7 @@
  */
 import { existsSync } from 'node:fs';
 import { configuredValue } from '../src/config.js';
-import { VersionConflictError } from '../src/errors.js';
+import { VersionConflictError } from '../src/kernel/errors.js';
 import { FileLedgerStore } from '../src/ledger/file-store.js';
 import { openStore } from '../src/ledger/open-store.js';
 import { redactUrl } from '../src/ledger/pg-store.js';

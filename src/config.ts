@@ -13,8 +13,8 @@ import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { isIsoCurrency } from './currencies.js';
-import { FAILPOINTS } from './failpoints.js';
+import { isIsoCurrency } from './kernel/currencies.js';
+import { FAILPOINTS } from './kernel/failpoints.js';
 import type { PosSettings } from './pos/contract.js';
 import { accountShapeOf, type PosSettingDeclarations, type PosSettingsDeclaration } from './pos/settings.js';
 

@@ -6,7 +6,7 @@
  */
 import { posSettingDeclarations } from '../adapters/index.js';
 import { configuredValue, loadConfig, ConfigError, SANDBOX_WEBHOOK_SECRET, type Config } from './config.js';
-import { createLogger, type Logger } from './logger.js';
+import { createLogger, type Logger } from './kernel/logger.js';
 import { LEDGER_LOCK_WAIT_MS, SHUTDOWN_LIMIT_MS, startBridge, type Bridge } from './bridge.js';
 import { demoPosToken, ensureDemoMerchants, installDemoMerchants, prepareSandboxLedger, sandboxKeyPath, sandboxSecretsKey, withSandboxPosApis, type DemoMerchant, type SandboxLedger } from './sandbox.js';
 import { createSimulator, type Simulator } from './simulator/index.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { backoffMs, DOUBLING } from '../src/backoff.js';
+import { backoffMs, DOUBLING } from '../src/kernel/backoff.js';
 import { RETRY_STEPS, retryDelayMs } from '../src/core/dead-letter-transitions.js';
 import { roundPauseMs } from '../src/core/transitions.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { sameSecret, secretMatcher } from '../src/constant-time.js';
+import { sameSecret, secretMatcher } from '../src/kernel/constant-time.js';
 
 describe('comparing secrets in constant time', () => {
   it('answers exactly equal text the same, and anything else not: another length, the last character, case, nothing', () => {

@@ -1,8 +1,8 @@
 /** checkStructure: the one pass over accepted JSON text that finds duplicate keys and hostile depth. */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { checkStructure, MAX_JSON_DEPTH, parseJsonBody, TOO_DEEP } from '../src/json-body.js';
-import { ValidationError } from '../src/errors.js';
+import { checkStructure, MAX_JSON_DEPTH, parseJsonBody, TOO_DEEP } from '../src/kernel/json-body.js';
+import { ValidationError } from '../src/kernel/errors.js';
 
 /** Depth as the old walk over the parsed value counted it. */
 function depthOf(value: unknown): number {

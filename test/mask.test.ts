@@ -1,5 +1,5 @@
 /**
- * Masking customers' contact details (src/mask.ts; docs/operators.md: dead letters, records and kept
+ * Masking customers' contact details (src/kernel/mask.ts; docs/operators.md: dead letters, records and kept
  * payloads are masked unless unmasked): what is masked, by key and by shape, and what is kept,
  * because an operator needs it and it is no contact (dates, amounts, card serials, ids). A masked
  * dead letter used to show `"mobile":"015199998888"`, "0151-12345678", "(415) 555-0123" and
@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { isContactKey, maskCardSerial, maskContacts, maskContactsInJson, maskSecret } from '../src/mask.js';
+import { isContactKey, maskCardSerial, maskContacts, maskContactsInJson, maskSecret } from '../src/kernel/mask.js';
 
 describe('maskContacts: free text, by shape', () => {
   it.each([

@@ -1,7 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { ValidationError } from '../src/errors.js';
-import { CURRENCY_EXPONENTS, currencyExponent, isIsoCurrency } from '../src/currencies.js';
+import { ValidationError } from '../src/kernel/errors.js';
+import { CURRENCY_EXPONENTS, currencyExponent, isIsoCurrency } from '../src/kernel/currencies.js';
 import {
   assertCurrency,
   centsEqualsMajor,
@@ -24,7 +24,7 @@ import {
   proRataCents,
   toCents,
   type Decimal,
-} from '../src/money.js';
+} from '../src/kernel/money.js';
 
 const RUNS = 2000;
 

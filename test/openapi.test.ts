@@ -15,7 +15,7 @@ import { GenericCheckout, GenericRefund } from '../adapters/generic/schema.js';
 import { COMPONENT_SCHEMAS } from '../src/http/openapi.js';
 import { POS_NAMES, VENDOR_POS_NAMES } from '../src/pos/contract.js';
 import type { PosSettings } from '../src/pos/contract.js';
-import { parseWith } from '../src/validation.js';
+import { parseWith } from '../src/kernel/validation.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from './support/harness.js';
 import { postRaw, signature } from './support/webhooks.js';
 import { documentOf } from './http/catalogue.js';

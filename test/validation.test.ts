@@ -2,7 +2,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { z } from 'zod';
 import { GenericCheckout, GenericRefund } from '../adapters/generic/schema.js';
-import { parseWith } from '../src/validation.js';
+import { parseWith } from '../src/kernel/validation.js';
 import { validationIssues } from './support/validation.js';
 
 const issuesOf = (schema: z.ZodType, input: unknown) => validationIssues(() => parseWith(schema, input));

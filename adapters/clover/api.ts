@@ -7,10 +7,10 @@
  * people second, and the two reads are merged. The ids in the paths were checked to be 13-character
  * Clover ids (schema.ts), so nothing else can reach the path.
  */
-import type { Customer } from '../../src/customer.js';
-import { ValidationError } from '../../src/errors.js';
+import type { Customer } from '../../src/kernel/customer.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { contactOf } from './checkout.js';
 import { CLOVER_ID, CloverCustomer } from './schema.js';
 

@@ -23,7 +23,7 @@ import { fetchOrder, ORDER_LINES_EXPAND, ORDER_MONEY_EXPAND } from './api.js';
 import { refundsOf } from './refund.js';
 import { CloverOrder } from './schema.js';
 import { decideOrder } from './webhook.js';
-import { parseWith } from '../../src/validation.js';
+import { parseWith } from '../../src/kernel/validation.js';
 
 const MAX_LIMIT = 1000;
 

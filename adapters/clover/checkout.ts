@@ -36,14 +36,14 @@
  * the currency's ISO 4217 exponent (`minorUnitsToCents`): exact for USD and JPY, rounded once there
  * for three-decimal currencies. For USD this is exactly "price × unitQty / 1000, rounded once".
  */
-import { hasContact, normalizeCustomer, type Customer } from '../../src/customer.js';
-import { ValidationError } from '../../src/errors.js';
+import { hasContact, normalizeCustomer, type Customer } from '../../src/kernel/customer.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
-import { assertCurrency, decimalToString, divRoundHalfAwayFromZero, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
+import { assertCurrency, decimalToString, divRoundHalfAwayFromZero, minorUnitsToCents, minorUnitsToDecimal } from '../../src/kernel/money.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { CLOVER_ID, CloverOrder, type CloverCustomer, type CloverDiscount, type CloverLineItem, type CloverPayment } from './schema.js';
 
 /** Payment results that mean the money was taken (an AUTH is captured later with its tip: tax and amount are final). */

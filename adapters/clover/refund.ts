@@ -4,10 +4,10 @@
  * (`merchant.id`, or the href of its `orderRef`), else the posting merchant's Clover account
  * (`requireMerchant`); a refund that gives back only tax and tip reverses nothing.
  */
-import { ValidationError } from '../../src/errors.js';
-import { assertCurrency, minorUnitsToCents } from '../../src/money.js';
+import { ValidationError } from '../../src/kernel/errors.js';
+import { assertCurrency, minorUnitsToCents } from '../../src/kernel/money.js';
 import type { AdapterContext, RefundIntent } from '../../src/pos/contract.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { countedPayments, HREF_MERCHANT, merchantOf, requireMerchant, sum } from './checkout.js';
 import { CloverOrder, CloverRefund } from './schema.js';
 

@@ -21,9 +21,9 @@
  * set, an unsigned one is refused like any unsigned delivery; signed, it is acknowledged as `ignored`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { ValidationError } from '../../src/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import type { WebhookAction, WebhookPart, WebhookSpec } from '../../src/pos/contract.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { fetchOrder } from './api.js';
 import { isPaid, unsettledPayment } from './checkout.js';
 import { refundsCoverOrder, refundsInOrder, refundsOf } from './refund.js';

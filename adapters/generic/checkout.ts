@@ -1,9 +1,9 @@
 /** A generic checkout → the checkout intent: the payload already states the Check's figures. */
-import { normalizeCustomer } from '../../src/customer.js';
+import { normalizeCustomer } from '../../src/kernel/customer.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
-import { parseWith } from '../../src/validation.js';
+import { parseWith } from '../../src/kernel/validation.js';
 import { GenericCheckout } from './schema.js';
 
 export function parseGenericCheckout(body: unknown, context: AdapterContext): CheckoutIntent {

@@ -1,6 +1,6 @@
 /** A generic refund → the refund intent: full without an amount or items, else partial by them. */
 import type { RefundIntent } from '../../src/pos/contract.js';
-import { parseWith } from '../../src/validation.js';
+import { parseWith } from '../../src/kernel/validation.js';
 import { GenericRefund } from './schema.js';
 
 export function parseGenericRefund(body: unknown): RefundIntent {

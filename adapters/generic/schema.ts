@@ -4,11 +4,11 @@
  * itself: after discounts, service charges included, tax and tip excluded.
  */
 import { z } from 'zod';
-import { isIsoCurrency } from '../../src/currencies.js';
-import { ValidationError } from '../../src/errors.js';
-import { nonNegativeCents, parseDecimal, type Decimal } from '../../src/money.js';
-import { hasControlCharacter } from '../../src/transaction-id.js';
-import { issueFrom } from '../../src/validation.js';
+import { isIsoCurrency } from '../../src/kernel/currencies.js';
+import { ValidationError } from '../../src/kernel/errors.js';
+import { nonNegativeCents, parseDecimal, type Decimal } from '../../src/kernel/money.js';
+import { hasControlCharacter } from '../../src/kernel/transaction-id.js';
+import { issueFrom } from '../../src/kernel/validation.js';
 
 // Control characters are refused before trimming: an id ending in a newline is not quietly another order's id.
 const id = z

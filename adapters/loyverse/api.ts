@@ -4,10 +4,10 @@
  * core calls this only then; without it the checkout is recorded as skipped).
  * LOYVERSE_API_BASE_URL is the host (default https://api.loyverse.com), without `/v1.0`.
  */
-import { normalizeCustomer, type Customer, type RawCustomer } from '../../src/customer.js';
-import { ValidationError } from '../../src/errors.js';
+import { normalizeCustomer, type Customer, type RawCustomer } from '../../src/kernel/customer.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
-import { parseWith } from '../../src/validation.js';
+import { parseWith } from '../../src/kernel/validation.js';
 import { LoyverseCustomer } from './schema.js';
 
 /**

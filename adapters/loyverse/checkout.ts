@@ -33,13 +33,13 @@
  * magnitudes: whether Loyverse writes a refund's money as positive or negative numbers is not
  * confirmed, and the equation above still checks that they add up.
  */
-import { echoed, ValidationError } from '../../src/errors.js';
+import { echoed, ValidationError } from '../../src/kernel/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
-import { decimalToCents, decimalToString, isWholeNumber, type Decimal } from '../../src/money.js';
+import { decimalToCents, decimalToString, isWholeNumber, type Decimal } from '../../src/kernel/money.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent, RefundLine } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
-import { parseWith } from '../../src/validation.js';
+import { parseWith } from '../../src/kernel/validation.js';
 import { LoyverseReceipt, type LoyverseLineItem, type LoyverseTax } from './schema.js';
 
 export interface ReadReceipt {

@@ -3,7 +3,7 @@
  * `refund_for` and is measured like a sale (checkout.ts), tax and tip excluded; a cancelled SALE
  * reverses the whole sale.
  */
-import { ValidationError } from '../../src/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import type { RefundIntent } from '../../src/pos/contract.js';
 import { measureReceipt, naming, readReceipt } from './checkout.js';
 import type { LoyverseReceipt } from './schema.js';

@@ -9,8 +9,8 @@
  * Signs are judged later, in checkout.ts, because a refund receipt's amounts are magnitudes.
  */
 import { z } from 'zod';
-import { parseDecimal, type Decimal } from '../../src/money.js';
-import { issueFrom } from '../../src/validation.js';
+import { parseDecimal, type Decimal } from '../../src/kernel/money.js';
+import { issueFrom } from '../../src/kernel/validation.js';
 
 const ZERO: Decimal = { units: 0n, scale: 0 };
 

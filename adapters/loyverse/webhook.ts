@@ -10,9 +10,9 @@
  * guess weakens the check: each is the full 160-bit HMAC of the exact bytes.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { ValidationError } from '../../src/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import { namedIn, type AdapterContext, type SignatureScheme, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
-import { parseWith } from '../../src/validation.js';
+import { parseWith } from '../../src/kernel/validation.js';
 import { parseLoyverseCheckout } from './checkout.js';
 import { parseLoyverseRefund } from './refund.js';
 import { LoyverseReceiptIdentity, LoyverseWebhookEnvelope, type LoyverseReceiptIdentity as Identity } from './schema.js';

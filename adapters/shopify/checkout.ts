@@ -63,14 +63,14 @@
  * allocations, tax excluded. Shopify quantities are integers; anything else is refused.
  */
 import { z } from 'zod';
-import { normalizeCustomer, toE164, type Customer as BridgeCustomer } from '../../src/customer.js';
-import { echoed, ValidationError } from '../../src/errors.js';
+import { normalizeCustomer, toE164, type Customer as BridgeCustomer } from '../../src/kernel/customer.js';
+import { echoed, ValidationError } from '../../src/kernel/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
-import { assertCurrency, centsToDecimalString, decimalToCents, mulDecimal, nonNegativeCents, parseDecimal, toCents } from '../../src/money.js';
+import { assertCurrency, centsToDecimalString, decimalToCents, mulDecimal, nonNegativeCents, parseDecimal, toCents } from '../../src/kernel/money.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
-import { parseWith } from '../../src/validation.js';
+import { parseWith } from '../../src/kernel/validation.js';
 import { Order, unwrap, type Amount, type LineItem, type MoneySet, type ShippingLine } from './schema.js';
 
 // ------------------------------------------------------------------ Shopify money
@@ -79,7 +79,7 @@ import { Order, unwrap, type Amount, type LineItem, type MoneySet, type Shipping
 // `{shop_money, presentment_money}`. Old payloads (before 2019) have only the plain field; a
 // stripped-down one might have only the set. Either is read; where both are present they must
 // agree to the cent, so a payload whose two statements disagree fails loudly instead of the bridge
-// picking one. Conversion and its single rounding rule are `src/money.ts`'s (real Shopify text
+// picking one. Conversion and its single rounding rule are `src/kernel/money.ts`'s (real Shopify text
 // such as "130.64999999999998" becomes 13065): nothing here rounds.
 
 export interface MoneyOptions {

@@ -21,10 +21,10 @@
  * embedded line when the whole line is refunded, or when nothing about it was discounted or taxed;
  * otherwise the refund is refused.
  */
-import { echoed, ValidationError } from '../../src/errors.js';
-import { decimalToCents, mulDecimal, nonNegativeCents, parseDecimal } from '../../src/money.js';
+import { echoed, ValidationError } from '../../src/kernel/errors.js';
+import { decimalToCents, mulDecimal, nonNegativeCents, parseDecimal } from '../../src/kernel/money.js';
 import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
-import { parseWith } from '../../src/validation.js';
+import { parseWith } from '../../src/kernel/validation.js';
 import { at, presentmentCents, requiredShopCents, selectionId, shopCents, show, sum } from './checkout.js';
 import { Refund, unwrap, type MoneySet, type RefundedLineItem, type RefundLineItem } from './schema.js';
 

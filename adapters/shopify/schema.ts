@@ -8,7 +8,7 @@
  * comparing each amount with its `*_set.shop_money` twin where both are present.
  */
 import { z } from 'zod';
-import { isObject } from '../../src/validation.js';
+import { isObject } from '../../src/kernel/validation.js';
 
 /** A Shopify amount as sent: decimal text, or a JSON number read through its shortest text. */
 export const Amount = z.union([z.string(), z.number()], { error: 'must be a decimal amount (string or number)' });

@@ -22,7 +22,7 @@
  * order id and calls nothing); `refunds/create` → refund. Everything else is acknowledged and ignored.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { echoed, ValidationError } from '../../src/errors.js';
+import { echoed, ValidationError } from '../../src/kernel/errors.js';
 import { singleHeaderValue, type ActionKey, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
 import { parseRefundPayload, withoutItemsReason } from './refund.js';
 import { unwrap } from './schema.js';

@@ -4,7 +4,7 @@
  * default) and `Authorization: Bearer SQUARE_ACCESS_TOKEN`; both answers wrap their object
  * (`{ "order": … }`, `{ "customer": … }`), which the translators accept as they are.
  */
-import type { Customer } from '../../src/customer.js';
+import type { Customer } from '../../src/kernel/customer.js';
 import type { AdapterContext, PosApi } from '../../src/pos/contract.js';
 import { customerFromSquare } from './checkout.js';
 

@@ -17,14 +17,14 @@
  *   adjustment equal `total − tax − tip`. That equality is checked; an order where it fails (a tip
  *   that is not inside total_money after all, a field Square added) is refused, never guessed.
  */
-import { hasContact, normalizeCustomer, type Customer, type RawCustomer } from '../../src/customer.js';
-import { echoed, ValidationError } from '../../src/errors.js';
+import { hasContact, normalizeCustomer, type Customer, type RawCustomer } from '../../src/kernel/customer.js';
+import { echoed, ValidationError } from '../../src/kernel/errors.js';
 import type { Selection } from '../../src/loyalty/contract.js';
-import { assertCurrency, minorUnitsToCents, minorUnitsToDecimal } from '../../src/money.js';
+import { assertCurrency, minorUnitsToCents, minorUnitsToDecimal } from '../../src/kernel/money.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { Customer as SquareCustomer, Order, type LineItem, type Money, type Recipient, type ServiceCharge } from './schema.js';
 
 /** The only order state that is a finished sale (OPEN, DRAFT and CANCELED are not). */

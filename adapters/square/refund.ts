@@ -8,10 +8,10 @@
  *   order whose `returns[].source_order_id` is the original order and whose `return_line_items`
  *   say, tax-excluded, what was returned.
  */
-import { echoed, ValidationError } from '../../src/errors.js';
-import { assertCurrency, isWholeNumber, minorUnitsToCents } from '../../src/money.js';
+import { echoed, ValidationError } from '../../src/kernel/errors.js';
+import { assertCurrency, isWholeNumber, minorUnitsToCents } from '../../src/kernel/money.js';
 import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { at, COMPLETED, MinorUnits, parseOrder, taxExcluded } from './checkout.js';
 import { PaymentRefund, type Order } from './schema.js';
 

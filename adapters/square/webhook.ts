@@ -13,9 +13,9 @@
  *   status is COMPLETED, after fetching the order its order_id names (the return order); without
  *   SQUARE_ACCESS_TOKEN, measured against the sale the ledger recorded.
  */
-import { ValidationError } from '../../src/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import { namedIn, type SignatureScheme, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { retrieveOrder } from './api.js';
 import { COMPLETED, parseOrder } from './checkout.js';
 import { OrderNotice, PaymentRefund, SquareEvent } from './schema.js';

@@ -12,7 +12,7 @@
  */
 import type { BackfillSpec, ListedObject } from '../../src/pos/contract.js';
 import { clampPageSize, textOf } from '../../src/pos/backfill-kit.js';
-import { isObject } from '../../src/validation.js';
+import { isObject } from '../../src/kernel/validation.js';
 import { decideOrder } from './webhook.js';
 
 const MAX_PAGE_SIZE = 100;

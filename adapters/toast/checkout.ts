@@ -9,15 +9,15 @@
  * order guid its orderId. Builds before kept the order whole (`toast:<order guid>`, every check
  * summed): a check of such an order is found there (`recordedAs`), never accrued again.
  */
-import { normalizeCustomer, toE164, type Customer } from '../../src/customer.js';
-import { ValidationError } from '../../src/errors.js';
+import { normalizeCustomer, toE164, type Customer } from '../../src/kernel/customer.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import type { Check as UpstreamCheck, Selection as CheckSelection } from '../../src/loyalty/contract.js';
-import { centsToDecimalString } from '../../src/money.js';
+import { centsToDecimalString } from '../../src/kernel/money.js';
 import type { CheckPart } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
 import { toSelection } from '../../src/selection.js';
-import { deriveTransactionId } from '../../src/transaction-id.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { deriveTransactionId } from '../../src/kernel/transaction-id.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { Order, type Check, type Selection } from './schema.js';
 
 const PAID_CHECK_STATUSES: ReadonlySet<string> = new Set(['PAID', 'CLOSED']);

@@ -23,11 +23,11 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { z } from 'zod';
-import { maskEmail, maskPhone } from '../../src/mask.js';
-import { toE164 } from '../../src/customer.js';
-import { ValidationError } from '../../src/errors.js';
+import { maskEmail, maskPhone } from '../../src/kernel/mask.js';
+import { toE164 } from '../../src/kernel/customer.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import type { AdapterContext, RegisterAccount, RegisterAnswer, RegisterCall, RegisterRefusalReason, RegisterSpec } from '../../src/pos/contract.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { checkSaleOf, type ReadOrder } from './checkout.js';
 import { Check } from './schema.js';
 

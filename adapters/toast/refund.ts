@@ -21,7 +21,7 @@
  * Refund details without that guid are refused: summed without it, a second refund would carry
  * the first one again and reduce the order twice.
  */
-import { ValidationError } from '../../src/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import type { RefundIntent, RefundLine } from '../../src/pos/contract.js';
 import { at, checkGuidOf, checkMoneyOf, chosenCheck, liveChecks, livePayments, readOrder, selectionOf, wasPaid, wholeOrderId, type LiveCheck, type ReadOrder } from './checkout.js';
 import type { RefundDetails } from './schema.js';

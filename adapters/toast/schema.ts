@@ -4,7 +4,7 @@
  * declared; everything else Toast sends is ignored.
  *
  * Money: Toast sends JSON numbers (doubles) in major units (`"amount": 1.06`) and no currency
- * (pos-facts "Money"). Each amount is read through its shortest decimal text by src/money.ts and
+ * (pos-facts "Money"). Each amount is read through its shortest decimal text by src/kernel/money.ts and
  * converted to integer cents there, so `19.99` is 1999 and never `19.99 * 100`.
  *
  * Nullability: Toast writes `null` for absent references and objects (`"refund": null`,
@@ -14,8 +14,8 @@
  * state is known.
  */
 import { z } from 'zod';
-import { nonNegativeCents, toCents } from '../../src/money.js';
-import { issueFrom } from '../../src/validation.js';
+import { nonNegativeCents, toCents } from '../../src/kernel/money.js';
+import { issueFrom } from '../../src/kernel/validation.js';
 
 /** Major units (JSON number, or decimal text) → cents; the ValidationError lands on the field's path. */
 function centsOf(convert: (value: string | number) => number) {

@@ -17,9 +17,9 @@
  * `Toast-Timestamp` header is refused rather than guessed around (no fallback to the body).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { ValidationError } from '../../src/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import { namedIn, singleHeaderValue, type ReplayWindow, type WebhookAction, type WebhookSpec } from '../../src/pos/contract.js';
-import { isObject, parseWith } from '../../src/validation.js';
+import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { checkGuidOf, unpaid, wasPaid, type ReadOrder } from './checkout.js';
 import { refundableChecks, refundsOf } from './refund.js';
 import { Envelope, Order } from './schema.js';

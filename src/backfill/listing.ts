@@ -8,11 +8,11 @@
  * this walks every page of every listing, asking the POS again after a 429 or 5xx (waiting what
  * its `Retry-After` says, or backing off), and gives each object as the adapter parses it.
  */
-import { BridgeError, ValidationError } from '../errors.js';
+import { BridgeError, ValidationError } from '../kernel/errors.js';
 import type { AdapterContext, BackfillWindow, CheckoutIntent, PosAdapter, PosListingApi, PosRequest, PosSettings, RefundIntent } from '../pos/contract.js';
 import { posApi, PosApiError } from '../pos-api.js';
-import { saleTransactionId } from '../transaction-id.js';
-import { backoffMs, DOUBLING } from '../backoff.js';
+import { saleTransactionId } from '../kernel/transaction-id.js';
+import { backoffMs, DOUBLING } from '../kernel/backoff.js';
 
 /** One order or refund the POS listed, as the adapter parsed it. */
 export interface FoundItem {

@@ -12,19 +12,19 @@
  * running a pass (lease.ts: the rules of every lease): on PostgreSQL one instance at most reads an
  * account at a time, and one pass at most in this instance.
  */
-import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError } from '../errors.js';
-import { withMerchant } from '../log-context.js';
-import { maskContacts } from '../mask.js';
+import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError } from '../kernel/errors.js';
+import { withMerchant } from '../kernel/log-context.js';
+import { maskContacts } from '../kernel/mask.js';
 import { ledgerKey } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import { backfillKey, type BackfillPassSummary, type BackfillState, type BackfillStateStore, type MerchantStore, type RecordStore, type StoreLifecycle } from '../ledger/store.js';
-import { isHeld, LeaseKeeper, release, renew, renewalDue, standing, take, type Lease, type Renewal } from '../lease.js';
-import type { Logger } from '../logger.js';
+import { isHeld, LeaseKeeper, release, renew, renewalDue, standing, take, type Lease, type Renewal } from '../kernel/lease.js';
+import type { Logger } from '../kernel/logger.js';
 import type { Metrics } from '../metrics.js';
 import type { CheckoutIntent, PosAdapter, RefundIntent } from '../pos/contract.js';
 import { PosApiError } from '../pos-api.js';
 import type { Ingest, IngestMerchant } from '../core/ingest.js';
-import { PeriodicLoop } from '../core/periodic.js';
+import { PeriodicLoop } from '../kernel/periodic.js';
 import { MerchantSuspendedError } from '../core/ingest.js';
 import { keptPayload, type Arrival } from '../core/arrival.js';
 import { DEFAULT_LISTING_RETRY, listingSource, listPosChanges, type FoundItem, type ListingRetry } from './listing.js';

@@ -18,12 +18,12 @@
  *   which would be refused and why), doing nothing: what the console shows before it asks.
  */
 import { createHash } from 'node:crypto';
-import { BridgeError, ConflictError, echoed, ValidationError } from '../errors.js';
+import { BridgeError, ConflictError, echoed, ValidationError } from '../kernel/errors.js';
 import { keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import type { LedgerStore } from '../ledger/store.js';
-import { formatCents } from '../money.js';
-import { unreachable } from '../unreachable.js';
+import { formatCents } from '../kernel/money.js';
+import { unreachable } from '../kernel/unreachable.js';
 import type { ActionAllowed, OperatorActionName, ResolveInput } from './transitions.js';
 
 /** At most this many records one bulk action touches; a filter matching more is refused (400) with its count. */

@@ -4,7 +4,7 @@
  * one record writer, so every change goes through the same compare-and-set and conflict rule.
  */
 import type { LedgerStore } from '../ledger/store.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../kernel/logger.js';
 import type { Metrics } from '../metrics.js';
 import { DeliveryService, type DeliveryOptions, type UpstreamDirectory } from './delivery.js';
 import { IntakeService } from './intake.js';

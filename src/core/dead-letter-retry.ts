@@ -16,10 +16,10 @@
  * instance stopped mid-run). Within one instance, ingest keeps the loop and an operator's replay
  * from running one letter at once. A resolved letter is never claimed, so never run again.
  */
-import { withMerchant } from '../log-context.js';
+import { withMerchant } from '../kernel/log-context.js';
 import type { DeadLetterStore } from '../ledger/store.js';
-import type { Logger } from '../logger.js';
-import { PeriodicLoop } from './periodic.js';
+import type { Logger } from '../kernel/logger.js';
+import { PeriodicLoop } from '../kernel/periodic.js';
 
 // The letter's rules (its schedule, when it is due, claims and runs) are dead-letter-transitions.ts'.
 

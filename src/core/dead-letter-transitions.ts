@@ -13,10 +13,10 @@
  * Still in ledger/store.ts: `deadLetterDueAtMs`, which every store indexes letters by, so it must
  * stay below the core.
  */
-import { backoffMs } from '../backoff.js';
-import { BridgeError, ValidationError, type FieldIssue } from '../errors.js';
+import { backoffMs } from '../kernel/backoff.js';
+import { BridgeError, ValidationError, type FieldIssue } from '../kernel/errors.js';
 import { deadLetterDueAtMs, type DeadLetter, type DeadLetterRetry } from '../ledger/store.js';
-import { isHeld, release, take, type Lease } from '../lease.js';
+import { isHeld, release, take, type Lease } from '../kernel/lease.js';
 import { PosApiError } from '../pos-api.js';
 
 export interface DeadLetterRetryPolicy {

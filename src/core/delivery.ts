@@ -11,14 +11,14 @@
  * waits for it, within the budget, and goes right after.
  */
 import { randomUUID } from 'node:crypto';
-import { isHeld, leaseFrom, standing } from '../lease.js';
-import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../errors.js';
-import { failpoint } from '../failpoints.js';
-import { mutant } from '../mutants.js';
+import { isHeld, leaseFrom, standing } from '../kernel/lease.js';
+import { AccrualKeyHeldError, ConflictError, NotFoundError, VersionConflictError } from '../kernel/errors.js';
+import { failpoint } from '../kernel/failpoints.js';
+import { mutant } from '../kernel/mutants.js';
 import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 import type { UpstreamOperation } from '../loyalty/calls.js';
 import type { DueQuery, OpenClaim } from '../ledger/store.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../kernel/logger.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
 import type { Metrics } from '../metrics.js';

@@ -13,18 +13,18 @@
  * customer and amount while the first is unsettled (`accrualKeys`), so this arises only where one
  * person is known by different identifiers (a phone on one order, an email on the other).
  */
-import type { Customer } from '../customer.js';
+import type { Customer } from '../kernel/customer.js';
 import { identitiesOf } from '../state/customer-index.js';
 import { isAccrualUnsettled, isProbing, keyOf, merchantOf, type LedgerRecord, type ReversalShape } from '../state/record.js';
 import type { ListCursor, RecordStore, SettingStore } from '../ledger/store.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { Operation } from '../loyalty/contract.js';
-import { centsEqualsMajor, exactDifference } from '../money.js';
-import { mutant } from '../mutants.js';
+import { centsEqualsMajor, exactDifference } from '../kernel/money.js';
+import { mutant } from '../kernel/mutants.js';
 import { describeShape, isReversalEntry, readShape, sumSign } from './reversal-shape.js';
 import { ownersOf, type OperationOwners } from './operation-owners.js';
 import type { ResolveOutcome, ReversalVerdict, Verdict } from './transitions.js';
-import { unreachable } from '../unreachable.js';
+import { unreachable } from '../kernel/unreachable.js';
 
 export type { ReversalVerdict, Verdict };
 

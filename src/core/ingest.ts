@@ -7,15 +7,15 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { withMerchant } from '../log-context.js';
-import { hasContact } from '../customer.js';
-import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError, type FieldIssue } from '../errors.js';
-import { parseJsonBody } from '../json-body.js';
+import { withMerchant } from '../kernel/log-context.js';
+import { hasContact } from '../kernel/customer.js';
+import { BridgeError, ConflictError, echoed, NotFoundError, ValidationError, type FieldIssue } from '../kernel/errors.js';
+import { parseJsonBody } from '../kernel/json-body.js';
 import { FINAL_STATUSES, type LedgerStatus } from '../state/record.js';
 import { accountKey, DEFAULT_MERCHANT } from '../state/merchant.js';
 import type { DeadLetter, DeadLetterStore, WebhookEventStore } from '../ledger/store.js';
-import type { Logger } from '../logger.js';
-import { KeyedMutex } from '../keyed-mutex.js';
+import type { Logger } from '../kernel/logger.js';
+import { KeyedMutex } from '../kernel/keyed-mutex.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosObjectRef, PosSettings, RefundIntent, WebhookAction, WebhookPart, WebhookSpec } from '../pos/contract.js';
 import { isObjectRefusal, posApi, PosApiError, PosApiNotConfiguredError, PosObjectRefusedError } from '../pos-api.js';
 import { canonicalHeaders } from '../webhooks/headers.js';

@@ -4,15 +4,15 @@
  * background. The intent is in the ledger before anything is sent. A repeat (the same order, the
  * same refund id) answers what is recorded and sends nothing.
  */
-import { AccrualKeyHeldError, ConflictError, NotFoundError, ValidationError, VersionConflictError } from '../errors.js';
-import { failpoint } from '../failpoints.js';
-import { hasContact } from '../customer.js';
+import { AccrualKeyHeldError, ConflictError, NotFoundError, ValidationError, VersionConflictError } from '../kernel/errors.js';
+import { failpoint } from '../kernel/failpoints.js';
+import { hasContact } from '../kernel/customer.js';
 import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../state/merchant.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../kernel/logger.js';
 import type { Metrics } from '../metrics.js';
-import { formatCents, proRataCents } from '../money.js';
-import { checkId, saleTransactionId } from '../transaction-id.js';
+import { formatCents, proRataCents } from '../kernel/money.js';
+import { checkId, saleTransactionId } from '../kernel/transaction-id.js';
 import type { CheckoutIntent, RefundIntent } from '../pos/contract.js';
 import { answerFor, type Answer } from './answer.js';
 import type { DeliveryService } from './delivery.js';

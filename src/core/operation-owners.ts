@@ -14,7 +14,7 @@
  * here; the history verifier decides, or a person does, shown this evidence.
  */
 import type { Operation } from '../loyalty/contract.js';
-import { centsEqualsMajor } from '../money.js';
+import { centsEqualsMajor } from '../kernel/money.js';
 import type { LedgerRecord, ReversalShape } from '../state/record.js';
 import { isReversalEntry } from './reversal-shape.js';
 

@@ -6,7 +6,7 @@
  * as it then is. Each carries who did it and why (`OperatorAct`): written into the record's history
  * and, once it is done, into the audit trail.
  */
-import { ConflictError, echoed, NotFoundError, type BridgeError } from '../errors.js';
+import { ConflictError, echoed, NotFoundError, type BridgeError } from '../kernel/errors.js';
 import { keyOf, merchantOf, transactionIdOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
 import { leadOf, type RecordLead } from '../state/lead.js';
 import type { AuditEntry, DeadLetter } from '../ledger/store.js';

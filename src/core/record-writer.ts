@@ -6,11 +6,11 @@
  * the one conflict-retry rule of the core. A transition that no longer applies to what was read
  * says so itself (it answers undefined, or throws a ConflictError for the caller to show).
  */
-import { echoed, NotFoundError, VersionConflictError } from '../errors.js';
-import { KeyedMutex } from '../keyed-mutex.js';
+import { echoed, NotFoundError, VersionConflictError } from '../kernel/errors.js';
+import { KeyedMutex } from '../kernel/keyed-mutex.js';
 import { transactionIdOf, type LedgerRecord } from '../state/record.js';
 import type { InsertOptions, LedgerStore, UpdateOptions } from '../ledger/store.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../kernel/logger.js';
 import { nextVersion, type Transition } from './transitions.js';
 
 /** How often a change is decided again after another writer won the race. */

@@ -5,7 +5,7 @@
  * cut the journal's tail cleanly), any record may have lost its latest lines, so every side that
  * could have been called is put in doubt too (`transitions.doubtAfterDamage`).
  */
-import { AccrualKeyHeldError } from '../errors.js';
+import { AccrualKeyHeldError } from '../kernel/errors.js';
 import { awaitsRemainder, keyOf, ledgerKey, merchantOf, type LedgerRecord } from '../state/record.js';
 import type { RecordStore } from '../ledger/store.js';
 import { insertRemainder, type DeliveryService } from './delivery.js';

@@ -17,20 +17,20 @@
  * merchant, forgotten for a card whenever the bridge accrues to it or reverses it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { BridgeError, ValidationError } from '../errors.js';
-import { parseJsonBody } from '../json-body.js';
-import type { Logger } from '../logger.js';
+import { BridgeError, ValidationError } from '../kernel/errors.js';
+import { parseJsonBody } from '../kernel/json-body.js';
+import type { Logger } from '../kernel/logger.js';
 import { RegisterReadError, type RegisterCard } from '../loyalty/client.js';
 import type { WebhookEventStore } from '../ledger/store.js';
 import { accountKey, isSuspended, type MerchantStatus } from '../state/merchant.js';
 import type { Metrics } from '../metrics.js';
 import type { AdapterContext, PosAdapter, PosSettings, RegisterAnswer, RegisterCall } from '../pos/contract.js';
 import { ledgerKey } from '../state/record.js';
-import { saleTransactionId } from '../transaction-id.js';
+import { saleTransactionId } from '../kernel/transaction-id.js';
 import { keptPayload } from './arrival.js';
 import type { Ingest } from './ingest.js';
 import type { IntakeService } from './intake.js';
-import { sameSecret } from '../constant-time.js';
+import { sameSecret } from '../kernel/constant-time.js';
 
 /** What a register read needs of a merchant's loyalty client. */
 export interface RegisterReader {

@@ -8,9 +8,9 @@
  * amount: per-product rules then see no product rather than products that were refunded.
  * Tax, tip, discount and service amounts describe the original sale and are not carried over.
  */
-import { BridgeError } from '../errors.js';
+import { BridgeError } from '../kernel/errors.js';
 import type { Check, Selection } from '../loyalty/contract.js';
-import { formatCents, majorUnits } from '../money.js';
+import { formatCents, majorUnits } from '../kernel/money.js';
 import type { RefundLine } from '../pos/contract.js';
 
 /**

@@ -17,7 +17,7 @@
 import type { ReversalShape } from '../state/record.js';
 import type { SettingStore } from '../ledger/store.js';
 import type { Operation } from '../loyalty/contract.js';
-import { centsEqualsMajor } from '../money.js';
+import { centsEqualsMajor } from '../kernel/money.js';
 
 export type { ReversalShape };
 

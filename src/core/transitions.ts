@@ -18,7 +18,7 @@
  * - an accrual is not sent while another of the same customer and amount is unsettled
  *   (`accrualKeys`): the history could not tell their operations apart.
  */
-import { ConflictError } from '../errors.js';
+import { ConflictError } from '../kernel/errors.js';
 import {
   awaitsRemainder,
   deriveStatus,
@@ -46,8 +46,8 @@ import { ACKNOWLEDGEABLE, attentionOf } from '../state/attention.js';
 import { remainderAfterRefund, RefundExceedsRemainderError } from './remainder.js';
 import type { RefundIntent } from '../pos/contract.js';
 import { originOf, type Arrival } from './arrival.js';
-import { mutant } from '../mutants.js';
-import { backoffMs } from '../backoff.js';
+import { mutant } from '../kernel/mutants.js';
+import { backoffMs } from '../kernel/backoff.js';
 
 export interface TransitionOptions {
   /** Unit of the pause between delivery rounds (the same unit as the 429 schedule). */

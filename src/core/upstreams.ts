@@ -6,7 +6,7 @@
  */
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import { isSuspended, type AmbiguityPolicy, type MerchantStatus } from '../state/merchant.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../kernel/logger.js';
 import { HistoryVerifier, type VerifierOptions, type VerifierStore } from './history-verifier.js';
 import type { Upstream, UpstreamDirectory } from './delivery.js';
 

@@ -11,12 +11,12 @@
  * followed by the next at once, so a lone merchant's backlog drains as fast as lanes allow.
  */
 import { attentionOf, SETTLED_ATTENTION_STATUSES } from '../state/attention.js';
-import { withMerchant } from '../log-context.js';
-import type { Logger } from '../logger.js';
+import { withMerchant } from '../kernel/log-context.js';
+import type { Logger } from '../kernel/logger.js';
 import type { RecordStore } from '../ledger/store.js';
 import { FINAL_STATUSES, keyOf, merchantOf, type LedgerRecord, type LedgerStatus } from '../state/record.js';
 import type { DeliveryService, StepReport } from './delivery.js';
-import { PeriodicLoop } from './periodic.js';
+import { PeriodicLoop } from '../kernel/periodic.js';
 
 export interface ReconcileReport {
   startedAt: string;

@@ -7,10 +7,10 @@
  */
 import type { RequestHandler, Response } from 'express';
 import type { PosAuthConfig } from '../config.js';
-import { BridgeError, UnauthorizedError } from '../errors.js';
+import { BridgeError, UnauthorizedError } from '../kernel/errors.js';
 import { DEFAULT_MERCHANT } from '../state/merchant.js';
-import { nameMerchant } from '../log-context.js';
-import { secretMatcher } from '../constant-time.js';
+import { nameMerchant } from '../kernel/log-context.js';
+import { secretMatcher } from '../kernel/constant-time.js';
 
 /** Who a direct POS post comes from. */
 export interface PosPrincipal {

@@ -1,13 +1,13 @@
 /**
  * Request bodies, read raw: JSON only (415 otherwise), within the size limit (413), before a byte is
- * parsed; parsing is `src/json-body.ts`. POS bodies are read raw because webhook signatures are
+ * parsed; parsing is `src/kernel/json-body.ts`. POS bodies are read raw because webhook signatures are
  * computed over the exact bytes; admin bodies go through the same parser, so both refuse a key
  * given twice. `adminInput` also checks what an admin request carries besides its body: its query
  * values and path segments.
  */
 import express, { type Request, type RequestHandler } from 'express';
-import { echoed, NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../errors.js';
-import { parseJsonBody } from '../json-body.js';
+import { echoed, NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../kernel/errors.js';
+import { parseJsonBody } from '../kernel/json-body.js';
 
 declare module 'express-serve-static-core' {
   interface Request {

@@ -6,7 +6,7 @@ import type { OperatorActions } from '../core/operator.js';
 import type { RegisterService } from '../core/register.js';
 import type { Worker } from '../core/worker.js';
 import type { LedgerStore } from '../ledger/store.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../kernel/logger.js';
 import type { MerchantAdmin } from '../merchants/admin.js';
 import type { Metrics } from '../metrics.js';
 import type { ReconcileReporter } from '../reconcile/report.js';

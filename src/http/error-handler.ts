@@ -9,8 +9,8 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import { BridgeError, echoed, LedgerUnreachableError, NotFoundError, OverloadedError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import { BridgeError, echoed, LedgerUnreachableError, NotFoundError, OverloadedError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../kernel/errors.js';
+import type { Logger } from '../kernel/logger.js';
 import { isLedgerUnreachable } from '../ledger/pg-store.js';
 
 /** Enough of a path to recognise it; a URL can be kilobytes of the caller's choosing. */

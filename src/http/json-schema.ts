@@ -14,8 +14,8 @@
  * (the format says it), and ±(2^53 − 1) on every integer.
  */
 import { z } from 'zod';
-import { CURRENCY_EXPONENTS, isIsoCurrency } from '../currencies.js';
-import { MAX_AMOUNT_TEXT_LENGTH } from '../money.js';
+import { CURRENCY_EXPONENTS, isIsoCurrency } from '../kernel/currencies.js';
+import { MAX_AMOUNT_TEXT_LENGTH } from '../kernel/money.js';
 import { CONTROL_CLASS } from './body.js';
 
 export type JsonSchema = Record<string, unknown>;

@@ -15,7 +15,7 @@
  * Operations (`/healthz`, `/readyz`, `/metrics`) and `/v1/admin/*` are never shed.
  */
 import type { RequestHandler } from 'express';
-import { OverloadedError } from '../errors.js';
+import { OverloadedError } from '../kernel/errors.js';
 import type { Metrics } from '../metrics.js';
 
 /** What a shed POS is told: a burst has usually passed a second later. */

@@ -9,10 +9,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { echoed } from '../errors.js';
-import { logContext, withLogContext } from '../log-context.js';
-import type { Logger } from '../logger.js';
-import { maskContacts } from '../mask.js';
+import { echoed } from '../kernel/errors.js';
+import { logContext, withLogContext } from '../kernel/log-context.js';
+import type { Logger } from '../kernel/logger.js';
+import { maskContacts } from '../kernel/mask.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 

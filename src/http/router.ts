@@ -7,11 +7,11 @@
  */
 import { Router, type RequestHandler } from 'express';
 import type { IngestMerchant } from '../core/ingest.js';
-import { parseWith } from '../validation.js';
+import { parseWith } from '../kernel/validation.js';
 import { adminAuth, posAuth, requireGlobalAdmin } from './auth.js';
 import { adminInput } from './body.js';
 import { expressPath, isAdmin, type Access, type HttpDeps, type Route } from './route.js';
-import { unreachable } from '../unreachable.js';
+import { unreachable } from '../kernel/unreachable.js';
 
 declare module 'express-serve-static-core' {
   interface Request {

@@ -4,8 +4,8 @@
  */
 import type { Response } from 'express';
 import { merchantOf, type LedgerRecord } from '../state/record.js';
-import { maskCardSerial, maskContacts, maskContactsInJson } from '../mask.js';
-import { formatCents, formatMajor, moneyInText } from '../money.js';
+import { maskCardSerial, maskContacts, maskContactsInJson } from '../kernel/mask.js';
+import { formatCents, formatMajor, moneyInText } from '../kernel/money.js';
 import type { Evidence } from '../core/history-verifier.js';
 import type { Answer, AnswerOutcome } from '../core/answer.js';
 import type { KeptPayload as StoredPayload, DeadLetter as StoredDeadLetter } from '../ledger/store.js';

@@ -7,7 +7,7 @@
  * stored version has) keeps moving. Checked before anything changes, so a refused write leaves
  * everything as it was.
  */
-import { AccrualKeyHeldError, ConflictError } from '../errors.js';
+import { AccrualKeyHeldError, ConflictError } from '../kernel/errors.js';
 import { claimedOperationIds, keyOf, merchantOf, transactionIdOf, type LedgerRecord } from '../state/record.js';
 
 /** Who holds a claim now, by the holder's ledger key. */

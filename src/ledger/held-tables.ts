@@ -9,7 +9,7 @@
  * Everything goes in and out as a copy, as a store on disk would: a caller that changes what it was
  * given changes nothing held.
  */
-import { ConflictError, VersionConflictError } from '../errors.js';
+import { ConflictError, VersionConflictError } from '../kernel/errors.js';
 import { accountKeysOf, type StoredMerchant } from '../state/merchant.js';
 import { backfillKey, type BackfillState } from './store.js';
 

@@ -7,8 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { copyPlain } from './plain-copy.js';
-import { VersionConflictError } from '../errors.js';
-import { mutant } from '../mutants.js';
+import { VersionConflictError } from '../kernel/errors.js';
+import { mutant } from '../kernel/mutants.js';
 import { takeTurns } from './due-turns.js';
 import { checkClaims } from './claims.js';
 import { BackfillStateTable, MerchantTable } from './held-tables.js';

@@ -5,7 +5,7 @@
  * migration that has shipped: add the next version.
  */
 import type pg from 'pg';
-import type { Customer } from '../customer.js';
+import type { Customer } from '../kernel/customer.js';
 import { attentionEntriesOf } from '../state/attention.js';
 import { CUSTOMER_SEARCH_KEY, customerHashesOf, newSearchKey } from '../state/customer-index.js';
 import { accrualKeys, dueOf, unsettledAmount, type LedgerRecord } from '../state/record.js';

@@ -9,7 +9,7 @@
  * `?schema=name` in the URL puts the tables in that schema (tests give each file its own).
  */
 import pg from 'pg';
-import { AccrualKeyHeldError, ArchivedRecordError, ConflictError, VersionConflictError } from '../errors.js';
+import { AccrualKeyHeldError, ArchivedRecordError, ConflictError, VersionConflictError } from '../kernel/errors.js';
 import { WriteBatch } from './pg-batch.js';
 import { accrualKeyColumns, attentionColumn, dueColumns, MIGRATIONS } from './pg-migrations.js';
 import { accountKeysOf, type StoredMerchant } from '../state/merchant.js';
@@ -239,7 +239,7 @@ function refusal(outcome: Refusal, record: LedgerRecord): Error {
  * owner. The records themselves are read by their primary key, in their month's partition.
  *
  * The lease test (`lease_until IS NULL OR lease_until < now() OR lease_owner = owner`) is the rule
- * of src/lease.ts, which owns it, said in SQL because the batch is chosen and locked in one
+ * of src/kernel/lease.ts, which owns it, said in SQL because the batch is chosen and locked in one
  * statement; here the database's clock says when a lease ran out. A change to the rule is made
  * there first, then here and in `#select`.
  */
@@ -875,7 +875,7 @@ export class PostgresLedgerStore implements LedgerStore {
       return rows.map((r) => r.record);
     }
     // Each instance's worker takes a disjoint batch: rows another instance holds a live lease on,
-    // or is claiming right now (locked), are skipped. The lease test is src/lease.ts' rule in SQL
+    // or is claiming right now (locked), are skipped. The lease test is src/kernel/lease.ts' rule in SQL
     // (see `dueSql`).
     const owner = `$${params.push(claim.owner)}`;
     const leaseMs = `$${params.push(claim.leaseMs)}`;

@@ -7,8 +7,8 @@
  * unsettled) is held by one record at most. Every store passes `test/ledger/store-contract.ts`.
  */
 import { createHmac } from 'node:crypto';
-import type { Lease } from '../lease.js';
-import { ValidationError, type FieldIssue } from '../errors.js';
+import type { Lease } from '../kernel/lease.js';
+import { ValidationError, type FieldIssue } from '../kernel/errors.js';
 import type { StoredMerchant } from '../state/merchant.js';
 import type { AttentionInput, AttentionKind } from '../state/attention.js';
 import { identitiesOf } from '../state/customer-index.js';

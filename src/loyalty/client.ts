@@ -14,7 +14,7 @@ import https from 'node:https';
 import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import axiosRetry from 'axios-retry';
 import { z } from 'zod';
-import { backoffMs, DOUBLING } from '../backoff.js';
+import { backoffMs, DOUBLING } from '../kernel/backoff.js';
 import type { Attempt, UpstreamOperation } from './calls.js';
 import { operationsOfCard } from './history-reader.js';
 import {

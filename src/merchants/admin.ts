@@ -6,14 +6,14 @@
  * when made, and kept as hashes.
  */
 import { z } from 'zod';
-import { isIsoCurrency } from '../currencies.js';
-import { BridgeError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { isIsoCurrency } from '../kernel/currencies.js';
+import { BridgeError, ConflictError, NotFoundError, ValidationError } from '../kernel/errors.js';
 import type { MerchantStore } from '../ledger/store.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../kernel/logger.js';
 import { LoyaltyClient, type LoyaltyClientOptions } from '../loyalty/client.js';
 import type { Credential } from '../loyalty/contract.js';
 import { accountShapeOf, type PosSettingDeclarations } from '../pos/settings.js';
-import { parseWith } from '../validation.js';
+import { parseWith } from '../kernel/validation.js';
 import { accountKey, accountKeysOf, AMBIGUITY_POLICIES, DEFAULT_MERCHANT, MERCHANT_ID, type AmbiguityPolicy, type PosAccount, type StoredMerchant } from '../state/merchant.js';
 import type { MerchantRegistry } from './registry.js';
 import { newToken, tokenHash, type SecretBox } from './secrets.js';

@@ -11,7 +11,7 @@
  * working there that long at most). Checkouts look a merchant up by its POS token on every request,
  * so a cached lookup is a hash and a map read.
  */
-import type { Logger } from '../logger.js';
+import type { Logger } from '../kernel/logger.js';
 import type { LoyaltyClient } from '../loyalty/client.js';
 import type { MerchantStore } from '../ledger/store.js';
 import type { AdapterContext, PosSettings } from '../pos/contract.js';

@@ -7,7 +7,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { SealedSecret } from '../state/merchant.js';
-import { maskSecret } from '../mask.js';
+import { maskSecret } from '../kernel/mask.js';
 
 export class SecretsKeyError extends Error {}
 

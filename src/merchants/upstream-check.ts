@@ -23,10 +23,10 @@
  * 3,000 merchants each is checked about every 50 minutes, with a few, every minute.
  */
 import type { MerchantStore } from '../ledger/store.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../kernel/logger.js';
 import type { CredentialsAnswer, LoyaltyClient } from '../loyalty/client.js';
 import { DEFAULT_MERCHANT } from '../state/merchant.js';
-import { unreachable } from '../unreachable.js';
+import { unreachable } from '../kernel/unreachable.js';
 
 export interface UpstreamCheckOptions {
   /** How long a check that found the credential taken stands (default 60 s). */

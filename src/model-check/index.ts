@@ -1,10 +1,10 @@
 /**
  * `npm run model-check`: explores every scenario of the chosen bounds (scenario.ts) and reports
  * its figures, or the shortest counterexample found; with `mutants`, runs the search once per named
- * mistake (src/mutants.ts) and reports whether each was caught and how long its counterexample is.
+ * mistake (src/kernel/mutants.ts) and reports whether each was caught and how long its counterexample is.
  * docs/correctness.md explains the model, its bounds and what it does not cover.
  */
-import { armMutant, MUTANTS, type MutantName } from '../mutants.js';
+import { armMutant, MUTANTS, type MutantName } from '../kernel/mutants.js';
 import { REQUIRED_COVERAGE } from './coverage.js';
 import { explore, type ExploreFigures, type Violation } from './explorer.js';
 import { scenarios, TIMING, type Scenario } from './scenario.js';

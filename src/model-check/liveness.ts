@@ -29,7 +29,7 @@ import { TIMING } from './scenario.js';
 import { stateKey } from './state-key.js';
 import type { ModelEvent, World } from './world.js';
 import { applyNoted } from './coverage.js';
-import { centsEqualsMajor } from '../money.js';
+import { centsEqualsMajor } from '../kernel/money.js';
 
 /**
  * Steps of a continuation at most, a guard against a model that never stops: with the rechecks

@@ -3,7 +3,7 @@
  * the POS's own JSON, read defensively, since one malformed object must not hide the rest of a page
  * (it is handed to the adapter, which refuses it naming the field).
  */
-import { isObject } from '../validation.js';
+import { isObject } from '../kernel/validation.js';
 import type { BackfillWindow } from './contract.js';
 
 /** The objects under `field` of a page (absent or not a list: none). */

@@ -8,7 +8,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ZodType } from 'zod';
-import type { Customer } from '../customer.js';
+import type { Customer } from '../kernel/customer.js';
 import type { Check } from '../loyalty/contract.js';
 import type { PosSettingDeclarations, PosSettings } from './settings.js';
 

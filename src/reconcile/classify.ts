@@ -17,7 +17,7 @@
 import { callInDoubt, ownersOf } from '../core/operation-owners.js';
 import { claimedOperationIds, isAccrualUnsettled, type LedgerRecord, type ReversalShape } from '../state/record.js';
 import type { Operation } from '../loyalty/contract.js';
-import { centsEqualsMajor, centsToDecimalString as money } from '../money.js';
+import { centsEqualsMajor, centsToDecimalString as money } from '../kernel/money.js';
 import type { PosEntry, PosRefund, PosSale, PosUnreadable } from './pos-source.js';
 
 export const DIFFERENCE_KINDS = ['missing_in_ledger', 'not_in_history', 'in_doubt', 'unclaimed_operation', 'amount_mismatch', 'refund_not_reversed', 'pos_amount_differs'] as const;

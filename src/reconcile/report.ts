@@ -16,7 +16,7 @@
  *   lie outside the days read), and a reversal nobody explains (its order may be older than the
  *   range), are looked up in that card's own history before they are reported.
  */
-import { BridgeError, echoed, NotFoundError, ValidationError } from '../errors.js';
+import { BridgeError, echoed, NotFoundError, ValidationError } from '../kernel/errors.js';
 import { ledgerKey, type LedgerRecord } from '../state/record.js';
 import type { RecordStore, SettingStore } from '../ledger/store.js';
 import { readShape } from '../core/reversal-shape.js';

@@ -7,7 +7,7 @@
  * phone numbers cannot be hashed ahead of time to read the index.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { toE164, type Customer } from '../customer.js';
+import { toE164, type Customer } from '../kernel/customer.js';
 
 /** The setting under which a store keeps its search key. */
 export const CUSTOMER_SEARCH_KEY = 'customer_search_key';

@@ -5,13 +5,13 @@
  * "Ledger statuses") is derived from them in exactly one place, `deriveStatus`.
  */
 import { createHash } from 'node:crypto';
-import type { Customer } from '../customer.js';
+import type { Customer } from '../kernel/customer.js';
 import { identitiesOf } from './customer-index.js';
 import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
 import type { AccrualResult, Check } from '../loyalty/contract.js';
 import { DEFAULT_MERCHANT } from './merchant.js';
-import { mutant } from '../mutants.js';
-import { unreachable } from '../unreachable.js';
+import { mutant } from '../kernel/mutants.js';
+import { unreachable } from '../kernel/unreachable.js';
 
 export { unreachable };
 

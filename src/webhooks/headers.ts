@@ -6,7 +6,7 @@
  * is checked or anything of the delivery is read, so every check sees one name.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { ValidationError } from '../errors.js';
+import { ValidationError } from '../kernel/errors.js';
 
 export interface DeliveryHeaders {
   headers: IncomingHttpHeaders;

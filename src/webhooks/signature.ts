@@ -5,9 +5,9 @@
  */
 import { createHmac } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { UnauthorizedError } from '../errors.js';
+import { UnauthorizedError } from '../kernel/errors.js';
 import type { PosSettings, ReplayWindow, SignatureScheme } from '../pos/contract.js';
-import { sameSecret } from '../constant-time.js';
+import { sameSecret } from '../kernel/constant-time.js';
 
 /** Node folds repeated headers into one value, so repeats are counted on the raw header list. */
 export function singleHeader(rawHeaders: string[], name: string): string | undefined {

@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { genericAdapter } from '../../adapters/generic/index.js';
-import { ValidationError } from '../../src/errors.js';
-import { deriveTransactionId } from '../../src/transaction-id.js';
+import { ValidationError } from '../../src/kernel/errors.js';
+import { deriveTransactionId } from '../../src/kernel/transaction-id.js';
 import { checkout } from '../support/harness.js';
 import { validationIssues } from '../support/validation.js';
 

@@ -8,9 +8,9 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { PosApi, PosSettings, WebhookAction } from '../../src/pos/contract.js';
 import { squareAdapter } from '../../adapters/square/index.js';
-import { UnauthorizedError } from '../../src/errors.js';
+import { UnauthorizedError } from '../../src/kernel/errors.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
-import { deriveTransactionId } from '../../src/transaction-id.js';
+import { deriveTransactionId } from '../../src/kernel/transaction-id.js';
 import { signature } from '../support/webhooks.js';
 import { validationIssues } from '../support/validation.js';
 

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { toastRegister } from '../../adapters/toast/loyalty.js';
-import { ValidationError } from '../../src/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 
 const context = { defaultCurrency: 'USD', defaultPhoneRegion: 'US' };
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/toast/loyalty/${name}_request.json`, import.meta.url), 'utf8')) as { headers: Record<string, string>; body: any };

@@ -18,10 +18,10 @@ const OUTSIDE_VALUES: Record<string, string> = {
   'adapters/loyverse/checkout.ts:tax.type': "a POS payload's tax type: any other value is refused naming the field",
   'src/http/error-handler.ts:e.type': "body-parser's error types: anything else is the generic 500",
   'src/simulator/pos-apis/clover.ts:op': 'an operator parsed from a request filter by a regular expression that admits only the cases listed',
-  'src/validation.ts:issue.code': "zod's issue codes: a code zod adds later keeps zod's own message",
-  'src/validation.ts:typeof input': 'typeof of any input value',
-  'src/validation.ts:origin': "zod's size origins",
-  'src/validation.ts:issue.format': "zod's string formats",
+  'src/kernel/validation.ts:issue.code': "zod's issue codes: a code zod adds later keeps zod's own message",
+  'src/kernel/validation.ts:typeof input': 'typeof of any input value',
+  'src/kernel/validation.ts:origin': "zod's size origins",
+  'src/kernel/validation.ts:issue.format': "zod's string formats",
 };
 
 interface Switch {

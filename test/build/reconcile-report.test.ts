@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startBridge } from '../../src/bridge.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { ADMIN_TOKEN, checkout, testConfig } from '../support/harness.js';
 

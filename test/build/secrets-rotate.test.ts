@@ -17,7 +17,7 @@ import { startBridge, type Bridge } from '../../src/bridge.js';
 import { ConfigError } from '../../src/config.js';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import { openStore } from '../../src/ledger/open-store.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 import { sealedSecretsOf, type SealedSecret, type StoredMerchant } from '../../src/state/merchant.js';
 import { keyFingerprint, parseSecretsKey, SecretBox } from '../../src/merchants/secrets.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';

@@ -9,10 +9,10 @@ import { BULK_BUDGET_MS, BULK_MAX, CountMismatchError, runBulk, type BulkFilter,
 import { createCore, type Core } from '../../src/core/core.js';
 import type { PosCalls } from '../../src/core/delivery.js';
 import { HistoryVerifier } from '../../src/core/history-verifier.js';
-import { ConflictError, ValidationError } from '../../src/errors.js';
+import { ConflictError, ValidationError } from '../../src/kernel/errors.js';
 import type { LedgerRecord } from '../../src/state/record.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 import { createMetrics } from '../../src/metrics.js';
 import { makeRecord, type RecordOptions } from '../ledger/contracts/factories.js';
 

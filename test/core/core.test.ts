@@ -7,7 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import { createCore, type Core } from '../../src/core/core.js';
 import { HistoryVerifier } from '../../src/core/history-verifier.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 import type { CallReport } from '../../src/loyalty/client.js';
 import { createMetrics } from '../../src/metrics.js';
 import type { CheckoutIntent } from '../../src/pos/contract.js';

@@ -1,7 +1,7 @@
 /** A dead letter's rules, as tables: kept, kept again, claimed for a run, written after it, dismissed. */
 import { describe, expect, it } from '@jest/globals';
 import { afterRun, claimForRun, dismiss, keep, keepCause, type KeepCause, type RunBy, type RunResult } from '../../src/core/dead-letter-transitions.js';
-import { NotFoundError, ValidationError } from '../../src/errors.js';
+import { NotFoundError, ValidationError } from '../../src/kernel/errors.js';
 import type { DeadLetter } from '../../src/ledger/store.js';
 import { PosApiError } from '../../src/pos-api.js';
 

@@ -11,7 +11,7 @@ import { RateLimitPauses } from '../../src/core/rate-limits.js';
 import { PER_MERCHANT, Worker } from '../../src/core/worker.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import type { LedgerRecord } from '../../src/state/record.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 import type { CallReport } from '../../src/loyalty/client.js';
 import { createMetrics } from '../../src/metrics.js';
 import { makeRecord, minutes } from '../ledger/contracts/factories.js';

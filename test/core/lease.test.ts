@@ -1,10 +1,10 @@
 /**
- * The lease rules (src/lease.ts), on a fake clock: taken, renewed, given back, run out, two owners;
+ * The lease rules (src/kernel/lease.ts), on a fake clock: taken, renewed, given back, run out, two owners;
  * and the keeper that renews a lease for long work, on a timer the test drives (or jest's fake
  * timers), reporting the lease lost once another owner holds it. No wall clock, no sleeps.
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
-import { expired, isHeld, LeaseKeeper, leaseFrom, release, renew, renewalDue, standing, take, type Lease, type Renewal, type Repeat } from '../../src/lease.js';
+import { expired, isHeld, LeaseKeeper, leaseFrom, release, renew, renewalDue, standing, take, type Lease, type Renewal, type Repeat } from '../../src/kernel/lease.js';
 
 const T0 = Date.parse('2026-05-01T12:00:00.000Z');
 const LEASE = 30_000;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { acknowledge, close, nextVersion, operatorActions, requestPartialReversal, requestReversal, resolve, retry, type TransitionOptions } from '../../src/core/transitions.js';
-import { ConflictError } from '../../src/errors.js';
+import { ConflictError } from '../../src/kernel/errors.js';
 import { ATTENTION_STATUSES, attentionOf } from '../../src/state/attention.js';
 import { ATTENTION_PREDICATE } from '../../src/ledger/pg-migrations.js';
 import { deriveStatus, type AccrualState, type LedgerRecord, type ReversalState } from '../../src/state/record.js';

@@ -21,7 +21,7 @@ import {
   type TransitionOptions,
   type Verdict,
 } from '../../src/core/transitions.js';
-import { ConflictError } from '../../src/errors.js';
+import { ConflictError } from '../../src/kernel/errors.js';
 import { accrualKeys, deriveStatus, type AccrualState, type LedgerRecord, type LedgerStatus, type ReversalState } from '../../src/state/record.js';
 import type { UpstreamOperation } from '../../src/loyalty/calls.js';
 import type { CallOutcome } from '../../src/loyalty/client.js';

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import type { Failpoint } from '../../src/failpoints.js';
+import type { Failpoint } from '../../src/kernel/failpoints.js';
 import type { LedgerStatus } from '../../src/state/record.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { POS_POST_HEADERS, spawnBridge, type BridgeProcess } from '../support/bridge-process.js';

@@ -13,7 +13,7 @@ import request from 'supertest';
 import { squareAdapter } from '../../adapters/square/index.js';
 import { startBridge, type Bridge } from '../../src/bridge.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';

@@ -12,7 +12,7 @@ import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { LedgerRecord } from '../../src/state/record.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/kernel/logger.js';
 import { makeRecord } from '../ledger/contracts/factories.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness, postJson } from '../support/harness.js';
 

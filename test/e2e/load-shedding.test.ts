@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { adapters } from '../../adapters/index.js';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/kernel/logger.js';
 import { ADMIN_TOKEN, checkout, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
 import { listenLocally, type LocalServer } from '../support/local-server.js';
 import { postRaw, signature } from '../support/webhooks.js';

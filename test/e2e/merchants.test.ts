@@ -17,7 +17,7 @@ import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import { cloverAdapter } from '../../adapters/clover/index.js';
 import { toastAdapter } from '../../adapters/toast/index.js';
 import { loyverseAdapter } from '../../adapters/loyverse/index.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/kernel/logger.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import type { SimMerchant } from '../../src/simulator/index.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
-import { createLogger, silentLogger } from '../../src/logger.js';
+import { createLogger, silentLogger } from '../../src/kernel/logger.js';
 import type { CredentialsAnswer, LoyaltyClient } from '../../src/loyalty/client.js';
 import type { StoredMerchant } from '../../src/state/merchant.js';
 import { UpstreamCheck } from '../../src/merchants/upstream-check.js';

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/kernel/logger.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { postRaw, sendRaw, signature } from '../support/webhooks.js';
 

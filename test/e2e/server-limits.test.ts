@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startBridge } from '../../src/bridge.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 import { ADMIN_TOKEN, startHarness, testConfig, type Harness } from '../support/harness.js';
 
 let h: Harness;

@@ -18,7 +18,7 @@ import request from 'supertest';
 import type { PosAuthConfig } from '../../src/config.js';
 import { adminAuth, bearerToken, posAuth, requireGlobalAdmin, type TokenDirectory } from '../../src/http/auth.js';
 import { errorHandler } from '../../src/http/error-handler.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 
 const ADMIN_TOKEN = 'global-admin-token-0123456789';
 const NAMED = [

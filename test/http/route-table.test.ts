@@ -10,7 +10,7 @@ import { describe, expect, it } from '@jest/globals';
 import express from 'express';
 import fc from 'fast-check';
 import { GenericCheckout, GenericRefund } from '../../adapters/generic/schema.js';
-import { CURRENCY_EXPONENTS, isIsoCurrency } from '../../src/currencies.js';
+import { CURRENCY_EXPONENTS, isIsoCurrency } from '../../src/kernel/currencies.js';
 import { AMOUNT_TEXT, QUANTITY_TEXT } from '../../src/http/json-schema.js';
 import { openApiDocument } from '../../src/http/openapi.js';
 import { route, type HttpDeps, type Route } from '../../src/http/route.js';

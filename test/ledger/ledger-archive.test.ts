@@ -5,7 +5,7 @@
  * keys, so a redelivery is refused as archived, never recorded and accrued again.
  */
 import { afterEach, beforeEach, expect, it } from '@jest/globals';
-import { ArchivedRecordError } from '../../src/errors.js';
+import { ArchivedRecordError } from '../../src/kernel/errors.js';
 import { partitionName } from '../../src/ledger/pg-migrations.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { keyOf, type LedgerRecord } from '../../src/state/record.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { checkLocations, copyLedger, SECRETS_NOTE, WEBHOOK_NOTE, type CopyOptions } from '../../scripts/ledger-copy.js';
 import { migrateLedger, resolveLedgerUrl } from '../../scripts/migrate.js';
 import { CommandError, formatProgress, hidePasswords } from '../../scripts/cli.js';
-import { ConflictError } from '../../src/errors.js';
+import { ConflictError } from '../../src/kernel/errors.js';
 import { FileLedgerStore } from '../../src/ledger/file-store.js';
 import { MIGRATIONS } from '../../src/ledger/pg-migrations.js';
 import { PostgresLedgerStore } from '../../src/ledger/pg-store.js';

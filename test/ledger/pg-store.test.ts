@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/errors.js';
+import { AccrualKeyHeldError, ConflictError, VersionConflictError } from '../../src/kernel/errors.js';
 import { accrualKeyColumns, dueColumns, MIGRATIONS, partitionName } from '../../src/ledger/pg-migrations.js';
 import { dueSql, jsonb, PostgresLedgerStore } from '../../src/ledger/pg-store.js';
 import { isOpen, keyOf, merchantOf, type LedgerRecord } from '../../src/state/record.js';

@@ -7,16 +7,16 @@
  * things the admin asks of it (the default merchant's accounts, SECRETS_KEY's box, forgetting).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { BridgeError, ConflictError, NotFoundError, ValidationError } from '../../src/errors.js';
+import { BridgeError, ConflictError, NotFoundError, ValidationError } from '../../src/kernel/errors.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 import type { Credential } from '../../src/loyalty/contract.js';
 import { MerchantAdmin, merchantSchemas } from '../../src/merchants/admin.js';
 import type { StoredMerchant } from '../../src/state/merchant.js';
 import type { MerchantRegistry } from '../../src/merchants/registry.js';
 import { SecretBox, tokenHash } from '../../src/merchants/secrets.js';
 import type { PosSettingDeclarations } from '../../src/pos/settings.js';
-import { parseWith } from '../../src/validation.js';
+import { parseWith } from '../../src/kernel/validation.js';
 import { listenLocally, type LocalServer } from '../support/local-server.js';
 import { validationIssues } from '../support/validation.js';
 

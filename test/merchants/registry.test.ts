@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/kernel/logger.js';
 import { LoyaltyClient } from '../../src/loyalty/client.js';
 import type { StoredMerchant } from '../../src/state/merchant.js';
 import { CACHE_ENTRIES, CACHE_MS, MerchantRegistry, type ActiveMerchant } from '../../src/merchants/registry.js';

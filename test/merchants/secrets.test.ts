@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import type { SealedSecret } from '../../src/state/merchant.js';
-import { maskSecret as mask } from '../../src/mask.js';
+import { maskSecret as mask } from '../../src/kernel/mask.js';
 import { keyFingerprint, newSecretsKey, newToken, parseSecretsKey, SecretBox, SecretsKeyError, tokenHash } from '../../src/merchants/secrets.js';
 
 const KEY = Buffer.alloc(32, 7);

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { REQUIRED_COVERAGE } from '../../src/model-check/coverage.js';
 import type { ExploreFigures, Violation } from '../../src/model-check/explorer.js';
 import { scenarios } from '../../src/model-check/scenario.js';
-import { MUTANTS } from '../../src/mutants.js';
+import { MUTANTS } from '../../src/kernel/mutants.js';
 
 interface ScenarioReport {
   depth: string;

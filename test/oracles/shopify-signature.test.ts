@@ -22,7 +22,7 @@ import '@shopify/shopify-api/adapters/node';
 import { ApiVersion, LogSeverity, shopifyApi, type Shopify } from '@shopify/shopify-api';
 import { SHOPIFY_API_VERSION } from '../../adapters/shopify/backfill.js';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
-import { ValidationError } from '../../src/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import { signShopifyDelivery } from '../../src/simulator/pos-apis/shopify.js';
 import { canonicalHeaders } from '../../src/webhooks/headers.js';

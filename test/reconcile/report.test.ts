@@ -11,7 +11,7 @@ import type { OperationsQuery } from '../../src/loyalty/contract.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import type { ActiveMerchant } from '../../src/merchants/registry.js';
 import fc from 'fast-check';
-import { ValidationError } from '../../src/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 import { csvField, EARLIEST_REPORT_DAY, parseRange, ReconcileReporter, reportCsv } from '../../src/reconcile/report.js';
 import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { posSettingDeclarations } from '../../adapters/index.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
-import { silentLogger, type Logger } from '../../src/logger.js';
+import { silentLogger, type Logger } from '../../src/kernel/logger.js';
 import { createSimulator, type Simulator, type ListeningSimulator, type SimulatorOptions } from '../../src/simulator/index.js';
 import request from 'supertest';
 import { EXAMPLE_CHECKOUT } from '../../adapters/generic/example.js';

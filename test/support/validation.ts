@@ -1,6 +1,6 @@
 /** The issues of the ValidationError `run` throws; fails the test when it throws nothing or something else. */
-import type { FieldIssue } from '../../src/errors.js';
-import { ValidationError } from '../../src/errors.js';
+import type { FieldIssue } from '../../src/kernel/errors.js';
+import { ValidationError } from '../../src/kernel/errors.js';
 
 export function validationIssues(run: () => unknown): FieldIssue[] {
   try {

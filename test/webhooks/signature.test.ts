@@ -7,7 +7,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import type { PosSettings, SignatureScheme } from '../../src/pos/contract.js';
-import { UnauthorizedError } from '../../src/errors.js';
+import { UnauthorizedError } from '../../src/kernel/errors.js';
 import { signLikePos, singleHeader, verifySignature } from '../../src/webhooks/signature.js';
 
 const settings: PosSettings = { webhookSecret: 'shh', notificationUrl: 'https://bridge.example.test/v1/webhooks/x', apiBaseUrl: '' };

@@ -10,7 +10,7 @@ import type { Request } from 'express';
 import { z } from 'zod';
 import { attentionQueue } from '../../core/attention-queue.js';
 import { BULK_ACTIONS, BULK_MAX, CountMismatchError, type BulkRequest } from '../../core/bulk.js';
-import { echoed, NotFoundError, ValidationError } from '../../errors.js';
+import { echoed, NotFoundError, ValidationError } from '../../kernel/errors.js';
 import { CARD_SERIAL_PATTERN, searchIdentities } from '../../state/customer-index.js';
 import { keyOf as recordKeyOf, LEDGER_STATUSES, ledgerKey, merchantOf, type LedgerRecord, type LedgerStatus, type OperatorAct } from '../../state/record.js';
 import { DEFAULT_MERCHANT } from '../../state/merchant.js';
@@ -37,7 +37,7 @@ import {
   PosAnswer,
 } from '../schemas.js';
 import { deadLetterDetail, deadLetterSummary, evidenceView, keptPayloadView, posAnswer, recordDetail, recordSummary, sendAnswer } from '../views.js';
-import { sameSecret } from '../../constant-time.js';
+import { sameSecret } from '../../kernel/constant-time.js';
 import { RESOLVE_OUTCOMES } from '../../core/transitions.js';
 
 export { BULK_MAX };

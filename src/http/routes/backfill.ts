@@ -5,7 +5,7 @@
  * merchant's admin token acts for its own merchant only (another named is a 404, as for records).
  */
 import { z } from 'zod';
-import { BridgeError, ValidationError } from '../../errors.js';
+import { BridgeError, ValidationError } from '../../kernel/errors.js';
 import { DEFAULT_MERCHANT } from '../../state/merchant.js';
 import { MERCHANT_ID } from '../../state/merchant.js';
 import type { PosCatalogue } from '../../pos/contract.js';

@@ -4,7 +4,7 @@
  * schemas (`merchantSchemas`), with the POS accounts of the POSes the bridge registers.
  */
 import { z } from 'zod';
-import { echoed, NotFoundError } from '../../errors.js';
+import { echoed, NotFoundError } from '../../kernel/errors.js';
 import { DEFAULT_MERCHANT } from '../../state/merchant.js';
 import { merchantSchemas } from '../../merchants/admin.js';
 import { MERCHANT_ID } from '../../state/merchant.js';

@@ -2,8 +2,8 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { keptPayload, type Arrival } from '../../core/arrival.js';
-import { UnauthorizedError } from '../../errors.js';
-import { parseJsonBody } from '../../json-body.js';
+import { UnauthorizedError } from '../../kernel/errors.js';
+import { parseJsonBody } from '../../kernel/json-body.js';
 import type { PosCatalogue } from '../../pos/contract.js';
 import { rawBody, requireJson } from '../body.js';
 import { toBridgeError } from '../error-handler.js';

@@ -4,8 +4,8 @@
  * is the core's (src/core/register.ts); here, how they are reached and documented.
  */
 import { z } from 'zod';
-import { toE164 } from '../../customer.js';
-import { NotFoundError, ValidationError } from '../../errors.js';
+import { toE164 } from '../../kernel/customer.js';
+import { NotFoundError, ValidationError } from '../../kernel/errors.js';
 import { CARD_SERIAL_PATTERN } from '../../state/customer-index.js';
 import { jsonBody, rawBody } from '../body.js';
 import { error, route, type Route } from '../route.js';

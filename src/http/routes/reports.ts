@@ -5,7 +5,7 @@
  * naming another is a 404, as on every admin route. Making a report changes nothing.
  */
 import { z } from 'zod';
-import { echoed } from '../../errors.js';
+import { echoed } from '../../kernel/errors.js';
 import { DEFAULT_MERCHANT } from '../../state/merchant.js';
 import { MERCHANT_ID } from '../../state/merchant.js';
 import { MAX_RANGE_DAYS, parseRange, reportCsv } from '../../reconcile/report.js';

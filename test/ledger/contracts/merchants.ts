@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { minutes, makeMerchant } from './factories.js';
-import { ConflictError, VersionConflictError } from '../../../src/errors.js';
+import { ConflictError, VersionConflictError } from '../../../src/kernel/errors.js';
 import { type MerchantStore, type StoreLifecycle } from '../../../src/ledger/store.js';
 import { storeForEachTest, type MakeStore } from './subject.js';
 

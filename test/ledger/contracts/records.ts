@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { type RecordOptions, minutes, makeRecord, nextVersion, settle, ids, keys } from './factories.js';
-import { AccrualKeyHeldError, ConflictError, ValidationError, VersionConflictError } from '../../../src/errors.js';
+import { AccrualKeyHeldError, ConflictError, ValidationError, VersionConflictError } from '../../../src/kernel/errors.js';
 import { deriveStatus, isOpen, keyOf, type LedgerRecord } from '../../../src/state/record.js';
 import { CUSTOMER_SEARCH_DEPTH, LIST_COUNT_CAP, PREFIX_MATCH_CAP, type RecordStore, type StoreLifecycle } from '../../../src/ledger/store.js';
 import { storeForEachTest, type MakeStore } from './subject.js';
