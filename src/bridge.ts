@@ -32,7 +32,7 @@ import { MerchantRegistry } from './merchants/registry.js';
 import { UpstreamCheck, type UpstreamCheckOptions } from './merchants/upstream-check.js';
 import { parseSecretsKey, SecretBox } from './merchants/secrets.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
-import { createMetrics, LedgerReadings } from './metrics.js';
+import { createMetrics, LedgerReadings } from './core/metrics.js';
 import type { PosAdapter, PosSettings } from './pos/contract.js';
 import { backfillListing, type PosOrderSource } from './reconcile/pos-source.js';
 import type { HistoryReadOptions } from './loyalty/history-reader.js';

@@ -42,7 +42,7 @@ import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, decimalToString, divRoundHalfAwayFromZero, minorUnitsToCents, minorUnitsToDecimal } from '../../src/kernel/money.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
-import { toSelection } from '../../src/selection.js';
+import { toSelection } from '../../src/loyalty/selection.js';
 import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { CLOVER_ID, CloverOrder, type CloverCustomer, type CloverDiscount, type CloverLineItem, type CloverPayment } from './schema.js';
 

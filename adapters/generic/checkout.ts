@@ -2,7 +2,7 @@
 import { normalizeCustomer } from '../../src/kernel/customer.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
-import { toSelection } from '../../src/selection.js';
+import { toSelection } from '../../src/loyalty/selection.js';
 import { parseWith } from '../../src/kernel/validation.js';
 import { GenericCheckout } from './schema.js';
 

@@ -38,7 +38,7 @@ import type { Selection } from '../../src/loyalty/contract.js';
 import { decimalToCents, decimalToString, isWholeNumber, type Decimal } from '../../src/kernel/money.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent, RefundLine } from '../../src/pos/contract.js';
-import { toSelection } from '../../src/selection.js';
+import { toSelection } from '../../src/loyalty/selection.js';
 import { parseWith } from '../../src/kernel/validation.js';
 import { LoyverseReceipt, type LoyverseLineItem, type LoyverseTax } from './schema.js';
 

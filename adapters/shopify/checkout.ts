@@ -69,7 +69,7 @@ import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, centsToDecimalString, decimalToCents, mulDecimal, nonNegativeCents, parseDecimal, toCents } from '../../src/kernel/money.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
-import { toSelection } from '../../src/selection.js';
+import { toSelection } from '../../src/loyalty/selection.js';
 import { parseWith } from '../../src/kernel/validation.js';
 import { Order, unwrap, type Amount, type LineItem, type MoneySet, type ShippingLine } from './schema.js';
 

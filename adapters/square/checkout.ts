@@ -23,7 +23,7 @@ import type { Selection } from '../../src/loyalty/contract.js';
 import { assertCurrency, minorUnitsToCents, minorUnitsToDecimal } from '../../src/kernel/money.js';
 import { nonZero } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
-import { toSelection } from '../../src/selection.js';
+import { toSelection } from '../../src/loyalty/selection.js';
 import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { Customer as SquareCustomer, Order, type LineItem, type Money, type Recipient, type ServiceCharge } from './schema.js';
 

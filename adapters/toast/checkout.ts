@@ -15,7 +15,7 @@ import type { Check as UpstreamCheck, Selection as CheckSelection } from '../../
 import { centsToDecimalString } from '../../src/kernel/money.js';
 import type { CheckPart } from '../../src/pos/check.js';
 import type { AdapterContext, CheckoutIntent } from '../../src/pos/contract.js';
-import { toSelection } from '../../src/selection.js';
+import { toSelection } from '../../src/loyalty/selection.js';
 import { deriveTransactionId } from '../../src/kernel/transaction-id.js';
 import { isObject, parseWith } from '../../src/kernel/validation.js';
 import { Order, type Check, type Selection } from './schema.js';
@@ -162,7 +162,7 @@ export function wasPaid(check: Check): boolean {
  * check discounts, quantity and modifiers; tax excluded), so it is the selection's `totalPrice`.
  * Toast has no net unit price (`receiptLinePrice` is before discounts and can include tax), so the
  * unit `price` is the line total ÷ a whole quantity when that is exact, else left out. A weighed
- * quantity (0.45 lb) follows the one quantity rule of src/selection.ts: quantity 1 at the line total.
+ * quantity (0.45 lb) follows the one quantity rule of src/loyalty/selection.ts: quantity 1 at the line total.
  */
 export function selectionOf(selection: Selection, path: string): CheckSelection {
   if (selection.quantity === undefined || selection.quantity === null) throw ValidationError.field(`${path}.quantity`, 'is required on a selection that is not voided');

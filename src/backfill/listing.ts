@@ -10,7 +10,7 @@
  */
 import { BridgeError, ValidationError } from '../kernel/errors.js';
 import type { AdapterContext, BackfillWindow, CheckoutIntent, PosAdapter, PosListingApi, PosRequest, PosSettings, RefundIntent } from '../pos/contract.js';
-import { posApi, PosApiError } from '../pos-api.js';
+import { posApi, PosApiError } from '../pos/api.js';
 import { saleTransactionId } from '../kernel/transaction-id.js';
 import { backoffMs, DOUBLING } from '../kernel/backoff.js';
 

@@ -7,7 +7,7 @@
 import { ATTENTION_KINDS, attentionOf, SETTLED_ATTENTION_STATUSES, type AttentionContext, type AttentionInput, type AttentionItem, type AttentionKind } from '../state/attention.js';
 import { merchantOf } from '../state/record.js';
 import { moneyInText } from '../kernel/money.js';
-import type { LedgerReading } from '../metrics.js';
+import type { LedgerReading } from './metrics.js';
 import type { AttentionCounts, AttentionEntry, DeadLetter, DeadLetterCounts, DeadLetterStore, RecordStore } from '../ledger/store.js';
 
 export interface AttentionQueue {

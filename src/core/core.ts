@@ -5,7 +5,7 @@
  */
 import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../kernel/logger.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from './metrics.js';
 import { DeliveryService, type DeliveryOptions, type UpstreamDirectory } from './delivery.js';
 import { IntakeService } from './intake.js';
 import { OperatorActions } from './operator.js';

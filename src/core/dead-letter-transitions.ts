@@ -17,7 +17,7 @@ import { backoffMs } from '../kernel/backoff.js';
 import { BridgeError, ValidationError, type FieldIssue } from '../kernel/errors.js';
 import { deadLetterDueAtMs, type DeadLetter, type DeadLetterRetry } from '../ledger/store.js';
 import { isHeld, release, take, type Lease } from '../kernel/lease.js';
-import { PosApiError } from '../pos-api.js';
+import { PosApiError } from '../pos/api.js';
 
 export interface DeadLetterRetryPolicy {
   /** The schedule's unit (DEAD_LETTER_RETRY_BASE_MS). */

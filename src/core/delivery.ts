@@ -21,7 +21,7 @@ import type { DueQuery, OpenClaim } from '../ledger/store.js';
 import type { Logger } from '../kernel/logger.js';
 import type { CallReport, LoyaltyClient } from '../loyalty/client.js';
 import type { AccrueRequest } from '../loyalty/contract.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from './metrics.js';
 import type { Evidence, HistoryVerifier } from './history-verifier.js';
 import { RateLimitPauses, type InlineDelivery } from './rate-limits.js';
 import type { RecordWriter } from './record-writer.js';

@@ -17,7 +17,7 @@ import type { DeadLetter, DeadLetterStore, WebhookEventStore } from '../ledger/s
 import type { Logger } from '../kernel/logger.js';
 import { KeyedMutex } from '../kernel/keyed-mutex.js';
 import type { AdapterContext, CheckoutIntent, PosAdapter, PosApi, PosObjectRef, PosSettings, RefundIntent, WebhookAction, WebhookPart, WebhookSpec } from '../pos/contract.js';
-import { isObjectRefusal, posApi, PosApiError, PosApiNotConfiguredError, PosObjectRefusedError } from '../pos-api.js';
+import { isObjectRefusal, posApi, PosApiError, PosApiNotConfiguredError, PosObjectRefusedError } from '../pos/api.js';
 import { canonicalHeaders } from '../webhooks/headers.js';
 import { singleHeader, verifySignature } from '../webhooks/signature.js';
 import type { Answer } from './answer.js';

@@ -10,7 +10,7 @@ import { hasContact } from '../kernel/customer.js';
 import { isOpen, keyOf, ledgerKey, merchantOf, type LedgerRecord, type OperatorAct } from '../state/record.js';
 import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import type { Logger } from '../kernel/logger.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from './metrics.js';
 import { formatCents, proRataCents } from '../kernel/money.js';
 import { checkId, saleTransactionId } from '../kernel/transaction-id.js';
 import type { CheckoutIntent, RefundIntent } from '../pos/contract.js';

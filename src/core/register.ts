@@ -23,7 +23,7 @@ import type { Logger } from '../kernel/logger.js';
 import { RegisterReadError, type RegisterCard } from '../loyalty/client.js';
 import type { WebhookEventStore } from '../ledger/store.js';
 import { accountKey, isSuspended, type MerchantStatus } from '../state/merchant.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from './metrics.js';
 import type { AdapterContext, PosAdapter, PosSettings, RegisterAnswer, RegisterCall } from '../pos/contract.js';
 import { ledgerKey } from '../state/record.js';
 import { saleTransactionId } from '../kernel/transaction-id.js';

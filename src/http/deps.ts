@@ -8,7 +8,7 @@ import type { Worker } from '../core/worker.js';
 import type { LedgerStore } from '../ledger/store.js';
 import type { Logger } from '../kernel/logger.js';
 import type { MerchantAdmin } from '../merchants/admin.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../core/metrics.js';
 import type { ReconcileReporter } from '../reconcile/report.js';
 import type { TokenDirectory } from './auth.js';
 import type { UpstreamReadiness } from '../merchants/upstream-check.js';

@@ -16,7 +16,7 @@
  */
 import type { RequestHandler } from 'express';
 import { OverloadedError } from '../kernel/errors.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../core/metrics.js';
 
 /** What a shed POS is told: a burst has usually passed a second later. */
 export const RETRY_AFTER_SECONDS = 1;

@@ -24,7 +24,7 @@ import { DEFAULT_REVERSAL_ENTRY } from '../simulator/state.js';
 import { DEFAULT_MERCHANT } from '../state/merchant.js';
 import { silentLogger } from '../kernel/logger.js';
 import type { CallReport } from '../loyalty/client.js';
-import { createMetrics, type Metrics } from '../metrics.js';
+import { createMetrics, type Metrics } from '../core/metrics.js';
 import { RefundExceedsRemainderError } from '../core/remainder.js';
 import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
 import { runBulk, type BulkRequest } from '../core/bulk.js';

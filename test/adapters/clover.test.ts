@@ -10,7 +10,7 @@ import { cloverBackfill } from '../../adapters/clover/backfill.js';
 import { cloverVerificationCode, decideOrder } from '../../adapters/clover/webhook.js';
 import type { PosApi, PosSettings, WebhookAction } from '../../src/pos/contract.js';
 import { UnauthorizedError, ValidationError } from '../../src/kernel/errors.js';
-import { posApi } from '../../src/pos-api.js';
+import { posApi } from '../../src/pos/api.js';
 import { deriveTransactionId } from '../../src/kernel/transaction-id.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';

@@ -18,12 +18,12 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  */
 const PARTS = {
   kernel: ['src/kernel/'],
-  contracts: ['src/loyalty/', 'src/pos/', 'src/selection.ts', 'src/pos-api.ts', 'src/webhooks/', 'src/config.ts'],
+  contracts: ['src/loyalty/', 'src/pos/', 'src/webhooks/', 'src/config.ts'],
   adapters: ['adapters/'],
   state: ['src/state/'],
   ledger: ['src/ledger/'],
   merchants: ['src/merchants/'],
-  core: ['src/core/', 'src/metrics.ts'],
+  core: ['src/core/'],
   jobs: ['src/backfill/', 'src/reconcile/'],
   http: ['src/http/'],
   simulator: ['src/simulator/'],

@@ -11,7 +11,7 @@ import { cloverBackfill } from '../../adapters/clover/backfill.js';
 import type { PosListingApi, PosRequest } from '../../src/pos/contract.js';
 import { listPosChanges, type FoundItem, type ListingMerchant } from '../../src/backfill/index.js';
 import { BackfillNotPossibleError } from '../../src/backfill/listing.js';
-import { PosApiError } from '../../src/pos-api.js';
+import { PosApiError } from '../../src/pos/api.js';
 import { saleTransactionId } from '../../src/kernel/transaction-id.js';
 import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
 import { BACKFILL_POSES, sale, settingsFor } from '../support/backfill-pos.js';

@@ -13,7 +13,7 @@ import { ConflictError, ValidationError } from '../../src/kernel/errors.js';
 import type { LedgerRecord } from '../../src/state/record.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { silentLogger } from '../../src/kernel/logger.js';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/core/metrics.js';
 import { makeRecord, type RecordOptions } from '../ledger/contracts/factories.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');

@@ -9,7 +9,7 @@ import { HistoryVerifier } from '../../src/core/history-verifier.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { silentLogger } from '../../src/kernel/logger.js';
 import type { CallReport } from '../../src/loyalty/client.js';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/core/metrics.js';
 import type { CheckoutIntent } from '../../src/pos/contract.js';
 import { eventually } from '../support/harness.js';
 import { ScriptedLoyalty } from '../support/scripted-loyalty.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import { afterRun, claimForRun, dismiss, keep, keepCause, type KeepCause, type RunBy, type RunResult } from '../../src/core/dead-letter-transitions.js';
 import { NotFoundError, ValidationError } from '../../src/kernel/errors.js';
 import type { DeadLetter } from '../../src/ledger/store.js';
-import { PosApiError } from '../../src/pos-api.js';
+import { PosApiError } from '../../src/pos/api.js';
 
 const MINUTE = 60_000;
 const T0 = Date.parse('2026-11-20T10:00:00.000Z');

@@ -13,7 +13,7 @@ import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import type { LedgerRecord } from '../../src/state/record.js';
 import { silentLogger } from '../../src/kernel/logger.js';
 import type { CallReport } from '../../src/loyalty/client.js';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/core/metrics.js';
 import { makeRecord, minutes } from '../ledger/contracts/factories.js';
 import { ScriptedLoyalty } from '../support/scripted-loyalty.js';
 

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { ActiveMerchant } from '../../src/merchants/registry.js';
-import { PosApiError } from '../../src/pos-api.js';
+import { PosApiError } from '../../src/pos/api.js';
 import type { PosEntry, PosOrderSource, PosSale } from '../../src/reconcile/pos-source.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';

@@ -28,7 +28,7 @@ const SEED = 20_261_121;
 const NOT_STATABLE: { op: RegExp; status: number; field?: RegExp; message?: RegExp; code?: string; why: string }[] = [
   { op: /^post(Checkout|Refund)$/, status: 400, field: /^customer\.phone$/, why: 'whether text is a phone number is the numbering plan (libphonenumber), which no pattern states' },
   { op: /^postCheckout$/, status: 400, field: /^customer\.email$/, message: /not an email address/, why: "the generic payload's customer is checked after parsing (src/kernel/customer.ts): adapters/generic/schema.ts states no email format" },
-  { op: /^postCheckout$/, status: 400, field: /^items\.\d+\.total$/, message: /required when the unit price is not given/, why: 'a rule across two fields of a line, checked after parsing (src/selection.ts)' },
+  { op: /^postCheckout$/, status: 400, field: /^items\.\d+\.total$/, message: /required when the unit price is not given/, why: 'a rule across two fields of a line, checked after parsing (src/loyalty/selection.ts)' },
   { op: /^postCheckout$/, status: 400, field: /^items\.\d+\.(total|quantity)$/, message: /too large/, why: 'unitPrice × quantity must be exact in cents: a bound on the product of two fields' },
   { op: /^postRefund$/, status: 400, field: /^refundId$/, message: /required for a partial refund/, why: "a rule across fields of the generic refund (its schema's refine), which adapters/generic/schema.ts does not state" },
   { op: /^listTransactions$/, status: 400, field: /^customer$/, message: /not a phone number, an email or a card serial/, why: 'whether text is a phone number is the numbering plan' },

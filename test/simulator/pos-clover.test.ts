@@ -6,7 +6,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { fetchOrder } from '../../adapters/clover/api.js';
 import { cloverAdapter } from '../../adapters/clover/index.js';
-import { posApi } from '../../src/pos-api.js';
+import { posApi } from '../../src/pos/api.js';
 import { call, fakePosApis, minutesAfter, TWO_LINES, US } from '../support/pos-http.js';
 
 const MERCHANT = 'HFBW9FH45ZBH2';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { loyverseAdapter } from '../../adapters/loyverse/index.js';
-import { posApi } from '../../src/pos-api.js';
+import { posApi } from '../../src/pos/api.js';
 import { call, fakePosApis, minutesAfter, TWO_LINES, US } from '../support/pos-http.js';
 
 const MERCHANT = '7e2daef3-48ad-4aba-b226-2d180f564f31';

@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it } from '@jest/globals';
 import { serialization } from 'square';
 import { squareAdapter } from '../../adapters/square/index.js';
 import { retrieveOrder } from '../../adapters/square/api.js';
-import { posApi } from '../../src/pos-api.js';
+import { posApi } from '../../src/pos/api.js';
 import { call, fakePosApis, minutesAfter, TWO_LINES, US } from '../support/pos-http.js';
 
 const MERCHANT = 'ML8QMERCHANT1';

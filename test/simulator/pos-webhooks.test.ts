@@ -7,7 +7,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { IncomingHttpHeaders } from 'node:http';
 import { adapters } from '../../adapters/index.js';
-import { posApi } from '../../src/pos-api.js';
+import { posApi } from '../../src/pos/api.js';
 import type { PosAdapter, PosSettings, WebhookAction } from '../../src/pos/contract.js';
 import type { SignedDelivery } from '../../src/simulator/index.js';
 import { fakePosApis, TWO_LINES, US, verifyDelivery } from '../support/pos-http.js';

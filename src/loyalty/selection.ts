@@ -4,9 +4,9 @@
  * Square "1.70000", Clover unitQty 2500, Toast 0.45) becomes quantity 1 with `price` =
  * `totalPrice` = the exact line total, so the selections still add up to what was sold.
  */
-import { ValidationError } from './kernel/errors.js';
-import type { Selection } from './loyalty/contract.js';
-import { decimalToCents, isWholeNumber, mulDecimal, parseDecimal, type Decimal } from './kernel/money.js';
+import { ValidationError } from '../kernel/errors.js';
+import type { Selection } from './contract.js';
+import { decimalToCents, isWholeNumber, mulDecimal, parseDecimal, type Decimal } from '../kernel/money.js';
 
 export interface LineInput {
   id?: string;

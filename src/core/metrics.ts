@@ -5,7 +5,7 @@
  * docs/observability.md lists them; ops/grafana-dashboard.json and ops/alerts.yml use them.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { PeriodicLoop } from './kernel/periodic.js';
+import { PeriodicLoop } from '../kernel/periodic.js';
 
 export interface Metrics {
   registry: Registry;

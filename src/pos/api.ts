@@ -13,8 +13,8 @@
  * the POS gave out (Shopify's `Link` header for the next page) is requested only on that origin.
  */
 import axios, { type AxiosInstance } from 'axios';
-import { BridgeError, echoed } from './kernel/errors.js';
-import type { PosAnswer, PosListingApi, PosObjectRef, PosRequest, PosSettings } from './pos/contract.js';
+import { BridgeError, echoed } from '../kernel/errors.js';
+import type { PosAnswer, PosListingApi, PosObjectRef, PosRequest, PosSettings } from './contract.js';
 
 export class PosApiError extends BridgeError {
   constructor(
