@@ -10,6 +10,9 @@ import { moneyInText } from '../kernel/money.js';
 import type { LedgerReading } from './metrics.js';
 import type { AttentionCounts, AttentionEntry, DeadLetter, DeadLetterCounts, DeadLetterStore, RecordStore } from '../ledger/store.js';
 
+/** What the queue and its counts read: the attention index and the dead letters, nothing written. */
+type AttentionReads = Pick<RecordStore, 'listAttention' | 'countAttention' | 'countOpenByStatus'> & Pick<DeadLetterStore, 'listDeadLetters' | 'countOpenDeadLetters'>;
+
 export interface AttentionQueue {
   items: AttentionItem[];
   counts: Record<AttentionKind, number>;
@@ -56,7 +59,7 @@ function lettersByMerchant(counts: DeadLetterCounts, merchantId: string | undefi
  * and the open dead letters are each read oldest first up to `limit`, then merged; the counts come
  * from counting the index and the letters. Nothing here reads more records than it answers.
  */
-export async function attentionQueue(store: RecordStore & DeadLetterStore, query: { merchantId?: string; limit: number }, canVerifyOf?: CanVerifyOf): Promise<AttentionQueue> {
+export async function attentionQueue(store: AttentionReads, query: { merchantId?: string; limit: number }, canVerifyOf?: CanVerifyOf): Promise<AttentionQueue> {
   const [entries, letters, recordCounts, letterCounts] = await Promise.all([
     store.listAttention({ merchantId: query.merchantId, limit: query.limit }),
     store.listDeadLetters({ merchantId: query.merchantId, open: true, oldestFirst: true, offset: 0, limit: query.limit }),
@@ -87,7 +90,7 @@ function countsOf(records: AttentionCounts, letters: number): Record<AttentionKi
  * status); open dead letters by cause; the attention queue by kind. Costs what is open or needs a
  * person, never what the ledger holds.
  */
-export async function ledgerReading(store: RecordStore & DeadLetterStore, nowMs: () => number): Promise<LedgerReading> {
+export async function ledgerReading(store: AttentionReads, nowMs: () => number): Promise<LedgerReading> {
   const letters = await store.countOpenDeadLetters();
   const [open, attention] = await Promise.all([store.countOpenByStatus(), attentionByKind(store, letters)]);
   const openRecords: Partial<Record<string, number>> = { ...open };
@@ -99,7 +102,7 @@ export async function ledgerReading(store: RecordStore & DeadLetterStore, nowMs:
  * For the metrics: how many of each kind, and since when (epoch ms) the oldest of each has waited.
  * Counted from the attention index and the open letters; one letter, the oldest, is read.
  */
-export async function attentionByKind(store: RecordStore & DeadLetterStore, counted?: DeadLetterCounts): Promise<{ counts: Record<AttentionKind, number>; oldestSinceMs: Partial<Record<AttentionKind, number>> }> {
+export async function attentionByKind(store: AttentionReads, counted?: DeadLetterCounts): Promise<{ counts: Record<AttentionKind, number>; oldestSinceMs: Partial<Record<AttentionKind, number>> }> {
   const [records, letters, oldestLetter] = await Promise.all([store.countAttention(), counted ?? store.countOpenDeadLetters(), store.listDeadLetters({ open: true, oldestFirst: true, offset: 0, limit: 1 })]);
   const oldestSinceMs: Partial<Record<AttentionKind, number>> = {};
   for (const [kind, k] of Object.entries(records.byKind)) oldestSinceMs[kind as AttentionKind] = Date.parse(k.oldestSince);

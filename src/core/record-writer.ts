@@ -9,7 +9,7 @@
 import { echoed, NotFoundError, VersionConflictError } from '../kernel/errors.js';
 import { KeyedMutex } from '../kernel/keyed-mutex.js';
 import { transactionIdOf, type LedgerRecord } from '../state/record.js';
-import type { InsertOptions, LedgerStore, UpdateOptions } from '../ledger/store.js';
+import type { InsertOptions, LedgerStore, StoreWithoutRecordWrites, UpdateOptions } from '../ledger/store.js';
 import type { Logger } from '../kernel/logger.js';
 import { nextVersion, type Transition } from './transitions.js';
 
@@ -18,18 +18,24 @@ const MAX_DECISIONS = 5;
 
 export class RecordWriter {
   readonly #locks = new KeyedMutex();
+  readonly #store: LedgerStore;
+  /** The ledger for reads and the other aggregates; a record is written only through this writer. */
+  readonly store: StoreWithoutRecordWrites;
 
   constructor(
-    readonly store: LedgerStore,
+    store: LedgerStore,
     private readonly logger: Logger,
     private readonly clock: () => Date,
     /** Told of each record written (the metric of the last good write: an outage shows as its age). */
     private readonly onWritten: () => void = () => undefined,
-  ) {}
+  ) {
+    this.#store = store;
+    this.store = store;
+  }
 
   /** Inserts a new record (`LedgerStore.insert`: insert-once, the holder answered when the key is taken). */
   async insert(record: LedgerRecord, options?: InsertOptions): Promise<{ record: LedgerRecord; created: boolean }> {
-    const inserted = await this.store.insert(record, options);
+    const inserted = await this.#store.insert(record, options);
     if (inserted.created) this.onWritten();
     return inserted;
   }
@@ -57,7 +63,7 @@ export class RecordWriter {
    */
   async write(record: LedgerRecord, transition: Transition, options?: UpdateOptions): Promise<LedgerRecord> {
     const next = nextVersion(record, transition, this.clock());
-    const written = await this.store.update(next, options);
+    const written = await this.#store.update(next, options);
     this.onWritten();
     if (next.status !== record.status) this.logger.info({ transactionId: next.transactionId, from: record.status, to: next.status }, 'ledger status changed');
     return written;

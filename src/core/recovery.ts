@@ -77,11 +77,11 @@ const PAGE = 500;
  * in doubt the bridge cannot verify) are left out: a lost line cannot make them more doubtful than
  * they are, and however many pile up, start-up does not read them.
  */
-async function* movingOnTheirOwn(store: RecordStore): AsyncGenerator<LedgerRecord> {
+async function* movingOnTheirOwn(store: Pick<RecordStore, 'listOpen'>): AsyncGenerator<LedgerRecord> {
   for (let page = await store.listOpen({ limit: PAGE, dueOnly: true }); page.length > 0; page = await store.listOpen({ limit: PAGE, dueOnly: true, after: page.at(-1) })) yield* page;
 }
 
 /** Every open record, a page at a time: after journal damage (rare), what is open is looked at whole. */
-async function* everyOpen(store: RecordStore): AsyncGenerator<LedgerRecord> {
+async function* everyOpen(store: Pick<RecordStore, 'listOpen'>): AsyncGenerator<LedgerRecord> {
   for (let page = await store.listOpen({ limit: PAGE }); page.length > 0; page = await store.listOpen({ limit: PAGE, after: page.at(-1) })) yield* page;
 }

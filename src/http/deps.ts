@@ -5,7 +5,7 @@ import type { Ingest } from '../core/ingest.js';
 import type { OperatorActions } from '../core/operator.js';
 import type { RegisterService } from '../core/register.js';
 import type { Worker } from '../core/worker.js';
-import type { LedgerStore } from '../ledger/store.js';
+import type { StoreWithoutRecordWrites } from '../ledger/store.js';
 import type { Logger } from '../kernel/logger.js';
 import type { MerchantAdmin } from '../merchants/admin.js';
 import type { Metrics } from '../core/metrics.js';
@@ -22,7 +22,8 @@ export interface AppDeps {
   /** This bridge instance's id (in-flight markers name it). */
   instanceId: string;
   worker: Worker;
-  store: LedgerStore;
+  /** Reads of the ledger; records are written only through the core. */
+  store: StoreWithoutRecordWrites;
   logger: Logger;
   metrics: Metrics;
   adminToken: string;

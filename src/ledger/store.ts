@@ -624,3 +624,11 @@ export interface SettingStore {
   putSetting(name: string, value: string): Promise<void>;}
 
 export interface LedgerStore extends StoreLifecycle, RecordStore, AuditStore, WebhookEventStore, MerchantStore, DeadLetterStore, BackfillStateStore, SettingStore {}
+
+/**
+ * The ledger as everything but the core's record writer sees it: all but a record's insert and
+ * update, which only `core/record-writer.ts` makes, so its compare-and-set, its lock and its
+ * written-metric cannot be skipped. Audit, settings, dead letters and the other aggregates are
+ * written directly by their owners.
+ */
+export type StoreWithoutRecordWrites = Omit<LedgerStore, 'insert' | 'update'>;
