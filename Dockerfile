@@ -12,6 +12,9 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY adapters ./adapters
+# The sandbox (nothing configured) runs the simulator in the bridge's process.
+COPY simulator ./simulator
+COPY model-check ./model-check
 COPY scripts ./scripts
 RUN npm run build
 

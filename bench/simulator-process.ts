@@ -3,7 +3,7 @@
  * Prints `SIMULATOR_URL=<url>` once listening; stops on SIGTERM/SIGINT or when its stdin closes
  * (the benchmark died without cleaning up).
  */
-import { createSimulator } from '../src/simulator/index.js';
+import { createSimulator } from '../simulator/index.js';
 
 const port = Number(process.argv[2] ?? 0);
 const simulator = createSimulator();

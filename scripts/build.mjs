@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 /**
  * `npm run build` (and the first step of `npm start`, `npm run migrate`, …): compiles src/, adapters/,
- * scripts/ and bench/ to dist/ when dist/ is not current, and only then. Plain JavaScript, so that it runs
+ * simulator/, model-check/, scripts/ and bench/ to dist/ when dist/ is not current, and only then. Plain JavaScript, so that it runs
  * where TypeScript is not installed (the image), where it never builds: it runs what is there.
  *
  * dist/ holds the compiled JavaScript and, copied as they are, the operator console's static files
  * (src/console/: HTML, CSS and hand-written ES modules, which the compiler does not touch).
  *
  * Current: dist/.build-stamp (written last) holds a hash of every file under src/, adapters/,
- * scripts/ and bench/, of tsconfig*.json, package.json, package-lock.json and of the compiler's version; dist/
+ * simulator/, model-check/, scripts/ and bench/, of tsconfig*.json, package.json, package-lock.json and of the compiler's version; dist/
  * is current when that hash is today's. Content, not mtimes: a checkout or a copy that touches
  * every file rebuilds nothing, and an edit that keeps the mtime is still seen.
  *
@@ -55,7 +55,7 @@ import { constants as osConstants } from 'node:os';
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** What tsconfig.build.json compiles, and what else decides its output. */
-const SOURCE_DIRS = ['src', 'adapters', 'scripts', 'bench'];
+const SOURCE_DIRS = ['src', 'adapters', 'simulator', 'model-check', 'scripts', 'bench'];
 const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
 /** Files the compiler does not produce, copied as they are to the same place under dist/ (the console's page, styles and scripts). */
 const COPIED_DIRS = ['src/console'];

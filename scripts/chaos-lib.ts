@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSimulator, type FaultSpec } from '../src/simulator/index.js';
+import { createSimulator, type FaultSpec } from '../simulator/index.js';
 import { POS_POST_HEADERS, spawnBridge, type BridgeProcess } from './bridge-process.js';
 
 export interface ChaosOptions {

@@ -1,6 +1,6 @@
 /**
  * `npm run model-check [-- --deep] [-- --mutants] [-- --scenario <name>]… [-- --report <file>]`:
- * the exhaustive model check of the bridge's exactly-once promise (src/model-check/,
+ * the exhaustive model check of the bridge's exactly-once promise (model-check/,
  * docs/correctness.md). Prints the bounds, then the states and transitions explored, the time taken
  * and the situations gone through, per scenario.
  *
@@ -15,7 +15,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { armedMutant, MUTANTS, type MutantName } from '../src/kernel/mutants.js';
-import { checkModel, checkMutants, describeViolation, missingCoverage } from '../src/model-check/index.js';
+import { checkModel, checkMutants, describeViolation, missingCoverage } from '../model-check/index.js';
 
 const USAGE = 'usage: npm run model-check [-- --deep] [-- --mutants] [-- --scenario <name>]… [-- --report <file>]';
 const args = process.argv.slice(2);

@@ -21,7 +21,7 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { posSettingDeclarations } from '../adapters/index.js';
 import { demoPosToken, DEMO_MERCHANTS, installDemoMerchants, installPosAccounts } from '../src/sandbox.js';
-import { createSimulator, POS_API_BASE_PATHS, type PosName } from '../src/simulator/index.js';
+import { createSimulator, POS_API_BASE_PATHS, type PosName } from '../simulator/index.js';
 import { CommandError, describeError, isEntryPoint, parseOptions } from './cli.js';
 import { launcherGone } from '../src/launcher.js';
 

@@ -9,7 +9,7 @@ import { configuredValue, loadConfig, ConfigError, SANDBOX_WEBHOOK_SECRET, type 
 import { createLogger, type Logger } from './kernel/logger.js';
 import { LEDGER_LOCK_WAIT_MS, SHUTDOWN_LIMIT_MS, startBridge, type Bridge } from './bridge.js';
 import { demoPosToken, ensureDemoMerchants, installDemoMerchants, prepareSandboxLedger, sandboxKeyPath, sandboxSecretsKey, withSandboxPosApis, type DemoMerchant, type SandboxLedger } from './sandbox.js';
-import { createSimulator, type Simulator } from './simulator/index.js';
+import { createSimulator, type Simulator } from '../simulator/index.js';
 import { ledgerStartProblem } from './ledger/open-store.js';
 import { launcherGone } from './launcher.js';
 

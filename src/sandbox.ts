@@ -31,7 +31,7 @@ import type { MerchantAdmin, MerchantView } from './merchants/admin.js';
 import { newSecretsKey, parseSecretsKey, SecretsKeyError } from './merchants/secrets.js';
 import type { PosSettings } from './pos/contract.js';
 import type { PosSettingDeclarations } from './pos/settings.js';
-import { POS_API_BASE_PATHS, POS_NAMES, type PosName, type Simulator } from './simulator/index.js';
+import { POS_API_BASE_PATHS, POS_NAMES, type PosName, type Simulator } from '../simulator/index.js';
 
 export const SANDBOX_KEY_FILE = 'sandbox-secrets.key';
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import { posSettingDeclarations } from '../adapters/index.js';
 import { loadConfig } from '../src/config.js';
 import { SANDBOX_POS_APIS, withSandboxPosApis } from '../src/sandbox.js';
-import { POS_API_BASE_PATHS } from '../src/simulator/index.js';
+import { POS_API_BASE_PATHS } from '../simulator/index.js';
 
 const SIM = 'http://127.0.0.1:4100';
 

@@ -1,5 +1,5 @@
 /**
- * Every `switch` of src/ and adapters/ ends in a `default` the compiler holds to `never`
+ * Every `switch` of src/, adapters/, simulator/ and model-check/ ends in a `default` the compiler holds to `never`
  * (`unreachable(x)` or `x satisfies never`): a status, kind, action or fate added to a union then
  * fails to compile at every place that decides by it, instead of falling through silently. The only
  * exceptions are switches over values from outside the bridge's own types (a POS's payload, an
@@ -17,7 +17,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const OUTSIDE_VALUES: Record<string, string> = {
   'adapters/loyverse/checkout.ts:tax.type': "a POS payload's tax type: any other value is refused naming the field",
   'src/http/error-handler.ts:e.type': "body-parser's error types: anything else is the generic 500",
-  'src/simulator/pos-apis/clover.ts:op': 'an operator parsed from a request filter by a regular expression that admits only the cases listed',
+  'simulator/pos-apis/clover.ts:op': 'an operator parsed from a request filter by a regular expression that admits only the cases listed',
   'src/kernel/validation.ts:issue.code': "zod's issue codes: a code zod adds later keeps zod's own message",
   'src/kernel/validation.ts:typeof input': 'typeof of any input value',
   'src/kernel/validation.ts:origin': "zod's size origins",
@@ -59,7 +59,7 @@ export function switchesOf(file: string, text: string): Switch[] {
   return found;
 }
 
-const all = ['src', 'adapters'].flatMap(sources).flatMap((file) => switchesOf(relative(ROOT, join(ROOT, file)), readFileSync(join(ROOT, file), 'utf8')));
+const all = ['src', 'adapters', 'simulator', 'model-check'].flatMap(sources).flatMap((file) => switchesOf(relative(ROOT, join(ROOT, file)), readFileSync(join(ROOT, file), 'utf8')));
 
 describe('every switch ends in never', () => {
   it('reads switches (its own check: a switch without a never default is found, one with it passes)', () => {

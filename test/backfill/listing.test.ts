@@ -13,7 +13,7 @@ import { listPosChanges, type FoundItem, type ListingMerchant } from '../../src/
 import { BackfillNotPossibleError } from '../../src/backfill/listing.js';
 import { PosApiError } from '../../src/pos/api.js';
 import { saleTransactionId } from '../../src/kernel/transaction-id.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 import { BACKFILL_POSES, sale, settingsFor } from '../support/backfill-pos.js';
 import { US } from '../support/pos-http.js';
 

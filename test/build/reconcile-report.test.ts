@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startBridge } from '../../src/bridge.js';
 import { silentLogger } from '../../src/kernel/logger.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 import { ADMIN_TOKEN, checkout, testConfig } from '../support/harness.js';
 
 const today = () => new Date().toISOString().slice(0, 10);

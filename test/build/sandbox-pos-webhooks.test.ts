@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SANDBOX_WEBHOOK_SECRET } from '../../src/config.js';
 import { DEMO_MERCHANTS, SANDBOX_POS_APIS } from '../../src/sandbox.js';
-import { POS_API_BASE_PATHS } from '../../src/simulator/index.js';
+import { POS_API_BASE_PATHS } from '../../simulator/index.js';
 import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { ADMIN_TOKEN } from '../support/harness.js';
 import { bannerOf, sandboxLedgerUrl, simulatorBooks, startSandbox, type Banner } from '../support/sandbox.js';

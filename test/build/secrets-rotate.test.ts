@@ -20,7 +20,7 @@ import { openStore } from '../../src/ledger/open-store.js';
 import { silentLogger } from '../../src/kernel/logger.js';
 import { sealedSecretsOf, type SealedSecret, type StoredMerchant } from '../../src/state/merchant.js';
 import { keyFingerprint, parseSecretsKey, SecretBox } from '../../src/merchants/secrets.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 import { ADMIN_TOKEN, checkout, testConfig } from '../support/harness.js';
 import { filesText, tablesText } from '../support/ledger-text.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';

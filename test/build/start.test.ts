@@ -144,12 +144,12 @@ setInterval(() => undefined, 1000);
   it('a changed source is compiled at the next start', async () => {
     const before = stampOf(dir);
     const probe = `build-probe-${Date.now()}`;
-    appendFileSync(join(dir, 'src', 'money.ts'), `\nexport const BUILD_PROBE = '${probe}';\n`);
+    appendFileSync(join(dir, 'src', 'kernel', 'money.ts'), `\nexport const BUILD_PROBE = '${probe}';\n`);
     const port = await freePort();
     const start = run(process.execPath, ['scripts/start.mjs'], dir, cleanEnv({ PORT: String(port), LEDGER_URL: `file:${join(dir, 'ledger-0', 'ledger.json')}` }));
     await waitHealthy(start, `http://127.0.0.1:${port}`);
     expect(start.output()).toMatch(/build: compiling to dist\/ \(typescript [^)]+\), sources changed/);
-    expect(readFileSync(join(dir, 'dist', 'src', 'money.js'), 'utf8')).toContain(probe);
+    expect(readFileSync(join(dir, 'dist', 'src', 'kernel', 'money.js'), 'utf8')).toContain(probe);
     const after = stampOf(dir);
     expect(JSON.parse(after.text).hash).not.toBe(JSON.parse(before.text).hash);
     expect(leftovers(dir)).toEqual([]);
@@ -163,7 +163,7 @@ setInterval(() => undefined, 1000);
     let before = stampOf(dir);
     for (let attempt = 1; attempt <= 5 && !killed; attempt++) {
       before = stampOf(dir);
-      appendFileSync(join(dir, 'src', 'money.ts'), `\nexport const KILL_PROBE_${attempt} = ${attempt};\n`);
+      appendFileSync(join(dir, 'src', 'kernel', 'money.ts'), `\nexport const KILL_PROBE_${attempt} = ${attempt};\n`);
       const start = run(process.execPath, ['scripts/start.mjs'], dir, cleanEnv({ PORT: String(await freePort()), LEDGER_URL: `file:${join(dir, 'ledger-k', 'ledger.json')}` }));
       const tmp = join(dir, `dist.tmp-${start.pid}`);
       await waitFor('the build to begin writing dist.tmp-<pid>/', () => existsSync(tmp) || start.output().includes('build: dist/ built'), 60_000, start.output);
@@ -193,14 +193,14 @@ setInterval(() => undefined, 1000);
     await waitHealthy(next, `http://127.0.0.1:${port2}`);
     expect(next.output()).toContain(`build: taking over dist.lock, left by process ${killed!.pid} which is gone`);
     expect(next.output()).toMatch(/build: dist\/ built in/);
-    expect(readFileSync(join(dir, 'dist', 'src', 'money.js'), 'utf8')).toContain('KILL_PROBE_');
+    expect(readFileSync(join(dir, 'dist', 'src', 'kernel', 'money.js'), 'utf8')).toContain('KILL_PROBE_');
     expect(leftovers(dir)).toEqual([]);
     await stopGracefully(next);
   }, 120_000);
 
   it('a build stopped with SIGTERM ends its compiler, removes its folder and lock, and leaves dist/ as it was', async () => {
     const before = stampOf(dir);
-    appendFileSync(join(dir, 'src', 'money.ts'), `\nexport const TERM_PROBE = 1;\n`);
+    appendFileSync(join(dir, 'src', 'kernel', 'money.ts'), `\nexport const TERM_PROBE = 1;\n`);
     const build = run(process.execPath, ['scripts/build.mjs'], dir, cleanEnv());
     // The line is printed just before the compiler is spawned: wait for the process itself.
     await waitFor('the build to start its compiler', () => (build.output().includes('build: compiling') && descendants(build.pid).length > 0) || build.child.exitCode !== null, 60_000, build.output);
@@ -215,7 +215,7 @@ setInterval(() => undefined, 1000);
   }, 60_000);
 
   it('a build that does not compile leaves dist/ unchanged; a dist/ lost between the two renames is restored from the finished build', async () => {
-    const money = join(dir, 'src', 'money.ts');
+    const money = join(dir, 'src', 'kernel', 'money.ts');
     const source = readFileSync(money, 'utf8');
     const before = stampOf(dir);
     appendFileSync(money, `\nexport const NOT_A_NUMBER: number = 'text';\n`);
@@ -308,6 +308,8 @@ describe('the image: dist/, config/ and production-only node_modules, no TypeScr
       'COPY tsconfig.json tsconfig.build.json ./',
       'COPY src ./src',
       'COPY adapters ./adapters',
+      'COPY simulator ./simulator',
+      'COPY model-check ./model-check',
       'COPY scripts ./scripts',
       'RUN npm run build',
       'FROM node:24-bookworm-slim AS deps',

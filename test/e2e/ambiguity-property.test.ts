@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { LedgerRecord } from '../../src/state/record.js';
-import type { FaultSpec } from '../../src/simulator/index.js';
+import type { FaultSpec } from '../../simulator/index.js';
 import { checkout, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness;

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 import { BACKFILL_POSES, envFor, sale } from '../support/backfill-pos.js';
 import { spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { accruedOnce, ADMIN_TOKEN, eventually } from '../support/harness.js';

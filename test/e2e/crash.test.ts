@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Failpoint } from '../../src/kernel/failpoints.js';
 import type { LedgerStatus } from '../../src/state/record.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 import { POS_POST_HEADERS, spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { ADMIN_TOKEN, checkout, eventually } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';

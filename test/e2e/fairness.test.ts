@@ -14,7 +14,7 @@ import { parseGenericCheckout } from '../../adapters/generic/checkout.js';
 import { newCheckout } from '../../src/core/transitions.js';
 import { PER_MERCHANT } from '../../src/core/worker.js';
 import { keyOf, ledgerKey, type LedgerRecord } from '../../src/state/record.js';
-import type { SimMerchant } from '../../src/simulator/merchant.js';
+import type { SimMerchant } from '../../simulator/merchant.js';
 import { deriveTransactionId } from '../../src/kernel/transaction-id.js';
 import { ADMIN_TOKEN, checkout, eventually, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';

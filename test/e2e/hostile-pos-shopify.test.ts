@@ -14,7 +14,7 @@ import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import { DEFAULT_MERCHANT } from '../../src/state/merchant.js';
 import { ledgerKey } from '../../src/state/record.js';
 import type { PosSettings } from '../../src/pos/contract.js';
-import type { SimMerchant } from '../../src/simulator/index.js';
+import type { SimMerchant } from '../../simulator/index.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { postRaw, signature, paidShopifyOrder } from '../support/webhooks.js';

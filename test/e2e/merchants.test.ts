@@ -19,7 +19,7 @@ import { toastAdapter } from '../../adapters/toast/index.js';
 import { loyverseAdapter } from '../../adapters/loyverse/index.js';
 import { createLogger } from '../../src/kernel/logger.js';
 import type { PosSettings } from '../../src/pos/contract.js';
-import type { SimMerchant } from '../../src/simulator/index.js';
+import type { SimMerchant } from '../../simulator/index.js';
 import { startFakePosApi, type FakePosApi } from '../support/fake-pos-api.js';
 import { ADMIN_TOKEN, checkout, startHarness, type Harness } from '../support/harness.js';
 import { filesText, tablesText } from '../support/ledger-text.js';

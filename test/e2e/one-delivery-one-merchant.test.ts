@@ -17,7 +17,7 @@ import request from 'supertest';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import { toastAdapter } from '../../adapters/toast/index.js';
 import type { PosSettings } from '../../src/pos/contract.js';
-import type { SimMerchant } from '../../src/simulator/index.js';
+import type { SimMerchant } from '../../simulator/index.js';
 import { ledgerKey } from '../../src/state/record.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';

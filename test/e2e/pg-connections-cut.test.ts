@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 import { POS_POST_HEADERS, spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { checkout, eventually } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 import type { LedgerRecord } from '../../src/state/record.js';
 import { POS_POST_HEADERS, spawnBridge, type BridgeProcess } from '../support/bridge-process.js';
 import { checkout, eventually } from '../support/harness.js';

@@ -15,7 +15,7 @@ import { createLogger, silentLogger } from '../../src/kernel/logger.js';
 import type { CredentialsAnswer, LoyaltyClient } from '../../src/loyalty/client.js';
 import type { StoredMerchant } from '../../src/state/merchant.js';
 import { UpstreamCheck } from '../../src/merchants/upstream-check.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 import { listenLocally, type LocalServer } from '../support/local-server.js';
 import { ADMIN_TOKEN, eventually, testConfig } from '../support/harness.js';
 

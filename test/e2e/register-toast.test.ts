@@ -1,6 +1,6 @@
 /**
  * Toast's loyalty integration end to end over HTTP, on both ledger stores: the fake Toast
- * restaurant's register (src/simulator/pos-apis/toast.ts `loyaltyCall`) → POST /v1/toast/loyalty →
+ * restaurant's register (simulator/pos-apis/toast.ts `loyaltyCall`) → POST /v1/toast/loyalty →
  * the loyalty simulator's cards and books. Every transaction type; Toast's idempotence (the same
  * Toast-Transaction-GUID, an ACCRUE retried under a new one, a REVERSE retried); one check, one
  * accrual whether it comes by the loyalty API, the orders webhook or both; a split order's checks
@@ -12,8 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import request from 'supertest';
 import { toastAdapter } from '../../adapters/toast/index.js';
 import type { PosSettings } from '../../src/pos/contract.js';
-import type { SimMerchant } from '../../src/simulator/index.js';
-import type { ToastLoyaltyRequest } from '../../src/simulator/pos-apis/toast.js';
+import type { SimMerchant } from '../../simulator/index.js';
+import type { ToastLoyaltyRequest } from '../../simulator/pos-apis/toast.js';
 import { ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { postRaw, signature, type RawAnswer } from '../support/webhooks.js';

@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { LoyaltyClient, sharedAgents, type CallOutcome, type CallReport, type LoyaltyClientOptions } from '../../src/loyalty/client.js';
 import type { AccrueRequest } from '../../src/loyalty/contract.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 import { listenLocally, type LocalServer } from '../support/local-server.js';
 
 const UNIT = 5;

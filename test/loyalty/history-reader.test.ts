@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { LoyaltyClient } from '../../src/loyalty/client.js';
 import type { Operation } from '../../src/loyalty/contract.js';
 import { pageWindow, readOperations } from '../../src/loyalty/history-reader.js';
-import { createSimulator, type ListeningSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type Simulator } from '../../simulator/index.js';
 
 describe('pageWindow', () => {
   it('starts at page 1 of the largest size', () => {

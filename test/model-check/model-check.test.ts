@@ -10,9 +10,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { REQUIRED_COVERAGE } from '../../src/model-check/coverage.js';
-import type { ExploreFigures, Violation } from '../../src/model-check/explorer.js';
-import { scenarios } from '../../src/model-check/scenario.js';
+import { REQUIRED_COVERAGE } from '../../model-check/coverage.js';
+import type { ExploreFigures, Violation } from '../../model-check/explorer.js';
+import { scenarios } from '../../model-check/scenario.js';
 import { MUTANTS } from '../../src/kernel/mutants.js';
 
 interface ScenarioReport {

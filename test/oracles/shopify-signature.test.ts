@@ -24,7 +24,7 @@ import { SHOPIFY_API_VERSION } from '../../adapters/shopify/backfill.js';
 import { shopifyAdapter } from '../../adapters/shopify/index.js';
 import { ValidationError } from '../../src/kernel/errors.js';
 import type { PosSettings } from '../../src/pos/contract.js';
-import { signShopifyDelivery } from '../../src/simulator/pos-apis/shopify.js';
+import { signShopifyDelivery } from '../../simulator/pos-apis/shopify.js';
 import { canonicalHeaders } from '../../src/webhooks/headers.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { fakePosApis, TWO_LINES } from '../support/pos-http.js';

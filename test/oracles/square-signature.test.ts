@@ -14,7 +14,7 @@ import { describe, expect, it } from '@jest/globals';
 import { WebhooksHelper } from 'square';
 import { squareAdapter } from '../../adapters/square/index.js';
 import type { PosSettings } from '../../src/pos/contract.js';
-import { signSquareNotification } from '../../src/simulator/pos-apis/square.js';
+import { signSquareNotification } from '../../simulator/pos-apis/square.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { fakePosApis, TWO_LINES } from '../support/pos-http.js';
 

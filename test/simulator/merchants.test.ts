@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { Card, Operation, PosResponse } from '../../src/loyalty/contract.js';
-import { createSimulator, type ListeningSimulator, type MerchantOptions, type SimMerchant, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type MerchantOptions, type SimMerchant, type Simulator } from '../../simulator/index.js';
 
 const BAKERY: MerchantOptions = {
   id: 'bakery-17',

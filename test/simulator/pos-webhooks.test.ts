@@ -9,7 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { adapters } from '../../adapters/index.js';
 import { posApi } from '../../src/pos/api.js';
 import type { PosAdapter, PosSettings, WebhookAction } from '../../src/pos/contract.js';
-import type { SignedDelivery } from '../../src/simulator/index.js';
+import type { SignedDelivery } from '../../simulator/index.js';
 import { fakePosApis, TWO_LINES, US, verifyDelivery } from '../support/pos-http.js';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');

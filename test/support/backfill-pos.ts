@@ -4,8 +4,8 @@
  * name its ids, whatever the POS's own objects look like.
  */
 import type { PosSettings } from '../../src/pos/contract.js';
-import type { SignedDelivery, Simulator } from '../../src/simulator/index.js';
-import type { OrderRequest } from '../../src/simulator/pos-apis/model.js';
+import type { SignedDelivery, Simulator } from '../../simulator/index.js';
+import type { OrderRequest } from '../../simulator/pos-apis/model.js';
 import { TWO_LINES } from './pos-http.js';
 
 export interface BackfillPos {

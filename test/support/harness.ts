@@ -10,7 +10,7 @@ import { posSettingDeclarations } from '../../adapters/index.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startBridge, type Bridge, type BridgeOverrides } from '../../src/bridge.js';
 import { silentLogger, type Logger } from '../../src/kernel/logger.js';
-import { createSimulator, type Simulator, type ListeningSimulator, type SimulatorOptions } from '../../src/simulator/index.js';
+import { createSimulator, type Simulator, type ListeningSimulator, type SimulatorOptions } from '../../simulator/index.js';
 import request from 'supertest';
 import { EXAMPLE_CHECKOUT } from '../../adapters/generic/example.js';
 import { eventually } from './eventually.js';

@@ -11,7 +11,7 @@ import { eventually } from './eventually.js';
 
 const CHECKOUT = process.cwd();
 /** What a fresh clone holds that building and starting read. */
-const PROJECT_FILES = ['src', 'adapters', 'scripts', 'config', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'];
+const PROJECT_FILES = ['src', 'adapters', 'simulator', 'model-check', 'scripts', 'config', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'];
 
 /** A copy of the project's sources with the checkout's node_modules: what a fresh clone has after `npm ci`. */
 export function copyProject(prefix: string): string {

@@ -1,7 +1,7 @@
 /** Reads the simulator's fake POS APIs over real HTTP, the way a backfill poller would. */
 import { afterAll, beforeAll, beforeEach } from '@jest/globals';
 import type { AdapterContext, PosSettings } from '../../src/pos/contract.js';
-import { createSimulator, type ListeningSimulator, type SignedDelivery, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, type ListeningSimulator, type SignedDelivery, type Simulator } from '../../simulator/index.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 
 /**

@@ -1,8 +1,8 @@
 /**
  * A loyalty service whose answers the test gives, for suites that drive the core without HTTP: each
  * accrue or reverse is kept with the function that answers it, or answered at once by `answer`
- * where one is given. The HTTP suites use the simulator (src/simulator/), the model check its own
- * books (src/model-check/fake-loyalty.ts); this is the third and last stand-in.
+ * where one is given. The HTTP suites use the simulator (simulator/), the model check its own
+ * books (model-check/fake-loyalty.ts); this is the third and last stand-in.
  */
 import type { PosCalls } from '../../src/core/delivery.js';
 import type { CallReport } from '../../src/loyalty/client.js';

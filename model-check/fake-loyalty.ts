@@ -1,7 +1,7 @@
 /**
  * The loyalty service as the model checker plays it (docs/correctness.md): the point-of-sale calls
  * each bridge instance makes (`PosCalls`) and the operations history its verifier reads
- * (`HistoryReader`), over books kept as the in-repo simulator keeps them (src/simulator/state.ts):
+ * (`HistoryReader`), over books kept as the in-repo simulator keeps them (simulator/state.ts):
  * an accrual is one "Points earned" operation on the customer's card with `purchaseSum` = amount /
  * 100 and its operation id in the result; a reversal is the simulator's default entry, the same
  * event with the purchase taken back (a negative `purchaseSum`), its result carrying `reversedAt`.
@@ -17,14 +17,14 @@
  * What is plain data (books, outstanding calls) is copied by `snapshot`; the promises' resolvers
  * belong to the live instances and are never copied (a snapshot is taken only when none is pending).
  */
-import type { HistoryReader } from '../core/history-verifier.js';
-import type { PosCalls } from '../core/delivery.js';
-import type { Attempt, UpstreamOperation } from '../loyalty/calls.js';
-import type { CallReport } from '../loyalty/client.js';
-import type { AccrualResult, AccrueRequest, Card, Operation, ReverseRequest } from '../loyalty/contract.js';
+import type { HistoryReader } from '../src/core/history-verifier.js';
+import type { PosCalls } from '../src/core/delivery.js';
+import type { Attempt, UpstreamOperation } from '../src/loyalty/calls.js';
+import type { CallReport } from '../src/loyalty/client.js';
+import type { AccrualResult, AccrueRequest, Card, Operation, ReverseRequest } from '../src/loyalty/contract.js';
 import { DEFAULT_REVERSAL_ENTRY } from '../simulator/state.js';
-import { operationsOfCard } from '../loyalty/history-reader.js';
-import { copyPlain } from '../ledger/plain-copy.js';
+import { operationsOfCard } from '../src/loyalty/history-reader.js';
+import { copyPlain } from '../src/ledger/plain-copy.js';
 
 /** What can become of one accrue or reverse a live bridge instance sent (issue 20, "per call, each fate"). */
 export const FATES = ['answered', 'results_failed', 'rate_limited', 'server_error', 'reset_before_commit', 'reset_after_commit', 'timeout'] as const;

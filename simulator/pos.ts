@@ -7,7 +7,7 @@
  */
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { AccrueRequest, Credential, ReverseRequest, type PosResponse } from '../loyalty/contract.js';
+import { AccrueRequest, Credential, ReverseRequest, type PosResponse } from '../src/loyalty/contract.js';
 import type { Fault } from './faults.js';
 import type { SimContext } from './context.js';
 import type { Merchant } from './merchant.js';

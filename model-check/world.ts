@@ -12,24 +12,24 @@
  * answer is given as soon as the pass blocks on a call, and what runs when that timer fires only
  * reads (the answer, metrics, the audit trail): the state never depends on when it fires.
  */
-import { createCore, type Core } from '../core/core.js';
-import type { Upstream, UpstreamDirectory } from '../core/delivery.js';
-import { HistoryVerifier } from '../core/history-verifier.js';
-import { Worker } from '../core/worker.js';
-import { BridgeError, ConflictError } from '../kernel/errors.js';
-import { emptyMemoryLedger, MemoryLedgerStore, type MemoryLedgerState } from '../ledger/memory-store.js';
-import { isOpen, keyOf, ledgerKey, transactionIdOf, unreachable, type LedgerRecord, type ReversalShape } from '../state/record.js';
-import { shapeSettingName } from '../core/reversal-shape.js';
+import { createCore, type Core } from '../src/core/core.js';
+import type { Upstream, UpstreamDirectory } from '../src/core/delivery.js';
+import { HistoryVerifier } from '../src/core/history-verifier.js';
+import { Worker } from '../src/core/worker.js';
+import { BridgeError, ConflictError } from '../src/kernel/errors.js';
+import { emptyMemoryLedger, MemoryLedgerStore, type MemoryLedgerState } from '../src/ledger/memory-store.js';
+import { isOpen, keyOf, ledgerKey, transactionIdOf, unreachable, type LedgerRecord, type ReversalShape } from '../src/state/record.js';
+import { shapeSettingName } from '../src/core/reversal-shape.js';
 import { DEFAULT_REVERSAL_ENTRY } from '../simulator/state.js';
-import { DEFAULT_MERCHANT } from '../state/merchant.js';
-import { silentLogger } from '../kernel/logger.js';
-import type { CallReport } from '../loyalty/client.js';
-import { createMetrics, type Metrics } from '../core/metrics.js';
-import { RefundExceedsRemainderError } from '../core/remainder.js';
-import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
-import { runBulk, type BulkRequest } from '../core/bulk.js';
-import { deriveTransactionId } from '../kernel/transaction-id.js';
-import { copyPlain } from '../ledger/plain-copy.js';
+import { DEFAULT_MERCHANT } from '../src/state/merchant.js';
+import { silentLogger } from '../src/kernel/logger.js';
+import type { CallReport } from '../src/loyalty/client.js';
+import { createMetrics, type Metrics } from '../src/core/metrics.js';
+import { RefundExceedsRemainderError } from '../src/core/remainder.js';
+import type { OperatorActionName, ResolveInput } from '../src/core/transitions.js';
+import { runBulk, type BulkRequest } from '../src/core/bulk.js';
+import { deriveTransactionId } from '../src/kernel/transaction-id.js';
+import { copyPlain } from '../src/ledger/plain-copy.js';
 import { FakeLoyalty, FATE_WORDS, type Fate, type FakeLoyaltyState, type OutstandingCall } from './fake-loyalty.js';
 import { TIMING, type OrderSpec, type Scenario } from './scenario.js';
 

@@ -4,7 +4,7 @@
  * asserts, that the CI scenarios together reach every one. A bound trimmed too far shows here as
  * a situation no scenario reaches any more. Coverage is about the paths explored, not part of a state.
  */
-import { isAccrualUnsettled, keyOf } from '../state/record.js';
+import { isAccrualUnsettled, keyOf } from '../src/state/record.js';
 import { FATES } from './fake-loyalty.js';
 import type { ModelEvent, World } from './world.js';
 

@@ -6,7 +6,7 @@
  * data. So each merchant has separate books, numbering and fault queue, and nothing crosses between
  * them except the HTTP server they share.
  */
-import type { Credential } from '../loyalty/contract.js';
+import type { Credential } from '../src/loyalty/contract.js';
 import { FaultQueue } from './faults.js';
 import { type Books, COMPANY_ID, DEFAULT_REVERSAL_ENTRY, Ledger, type ReversalEntry, serialPrefix } from './state.js';
 

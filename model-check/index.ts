@@ -4,7 +4,7 @@
  * mistake (src/kernel/mutants.ts) and reports whether each was caught and how long its counterexample is.
  * docs/correctness.md explains the model, its bounds and what it does not cover.
  */
-import { armMutant, MUTANTS, type MutantName } from '../kernel/mutants.js';
+import { armMutant, MUTANTS, type MutantName } from '../src/kernel/mutants.js';
 import { REQUIRED_COVERAGE } from './coverage.js';
 import { explore, type ExploreFigures, type Violation } from './explorer.js';
 import { scenarios, TIMING, type Scenario } from './scenario.js';

@@ -11,7 +11,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { decimalToString, minorUnitsToDecimal } from '../../kernel/money.js';
+import { decimalToString, minorUnitsToDecimal } from '../../src/kernel/money.js';
 
 const minor = z.number().int('must be an integer amount in minor units').nonnegative('must not be negative').max(1e12);
 const isoTime = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time with Z or an offset' });

@@ -5,10 +5,10 @@
  * the console's operator actions where the transitions allow them (`operatorActions`) and the
  * person would be telling the truth.
  */
-import { keyOf, unreachable, type LedgerRecord } from '../state/record.js';
-import { DEFAULT_MERCHANT } from '../state/merchant.js';
-import { isOpen } from '../state/record.js';
-import type { OperatorActionName, ResolveInput } from '../core/transitions.js';
+import { keyOf, unreachable, type LedgerRecord } from '../src/state/record.js';
+import { DEFAULT_MERCHANT } from '../src/state/merchant.js';
+import { isOpen } from '../src/state/record.js';
+import type { OperatorActionName, ResolveInput } from '../src/core/transitions.js';
 import { TIMING } from './scenario.js';
 import type { ModelEvent, World } from './world.js';
 

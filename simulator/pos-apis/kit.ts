@@ -7,7 +7,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type express from 'express';
 import type { PosFaultQueue } from './faults.js';
 
-import { VENDOR_POS_NAMES, type VendorPosName } from '../../pos/contract.js';
+import { VENDOR_POS_NAMES, type VendorPosName } from '../../src/pos/contract.js';
 
 /** The simulator fakes the API of every vendor POS the bridge has an adapter for. */
 export const POS_NAMES = VENDOR_POS_NAMES;

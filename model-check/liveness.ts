@@ -19,17 +19,17 @@
  * schedule that settles (the rest of that run): those states are remembered (`settles`) and a later
  * continuation that reaches one stops there.
  */
-import { identitiesOf } from '../state/customer-index.js';
-import { dueOf, isOpen, isProbing, keyOf, type LedgerRecord } from '../state/record.js';
-import { readShape } from '../core/reversal-shape.js';
-import type { ResolveInput } from '../core/transitions.js';
+import { identitiesOf } from '../src/state/customer-index.js';
+import { dueOf, isOpen, isProbing, keyOf, type LedgerRecord } from '../src/state/record.js';
+import { readShape } from '../src/core/reversal-shape.js';
+import type { ResolveInput } from '../src/core/transitions.js';
 import { workDue, nextDeadline, truthful } from './choices.js';
 import { balanceViolation, safetyViolation } from './invariants.js';
 import { TIMING } from './scenario.js';
 import { stateKey } from './state-key.js';
 import type { ModelEvent, World } from './world.js';
 import { applyNoted } from './coverage.js';
-import { centsEqualsMajor } from '../kernel/money.js';
+import { centsEqualsMajor } from '../src/kernel/money.js';
 
 /**
  * Steps of a continuation at most, a guard against a model that never stops: with the rechecks

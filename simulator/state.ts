@@ -4,7 +4,7 @@
  * up with benchmarks pushing thousands of requests per second.
  */
 import { randomUUID } from 'node:crypto';
-import type { AccrualResult, AccrueRequest, Card, Operation, PosResponse } from '../loyalty/contract.js';
+import type { AccrualResult, AccrueRequest, Card, Operation, PosResponse } from '../src/loyalty/contract.js';
 
 /** The default merchant's account; every other merchant of the simulator is its own account (own companyId). */
 export const COMPANY_ID = 1;

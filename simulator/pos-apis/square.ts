@@ -18,7 +18,7 @@
 import { createHmac } from 'node:crypto';
 import express, { type Response } from 'express';
 import { z } from 'zod';
-import { unreachable } from '../../kernel/unreachable.js';
+import { unreachable } from '../../src/kernel/unreachable.js';
 import { PosFaultQueue } from './faults.js';
 import { accountOf, Accounts, bearerToken, canonicalJson, copy, faultGate, NotHeldError, pathParam, type FakePos, type PosContext, type PosErrors, type SignedDelivery } from './kit.js';
 import {

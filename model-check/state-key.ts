@@ -11,8 +11,8 @@
  * short of the fifth).
  */
 import { hash } from 'node:crypto';
-import { identitiesOf } from '../state/customer-index.js';
-import type { LedgerRecord } from '../state/record.js';
+import { identitiesOf } from '../src/state/customer-index.js';
+import type { LedgerRecord } from '../src/state/record.js';
 import type { World } from './world.js';
 
 /** `withScript`: include the events the scenario still allows (the explorer's states); without, what remains of the world only (the fault-free continuation's). */

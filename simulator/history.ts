@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
-import { MAX_ITEMS_PER_PAGE } from '../loyalty/contract.js';
+import { MAX_ITEMS_PER_PAGE } from '../src/loyalty/contract.js';
 import type { SimContext } from './context.js';
 import type { Merchant } from './merchant.js';
 import { rateLimitPage, serverErrorPage } from './pos.js';

@@ -11,7 +11,7 @@
  *   service refused, and nothing still to send (`pending`) that the service has booked already;
  * - once everything is settled, each customer's card holds what the orders and refunds should give.
  */
-import { keyOf } from '../state/record.js';
+import { keyOf } from '../src/state/record.js';
 import type { World } from './world.js';
 
 /** The first invariant the state breaks, in words; undefined when all hold. */
