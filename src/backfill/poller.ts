@@ -233,6 +233,8 @@ export class BackfillPoller {
           request.onProgress?.({ pages: read, found });
         },
       })) {
+        // Waiting for the listing's page is not the pass's work (pace.ts): the step starts here.
+        work.begin();
         // Inclusive bounds and overlapping listings can list one object twice: it counts once.
         const key = `${item.kind}\u0000${item.orderId}\u0000${item.refundId ?? ''}`;
         if (seen.has(key)) continue;

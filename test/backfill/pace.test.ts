@@ -57,6 +57,24 @@ describe('backfill pace', () => {
     });
   });
 
+  it('does not count a wait before a step begins (a slow POS page) as work', async () => {
+    const time = fakeTime();
+    const pace = new Pace({ share: 0.25, restFromMs: 2, now: time.now, sleep: time.sleep });
+    await pace.run(async (work) => {
+      time.advance(6000); // the POS's next page took 6 s to come
+      work.begin();
+      time.advance(1);
+      await work.rest();
+      expect(time.rests).toEqual([]);
+      time.advance(6000);
+      work.begin();
+      time.advance(2);
+      await work.rest();
+      // 3 ms worked since the last rest, never the 12 s of waiting: 9 ms of rest at a quarter share.
+      expect(time.rests).toEqual([9]);
+    });
+  });
+
   it('runs at most maxPasses at once; the next starts when one ends, in the order they came', async () => {
     const pace = new Pace({ maxPasses: 2 });
     const started: string[] = [];
