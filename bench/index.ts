@@ -23,6 +23,9 @@
  * S. Scale (bench/scale.ts, `--only=scale` only): each read path, the background queries,
  *    start-up, memory and the checkout path's WAL and commits at 10k, 1M (and 10M) records on
  *    PostgreSQL, cloned in SQL from a seed a bridge wrote, with the growth ratio.
+ * Z. Fleet (bench/fleet.ts, `--only=fleet` only): 1, 2, 3 bridge instances on one PostgreSQL schema
+ *    under many merchants' day (night, lunch and dinner peaks): acknowledged, peak p99, the bridges'
+ *    and the database's CPU per checkout, WAL per checkout, every checkout checked.
  *
  * Figures only: targets are printed beside them, nothing fails. Knobs (flag wins over env):
  *   --requests=N       BENCH_REQUESTS       requests per measured phase (3000)
@@ -38,11 +41,15 @@
  *   --database-url=U   BENCH_DATABASE_URL   PostgreSQL for part D (postgres://postgres@127.0.0.1:5432/test)
  *   --merchants=N      BENCH_MERCHANTS      merchants in part M (1000)
  *   --backfill-orders=N BENCH_BACKFILL_ORDERS orders in the ledger for part F (10000)
- *   --only=http|ledger|pg|merchants|backfill|register|scale  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M,
- *                      backfill = F, register = R, scale = S, which runs only when named)
+ *   --only=http|ledger|pg|merchants|backfill|register|scale|fleet  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M,
+ *                      backfill = F, register = R, scale = S and fleet = Z, which run only when named)
  *   --scale-sizes=L    BENCH_SCALE_SIZES    part S's PostgreSQL sizes (10000,1000000); --scale-10m adds 10,000,000
  *   --migration-size=N BENCH_MIGRATION_SIZE records of the version-9 ledger part S times migration 10 on (1000000; 0: none)
  *   --scale-file-sizes=L BENCH_SCALE_FILE_SIZES part S's file ledger sizes (1000,1000000; empty: none)
+ *   --fleet-merchants=N BENCH_FLEET_MERCHANTS merchants in part Z (200)
+ *   --fleet-peak=N      BENCH_FLEET_PEAK      checkouts/s offered at part Z's lunch and dinner peaks (200)
+ *   --fleet-slot-seconds=N BENCH_FLEET_SLOT_SECONDS seconds of each of the day's six slots (5)
+ *   --fleet-instances=L BENCH_FLEET_INSTANCES instance counts, a day each (1,2,3)
  *   BENCH_BRIDGE_NODE_ARGS  extra node flags for the bridge processes (part A's, and M's, F's and R's), e.g.
  *                           "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
  */
@@ -60,6 +67,7 @@ import { pgPart } from './pg.js';
 import { registerPart } from './register.js';
 import { scalePart } from './scale.js';
 import { fmt } from './table.js';
+import { fleetPart } from './fleet.js';
 
 const started = performance.now();
 const here = dirname(fileURLToPath(import.meta.url)); // dist/bench
@@ -105,10 +113,11 @@ const opts = {
     .concat(process.argv.includes('--scale-10m') ? [10_000_000] : []),
 };
 if (!['auto', 'insert', 'bulk'].includes(opts.ledgerBuild)) throw new Error(`--ledger-build / BENCH_LEDGER_BUILD must be auto, insert or bulk, got ${JSON.stringify(opts.ledgerBuild)}`);
-const PARTS = ['http', 'ledger', 'pg', 'merchants', 'backfill', 'register', 'scale'] as const;
+const PARTS = ['http', 'ledger', 'pg', 'merchants', 'backfill', 'register', 'scale', 'fleet'] as const;
 if (opts.only && !(PARTS as readonly string[]).includes(opts.only)) throw new Error(`--only must be one of ${PARTS.join(', ')}`);
-// Part S (scale) builds ledgers of a million records and more: it runs only when asked for by name.
-const runs = (part: (typeof PARTS)[number]) => (part === 'scale' ? opts.only === 'scale' : !opts.only || opts.only === part);
+// Part S (scale) builds ledgers of a million records and more, and part Z (fleet) runs a day per
+// instance count: they run only when asked for by name.
+const runs = (part: (typeof PARTS)[number]) => (part === 'scale' || part === 'fleet' ? opts.only === part : !opts.only || opts.only === part);
 
 const out = (line = '') => process.stdout.write(`${line}\n`);
 
@@ -194,6 +203,22 @@ async function main(): Promise<void> {
         .split(',')
         .filter(Boolean)
         .map((s) => Number(s.trim())),
+    });
+  }
+  if (runs('fleet')) {
+    await fleetPart({
+      ...context,
+      databaseUrl: opts.databaseUrl,
+      merchants: intOption('fleet-merchants', 'BENCH_FLEET_MERCHANTS', 200),
+      peakRate: intOption('fleet-peak', 'BENCH_FLEET_PEAK', 200),
+      slotSeconds: intOption('fleet-slot-seconds', 'BENCH_FLEET_SLOT_SECONDS', 5),
+      instanceCounts: option('fleet-instances', 'BENCH_FLEET_INSTANCES', '1,2,3')
+        .split(',')
+        .map((s) => {
+          const n = Number(s.trim());
+          if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`--fleet-instances / BENCH_FLEET_INSTANCES: ${JSON.stringify(s)} is not an instance count from 1 to 8`);
+          return n;
+        }),
     });
   }
   out(`total wall time: ${fmt((performance.now() - started) / 1000, 1)} s`);
