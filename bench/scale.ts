@@ -210,10 +210,13 @@ async function buildLedger(o: ScalePartOptions, admin: pg.Client, seedSchema: st
   // Copies numbered 1..copies, older as the number grows, spread over DAYS days; a batch of copies per statement.
   const batch = Math.max(1, Math.floor(250_000 / settled));
   const spanSeconds = DAYS * 86_400;
+  // A copy's order and refund ids end in '.', so that no id is the beginning of another's (the
+  // search by POS order id is a prefix search: 'A~c5' would also find 'A~c50'…'A~c599', more of them
+  // the larger the ledger, and measure the answer's growth instead of the lookup's).
   const cloned = (columns: string) => `
     SELECT ${columns} FROM (
       SELECT r.*, c.n AS copy, 'm-' || lpad((((c.n * 7919) + r.rn) % ${MERCHANTS})::text, 4, '0') AS merchant, r.transaction_id || '~c' || c.n AS tx,
-             r.order_id || '~c' || c.n AS new_order, r.created_at - make_interval(secs => c.n::double precision * ${spanSeconds} / ${Math.max(1, copies)}) AS created
+             r.order_id || '~c' || c.n || '.' AS new_order, r.created_at - make_interval(secs => c.n::double precision * ${spanSeconds} / ${Math.max(1, copies)}) AS created
         FROM ${t}.bench_seed r CROSS JOIN generate_series($1::int, $2::int) AS c(n)) k`;
   for (let first = 1; first <= copies; first += batch) {
     const last = Math.min(copies, first + batch - 1);
@@ -224,7 +227,7 @@ async function buildLedger(o: ScalePartOptions, admin: pg.Client, seedSchema: st
        ${cloned(`merchant || '/' || tx, version, pos, new_order, status, false, created, created + (updated_at - created_at),
                  jsonb_set(jsonb_set(jsonb_set(jsonb_set(record, '{transactionId}', to_jsonb(tx)), '{merchantId}', to_jsonb(merchant)), '{orderId}', to_jsonb(new_order)),
                            '{createdAt}', to_jsonb(to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))),
-                 merchant, (SELECT array_agg(x || '~c' || copy) FROM unnest(refund_ids) x), false`)}`,
+                 merchant, (SELECT array_agg(x || '~c' || copy || '.') FROM unnest(refund_ids) x), false`)}`,
       [first, last],
     );
     await admin.query(
@@ -345,10 +348,11 @@ async function measureFileSize(o: ScalePartOptions, simUrl: string, seed: Ledger
             version: 1,
             transactionId: `${r.transactionId}~c${copy}`,
             merchantId,
-            orderId: `${r.orderId}~c${copy}`,
+            // Ends in '.': no clone's order id is the beginning of another's (as in the SQL clone above).
+            orderId: `${r.orderId}~c${copy}.`,
             createdAt: new Date(Date.parse(r.createdAt) - shiftMs).toISOString(),
             updatedAt: new Date(Date.parse(r.updatedAt) - shiftMs).toISOString(),
-            reversal: { ...r.reversal, refundIds: r.reversal.refundIds.map((id) => `${id}~c${copy}`) },
+            reversal: { ...r.reversal, refundIds: r.reversal.refundIds.map((id) => `${id}~c${copy}.`) },
             accrual: { ...r.accrual, operationIds: r.accrual.operationIds.map((op) => op + copy * 10_000_000) },
           };
           if (!sample && merchantId === 'm-0042') sample = { transactionId: clone.transactionId, merchantId, orderId: clone.orderId };
