@@ -244,6 +244,10 @@ describe('configuration', () => {
     expect(refusal({ ...base, POS_TOKEN: 'pos-token-of-20chars' })).toBe('invalid configuration: POS_TOKEN must be at least 24 characters in production (it has 20): set it to a long random value (e.g. openssl rand -base64 32)');
     expect(refusal({ ...base, ADMIN_TOKENS: `alice=${'k'.repeat(30)},bob=REPLACE_ME_bobs_token_here` })).toBe('invalid configuration: ADMIN_TOKENS entry 2 (bob) is a placeholder (as docs/production.env.example ships it): set it to a long random value (e.g. openssl rand -base64 32)');
     expect(refusal({ ...base, SQUARE_ACCESS_TOKEN: 'change-me' })).toBe('invalid configuration: SQUARE_ACCESS_TOKEN is a placeholder (as docs/production.env.example ships it): set it to the value issued for this bridge');
+    // The default merchant's Toast register key is chosen, as the tokens are: at least 24 everywhere, no placeholder in production.
+    expect(refusal({ ...base, TOAST_LOYALTY_KEY: 'change-me-toast-loyalty-key' })).toBe('invalid configuration: TOAST_LOYALTY_KEY is a placeholder (as docs/production.env.example ships it): set it to a long random value (e.g. openssl rand -base64 32)');
+    expect(refusal({ ...base, TOAST_LOYALTY_KEY: 'k'.repeat(20) })).toBe('invalid configuration: TOAST_LOYALTY_KEY must be at least 24 characters: it is what lets a register read guests and accrue');
+    expect(loadConfig({ ...base, TOAST_LOYALTY_KEY: ` ${'k'.repeat(30)} ` }).pos.toast!.registerKey).toBe('k'.repeat(30));
     // Issued credentials are taken as issued, however short; outside production nothing of this applies.
     expect(loadConfig({ ...base, LOYALTY_APP_TOKEN: 'short' }).nodeEnv).toBe('production');
     expect(loadConfig({ LOYALTY_BASE_URL: 'https://l.example.test', LOYALTY_APP_TOKEN: 't', ADMIN_TOKEN: 'change-me-admin-token' }).nodeEnv).not.toBe('production');

@@ -179,7 +179,7 @@ export function createMetrics(readings: Pick<LedgerReadings, 'latest'> | undefin
     }),
     registerCalls: new Counter({
       name: 'bridge_register_calls_total',
-      help: "A register's calls while the sale is open (Toast's loyalty integration; pos lookup for POST /v1/lookup), by type (search, inquire, redeem, accrue, reverse, unsupported, lookup) and status (accepted, found, not_found, or why refused: key, account, input, no_card, unknown_call, unsupported, unavailable).",
+      help: "A register's calls while the sale is open (Toast's loyalty integration; pos lookup for POST /v1/lookup), by type (search, inquire, redeem, accrue, reverse, unsupported, lookup) and status (accepted, found, not_found, or why refused: key, account, input, no_card, unknown_call, unsupported, unavailable; a lookup the loyalty service did not answer: rate_limited, timeout, unavailable, no_api_key).",
       labelNames: ['pos', 'type', 'status'],
       registers: [registry],
     }),

@@ -17,7 +17,7 @@
  * merchant, forgotten for a card whenever the bridge accrues to it or reverses it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { BridgeError, ValidationError } from '../kernel/errors.js';
+import { BridgeError, ConflictError, ValidationError } from '../kernel/errors.js';
 import { parseJsonBody } from '../kernel/json-body.js';
 import type { Logger } from '../kernel/logger.js';
 import { RegisterReadError, type RegisterCard } from '../loyalty/client.js';
@@ -243,8 +243,14 @@ export class RegisterService {
       this.#observe(pos, kind, answer, started);
       return written;
     } catch (error) {
-      if (!(error instanceof Refused)) throw error;
-      answer = error.answer;
+      if (error instanceof Refused) answer = error.answer;
+      else if (error instanceof ConflictError) {
+        // The ledger cannot take this sale or refund right now (a probe asks the loyalty service
+        // about the accrual, or the record kept changing): answered in the POS's own words, as its
+        // catch-all error, so the register retries it later rather than reading a body it does not know.
+        this.deps.logger.warn({ pos, kind, why: error.message }, 'register call refused for now');
+        answer = { kind: 'refused', reason: 'unavailable', message: 'The loyalty program is settling this check right now: try again in a minute.' };
+      } else throw error;
     }
     this.#observe(pos, kind, answer, started);
     return spec.answer(answer);
@@ -266,6 +272,8 @@ export class RegisterService {
       return cards.length ? cards : undefined;
     } catch (error) {
       if (!(error instanceof RegisterReadError)) throw error;
+      // Timed as an answer too: a slow upstream shows in the latency, not only in the count.
+      this.deps.metrics.registerSeconds.observe({ pos: 'lookup', type: 'lookup' }, (performance.now() - started) / 1000);
       this.deps.metrics.registerCalls.inc({ pos: 'lookup', type: 'lookup', status: error.reason });
       throw new BridgeError(`the loyalty service did not answer in time (${error.reason}): try again`, 503, 'upstream_unavailable');
     }

@@ -110,7 +110,14 @@ for (const store of STORES) {
       expect(keyless.body.error).toMatchObject({ code: 'api_key_missing', field: 'loyalty.apiKey' });
     });
 
-    it('answers 503 within the budget when the loyalty service is slow or rate-limits, and the next read is answered', async () => {
+    it('answers 503 within the budget when the loyalty service is slow or rate-limits, and the next read is answered; the metrics count and time each', async () => {
+      const metric = async (series: string): Promise<number> => {
+        const text = (await admin('get', '/metrics')).text;
+        const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+        return line ? Number(line.slice(series.length + 1)) : 0;
+      };
+      const timed = 'bridge_register_read_duration_seconds_count{pos="lookup",type="lookup"}';
+      const [timedBefore, timeoutsBefore, limitedBefore] = [await metric(timed), await metric('bridge_register_calls_total{pos="lookup",type="lookup",status="timeout"}'), await metric('bridge_register_calls_total{pos="lookup",type="lookup",status="rate_limited"}')];
       const phone = phoneOf();
       h.sim.addCustomer({ phone });
       h.sim.faults.inject({ kind: 'slow', on: 'cards', delayMs: 10_000 });
@@ -128,6 +135,10 @@ for (const store of STORES) {
         { what: 'the rate limit used' },
       );
       expect((await lookup({ phone })).status).toBe(200);
+      // Three lookups answered, two of them refused for the upstream: each timed, each refusal counted by why.
+      expect(await metric(timed)).toBe(timedBefore + 3);
+      expect(await metric('bridge_register_calls_total{pos="lookup",type="lookup",status="timeout"}')).toBe(timeoutsBefore + 1);
+      expect(await metric('bridge_register_calls_total{pos="lookup",type="lookup",status="rate_limited"}')).toBe(limitedBefore + 1);
     });
   });
 }
