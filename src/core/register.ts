@@ -223,6 +223,8 @@ export class RegisterService {
     const started = performance.now();
     let kind = 'unknown';
     let answer: RegisterAnswer;
+    /** A read's key among the kept answers, once the call is known to be one. */
+    let readKey: string | undefined;
     try {
       const merchant = await this.#merchantOf(pos, spec.accountHeader, spec.keyHeader, headers);
       let call: RegisterCall;
@@ -236,10 +238,11 @@ export class RegisterService {
       const repeatKey = `${pos}\u0000${merchant.id}\u0000${call.id}`;
       const repeat = this.#repeats.get(repeatKey);
       if (repeat && Date.now() - repeat.atMs < REPEAT_MS) return repeat.answer;
+      if (call.kind === 'search' || call.kind === 'inquire') readKey = repeatKey;
       answer = await this.#answer(adapter, merchant, call, headers, raw);
       const written = spec.answer(answer);
       // A read's first answer stands for its repeats; writes are the ledger's to repeat.
-      if (call.kind === 'search' || call.kind === 'inquire') this.#keep(repeatKey, written);
+      if (readKey) this.#keep(readKey, written);
       this.#observe(pos, kind, answer, started);
       return written;
     } catch (error) {
@@ -253,7 +256,12 @@ export class RegisterService {
       } else throw error;
     }
     this.#observe(pos, kind, answer, started);
-    return spec.answer(answer);
+    const written = spec.answer(answer);
+    // "No such guest" is a read's answer too, and stands for its repeats (Toast: the same GUID gets
+    // the first answer). A read the loyalty service did not answer in time is not kept: its repeat
+    // asks again, which is what Toast's retry of a failed call is for.
+    if (readKey && answer.kind === 'refused' && answer.reason === 'no_card') this.#keep(readKey, written);
+    return written;
   }
 
   /**

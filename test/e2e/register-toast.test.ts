@@ -191,6 +191,15 @@ for (const store of STORES) {
       expect(h.sim.faults.pending()).toBe(5);
       h.sim.faults.clear();
 
+      // "No such guest" is a first answer too: the guest made since is not found under the same GUID, and is under a new one.
+      const newcomer = `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
+      const unknownGuid = randomUUID();
+      const unknown = await register({ type: 'SEARCH', phone: newcomer, guid: unknownGuid });
+      expect(unknown.status).toBe(404);
+      h.sim.addCustomer({ phone: newcomer, firstName: 'Bo', surname: 'Ng' });
+      expect((await register({ type: 'SEARCH', phone: newcomer, guid: unknownGuid })).body).toEqual(unknown.body);
+      expect((await register({ type: 'SEARCH', phone: newcomer })).body.transactionStatus).toBe('ACCEPT');
+
       const sale = paidOrder();
       const accrueGuid = randomUUID();
       const accrue = await register({ type: 'ACCRUE', orderId: sale.order, identifier: ann.card, guid: accrueGuid });
