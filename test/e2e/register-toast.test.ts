@@ -236,10 +236,13 @@ for (const store of STORES) {
     });
 
     /** The orders webhook for a held order, signed as Toast signs it. */
-    async function webhook(order: string) {
+    /** The fake restaurant's orders webhook of `order`, signed as Toast signs it; `change` edits the order first (a shape the fake does not make). */
+    async function webhook(order: string, change?: (order: { checks: Record<string, unknown>[] }) => void) {
       const made = h.sim.pos.toast.webhook(RESTAURANT, { id: order, secret: toast.webhookSecret! });
-      const timestamp = JSON.parse(made.body).timestamp as string;
-      return postRaw(`${h.bridge.url}/v1/webhooks/toast`, made.body, [signature(toastAdapter, toast, made.body, { 'Toast-Timestamp': timestamp }), ...Object.entries(made.headers).filter(([name]) => name !== 'toast-signature')]);
+      const delivery = JSON.parse(made.body) as { timestamp: string; details: { order: { checks: Record<string, unknown>[] } } };
+      change?.(delivery.details.order);
+      const body = change ? JSON.stringify(delivery) : made.body;
+      return postRaw(`${h.bridge.url}/v1/webhooks/toast`, body, [signature(toastAdapter, toast, body, { 'Toast-Timestamp': delivery.timestamp }), ...Object.entries(made.headers).filter(([name]) => name !== 'toast-signature')]);
     }
 
     it('one check, one accrual across channels: ACCRUE then the orders webhook, and the webhook then ACCRUE', async () => {
@@ -287,6 +290,17 @@ for (const store of STORES) {
       await settled(transactionIds[1]!, 'accrued');
       expect(h.sim.books().transactions[transactionIds[0]!]).toMatchObject({ amount: 1800, cards: [ann.card] });
       expect(h.sim.books().transactions[transactionIds[1]!]).toMatchObject({ amount: 1200, cards: [bob.card] });
+      expect([points(ann.card), points(bob.card)]).toEqual([18, 12]);
+
+      // The order's webhook comes with both checks, each carrying its guest as Toast keeps it: each
+      // check is the sale already recorded, and nothing is accrued again. (The fake makes one-check
+      // orders only: the delivery is given the split as the register saw it.)
+      const hook = await webhook(order, (delivered) => {
+        delivered.checks = checks.map((check, i) => ({ ...check, appliedLoyaltyInfo: { loyaltyIdentifier: [ann.card, bob.card][i], vendor: 'INTEGRATION' } }));
+      });
+      expect(hook.status).toBe(200);
+      expect(hook.body.results).toEqual(transactionIds.map((transactionId) => expect.objectContaining({ action: 'checkout', transactionId, status: 'accrued', duplicate: true })));
+      expect(transactionIds.map(accruals)).toEqual([1, 1]);
       expect([points(ann.card), points(bob.card)]).toEqual([18, 12]);
     });
 
