@@ -11,17 +11,23 @@ if (process.argv.includes('--help') || process.argv.includes('-h')) {
   process.exit(0);
 }
 
+/** A bad argument: one line and the usage, exit 2, as every command says it (scripts/cli.ts). */
+function refuse(message: string): never {
+  process.stderr.write(`chaos: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
 function flag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isFinite(value)) throw new Error(`--${name} must be a number`);
+  if (!Number.isFinite(value)) refuse(`--${name} must be a number, not ${JSON.stringify(process.argv[i + 1] ?? '')}`);
   return value;
 }
 
 function ambiguityFlag(): 'person' | 'probe' {
   const i = process.argv.indexOf('--ambiguity');
   const value = i >= 0 ? process.argv[i + 1] : 'person';
-  if (value !== 'person' && value !== 'probe') throw new Error('--ambiguity must be person or probe');
+  if (value !== 'person' && value !== 'probe') refuse(`--ambiguity must be person or probe, not ${JSON.stringify(value ?? '')}`);
   return value;
 }
 

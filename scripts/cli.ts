@@ -7,6 +7,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
+import { ledgerStartProblem } from '../src/ledger/open-store.js';
 import { redactUrl } from '../src/ledger/pg-store.js';
 
 /** An error to print as one line and exit with `exitCode` (2: the command line is wrong). */
@@ -39,6 +40,12 @@ export interface CommandSpec {
   secrets?: (argv: readonly string[], env: NodeJS.ProcessEnv) => readonly string[];
   /** A line added below the error when the command failed with exit code 1. */
   failedNote?: string;
+  /**
+   * The command opens the ledger it names with `hideUrl` (LEDGER_URL, or its `--url`): a ledger out
+   * of reach, a database missing or a ledger another bridge holds is then said as the bridge says it
+   * at start-up, naming the variable and what to do, not in the driver's words.
+   */
+  opensLedger?: boolean;
   /** What the command does: answers its exit code (or nothing: 0); throws for what stops it. */
   run(context: CommandContext): Promise<number | void>;
 }
@@ -62,6 +69,12 @@ export async function runCommand(spec: CommandSpec, argv: readonly string[] = pr
   } catch (error) {
     const code = error instanceof CommandError ? error.exitCode : 1;
     const variables = (spec.hiddenVariables ?? []).flatMap((name) => (env[name] ? [env[name]] : []));
+    const ledgerUrl = spec.opensLedger && !(error instanceof CommandError) ? urls.at(-1) : undefined;
+    const ledgerProblem = ledgerUrl ? ledgerStartProblem(error, ledgerUrl) : undefined;
+    if (ledgerProblem) {
+      process.stderr.write(`${spec.name}: ${hidePasswords(ledgerProblem, ...urls, ...variables)}\n`);
+      return 1;
+    }
     let message = hidePasswords(describeError(error), ...urls, ...variables);
     for (const secret of spec.secrets?.(argv, env) ?? []) if (secret) message = message.split(secret).join('***');
     const note = code === 1 && spec.failedNote ? `\n${spec.failedNote}` : '';

@@ -189,6 +189,7 @@ export function main(argv: readonly string[] = process.argv.slice(2), env: NodeJ
   return runCommand(
     {
       name: 'ledger:archive',
+      opensLedger: true,
       usage: USAGE,
       log,
       hiddenVariables: ['LEDGER_URL'],

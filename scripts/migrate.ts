@@ -64,6 +64,7 @@ export async function migrateLedger(options: { url: string; log?: (line: string)
 /** The command: answers the exit code. */
 export const main = command({
   name: 'migrate',
+  opensLedger: true,
   usage: USAGE,
   hiddenVariables: ['LEDGER_URL'],
   async run({ argv, env, hideUrl }) {

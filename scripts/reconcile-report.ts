@@ -15,7 +15,7 @@ import { adapters, posSettingDeclarations } from '../adapters/index.js';
 import { merchantRegistry } from '../src/bridge.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { ValidationError } from '../src/kernel/errors.js';
-import { openStore } from '../src/ledger/open-store.js';
+import { ledgerStartProblem, openStore } from '../src/ledger/open-store.js';
 import { silentLogger } from '../src/kernel/logger.js';
 import { parseSecretsKey, SecretBox, SecretsKeyError } from '../src/merchants/secrets.js';
 import { backfillListing, type PosOrderSource } from '../src/reconcile/pos-source.js';
@@ -70,8 +70,10 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
   } catch (error) {
     status.finish();
     const code = error instanceof CommandError ? error.exitCode : 1;
-    const message = hidePasswords(describeError(error), ...(env.LEDGER_URL ? [env.LEDGER_URL] : []));
-    io.stderr.write(`reconcile-report: ${code === 1 ? 'failed: ' : ''}${message}\n`);
+    // A ledger it cannot open is said as the bridge says it at start-up (naming LEDGER_URL and what to do).
+    const ledgerProblem = error instanceof CommandError || !env.LEDGER_URL ? undefined : ledgerStartProblem(error, env.LEDGER_URL);
+    const message = ledgerProblem ?? hidePasswords(describeError(error), ...(env.LEDGER_URL ? [env.LEDGER_URL] : []));
+    io.stderr.write(`reconcile-report: ${code === 1 && !ledgerProblem ? 'failed: ' : ''}${message}\n`);
     return code;
   }
 }

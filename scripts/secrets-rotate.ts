@@ -172,6 +172,7 @@ export async function rotateSecrets(options: RotateOptions): Promise<RotateResul
 /** The command: answers the exit code. */
 export const main = command({
   name: 'secrets:rotate',
+  opensLedger: true,
   usage: USAGE,
   // Never a key, even one given where an argument was expected.
   secrets: (argv, env) => [...argv.map((a) => a.replace(/^--[a-z-]+=/, '')), env.SECRETS_KEY ?? ''].filter((value) => value.length >= 16 && !value.startsWith('--')),

@@ -47,7 +47,11 @@ async function main(): Promise<void> {
     // since the ledger keeps the ids earlier runs' records claimed.
     const simulator = createSimulator({ firstOperationId: Date.now() * 1000 });
     installDemoMerchants(simulator);
-    const listening = await simulator.listen(config.sandboxSimulatorPort ?? 0);
+    const simulatorPort = config.sandboxSimulatorPort;
+    const listening = await simulator.listen(simulatorPort ?? 0).catch((error: unknown) => {
+      if ((error as { code?: string }).code !== 'EADDRINUSE') throw error;
+      return stopOnConfigProblem(`SANDBOX_SIMULATOR_PORT ${simulatorPort} is in use: stop what holds it (another sandbox?), or set SANDBOX_SIMULATOR_PORT to another port (or leave it unset for any free one)`);
+    });
     closeSimulator = listening.close;
     // The bridge reads the POSes' APIs at the simulator's fakes, where the demo merchants' POS accounts are.
     const posApis = withSandboxPosApis(config.pos, posSettingDeclarations, listening.url, (variable) => configuredValue(variable) !== undefined);

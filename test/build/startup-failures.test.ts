@@ -3,7 +3,7 @@
  * line naming the variable and what to do, a non-zero exit, no stack trace. Needs `npm run build`
  * first (npm test does it).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -67,10 +67,57 @@ describe('start-up failures name the variable', () => {
     }
   }, 90_000);
 
+  it("the sandbox's SANDBOX_SIMULATOR_PORT already in use: one line naming it, exit 78, no stack trace", async () => {
+    const { code, stderr } = await run({ PORT: '0', SANDBOX_SIMULATOR_PORT: String(port), LEDGER_URL: `file:${join(dir, 'sandbox-port', 'ledger.json')}` });
+    expect(code).toBe(78);
+    expect(stderr).toBe(`loyalty-bridge: SANDBOX_SIMULATOR_PORT ${port} is in use: stop what holds it (another sandbox?), or set SANDBOX_SIMULATOR_PORT to another port (or leave it unset for any free one)\n`);
+  }, 60_000);
+
   it('a PORT already in use: one line naming PORT, exit 78, no stack trace', async () => {
     const env = { PORT: String(port), LEDGER_URL: `file:${join(dir, 'ledger.json')}` };
     const { code, stderr } = await run(env);
     expect(code).toBe(78);
     expect(stderr).toBe(`loyalty-bridge: PORT ${port} is in use on 127.0.0.1: stop what holds it (another bridge?), or set PORT to another port\n`);
   }, 60_000);
+});
+
+/** A built command (dist/scripts/<script>.js) run to its end with only these variables. */
+function runCommandScript(script: string, args: string[], env: Record<string, string>): { code: number | null; stderr: string } {
+  const done = spawnSync(process.execPath, [join(process.cwd(), 'dist', 'scripts', `${script}.js`), ...args], { cwd: tmpdir(), env: { PATH: process.env.PATH!, HOME: tmpdir(), ...env }, encoding: 'utf8', timeout: 60_000 });
+  return { code: done.status, stderr: done.stderr };
+}
+
+describe("the operator commands say a ledger they cannot open as the bridge does", () => {
+  const unreachable = 'postgres://bridge:s3cret-pw@127.0.0.1:1/loyalty';
+  const said = (name: string) => `${name}: LEDGER_URL postgres://***@127.0.0.1:1/loyalty cannot be reached (ECONNREFUSED 127.0.0.1:1): start PostgreSQL there, or set LEDGER_URL to where it runs\n`;
+
+  it.each([
+    ['migrate', []],
+    ['ledger-archive', ['--list']],
+    ['secrets-rotate', ['--to', Buffer.alloc(32, 7).toString('base64')]],
+  ] as const)('%s: PostgreSQL out of reach is one line naming LEDGER_URL (its password hidden) and what to do, exit 1', (script, args) => {
+    const name = script === 'ledger-archive' ? 'ledger:archive' : script === 'secrets-rotate' ? 'secrets:rotate' : script;
+    const env: Record<string, string> = { LEDGER_URL: unreachable, ...(script === 'secrets-rotate' ? { SECRETS_KEY: Buffer.alloc(32, 1).toString('base64') } : {}) };
+    expect(runCommandScript(script, [...args], env)).toEqual({ code: 1, stderr: said(name) });
+  });
+
+  it('reconcile-report: the same line', () => {
+    const { code, stderr } = runCommandScript('reconcile-report', ['--from', '2026-11-01T00:00:00Z', '--to', '2026-11-02T00:00:00Z'], { LEDGER_URL: unreachable, LOYALTY_BASE_URL: 'http://127.0.0.1:1', LOYALTY_APP_TOKEN: 'app-token', LOYALTY_API_KEY: 'api-key', ADMIN_TOKEN: 'admin-token-0123456789' });
+    expect([code, stderr]).toEqual([1, said('reconcile-report')]);
+  });
+
+  it('migrate: a database that does not exist is named, with what to do', () => {
+    if (!pgBase) return;
+    const missing = new URL(pgBase);
+    missing.pathname = '/no_such_database_here';
+    const { code, stderr } = runCommandScript('migrate', [], { LEDGER_URL: missing.toString() });
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^migrate: LEDGER_URL postgres:\/\/\S+\/no_such_database_here: database "no_such_database_here" does not exist: create it \(createdb <name>\), or name a database that exists\n$/);
+  });
+
+  it('chaos: a bad argument is one line and the usage, exit 2, no stack trace', () => {
+    const { code, stderr } = runCommandScript('chaos', ['--orders', 'many'], {});
+    expect(code).toBe(2);
+    expect(stderr).toBe('chaos: --orders must be a number, not "many"\nusage: npm run chaos [-- --orders 1000 --kills 2 --concurrency 8 --fault-rate 0.3 --seed 42 --customers 5 --prices 3 --ambiguity person|probe]\n');
+  });
 });
