@@ -154,7 +154,9 @@ export class HistoryVerifier {
     }
     const waited = now.getTime() - Date.parse(inDoubtSince);
     if (waited < this.options.graceMs) {
-      return { kind: 'too_early', reason: `no matching operation yet; absence is conclusive ${Math.ceil((this.options.graceMs - waited) / 1000)} s from now` };
+      // The moment, not a countdown: the line is kept in the record's history, and every look
+      // before it says the same, so the console shows them as one line with a count.
+      return { kind: 'too_early', reason: `no matching operation yet; absence is conclusive at ${new Date(Date.parse(inDoubtSince) + this.options.graceMs).toISOString()}` };
     }
     return { kind: 'did_not_happen', examinedCards: cardIds.length };
   }
@@ -302,7 +304,7 @@ export class HistoryVerifier {
       if (!credited.length && all.length > 1) return { kind: 'unproven', reading: 'ambiguous', why: `${all.length} entries of ${describeShape(shape)} for ${check.amount} cents on the customer's cards since the call` };
       if (missing.length) {
         const waited = now.getTime() - Date.parse(inDoubtSince);
-        if (waited < this.options.graceMs) return { kind: 'too_early', reason: `no reversal entry yet on card ${missing.join(', ')}; looked for again ${Math.ceil((this.options.graceMs - waited) / 1000)} s from now` };
+        if (waited < this.options.graceMs) return { kind: 'too_early', reason: `no reversal entry yet on card ${missing.join(', ')}; conclusive at ${new Date(Date.parse(inDoubtSince) + this.options.graceMs).toISOString()}` };
         const none = missing.length === looked.length;
         return {
           kind: 'unproven',

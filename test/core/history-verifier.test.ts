@@ -80,6 +80,15 @@ describe('matching an operation to an accrual in doubt', () => {
     expect(await verify(history([]), record, 10 + GRACE_MS / 60_000)).toEqual({ kind: 'did_not_happen', examinedCards: 1 });
   });
 
+  it('every look before the grace ends says the same moment, so the history keeps one line for them (the console counts repeats)', async () => {
+    const record = inDoubt('generic:A2', 10);
+    await store.insert(record);
+    const early = await verify(history([]), record, 10.1);
+    const later = await verify(history([]), record, 10 + GRACE_MS / 60_000 - 0.01);
+    expect(early).toEqual(later);
+    expect(early).toMatchObject({ kind: 'too_early', reason: expect.stringMatching(/conclusive at \d{4}-\d\d-\d\dT/) });
+  });
+
   it('a card found only by email is searched too', async () => {
     const record = inDoubt('generic:A', 9, { phone: '+15559999999', email: 'ann@example.test' });
     await store.insert(record);
