@@ -7,13 +7,13 @@
  * passes the declarations in, since only it knows the adapters. They add to the schema below, and
  * their API address defaults lie beneath `config/default.json`.
  */
-import { getCountries } from 'libphonenumber-js';
 import { readFileSync, existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isIsoCurrency } from './kernel/currencies.js';
+import { isPhoneRegion } from './kernel/customer.js';
 import { FAILPOINTS } from './kernel/failpoints.js';
 import type { PosSettings } from './pos/contract.js';
 import { accountShapeOf, type PosSettingDeclarations, type PosSettingsDeclaration } from './pos/settings.js';
@@ -150,8 +150,7 @@ const RawConfig = z.object({
   METRICS_REFRESH_MS: ms('10000', { min: 100 }),
   DEFAULT_CURRENCY: z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as USD'),
   DEFAULT_PHONE_REGION: z.string().superRefine((value, ctx) => {
-    // The regions the phone rules know (libphonenumber's list): XX would pass a shape check and then read no phone at all.
-    if (!(getCountries() as string[]).includes(value)) ctx.addIssue({ code: 'custom', message: `must be a two-letter region the phone rules know, such as US, GB or DE (got ${JSON.stringify(value.slice(0, 40))})` });
+    if (!isPhoneRegion(value)) ctx.addIssue({ code: 'custom', message: `must be a two-letter region the phone rules know, such as US, GB or DE (got ${JSON.stringify(value.slice(0, 40))})` });
   }),
   ANSWER_BUDGET_MS: ms('1500', { min: 1, max: 1900, maxWhy: 'it must leave room to answer a POS within 2 s' }),
   REGISTER_BUDGET_MS: ms('2500', { min: 1, max: 4500, maxWhy: "Toast takes 5 s as a timeout: a register's answer must come before it" }),

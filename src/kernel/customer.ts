@@ -3,8 +3,16 @@
  * or register the card (upstream point-of-sale rules). National phone numbers are read in
  * DEFAULT_PHONE_REGION.
  */
-import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+import { getCountries, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
 import { ValidationError } from './errors.js';
+
+/**
+ * Whether the phone rules know this region (libphonenumber's list): a shape check alone would let
+ * `XX` through, and then no phone of that merchant or deployment would read at all.
+ */
+export function isPhoneRegion(value: string): boolean {
+  return (getCountries() as string[]).includes(value);
+}
 
 /** Who the points go to, as the loyalty service's `accrue` takes it (E.164 phone, lower-case email). */
 export interface Customer {

@@ -609,6 +609,13 @@ for (const store of STORES) {
       expect(refreshed.body).toMatchObject({ currency: 'GBP', phoneRegion: 'FR', pos: { square: { merchantId: 'SQ-GIVEN' }, toast: { restaurantGuid: 'toast-given' } } });
     });
 
+    it('a phone region the phone rules do not know (XX) is a 400 naming phoneRegion, and nothing is stored', async () => {
+      const res = await admin('post', '/v1/admin/merchants').send({ id: 'region-xx', loyalty: { appToken: fresh('app-region') }, phoneRegion: 'XX' });
+      expect(res.status).toBe(400);
+      expect(res.body.error.issues).toEqual([expect.objectContaining({ field: 'phoneRegion', message: expect.stringMatching(/region the phone rules know/) })]);
+      expect((await admin('get', '/v1/admin/merchants/region-xx')).status).toBe(404);
+    });
+
     it('onboarding refused: a revoked or unknown app token is a 400 naming loyalty.appToken, and nothing is stored', async () => {
       const revokedToken = fresh('app-revoked');
       h.sim.addMerchant({ id: 'revoked', appToken: revokedToken, credentials: { 'square.merchantId': 'SQ-REVOKED' } }).revoke();
