@@ -121,7 +121,8 @@ describe('the create schema: every refusal names its field', () => {
     ['an empty API key', { ...valid, loyalty: { appToken: APP_TOKEN, apiKey: '' } }, 'loyalty.apiKey', 'must not be empty'],
     ['a currency that is not ISO 4217', { ...valid, currency: 'EURO' }, 'currency', 'must be an ISO 4217 currency code such as EUR'],
     ['a currency in lower case', { ...valid, currency: 'eur' }, 'currency', 'must be an ISO 4217 currency code such as EUR'],
-    ['a region in lower case', { ...valid, phoneRegion: 'de' }, 'phoneRegion', 'must be a two-letter region such as DE'],
+    ['a region in lower case', { ...valid, phoneRegion: 'de' }, 'phoneRegion', 'must be a two-letter region the phone rules know, such as DE, GB or US'],
+    ['a region the phone rules do not know', { ...valid, phoneRegion: 'XX' }, 'phoneRegion', 'must be a two-letter region the phone rules know, such as DE, GB or US'],
     ['an empty POS account', { ...valid, pos: { square: { merchantId: '' } } }, 'pos.square.merchantId', 'must not be empty'],
     ['an empty POS access token', { ...valid, pos: { square: { accessToken: ' ' } } }, 'pos.square.accessToken', 'must not be empty'],
   ])('refuses %s', (_name, body, field, message) => {
