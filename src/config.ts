@@ -65,6 +65,16 @@ const posApiUrl = z
   .trim()
   .refine((value) => url.safeParse(value.replaceAll('{shop}', 'shop.example')).success, 'must be an http(s) URL ({shop} may stand for the shop domain)');
 
+/**
+ * What a refused variable was given, said back (` (got "…")`), unless the message says it already or
+ * the variable holds a secret (a token, key or secret is never printed); a URL's password is masked.
+ */
+function echoOf(variable: string, value: unknown, message: string): string {
+  if (value === undefined || message.includes('(got ') || /(TOKEN|TOKENS|KEY|SECRET)$/.test(variable)) return '';
+  const text = String(value).replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+  return ` (got ${JSON.stringify(text.slice(0, 60))})`;
+}
+
 export interface NamedAdminToken {
   name: string;
   token: string;
@@ -350,7 +360,8 @@ export function loadConfig(posDeclarations: PosSettingDeclarations, env: NodeJS.
       const message = issue.message.startsWith('Invalid option') ? `must be one of ${issue.values.map(String).join(', ')}` : issue.message;
       return `${variable} ${message}${got}`;
     }
-    return `${variable} ${issue.message}${required ? ' (it is required)' : ''}`;
+    if (required) return `${variable} ${issue.message} (it is required)`;
+    return `${variable} ${issue.message === 'Invalid URL' ? 'must be an http(s) URL' : issue.message}${echoOf(variable, merged[variable as keyof typeof merged], issue.message)}`;
   });
   const given = (name: string) => merged[name as keyof typeof merged] !== undefined;
   const sandbox = !given('LOYALTY_BASE_URL');

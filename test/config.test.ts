@@ -188,7 +188,7 @@ describe('configuration', () => {
       '  - PORT must be a port number from 0 to 65535, e.g. 8080 (got "eighty")',
       '  - LOYALTY_TIMEOUT_MS must be a whole number of milliseconds, e.g. 10000 (got "10s": 10s is 10000 milliseconds)',
       '  - ADMIN_TOKEN must be at least 16 characters',
-      '  - SQUARE_API_BASE_URL must be an http(s) URL ({shop} may stand for the shop domain)',
+      '  - SQUARE_API_BASE_URL must be an http(s) URL ({shop} may stand for the shop domain) (got "nope")',
       expect.stringMatching(/^ {2}- NODE_ENV=production needs LOYALTY_BASE_URL, LOYALTY_APP_TOKEN, POS_TOKEN: sandbox never starts in production; without POS_TOKEN/),
       '  - BRIDGE_FAILPOINTS is for crash tests and is refused in production',
     ]);
@@ -217,6 +217,11 @@ describe('configuration', () => {
     ['POS_AUTH', 'none', 'must be token or off (got "none")'],
     ['DEFAULT_PHONE_REGION', 'XX', 'must be a two-letter region the phone rules know, such as US, GB or DE (got "XX")'],
     ['DEFAULT_PHONE_REGION', 'us', 'must be a two-letter region the phone rules know, such as US, GB or DE (got "us")'],
+    ['DEFAULT_CURRENCY', 'XYZ', 'must be an ISO 4217 currency code such as USD (got "XYZ")'],
+    ['HOST', 'local host', 'must be an IP address or a host name, e.g. 127.0.0.1 or 0.0.0.0 (got "local host")'],
+    ['LEDGER_URL', 'mysql://bridge:s3cret@db/loyalty', 'must be file:<path> or postgres://… (got "mysql://bridge:***@db/loyalty")'],
+    ['SQUARE_NOTIFICATION_URL', 'not a url', 'must be an http(s) URL (got "not a url")'],
+    ['SQUARE_API_BASE_URL', 'ftp://connect.squareup.com', 'must be an http(s) URL ({shop} may stand for the shop domain) (got "ftp://connect.squareup.com")'],
   ])('a refused word is echoed, and a region is one the phone rules know: %s=%s', (variable, value, message) => {
     expect(refusal({ [variable]: value })).toBe(`invalid configuration: ${variable} ${message}`);
   });
@@ -229,10 +234,10 @@ describe('configuration', () => {
 
   it('LOYALTY_BASE_URL is the address before /api/v2/: a URL that is not one, or that ends in /api/v2, is named with what to write', () => {
     expect(refusal({ LOYALTY_BASE_URL: 'loyalty.example.test', LOYALTY_APP_TOKEN: 't' })).toBe(
-      "invalid configuration: LOYALTY_BASE_URL must be the loyalty service's http(s) address, before /api/v2/, e.g. https://loyalty.example.com",
+      'invalid configuration: LOYALTY_BASE_URL must be the loyalty service\'s http(s) address, before /api/v2/, e.g. https://loyalty.example.com (got "loyalty.example.test")',
     );
     expect(refusal({ LOYALTY_BASE_URL: 'https://loyalty.example.test/api/v2/', LOYALTY_APP_TOKEN: 't' })).toBe(
-      'invalid configuration: LOYALTY_BASE_URL must be the address before /api/v2/ (the bridge adds /api/v2/ itself): leave /api/v2 out',
+      'invalid configuration: LOYALTY_BASE_URL must be the address before /api/v2/ (the bridge adds /api/v2/ itself): leave /api/v2 out (got "https://loyalty.example.test/api/v2/")',
     );
     expect(loadConfig({ LOYALTY_BASE_URL: 'https://gateway.example.test/loyalty/', LOYALTY_APP_TOKEN: 't' }).loyalty.baseUrl).toBe('https://gateway.example.test/loyalty');
   });
