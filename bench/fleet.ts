@@ -85,6 +85,9 @@ interface Merchant {
 
 interface DayFigures {
   instances: number;
+  /** CPU ms a second of the bridges, and of PostgreSQL, with nothing offered (workers, timers, gauges): what an instance costs by being there. */
+  idleBridgeCpuPerSecond?: number;
+  idlePgCpuPerSecond?: number;
   offered: number;
   acknowledged: number;
   seconds: number;
@@ -172,6 +175,7 @@ function merchantOf(i: number, merchants: number): number {
 
 async function runDay(o: FleetPartOptions, admin: pg.Client, schema: string, simUrl: string, serving: Instance[], merchants: Merchant[]): Promise<DayFigures> {
   const tag = `Z-${o.runId}-${serving.length}i`;
+  const idle = await idleCpu(serving);
   const booksBefore = (await booksOf(simUrl, merchants))?.accrueRequests;
   const wal0 = await walLsn(admin);
   const bridges0 = serving.map((s) => cpuMsOf(s.child.process.pid));
@@ -210,6 +214,8 @@ async function runDay(o: FleetPartOptions, admin: pg.Client, schema: string, sim
   const bridgeCpu = bridges0.every((v) => v !== undefined) && bridges1.every((v) => v !== undefined) ? bridges1.reduce((a, b, i) => a + b! - bridges0[i]!, 0) : undefined;
   return {
     instances: serving.length,
+    idleBridgeCpuPerSecond: idle.bridges,
+    idlePgCpuPerSecond: idle.postgres,
     offered: n,
     acknowledged,
     seconds,
@@ -220,6 +226,22 @@ async function runDay(o: FleetPartOptions, admin: pg.Client, schema: string, sim
     walBytesPerCheckout: wal0 === undefined || wal1 === undefined ? undefined : (await walBytes(admin, wal0, wal1)) / n,
     check,
     checkOk,
+  };
+}
+
+const IDLE_MS = 5000;
+
+/** The bridges' and PostgreSQL's CPU a second over IDLE_MS with nothing offered. */
+async function idleCpu(serving: Instance[]): Promise<{ bridges?: number; postgres?: number }> {
+  const sum = () => serving.reduce<number | undefined>((total, s) => (total === undefined ? undefined : ((v) => (v === undefined ? undefined : total + v))(cpuMsOf(s.child.process.pid))), 0);
+  const b0 = sum();
+  const p0 = processCpuMsByName('postgres')?.ms;
+  await new Promise((r) => setTimeout(r, IDLE_MS));
+  const b1 = sum();
+  const p1 = processCpuMsByName('postgres')?.ms;
+  return {
+    bridges: b0 === undefined || b1 === undefined ? undefined : ((b1 - b0) * 1000) / IDLE_MS,
+    postgres: p0 === undefined || p1 === undefined ? undefined : ((p1 - p0) * 1000) / IDLE_MS,
   };
 }
 
@@ -295,6 +317,7 @@ function report(o: FleetPartOptions, days: DayFigures[]): void {
     ['database share of CPU', (d) => (d.bridgeCpuPerCheckout === undefined || d.pgCpuPerCheckout === undefined ? '-' : `${fmt((100 * d.pgCpuPerCheckout) / (d.pgCpuPerCheckout + d.bridgeCpuPerCheckout), 0)} %`)],
     ['PostgreSQL CPU vs 1 instance', (d) => (one?.pgCpuPerCheckout && d.pgCpuPerCheckout !== undefined ? `${fmt(d.pgCpuPerCheckout / one.pgCpuPerCheckout, 2)}x` : '-')],
     ['WAL B/checkout', (d) => fmt(d.walBytesPerCheckout, 0)],
+    ['idle CPU ms/s: bridges, PostgreSQL', (d) => `${fmt(d.idleBridgeCpuPerSecond, 1)}, ${fmt(d.idlePgCpuPerSecond, 1)}`],
   ];
   o.out(`Z. Fleet: ${o.merchants} merchants, a day of six slots of ${o.slotSeconds} s (peak ${o.peakRate}/s at lunch and dinner), instances on one PostgreSQL schema, round-robin`);
   o.out(tableOf(days, columns));
