@@ -462,7 +462,7 @@ function acrossVariables(merged: Record<string, unknown>, nodeEnv: string, sandb
 }
 
 /** What a placeholder looks like: the example file's `change-me` values and their kin. */
-const PLACEHOLDER = /change[-_ ]?me|replace[-_ ]?me|placeholder|your[-_ ]?(own[-_ ]?)?(token|key|secret)|^<.*>$|^(x+|todo|tbd|secret|password|token|example|test|default)$/i;
+const PLACEHOLDER = /change[-_ ]?me|replace[-_ ]?me|placeholder|your[-_ ]?([a-z0-9]+[-_ ]){0,3}(token|key|secret|password)|^<.*>$|^(x+|todo|tbd|secret|password|token|example|test|default)$/i;
 
 /** The shortest token an operator chooses that production takes (contract: "placeholders refused"). */
 const PRODUCTION_CHOSEN_MIN = 24;

@@ -246,6 +246,7 @@ describe('configuration', () => {
     const base = { ...production, ADMIN_TOKEN: 'a'.repeat(32), POS_TOKEN: 'p'.repeat(32) };
     expect(loadConfig(base).nodeEnv).toBe('production');
     expect(refusal({ ...base, ADMIN_TOKEN: 'changeme-changeme-changeme' })).toBe('invalid configuration: ADMIN_TOKEN is a placeholder (as docs/production.env.example ships it): set it to a long random value (e.g. openssl rand -base64 32)');
+    expect(refusal({ ...base, ADMIN_TOKEN: 'your-admin-token-here-0123' })).toBe('invalid configuration: ADMIN_TOKEN is a placeholder (as docs/production.env.example ships it): set it to a long random value (e.g. openssl rand -base64 32)');
     expect(refusal({ ...base, POS_TOKEN: 'pos-token-of-20chars' })).toBe('invalid configuration: POS_TOKEN must be at least 24 characters in production (it has 20): set it to a long random value (e.g. openssl rand -base64 32)');
     expect(refusal({ ...base, ADMIN_TOKENS: `alice=${'k'.repeat(30)},bob=REPLACE_ME_bobs_token_here` })).toBe('invalid configuration: ADMIN_TOKENS entry 2 (bob) is a placeholder (as docs/production.env.example ships it): set it to a long random value (e.g. openssl rand -base64 32)');
     expect(refusal({ ...base, SQUARE_ACCESS_TOKEN: 'change-me' })).toBe('invalid configuration: SQUARE_ACCESS_TOKEN is a placeholder (as docs/production.env.example ships it): set it to the value issued for this bridge');

@@ -482,7 +482,8 @@ function bulkForm({ query, statuses, found, ticks, announce, refresh, onCleared 
               landing?.section ?? null,
               h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => refresh() }, 'Search again')),
             );
-            announce(text);
+            // Nothing done and something refused is a failure, said as one (as a failed replay is).
+            announce(text, refused.length && !done.length ? 'problem' : 'done');
           } catch (error) {
             // The count changed since the preview (records came or went): nothing was done; look again.
             if (error instanceof ApiError && (error.code === 'count_mismatch' || error.code === 'records_changed')) return refuse(`Nothing was done: ${error.message}. Review the bulk action again to see the records as they are now.`);
