@@ -427,6 +427,7 @@ describe('as a person would', () => {
     const leadBox = (await lead.boundingBox())!;
     expect(leadBox.y).toBeLessThan(200);
     await screenshot(page, 'record-lead', false);
+    expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole('button', { name: 'Resolve…' }).click();
     const dialog = await visible(page.getByRole('dialog', { name: 'Resolve generic:D-1' }));
     await dialog.getByRole('radio', { name: 'Accrued', exact: true }).check();
@@ -560,6 +561,7 @@ describe('as a person would', () => {
     expect(await failed.textContent()).toMatch(/^Failed: /);
     expect(await failed.evaluate((status) => status.classList.contains('problem'))).toBe(true);
     await screenshot(page, 'dead-letter-replay-failed');
+    expect(await seriousViolations(page)).toEqual([]);
     await visible(page.getByRole('table', { name: 'Every run since it was kept, oldest first' }).getByRole('cell', { name: 'operator' }));
     await page.getByRole('button', { name: 'Dismiss' }).click();
     const dialog = await visible(page.getByRole('dialog', { name: `Dismiss dead letter ${deadLetterId}` }));
@@ -945,5 +947,6 @@ describe('the queue reads itself again', () => {
     expect(await fresh.isVisible()).toBe(true);
     expect(await page.locator('.refreshed time').getAttribute('datetime')).not.toBe(readAt);
     await screenshot(page, 'attention-refreshed', false);
+    expect(await seriousViolations(page)).toEqual([]);
   }, TEST_MS);
 });

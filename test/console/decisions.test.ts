@@ -581,6 +581,7 @@ describe('safe bulk, one click never reaches further than the person saw (contra
     await visible(landing.getByText('Failed'));
     await visible(page.getByText('Every record has landed.'));
     await screenshot(page, 'bulk-retry-landed', false);
+    expect(await seriousViolations(page)).toEqual([]);
   }, TEST_MS);
 });
 
@@ -602,6 +603,8 @@ describe('fits a phone', () => {
     // Rows as cards: cells stacked (block), the column headers kept for screen readers but not drawn.
     for (const table of tables) expect(table).toEqual({ caption: table.caption, cell: 'block', header: expect.any(Number) });
     for (const table of tables) expect(table.header).toBeLessThanOrEqual(1);
+    // And every state a phone shows passes axe (WCAG 2.2) as the desktop's do.
+    expect({ what, violations: await seriousViolations(page) }).toEqual({ what, violations: [] });
   }
 
   it('shows every page at 390 px with nothing wider than the screen: tables reflow into cards', async () => {
