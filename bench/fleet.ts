@@ -27,12 +27,12 @@ import pg from 'pg';
 import {
   bridgeEnv,
   cpuMsOf,
+  createMerchants,
   forgetSyncCleanup,
   getJson,
   inLanes,
   keepAliveAgent,
   onSyncCleanup,
-  postJson,
   processCpuMsByName,
   progress,
   reason,
@@ -40,8 +40,10 @@ import {
   runRatePhase,
   startBridgeProcess,
   startSimulator,
+  walLsn,
   withSchema,
   type Child,
+  type CreatedMerchant,
   type PartContext,
   type PhaseResult,
 } from './lib.js';
@@ -78,10 +80,7 @@ interface Instance {
   agent: http.Agent;
 }
 
-interface Merchant {
-  id: string;
-  posToken: string;
-}
+type Merchant = CreatedMerchant;
 
 interface DayFigures {
   instances: number;
@@ -131,7 +130,7 @@ export async function fleetPart(o: FleetPartOptions): Promise<void> {
       return { child: bridge.child, url: bridge.url, agent: keepAliveAgent(64) };
     };
     instances.push(await start());
-    const merchants = await createMerchants(o, sim.url, instances[0]!.url);
+    const merchants = await createFleet(o, sim.url, instances[0]!.url);
     const days: DayFigures[] = [];
     for (const count of o.instanceCounts) {
       while (instances.length < count) instances.push(await start());
@@ -149,17 +148,9 @@ export async function fleetPart(o: FleetPartOptions): Promise<void> {
   }
 }
 
-async function createMerchants(o: FleetPartOptions, simUrl: string, bridgeUrl: string): Promise<Merchant[]> {
+async function createFleet(o: FleetPartOptions, simUrl: string, bridgeUrl: string): Promise<Merchant[]> {
   const started = performance.now();
-  const ids = Array.from({ length: o.merchants }, (_, i) => `fleet-m${i}`);
-  const merchants = await inLanes(ids, 16, async (id): Promise<Merchant> => {
-    const installed = await postJson(`${simUrl}/__sim/merchants`, { id });
-    if (installed.status !== 201 && installed.status !== 200) throw new Error(`simulator refused merchant ${id}: HTTP ${installed.status}`);
-    const { appToken, apiKey } = installed.body as { appToken: string; apiKey: string };
-    const made = await postJson(`${bridgeUrl}/v1/admin/merchants`, { id, loyalty: { appToken, apiKey } }, { authorization: `Bearer ${o.adminToken}` });
-    if (made.status !== 201) throw new Error(`bridge refused merchant ${id}: HTTP ${made.status} ${JSON.stringify(made.body)}`);
-    return { id, posToken: (made.body as { posToken: string }).posToken };
-  });
+  const merchants = await createMerchants(simUrl, bridgeUrl, o.adminToken, Array.from({ length: o.merchants }, (_, i) => `fleet-m${i}`));
   progress(`fleet: ${merchants.length} merchants created in ${fmt((performance.now() - started) / 1000, 1)} s`);
   return merchants;
 }
@@ -243,13 +234,6 @@ async function idleCpu(serving: Instance[]): Promise<{ bridges?: number; postgre
     bridges: b0 === undefined || b1 === undefined ? undefined : ((b1 - b0) * 1000) / IDLE_MS,
     postgres: p0 === undefined || p1 === undefined ? undefined : ((p1 - p0) * 1000) / IDLE_MS,
   };
-}
-
-async function walLsn(admin: pg.Client): Promise<string | undefined> {
-  return admin.query<{ lsn: string }>('SELECT pg_current_wal_lsn() AS lsn').then(
-    (r) => r.rows[0]!.lsn,
-    () => undefined,
-  );
 }
 
 async function walBytes(admin: pg.Client, from: string, to: string): Promise<number> {

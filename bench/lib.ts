@@ -629,3 +629,32 @@ export async function inLanes<T, R>(items: T[], lanes: number, task: (item: T) =
   );
   return results;
 }
+
+/** A merchant installed at the simulator and created in the bridge through its admin API: its id and POS token. */
+export interface CreatedMerchant {
+  id: string;
+  posToken: string;
+}
+
+/**
+ * Each id installed as a merchant at the simulator (its own app token and API key) and created in
+ * the bridge with them (resolve-credentials, secrets sealed), 16 at a time.
+ */
+export async function createMerchants(simUrl: string, bridgeUrl: string, adminToken: string, ids: string[]): Promise<CreatedMerchant[]> {
+  return inLanes(ids, 16, async (id): Promise<CreatedMerchant> => {
+    const installed = await postJson(`${simUrl}/__sim/merchants`, { id });
+    if (installed.status !== 201 && installed.status !== 200) throw new Error(`simulator refused merchant ${id}: HTTP ${installed.status} ${JSON.stringify(installed.body)}`);
+    const { appToken, apiKey } = installed.body as { appToken: string; apiKey: string };
+    const made = await postJson(`${bridgeUrl}/v1/admin/merchants`, { id, loyalty: { appToken, apiKey } }, { authorization: `Bearer ${adminToken}` });
+    if (made.status !== 201) throw new Error(`bridge refused merchant ${id}: HTTP ${made.status} ${JSON.stringify(made.body)}`);
+    return { id, posToken: (made.body as { posToken: string }).posToken };
+  });
+}
+
+/** The server's WAL position now, or undefined when it cannot be read. */
+export async function walLsn(client: { query<R>(text: string): Promise<{ rows: R[] }> }): Promise<string | undefined> {
+  return client.query<{ lsn: string }>('SELECT pg_current_wal_lsn() AS lsn').then(
+    (r) => r.rows[0]!.lsn,
+    () => undefined,
+  );
+}

@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CACHE_MS } from '../src/merchants/registry.js';
-import { cpuMsOf, inLanes, keepAliveAgent, median, postJson, progress, roundMedians, runPhase, startSimulatorAndBridge, type LoadOptions, type PartContext, type PhaseResult } from './lib.js';
+import { cpuMsOf, createMerchants, keepAliveAgent, median, progress, roundMedians, runPhase, startSimulatorAndBridge, type CreatedMerchant, type LoadOptions, type PartContext, type PhaseResult } from './lib.js';
 import { checkoutPayload } from './records.js';
 import { figureTable, fmt, phaseColumns, roundColumns, tableOf, times } from './table.js';
 
@@ -18,10 +18,7 @@ export interface MerchantsPartOptions extends PartContext, LoadOptions {
   merchants: number;
 }
 
-interface Created {
-  id: string;
-  posToken: string;
-}
+type Created = CreatedMerchant;
 
 export async function merchantsPart(o: MerchantsPartOptions): Promise<void> {
   progress(`many merchants: starting a simulator and a bridge for ${o.merchants} merchants`);
@@ -37,14 +34,7 @@ export async function merchantsPart(o: MerchantsPartOptions): Promise<void> {
   try {
     const ids = Array.from({ length: o.merchants }, (_, i) => `bench-m${i}`);
     const setUpStarted = performance.now();
-    const created = await inLanes(ids, 16, async (id): Promise<Created> => {
-      const installed = await postJson(`${simUrl}/__sim/merchants`, { id });
-      if (installed.status !== 201 && installed.status !== 200) throw new Error(`simulator refused merchant ${id}: HTTP ${installed.status} ${JSON.stringify(installed.body)}`);
-      const { appToken, apiKey } = installed.body as { appToken: string; apiKey: string };
-      const made = await postJson(`${bridgeUrl}/v1/admin/merchants`, { id, loyalty: { appToken, apiKey } }, { authorization: `Bearer ${o.adminToken}` });
-      if (made.status !== 201) throw new Error(`bridge refused merchant ${id}: HTTP ${made.status} ${JSON.stringify(made.body)}`);
-      return { id, posToken: (made.body as { posToken: string }).posToken };
-    });
+    const created = await createMerchants(simUrl, bridgeUrl, o.adminToken, ids);
     progress(`many merchants: ${created.length} created in ${fmt((performance.now() - setUpStarted) / 1000, 1)} s`);
 
     const agent = keepAliveAgent(o.concurrency);

@@ -45,6 +45,7 @@ import {
   startBridgeProcess,
   startSimulator,
   tempDir,
+  walLsn,
   withSchema,
   BRIDGE_POST_HEADERS,
 } from './lib.js';
@@ -294,12 +295,6 @@ function prefixOf({ o }: PgRun, tag: string): string {
   return JSON.parse(o.bridgeBodies(tag, 1)[0]!).orderId.replace(/0$/, '') as string;
 }
 
-async function walLsn({ db }: PgRun): Promise<string | undefined> {
-  return db.admin.query<{ lsn: string }>('SELECT pg_current_wal_lsn() AS lsn').then(
-    (r) => r.rows[0]!.lsn,
-    () => undefined,
-  );
-}
 
 async function accrueRequests(simUrl: string): Promise<number | undefined> {
   const books = await getJson(`${simUrl}/__sim/books`, 60_000).catch(() => undefined);
@@ -317,11 +312,11 @@ async function closedPhase(run: PgRun, config: string, instances: Instance[], ro
   progress(`part D round ${round}/${o.rounds}: ${o.requests} checkouts to ${config} at concurrency ${o.concurrency}`);
   const booksBefore = isPg ? await accrueRequests(run.simUrl) : undefined;
   const sampler = isPg ? sampleBackends(db.admin, instances.map((i) => i.child.process.pid), db.serverPort, BRIDGE_POOL_SIZE) : undefined;
-  const lsn0 = await walLsn(run);
+  const lsn0 = await walLsn(run.db.admin);
   const c0 = cpuNow(run, instances);
   const result = await runPhase(s);
   const c1 = cpuNow(run, instances);
-  const lsn1 = await walLsn(run);
+  const lsn1 = await walLsn(run.db.admin);
   const backends = await sampler?.stop();
   const walBytes = lsn0 && lsn1 ? Number((await db.admin.query<{ d: string }>('SELECT pg_wal_lsn_diff($1, $2) AS d', [lsn1, lsn0])).rows[0]!.d) / result.requests : undefined;
   const m: Measured = { ...result, config, round, cpu: perRequest(c0, c1, result.requests), backends, walBytes };
