@@ -65,12 +65,17 @@ const posApiUrl = z
   .trim()
   .refine((value) => url.safeParse(value.replaceAll('{shop}', 'shop.example')).success, 'must be an http(s) URL ({shop} may stand for the shop domain)');
 
+/** Whether a variable holds a credential (every *_TOKEN, *_TOKENS, *_KEY and *_SECRET): its value is never printed. */
+function holdsSecret(variable: string): boolean {
+  return /_(TOKENS?|KEY|SECRET)$/.test(variable);
+}
+
 /**
  * What a refused variable was given, said back (` (got "…")`), unless the message says it already or
  * the variable holds a secret (a token, key or secret is never printed); a URL's password is masked.
  */
 function echoOf(variable: string, value: unknown, message: string): string {
-  if (value === undefined || message.includes('(got ') || /(TOKEN|TOKENS|KEY|SECRET)$/.test(variable)) return '';
+  if (value === undefined || message.includes('(got ') || holdsSecret(variable)) return '';
   const text = String(value).replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
   return ` (got ${JSON.stringify(text.slice(0, 60))})`;
 }
@@ -486,7 +491,7 @@ function placeholderCredentials(merged: Record<string, unknown>): string[] {
     // register key's is 24 everywhere): said once.
     else if (value.length >= (name === 'TOAST_LOYALTY_KEY' ? PRODUCTION_CHOSEN_MIN : 16) && value.length < PRODUCTION_CHOSEN_MIN) problems.push(`${name} must be at least ${PRODUCTION_CHOSEN_MIN} characters in production (it has ${value.length}): ${fix}`);
   }
-  const issued = Object.keys(merged).filter((name) => /(_TOKEN|_KEY|_SECRET)$/.test(name) && !['ADMIN_TOKEN', 'POS_TOKEN', 'TOAST_LOYALTY_KEY', 'SECRETS_KEY'].includes(name)).sort();
+  const issued = Object.keys(merged).filter((name) => holdsSecret(name) && !['ADMIN_TOKEN', 'ADMIN_TOKENS', 'POS_TOKEN', 'TOAST_LOYALTY_KEY', 'SECRETS_KEY'].includes(name)).sort();
   for (const name of issued) {
     const value = merged[name];
     if (typeof value === 'string' && PLACEHOLDER.test(value.trim())) problems.push(`${name} is a placeholder (as docs/production.env.example ships it): set it to the value issued for this bridge`);

@@ -115,6 +115,14 @@ export class HistoryVerifier {
     return this.client.canVerify;
   }
 
+  /**
+   * When the absence of a call's entry becomes conclusive: the moment, not a countdown, so that every
+   * look before it writes the same history line (which the console shows once, with a count).
+   */
+  #conclusiveAt(inDoubtSince: string): string {
+    return new Date(Date.parse(inDoubtSince) + this.options.graceMs).toISOString();
+  }
+
   /** The phone and email of the customer a card belongs to (undefined: no such card); throws where the service cannot be asked (no API key). */
   async cardOwner(serial: string): Promise<{ phone?: string; email?: string } | undefined> {
     if (!this.enabled || !this.client.cardOwner) throw new Error("the loyalty service's cards cannot be read without the merchant's API key");
@@ -154,9 +162,7 @@ export class HistoryVerifier {
     }
     const waited = now.getTime() - Date.parse(inDoubtSince);
     if (waited < this.options.graceMs) {
-      // The moment, not a countdown: the line is kept in the record's history, and every look
-      // before it says the same, so the console shows them as one line with a count.
-      return { kind: 'too_early', reason: `no matching operation yet; absence is conclusive at ${new Date(Date.parse(inDoubtSince) + this.options.graceMs).toISOString()}` };
+      return { kind: 'too_early', reason: `no matching operation yet; absence is conclusive at ${this.#conclusiveAt(inDoubtSince)}` };
     }
     return { kind: 'did_not_happen', examinedCards: cardIds.length };
   }
@@ -304,7 +310,7 @@ export class HistoryVerifier {
       if (!credited.length && all.length > 1) return { kind: 'unproven', reading: 'ambiguous', why: `${all.length} entries of ${describeShape(shape)} for ${check.amount} cents on the customer's cards since the call` };
       if (missing.length) {
         const waited = now.getTime() - Date.parse(inDoubtSince);
-        if (waited < this.options.graceMs) return { kind: 'too_early', reason: `no reversal entry yet on card ${missing.join(', ')}; conclusive at ${new Date(Date.parse(inDoubtSince) + this.options.graceMs).toISOString()}` };
+        if (waited < this.options.graceMs) return { kind: 'too_early', reason: `no reversal entry yet on card ${missing.join(', ')}; conclusive at ${this.#conclusiveAt(inDoubtSince)}` };
         const none = missing.length === looked.length;
         return {
           kind: 'unproven',

@@ -275,15 +275,15 @@ export class RegisterService {
     const started = performance.now();
     try {
       const cards = query.cardSerial ? [await this.deps.reads.card(merchant, query.cardSerial)].filter((c): c is RegisterCard => c !== undefined) : await this.deps.reads.cards(merchant, query);
-      this.deps.metrics.registerSeconds.observe({ pos: 'lookup', type: 'lookup' }, (performance.now() - started) / 1000);
       this.deps.metrics.registerCalls.inc({ pos: 'lookup', type: 'lookup', status: cards.length ? 'found' : 'not_found' });
       return cards.length ? cards : undefined;
     } catch (error) {
       if (!(error instanceof RegisterReadError)) throw error;
-      // Timed as an answer too: a slow upstream shows in the latency, not only in the count.
-      this.deps.metrics.registerSeconds.observe({ pos: 'lookup', type: 'lookup' }, (performance.now() - started) / 1000);
       this.deps.metrics.registerCalls.inc({ pos: 'lookup', type: 'lookup', status: error.reason });
       throw new BridgeError(`the loyalty service did not answer in time (${error.reason}): try again`, 503, 'upstream_unavailable');
+    } finally {
+      // Every answer timed, a refusal too: a slow upstream shows in the latency, not only in the count.
+      this.deps.metrics.registerSeconds.observe({ pos: 'lookup', type: 'lookup' }, (performance.now() - started) / 1000);
     }
   }
 
