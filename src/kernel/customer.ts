@@ -11,8 +11,11 @@ import { ValidationError } from './errors.js';
  * `XX` through, and then no phone of that merchant or deployment would read at all.
  */
 export function isPhoneRegion(value: string): boolean {
-  return (getCountries() as string[]).includes(value);
+  return (PHONE_REGIONS as readonly string[]).includes(value);
 }
+
+/** The regions the phone rules know (libphonenumber's list), for schemas that state them (the admin API's document). */
+export const PHONE_REGIONS = getCountries() as [CountryCode, ...CountryCode[]];
 
 /** Who the points go to, as the loyalty service's `accrue` takes it (E.164 phone, lower-case email). */
 export interface Customer {

@@ -14,7 +14,7 @@ import { LoyaltyClient, type LoyaltyClientOptions } from '../loyalty/client.js';
 import type { Credential } from '../loyalty/contract.js';
 import { accountShapeOf, type PosSettingDeclarations } from '../pos/settings.js';
 import { parseWith } from '../kernel/validation.js';
-import { isPhoneRegion } from '../kernel/customer.js';
+import { PHONE_REGIONS } from '../kernel/customer.js';
 import { accountKey, accountKeysOf, AMBIGUITY_POLICIES, DEFAULT_MERCHANT, MERCHANT_ID, type AmbiguityPolicy, type PosAccount, type StoredMerchant } from '../state/merchant.js';
 import type { MerchantRegistry } from './registry.js';
 import { newToken, tokenHash, type SecretBox } from './secrets.js';
@@ -22,7 +22,8 @@ import { newToken, tokenHash, type SecretBox } from './secrets.js';
 const secret = z.string().trim().min(1, 'must not be empty').max(4096, 'must be at most 4096 characters');
 const text = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 const currency = z.string().refine(isIsoCurrency, 'must be an ISO 4217 currency code such as EUR');
-const region = z.string().refine(isPhoneRegion, 'must be a two-letter region the phone rules know, such as DE, GB or US');
+// An enum, not a check: the admin API's document then states every region it takes.
+const region = z.enum(PHONE_REGIONS, { error: 'must be a two-letter region the phone rules know, such as DE, GB or US' });
 
 /** Each POS's account as the contract names its fields (`square: { merchantId, accessToken }`, …). */
 function posAccountSchemas(declarations: PosSettingDeclarations, partial: boolean) {
