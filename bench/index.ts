@@ -27,31 +27,8 @@
  *    under many merchants' day (night, lunch and dinner peaks): acknowledged, peak p99, the bridges'
  *    and the database's CPU per checkout, WAL per checkout, every checkout checked.
  *
- * Figures only: targets are printed beside them, nothing fails. Knobs (flag wins over env):
- *   --requests=N       BENCH_REQUESTS       requests per measured phase (3000)
- *   --concurrency=N    BENCH_CONCURRENCY    requests in flight (16)
- *   --warmup=N         BENCH_WARMUP         warm-up requests per target (300)
- *   --rounds=N         BENCH_ROUNDS         direct+bridge rounds (3)
- *   --serial=N         BENCH_SERIAL         checkouts in the diagnostic (200; 0 skips it)
- *   --ledger-sizes=L   BENCH_LEDGER_SIZES   comma list (1000,10000,100000)
- *   --ledger-writes=N  BENCH_LEDGER_WRITES  measured inserts and updates per size (1000)
- *   --ledger-build=B   BENCH_LEDGER_BUILD   how part B builds a ledger: insert, bulk (journal lines in bulk, then the index
- *                      built by one open) or auto (bulk above 100k records)
- *   --rate=N           BENCH_RATE           offered load of the latency phase, requests/s (200)
- *   --database-url=U   BENCH_DATABASE_URL   PostgreSQL for part D (postgres://postgres@127.0.0.1:5432/test)
- *   --merchants=N      BENCH_MERCHANTS      merchants in part M (1000)
- *   --backfill-orders=N BENCH_BACKFILL_ORDERS orders in the ledger for part F (10000)
- *   --only=http|ledger|pg|merchants|backfill|register|scale|fleet  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M,
- *                      backfill = F, register = R, scale = S and fleet = Z, which run only when named)
- *   --scale-sizes=L    BENCH_SCALE_SIZES    part S's PostgreSQL sizes (10000,1000000); --scale-10m adds 10,000,000
- *   --migration-size=N BENCH_MIGRATION_SIZE records of the version-9 ledger part S times migration 10 on (1000000; 0: none)
- *   --scale-file-sizes=L BENCH_SCALE_FILE_SIZES part S's file ledger sizes (1000,1000000; empty: none)
- *   --fleet-merchants=N BENCH_FLEET_MERCHANTS merchants in part Z (200)
- *   --fleet-peak=N      BENCH_FLEET_PEAK      checkouts/s offered at part Z's lunch and dinner peaks (200)
- *   --fleet-slot-seconds=N BENCH_FLEET_SLOT_SECONDS seconds of each of the day's six slots (5)
- *   --fleet-instances=L BENCH_FLEET_INSTANCES instance counts, a day each (1,2,3)
- *   BENCH_BRIDGE_NODE_ARGS  extra node flags for the bridge processes (part A's, and M's, F's and R's), e.g.
- *                           "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
+ * Figures only: targets are printed beside them, nothing fails. Its options are USAGE below
+ * (`npm run bench -- --help` prints them).
  */
 import os from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -75,6 +52,42 @@ const distDir = resolve(here, '..');
 
 // ------------------------------------------------------------------ options
 
+/** What `--help` prints, and what a refused option points to. A flag wins over its variable. */
+const USAGE = `usage: npm run bench -- [--option=value ...]   (or node --expose-gc dist/bench/index.js)
+Runs parts A, C, D, M, F, B and R; S (scale) and Z (fleet) run only when named with --only.
+Figures only: targets are printed beside them, nothing fails.
+
+  option           variable             what (default)
+  --requests=N       BENCH_REQUESTS       requests per measured phase (3000)
+  --concurrency=N    BENCH_CONCURRENCY    requests in flight (16)
+  --warmup=N         BENCH_WARMUP         warm-up requests per target (300)
+  --rounds=N         BENCH_ROUNDS         direct+bridge rounds (3)
+  --serial=N         BENCH_SERIAL         checkouts in the diagnostic (200; 0 skips it)
+  --ledger-sizes=L   BENCH_LEDGER_SIZES   comma list (1000,10000,100000)
+  --ledger-writes=N  BENCH_LEDGER_WRITES  measured inserts and updates per size (1000)
+  --ledger-build=B   BENCH_LEDGER_BUILD   how part B builds a ledger: insert, bulk (journal lines in bulk, then the index
+                     built by one open) or auto (bulk above 100k records)
+  --rate=N           BENCH_RATE           offered load of the latency phase, requests/s (200)
+  --database-url=U   BENCH_DATABASE_URL   PostgreSQL for part D (postgres://postgres@127.0.0.1:5432/test)
+  --merchants=N      BENCH_MERCHANTS      merchants in part M (1000)
+  --backfill-orders=N BENCH_BACKFILL_ORDERS orders in the ledger for part F (10000)
+  --only=http|ledger|pg|merchants|backfill|register|scale|fleet  BENCH_ONLY  run one part (http = A and C, ledger = B, pg = D, merchants = M,
+                     backfill = F, register = R, scale = S and fleet = Z, which run only when named)
+  --scale-sizes=L    BENCH_SCALE_SIZES    part S's PostgreSQL sizes (10000,1000000); --scale-10m adds 10,000,000
+  --migration-size=N BENCH_MIGRATION_SIZE records of the version-9 ledger part S times migration 10 on (1000000; 0: none)
+  --scale-file-sizes=L BENCH_SCALE_FILE_SIZES part S's file ledger sizes (1000,1000000; empty: none)
+  --fleet-merchants=N BENCH_FLEET_MERCHANTS merchants in part Z (200)
+  --fleet-peak=N      BENCH_FLEET_PEAK      checkouts/s offered at part Z's lunch and dinner peaks (200)
+  --fleet-slot-seconds=N BENCH_FLEET_SLOT_SECONDS seconds of each of the day's six slots (5)
+  --fleet-instances=L BENCH_FLEET_INSTANCES instance counts, a day each (1,2,3)
+  BENCH_BRIDGE_NODE_ARGS  extra node flags for the bridge processes (part A's, and M's, F's and R's), e.g.
+                          "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
+  --scale-10m                             part S also at 10,000,000 records
+  --help, -h                              this text`;
+
+/** An option refused: said in one line with where to look, exit 2 (as every CLI of the bridge does). */
+class UsageError extends Error {}
+
 function option(flag: string, env: string, fallback: string): string {
   const prefix = `--${flag}=`;
   const arg = process.argv.slice(2).find((a) => a.startsWith(prefix));
@@ -83,38 +96,78 @@ function option(flag: string, env: string, fallback: string): string {
 function intOption(flag: string, env: string, fallback: number, min = 1): number {
   const raw = option(flag, env, String(fallback));
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`--${flag} / ${env} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(value) || value < min) throw new UsageError(`--${flag} / ${env} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
   return value;
 }
 
-const opts = {
-  requests: intOption('requests', 'BENCH_REQUESTS', 3000),
-  concurrency: intOption('concurrency', 'BENCH_CONCURRENCY', 16),
-  warmup: intOption('warmup', 'BENCH_WARMUP', 300, 0),
-  rounds: intOption('rounds', 'BENCH_ROUNDS', 3),
-  serial: intOption('serial', 'BENCH_SERIAL', 200, 0),
-  ledgerSizes: option('ledger-sizes', 'BENCH_LEDGER_SIZES', '1000,10000,100000')
-    .split(',')
-    .map((s) => Number(s.trim()))
-    .filter((n) => {
-      if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_LEDGER_SIZES: ${n} is not a positive integer`);
-      return true;
-    }),
-  ledgerWrites: intOption('ledger-writes', 'BENCH_LEDGER_WRITES', 1000),
-  ledgerBuild: option('ledger-build', 'BENCH_LEDGER_BUILD', 'auto') as LedgerBuild,
-  only: option('only', 'BENCH_ONLY', ''),
-  merchants: intOption('merchants', 'BENCH_MERCHANTS', 1000),
-  backfillOrders: intOption('backfill-orders', 'BENCH_BACKFILL_ORDERS', 10_000),
-  rate: intOption('rate', 'BENCH_RATE', 200),
-  databaseUrl: option('database-url', 'BENCH_DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/test'),
-  scaleSizes: option('scale-sizes', 'BENCH_SCALE_SIZES', '10000,1000000')
-    .split(',')
-    .map((s) => Number(s.trim()))
-    .concat(process.argv.includes('--scale-10m') ? [10_000_000] : []),
-};
-if (!['auto', 'insert', 'bulk'].includes(opts.ledgerBuild)) throw new Error(`--ledger-build / BENCH_LEDGER_BUILD must be auto, insert or bulk, got ${JSON.stringify(opts.ledgerBuild)}`);
 const PARTS = ['http', 'ledger', 'pg', 'merchants', 'backfill', 'register', 'scale', 'fleet'] as const;
-if (opts.only && !(PARTS as readonly string[]).includes(opts.only)) throw new Error(`--only must be one of ${PARTS.join(', ')}`);
+
+function readOptions() {
+  const options = {
+    requests: intOption('requests', 'BENCH_REQUESTS', 3000),
+    concurrency: intOption('concurrency', 'BENCH_CONCURRENCY', 16),
+    warmup: intOption('warmup', 'BENCH_WARMUP', 300, 0),
+    rounds: intOption('rounds', 'BENCH_ROUNDS', 3),
+    serial: intOption('serial', 'BENCH_SERIAL', 200, 0),
+    ledgerSizes: option('ledger-sizes', 'BENCH_LEDGER_SIZES', '1000,10000,100000')
+      .split(',')
+      .map((s) => Number(s.trim()))
+      .filter((n) => {
+        if (!Number.isInteger(n) || n < 1) throw new UsageError(`--ledger-sizes / BENCH_LEDGER_SIZES: ${n} is not a positive integer`);
+        return true;
+      }),
+    ledgerWrites: intOption('ledger-writes', 'BENCH_LEDGER_WRITES', 1000),
+    ledgerBuild: option('ledger-build', 'BENCH_LEDGER_BUILD', 'auto') as LedgerBuild,
+    only: option('only', 'BENCH_ONLY', ''),
+    merchants: intOption('merchants', 'BENCH_MERCHANTS', 1000),
+    backfillOrders: intOption('backfill-orders', 'BENCH_BACKFILL_ORDERS', 10_000),
+    rate: intOption('rate', 'BENCH_RATE', 200),
+    databaseUrl: option('database-url', 'BENCH_DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/test'),
+    scaleSizes: option('scale-sizes', 'BENCH_SCALE_SIZES', '10000,1000000')
+      .split(',')
+      .map((s) => Number(s.trim()))
+      .concat(process.argv.includes('--scale-10m') ? [10_000_000] : []),
+    migrationSize: intOption('migration-size', 'BENCH_MIGRATION_SIZE', 1_000_000, 0),
+    scaleFileSizes: option('scale-file-sizes', 'BENCH_SCALE_FILE_SIZES', '1000,1000000')
+      .split(',')
+      .filter(Boolean)
+      .map((s) => Number(s.trim())),
+    fleetMerchants: intOption('fleet-merchants', 'BENCH_FLEET_MERCHANTS', 200),
+    fleetPeak: intOption('fleet-peak', 'BENCH_FLEET_PEAK', 200),
+    fleetSlotSeconds: intOption('fleet-slot-seconds', 'BENCH_FLEET_SLOT_SECONDS', 5),
+    fleetInstances: option('fleet-instances', 'BENCH_FLEET_INSTANCES', '1,2,3')
+      .split(',')
+      .map((s) => {
+        const n = Number(s.trim());
+        if (!Number.isInteger(n) || n < 1 || n > 8) throw new UsageError(`--fleet-instances / BENCH_FLEET_INSTANCES: ${JSON.stringify(s)} is not an instance count from 1 to 8`);
+        return n;
+      }),
+  };
+  if (!['auto', 'insert', 'bulk'].includes(options.ledgerBuild)) throw new UsageError(`--ledger-build / BENCH_LEDGER_BUILD must be auto, insert or bulk, got ${JSON.stringify(options.ledgerBuild)}`);
+  if (options.only && !(PARTS as readonly string[]).includes(options.only)) throw new UsageError(`--only must be one of ${PARTS.join(', ')}`);
+  return options;
+}
+
+/** Every flag USAGE names, so that a misspelt one is refused rather than quietly ignored. */
+const KNOWN_FLAGS = new Set([...USAGE.matchAll(/^ {2}(--[a-z0-9-]+)/gm)].map((m) => m[1]!));
+
+const opts = (() => {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  try {
+    const unknown = argv.find((arg) => !KNOWN_FLAGS.has(arg.split('=')[0]!));
+    if (unknown) throw new UsageError(`unknown argument ${JSON.stringify(unknown)}`);
+    return readOptions();
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`bench: ${error.message} (npm run bench -- --help lists the options)\n`);
+    process.exit(2);
+  }
+})();
+
 // Part S (scale) builds ledgers of a million records and more, and part Z (fleet) runs a day per
 // instance count: they run only when asked for by name.
 const runs = (part: (typeof PARTS)[number]) => (part === 'scale' || part === 'fleet' ? opts.only === part : !opts.only || opts.only === part);
@@ -198,27 +251,18 @@ async function main(): Promise<void> {
       ...load,
       databaseUrl: opts.databaseUrl,
       pgSizes: opts.scaleSizes,
-      migrationSize: intOption('migration-size', 'BENCH_MIGRATION_SIZE', 1_000_000, 0),
-      fileSizes: option('scale-file-sizes', 'BENCH_SCALE_FILE_SIZES', '1000,1000000')
-        .split(',')
-        .filter(Boolean)
-        .map((s) => Number(s.trim())),
+      migrationSize: opts.migrationSize,
+      fileSizes: opts.scaleFileSizes,
     });
   }
   if (runs('fleet')) {
     await fleetPart({
       ...context,
       databaseUrl: opts.databaseUrl,
-      merchants: intOption('fleet-merchants', 'BENCH_FLEET_MERCHANTS', 200),
-      peakRate: intOption('fleet-peak', 'BENCH_FLEET_PEAK', 200),
-      slotSeconds: intOption('fleet-slot-seconds', 'BENCH_FLEET_SLOT_SECONDS', 5),
-      instanceCounts: option('fleet-instances', 'BENCH_FLEET_INSTANCES', '1,2,3')
-        .split(',')
-        .map((s) => {
-          const n = Number(s.trim());
-          if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`--fleet-instances / BENCH_FLEET_INSTANCES: ${JSON.stringify(s)} is not an instance count from 1 to 8`);
-          return n;
-        }),
+      merchants: opts.fleetMerchants,
+      peakRate: opts.fleetPeak,
+      slotSeconds: opts.fleetSlotSeconds,
+      instanceCounts: opts.fleetInstances,
     });
   }
   out(`total wall time: ${fmt((performance.now() - started) / 1000, 1)} s`);

@@ -38,8 +38,6 @@ export interface CommandSpec {
   hiddenVariables?: readonly string[];
   /** Values the error line never shows (keys), each replaced by `***`. */
   secrets?: (argv: readonly string[], env: NodeJS.ProcessEnv) => readonly string[];
-  /** A line added below the error when the command failed with exit code 1. */
-  failedNote?: string;
   /**
    * The command opens the ledger it names with `hideUrl` (LEDGER_URL, or its `--url`): a ledger out
    * of reach, a database missing or a ledger another bridge holds is then said as the bridge says it
@@ -77,8 +75,7 @@ export async function runCommand(spec: CommandSpec, argv: readonly string[] = pr
     }
     let message = hidePasswords(describeError(error), ...urls, ...variables);
     for (const secret of spec.secrets?.(argv, env) ?? []) if (secret) message = message.split(secret).join('***');
-    const note = code === 1 && spec.failedNote ? `\n${spec.failedNote}` : '';
-    process.stderr.write(`${spec.name}: ${error instanceof CommandError ? '' : 'failed: '}${message}${note}\n`);
+    process.stderr.write(`${spec.name}: ${error instanceof CommandError ? '' : 'failed: '}${message}\n`);
     return code;
   }
 }

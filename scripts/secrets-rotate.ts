@@ -18,8 +18,8 @@
  * Sandbox (no SECRETS_KEY, the key in the private file beside the ledger): that file is used, and
  * holds the new key afterwards.
  *
- * Exit codes: 0 every merchant is under the new key; 1 failed (what was re-sealed stays: run it
- * again); 2 a missing or bad argument or SECRETS_KEY. Keys are never printed, only their fingerprints.
+ * Exit codes: 0 every merchant is under the new key; 1 failed (its line says whether anything was
+ * re-sealed, which stays so: run it again); 2 a missing or bad argument or SECRETS_KEY. Keys are never printed, only their fingerprints.
  */
 import { existsSync } from 'node:fs';
 import { configuredValue } from '../src/config.js';
@@ -109,6 +109,35 @@ function check(merchants: StoredMerchant[], from: SecretBox, to: SecretBox): str
   return problems;
 }
 
+/** Re-seals each merchant in its own write, counting into `result` as it goes (so a stop knows how far it got). */
+async function resealAll(store: LedgerStore, merchants: StoredMerchant[], from: SecretBox, to: SecretBox, clock: () => Date, log: (line: string) => void, result: RotateResult): Promise<void> {
+  for (const first of merchants) {
+    let current = first;
+    for (let attempt = 1; ; attempt++) {
+      const { next, count } = resealed(current, from, to, clock().toISOString());
+      if (count === 0) {
+        result.alreadyNew++;
+        break;
+      }
+      try {
+        await store.saveMerchant(next);
+        result.resealed++;
+        result.secrets += count;
+        log(`merchant ${current.id}: ${count} secret(s) re-sealed`);
+        break;
+      } catch (error) {
+        // A bridge on the same PostgreSQL ledger changed it meanwhile: read it again and re-seal that.
+        if (!(error instanceof VersionConflictError) || attempt >= ATTEMPTS) throw error;
+        const fresh = await store.getMerchant(current.id);
+        if (!fresh) break;
+        const again = check([fresh], from, to);
+        if (again.length) throw new CommandError(`merchant ${current.id} changed meanwhile and cannot be opened now: ${again[0]}`);
+        current = fresh;
+      }
+    }
+  }
+}
+
 /** The rotation itself; throws CommandError for what stops it. */
 export async function rotateSecrets(options: RotateOptions): Promise<RotateResult> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -132,30 +161,14 @@ export async function rotateSecrets(options: RotateOptions): Promise<RotateResul
       throw new CommandError(`nothing was changed: ${problems.length} secret(s) cannot be opened: ${problems.slice(0, 20).join('; ')}${problems.length > 20 ? `; and ${problems.length - 20} more` : ''}. Is SECRETS_KEY the key the bridge runs with?`);
     }
     const result: RotateResult = { merchants: merchants.length, resealed: 0, alreadyNew: 0, secrets: 0 };
-    for (const first of merchants) {
-      let current = first;
-      for (let attempt = 1; ; attempt++) {
-        const { next, count } = resealed(current, from, to, clock().toISOString());
-        if (count === 0) {
-          result.alreadyNew++;
-          break;
-        }
-        try {
-          await store.saveMerchant(next);
-          result.resealed++;
-          result.secrets += count;
-          log(`merchant ${current.id}: ${count} secret(s) re-sealed`);
-          break;
-        } catch (error) {
-          // A bridge on the same PostgreSQL ledger changed it meanwhile: read it again and re-seal that.
-          if (!(error instanceof VersionConflictError) || attempt >= ATTEMPTS) throw error;
-          const fresh = await store.getMerchant(current.id);
-          if (!fresh) break;
-          const again = check([fresh], from, to);
-          if (again.length) throw new CommandError(`merchant ${current.id} changed meanwhile and cannot be opened now: ${again[0]}`);
-          current = fresh;
-        }
-      }
+    try {
+      await resealAll(store, merchants, from, to, clock, log, result);
+    } catch (error) {
+      // What the operator must know of a stop: whether anything was written, and so what running it again does.
+      const said = error instanceof CommandError ? error.message : `failed: ${describeError(error)}`;
+      const exitCode = error instanceof CommandError ? error.exitCode : 1;
+      if (result.resealed === 0) throw new CommandError(`${said}; nothing was changed`, exitCode);
+      throw new CommandError(`${said}; ${result.resealed} merchant(s) re-sealed before it stopped stay so: run the same command again to finish`, exitCode);
     }
     // Read back: every secret under the new key, and opening with it.
     const after = await allMerchants(store);
@@ -176,7 +189,6 @@ export const main = command({
   usage: USAGE,
   // Never a key, even one given where an argument was expected.
   secrets: (argv, env) => [...argv.map((a) => a.replace(/^--[a-z-]+=/, '')), env.SECRETS_KEY ?? ''].filter((value) => value.length >= 16 && !value.startsWith('--')),
-  failedNote: '(what was re-sealed stays so; run the same command again to finish)',
   async run({ argv, env, hideUrl }) {
     const options = parseOptions(argv, ['to', 'url']);
     const to = options.get('to');

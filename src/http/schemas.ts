@@ -245,7 +245,7 @@ export const RecordLead = z
     bridge: z
       .object({
         acts: z.boolean().meta({ description: 'False: the bridge will not move the record by itself (a person, or nothing, is left).' }),
-        what: z.string().meta({ description: 'What it does next by itself, or why nothing.' }),
+        what: z.string().meta({ description: 'Acting: what it does next by itself. Not acting: why not ("the record is settled").' }),
         at: timestamp.optional().meta({ description: 'Not before then; absent: at its next pass.' }),
       })
       .meta({ description: 'What the bridge does next by itself, decided by the rules its worker follows.' }),

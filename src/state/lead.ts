@@ -13,7 +13,8 @@ export interface RecordLead {
   needsPerson: { kind: AttentionKind; since: string; why: string }[];
   /**
    * What the bridge does next by itself. `acts` false: it will not move the record on its own (a
-   * person, or nothing, is left). `at`: not before then (absent: at its next pass, which may be now).
+   * person, or nothing, is left), and `what` says why, worded to follow "will not act by itself:".
+   * `at`: not before then (absent: at its next pass, which may be now).
    */
   bridge: { acts: boolean; what: string; at?: string };
 }
@@ -35,8 +36,8 @@ export function leadOf(record: LedgerRecord, context: LeadContext): RecordLead {
 }
 
 function bridgeNext(record: LedgerRecord, { canVerify, nowMs }: LeadContext): RecordLead['bridge'] {
-  if (record.closed) return { acts: false, what: 'nothing: an operator closed the record, and the bridge never sends anything for it again' };
-  if (canVerify === undefined) return { acts: false, what: 'nothing: its merchant is not known to this bridge, so nothing is sent for it' };
+  if (record.closed) return { acts: false, what: 'an operator closed the record, and the bridge never sends anything for it again' };
+  if (canVerify === undefined) return { acts: false, what: 'its merchant is not known to this bridge, so nothing is sent for it' };
   const { accrual } = record;
   const next = plan(record);
   switch (next.kind) {
@@ -55,7 +56,7 @@ function bridgeNext(record: LedgerRecord, { canVerify, nowMs }: LeadContext): Re
       return { acts: true, what: at ? `${what}, after the pause between attempts` : what, ...(at ? { at } : {}) };
     }
     case 'verify': {
-      if (!canVerify) return { acts: false, what: "nothing: this merchant has no loyalty API key, so the bridge cannot read the operations history that would settle it" };
+      if (!canVerify) return { acts: false, what: "this merchant has no loyalty API key, so the bridge cannot read the operations history that would settle it" };
       const at = ahead(next.notBefore, nowMs);
       const what =
         next.side === 'accrue' && accrual.ambiguousWith?.length
@@ -64,9 +65,9 @@ function bridgeNext(record: LedgerRecord, { canVerify, nowMs }: LeadContext): Re
       return { acts: true, what, ...(at ? { at } : {}) };
     }
     case 'operator':
-      return { acts: false, what: `nothing: ${next.why}` };
+      return { acts: false, what: next.why };
     case 'settled':
-      return { acts: false, what: 'nothing: the record is settled' };
+      return { acts: false, what: 'the record is settled' };
     default:
       return unreachable(next);
   }

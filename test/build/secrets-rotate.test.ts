@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
 import request from 'supertest';
 import { startBridge, type Bridge } from '../../src/bridge.js';
 import { ConfigError } from '../../src/config.js';
@@ -187,7 +188,9 @@ for (const store of STORES) {
       const before = await stored();
       const run = rotate(['--to', newKey()], { LEDGER_URL: ledgerUrl, SECRETS_KEY: K1 });
       expect(run.status).toBe(1);
-      expect(run.stderr).toMatch(/nothing was changed: 6 secret\(s\) cannot be opened: merchant rot-a: loyalty.appToken is sealed with key [0-9a-f]{16}, neither SECRETS_KEY/);
+      expect(run.stderr).toMatch(/^secrets:rotate: nothing was changed: 6 secret\(s\) cannot be opened: merchant rot-a: loyalty.appToken is sealed with key [0-9a-f]{16}, neither SECRETS_KEY/);
+      // One line: nothing was re-sealed, so nothing is said to stay.
+      expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
       expect(await stored()).toEqual(before);
     });
 
@@ -255,6 +258,37 @@ for (const store of STORES) {
         expect(statSync(keyFile).mode & 0o777).toBe(0o600);
         expect((await stored()).flatMap(sealedOf).every((s) => s.key === fingerprint(K4))).toBe(true);
         expect(FileLedgerStore.fromUrl(ledgerUrl).manifestPath).toBe(join(dir, 'ledger.json'));
+      });
+    }
+
+    if (store.name === 'PostgreSQL') {
+      it('a run stopped after some merchants says how many it re-sealed, which stay so, and the same command then finishes', async () => {
+        // The database refuses rot-b's write (rot-a is re-sealed first): the stop a lost connection makes mid-run.
+        const url = new URL(ledgerUrl);
+        const schemaName = url.searchParams.get('schema')!;
+        url.searchParams.delete('schema');
+        const db = new pg.Client({ connectionString: url.toString() });
+        await db.connect();
+        try {
+          await db.query(`CREATE FUNCTION ${schemaName}.refuse_rot_b() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.id = 'rot-b' THEN RAISE EXCEPTION 'the test refuses rot-b'; END IF; RETURN NEW; END $$`);
+          await db.query(`CREATE TRIGGER refuse_rot_b BEFORE UPDATE ON ${schemaName}.ledger_merchants FOR EACH ROW EXECUTE FUNCTION ${schemaName}.refuse_rot_b()`);
+          const K5 = newKey();
+          const stopped = rotate(['--to', K5], { LEDGER_URL: ledgerUrl, SECRETS_KEY: K3 });
+          expect(stopped.status).toBe(1);
+          expect(stopped.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^secrets:rotate: failed: .*the test refuses rot-b.*; 1 merchant\(s\) re-sealed before it stopped stay so: run the same command again to finish$/)]);
+          expect(stopped.stdout).toMatch(/merchant rot-a: 5 secret\(s\) re-sealed/);
+          const keys = new Map((await stored()).map((m) => [m.id, new Set(sealedOf(m).map((x) => x.key))]));
+          expect(keys).toEqual(new Map([['rot-a', new Set([fingerprint(K5)])], ['rot-b', new Set([fingerprint(K3)])]]));
+
+          await db.query(`DROP TRIGGER refuse_rot_b ON ${schemaName}.ledger_merchants`);
+          const finished = rotate(['--to', K5], { LEDGER_URL: ledgerUrl, SECRETS_KEY: K3 });
+          expect([finished.status, finished.stderr]).toEqual([0, '']);
+          expect(finished.stdout).toMatch(/1 merchant\(s\) re-sealed \(1 secret\(s\)\), 1 already under the new key/);
+          const box = new SecretBox(parseSecretsKey(K5));
+          for (const m of await stored()) expect(sealedOf(m).map((x) => box.open(x)).sort()).toEqual([...clear.get(m.id)!].sort());
+        } finally {
+          await db.end();
+        }
       });
     }
   });

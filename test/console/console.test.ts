@@ -422,7 +422,7 @@ describe('as a person would', () => {
     // The page leads with why it needs a person, whether the bridge acts itself, and what each action would do.
     const lead = page.getByRole('region', { name: 'Why it needs a person' });
     await visible(lead.getByText('In doubt', { exact: true }));
-    await visible(lead.getByText(/^The bridge will not act by itself: nothing: this merchant has no loyalty API key/));
+    await visible(lead.getByText(/^The bridge will not act by itself: this merchant has no loyalty API key/));
     await visible(lead.getByRole('listitem').filter({ hasText: /^Resolve: The bridge records the outcome you established/ }));
     const leadBox = (await lead.boundingBox())!;
     expect(leadBox.y).toBeLessThan(200);
@@ -447,7 +447,7 @@ describe('as a person would', () => {
     const done = await visible(page.locator('main p.done'));
     await visible(done.getByText(/^Resolve generic:D-1: now Accrued\./));
     await visible(done.getByRole('link', { name: next.deadLetterId ? `dead letter ${next.deadLetterId}` : next.transactionId }));
-    await visible(page.getByRole('region', { name: 'Nothing here needs a person' }).getByText('The bridge will not act by itself: nothing: the record is settled.'));
+    await visible(page.getByRole('region', { name: 'Nothing here needs a person' }).getByText('The bridge will not act by itself: the record is settled.'));
 
     const after = await queue(page);
     await visible(after.getByRole('link', { name: 'generic:F-1' }));
@@ -498,6 +498,31 @@ describe('as a person would', () => {
       expect((await admin('get', `/v1/admin/transactions/${id}`)).body.status).toBe('accrued');
       expect(h.sim.books().transactions[id]!.accruals).toBe(1);
     }
+  }, TEST_MS);
+
+  it('a bulk action the bridge refuses for every record looks failed, in words and drawn as a problem, and changes nothing', async () => {
+    const page = await signedIn();
+    const before = (await admin('get', '/v1/admin/transactions/generic:A-1')).body;
+    await goTo(page, 'Search', 'Search records');
+    await page.getByLabel('Transaction id').fill('generic:A-1');
+    await submitSearch(page);
+    await page.getByRole('checkbox', { name: 'Select generic:A-1' }).check();
+    await page.getByLabel('Action', { exact: true }).selectOption('retry');
+    await page.getByRole('button', { name: 'Review bulk action…' }).click();
+    const dialog = await visible(page.getByRole('dialog', { name: 'Retry 1 record' }));
+    await visible(dialog.getByRole('table', { name: 'It would refuse' }).getByRole('cell', { name: 'generic:A-1' }));
+    await dialog.getByLabel('Reason').fill('Trying an accrued one');
+    await dialog.getByRole('button', { name: 'Retry 1 record' }).click();
+    await gone(page.getByRole('dialog'));
+    const failed = await visible(page.getByRole('status').filter({ hasText: 'Retry: 0 queued, 1 refused.' }).first());
+    expect(await page.locator('#status').textContent()).toBe('Failed: Retry: 0 queued, 1 refused.');
+    expect(await page.locator('#status').evaluate((status) => status.classList.contains('problem'))).toBe(true);
+    expect(await failed.evaluate((line) => line.classList.contains('problem'))).toBe(true);
+    await visible(page.getByRole('table', { name: 'Refused' }).getByRole('cell', { name: 'generic:A-1' }));
+    expect(await seriousViolations(page)).toEqual([]);
+    const after = (await admin('get', '/v1/admin/transactions/generic:A-1')).body;
+    expect([after.status, after.version]).toEqual([before.status, before.version]);
+    expect(h.sim.books().transactions['generic:A-1']!.accruals).toBe(1);
   }, TEST_MS);
 
   it("retries every failed record of one merchant since a day, by the search's filter, confirmed with the count", async () => {

@@ -17,7 +17,7 @@ describe('leadOf', () => {
   it('an accrual in doubt without the merchant\'s API key: a person, and the bridge will not act, saying why', () => {
     const lead = leadOf(written({ accrual: 'in_doubt' }, undefined, 5), { canVerify: false, nowMs: NOW });
     expect(lead.needsPerson).toEqual([{ kind: 'in_doubt', since: expect.any(String), why: expect.stringContaining('this merchant has no loyalty API key') }]);
-    expect(lead.bridge).toEqual({ acts: false, what: expect.stringMatching(/^nothing: this merchant has no loyalty API key/) });
+    expect(lead.bridge).toEqual({ acts: false, what: expect.stringMatching(/^this merchant has no loyalty API key/) });
   });
 
   it('an accrual in doubt with the API key: the bridge reads the history by itself, at the time ahead', () => {
@@ -53,7 +53,7 @@ describe('leadOf', () => {
   });
 
   it('settled, closed, or of a merchant this bridge does not know: nothing, saying which', () => {
-    expect(leadOf(written({ accrual: 'accrued' }), { canVerify: true, nowMs: NOW })).toEqual({ needsPerson: [], bridge: { acts: false, what: 'nothing: the record is settled' } });
+    expect(leadOf(written({ accrual: 'accrued' }), { canVerify: true, nowMs: NOW })).toEqual({ needsPerson: [], bridge: { acts: false, what: 'the record is settled' } });
     const closed = written({ accrual: 'accrued', reversal: 'failed' }, (r) => (r.closed = { at: minutes(11), actor: 'admin', reason: 'orphan' }));
     expect(leadOf(closed, { canVerify: true, nowMs: NOW })).toEqual({ needsPerson: [], bridge: { acts: false, what: expect.stringContaining('an operator closed the record') } });
     expect(leadOf(written({ accrual: 'pending' }), { canVerify: undefined, nowMs: NOW }).bridge).toEqual({ acts: false, what: expect.stringContaining('not known to this bridge') });
