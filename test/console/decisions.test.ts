@@ -13,7 +13,7 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';
@@ -383,6 +383,46 @@ describe('next steps are buttons', () => {
     expect(await origin.getByRole('button', { name: 'Show the payload unmasked' }).count()).toBe(0);
     const audit = (await admin('get', '/v1/admin/audit?merchantId=quay')).body.items as { action: string; target: string }[];
     expect(audit.filter((e) => e.target === transactionId && /^unmask/.test(e.action) && e.action !== 'unmask record')).toHaveLength(1);
+  }, TEST_MS);
+
+  it("shows a check the register accrued as a Toast record made at the register: the guest's card by its end, and Toast's key nowhere, even unmasked", async () => {
+    // A restaurant whose cashier found the guest with Rewards: Toast's ACCRUE names the card (src/core/register.ts).
+    const restaurant = 'a0000000-0000-4000-8000-0000000000d1';
+    const loyaltyKey = `toast-console-key-${randomBytes(12).toString('hex')}`;
+    const appToken = `app-tavern-${randomBytes(8).toString('hex')}`;
+    const tavern = h.sim.addMerchant({ id: 'tavern', appToken, apiKey: `key-tavern-${randomBytes(8).toString('hex')}` });
+    h.sim.pos.toast.addAccount({ restaurantGuid: restaurant, loyaltyKey, currency: 'USD' });
+    expect((await admin('post', '/v1/admin/merchants').send({ id: 'tavern', loyalty: { appToken, apiKey: tavern.apiKey }, pos: { toast: { restaurantGuid: restaurant, loyaltyKey } } })).status).toBe(201);
+    const { cardIds } = h.sim.merchant('tavern').addCustomer({ phone: '+15550007090', firstName: 'Ann', surname: 'Lee' });
+    const card = cardIds[0]!;
+    const order = randomUUID();
+    const held = h.sim.pos.toast.addOrder(restaurant, { id: order, lines: [{ name: 'Burger', unitPrice: 1500, quantity: 1, tax: 94 }] });
+    const transactionId = `toast:${order}:${held.checks[0]!.guid as string}`;
+    const call = h.sim.pos.toast.loyaltyCall(restaurant, { type: 'ACCRUE', orderId: order, identifier: card });
+    const answer = await postRaw(`${h.bridge.url}/v1/toast/loyalty`, call.body, Object.entries(call.headers));
+    expect([answer.status, answer.body]).toEqual([200, { transactionStatus: 'ACCEPT' }]);
+    await eventually(() => recordOf('tavern', transactionId), (r) => r.status === 'accrued', 8000, { what: `${transactionId} accrued` });
+
+    const page = await signedIn();
+    await recordPage(page, 'tavern', transactionId);
+    // Like any Toast record: its POS, its order, its status; and where it came from, in words.
+    await visible(page.getByText('Accrued', { exact: true }).first());
+    const origin = page.getByRole('region', { name: 'Where it came from' });
+    await visible(origin.getByText('the register, while the sale was open (Toast\u2019s loyalty integration)', { exact: true }));
+    // The card is shown by its end only; the whole serial never reaches the page.
+    // The guest as the record names them: the card by its end only (docs/operators.md); the results per card keep it whole, to look up in the loyalty service.
+    await visible(page.getByText(`card …${card.slice(-4)}`, { exact: true }));
+    await visible(page.locator('td[data-label="Card"]').getByText(card, { exact: true }));
+    await (await visible(origin.getByText('What the POS sent', { exact: true }))).click();
+    await origin.getByRole('button', { name: 'Show the payload unmasked' }).click();
+    await gone(origin.getByRole('button', { name: 'Show the payload unmasked' }));
+    // Unmasked, the body is Toast's whole (its loyaltyIdentifier), and the static key it authenticated with is not kept at all.
+    await visible(origin.getByText(`"loyaltyIdentifier": "${card}"`).first());
+    expect(await page.content()).not.toContain(loyaltyKey);
+    expect(await seriousViolations(page)).toEqual([]);
+    // The admin list finds it by its order, as any Toast record.
+    const listed = (await admin('get', `/v1/admin/transactions?merchantId=tavern&orderId=${order}`)).body.items as { transactionId: string; pos: string }[];
+    expect(listed.map((r) => [r.transactionId, r.pos])).toEqual([[transactionId, 'toast']]);
   }, TEST_MS);
 });
 
