@@ -334,7 +334,7 @@ export class RegisterService {
         // The call's id bound to the sale, and the sale recorded, together (one group commit): both are
         // durable before ACCEPT, so a REVERSE naming this id finds the sale; without ACCEPT Toast sends
         // the check again under a new id.
-        const [bound] = await Promise.all([
+        const [bound, recorded] = await Promise.all([
           this.deps.store.bindDelivery(bindings, callKey(call.id), `${BOUND_ACCRUE}${transactionId}`),
           this.deps.ingest.checkoutIntent(adapter, call.sale, merchant, arrival, { background: true }).catch((error: unknown) => {
             if (error instanceof ValidationError) throw refuse('input', error.message);
@@ -343,6 +343,13 @@ export class RegisterService {
         ]);
         // Toast sends one id per call: an id taken for another check first is that call's, and its sale stays whose it was.
         if (bound !== `${BOUND_ACCRUE}${transactionId}`) this.deps.logger.warn({ merchantId: merchant.id, transactionId }, 'a register call id came again with another check: the first stays bound');
+        // A check accrues once, also after its REVERSE: an ACCRUE that follows one is Toast's late retry
+        // of a call it thought failed (retried under a new id, or sent when an offline device is back)
+        // or the check paid again after a payment void, and nothing tells the two apart. Accruing it
+        // again would credit a voided check in the first case, so nothing is sent; said for the operator.
+        if (recorded.repeat && recorded.record.reversal.requestedAt !== undefined) {
+          this.deps.logger.warn({ merchantId: merchant.id, transactionId, status: recorded.record.status }, 'a register ACCRUE came for a check already reversed: a check accrues once, so nothing was accrued (docs/pos-systems.md, "A check reversed, then sent again")');
+        }
         const serial = call.sale.customer.serialNumber;
         if (serial) this.deps.reads.forget(merchant.id, [serial]);
         return { kind: 'accepted', rejected: call.redemptions };

@@ -14,6 +14,7 @@ import { toastAdapter } from '../../adapters/toast/index.js';
 import type { PosSettings } from '../../src/pos/contract.js';
 import type { SimMerchant } from '../../simulator/index.js';
 import type { ToastLoyaltyRequest } from '../../simulator/pos-apis/toast.js';
+import { createLogger } from '../../src/kernel/logger.js';
 import { ADMIN_TOKEN, eventually, startHarness, type Harness } from '../support/harness.js';
 import { describeWithDatabase, freshSchema } from '../support/postgres.js';
 import { postRaw, signature, type RawAnswer } from '../support/webhooks.js';
@@ -36,10 +37,13 @@ for (const store of STORES) {
     let h: Harness;
     let schema: { url: string; drop(): Promise<void> } | undefined;
     let other: SimMerchant;
+    /** The bridge's log, as JSON lines. */
+    const logLines: string[] = [];
 
     beforeAll(async () => {
       if (store.name === 'PostgreSQL') schema = await freshSchema(pgBase!, 'register');
       h = await startHarness({
+        logger: createLogger('info', { write: (line: string) => void logLines.push(line) }),
         // A budget a slow upstream visibly overruns, with the cache long enough to outlive a test.
         env: { ...(schema ? { LEDGER_URL: schema.url } : {}), REGISTER_BUDGET_MS: '400', REGISTER_CACHE_MS: '60000' },
         overrides: { posSettings: { toast }, secretsKey: randomBytes(32).toString('base64') },
@@ -233,6 +237,31 @@ for (const store of STORES) {
       await settled(sale.transactionId, 'reversed');
       expect(h.sim.books().transactions[sale.transactionId]).toMatchObject({ accruals: 1, reversals: 1 });
       expect(h.sim.books().doubleReversals).toEqual([]);
+    });
+
+    it('a check reversed, then sent by ACCRUE again (a late retry, or the check paid again): ACCEPT, nothing more accrued, and the log says why', async () => {
+      const ann = guest();
+      const sale = paidOrder();
+      const first = await register({ type: 'ACCRUE', orderId: sale.order, identifier: ann.card });
+      await settled(sale.transactionId, 'accrued');
+      expect((await register({ type: 'REVERSE', reverses: first.guid })).body).toEqual({ transactionStatus: 'ACCEPT' });
+      // Settled, and its operation claimed from the history (written after the answer, off the POS's path).
+      const before = await eventually(
+        async () => (await record(sale.transactionId)).body,
+        (r) => r.status === 'reversed' && (r.reversal?.operationIds?.length ?? 0) > 0,
+        8000,
+        { what: `${sale.transactionId} reversed and its operation claimed` },
+      );
+
+      const again = await register({ type: 'ACCRUE', orderId: sale.order, identifier: ann.card });
+      expect([again.status, again.body]).toEqual([200, { transactionStatus: 'ACCEPT' }]);
+      // One accrual and one reversal, as before: the guest holds none of this check's points.
+      expect(h.sim.books().transactions[sale.transactionId]).toMatchObject({ accruals: 1, reversals: 1 });
+      expect(points(ann.card)).toBe(0);
+      const after = (await record(sale.transactionId)).body;
+      expect([after.status, after.version]).toEqual(['reversed', before.version]);
+      const said = logLines.map((line) => JSON.parse(line) as { msg: string; transactionId?: string }).filter((line) => line.transactionId === sale.transactionId && line.msg.startsWith('a register ACCRUE came for a check already reversed'));
+      expect(said).toHaveLength(1);
     });
 
     /** The orders webhook for a held order, signed as Toast signs it. */
