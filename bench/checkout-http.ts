@@ -54,8 +54,7 @@ export async function startProcesses(o: PartContext): Promise<Processes> {
   progress('starting the simulator and the bridge (child processes)');
   const sim = await startSimulator(o);
   const dir = tempDir('bench-bridge-');
-  const nodeArgs = (process.env.BENCH_BRIDGE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const bridge = await startBridgeProcess(o, { ledgerUrl: `file:${join(dir, 'ledger.json')}`, env: bridgeEnv(o, sim.url), nodeArgs });
+  const bridge = await startBridgeProcess(o, { ledgerUrl: `file:${join(dir, 'ledger.json')}`, env: bridgeEnv(o, sim.url) });
   const floor = startChild(process.execPath, [join(o.here, 'stack-floor.js'), sim.url], { cwd: o.projectRoot });
   const floorUrl = (await waitForLine(floor, /FLOOR_URL=(\S+)/))[1]!;
   progress(`simulator ${sim.url} (pid ${sim.child.process.pid}), bridge ${bridge.url} (pid ${bridge.child.process.pid}, ledger ${dir}), stack floor ${floorUrl}`);

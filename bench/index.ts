@@ -80,7 +80,7 @@ Figures only: targets are printed beside them, nothing fails.
   --fleet-peak=N      BENCH_FLEET_PEAK      checkouts/s offered at part Z's lunch and dinner peaks (200)
   --fleet-slot-seconds=N BENCH_FLEET_SLOT_SECONDS seconds of each of the day's six slots (5)
   --fleet-instances=L BENCH_FLEET_INSTANCES instance counts, a day each (1,2,3)
-  BENCH_BRIDGE_NODE_ARGS  extra node flags for the bridge processes (part A's, and M's, F's and R's), e.g.
+  BENCH_BRIDGE_NODE_ARGS  extra node flags for every part's bridge processes, e.g.
                           "--cpu-prof --cpu-prof-dir=/tmp/prof" (node refuses --cpu-prof in NODE_OPTIONS)
   --scale-10m                             part S also at 10,000,000 records
   --help, -h                              this text`;

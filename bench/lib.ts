@@ -565,14 +565,19 @@ export interface BridgeChild {
   startupMs: number;
 }
 
-/** A bridge (`dist/src/main.js`) as a child process on `ledgerUrl`, ready; stopped again if it does not become ready. */
+/**
+ * A bridge (`dist/src/main.js`) as a child process on `ledgerUrl`, ready; stopped again if it does
+ * not become ready. `nodeArgs` default to BENCH_BRIDGE_NODE_ARGS (e.g. `--cpu-prof`), so every
+ * part's bridges can be profiled the same way.
+ */
 export async function startBridgeProcess(
   paths: BenchPaths,
   options: { ledgerUrl: string; env: Record<string, string>; nodeArgs?: string[]; readyTimeoutMs?: number },
 ): Promise<BridgeChild> {
   const port = await freePort();
   const started = performance.now();
-  const child = startChild(process.execPath, [...(options.nodeArgs ?? []), join(paths.distDir, 'src', 'main.js')], {
+  const nodeArgs = options.nodeArgs ?? (process.env.BENCH_BRIDGE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child = startChild(process.execPath, [...nodeArgs, join(paths.distDir, 'src', 'main.js')], {
     cwd: paths.projectRoot,
     env: { ...process.env, ...options.env, PORT: String(port), LEDGER_URL: options.ledgerUrl },
   });
@@ -598,9 +603,7 @@ export async function startSimulatorAndBridge(
   const sim = await startSimulator(paths);
   const dir = tempDir(`bench-${label}-`);
   try {
-    // BENCH_BRIDGE_NODE_ARGS (e.g. --cpu-prof) applies to these bridges too, as to part A's.
-    const nodeArgs = (process.env.BENCH_BRIDGE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-    const bridge = await startBridgeProcess(paths, { ledgerUrl: `file:${join(dir, 'ledger.json')}`, env: env(sim.url), nodeArgs });
+    const bridge = await startBridgeProcess(paths, { ledgerUrl: `file:${join(dir, 'ledger.json')}`, env: env(sim.url) });
     return { sim: sim.child, simUrl: sim.url, bridge: bridge.child, bridgeUrl: bridge.url };
   } catch (error) {
     await sim.child.stop();

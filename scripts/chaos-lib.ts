@@ -60,6 +60,11 @@ export interface ChaosReport {
   overlaps: number;
   /** Records ever held back so, of all records. */
   heldRecords: number;
+  /**
+   * What each hold waited for: only the holder's answer (its call in flight, or pending a retry),
+   * or also its outcome in doubt. Says which rule a smaller held share has to change.
+   */
+  heldBehind: { unanswered: number; inDoubt: number };
   records: number;
   /** History verdicts that found an operation more than one unsettled record could have made. */
   ambiguous: number;
@@ -287,6 +292,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const ids = [...records.keys()];
   const allDetails: any[] = [];
   for (let i = 0; i < ids.length; i += 50) allDetails.push(...(await Promise.all(ids.slice(i, i + 50).map((id) => admin(`/v1/admin/transactions/${encodeURIComponent(id)}`)))));
+  const detailOf = new Map(allDetails.map((d) => [d.transactionId as string, d]));
+  const heldBehind = { unanswered: 0, inDoubt: 0 };
   const countedWithOf = (id: string) => allDetails.filter((d) => ((d.accrual.countedWith as string[] | undefined) ?? []).includes(id)).map((d) => d.transactionId as string);
   {
     for (const r of allDetails) {
@@ -302,6 +309,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const events = (r.history as { event: string }[]).map((e) => e.event);
       overlaps += events.filter((e) => e.startsWith('waits behind ')).length;
       if (events.some((e) => e.startsWith('waits behind '))) heldRecords++;
+      for (const hold of holdsOf(r.history, settledAt)) {
+        // Into the holder's doubt: its outcome was unknown at some moment of the hold, not only its answer awaited.
+        const doubted = ((detailOf.get(hold.holder)?.history ?? []) as { at: string; to?: string }[]).some((h) => h.to === 'in_doubt' && Date.parse(h.at) < hold.to);
+        heldBehind[doubted ? 'inDoubt' : 'unanswered']++;
+      }
       ambiguous += events.filter((e) => e.startsWith('ambiguous with ')).length;
       for (const hold of holdsOf(r.history, settledAt)) {
         longestHoldMs = Math.max(longestHoldMs, hold.to - hold.from);
@@ -343,6 +355,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     cardsMismatched: cards.filter((c) => c.expected !== c.actual).length,
     overlaps,
     heldRecords,
+    heldBehind,
     records: records.size,
     ambiguous,
     misAttributed,
@@ -354,18 +367,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
  * The spells a record's accrual was held back: from a "waits behind" line of its history to the
  * next line that is not one (its accrual went out and was answered), or to `until` while it waits.
  */
-function holdsOf(history: { at: string; event: string }[], until: number): { from: number; to: number }[] {
-  const holds: { from: number; to: number }[] = [];
-  let from: number | undefined;
+function holdsOf(history: { at: string; event: string }[], until: number): { from: number; to: number; holder: string }[] {
+  const holds: { from: number; to: number; holder: string }[] = [];
+  let open: { from: number; holder: string } | undefined;
   for (const line of history) {
-    const waits = line.event.startsWith('waits behind ');
-    if (waits && from === undefined) from = Date.parse(line.at);
-    if (!waits && from !== undefined) {
-      holds.push({ from, to: Date.parse(line.at) });
-      from = undefined;
+    const holder = /^waits behind (\S+?):/.exec(line.event)?.[1];
+    if (holder && open === undefined) open = { from: Date.parse(line.at), holder };
+    if (!holder && open !== undefined) {
+      holds.push({ ...open, to: Date.parse(line.at) });
+      open = undefined;
     }
   }
-  if (from !== undefined) holds.push({ from, to: until });
+  if (open !== undefined) holds.push({ ...open, to: until });
   return holds;
 }
 
@@ -382,6 +395,7 @@ export function formatChaosReport(r: ChaosReport, options: ChaosOptions): string
     `  double reversals             ${r.doubleReversals.length}${r.doubleReversals.length ? `  ${r.doubleReversals.slice(0, 10).join(', ')}` : ''}`,
     `  overlaps                     ${r.overlaps} (an accrual held back behind an unsettled one of the same customer and amount)`,
     `  records ever held back       ${r.heldRecords} of ${r.records} (${r.records ? ((100 * r.heldRecords) / r.records).toFixed(1) : '0.0'} %)`,
+    `  holds, by what they awaited  ${r.heldBehind.unanswered} only the holder's answer, ${r.heldBehind.inDoubt} also the holder's outcome in doubt`,
     `  ambiguous verdicts           ${r.ambiguous} (an operation more than one unsettled record could have made: claimed by none)`,
     `  mis-attributed ${r.misAttributed.length}${r.misAttributed.length ? `\n${r.misAttributed.slice(0, 10).map((m) => `    ${m.transactionId}: ${m.why}`).join('\n')}` : ''}`,
     `  records lost                 ${r.lost.length}${r.lost.length ? `\n${r.lost.slice(0, 10).map((l) => `    ${l.orderId}: ${l.why}`).join('\n')}` : ''}`,
