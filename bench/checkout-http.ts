@@ -157,26 +157,60 @@ async function closedRounds(o: HttpPartOptions, p: Processes, { spec }: Specs): 
  * counted; the targets alternate, and the summary takes the median of the rounds, so one stall of
  * the machine (four busy processes on two cores) does not decide the figure.
  */
-async function openLoopRounds(o: HttpPartOptions, { spec, rateAgents }: Specs, rateCount: number): Promise<Record<Kind, PhaseResult>[]> {
-  const rounds: Record<Kind, PhaseResult>[] = [];
+async function openLoopRounds(o: HttpPartOptions, p: Processes, { spec, rateAgents }: Specs, rateCount: number): Promise<Record<Kind, PhaseResult & { cpuHop?: number }>[]> {
+  const rounds: Record<Kind, PhaseResult & { cpuHop?: number }>[] = [];
   for (let round = 1; round <= o.rounds; round++) {
-    const results = {} as Record<Kind, PhaseResult>;
+    const results = {} as Record<Kind, PhaseResult & { cpuHop?: number }>;
     for (const kind of KINDS) {
       await settle(o);
       await runRatePhase({ ...spec(kind, `rate-warm${round}`, o.rate), agent: rateAgents[kind], rate: o.rate });
       progress(`latency round ${round}/${o.rounds}: ${rateCount} ${kind} requests at ${o.rate}/s, open loop`);
-      results[kind] = await runRatePhase({ ...spec(kind, `rate${round}`, rateCount), agent: rateAgents[kind], rate: o.rate });
+      const cpu0 = hopCpu(p, kind);
+      const result = await runRatePhase({ ...spec(kind, `rate${round}`, rateCount), agent: rateAgents[kind], rate: o.rate });
+      results[kind] = { ...result, cpuHop: perRequestMs(cpu0, hopCpu(p, kind), result.requests) };
     }
     rounds.push(results);
   }
   return rounds;
 }
 
+/** Requests a second of the lone-request phase: each arrives to a process that has been idle since the last. */
+const LONE_RATE = 10;
+const LONE_REQUESTS = 80;
+
+/**
+ * What one request costs the bridge and the floor when requests come alone, far apart (a quiet
+ * merchant, an instance of a fleet that sees little of the traffic): CPU per request at LONE_RATE.
+ * Beside the closed loop and the fixed rate it shows how the cost per request follows the rate,
+ * for the stack alone (the floor) as for the bridge.
+ */
+async function lonePhase(o: HttpPartOptions, p: Processes, { spec, rateAgents }: Specs): Promise<Partial<Record<Kind, number>>> {
+  const cpu: Partial<Record<Kind, number>> = {};
+  for (const kind of ['bridge', 'floor'] as const) {
+    await settle(o);
+    progress(`lone requests: ${LONE_REQUESTS} ${kind} requests at ${LONE_RATE}/s`);
+    const cpu0 = hopCpu(p, kind);
+    const result = await runRatePhase({ ...spec(kind, 'lone', LONE_REQUESTS), agent: rateAgents[kind], rate: LONE_RATE });
+    cpu[kind] = perRequestMs(cpu0, hopCpu(p, kind), result.requests);
+  }
+  return cpu;
+}
+
+/** The CPU so far of the process a `kind` request is handled by: the bridge, the floor, or the simulator for direct calls. */
+function hopCpu(p: Processes, kind: Kind): number | undefined {
+  return cpuMsOf((kind === 'floor' ? p.floor : kind === 'bridge' ? p.bridge : p.sim).process.pid);
+}
+
+function perRequestMs(before: number | undefined, after: number | undefined, requests: number): number | undefined {
+  return before === undefined || after === undefined || requests === 0 ? undefined : (after - before) / requests;
+}
+
 export async function httpPart(o: HttpPartOptions, p: Processes): Promise<PartASummary> {
   const specs = phaseSpecs(o, p);
   const rateCount = Math.max(200, o.rate * 5);
   const phases = await closedRounds(o, p, specs);
-  const rateRounds = await openLoopRounds(o, specs, rateCount);
+  const rateRounds = await openLoopRounds(o, p, specs, rateCount);
+  const lone = await lonePhase(o, p, specs);
   specs.destroy();
 
   const out = o.out;
@@ -247,6 +281,12 @@ export async function httpPart(o: HttpPartOptions, p: Processes): Promise<PartAS
     ),
   );
   out(`   per-round ratios bridge/direct: ${pairedRatios.map((r) => fmt(r, 3)).join(', ')}; CPU per request (median): bridge ${fmt(bridge.cpuBridge)} ms, floor ${fmt(floor.cpuBridge)} ms`);
+  // CPU ticks are 10 ms: LONE_REQUESTS requests read to about 0.1 ms a request.
+  const rateCpu = (kind: Kind) => median(rateRounds.map((r) => r[kind].cpuHop ?? Number.NaN));
+  out(
+    `   CPU per request by offered load, bridge / floor: closed loop at concurrency ${o.concurrency} ${fmt(bridge.cpuBridge)} / ${fmt(floor.cpuBridge)} ms, ` +
+      `${o.rate}/s ${fmt(rateCpu('bridge'))} / ${fmt(rateCpu('floor'))} ms, ${LONE_RATE}/s (each request alone) ${fmt(lone.bridge)} / ${fmt(lone.floor)} ms`,
+  );
   out();
   return { throughput: bridge.throughput, p50: bridge.latency.p50, p99: bridge.latency.p99, cpuBridge: bridge.cpuBridge, rate: { p50: rateBridge.latency.p50, p99: rateBridge.latency.p99 } };
 }

@@ -15,6 +15,10 @@
  * /proc shows them), the database's share of the CPU, and the WAL written per checkout. After each
  * day every checkout must be in the ledger, settled, and booked once at the simulator.
  *
+ * Each instance is warmed first with WARMUP_CHECKOUTS checkouts back to back, not counted: a fresh
+ * process costs about twice as much per checkout over its first few thousand (V8 is still
+ * compiling the path), and a day of a few thousand checkouts would otherwise measure mostly that.
+ *
  * On one machine the instances, the database, the simulator and the load generator share the same
  * cores, so the figures say what each part costs per checkout, which is what sizing needs
  * (docs/postgresql-and-scale.md, "The road to 10,000 merchants"); they are not a fleet's throughput.
@@ -27,6 +31,7 @@ import pg from 'pg';
 import {
   bridgeEnv,
   cpuMsOf,
+  cpuSplitMsOf,
   createMerchants,
   forgetSyncCleanup,
   getJson,
@@ -37,6 +42,7 @@ import {
   progress,
   reason,
   redact,
+  runPhase,
   runRatePhase,
   startBridgeProcess,
   startSimulator,
@@ -73,6 +79,9 @@ const DAY: readonly (readonly [slot: string, share: number])[] = [
   ['evening', 0.3],
 ];
 const SETTLE_TIMEOUT_MS = 60_000;
+/** Checkouts each instance serves, back to back, before it is measured (see the head of this file). */
+const WARMUP_CHECKOUTS = 6000;
+const WARMUP_CONCURRENCY = 16;
 
 interface Instance {
   child: Child;
@@ -97,6 +106,8 @@ interface DayFigures {
   walBytesPerCheckout?: number;
   check: string;
   checkOk: boolean;
+  /** The bridges' CPU per checkout in each slot of the day, in user space and in the kernel: how it follows the rate. */
+  slots: { slot: string; rate: number; userMs?: number; systemMs?: number }[];
 }
 
 export async function fleetPart(o: FleetPartOptions): Promise<void> {
@@ -131,9 +142,13 @@ export async function fleetPart(o: FleetPartOptions): Promise<void> {
     };
     instances.push(await start());
     const merchants = await createFleet(o, sim.url, instances[0]!.url);
+    await warm(o, instances[0]!, merchants, 0);
     const days: DayFigures[] = [];
     for (const count of o.instanceCounts) {
-      while (instances.length < count) instances.push(await start());
+      while (instances.length < count) {
+        instances.push(await start());
+        await warm(o, instances.at(-1)!, merchants, instances.length - 1);
+      }
       const serving = instances.slice(0, count);
       progress(`fleet: a day on ${count} instance(s), peak ${o.peakRate}/s, ${o.slotSeconds} s a slot`);
       days.push(await runDay(o, admin, schema, sim.url, serving, merchants));
@@ -146,6 +161,25 @@ export async function fleetPart(o: FleetPartOptions): Promise<void> {
     forgetSyncCleanup(cleanupKey);
     await admin.end().catch(() => undefined);
   }
+}
+
+/** WARMUP_CHECKOUTS checkouts of the fleet's merchants through one instance, back to back, each accrued; not measured. */
+async function warm(o: FleetPartOptions, instance: Instance, merchants: Merchant[], index: number): Promise<void> {
+  const tag = `W-${o.runId}-${index}`;
+  const started = performance.now();
+  const result = await runPhase({
+    name: 'warm-up',
+    baseUrl: instance.url,
+    agent: instance.agent,
+    path: '/v1/checkouts/generic',
+    headers: {},
+    headersOf: Array.from({ length: WARMUP_CHECKOUTS }, (_, i) => ({ accept: 'application/json', authorization: `Bearer ${merchants[merchantOf(i, merchants.length)]!.posToken}` })),
+    bodies: Array.from({ length: WARMUP_CHECKOUTS }, (_, i) => JSON.stringify(checkoutPayload(`${tag}-${i}`, i))),
+    concurrency: WARMUP_CONCURRENCY,
+    accept: (status) => status === 200 || status === 202,
+  });
+  if (result.unexpected + result.errors > 0) throw new Error(`fleet: warming instance ${index + 1}: ${result.unexpected + result.errors} checkouts not acknowledged (${result.firstProblem})`);
+  progress(`fleet: instance ${index + 1} warmed with ${WARMUP_CHECKOUTS} checkouts in ${fmt((performance.now() - started) / 1000, 1)} s`);
 }
 
 async function createFleet(o: FleetPartOptions, simUrl: string, bridgeUrl: string): Promise<Merchant[]> {
@@ -172,13 +206,14 @@ async function runDay(o: FleetPartOptions, admin: pg.Client, schema: string, sim
   const bridges0 = serving.map((s) => cpuMsOf(s.child.process.pid));
   const pg0 = processCpuMsByName('postgres')?.ms;
   const started = performance.now();
-  const slots: { slot: string; result: PhaseResult }[] = [];
+  const slots: { slot: string; result: PhaseResult; rate: number; count: number; userMs?: number; systemMs?: number }[] = [];
   let n = 0;
   for (const [slot, share] of DAY) {
     const rate = Math.max(1, Math.round(o.peakRate * share));
     const count = Math.max(1, Math.round(rate * o.slotSeconds));
     const first = n;
     n += count;
+    const cpu0 = bridgesCpu(serving);
     const result = await runRatePhase({
       name: slot,
       baseUrl: serving[0]!.url,
@@ -192,7 +227,8 @@ async function runDay(o: FleetPartOptions, admin: pg.Client, schema: string, sim
       // Acknowledged: accrued within the answer budget (200), or recorded for delivery later (202).
       accept: (status) => status === 200 || status === 202,
     });
-    slots.push({ slot, result });
+    const cpu1 = bridgesCpu(serving);
+    slots.push({ slot, result, rate, count, ...(cpu0 && cpu1 ? { userMs: (cpu1.user - cpu0.user) / count, systemMs: (cpu1.system - cpu0.system) / count } : {}) });
     progress(`fleet: ${serving.length} instance(s), ${slot}: ${count} at ${rate}/s, p99 ${fmt(result.latency.p99, 1)} ms, ${result.unexpected + result.errors} not acknowledged${result.firstProblem ? ` (${result.firstProblem})` : ''}`);
   }
   const seconds = (performance.now() - started) / 1000;
@@ -217,7 +253,14 @@ async function runDay(o: FleetPartOptions, admin: pg.Client, schema: string, sim
     walBytesPerCheckout: wal0 === undefined || wal1 === undefined ? undefined : (await walBytes(admin, wal0, wal1)) / n,
     check,
     checkOk,
+    slots: slots.map(({ slot, rate, userMs, systemMs }) => ({ slot, rate, userMs, systemMs })),
   };
+}
+
+/** The serving bridges' CPU so far, summed; undefined when /proc cannot say for one of them. */
+function bridgesCpu(serving: Instance[]): { user: number; system: number } | undefined {
+  const each = serving.map((s) => cpuSplitMsOf(s.child.process.pid));
+  return each.every((c) => c !== undefined) ? each.reduce((a, c) => ({ user: a.user + c!.user, system: a.system + c!.system }), { user: 0, system: 0 }) : undefined;
 }
 
 const IDLE_MS = 5000;
@@ -306,5 +349,9 @@ function report(o: FleetPartOptions, days: DayFigures[]): void {
   o.out(`Z. Fleet: ${o.merchants} merchants, a day of six slots of ${o.slotSeconds} s (peak ${o.peakRate}/s at lunch and dinner), instances on one PostgreSQL schema, round-robin`);
   o.out(tableOf(days, columns));
   for (const d of days) o.out(`   ${d.instances} instance(s): ${d.check}`);
+  // CPU ticks are 10 ms: a slot of a few hundred checkouts reads to about 0.05 ms a checkout.
+  for (const d of days) {
+    o.out(`   ${d.instances} instance(s), bridges' CPU ms/checkout by slot (user + kernel): ${d.slots.map((s) => `${s.slot} ${s.rate}/s ${s.userMs === undefined ? '-' : `${fmt(s.userMs + s.systemMs!, 2)} (${fmt(s.userMs, 2)} + ${fmt(s.systemMs, 2)})`}`).join(', ')}`);
+  }
   o.out();
 }

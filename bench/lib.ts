@@ -419,12 +419,18 @@ const CLOCK_TICKS = 100;
 
 /** User + system CPU milliseconds of a process from /proc (Linux); undefined elsewhere. */
 export function cpuMsOf(pid: number | undefined): number | undefined {
+  const split = cpuSplitMsOf(pid);
+  return split && split.user + split.system;
+}
+
+/** A process's CPU milliseconds so far, in user space and in the kernel (its system calls), from /proc; undefined off Linux or once it is gone. */
+export function cpuSplitMsOf(pid: number | undefined): { user: number; system: number } | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // After "pid (comm) ", field 3 is state; utime and stime are fields 14 and 15 (indexes 11, 12 here).
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+    return { user: (Number(fields[11]) * 1000) / CLOCK_TICKS, system: (Number(fields[12]) * 1000) / CLOCK_TICKS };
   } catch {
     return undefined;
   }
