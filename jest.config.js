@@ -44,6 +44,8 @@ export default {
   // on this project's two-core machine (2026-12-03). Four at most keeps the workers' PostgreSQL
   // pools well inside the server's default 100 connections.
   maxWorkers: Math.min(4, availableParallelism() + 1),
+  // The longest suites first, also on a fresh clone that has no cached durations (test/support/slow-first-sequencer.js).
+  testSequencer: '<rootDir>/test/support/slow-first-sequencer.js',
   projects: [
     { ...base, displayName: 'unit', testRegex: UNIT },
     { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/**/*.test.ts'], testPathIgnorePatterns: ['/node_modules/', ...UNIT] },

@@ -1,5 +1,5 @@
 /**
- * `npm run model-check [-- --deep] [-- --mutants] [-- --scenario <name>]… [-- --report <file>]`:
+ * `npm run model-check [-- --deep] [-- --mutants [--mutant <name>]…] [-- --scenario <name>]… [-- --report <file>]`:
  * the exhaustive model check of the bridge's exactly-once promise (model-check/,
  * docs/correctness.md). Prints the bounds, then the states and transitions explored, the time taken
  * and the situations gone through, per scenario.
@@ -10,21 +10,21 @@
  *
  * `--mutants` runs the search once per named mistake (src/kernel/mutants.ts; MODEL_CHECK_MUTANT=<name>
  * runs one as the plain check), prints each one's shortest counterexample and its length, and exits
- * 1 if any is not caught. `--deep`: larger bounds, run by hand. `--report <file>`: the figures,
+ * 1 if any is not caught; `--mutant <name>` (repeatable) runs only those. `--deep`: larger bounds, run by hand. `--report <file>`: the figures,
  * violations and mutants' outcomes as JSON too (the model check's test reads it).
  */
 import { writeFileSync } from 'node:fs';
 import { armedMutant, MUTANTS, type MutantName } from '../src/kernel/mutants.js';
 import { checkModel, checkMutants, describeViolation, missingCoverage } from '../model-check/index.js';
 
-const USAGE = 'usage: npm run model-check [-- --deep] [-- --mutants] [-- --scenario <name>]… [-- --report <file>]';
+const USAGE = 'usage: npm run model-check [-- --deep] [-- --mutants [--mutant <name>]…] [-- --scenario <name>]… [-- --report <file>]';
 const args = process.argv.slice(2);
 if (args.includes('--help') || args.includes('-h')) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
 }
 const flags = new Set(['--deep', '--mutants']);
-const valued = new Set(['--scenario', '--report']);
+const valued = new Set(['--scenario', '--report', '--mutant']);
 for (let i = 0; i < args.length; i++) {
   const arg = args[i]!;
   if (flags.has(arg)) continue;
@@ -44,9 +44,17 @@ const started = Date.now();
 const seconds = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
 const report = (value: unknown) => reportFile && writeFileSync(reportFile, `${JSON.stringify(value, null, 2)}\n`);
 
+const named = valuesOf('--mutant');
+const unknownMutant = named.find((name) => !(MUTANTS as readonly string[]).includes(name));
+if (unknownMutant !== undefined || (named.length && !args.includes('--mutants'))) {
+  process.stderr.write(`model-check: ${unknownMutant !== undefined ? `--mutant must be one of ${MUTANTS.join(', ')}, got ${JSON.stringify(unknownMutant)}` : '--mutant goes with --mutants'}; ${USAGE}\n`);
+  process.exit(2);
+}
+
 if (args.includes('--mutants')) {
-  log(`model check of the mutants (${MUTANTS.join(', ')}), ${depth} bounds`);
-  const outcomes = await checkMutants({ depth, only: only.length ? only : undefined, log });
+  const mutants = named.length ? (named as MutantName[]) : [...MUTANTS];
+  log(`model check of the mutants (${mutants.join(', ')}), ${depth} bounds`);
+  const outcomes = await checkMutants({ depth, only: only.length ? only : undefined, mutants, log });
   for (const outcome of outcomes) if (outcome.violation) log(`\n${outcome.mutant}, caught in ${outcome.scenario}:\n${describeViolation(outcome.violation)}`);
   const missed = outcomes.filter((o) => !o.caught).map((o) => o.mutant);
   log(`\n${outcomes.length - missed.length} of ${outcomes.length} mutants caught in ${seconds()}${missed.length ? `; NOT caught: ${missed.join(', ')}` : ''}`);

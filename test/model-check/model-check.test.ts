@@ -5,7 +5,7 @@
  * with a counterexample of its own mistake, printed one event a line; and the run failing when a
  * mutant is not caught. Needs `npm run build` first (npm test does it).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,14 +105,23 @@ describe('npm run model-check', () => {
     4 * 60_000,
   );
 
+  it('refuses a mutant it does not know, and --mutant without --mutants', async () => {
+    for (const args of [['--mutants', '--mutant', 'no-such-mistake'], ['--mutant', 'double-reverse']]) {
+      const run = spawnSync(process.execPath, [join(process.cwd(), 'dist', 'scripts', 'model-check.js'), ...args], { encoding: 'utf8', env: { PATH: process.env.PATH!, NODE_ENV: 'test' } });
+      expect([run.status, run.stdout]).toEqual([2, '']);
+      expect(run.stderr).toMatch(/^model-check: --mutant (must be one of|goes with --mutants)/);
+    }
+  });
+
   it(
     'fails when a mutant is not caught: double-reverse in a world without refunds',
     async () => {
-      const { status, stdout, report } = await modelCheck<MutantsReport>(['--mutants', '--scenario', 'same-customer-and-amount']);
+      // That mutant alone (--mutant): the others would each explore the scenario again for nothing.
+      const { status, stdout, report } = await modelCheck<MutantsReport>(['--mutants', '--mutant', 'double-reverse', '--scenario', 'same-customer-and-amount']);
 
       expect(status).toBe(1);
-      expect(report.mutants.find((m) => m.mutant === 'double-reverse')).toMatchObject({ caught: false });
-      expect(stdout).toMatch(/NOT caught: .*double-reverse/);
+      expect(report.mutants).toEqual([expect.objectContaining({ mutant: 'double-reverse', caught: false })]);
+      expect(stdout).toMatch(/0 of 1 mutants caught .*; NOT caught: double-reverse$/m);
     },
     4 * 60_000,
   );
