@@ -53,6 +53,11 @@ export function testConfig(env: Record<string, string> = {}, dir = mkdtempSync(j
     WORKER_INTERVAL_MS: '50',
     IN_DOUBT_VERIFY_AFTER_MS: '0',
     IN_DOUBT_GRACE_MS: '300',
+    // No LOYALTY_BASE_URL here (the harness passes the simulator's address as an override), so the
+    // config is the sandbox's, whose backfill runs a scheduled round every minute: a round landing
+    // mid-test imported an order a console test had added to be found missing (a fresh clone's CI,
+    // 2026-12-03). Tests that want scheduled rounds set it.
+    BACKFILL_INTERVAL_MS: '0',
     ...env,
   });
 }
