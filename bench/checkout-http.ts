@@ -167,7 +167,7 @@ async function openLoopRounds(o: HttpPartOptions, p: Processes, { spec, rateAgen
       progress(`latency round ${round}/${o.rounds}: ${rateCount} ${kind} requests at ${o.rate}/s, open loop`);
       const cpu0 = hopCpu(p, kind);
       const result = await runRatePhase({ ...spec(kind, `rate${round}`, rateCount), agent: rateAgents[kind], rate: o.rate });
-      results[kind] = { ...result, cpuHop: perRequestMs(cpu0, hopCpu(p, kind), result.requests) };
+      results[kind] = { ...result, cpuHop: perRequest({ hop: cpu0 }, { hop: hopCpu(p, kind) }, result.requests).hop };
     }
     rounds.push(results);
   }
@@ -191,7 +191,7 @@ async function lonePhase(o: HttpPartOptions, p: Processes, { spec, rateAgents }:
     progress(`lone requests: ${LONE_REQUESTS} ${kind} requests at ${LONE_RATE}/s`);
     const cpu0 = hopCpu(p, kind);
     const result = await runRatePhase({ ...spec(kind, 'lone', LONE_REQUESTS), agent: rateAgents[kind], rate: LONE_RATE });
-    cpu[kind] = perRequestMs(cpu0, hopCpu(p, kind), result.requests);
+    cpu[kind] = perRequest({ hop: cpu0 }, { hop: hopCpu(p, kind) }, result.requests).hop;
   }
   return cpu;
 }
@@ -199,10 +199,6 @@ async function lonePhase(o: HttpPartOptions, p: Processes, { spec, rateAgents }:
 /** The CPU so far of the process a `kind` request is handled by: the bridge, the floor, or the simulator for direct calls. */
 function hopCpu(p: Processes, kind: Kind): number | undefined {
   return cpuMsOf((kind === 'floor' ? p.floor : kind === 'bridge' ? p.bridge : p.sim).process.pid);
-}
-
-function perRequestMs(before: number | undefined, after: number | undefined, requests: number): number | undefined {
-  return before === undefined || after === undefined || requests === 0 ? undefined : (after - before) / requests;
 }
 
 export async function httpPart(o: HttpPartOptions, p: Processes): Promise<PartASummary> {

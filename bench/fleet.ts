@@ -30,7 +30,6 @@ import { join } from 'node:path';
 import pg from 'pg';
 import {
   bridgeEnv,
-  cpuMsOf,
   cpuSplitMsOf,
   createMerchants,
   forgetSyncCleanup,
@@ -203,10 +202,11 @@ async function runDay(o: FleetPartOptions, admin: pg.Client, schema: string, sim
   const idle = await idleCpu(serving);
   const booksBefore = (await booksOf(simUrl, merchants))?.accrueRequests;
   const wal0 = await walLsn(admin);
-  const bridges0 = serving.map((s) => cpuMsOf(s.child.process.pid));
+  const bridges0 = bridgesCpuMs(serving);
   const pg0 = processCpuMsByName('postgres')?.ms;
   const started = performance.now();
-  const slots: { slot: string; result: PhaseResult; rate: number; count: number; userMs?: number; systemMs?: number }[] = [];
+  const slots: { slot: string; result: PhaseResult }[] = [];
+  const cpuBySlot: DayFigures['slots'] = [];
   let n = 0;
   for (const [slot, share] of DAY) {
     const rate = Math.max(1, Math.round(o.peakRate * share));
@@ -228,17 +228,18 @@ async function runDay(o: FleetPartOptions, admin: pg.Client, schema: string, sim
       accept: (status) => status === 200 || status === 202,
     });
     const cpu1 = bridgesCpu(serving);
-    slots.push({ slot, result, rate, count, ...(cpu0 && cpu1 ? { userMs: (cpu1.user - cpu0.user) / count, systemMs: (cpu1.system - cpu0.system) / count } : {}) });
+    slots.push({ slot, result });
+    cpuBySlot.push({ slot, rate, ...(cpu0 && cpu1 ? { userMs: (cpu1.user - cpu0.user) / count, systemMs: (cpu1.system - cpu0.system) / count } : {}) });
     progress(`fleet: ${serving.length} instance(s), ${slot}: ${count} at ${rate}/s, p99 ${fmt(result.latency.p99, 1)} ms, ${result.unexpected + result.errors} not acknowledged${result.firstProblem ? ` (${result.firstProblem})` : ''}`);
   }
   const seconds = (performance.now() - started) / 1000;
-  const bridges1 = serving.map((s) => cpuMsOf(s.child.process.pid));
+  const bridges1 = bridgesCpuMs(serving);
   const pg1 = processCpuMsByName('postgres')?.ms;
   const wal1 = await walLsn(admin);
   const { check, checkOk } = await verify(admin, schema, simUrl, merchants, tag, n, booksBefore);
   const peaks = slots.filter((s) => s.slot === 'lunch' || s.slot === 'dinner').map((s) => s.result);
   const acknowledged = slots.reduce((sum, s) => sum + s.result.requests - s.result.unexpected - s.result.errors, 0);
-  const bridgeCpu = bridges0.every((v) => v !== undefined) && bridges1.every((v) => v !== undefined) ? bridges1.reduce((a, b, i) => a + b! - bridges0[i]!, 0) : undefined;
+  const bridgeCpu = bridges0 === undefined || bridges1 === undefined ? undefined : bridges1 - bridges0;
   return {
     instances: serving.length,
     idleBridgeCpuPerSecond: idle.bridges,
@@ -253,7 +254,7 @@ async function runDay(o: FleetPartOptions, admin: pg.Client, schema: string, sim
     walBytesPerCheckout: wal0 === undefined || wal1 === undefined ? undefined : (await walBytes(admin, wal0, wal1)) / n,
     check,
     checkOk,
-    slots: slots.map(({ slot, rate, userMs, systemMs }) => ({ slot, rate, userMs, systemMs })),
+    slots: cpuBySlot,
   };
 }
 
@@ -263,15 +264,20 @@ function bridgesCpu(serving: Instance[]): { user: number; system: number } | und
   return each.every((c) => c !== undefined) ? each.reduce((a, c) => ({ user: a.user + c!.user, system: a.system + c!.system }), { user: 0, system: 0 }) : undefined;
 }
 
+/** The same, user and kernel together. */
+function bridgesCpuMs(serving: Instance[]): number | undefined {
+  const cpu = bridgesCpu(serving);
+  return cpu && cpu.user + cpu.system;
+}
+
 const IDLE_MS = 5000;
 
 /** The bridges' and PostgreSQL's CPU a second over IDLE_MS with nothing offered. */
 async function idleCpu(serving: Instance[]): Promise<{ bridges?: number; postgres?: number }> {
-  const sum = () => serving.reduce<number | undefined>((total, s) => (total === undefined ? undefined : ((v) => (v === undefined ? undefined : total + v))(cpuMsOf(s.child.process.pid))), 0);
-  const b0 = sum();
+  const b0 = bridgesCpuMs(serving);
   const p0 = processCpuMsByName('postgres')?.ms;
   await new Promise((r) => setTimeout(r, IDLE_MS));
-  const b1 = sum();
+  const b1 = bridgesCpuMs(serving);
   const p1 = processCpuMsByName('postgres')?.ms;
   return {
     bridges: b0 === undefined || b1 === undefined ? undefined : ((b1 - b0) * 1000) / IDLE_MS,

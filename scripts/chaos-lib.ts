@@ -309,13 +309,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const events = (r.history as { event: string }[]).map((e) => e.event);
       overlaps += events.filter((e) => e.startsWith('waits behind ')).length;
       if (events.some((e) => e.startsWith('waits behind '))) heldRecords++;
+      ambiguous += events.filter((e) => e.startsWith('ambiguous with ')).length;
       for (const hold of holdsOf(r.history, settledAt)) {
         // Into the holder's doubt: its outcome was unknown at some moment of the hold, not only its answer awaited.
         const doubted = ((detailOf.get(hold.holder)?.history ?? []) as { at: string; to?: string }[]).some((h) => h.to === 'in_doubt' && Date.parse(h.at) < hold.to);
         heldBehind[doubted ? 'inDoubt' : 'unanswered']++;
-      }
-      ambiguous += events.filter((e) => e.startsWith('ambiguous with ')).length;
-      for (const hold of holdsOf(r.history, settledAt)) {
         longestHoldMs = Math.max(longestHoldMs, hold.to - hold.from);
         longestHoldAfterFaultsMs = Math.max(longestHoldAfterFaultsMs, hold.to - Math.max(hold.from, faultsStoppedAt));
       }
